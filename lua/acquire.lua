@@ -1,0 +1,58 @@
+-- acquire.lua: take the lock in mode ARGV[3], or queue for it.
+-- KEYS: the six keys of common.lua.
+-- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms, 5 holder info
+--       ("host\tpid\ttid"), 6 enqueue on failure '1'|'0', 7 registration id,
+--       8 waiter ttl ms (how long the registration lives unrefreshed)
+-- Reply: {1, fence, ownerdead 0|1, waiters still queued} acquired
+--        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
+local token, mode, lease, info = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local now = now_ms()
+local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od')
+local writer = w[1]
+
+-- Ours already: a grant whose push has not arrived, or a retried request.
+local mine = held_by(token, mode, now, w)
+if mine then
+  dequeue(token)
+  return {1, mine[1], mine[2], rcall('ZCARD', K_Q)}
+end
+
+if not writer then
+  -- Serve the queue first: it holds earlier requests, and after a holder's
+  -- lease ran out nobody else would hand the lock on.
+  local g, granted = grant_waiters(now, token, true)
+  if g then return {1, g[1], g[2], g[3]} end
+  if rcall('EXISTS', K_Q) == 0 and (granted == 0 or rcall('EXISTS', K_LOCK) == 0)
+     and (mode == 'r' or live_readers(now) == 0) then
+    local fence, dead
+    if mode == 'w' then
+      fence, dead = take_write(token, lease, info, now)
+    else
+      fence, dead = take_read(token, lease, info, now)
+    end
+    return {1, fence, dead, 0}
+  end
+  writer = rcall('HGET', K_LOCK, 'owner')
+end
+
+local pttl = holders_pttl(now)
+if ARGV[6] == '1' then
+  local ttl = tonumber(ARGV[8])
+  if rcall('HEXISTS', K_W, token) == 0 then
+    rcall('ZADD', K_Q, rcall('HINCRBY', K_META, 'seq', 1), token)
+    -- Tell the holders someone waits, so they stop passing the lock between
+    -- their own threads.
+    if writer then
+      rcall('PUBLISH', CHAN .. writer, 'w ' .. K_LOCK)
+    elseif mode == 'w' then
+      for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
+        rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+      end
+    end
+  end
+  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, ARGV[7], info}))
+  extend(K_Q, 2 * ttl)
+  extend(K_W, 2 * ttl)
+  extend(K_META, META_TTL)
+end
+return {0, pttl}

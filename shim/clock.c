@@ -1,0 +1,67 @@
+/* clock.c - monotonic time, deadlines and thread ids. */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "dl.h"
+
+uint64_t dl_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t dl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
+{
+    if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
+        return EINVAL;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    /* The wall clock is read once, here: from now on the wait follows the
+     * monotonic clock, so one deadline covers the local and the Redis wait. */
+    int64_t left_ms = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000 +
+                      ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec) / 1000000;
+    uint64_t mono = dl_now_ms();
+    if (left_ms <= 0)
+        *deadline = mono;              /* already past: one attempt */
+    else
+        *deadline = mono + (uint64_t)left_ms;
+    return 0;
+}
+
+void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts)
+{
+    if (deadline_ms == DL_FOREVER)
+        deadline_ms = dl_now_ms() + 3600u * 1000u;
+    ts->tv_sec = (time_t)(deadline_ms / 1000u);
+    ts->tv_nsec = (long)(deadline_ms % 1000u) * 1000000L;
+}
+
+void dl_sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000u, (long)(ms % 1000u) * 1000000L };
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+static __thread pid_t dl_tid_cached;
+
+pid_t dl_tid(void)
+{
+    if (!dl_tid_cached)
+        dl_tid_cached = (pid_t)syscall(SYS_gettid);
+    return dl_tid_cached;
+}
+
+void dl_tid_forget(void)
+{
+    dl_tid_cached = 0;
+}

@@ -1,0 +1,259 @@
+/* config.c - DISTLOCK_* environment variables -> dl_config_t. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "dl.h"
+
+#define DL_DEFAULT_URL "redis://127.0.0.1:6379"
+
+int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+    if (!s || !*s)
+        return EINVAL;
+    unsigned long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return EINVAL;
+        unsigned d = (unsigned)(*p - '0');
+        if (v > (max - d) / 10)
+            return EINVAL;             /* would pass max: also catches overflow */
+        v = v * 10 + d;
+    }
+    if (v < min)
+        return EINVAL;
+    *out = v;
+    return 0;
+}
+
+/* Copies s[0..n) to dst, decoding %XX; EINVAL on bad escapes or overflow. */
+static int pct_decode(char *dst, size_t size, const char *s, size_t n)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (c == '%') {
+            if (i + 2 >= n)
+                return EINVAL;
+            if (!isxdigit((unsigned char)s[i + 1]) || !isxdigit((unsigned char)s[i + 2]))
+                return EINVAL;
+            char hex[3] = { s[i + 1], s[i + 2], 0 };
+            c = (char)strtol(hex, NULL, 16);
+            i += 2;
+        }
+        if (o + 1 >= size)
+            return EINVAL;
+        dst[o++] = c;
+    }
+    dst[o] = 0;
+    return 0;
+}
+
+static int parse_hostport(const char *s, size_t n, dl_endpoint_t *ep, char *err, size_t errlen)
+{
+    const char *host = s, *colon = NULL;
+    size_t hlen;
+    if (n && s[0] == '[') {                  /* [v6addr]:port */
+        const char *close = memchr(s, ']', n);
+        if (!close) {
+            snprintf(err, errlen, "unclosed '[' in host");
+            return EINVAL;
+        }
+        host = s + 1;
+        hlen = (size_t)(close - host);
+        if (close + 1 < s + n) {
+            if (close[1] != ':') {
+                snprintf(err, errlen, "expected ':' after ']'");
+                return EINVAL;
+            }
+            colon = close + 1;
+        }
+    } else {
+        colon = memchr(s, ':', n);
+        hlen = colon ? (size_t)(colon - s) : n;
+    }
+    if (hlen == 0 || hlen >= sizeof ep->host) {
+        snprintf(err, errlen, "missing or too long host");
+        return EINVAL;
+    }
+    for (size_t i = 0; i < hlen; i++)
+        if (!isalnum((unsigned char)host[i]) && !strchr("-._:%", host[i])) {
+            snprintf(err, errlen, "bad character in host");
+            return EINVAL;
+        }
+    memcpy(ep->host, host, hlen);
+    ep->host[hlen] = 0;
+    ep->port = 6379;
+    if (colon) {
+        char port[8];
+        size_t plen = (size_t)(s + n - colon - 1);
+        unsigned long v;
+        if (plen == 0 || plen >= sizeof port) {
+            snprintf(err, errlen, "bad port");
+            return EINVAL;
+        }
+        memcpy(port, colon + 1, plen);
+        port[plen] = 0;
+        if (dl_parse_ulong(port, 1, 65535, &v)) {
+            snprintf(err, errlen, "bad port \"%s\" (1-65535)", port);
+            return EINVAL;
+        }
+        ep->port = (int)v;
+    }
+    return 0;
+}
+
+static int parse_db(const char *s, int *db, char *err, size_t errlen)
+{
+    unsigned long v;
+    if (dl_parse_ulong(s, 0, 1000000, &v)) {
+        snprintf(err, errlen, "bad database number \"%.32s\"", s);
+        return EINVAL;
+    }
+    *db = (int)v;
+    return 0;
+}
+
+int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
+{
+    c->nep = 0;
+    c->db = 0;
+    c->user[0] = c->password[0] = 0;
+    if (!url || !*url) {
+        snprintf(err, errlen, "empty");
+        return EINVAL;
+    }
+    if (strncmp(url, "unix://", 7) == 0) {
+        const char *path = url + 7, *q = strchr(path, '?');
+        size_t plen = q ? (size_t)(q - path) : strlen(path);
+        if (plen == 0 || path[0] != '/' || plen >= sizeof c->ep[0].host) {
+            snprintf(err, errlen, "unix:// needs an absolute socket path");
+            return EINVAL;
+        }
+        memcpy(c->ep[0].host, path, plen);
+        c->ep[0].host[plen] = 0;
+        c->ep[0].port = 0;
+        c->nep = 1;
+        c->scheme = DL_SCHEME_UNIX;
+        if (q) {
+            if (strncmp(q, "?db=", 4) != 0) {
+                snprintf(err, errlen, "unix:// accepts only ?db=N");
+                return EINVAL;
+            }
+            return parse_db(q + 4, &c->db, err, errlen);
+        }
+        return 0;
+    }
+    if (strncmp(url, "redis://", 8) != 0) {
+        const char *sep = strstr(url, "://");
+        if (sep && (size_t)(sep - url) < 32)
+            snprintf(err, errlen, "unsupported scheme \"%.*s\" (supported: redis://, unix://)",
+                     (int)(sep - url), url);
+        else
+            snprintf(err, errlen, "not a URL (expected redis://host:port or unix:///path)");
+        return EINVAL;
+    }
+    const char *p = url + 8;
+    const char *slash = strchr(p, '/');
+    size_t alen = slash ? (size_t)(slash - p) : strlen(p);
+    /* userinfo ends at the last '@' of the authority: passwords may hold '@'
+     * only percent-encoded, but be lenient with a raw one. */
+    const char *at = NULL;
+    for (size_t i = 0; i < alen; i++)
+        if (p[i] == '@')
+            at = p + i;
+    if (at) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
+        if (pct_decode(c->user, sizeof c->user, p, ulen)) {
+            snprintf(err, errlen, "bad user name");
+            return EINVAL;
+        }
+        if (colon && pct_decode(c->password, sizeof c->password, colon + 1,
+                                (size_t)(at - colon - 1))) {
+            snprintf(err, errlen, "bad password encoding");
+            return EINVAL;
+        }
+        alen -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    if (parse_hostport(p, alen, &c->ep[0], err, errlen))
+        return EINVAL;
+    c->nep = 1;
+    c->scheme = DL_SCHEME_REDIS;
+    if (slash && slash[1])
+        return parse_db(slash + 1, &c->db, err, errlen);
+    return 0;
+}
+
+const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size)
+{
+    if (c->scheme == DL_SCHEME_UNIX)
+        snprintf(buf, size, "%s", c->ep[i].host);
+    else if (strchr(c->ep[i].host, ':'))
+        snprintf(buf, size, "[%s]:%d", c->ep[i].host, c->ep[i].port);
+    else
+        snprintf(buf, size, "%s:%d", c->ep[i].host, c->ep[i].port);
+    return buf;
+}
+
+static int env_ulong(const char *var, unsigned long def, unsigned long min,
+                     unsigned long max, unsigned long *out)
+{
+    const char *v = secure_getenv(var);
+    if (!v) {
+        *out = def;
+        return 0;
+    }
+    if (dl_parse_ulong(v, min, max, out))
+        return dl_fail(EINVAL, "%s=\"%.40s\": expected a whole number of ms from %lu to %lu",
+                       var, v, min, max);
+    return 0;
+}
+
+int dl_config_load(dl_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    char err[160];
+    const char *url = secure_getenv("DISTLOCK_URL");
+    if (dl_url_parse(url ? url : DL_DEFAULT_URL, c, err, sizeof err))
+        return dl_fail(EINVAL, "DISTLOCK_URL: %s", err);   /* never echo: it may hold a password */
+
+    const char *pw = secure_getenv("DISTLOCK_PASSWORD");
+    if (pw && *pw) {
+        if (strlen(pw) >= sizeof c->password)
+            return dl_fail(EINVAL, "DISTLOCK_PASSWORD: longer than %zu bytes", sizeof c->password - 1);
+        strcpy(c->password, pw);
+    }
+
+    const char *prefix = secure_getenv("DISTLOCK_PREFIX");
+    if (!prefix)
+        prefix = "distlock:";
+    if (strlen(prefix) >= sizeof c->prefix)
+        return dl_fail(EINVAL, "DISTLOCK_PREFIX: longer than %zu bytes", sizeof c->prefix - 1);
+    if (strpbrk(prefix, "{}"))
+        return dl_fail(EINVAL, "DISTLOCK_PREFIX: must not contain '{' or '}' (they set the hash tag)");
+    strcpy(c->prefix, prefix);
+
+    if (env_ulong("DISTLOCK_LEASE_MS", 30000, 30, 86400000UL, &c->lease_ms) ||
+        env_ulong("DISTLOCK_IO_TIMEOUT_MS", 5000, 1, 86400000UL, &c->io_timeout_ms))
+        return EINVAL;
+
+    static const char *levels[] = { "off", "error", "warn", "info", "debug" };
+    const char *log = secure_getenv("DISTLOCK_LOG");
+    c->log_level = DL_LOG_WARN;
+    if (log) {
+        int found = 0;
+        for (int i = 0; i < 5; i++)
+            if (strcmp(log, levels[i]) == 0) {
+                c->log_level = i;
+                found = 1;
+            }
+        if (!found)
+            return dl_fail(EINVAL, "DISTLOCK_LOG=\"%.20s\": expected off, error, warn, info or debug", log);
+    }
+    return 0;
+}

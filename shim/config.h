@@ -1,0 +1,45 @@
+/*
+ * config.h - the environment, read into one validated struct.
+ */
+#ifndef DL_CONFIG_H
+#define DL_CONFIG_H
+
+#include <stddef.h>
+
+#define DL_MAX_ENDPOINTS 16
+
+enum dl_scheme { DL_SCHEME_REDIS, DL_SCHEME_UNIX };
+
+typedef struct dl_endpoint {
+    char host[256];           /* TCP host, or the socket path for unix:// */
+    int port;
+} dl_endpoint_t;
+
+typedef struct dl_config {
+    int scheme;
+    dl_endpoint_t ep[DL_MAX_ENDPOINTS];
+    int nep;                  /* 1 for redis:// and unix://; more for the later schemes */
+    int db;
+    char user[128];
+    char password[256];       /* never printed */
+    char prefix[256];
+    unsigned long lease_ms;
+    unsigned long io_timeout_ms;
+    int log_level;
+} dl_config_t;
+
+/* Reads DISTLOCK_* (secure_getenv) into c.  EINVAL with dist_lasterror()
+ * naming the variable when a value is bad.  Never blocks. */
+int dl_config_load(dl_config_t *c);
+
+/* Parses a DISTLOCK_URL value into c's scheme, endpoints, db, user and
+ * password.  On error writes a reason (without the password) to err. */
+int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen);
+
+/* Parses a whole decimal number in [min, max]; 0 or EINVAL. */
+int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
+
+/* "host:port" or the socket path of endpoint i, for messages. */
+const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * dl_stats.h - process-wide counters of what the library sent to Redis.
+ *
+ * Internal (not in distlock.h): the tests and distlock-bench link the static
+ * library and read these to check protocol costs (round trips per operation,
+ * watchdog batching, local handoffs) without guessing from timings.
+ */
+#ifndef DL_STATS_H
+#define DL_STATS_H
+
+typedef struct dl_stats {
+    unsigned long roundtrips;        /* batches written+read on the command connection */
+    unsigned long commands;          /* commands sent on the command connection */
+    unsigned long reconnects;        /* command + subscriber reconnections */
+    unsigned long watchdog_ticks;    /* watchdog wake-ups that renewed at least one hold */
+    unsigned long watchdog_roundtrips; /* round trips the watchdog made (pipelined batches) */
+    unsigned long renewed;           /* holds renewed */
+    unsigned long lost;              /* holds found lost (renew or release) */
+    unsigned long grants;            /* grants received by push */
+    unsigned long local_handoffs;    /* holds passed between threads without Redis */
+    unsigned long fallback_checks;   /* waits ended by the fallback timer, not a push */
+} dl_stats_t;
+
+/* Copies the counters of this process (never blocks). */
+void dl_stats_get(dl_stats_t *out);
+
+#endif

@@ -1,0 +1,92 @@
+/* error.c - dist_strerror, the per-thread last error, and logging. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "distlock.h"
+#include "dl.h"
+
+int dl_log_level = DL_LOG_WARN;
+
+static __thread char dl_lasterr[512];
+
+void dl_seterr(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dl_lasterr, sizeof dl_lasterr, fmt, ap);
+    va_end(ap);
+}
+
+int dl_fail(int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dl_lasterr, sizeof dl_lasterr, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+const char *dist_lasterror(void)
+{
+    return dl_lasterr;
+}
+
+const char *dist_strerror(int err)
+{
+    switch (err) {
+    case 0: return "success";
+    case EINVAL: return "invalid argument, lock object or configuration";
+    case EBUSY: return "lock is held by another thread or process";
+    case ETIMEDOUT: return "timed out waiting for the lock";
+    case EDEADLK: return "the calling thread already holds the lock";
+    case EPERM: return "the calling thread does not hold the lock";
+    case EOWNERDEAD: return "lock acquired, but its previous holder's lease ran out before it unlocked";
+    case ENOLCK: return "the hold had already lapsed in Redis before unlock";
+    case EAGAIN: return "the reentrancy or reader count would overflow";
+    case EIO: return "Redis unreachable or failing";
+    case ENOMEM: return "out of memory";
+    default: return "unknown distlock error";
+    }
+}
+
+void dl_log(int level, const char *fmt, ...)
+{
+    static const char *names[] = { "off", "error", "warn", "info", "debug" };
+    if (level > dl_log_level || level <= DL_LOG_OFF)
+        return;
+    char line[768];
+    int n = snprintf(line, sizeof line, "distlock[%d] %s: ", (int)getpid(), names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    va_end(ap);
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    /* One write, so lines of concurrent threads do not interleave. */
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+const char *dl_quote(const char *name, size_t len, char *buf, size_t size)
+{
+    size_t o = 0;
+    buf[o++] = '"';
+    for (size_t i = 0; i < len && o + 6 < size; i++) {
+        unsigned char c = (unsigned char)name[i];
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
+        if (i + 1 < len && o + 6 >= size) {
+            memcpy(buf + o, "...", 3);
+            o += 3;
+            break;
+        }
+    }
+    buf[o++] = '"';
+    buf[o] = 0;
+    return buf;
+}

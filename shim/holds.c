@@ -1,0 +1,81 @@
+/* holds.c - each thread's stack of holds on a lock, run-length encoded:
+ * "unlock releases the calling thread's most recent hold". */
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "registry.h"
+
+dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid)
+{
+    for (int i = 0; i < l->nholders; i++)
+        if (l->holders[i].tid == tid)
+            return &l->holders[i];
+    return NULL;
+}
+
+int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
+{
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (!h) {
+        if (l->nholders == l->capholders) {
+            int cap = l->capholders ? l->capholders * 2 : 4;
+            dl_holder_t *n = realloc(l->holders, (size_t)cap * sizeof *n);
+            if (!n)
+                return ENOMEM;
+            l->holders = n;
+            l->capholders = cap;
+        }
+        h = &l->holders[l->nholders++];
+        memset(h, 0, sizeof *h);
+        h->tid = tid;
+    }
+    unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
+    if (*count == UINT_MAX)
+        return EAGAIN;
+    if (h->nruns && h->runs[h->nruns - 1].mode == mode) {
+        h->runs[h->nruns - 1].count++;
+    } else {
+        if (h->nruns == h->cap) {
+            int cap = h->cap ? h->cap * 2 : 2;
+            dl_run_t *n = realloc(h->runs, (size_t)cap * sizeof *n);
+            if (!n) {
+                if (!h->nruns) {      /* do not leave an empty record behind */
+                    free(h->runs);
+                    *h = l->holders[--l->nholders];
+                }
+                return ENOMEM;
+            }
+            h->runs = n;
+            h->cap = cap;
+        }
+        h->runs[h->nruns].mode = mode;
+        h->runs[h->nruns].count = 1;
+        h->nruns++;
+    }
+    (*count)++;
+    return 0;
+}
+
+char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last)
+{
+    dl_holder_t *h = dl_holder_find(l, tid);
+    *last = 0;
+    if (!h || !h->nruns)
+        return 0;
+    dl_run_t *run = &h->runs[h->nruns - 1];
+    char mode = run->mode;
+    if (--run->count == 0)
+        h->nruns--;
+    if (mode == 'w')
+        h->wcount--;
+    else
+        h->rcount--;
+    if (!h->nruns) {
+        free(h->runs);
+        *h = l->holders[--l->nholders];
+        *last = 1;
+    }
+    return mode;
+}

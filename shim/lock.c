@@ -1,0 +1,460 @@
+/* lock.c - the local lock first, then the Redis hold.
+ *
+ * Inside a process a lock admits one writer thread or many reader threads,
+ * and only one thread at a time (l->busy) talks to Redis for it.  The
+ * process's Redis hold (l->rmode) outlives a local unlock only to be passed
+ * to a thread of this process that is already waiting (local handoff), and
+ * only while no other process waits (or, unless fair, for a few handoffs
+ * after one started to).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "lock.h"
+
+/* Local handoffs allowed once another process is known to wait: it gets the
+ * lock after at most this many more holds of this process. */
+#define DL_HANDOFF_MAX 4
+
+typedef struct dl_grant {
+    uint64_t fence;
+    int dead;
+    int more;
+} dl_grant_t;
+
+static const char *qname(const dl_lock_t *l, char *buf, size_t size)
+{
+    return dl_quote(l->name, l->namelen, buf, size);
+}
+
+/* May the process's Redis hold serve another local holder now? */
+static int may_keep(const dl_lock_t *l)
+{
+    return l->rmode && !l->lost && l->renew &&
+           (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX));
+}
+
+static void wait_until(dl_lock_t *l, uint64_t deadline)
+{
+    struct timespec ts;
+    dl_timespec_at(deadline, &ts);
+    pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+}
+
+static void call_init(dl_call_t *c, int script, const dl_proc_t *p, const dl_lock_t *l)
+{
+    c->script = script;
+    c->keys = l->keys;
+    c->keylen = l->keylen;
+    c->nargs = 0;
+    dl_call_arg(c, p->chanprefix, p->chanprefix_len);
+    dl_call_arg(c, p->token, strlen(p->token));
+}
+
+static long long elem(const redisReply *r, size_t i)
+{
+    if (r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
+        r->element[i]->type != REDIS_REPLY_INTEGER)
+        return -1;
+    return r->element[i]->integer;
+}
+
+/* Ends the process's Redis hold.  l->mu held on entry and exit; released
+ * around the round trip while l->busy keeps other threads of the process
+ * away.  0, ENOLCK (the hold had lapsed), EIO. */
+static int release_redis(dl_proc_t *p, dl_lock_t *l)
+{
+    char mode[2] = { l->rmode, 0 };
+    int lost = l->lost;
+    l->busy = 1;
+    pthread_mutex_unlock(&l->mu);
+
+    dl_call_t c;
+    call_init(&c, DL_SCRIPT_RELEASE, p, l);
+    dl_call_arg(&c, mode, 1);
+    int rc = dl_script_run(p->conn, &c, 1);
+    char q[96];
+    qname(l, q, sizeof q);
+    if (rc && !lost) {
+        rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within one lease", q, c.cmd.errmsg);
+        dl_log(DL_LOG_WARN, "%s", dist_lasterror());
+    } else if (rc) {
+        rc = 0;
+    } else if (c.cmd.reply->type == REDIS_REPLY_INTEGER && c.cmd.reply->integer == 0 &&
+               !c.cmd.retried) {
+        lost = 1;
+    }
+    dl_calls_free(&c, 1);
+
+    pthread_mutex_lock(&l->mu);
+    if (lost) {
+        rc = dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
+                     "(lease ran out, or the key was deleted)", q);
+        dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
+               "(lease ran out, or the key was deleted)", q);
+        DL_STAT_ADD(lost, 1);
+    }
+    l->busy = 0;
+    l->rmode = 0;
+    l->lost = 0;
+    l->remote_waiting = 0;
+    l->handoffs = 0;
+    pthread_cond_broadcast(&l->cv);
+    return rc;
+}
+
+/* Called (l->mu held) when a thread stopped holding or waiting: releases
+ * the Redis hold once no thread of the process uses or can use it. */
+static int settle(dl_proc_t *p, dl_lock_t *l)
+{
+    if (!l->rmode || l->writer || l->rthreads || l->busy)
+        return 0;
+    if ((l->wwait || l->rwait) && may_keep(l)) {
+        pthread_cond_broadcast(&l->cv);      /* a waiting thread takes it over */
+        return 0;
+    }
+    return release_redis(p, l);
+}
+
+/* Takes the Redis hold for l, waiting for a grant if rq allows.  Called
+ * with l->busy set by the caller and l->mu not held. */
+static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+{
+    unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    int queue = !rq->try_only && rq->deadline > dl_now_ms();
+    char q[96];
+    if (queue && dl_notify_ensure(p))
+        return EIO;
+
+    char info[200], leasebuf[24], regbuf[24], mode[2] = { rq->mode, 0 };
+    size_t infolen = dl_proc_info(p, info, sizeof info);
+    int leaselen = snprintf(leasebuf, sizeof leasebuf, "%lu", lease);
+    uint64_t regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+    int reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
+
+    pthread_mutex_lock(&l->mu);
+    l->regid = queue ? regid : 0;
+    l->granted = l->recheck = 0;
+    pthread_mutex_unlock(&l->mu);
+
+    int rc;
+    for (;;) {
+        dl_call_t c;
+        call_init(&c, DL_SCRIPT_ACQUIRE, p, l);
+        dl_call_arg(&c, mode, 1);
+        dl_call_arg(&c, leasebuf, (size_t)leaselen);
+        dl_call_arg(&c, info, infolen);
+        dl_call_arg(&c, queue ? "1" : "0", 1);
+        dl_call_arg(&c, regbuf, (size_t)reglen);
+        dl_call_arg(&c, leasebuf, (size_t)leaselen);   /* registration lives one lease */
+        if (dl_script_run(p->conn, &c, 1)) {
+            rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
+            break;
+        }
+        long long ok = elem(c.cmd.reply, 0);
+        if (ok == 1) {
+            g->fence = (uint64_t)elem(c.cmd.reply, 1);
+            g->dead = elem(c.cmd.reply, 2) == 1;
+            g->more = elem(c.cmd.reply, 3) > 0;
+            dl_calls_free(&c, 1);
+            rc = 0;
+            break;
+        }
+        long long pttl = elem(c.cmd.reply, 1);
+        dl_calls_free(&c, 1);
+        if (ok != 0) {
+            rc = dl_fail(EIO, "lock %s: unexpected reply from Redis", qname(l, q, sizeof q));
+            break;
+        }
+        if (!queue) {
+            rc = EBUSY;
+            break;
+        }
+
+        /* Queued.  Sleep until the grant is pushed, or until the holders'
+         * leases run out (a holder that died sends nothing), or lease/3 at
+         * most, which also refreshes our registration. */
+        uint64_t now = dl_now_ms();
+        uint64_t nap = lease / 3 ? lease / 3 : 1;
+        if (pttl > 0 && (uint64_t)pttl + 1 < nap)
+            nap = (uint64_t)pttl + 1;
+        uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
+        pthread_mutex_lock(&l->mu);
+        while (!l->granted && !l->recheck && dl_now_ms() < wake)
+            wait_until(l, wake);
+        if (l->granted) {
+            g->fence = l->grant_fence;
+            g->dead = l->grant_dead;
+            g->more = l->grant_more;
+            l->granted = 0;
+            l->regid = 0;
+            pthread_mutex_unlock(&l->mu);
+            DL_STAT_ADD(grants, 1);
+            return g->dead ? EOWNERDEAD : 0;
+        }
+        int pushed = l->recheck;
+        l->recheck = 0;
+        pthread_mutex_unlock(&l->mu);
+        if (!pushed)
+            DL_STAT_ADD(fallback_checks, 1);
+
+        if (dl_now_ms() >= rq->deadline) {
+            /* Withdraw; the lock may have been granted meanwhile. */
+            call_init(&c, DL_SCRIPT_CANCEL, p, l);
+            dl_call_arg(&c, mode, 1);
+            rc = ETIMEDOUT;
+            if (dl_script_run(p->conn, &c, 1) == 0 && elem(c.cmd.reply, 0) == 1) {
+                g->fence = (uint64_t)elem(c.cmd.reply, 1);
+                g->dead = elem(c.cmd.reply, 2) == 1;
+                g->more = elem(c.cmd.reply, 3) > 0;
+                rc = 0;
+            }
+            dl_calls_free(&c, 1);
+            break;
+        }
+    }
+    pthread_mutex_lock(&l->mu);
+    l->regid = 0;
+    l->granted = 0;
+    pthread_mutex_unlock(&l->mu);
+    if (rc == 0 && g->dead)
+        rc = EOWNERDEAD;
+    return rc;
+}
+
+/* Records a new Redis hold (l->mu held). */
+static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+{
+    l->rmode = rq->mode;
+    l->fence = g->fence;
+    l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    l->renew = rq->lease_ms == 0;
+    l->fair = rq->fair;
+    l->lost = 0;
+    l->holdseq++;
+    l->handoffs = 0;
+    if (g->more)
+        l->remote_waiting = 1;
+}
+
+static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
+{
+    char q[96];
+    if (rq->try_only)
+        return dl_fail(EBUSY, "lock %s is held", dl_quote(l->name, l->namelen, q, sizeof q));
+    return dl_fail(ETIMEDOUT, "lock %s: timed out", dl_quote(l->name, l->namelen, q, sizeof q));
+}
+
+/* After a Redis acquisition: record it, or undo the local reservation. */
+static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int rc,
+                  const dl_grant_t *g)
+{
+    char q[96];
+    pthread_mutex_lock(&l->mu);
+    l->busy = 0;
+    if (rc == 0 || rc == EOWNERDEAD) {
+        took_redis(p, l, rq, g);
+        int prc = dl_holder_push(l, tid, rq->mode);
+        if (prc) {
+            /* Could not record the hold: give it back rather than leak it. */
+            if (rq->mode == 'w')
+                l->writer = 0;
+            release_redis(p, l);
+            rc = dl_fail(prc, "out of memory");
+        } else {
+            if (rq->mode == 'r')
+                l->rthreads++;
+            if (rc == EOWNERDEAD) {
+                dl_seterr("lock %s: acquired, but the previous holder's lease ran out "
+                          "before it unlocked; the protected state may be half-updated",
+                          qname(l, q, sizeof q));
+                dl_log(DL_LOG_INFO, "%s", dist_lasterror());
+            }
+            if (l->renew)
+                dl_watchdog_ensure(p);
+        }
+    } else {
+        if (rq->mode == 'w')
+            l->writer = 0;
+        if (rc == EBUSY || rc == ETIMEDOUT)
+            rc = busy_code(rq, l);
+        settle(p, l);
+    }
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+{
+    char q[96];
+    int rc;
+    pthread_mutex_lock(&l->mu);
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (h && h->wcount) {
+        if (rq->errorcheck)
+            rc = dl_fail(EDEADLK, "lock %s: already held by this thread", qname(l, q, sizeof q));
+        else if ((rc = dl_holder_push(l, tid, 'w')))
+            dl_seterr("lock %s: %s", q, rc == EAGAIN ? "reentrancy count overflow" : "out of memory");
+        pthread_mutex_unlock(&l->mu);
+        return rc;
+    }
+    if (h && h->rcount) {
+        pthread_mutex_unlock(&l->mu);
+        return dl_fail(EDEADLK, "lock %s: this thread holds it for reading; "
+                       "a write request would wait forever (no upgrades)", qname(l, q, sizeof q));
+    }
+    l->wwait++;
+    for (;;) {
+        if (!l->writer && !l->rthreads && !l->busy) {
+            if (!l->rmode)
+                break;
+            if (l->rmode == 'w' && may_keep(l)) {
+                /* Local handoff: the process's Redis hold passes to us. */
+                l->wwait--;
+                if ((rc = dl_holder_push(l, tid, 'w'))) {
+                    settle(p, l);
+                    pthread_mutex_unlock(&l->mu);
+                    return dl_fail(rc, "out of memory");
+                }
+                l->writer = tid;
+                if (l->remote_waiting)
+                    l->handoffs++;
+                DL_STAT_ADD(local_handoffs, 1);
+                pthread_mutex_unlock(&l->mu);
+                return 0;
+            }
+            /* A hold we cannot reuse (lost, or others have waited long
+             * enough): end it, then ask Redis like everyone else. */
+            release_redis(p, l);
+            continue;
+        }
+        if (rq->try_only || dl_now_ms() >= rq->deadline) {
+            l->wwait--;
+            settle(p, l);
+            pthread_cond_broadcast(&l->cv);   /* readers held back by us */
+            pthread_mutex_unlock(&l->mu);
+            return busy_code(rq, l);
+        }
+        wait_until(l, rq->deadline);
+    }
+    l->wwait--;
+    l->writer = tid;
+    l->busy = 1;
+    pthread_mutex_unlock(&l->mu);
+
+    dl_grant_t g = { 0, 0, 0 };
+    rc = redis_acquire(p, l, rq, &g);
+    return finish(p, l, rq, tid, rc, &g);
+}
+
+static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+{
+    char q[96];
+    int rc;
+    pthread_mutex_lock(&l->mu);
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (h && (h->wcount || h->rcount)) {
+        /* A thread that holds the lock may always read it again, even past
+         * a waiting writer. */
+        if ((rc = dl_holder_push(l, tid, 'r')))
+            dl_seterr("lock %s: %s", qname(l, q, sizeof q),
+                      rc == EAGAIN ? "reader count overflow" : "out of memory");
+        pthread_mutex_unlock(&l->mu);
+        return rc;
+    }
+    l->rwait++;
+    for (;;) {
+        if (!l->writer && !l->busy && !l->wwait) {
+            if (!l->rmode)
+                break;
+            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting) ||
+                (l->rmode == 'w' && !l->rthreads && may_keep(l)) ||
+                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting)) {
+                l->rwait--;
+                if ((rc = dl_holder_push(l, tid, 'r'))) {
+                    settle(p, l);
+                    pthread_mutex_unlock(&l->mu);
+                    return dl_fail(rc, "out of memory");
+                }
+                if (l->rmode == 'w' && !l->rthreads) {
+                    if (l->remote_waiting)
+                        l->handoffs++;
+                    DL_STAT_ADD(local_handoffs, 1);
+                }
+                l->rthreads++;
+                pthread_mutex_unlock(&l->mu);
+                return 0;
+            }
+            if (!l->rthreads) {
+                release_redis(p, l);
+                continue;
+            }
+            /* Readers of this process still hold it, but a writer elsewhere
+             * waits: new readers queue behind that writer, in Redis. */
+        }
+        if (rq->try_only || dl_now_ms() >= rq->deadline) {
+            l->rwait--;
+            settle(p, l);
+            pthread_mutex_unlock(&l->mu);
+            return busy_code(rq, l);
+        }
+        wait_until(l, rq->deadline);
+    }
+    l->rwait--;
+    l->busy = 1;
+    pthread_mutex_unlock(&l->mu);
+
+    dl_grant_t g = { 0, 0, 0 };
+    rc = redis_acquire(p, l, rq, &g);
+    return finish(p, l, rq, tid, rc, &g);
+}
+
+int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
+{
+    pid_t tid = dl_tid();
+    return rq->mode == 'w' ? acquire_write(p, l, rq, tid) : acquire_read(p, l, rq, tid);
+}
+
+int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
+{
+    char q[96];
+    pid_t tid = dl_tid();
+    pthread_mutex_lock(&l->mu);
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (!h || (write_only && !h->wcount)) {
+        pthread_mutex_unlock(&l->mu);
+        return dl_fail(EPERM, "lock %s: not held by this thread", qname(l, q, sizeof q));
+    }
+    int last;
+    dl_holder_pop(l, tid, &last);
+    int rc = 0;
+    if (last) {
+        if (l->writer == tid)
+            l->writer = 0;
+        else
+            l->rthreads--;
+        /* A lost hold is never kept: settle releases it and says ENOLCK. */
+        rc = settle(p, l);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int dl_lock_getfence(dl_lock_t *l, uint64_t *fence)
+{
+    char q[96];
+    pthread_mutex_lock(&l->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int held = h != NULL;
+    if (held)
+        *fence = l->fence;
+    pthread_mutex_unlock(&l->mu);
+    if (!held)
+        return dl_fail(EPERM, "lock %s: not held by this thread", qname(l, q, sizeof q));
+    return 0;
+}

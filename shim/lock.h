@@ -1,0 +1,36 @@
+/*
+ * lock.h - acquiring and releasing a lock: the local lock first, then the
+ * Redis hold (RedisLockRegistry's localLock + obtainLock).  Shared by the
+ * mutex (write mode only) and the rwlock.
+ */
+#ifndef DL_LOCK_H
+#define DL_LOCK_H
+
+#include "process.h"
+
+typedef struct dl_req {
+    char mode;                /* 'w' or 'r' */
+    int errorcheck;           /* relock by the owner -> EDEADLK */
+    int fair;                 /* no local handoff past a waiting process */
+    unsigned long lease_ms;   /* 0: DISTLOCK_LEASE_MS, renewed; else fixed */
+    int try_only;             /* one attempt, EBUSY */
+    uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
+} dl_req_t;
+
+/* Blocks as rq says.  0, EOWNERDEAD, EBUSY, ETIMEDOUT, EDEADLK, EAGAIN,
+ * EIO, ENOMEM. */
+int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq);
+/* Releases the calling thread's most recent hold (write_only: the mutex's
+ * only kind).  0, EPERM, ENOLCK, EIO. */
+int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only);
+/* The caller's fence; EPERM if it holds nothing.  Never blocks. */
+int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
+
+/* notify.c: starts the subscriber if needed and waits (up to the I/O
+ * timeout) until this process's grant channel is subscribed: a waiter must
+ * be listening before it registers.  0 or EIO. */
+int dl_notify_ensure(dl_proc_t *p);
+/* watchdog.c: starts the renewing thread if needed.  Never blocks. */
+void dl_watchdog_ensure(dl_proc_t *p);
+
+#endif

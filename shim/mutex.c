@@ -1,0 +1,133 @@
+/* mutex.c - the pthread_mutex_* mirror: a write-only use of lock.c. */
+#include <errno.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "lock.h"
+
+#define DL_MAGIC_MUTEXATTR 0x44534d41u   /* "DSMA" */
+#define DL_LEASE_MAX (30UL * 86400000UL)
+
+int dist_mutexattr_init(dist_mutexattr_t *attr)
+{
+    if (!attr)
+        return dl_fail(EINVAL, "attribute object is NULL");
+    attr->dl_magic = DL_MAGIC_MUTEXATTR;
+    attr->dl_type = DIST_MUTEX_RECURSIVE;
+    attr->dl_fair = 0;
+    attr->dl_lease_ms = 0;
+    return 0;
+}
+
+static int attr_ok(const dist_mutexattr_t *attr)
+{
+    if (!attr || attr->dl_magic != DL_MAGIC_MUTEXATTR)
+        return dl_fail(EINVAL, "attribute object is NULL or not initialized");
+    return 0;
+}
+
+int dist_mutexattr_destroy(dist_mutexattr_t *attr)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    attr->dl_magic = 0;
+    return 0;
+}
+
+int dist_mutexattr_settype(dist_mutexattr_t *attr, int type)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (type != DIST_MUTEX_RECURSIVE && type != DIST_MUTEX_ERRORCHECK)
+        return dl_fail(EINVAL, "mutex type %d: expected DIST_MUTEX_RECURSIVE or DIST_MUTEX_ERRORCHECK", type);
+    attr->dl_type = type;
+    return 0;
+}
+
+int dist_mutexattr_setfair(dist_mutexattr_t *attr, int fair)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (fair != 0 && fair != 1)
+        return dl_fail(EINVAL, "fair %d: expected 0 or 1", fair);
+    attr->dl_fair = fair;
+    return 0;
+}
+
+int dist_mutexattr_setlease(dist_mutexattr_t *attr, unsigned long ms)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (ms > DL_LEASE_MAX)
+        return dl_fail(EINVAL, "lease %lu ms: longer than 30 days", ms);
+    attr->dl_lease_ms = ms;
+    return 0;
+}
+
+int dist_mutex_init(dist_mutex_t *m, const char *name, const dist_mutexattr_t *attr)
+{
+    if (attr && attr_ok(attr))
+        return EINVAL;
+    if (!m)
+        return dl_fail(EINVAL, "mutex is NULL");
+    int rc = dl_obj_init(&m->dl_o, DL_MAGIC_MUTEX, name);
+    if (rc == 0 && attr) {
+        m->dl_o.dl_type = attr->dl_type;
+        m->dl_o.dl_fair = attr->dl_fair;
+        m->dl_o.dl_lease_ms = attr->dl_lease_ms;
+    }
+    return rc;
+}
+
+static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
+    if (rc)
+        return rc;
+    dl_req_t rq = { 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
+                    m->dl_o.dl_lease_ms, try_only, deadline };
+    return dl_lock_acquire(p, l, &rq);
+}
+
+int dist_mutex_lock(dist_mutex_t *m)
+{
+    return acquire(m, 0, DL_FOREVER);
+}
+
+int dist_mutex_trylock(dist_mutex_t *m)
+{
+    return acquire(m, 1, 0);
+}
+
+int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
+{
+    uint64_t deadline;
+    if (dl_deadline_from_abstime(abstime, &deadline))
+        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+    return acquire(m, 0, deadline);
+}
+
+int dist_mutex_unlock(dist_mutex_t *m)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
+    return rc ? rc : dl_lock_release(p, l, 1);
+}
+
+int dist_mutex_destroy(dist_mutex_t *m)
+{
+    return dl_obj_destroy(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX);
+}
+
+int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    if (!fence)
+        return dl_fail(EINVAL, "fence is NULL");
+    int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
+    return rc ? rc : dl_lock_getfence(l, fence);
+}

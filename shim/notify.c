@@ -1,0 +1,170 @@
+/* notify.c - the process's one subscriber connection.
+ *
+ * Every waiter of the process listens on one channel, <prefix>n:<token>,
+ * subscribed once before any registration, so there is no race between
+ * subscribing and the last attempt.  Redis pushes there:
+ *   "g REGID FENCE DEAD MORE KEY"  the lock KEY was granted to registration REGID
+ *   "w KEY"                        another process queued for KEY, which we hold
+ * After a reconnection every waiter asks Redis again, since pushes sent
+ * while we were away are lost.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl.h"
+#include "lock.h"
+
+static int next_word(const char **s, const char *end, unsigned long long *v)
+{
+    const char *p = *s;
+    if (p >= end || *p < '0' || *p > '9')
+        return -1;
+    unsigned long long x = 0;
+    while (p < end && *p >= '0' && *p <= '9')
+        x = x * 10 + (unsigned long long)(*p++ - '0');
+    if (p >= end || *p != ' ')
+        return -1;
+    *v = x;
+    *s = p + 1;
+    return 0;
+}
+
+static void dispatch(dl_proc_t *p, const char *msg, size_t len)
+{
+    const char *end = msg + len, *s = msg + 2;
+    if (len < 3 || msg[1] != ' ')
+        return;
+    if (msg[0] == 'g') {
+        unsigned long long regid, fence, dead, more;
+        if (next_word(&s, end, &regid) || next_word(&s, end, &fence) ||
+            next_word(&s, end, &dead) || next_word(&s, end, &more))
+            return;
+        dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!l)
+            return;
+        /* A grant for a registration that gave up is stale: the cancel
+         * script already told that thread. */
+        if (l->regid == regid) {
+            l->granted = 1;
+            l->grant_fence = fence;
+            l->grant_dead = dead != 0;
+            l->grant_more = more != 0;
+            pthread_cond_broadcast(&l->cv);
+        }
+        pthread_mutex_unlock(&l->mu);
+    } else if (msg[0] == 'w') {
+        dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!l)
+            return;
+        if (l->rmode || l->busy)
+            l->remote_waiting = 1;
+        pthread_mutex_unlock(&l->mu);
+    }
+}
+
+static void recheck(dl_lock_t *l, void *arg)
+{
+    if (l->regid) {
+        l->recheck = 1;
+        pthread_cond_broadcast(&l->cv);
+    }
+}
+
+static void *notify_main(void *arg)
+{
+    dl_proc_t *p = arg;
+    unsigned backoff = 20;
+    int ever = 0;
+    for (;;) {
+        char err[200];
+        redisContext *c = dl_connect(&p->cfg, 0, p->cfg.io_timeout_ms, err, sizeof err);
+        redisReply *r = NULL;
+        if (c) {
+            r = redisCommand(c, "SUBSCRIBE %b", p->channel, p->channel_len);
+            if (!r || r->type != REDIS_REPLY_ARRAY) {
+                snprintf(err, sizeof err, "subscribe failed: %s",
+                         r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+                redisFree(c);
+                c = NULL;
+            }
+            if (r)
+                freeReplyObject(r);
+        }
+        if (!c) {
+            pthread_mutex_lock(&p->nmu);
+            snprintf(p->nerr, sizeof p->nerr, "%s", err);
+            pthread_mutex_unlock(&p->nmu);
+            dl_sleep_ms(backoff);
+            backoff = backoff * 2 > 500 ? 500 : backoff * 2;
+            continue;
+        }
+        backoff = 20;
+        pthread_mutex_lock(&p->nmu);
+        p->sub = c;
+        p->nsubscribed = 1;
+        pthread_cond_broadcast(&p->ncv);
+        pthread_mutex_unlock(&p->nmu);
+        if (ever) {
+            DL_STAT_ADD(reconnects, 1);
+            dl_log(DL_LOG_INFO, "subscriber reconnected; waiters ask Redis again");
+            dl_registry_each(&p->reg, recheck, NULL);
+        }
+        ever = 1;
+
+        for (;;) {
+            struct pollfd pfd = { c->fd, POLLIN, 0 };
+            int n = poll(&pfd, 1, 1000);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n == 0)
+                continue;
+            if (n < 0 || redisBufferRead(c) != REDIS_OK)
+                break;
+            void *reply;
+            int ok = 1;
+            while ((ok = redisGetReplyFromReader(c, &reply)) == REDIS_OK && reply) {
+                redisReply *m = reply;
+                if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+                    m->element[2]->type == REDIS_REPLY_STRING &&
+                    strcmp(m->element[0]->str, "message") == 0)
+                    dispatch(p, m->element[2]->str, m->element[2]->len);
+                freeReplyObject(m);
+            }
+            if (ok != REDIS_OK)
+                break;
+        }
+        pthread_mutex_lock(&p->nmu);
+        p->nsubscribed = 0;
+        p->sub = NULL;
+        pthread_mutex_unlock(&p->nmu);
+        redisFree(c);
+    }
+    return NULL;
+}
+
+int dl_notify_ensure(dl_proc_t *p)
+{
+    int rc = 0;
+    pthread_mutex_lock(&p->nmu);
+    if (!p->nstarted) {
+        if (dl_thread_start(notify_main, p)) {
+            pthread_mutex_unlock(&p->nmu);
+            return dl_fail(EIO, "cannot start the subscriber thread");
+        }
+        p->nstarted = 1;
+    }
+    uint64_t deadline = dl_now_ms() + p->cfg.io_timeout_ms;
+    while (!p->nsubscribed) {
+        if (dl_now_ms() >= deadline) {
+            rc = dl_fail(EIO, "%s", p->nerr[0] ? p->nerr : "redis: subscriber not connected");
+            break;
+        }
+        struct timespec ts;
+        dl_timespec_at(deadline, &ts);
+        pthread_cond_timedwait(&p->ncv, &p->nmu, &ts);
+    }
+    pthread_mutex_unlock(&p->nmu);
+    return rc;
+}

@@ -1,0 +1,117 @@
+/* object.c - what dist_mutex_t and dist_rwlock_t share: validation, the
+ * name, and lazy resolution to the process-wide lock state. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "process.h"
+
+static int name_ok(const char *name, size_t *len)
+{
+    if (!name)
+        return dl_fail(EINVAL, "lock name is NULL");
+    size_t n = strnlen(name, DIST_NAME_MAX + 1);
+    if (n == 0)
+        return dl_fail(EINVAL, "lock name is empty");
+    if (n > DIST_NAME_MAX)
+        return dl_fail(EINVAL, "lock name is longer than DIST_NAME_MAX (%d bytes)", DIST_NAME_MAX);
+    *len = n;
+    return 0;
+}
+
+int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
+{
+    size_t len;
+    if (!o)
+        return dl_fail(EINVAL, "lock object is NULL");
+    if (name_ok(name, &len))
+        return EINVAL;
+    char *copy = malloc(len + 1);
+    if (!copy)
+        return dl_fail(ENOMEM, "out of memory");
+    memcpy(copy, name, len + 1);
+    memset(o, 0, sizeof *o);
+    o->dl_magic = magic;
+    o->dl_type = DIST_MUTEX_RECURSIVE;
+    o->dl_name = copy;
+    o->dl_owns_name = 1;
+    return 0;
+}
+
+static int valid(const struct dist_lockobj *o, unsigned magic)
+{
+    if (!o)
+        return dl_fail(EINVAL, "lock object is NULL");
+    if (o->dl_magic == DL_MAGIC_DEAD)
+        return dl_fail(EINVAL, "lock object was destroyed");
+    if (o->dl_magic != magic && o->dl_magic != DIST_PRIV_MAGIC_STATIC)
+        return dl_fail(EINVAL, "lock object is not initialized");
+    return 0;
+}
+
+int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp)
+{
+    if (valid(o, magic))
+        return EINVAL;
+    int err = 0;
+    dl_proc_t *p = dl_proc_get(&err);
+    if (!p)
+        return err;
+    *pp = p;
+    /* Fast path: resolved in this process generation.  dl_lock is written
+     * before dl_gen (release), so a matching generation means dl_lock is
+     * this generation's. */
+    unsigned long gen = __atomic_load_n(&dl_gen, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == gen) {
+        *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
+        return 0;
+    }
+    size_t len;
+    if (name_ok(o->dl_name, &len))
+        return EINVAL;
+    dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, o->dl_name, len);
+    if (!l)
+        return dl_fail(ENOMEM, "out of memory");
+    /* Two threads may race to resolve a static lock: the registry hands
+     * both the same state; the loser drops its extra reference. */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&mu);
+    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == gen) {
+        pthread_mutex_unlock(&mu);
+        dl_registry_put(&p->reg, l);
+        *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
+        return 0;
+    }
+    __atomic_store_n(&o->dl_lock, l, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->dl_gen, gen, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&mu);
+    *lp = l;
+    return 0;
+}
+
+int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
+{
+    if (valid(o, magic))
+        return EINVAL;
+    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == __atomic_load_n(&dl_gen, __ATOMIC_ACQUIRE)) {
+        int err;
+        dl_proc_t *p = dl_proc_get(&err);
+        dl_lock_t *l = o->dl_lock;
+        if (p && l) {
+            pthread_mutex_lock(&l->mu);
+            int busy = l->nholders || l->wwait || l->rwait || l->busy || l->regid;
+            pthread_mutex_unlock(&l->mu);
+            if (busy)
+                return dl_fail(EBUSY, "lock is held or waited on in this process");
+            dl_registry_put(&p->reg, l);
+        }
+    }
+    if (o->dl_owns_name)
+        free((void *)o->dl_name);
+    o->dl_name = NULL;
+    o->dl_lock = NULL;
+    o->dl_magic = DL_MAGIC_DEAD;
+    return 0;
+}

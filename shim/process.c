@@ -1,0 +1,124 @@
+/* process.c - the per-process state, its creation and its reset in a
+ * forked child. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <uuid/uuid.h>
+
+#include "dl.h"
+#include "process.h"
+
+unsigned long dl_gen = 1;
+static dl_proc_t *dl_proc;
+static pthread_mutex_t dl_proc_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t dl_atfork_once = PTHREAD_ONCE_INIT;
+
+/* Parents' states that a child inherited: kept reachable, never used. */
+static dl_proc_t *dl_orphans[64];
+static int dl_norphans;
+
+static void child_after_fork(void)
+{
+    /* Only this thread exists now.  The parent's state may be mid-update
+     * by threads that are gone, and its sockets are the parent's: leave it
+     * all alone except for closing our copies of the sockets. */
+    dl_proc_t *p = dl_proc;
+    if (p) {
+        dl_conn_abandon(p->conn);
+        if (p->sub && p->sub->fd >= 0)
+            close(p->sub->fd);
+        if (dl_norphans < 64)
+            dl_orphans[dl_norphans++] = p;
+    }
+    dl_proc = NULL;
+    pthread_mutex_init(&dl_proc_mu, NULL);
+    __atomic_add_fetch(&dl_gen, 1, __ATOMIC_RELEASE);
+    dl_tid_forget();
+}
+
+static void atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+static dl_proc_t *create(int *err)
+{
+    dl_proc_t *p = calloc(1, sizeof *p);
+    if (!p) {
+        *err = dl_fail(ENOMEM, "out of memory");
+        return NULL;
+    }
+    if (dl_config_load(&p->cfg)) {
+        free(p);
+        *err = EINVAL;
+        return NULL;
+    }
+    dl_log_level = p->cfg.log_level;
+    uuid_t u;
+    uuid_generate_random(u);
+    uuid_unparse_lower(u, p->token);
+    p->chanprefix_len = (size_t)snprintf(p->chanprefix, sizeof p->chanprefix, "%sn:", p->cfg.prefix);
+    p->channel_len = (size_t)snprintf(p->channel, sizeof p->channel, "%s%s", p->chanprefix, p->token);
+    if (gethostname(p->host, sizeof p->host - 1))
+        strcpy(p->host, "unknown");
+    for (char *c = p->host; *c; c++)        /* keep the info fields parseable */
+        if (*c == '\t' || *c == '\n')
+            *c = '_';
+    p->pid = getpid();
+    p->conn = dl_conn_new(&p->cfg);
+    if (!p->conn) {
+        free(p);
+        *err = dl_fail(ENOMEM, "out of memory");
+        return NULL;
+    }
+    dl_registry_init(&p->reg);
+    pthread_mutex_init(&p->nmu, NULL);
+    pthread_mutex_init(&p->wmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->ncv, &ca);
+    pthread_cond_init(&p->wcv, &ca);
+    pthread_condattr_destroy(&ca);
+    return p;
+}
+
+dl_proc_t *dl_proc_get(int *err)
+{
+    dl_proc_t *p = __atomic_load_n(&dl_proc, __ATOMIC_ACQUIRE);
+    if (p)
+        return p;
+    pthread_once(&dl_atfork_once, atfork_register);
+    pthread_mutex_lock(&dl_proc_mu);
+    p = dl_proc;
+    /* A bad configuration is not cached: each call reports it (to its own
+     * thread's dist_lasterror) until the environment is fixed. */
+    if (!p && (p = create(err)))
+        __atomic_store_n(&dl_proc, p, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&dl_proc_mu);
+    return p;
+}
+
+size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size)
+{
+    return (size_t)snprintf(buf, size, "%s\t%d\t%d", p->host, (int)p->pid, (int)dl_tid());
+}
+
+int dl_thread_start(void *(*fn)(void *), void *arg)
+{
+    /* Our threads take none of the host program's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    pthread_t t;
+    int rc = pthread_create(&t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}

@@ -1,0 +1,68 @@
+/*
+ * process.h - the library's state in this process: configuration, the
+ * process's random owner token, its connections, its lock registry, the
+ * subscriber and watchdog threads.  Created on first use; a forked child
+ * drops its parent's (without sending on its sockets) and starts afresh.
+ */
+#ifndef DL_PROCESS_H
+#define DL_PROCESS_H
+
+#include <pthread.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "conn.h"
+#include "registry.h"
+
+typedef struct dl_proc {
+    dl_config_t cfg;
+    char token[40];           /* uuid: this process's owner id in Redis */
+    char channel[300];        /* <prefix>n:<token>: where grants are pushed */
+    size_t channel_len;
+    char chanprefix[270];     /* <prefix>n: */
+    size_t chanprefix_len;
+    char host[128];
+    pid_t pid;
+    dl_conn_t *conn;
+    dl_registry_t reg;
+    unsigned long regseq;     /* registration ids (atomic) */
+
+    /* notify.c */
+    pthread_mutex_t nmu;
+    pthread_cond_t ncv;
+    int nstarted, nsubscribed;
+    uint64_t nfail_since;
+    char nerr[200];
+    redisContext *sub;
+
+    /* watchdog.c */
+    pthread_mutex_t wmu;
+    pthread_cond_t wcv;
+    int wstarted;
+} dl_proc_t;
+
+extern unsigned long dl_gen;  /* bumped in each forked child */
+
+/* The state, created on first use; NULL with EINVAL (bad configuration,
+ * dist_lasterror names the variable) or ENOMEM in *err.  Never blocks on
+ * the network. */
+dl_proc_t *dl_proc_get(int *err);
+
+/* Holder info "host\tpid\ttid" for this thread; returns its length. */
+size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);
+
+/* Starts a detached thread with all signals blocked. */
+int dl_thread_start(void *(*fn)(void *), void *arg);
+
+/* --- the lock objects (object.c) --- */
+struct dist_lockobj;
+#define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
+#define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
+#define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
+int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
+/* The lock state of an initialized object (resolving it on first use, or
+ * anew in a forked child); EINVAL for bad objects and configuration. */
+int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp);
+int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
+
+#endif

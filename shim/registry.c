@@ -1,0 +1,161 @@
+/* registry.c - name -> dl_lock_t, shared by every object of a name. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl.h"
+#include "registry.h"
+
+static const char *const dl_key_suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
+
+static uint64_t hash(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;          /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+void dl_registry_init(dl_registry_t *r)
+{
+    pthread_mutex_init(&r->mu, NULL);
+    r->nbuckets = 0;
+    r->buckets = NULL;
+    r->count = 0;
+}
+
+static int grow(dl_registry_t *r)
+{
+    size_t nb = r->nbuckets ? r->nbuckets * 2 : 64;
+    dl_lock_t **b = calloc(nb, sizeof *b);
+    if (!b)
+        return -1;
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (dl_lock_t *l = r->buckets[i], *next; l; l = next) {
+            next = l->next;
+            size_t at = hash(l->name, l->namelen) & (nb - 1);
+            l->next = b[at];
+            b[at] = l;
+        }
+    free(r->buckets);
+    r->buckets = b;
+    r->nbuckets = nb;
+    return 0;
+}
+
+static dl_lock_t *create(const char *prefix, const char *name, size_t len)
+{
+    dl_lock_t *l = calloc(1, sizeof *l);
+    if (!l)
+        return NULL;
+    size_t plen = strlen(prefix);
+    /* <prefix>{<name>}<suffix>: one buffer for the name and all six keys. */
+    size_t base = plen + len + 2, total = len + 1;
+    for (int k = 0; k < DL_NKEYS; k++)
+        total += base + strlen(dl_key_suffix[k]) + 1;
+    char *buf = malloc(total);
+    if (!buf) {
+        free(l);
+        return NULL;
+    }
+    l->name = buf;
+    memcpy(buf, name, len);
+    buf[len] = 0;
+    l->namelen = len;
+    char *p = buf + len + 1;
+    for (int k = 0; k < DL_NKEYS; k++) {
+        size_t slen = strlen(dl_key_suffix[k]);
+        l->keys[k] = p;
+        memcpy(p, prefix, plen);
+        p[plen] = '{';
+        memcpy(p + plen + 1, name, len);
+        p[plen + 1 + len] = '}';
+        memcpy(p + base, dl_key_suffix[k], slen + 1);
+        l->keylen[k] = base + slen;
+        p += base + slen + 1;
+    }
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    return l;
+}
+
+dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *name, size_t len)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->count >= r->nbuckets && grow(r) && !r->nbuckets) {
+        pthread_mutex_unlock(&r->mu);
+        return NULL;
+    }
+    size_t at = hash(name, len) & (r->nbuckets - 1);
+    dl_lock_t *l;
+    for (l = r->buckets[at]; l; l = l->next)
+        if (l->namelen == len && memcmp(l->name, name, len) == 0)
+            break;
+    if (!l && (l = create(prefix, name, len))) {
+        l->next = r->buckets[at];
+        r->buckets[at] = l;
+        r->count++;
+    }
+    if (l)
+        l->refs++;
+    pthread_mutex_unlock(&r->mu);
+    return l;
+}
+
+void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
+{
+    pthread_mutex_lock(&r->mu);
+    if (--l->refs == 0) {
+        size_t at = hash(l->name, l->namelen) & (r->nbuckets - 1);
+        for (dl_lock_t **pp = &r->buckets[at]; *pp; pp = &(*pp)->next)
+            if (*pp == l) {
+                *pp = l->next;
+                break;
+            }
+        r->count--;
+        pthread_mutex_destroy(&l->mu);
+        pthread_cond_destroy(&l->cv);
+        free(l->holders);
+        free(l->name);
+        free(l);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), void *arg)
+{
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nbuckets; i++)
+        for (dl_lock_t *l = r->buckets[i]; l; l = l->next) {
+            pthread_mutex_lock(&l->mu);
+            fn(l, arg);
+            pthread_mutex_unlock(&l->mu);
+        }
+    pthread_mutex_unlock(&r->mu);
+}
+
+dl_lock_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len)
+{
+    size_t plen = strlen(prefix);
+    if (len < plen + 2 || memcmp(key, prefix, plen) != 0 || key[plen] != '{' || key[len - 1] != '}')
+        return NULL;
+    const char *name = key + plen + 1;
+    size_t nlen = len - plen - 2;
+    pthread_mutex_lock(&r->mu);
+    dl_lock_t *l = NULL;
+    if (r->nbuckets) {
+        size_t at = hash(name, nlen) & (r->nbuckets - 1);
+        for (l = r->buckets[at]; l; l = l->next)
+            if (l->namelen == nlen && memcmp(l->name, name, nlen) == 0)
+                break;
+    }
+    if (l)
+        pthread_mutex_lock(&l->mu);
+    pthread_mutex_unlock(&r->mu);
+    return l;
+}

@@ -1,0 +1,99 @@
+/*
+ * registry.h - the process's lock states, one per lock name: what Spring's
+ * RedisLockRegistry keeps in its locks map.  Every object (dist_mutex_t,
+ * dist_rwlock_t) naming the same lock shares one dl_lock_t, so two objects
+ * of one name are one lock, and only one thread at a time talks to Redis
+ * for it.
+ *
+ * Lock order: registry mutex before a lock's mu; a lock's mu before the
+ * connection's.
+ */
+#ifndef DL_REGISTRY_H
+#define DL_REGISTRY_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "script.h"
+
+/* A run of holds of one mode in a thread's stack of holds on a lock. */
+typedef struct dl_run {
+    char mode;                /* 'w' or 'r' */
+    unsigned count;
+} dl_run_t;
+
+/* One thread's holds on one lock, most recent last. */
+typedef struct dl_holder {
+    pid_t tid;
+    unsigned wcount, rcount;
+    dl_run_t *runs;
+    int nruns, cap;
+} dl_holder_t;
+
+typedef struct dl_lock {
+    struct dl_lock *next;     /* hash chain (registry mutex) */
+    unsigned refs;            /* objects and pins using it (registry mutex) */
+    char *name;
+    size_t namelen;
+    const char *keys[DL_NKEYS];
+    size_t keylen[DL_NKEYS];
+
+    pthread_mutex_t mu;       /* everything below */
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
+
+    /* Local holds. */
+    dl_holder_t *holders;
+    int nholders, capholders;
+    pid_t writer;             /* thread holding write locally, 0 none */
+    int rthreads;             /* threads holding only read locally */
+    int wwait, rwait;         /* threads waiting locally to write / read */
+    int busy;                 /* a thread is talking to Redis for this lock */
+
+    /* What this process holds in Redis. */
+    char rmode;               /* 0, 'w' or 'r' */
+    uint64_t fence;
+    unsigned long lease_ms;   /* of the Redis hold */
+    int renew;                /* the watchdog renews it (default lease) */
+    int fair;                 /* taken by a fair request */
+    int lost;                 /* the watchdog found it gone */
+    unsigned long holdseq;    /* bumped at each Redis acquisition */
+    int remote_waiting;       /* another process queues for the lock */
+    unsigned handoffs;        /* local handoffs since remote_waiting was set */
+
+    /* A thread waiting in Redis's queue for a grant. */
+    uint64_t regid;           /* its registration id, 0 none */
+    int granted;
+    uint64_t grant_fence;
+    int grant_dead, grant_more;
+    int recheck;              /* wake-ups may have been lost: ask Redis again */
+} dl_lock_t;
+
+typedef struct dl_registry {
+    pthread_mutex_t mu;
+    dl_lock_t **buckets;
+    size_t nbuckets, count;
+} dl_registry_t;
+
+void dl_registry_init(dl_registry_t *r);
+/* The lock state of name (created if needed) with a reference taken; NULL
+ * on ENOMEM.  Keys are built from prefix. */
+dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *name, size_t len);
+/* Drops a reference; the state is freed with the last one. */
+void dl_registry_put(dl_registry_t *r, dl_lock_t *l);
+/* Calls fn(l, arg) for each lock with its mu held and the registry mutex
+ * held (so fn must not block). */
+void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), void *arg);
+/* Finds the lock whose main key is key, and returns it with mu held; NULL if
+ * this process has no such lock. */
+dl_lock_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len);
+
+/* --- holds.c: a thread's stack of holds on a lock (l->mu held) --- */
+dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid);
+/* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM. */
+int dl_holder_push(dl_lock_t *l, pid_t tid, char mode);
+/* Pops tid's most recent hold; returns its mode, 0 if tid holds nothing.
+ * *last is set when tid now holds nothing on l. */
+char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last);
+
+#endif

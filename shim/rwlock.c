@@ -1,0 +1,104 @@
+/* rwlock.c - the pthread_rwlock_* mirror over lock.c. */
+#include <errno.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "lock.h"
+
+#define DL_MAGIC_RWLOCKATTR 0x44535241u   /* "DSRA" */
+#define DL_LEASE_MAX (30UL * 86400000UL)
+
+int dist_rwlockattr_init(dist_rwlockattr_t *attr)
+{
+    if (!attr)
+        return dl_fail(EINVAL, "attribute object is NULL");
+    attr->dl_magic = DL_MAGIC_RWLOCKATTR;
+    attr->dl_lease_ms = 0;
+    return 0;
+}
+
+static int attr_ok(const dist_rwlockattr_t *attr)
+{
+    if (!attr || attr->dl_magic != DL_MAGIC_RWLOCKATTR)
+        return dl_fail(EINVAL, "attribute object is NULL or not initialized");
+    return 0;
+}
+
+int dist_rwlockattr_destroy(dist_rwlockattr_t *attr)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    attr->dl_magic = 0;
+    return 0;
+}
+
+int dist_rwlockattr_setlease(dist_rwlockattr_t *attr, unsigned long ms)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (ms > DL_LEASE_MAX)
+        return dl_fail(EINVAL, "lease %lu ms: longer than 30 days", ms);
+    attr->dl_lease_ms = ms;
+    return 0;
+}
+
+int dist_rwlock_init(dist_rwlock_t *rw, const char *name, const dist_rwlockattr_t *attr)
+{
+    if (attr && attr_ok(attr))
+        return EINVAL;
+    if (!rw)
+        return dl_fail(EINVAL, "rwlock is NULL");
+    int rc = dl_obj_init(&rw->dl_o, DL_MAGIC_RWLOCK, name);
+    if (rc == 0 && attr)
+        rw->dl_o.dl_lease_ms = attr->dl_lease_ms;
+    return rc;
+}
+
+static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
+    if (rc)
+        return rc;
+    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline };
+    return dl_lock_acquire(p, l, &rq);
+}
+
+static int timed(dist_rwlock_t *rw, char mode, const struct timespec *abstime)
+{
+    uint64_t deadline;
+    if (dl_deadline_from_abstime(abstime, &deadline))
+        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+    return acquire(rw, mode, 0, deadline);
+}
+
+int dist_rwlock_rdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 0, DL_FOREVER); }
+int dist_rwlock_tryrdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 1, 0); }
+int dist_rwlock_timedrdlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'r', abstime); }
+int dist_rwlock_wrlock(dist_rwlock_t *rw) { return acquire(rw, 'w', 0, DL_FOREVER); }
+int dist_rwlock_trywrlock(dist_rwlock_t *rw) { return acquire(rw, 'w', 1, 0); }
+int dist_rwlock_timedwrlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'w', abstime); }
+
+int dist_rwlock_unlock(dist_rwlock_t *rw)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
+    return rc ? rc : dl_lock_release(p, l, 0);
+}
+
+int dist_rwlock_destroy(dist_rwlock_t *rw)
+{
+    return dl_obj_destroy(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK);
+}
+
+int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    if (!fence)
+        return dl_fail(EINVAL, "fence is NULL");
+    int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
+    return rc ? rc : dl_lock_getfence(l, fence);
+}

@@ -1,0 +1,121 @@
+/* script.c - EVALSHA with NOSCRIPT fallback, batched. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl.h"
+#include "script.h"
+
+void dl_call_arg(dl_call_t *call, const char *s, size_t len)
+{
+    call->args[call->nargs] = s;
+    call->arglen[call->nargs] = len;
+    call->nargs++;
+}
+
+static void build(dl_call_t *call, int by_sha)
+{
+    const dl_script_t *sc = &dl_scripts[call->script];
+    int a = 0;
+    call->argv[a] = by_sha ? "EVALSHA" : "EVAL";
+    call->argvlen[a++] = by_sha ? 7 : 4;
+    call->argv[a] = by_sha ? sc->sha : sc->body;
+    call->argvlen[a++] = by_sha ? 40 : sc->len;
+    call->argv[a] = "6";
+    call->argvlen[a++] = 1;
+    for (int k = 0; k < DL_NKEYS; k++) {
+        call->argv[a] = call->keys[k];
+        call->argvlen[a++] = call->keylen[k];
+    }
+    for (int i = 0; i < call->nargs; i++) {
+        call->argv[a] = call->args[i];
+        call->argvlen[a++] = call->arglen[i];
+    }
+    call->cmd.argc = a;
+    call->cmd.argv = call->argv;
+    call->cmd.argvlen = call->argvlen;
+}
+
+static int is_noscript(const redisReply *r)
+{
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
+{
+    dl_cmd_t *cmds = NULL, one;
+    for (int i = 0; i < n; i++)
+        build(&calls[i], 1);
+    /* dl_conn_exec takes an array of dl_cmd_t; a call embeds its cmd, so
+     * gather them (one call: no allocation). */
+    if (n == 1) {
+        cmds = &one;
+    } else if (!(cmds = malloc((size_t)n * sizeof *cmds))) {
+        for (int i = 0; i < n; i++) {
+            calls[i].cmd.err = EIO;
+            snprintf(calls[i].cmd.errmsg, sizeof calls[i].cmd.errmsg, "out of memory");
+            calls[i].cmd.reply = NULL;
+        }
+        return EIO;
+    }
+    for (int i = 0; i < n; i++)
+        cmds[i] = calls[i].cmd;
+    dl_conn_exec(conn, cmds, n);
+
+    /* Scripts missing from the server's cache (restart, SCRIPT FLUSH): send
+     * the body, which caches it again for the next EVALSHA. */
+    int missing = 0;
+    for (int i = 0; i < n; i++)
+        if (is_noscript(cmds[i].reply))
+            missing++;
+    if (missing) {
+        dl_cmd_t *again = missing == 1 ? &one : malloc((size_t)missing * sizeof *again);
+        int *idx = malloc((size_t)missing * sizeof *idx);
+        if (again && idx) {
+            int m = 0;
+            for (int i = 0; i < n; i++)
+                if (is_noscript(cmds[i].reply)) {
+                    freeReplyObject(cmds[i].reply);
+                    cmds[i].reply = NULL;
+                    build(&calls[i], 0);
+                    idx[m] = i;
+                    again[m++] = calls[i].cmd;
+                }
+            dl_conn_exec(conn, again, m);
+            for (int j = 0; j < m; j++)
+                cmds[idx[j]] = again[j];
+        }
+        if (again != &one)
+            free(again);
+        free(idx);
+    }
+
+    int rc = 0;
+    for (int i = 0; i < n; i++) {
+        dl_cmd_t *c = &cmds[i];
+        if (!c->err && (!c->reply || c->reply->type == REDIS_REPLY_ERROR)) {
+            c->err = EIO;
+            snprintf(c->errmsg, sizeof c->errmsg, "redis: %s",
+                     c->reply ? c->reply->str : "no reply (out of memory)");
+            if (c->reply)
+                freeReplyObject(c->reply);
+            c->reply = NULL;
+        }
+        if (c->err)
+            rc = EIO;
+        calls[i].cmd = *c;
+    }
+    if (cmds != &one)
+        free(cmds);
+    return rc;
+}
+
+void dl_calls_free(dl_call_t *calls, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (calls[i].cmd.reply) {
+            freeReplyObject(calls[i].cmd.reply);
+            calls[i].cmd.reply = NULL;
+        }
+}

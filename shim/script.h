@@ -1,0 +1,52 @@
+/*
+ * script.h - the embedded Lua scripts of lua/ and how they are called:
+ * EVALSHA first, EVAL (which also caches the script) on NOSCRIPT.
+ */
+#ifndef DL_SCRIPT_H
+#define DL_SCRIPT_H
+
+#include <stddef.h>
+
+#include "conn.h"
+
+typedef struct dl_script {
+    const char *name;
+    const char *sha;          /* SHA1 of body, computed at build time */
+    const char *body;
+    size_t len;
+} dl_script_t;
+
+/* In the order of cmake's DL_LUA_OPS. */
+enum { DL_SCRIPT_ACQUIRE, DL_SCRIPT_RELEASE, DL_SCRIPT_RENEW, DL_SCRIPT_CANCEL, DL_SCRIPT_BREAK };
+extern const dl_script_t dl_scripts[];
+
+#define DL_NKEYS 6
+#define DL_MAX_ARGS 8
+
+/* One script call on one lock. */
+typedef struct dl_call {
+    int script;
+    const char *const *keys;        /* DL_NKEYS keys */
+    const size_t *keylen;
+    int nargs;
+    const char *args[DL_MAX_ARGS];
+    size_t arglen[DL_MAX_ARGS];
+    /* internal */
+    const char *argv[3 + DL_NKEYS + DL_MAX_ARGS];
+    size_t argvlen[3 + DL_NKEYS + DL_MAX_ARGS];
+    dl_cmd_t cmd;
+} dl_call_t;
+
+/* Adds a string argument to a call. */
+void dl_call_arg(dl_call_t *call, const char *s, size_t len);
+
+/* Runs calls[0..n) as one pipelined batch.  Each call ends with
+ * call->cmd.reply set (not an error reply) or call->cmd.err = EIO with
+ * errmsg ("redis HOST:PORT: <server's error>" for error replies).  Returns 0
+ * if every call has a reply, else EIO.  Blocks. */
+int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n);
+
+/* Frees the replies of calls[0..n). */
+void dl_calls_free(dl_call_t *calls, int n);
+
+#endif

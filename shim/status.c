@@ -1,0 +1,11 @@
+/* status.c - the process's statistics counters. */
+#include "dl.h"
+
+dl_stats_t dl_stats_g;
+
+void dl_stats_get(dl_stats_t *out)
+{
+    unsigned long *src = (unsigned long *)&dl_stats_g, *dst = (unsigned long *)out;
+    for (size_t i = 0; i < sizeof *out / sizeof(unsigned long); i++)
+        dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}

@@ -1,0 +1,122 @@
+/* watchdog.c - one thread renews every renewable hold of the process, all
+ * in one pipelined batch every lease/3, and marks holds Redis says are gone
+ * as lost (so their unlock reports ENOLCK). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dl.h"
+#include "lock.h"
+
+#define DL_RENEW_CHUNK 2000   /* commands per pipelined round trip */
+
+typedef struct held {
+    dl_lock_t *l;
+    unsigned long holdseq;
+    char mode[2];
+    char lease[24];
+} held_t;
+
+typedef struct collect {
+    held_t *v;
+    size_t n, cap;
+} collect_t;
+
+/* Registry mutex and l->mu held: pin each renewable hold. */
+static void collect(dl_lock_t *l, void *arg)
+{
+    collect_t *c = arg;
+    if (!l->rmode || !l->renew || l->lost || l->busy)
+        return;
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        held_t *v = realloc(c->v, cap * sizeof *v);
+        if (!v)
+            return;               /* renewed next tick */
+        c->v = v;
+        c->cap = cap;
+    }
+    held_t *h = &c->v[c->n++];
+    h->l = l;
+    h->holdseq = l->holdseq;
+    h->mode[0] = l->rmode;
+    h->mode[1] = 0;
+    snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
+    l->refs++;
+}
+
+static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
+{
+    for (size_t i = 0; i < n; i++) {
+        dl_call_t *c = &calls[i];
+        c->script = DL_SCRIPT_RENEW;
+        c->keys = v[i].l->keys;
+        c->keylen = v[i].l->keylen;
+        c->nargs = 0;
+        dl_call_arg(c, p->chanprefix, p->chanprefix_len);
+        dl_call_arg(c, p->token, strlen(p->token));
+        dl_call_arg(c, v[i].mode, 1);
+        dl_call_arg(c, v[i].lease, strlen(v[i].lease));
+    }
+    dl_script_run(p->conn, calls, (int)n);
+    DL_STAT_ADD(watchdog_roundtrips, 1);
+    for (size_t i = 0; i < n; i++) {
+        redisReply *r = calls[i].cmd.reply;
+        if (!r)
+            continue;             /* Redis unreachable: try again next tick */
+        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+            DL_STAT_ADD(renewed, 1);
+            continue;
+        }
+        dl_lock_t *l = v[i].l;
+        pthread_mutex_lock(&l->mu);
+        if (l->holdseq == v[i].holdseq && l->rmode && !l->lost) {
+            char q[96];
+            l->lost = 1;
+            DL_STAT_ADD(lost, 1);
+            dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
+                   "or the key was deleted); its unlock will return ENOLCK",
+                   dl_quote(l->name, l->namelen, q, sizeof q));
+        }
+        pthread_mutex_unlock(&l->mu);
+    }
+    dl_calls_free(calls, (int)n);
+}
+
+static void *watchdog_main(void *arg)
+{
+    dl_proc_t *p = arg;
+    unsigned long tick = p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1;
+    collect_t c = { NULL, 0, 0 };
+    dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
+    for (;;) {
+        pthread_mutex_lock(&p->wmu);
+        struct timespec ts;
+        dl_timespec_at(dl_now_ms() + tick, &ts);
+        pthread_cond_timedwait(&p->wcv, &p->wmu, &ts);
+        pthread_mutex_unlock(&p->wmu);
+
+        c.n = 0;
+        dl_registry_each(&p->reg, collect, &c);
+        if (!c.n)
+            continue;
+        if (!calls && !(calls = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
+            dl_log(DL_LOG_ERROR, "watchdog: out of memory; holds are not renewed");
+        } else {
+            for (size_t at = 0; at < c.n; at += DL_RENEW_CHUNK)
+                renew_chunk(p, c.v + at, c.n - at < DL_RENEW_CHUNK ? c.n - at : DL_RENEW_CHUNK, calls);
+            DL_STAT_ADD(watchdog_ticks, 1);
+        }
+        for (size_t i = 0; i < c.n; i++)
+            dl_registry_put(&p->reg, c.v[i].l);
+    }
+    return NULL;
+}
+
+void dl_watchdog_ensure(dl_proc_t *p)
+{
+    pthread_mutex_lock(&p->wmu);
+    if (!p->wstarted && dl_thread_start(watchdog_main, p) == 0)
+        p->wstarted = 1;
+    pthread_mutex_unlock(&p->wmu);
+}
