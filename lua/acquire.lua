@@ -2,8 +2,10 @@
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms, 5 holder info
 --       ("host\tpid\ttid"), 6 enqueue on failure '1'|'0', 7 registration id,
---       8 waiter ttl ms (how long the registration lives unrefreshed)
--- Reply: {1, fence, ownerdead 0|1, waiters still queued} acquired
+--       8 waiter ttl ms (how long the registration lives unrefreshed),
+--       9 claim ms (first ttl of a hold pushed to this waiter)
+-- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1} acquired;
+--        claimed: it was granted to us earlier, perhaps with the short claim ttl
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
 local token, mode, lease, info = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local now = now_ms()
@@ -14,7 +16,7 @@ local writer = w[1]
 local mine = held_by(token, mode, now, w)
 if mine then
   dequeue(token)
-  return {1, mine[1], mine[2], rcall('ZCARD', K_Q)}
+  return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end
 
 if not writer then
@@ -26,9 +28,9 @@ if not writer then
      and (mode == 'r' or live_readers(now) == 0) then
     local fence, dead
     if mode == 'w' then
-      fence, dead = take_write(token, lease, info, now)
+      fence, dead = take_write(token, lease, info, now, lease)
     else
-      fence, dead = take_read(token, lease, info, now)
+      fence, dead = take_read(token, lease, info, now, lease)
     end
     return {1, fence, dead, 0}
   end
@@ -50,7 +52,7 @@ if ARGV[6] == '1' then
       end
     end
   end
-  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, ARGV[7], info}))
+  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, ARGV[7], info, ARGV[9]}))
   extend(K_Q, 2 * ttl)
   extend(K_W, 2 * ttl)
   extend(K_META, META_TTL)

@@ -7,7 +7,8 @@
 --   KEYS[2] readers  <prefix>{name}:r   zset reader token -> lease deadline (ms)
 --   KEYS[3] rinfo    <prefix>{name}:ri  hash reader token -> msgpack {info, since, fence, od}
 --   KEYS[4] queue    <prefix>{name}:q   zset waiter token -> arrival sequence
---   KEYS[5] waiters  <prefix>{name}:w   hash waiter token -> msgpack {mode, lease, deadline, regid, info}
+--   KEYS[5] waiters  <prefix>{name}:w   hash waiter token -> msgpack {mode, lease, deadline,
+--                                       regid, info, claim}
 --   KEYS[6] meta     <prefix>{name}:m   hash fence, seq, wh/wi (the writer whose hold
 --                                       has not been released: its lapse means EOWNERDEAD)
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
@@ -28,6 +29,7 @@ end
 
 -- Extends a key's TTL to at least ms; never shortens it.
 local function extend(key, ms)
+  ms = tonumber(ms)
   if rcall('PTTL', key) < ms then rcall('PEXPIRE', key, ms) end
 end
 
@@ -68,20 +70,23 @@ local function take_meta(now, writer, info)
   return fence, dead
 end
 
-local function take_write(token, lease, info, now)
+-- ttl is the lease, or for a hold pushed to a waiter the shorter claim
+-- window: a waiter that died before its grant arrived holds the lock only
+-- that long; a live one's watchdog extends it to the lease.
+local function take_write(token, lease, info, now, ttl)
   local fence, dead = take_meta(now, token, info)
   rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
         'fence', int(fence), 'lease', lease, 'od', dead)
-  rcall('PEXPIRE', K_LOCK, lease)
+  rcall('PEXPIRE', K_LOCK, ttl)
   return fence, dead
 end
 
-local function take_read(token, lease, info, now)
+local function take_read(token, lease, info, now, ttl)
   local fence, dead = take_meta(now, nil, info)
-  rcall('ZADD', K_RD, int(now + lease), token)
+  rcall('ZADD', K_RD, int(now + ttl), token)
   rcall('HSET', K_RI, token, cmsgpack.pack({info, now, fence, dead}))
-  extend(K_RD, lease)
-  extend(K_RI, lease)
+  extend(K_RD, ttl)
+  extend(K_RI, ttl)
   return fence, dead
 end
 
@@ -134,11 +139,13 @@ local function grant_waiters(now, caller, free)
     local h, w = head_waiter(now)
     if not h then break end
     local fence, dead
+    local ttl = w[6]
+    if h == caller then ttl = w[2] end
     if w[1] == 'w' then
       if live_readers(now) > 0 then break end
-      fence, dead = take_write(h, w[2], w[5], now)
+      fence, dead = take_write(h, w[2], w[5], now, ttl)
     else
-      fence, dead = take_read(h, w[2], w[5], now)
+      fence, dead = take_read(h, w[2], w[5], now, ttl)
     end
     dequeue(h)
     n = n + 1

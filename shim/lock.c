@@ -20,10 +20,17 @@
  * lock after at most this many more holds of this process. */
 #define DL_HANDOFF_MAX 4
 
+/* A waiter's registration lives this long (at most a lease) unless
+ * refreshed, so a waiter that died leaves the queue that soon; a hold pushed
+ * to a waiter first lives as long (its claim window) until the grantee's
+ * watchdog extends it. */
+#define DL_WAITER_TTL_MS 2000UL
+
 typedef struct dl_grant {
     uint64_t fence;
     int dead;
     int more;
+    int claimed;              /* granted while we waited: only the claim ttl */
 } dl_grant_t;
 
 static const char *qname(const dl_lock_t *l, char *buf, size_t size)
@@ -125,14 +132,18 @@ static int settle(dl_proc_t *p, dl_lock_t *l)
 static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
 {
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    unsigned long wttl = lease < DL_WAITER_TTL_MS ? lease : DL_WAITER_TTL_MS;
+    unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
     char q[96];
     if (queue && dl_notify_ensure(p))
         return EIO;
 
-    char info[200], leasebuf[24], regbuf[24], mode[2] = { rq->mode, 0 };
+    char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], mode[2] = { rq->mode, 0 };
     size_t infolen = dl_proc_info(p, info, sizeof info);
     int leaselen = snprintf(leasebuf, sizeof leasebuf, "%lu", lease);
+    int wttllen = snprintf(wttlbuf, sizeof wttlbuf, "%lu", wttl);
+    int claimlen = snprintf(claimbuf, sizeof claimbuf, "%lu", claim);
     uint64_t regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
     int reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
 
@@ -150,7 +161,8 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
         dl_call_arg(&c, info, infolen);
         dl_call_arg(&c, queue ? "1" : "0", 1);
         dl_call_arg(&c, regbuf, (size_t)reglen);
-        dl_call_arg(&c, leasebuf, (size_t)leaselen);   /* registration lives one lease */
+        dl_call_arg(&c, wttlbuf, (size_t)wttllen);
+        dl_call_arg(&c, claimbuf, (size_t)claimlen);
         if (dl_script_run(p->conn, &c, 1)) {
             rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
             break;
@@ -160,6 +172,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
             g->fence = (uint64_t)elem(c.cmd.reply, 1);
             g->dead = elem(c.cmd.reply, 2) == 1;
             g->more = elem(c.cmd.reply, 3) > 0;
+            g->claimed = elem(c.cmd.reply, 4) == 1;
             dl_calls_free(&c, 1);
             rc = 0;
             break;
@@ -179,7 +192,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
          * leases run out (a holder that died sends nothing), or lease/3 at
          * most, which also refreshes our registration. */
         uint64_t now = dl_now_ms();
-        uint64_t nap = lease / 3 ? lease / 3 : 1;
+        uint64_t nap = wttl / 3 ? wttl / 3 : 1;
         if (pttl > 0 && (uint64_t)pttl + 1 < nap)
             nap = (uint64_t)pttl + 1;
         uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
@@ -190,6 +203,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
             g->fence = l->grant_fence;
             g->dead = l->grant_dead;
             g->more = l->grant_more;
+            g->claimed = 1;
             l->granted = 0;
             l->regid = 0;
             pthread_mutex_unlock(&l->mu);
@@ -211,6 +225,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
                 g->fence = (uint64_t)elem(c.cmd.reply, 1);
                 g->dead = elem(c.cmd.reply, 2) == 1;
                 g->more = elem(c.cmd.reply, 3) > 0;
+                g->claimed = 1;
                 rc = 0;
             }
             dl_calls_free(&c, 1);
@@ -274,8 +289,14 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
                           qname(l, q, sizeof q));
                 dl_log(DL_LOG_INFO, "%s", dist_lasterror());
             }
-            if (l->renew)
+            if (l->renew) {
                 dl_watchdog_ensure(p);
+                /* A pushed grant lives only its claim window until renewed;
+                 * holds released before half of it need no renewal at all. */
+                if (g->claimed)
+                    dl_watchdog_due(p, l, dl_now_ms() + (l->lease_ms < DL_WAITER_TTL_MS
+                                                         ? l->lease_ms : DL_WAITER_TTL_MS) / 2);
+            }
         }
     } else {
         if (rq->mode == 'w')
@@ -347,7 +368,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
@@ -409,7 +430,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }

@@ -32,5 +32,8 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
 int dl_notify_ensure(dl_proc_t *p);
 /* watchdog.c: starts the renewing thread if needed.  Never blocks. */
 void dl_watchdog_ensure(dl_proc_t *p);
+/* Asks for l's hold to be renewed by `due` (monotonic ms), before the next
+ * regular tick.  l->mu held.  Never blocks. */
+void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due);
 
 #endif

@@ -8,6 +8,14 @@
 #include "dl.h"
 #include "process.h"
 
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* In a forked child: a thread of the parent may have held mu. */
+void dl_obj_after_fork(void)
+{
+    pthread_mutex_init(&mu, NULL);
+}
+
 static int name_ok(const char *name, size_t *len)
 {
     if (!name)
@@ -76,7 +84,6 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         return dl_fail(ENOMEM, "out of memory");
     /* Two threads may race to resolve a static lock: the registry hands
      * both the same state; the loser drops its extra reference. */
-    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
     pthread_mutex_lock(&mu);
     if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == gen) {
         pthread_mutex_unlock(&mu);

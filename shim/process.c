@@ -35,6 +35,7 @@ static void child_after_fork(void)
     }
     dl_proc = NULL;
     pthread_mutex_init(&dl_proc_mu, NULL);
+    dl_obj_after_fork();
     __atomic_add_fetch(&dl_gen, 1, __ATOMIC_RELEASE);
     dl_tid_forget();
 }
@@ -77,6 +78,7 @@ static dl_proc_t *create(int *err)
     dl_registry_init(&p->reg);
     pthread_mutex_init(&p->nmu, NULL);
     pthread_mutex_init(&p->wmu, NULL);
+    p->wnext = DL_FOREVER;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

@@ -39,6 +39,7 @@ typedef struct dl_proc {
     pthread_mutex_t wmu;
     pthread_cond_t wcv;
     int wstarted;
+    uint64_t wnext;           /* earliest renew_due of any hold, or DL_FOREVER */
 } dl_proc_t;
 
 extern unsigned long dl_gen;  /* bumped in each forked child */
@@ -64,5 +65,6 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
  * anew in a forked child); EINVAL for bad objects and configuration. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
+void dl_obj_after_fork(void);
 
 #endif

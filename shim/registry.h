@@ -60,6 +60,7 @@ typedef struct dl_lock {
     unsigned long holdseq;    /* bumped at each Redis acquisition */
     int remote_waiting;       /* another process queues for the lock */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
+    uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
 
     /* A thread waiting in Redis's queue for a grant. */
     uint64_t regid;           /* its registration id, 0 none */

@@ -9,6 +9,10 @@
 
 void dl_call_arg(dl_call_t *call, const char *s, size_t len)
 {
+    if (call->nargs >= DL_MAX_ARGS) {        /* a bug of ours: fail loudly, not out of bounds */
+        dl_log(DL_LOG_ERROR, "internal: too many script arguments");
+        return;
+    }
     call->args[call->nargs] = s;
     call->arglen[call->nargs] = len;
     call->nargs++;

@@ -21,7 +21,7 @@ enum { DL_SCRIPT_ACQUIRE, DL_SCRIPT_RELEASE, DL_SCRIPT_RENEW, DL_SCRIPT_CANCEL, 
 extern const dl_script_t dl_scripts[];
 
 #define DL_NKEYS 6
-#define DL_MAX_ARGS 8
+#define DL_MAX_ARGS 12
 
 /* One script call on one lock. */
 typedef struct dl_call {

@@ -1,6 +1,8 @@
 /* watchdog.c - one thread renews every renewable hold of the process, all
  * in one pipelined batch every lease/3, and marks holds Redis says are gone
- * as lost (so their unlock reports ENOLCK). */
+ * as lost (so their unlock reports ENOLCK).  Between ticks it renews early
+ * the holds that asked for it (pushed grants, which start with a short
+ * claim ttl) if they are still held by then. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,14 +22,29 @@ typedef struct held {
 typedef struct collect {
     held_t *v;
     size_t n, cap;
+    int all;                  /* a regular tick: every hold */
+    uint64_t now, next;       /* next: earliest due left for later */
 } collect_t;
 
-/* Registry mutex and l->mu held: pin each renewable hold. */
+/* Registry mutex and l->mu held: pin each hold to renew now. */
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
-    if (!l->rmode || !l->renew || l->lost || l->busy)
+    if (!l->rmode || !l->renew || l->lost) {
+        l->renew_due = 0;
         return;
+    }
+    if (!c->all && (!l->renew_due || l->renew_due > c->now)) {
+        if (l->renew_due && l->renew_due < c->next)
+            c->next = l->renew_due;
+        return;
+    }
+    if (l->busy) {                /* being released, or re-acquired */
+        if (l->renew_due && l->renew_due < c->next)
+            c->next = c->now + 1;
+        return;
+    }
+    l->renew_due = 0;
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         held_t *v = realloc(c->v, cap * sizeof *v);
@@ -87,17 +104,35 @@ static void *watchdog_main(void *arg)
 {
     dl_proc_t *p = arg;
     unsigned long tick = p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1;
-    collect_t c = { NULL, 0, 0 };
+    collect_t c = { NULL, 0, 0, 0, 0, 0 };
     dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
+    uint64_t tick_at = dl_now_ms() + tick;
     for (;;) {
         pthread_mutex_lock(&p->wmu);
-        struct timespec ts;
-        dl_timespec_at(dl_now_ms() + tick, &ts);
-        pthread_cond_timedwait(&p->wcv, &p->wmu, &ts);
+        for (;;) {
+            uint64_t now = dl_now_ms(), wake = p->wnext < tick_at ? p->wnext : tick_at;
+            if (now >= wake)
+                break;
+            struct timespec ts;
+            dl_timespec_at(wake, &ts);
+            pthread_cond_timedwait(&p->wcv, &p->wmu, &ts);
+        }
+        p->wnext = DL_FOREVER;
         pthread_mutex_unlock(&p->wmu);
 
         c.n = 0;
+        c.now = dl_now_ms();
+        c.all = c.now >= tick_at;
+        c.next = DL_FOREVER;
+        if (c.all)
+            tick_at = c.now + tick;
         dl_registry_each(&p->reg, collect, &c);
+        if (c.next != DL_FOREVER) {
+            pthread_mutex_lock(&p->wmu);
+            if (c.next < p->wnext)
+                p->wnext = c.next;
+            pthread_mutex_unlock(&p->wmu);
+        }
         if (!c.n)
             continue;
         if (!calls && !(calls = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
@@ -105,12 +140,24 @@ static void *watchdog_main(void *arg)
         } else {
             for (size_t at = 0; at < c.n; at += DL_RENEW_CHUNK)
                 renew_chunk(p, c.v + at, c.n - at < DL_RENEW_CHUNK ? c.n - at : DL_RENEW_CHUNK, calls);
-            DL_STAT_ADD(watchdog_ticks, 1);
+            if (c.all)
+                DL_STAT_ADD(watchdog_ticks, 1);
         }
         for (size_t i = 0; i < c.n; i++)
             dl_registry_put(&p->reg, c.v[i].l);
     }
     return NULL;
+}
+
+void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
+{
+    l->renew_due = due;
+    pthread_mutex_lock(&p->wmu);
+    if (due < p->wnext) {
+        p->wnext = due;
+        pthread_cond_signal(&p->wcv);
+    }
+    pthread_mutex_unlock(&p->wmu);
 }
 
 void dl_watchdog_ensure(dl_proc_t *p)
