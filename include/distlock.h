@@ -104,7 +104,9 @@ DIST_API int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstim
 /* One round trip at most.  EPERM if the caller does not own it, ENOLCK if the
  * hold had lapsed in Redis (the local hold is released anyway). */
 DIST_API int dist_mutex_unlock(dist_mutex_t *m);
-/* Never blocks.  EBUSY while held or waited on in this process. */
+/* Never blocks.  EBUSY when this is the last object of its name in the
+ * process and the lock is held or waited on here; other objects of the same
+ * name keep the lock state alive. */
 DIST_API int dist_mutex_destroy(dist_mutex_t *m);
 /* Never blocks.  The fencing token of the caller's hold; EPERM without one. */
 DIST_API int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence);

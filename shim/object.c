@@ -91,6 +91,7 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
         return 0;
     }
+    dl_registry_add_obj(&p->reg, l);
     __atomic_store_n(&o->dl_lock, l, __ATOMIC_RELAXED);
     __atomic_store_n(&o->dl_gen, gen, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&mu);
@@ -106,14 +107,8 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
         int err;
         dl_proc_t *p = dl_proc_get(&err);
         dl_lock_t *l = o->dl_lock;
-        if (p && l) {
-            pthread_mutex_lock(&l->mu);
-            int busy = l->nholders || l->wwait || l->rwait || l->busy || l->regid;
-            pthread_mutex_unlock(&l->mu);
-            if (busy)
-                return dl_fail(EBUSY, "lock is held or waited on in this process");
-            dl_registry_put(&p->reg, l);
-        }
+        if (p && l && dl_registry_drop_obj(&p->reg, l))
+            return dl_fail(EBUSY, "lock is held or waited on in this process");
     }
     if (o->dl_owns_name)
         free((void *)o->dl_name);

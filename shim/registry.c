@@ -1,4 +1,5 @@
 /* registry.c - name -> dl_lock_t, shared by every object of a name. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,31 @@ void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
         free(l);
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l)
+{
+    pthread_mutex_lock(&r->mu);
+    l->objs++;
+    pthread_mutex_unlock(&r->mu);
+}
+
+int dl_registry_drop_obj(dl_registry_t *r, dl_lock_t *l)
+{
+    pthread_mutex_lock(&r->mu);
+    if (l->objs == 1) {
+        pthread_mutex_lock(&l->mu);
+        int busy = l->nholders || l->wwait || l->rwait || l->busy || l->regid;
+        pthread_mutex_unlock(&l->mu);
+        if (busy) {
+            pthread_mutex_unlock(&r->mu);
+            return EBUSY;
+        }
+    }
+    l->objs--;
+    pthread_mutex_unlock(&r->mu);
+    dl_registry_put(r, l);
+    return 0;
 }
 
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), void *arg)

@@ -34,6 +34,7 @@ typedef struct dl_holder {
 typedef struct dl_lock {
     struct dl_lock *next;     /* hash chain (registry mutex) */
     unsigned refs;            /* objects and pins using it (registry mutex) */
+    unsigned objs;            /* of which objects (registry mutex) */
     char *name;
     size_t namelen;
     const char *keys[DL_NKEYS];
@@ -82,6 +83,11 @@ void dl_registry_init(dl_registry_t *r);
 dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *name, size_t len);
 /* Drops a reference; the state is freed with the last one. */
 void dl_registry_put(dl_registry_t *r, dl_lock_t *l);
+/* An object of l was resolved (counted so destroy knows the last one). */
+void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l);
+/* An object of l is destroyed: EBUSY if it is the last object of a lock
+ * that is held or waited on in this process; else drops its reference. */
+int dl_registry_drop_obj(dl_registry_t *r, dl_lock_t *l);
 /* Calls fn(l, arg) for each lock with its mu held and the registry mutex
  * held (so fn must not block). */
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), void *arg);
