@@ -18,7 +18,8 @@ typedef struct dl_stats {
     unsigned long lost;              /* holds found lost (renew or release) */
     unsigned long grants;            /* grants received by push */
     unsigned long local_handoffs;    /* holds passed between threads without Redis */
-    unsigned long fallback_checks;   /* waits ended by the fallback timer, not a push */
+    unsigned long fallback_checks;   /* waits that got the lock by asking again after a
+                                        timer, not by a push (a missed or absent push) */
 } dl_stats_t;
 
 /* Copies the counters of this process (never blocks). */

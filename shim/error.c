@@ -72,19 +72,25 @@ void dl_log(int level, const char *fmt, ...)
 
 const char *dl_quote(const char *name, size_t len, char *buf, size_t size)
 {
+    /* Room kept at the end for `..."` and the NUL; a byte takes at most 4. */
+    const size_t tail = 5;
     size_t o = 0;
+    if (size < tail + 2) {
+        buf[0] = 0;
+        return buf;
+    }
     buf[o++] = '"';
-    for (size_t i = 0; i < len && o + 6 < size; i++) {
+    for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)name[i];
-        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
-            buf[o++] = (char)c;
-        else
-            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
-        if (i + 1 < len && o + 6 >= size) {
+        if (o + 4 + tail > size) {
             memcpy(buf + o, "...", 3);
             o += 3;
             break;
         }
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\')
+            buf[o++] = (char)c;
+        else
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", c);
     }
     buf[o++] = '"';
     buf[o] = 0;

@@ -152,7 +152,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
     l->granted = l->recheck = 0;
     pthread_mutex_unlock(&l->mu);
 
-    int rc;
+    int rc, asked_again = 0;
     for (;;) {
         dl_call_t c;
         call_init(&c, DL_SCRIPT_ACQUIRE, p, l);
@@ -168,6 +168,8 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
             break;
         }
         long long ok = elem(c.cmd.reply, 0);
+        if (ok == 1 && asked_again)
+            DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
         if (ok == 1) {
             g->fence = (uint64_t)elem(c.cmd.reply, 1);
             g->dead = elem(c.cmd.reply, 2) == 1;
@@ -213,8 +215,10 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
         int pushed = l->recheck;
         l->recheck = 0;
         pthread_mutex_unlock(&l->mu);
+        asked_again = !pushed;
         if (!pushed)
-            DL_STAT_ADD(fallback_checks, 1);
+            dl_log(DL_LOG_DEBUG, "lock %s: no push after %llu ms (holders' lease %lld ms): asking again",
+                   qname(l, q, sizeof q), (unsigned long long)nap, pttl);
 
         if (dl_now_ms() >= rq->deadline) {
             /* Withdraw; the lock may have been granted meanwhile. */

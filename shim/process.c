@@ -36,6 +36,7 @@ static void child_after_fork(void)
     dl_proc = NULL;
     pthread_mutex_init(&dl_proc_mu, NULL);
     dl_obj_after_fork();
+    memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
     __atomic_add_fetch(&dl_gen, 1, __ATOMIC_RELEASE);
     dl_tid_forget();
 }

@@ -40,6 +40,7 @@ typedef struct dl_proc {
     pthread_cond_t wcv;
     int wstarted;
     uint64_t wnext;           /* earliest renew_due of any hold, or DL_FOREVER */
+    void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
 } dl_proc_t;
 
 extern unsigned long dl_gen;  /* bumped in each forked child */

@@ -106,6 +106,7 @@ static void *watchdog_main(void *arg)
     unsigned long tick = p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1;
     collect_t c = { NULL, 0, 0, 0, 0, 0 };
     dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
+    p->wbuf[0] = calls;
     uint64_t tick_at = dl_now_ms() + tick;
     for (;;) {
         pthread_mutex_lock(&p->wmu);
@@ -127,6 +128,7 @@ static void *watchdog_main(void *arg)
         if (c.all)
             tick_at = c.now + tick;
         dl_registry_each(&p->reg, collect, &c);
+        p->wbuf[1] = c.v;         /* reachable from the state (leak checkers, forks) */
         if (c.next != DL_FOREVER) {
             pthread_mutex_lock(&p->wmu);
             if (c.next < p->wnext)
@@ -135,7 +137,7 @@ static void *watchdog_main(void *arg)
         }
         if (!c.n)
             continue;
-        if (!calls && !(calls = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
+        if (!calls && !(calls = p->wbuf[0] = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
             dl_log(DL_LOG_ERROR, "watchdog: out of memory; holds are not renewed");
         } else {
             for (size_t at = 0; at < c.n; at += DL_RENEW_CHUNK)
