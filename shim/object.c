@@ -31,7 +31,7 @@ static int name_ok(const char *name, size_t *len)
 
 int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
 {
-    size_t len;
+    size_t len = 0;
     if (!o)
         return dl_fail(EINVAL, "lock object is NULL");
     if (name_ok(name, &len))
@@ -76,7 +76,7 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
         return 0;
     }
-    size_t len;
+    size_t len = 0;
     if (name_ok(o->dl_name, &len))
         return EINVAL;
     dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, o->dl_name, len);

@@ -1,0 +1,80 @@
+# Installation: the header, both libraries, a pkg-config file and a CMake
+# package, so that after `cmake --install` a program links with either
+#   cc app.c $(pkg-config --cflags --libs distlock)
+# or
+#   find_package(distlock REQUIRED)
+#   target_link_libraries(app distlock::distlock)
+# Included at the end of the top-level CMakeLists.txt.
+include(CMakePackageConfigHelpers)
+
+set(DL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/distlock)
+
+install(FILES ${CMAKE_SOURCE_DIR}/include/distlock.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# distlock::distlock is the shared library; distlock::distlock_static the
+# archive (same file name, libdistlock.a).
+set_target_properties(distlock_static PROPERTIES EXPORT_NAME distlock_static)
+install(TARGETS distlock distlock_static
+  EXPORT distlockTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}    # libdistlock.so.0.1.0 + soname links
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+# Parts that come later in the project; each is installed once it exists.
+if(TARGET distlock_preload)
+  install(TARGETS distlock_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
+foreach(tool distlock-cli distlock-bench)
+  if(TARGET ${tool})
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
+endforeach()
+
+# --- CMake package.  The exported targets name PkgConfig::HIREDIS,
+# PkgConfig::UUID and Threads::Threads; distlockConfig.cmake finds them again
+# in the consumer's project before loading the targets.
+install(EXPORT distlockTargets
+  NAMESPACE distlock::
+  FILE distlockTargets.cmake
+  DESTINATION ${DL_CMAKE_DIR})
+configure_package_config_file(
+  ${CMAKE_SOURCE_DIR}/cmake/distlockConfig.cmake.in
+  ${CMAKE_BINARY_DIR}/distlockConfig.cmake
+  INSTALL_DESTINATION ${DL_CMAKE_DIR})
+# 0.x: a new minor version may change the interface.
+write_basic_package_version_file(
+  ${CMAKE_BINARY_DIR}/distlockConfigVersion.cmake
+  VERSION ${PROJECT_VERSION}
+  COMPATIBILITY SameMinorVersion)
+install(FILES
+  ${CMAKE_BINARY_DIR}/distlockConfig.cmake
+  ${CMAKE_BINARY_DIR}/distlockConfigVersion.cmake
+  DESTINATION ${DL_CMAKE_DIR})
+
+# --- pkg-config.  Written at install time, so that the prefix given to
+# `cmake --install --prefix P` (not only the configured one) lands in it.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(DL_PC_LIBDIR "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(DL_PC_LIBDIR "\${prefix}/${CMAKE_INSTALL_LIBDIR}")
+endif()
+if(IS_ABSOLUTE "${CMAKE_INSTALL_INCLUDEDIR}")
+  set(DL_PC_INCLUDEDIR "${CMAKE_INSTALL_INCLUDEDIR}")
+else()
+  set(DL_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
+endif()
+install(CODE "
+  set(DL_PC_IN [[${CMAKE_SOURCE_DIR}/cmake/distlock.pc.in]])
+  set(DL_PC_OUT [[${CMAKE_BINARY_DIR}/distlock.pc]])
+  set(DL_PC_LIBDIR [[${DL_PC_LIBDIR}]])
+  set(DL_PC_INCLUDEDIR [[${DL_PC_INCLUDEDIR}]])
+  set(DL_PC_VERSION [[${PROJECT_VERSION}]])
+")
+install(CODE [[
+  set(DL_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
+  configure_file("${DL_PC_IN}" "${DL_PC_OUT}" @ONLY)
+]])
+install(FILES ${CMAKE_BINARY_DIR}/distlock.pc
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

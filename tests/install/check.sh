@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# check.sh [BUILD_DIR]: installs distlock into a temporary prefix and builds
+# tests/install/consumer.c against it twice: with pkg-config, and as a CMake
+# project using find_package(distlock).  Runs the consumers against a private
+# redis-server when redis-server is there.
+#
+# Without BUILD_DIR it configures and builds a plain (unsanitized) tree of
+# its own, so that the consumers need no sanitizer runtime.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/distlock-install.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+jobs=${DISTLOCK_JOBS:-2}
+
+step() { echo "-- $*"; }
+
+if [ $# -ge 1 ]; then
+  build=$(cd "$1" && pwd)
+else
+  build=$tmp/build
+  step "building distlock (Release, no tests) in a temporary tree"
+  if ! { cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DDISTLOCK_TESTS=OFF \
+           -DDISTLOCK_SANITIZE=OFF -DDISTLOCK_TSAN=OFF &&
+         cmake --build "$build" -j "$jobs"; } >"$tmp/build.log" 2>&1; then
+    cat "$tmp/build.log" >&2
+    exit 1
+  fi
+fi
+
+step "cmake --install into $prefix"
+cmake --install "$build" --prefix "$prefix" >/dev/null
+
+libdir=$(dirname "$(find "$prefix" -name distlock.pc -path '*/pkgconfig/*' | head -n 1)")
+libdir=$(dirname "$libdir")
+[ -f "$prefix/include/distlock.h" ] || { echo "missing $prefix/include/distlock.h" >&2; exit 1; }
+for f in libdistlock.a libdistlock.so libdistlock.so.0; do
+  [ -e "$libdir/$f" ] || { echo "missing $libdir/$f" >&2; exit 1; }
+done
+[ -f "$libdir/cmake/distlock/distlockConfig.cmake" ] || {
+  echo "missing $libdir/cmake/distlock/distlockConfig.cmake" >&2; exit 1; }
+
+step "every function of distlock.h is exported by libdistlock.so"
+exported=$(nm -D --defined-only "$libdir/libdistlock.so" | awk '{print $NF}')
+missing=""
+for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$prefix/include/distlock.h" | tr -d '( ' | sort -u); do
+  grep -qx "$fn" <<<"$exported" || missing="$missing $fn"
+done
+if [ -n "$missing" ]; then
+  echo "not exported by libdistlock.so:$missing" >&2
+  exit 1
+fi
+
+export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}
+step "pkg-config: $(pkg-config --cflags --libs distlock)"
+# shellcheck disable=SC2046  # pkg-config prints a list of words
+cc -Wall -Werror -o "$tmp/consumer-pc" tests/install/consumer.c \
+  $(pkg-config --cflags --libs distlock)
+step "pkg-config --static: $(pkg-config --static --libs distlock)"
+# shellcheck disable=SC2046
+cc -Wall -Werror -o "$tmp/consumer-pc-static" tests/install/consumer.c \
+  $(pkg-config --cflags distlock) -L"$libdir" -Wl,-Bstatic -ldistlock -Wl,-Bdynamic \
+  $(pkg-config --static --libs distlock | sed 's/-ldistlock//')
+
+step "find_package(distlock)"
+cmake -S tests/install -B "$tmp/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$tmp/consumer-build" >/dev/null
+
+if command -v redis-server >/dev/null 2>&1; then
+  step "running the consumers against redis"
+  export LD_LIBRARY_PATH=$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  bash "$root/tools/with-redis.sh" sh -c '
+    set -e
+    for exe in "$@"; do "$exe"; done' sh \
+    "$tmp/consumer-pc" "$tmp/consumer-pc-static" \
+    "$tmp/consumer-build/consumer" "$tmp/consumer-build/consumer_static"
+  # the shared consumers must have used the installed library
+  ldd "$tmp/consumer-pc" | grep -q "$libdir/libdistlock.so.0" || {
+    echo "consumer-pc did not load $libdir/libdistlock.so.0" >&2; exit 1; }
+else
+  step "redis-server not found: built, not run"
+fi
+echo "install check: ok"

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# deps.sh: installs, on Debian, what building, testing and running the demo
+# need.  Does nothing (and needs no root) when everything is already there.
+set -euo pipefail
+
+pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
+      redis-server redis-tools)
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "deps: installing ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "deps: no apt-get here; install the equivalents of: ${missing[*]}" >&2
+  exit 1
+fi
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "deps: run as root, or install: ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q </dev/null
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q \
+  --no-install-recommends "${missing[@]}" </dev/null

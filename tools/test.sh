@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# test.sh: installs what is missing (Debian), builds with AddressSanitizer +
+# UndefinedBehaviorSanitizer, runs every test suite (each starts its own
+# redis-server), then checks that an installed distlock can be used by
+# another project (tests/install/check.sh).  Exits non-zero on any failure.
+#
+# Environment: DISTLOCK_CI_BUILD_DIR (default build-ci), DISTLOCK_JOBS
+# (default 2), DISTLOCK_CMAKE_ARGS (extra configure arguments, e.g.
+# "-DDISTLOCK_SANITIZE=OFF -DDISTLOCK_TSAN=ON"), and ctest's own variables
+# such as CTEST_PARALLEL_LEVEL.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/deps.sh
+
+build=${DISTLOCK_CI_BUILD_DIR:-build-ci}
+jobs=${DISTLOCK_JOBS:-2}
+# shellcheck disable=SC2086  # DISTLOCK_CMAKE_ARGS is a list of words
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTLOCK_SANITIZE=ON \
+  -DDISTLOCK_TESTS=ON ${DISTLOCK_CMAKE_ARGS:-}
+cmake --build "$build" -j "$jobs"
+
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+log="$build/ctest.log"
+status=0
+(cd "$build" && ctest --output-on-failure --no-tests=error) 2>&1 | tee "$log" || status=1
+summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$log" | tail -n 1 || true)
+
+echo
+echo "== install check"
+install_status=0
+bash tests/install/check.sh || install_status=1
+
+echo
+echo "== summary"
+echo "ctest: ${summary:-no summary (ctest did not run)}"
+if [ "$install_status" -eq 0 ]; then
+  echo "install check: passed"
+else
+  echo "install check: FAILED"
+fi
+[ "$status" -eq 0 ] && [ "$install_status" -eq 0 ]
