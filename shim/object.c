@@ -117,3 +117,29 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     o->dl_magic = DL_MAGIC_DEAD;
     return 0;
 }
+
+#include "introspect.h"
+
+static int hold_lost(struct dist_lockobj *o, unsigned magic)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    if (dl_obj_resolve(o, magic, &p, &l))
+        return -1;
+    pthread_mutex_lock(&l->mu);
+    int rc = -1;
+    if (dl_holder_find(l, dl_tid()))
+        rc = l->lost || (!l->rmode && !l->busy);
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+int dl_mutex_hold_lost(dist_mutex_t *m)
+{
+    return hold_lost(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX);
+}
+
+int dl_rwlock_hold_lost(dist_rwlock_t *rw)
+{
+    return hold_lost(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK);
+}
