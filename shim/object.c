@@ -122,8 +122,8 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
 
 static int hold_lost(struct dist_lockobj *o, unsigned magic)
 {
-    dl_proc_t *p;
-    dl_lock_t *l;
+    dl_proc_t *p = NULL;
+    dl_lock_t *l = NULL;
     if (dl_obj_resolve(o, magic, &p, &l))
         return -1;
     pthread_mutex_lock(&l->mu);
