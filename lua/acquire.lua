@@ -8,12 +8,11 @@
 --        claimed: it was granted to us earlier, perhaps with the short claim ttl
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
 local token, mode, lease, info = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local now = now_ms()
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od')
 local writer = w[1]
 
 -- Ours already: a grant whose push has not arrived, or a retried request.
-local mine = held_by(token, mode, now, w)
+local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
   dequeue(token)
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
@@ -22,21 +21,22 @@ end
 if not writer then
   -- Serve the queue first: it holds earlier requests, and after a holder's
   -- lease ran out nobody else would hand the lock on.
-  local g, granted = grant_waiters(now, token, true)
+  local g, granted, empty = grant_waiters(token, true)
   if g then return {1, g[1], g[2], g[3]} end
-  if rcall('EXISTS', K_Q) == 0 and (granted == 0 or rcall('EXISTS', K_LOCK) == 0)
-     and (mode == 'r' or live_readers(now) == 0) then
+  if empty and (granted == 0 or rcall('EXISTS', K_LOCK) == 0)
+     and (mode == 'r' or live_readers(now_ms()) == 0) then
     local fence, dead
     if mode == 'w' then
-      fence, dead = take_write(token, lease, info, now, lease)
+      fence, dead = take_write(token, lease, info, now_ms(), lease)
     else
-      fence, dead = take_read(token, lease, info, now, lease)
+      fence, dead = take_read(token, lease, info, now_ms(), lease)
     end
     return {1, fence, dead, 0}
   end
   writer = rcall('HGET', K_LOCK, 'owner')
 end
 
+local now = now_ms()
 local pttl = holders_pttl(now)
 if ARGV[6] == '1' then
   local ttl = tonumber(ARGV[8])

@@ -3,12 +3,11 @@
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix
 -- Reply: number of holds removed
-local now = now_ms()
 local n = rcall('EXISTS', K_LOCK) + rcall('ZCARD', K_RD)
 if n > 0 then
   rcall('DEL', K_LOCK, K_RD, K_RI)
   rcall('HSET', K_META, 'wh', 'broken', 'wi', 'broken by distlock break')
   rcall('PEXPIRE', K_META, META_TTL)
 end
-grant_waiters(now, nil)
+grant_waiters(nil, false)
 return n

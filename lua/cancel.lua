@@ -9,5 +9,5 @@ local mine = held_by(token, mode, now)
 dequeue(token)
 if mine then return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1} end
 -- A writer at the head may have been holding back readers behind it.
-grant_waiters(now, nil)
+grant_waiters(nil, false)
 return {0}

@@ -22,9 +22,15 @@ local META_TTL = 7 * 24 * 3600 * 1000
 -- print large ones in exponent form.
 local function int(n) return string.format('%.0f', n) end
 
+-- Redis time, read once per script and only if needed (an uncontended
+-- release never needs it).
+local NOW
 local function now_ms()
-  local t = rcall('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  if not NOW then
+    local t = rcall('TIME')
+    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  end
+  return NOW
 end
 
 -- Extends a key's TTL to at least ms; never shortens it.
@@ -54,9 +60,11 @@ local function holders_pttl(now)
 end
 
 -- The next fence: above every earlier one, and never below Redis time in us,
--- so fences keep increasing even after the meta hash expired unused.
+-- so fences keep increasing even after the meta hash expired unused.  The
+-- meta TTL is pushed back only when a day of it has passed (`exp`), not at
+-- every acquisition.
 local function take_meta(now, writer, info)
-  local m = rcall('HMGET', K_META, 'fence', 'wh')
+  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
   local fence = math.max((tonumber(m[1]) or 0) + 1, now * 1000)
   local dead = 0
   if m[2] then dead = 1 end
@@ -66,7 +74,10 @@ local function take_meta(now, writer, info)
     rcall('HSET', K_META, 'fence', int(fence))
     if dead == 1 then rcall('HDEL', K_META, 'wh', 'wi') end
   end
-  rcall('PEXPIRE', K_META, META_TTL)
+  if not m[3] or tonumber(m[3]) < now + META_TTL - 86400000 then
+    rcall('HSET', K_META, 'exp', int(now + META_TTL))
+    rcall('PEXPIRE', K_META, META_TTL)
+  end
   return fence, dead
 end
 
@@ -130,14 +141,16 @@ end
 -- writer, or every reader up to the next writer.  Each grantee is told by a
 -- push that carries its registration id and fence, so it needs no further
 -- round trip.  A grant to `caller` is returned instead of pushed.  Returns
--- that grant (or nil) and how many holds were granted.  `free` says the
--- caller already knows no writer holds the lock.
-local function grant_waiters(now, caller, free)
+-- that grant (or nil), how many holds were granted, and whether the queue
+-- is now empty.  `free` says the caller already knows no writer holds it.
+local function grant_waiters(caller, free)
   local mine, n = nil, 0
   while free or rcall('EXISTS', K_LOCK) == 0 do
     free = false
+    if n == 0 and rcall('EXISTS', K_Q) == 0 then return nil, 0, true end
+    local now = now_ms()
     local h, w = head_waiter(now)
-    if not h then break end
+    if not h then return mine, n, true end
     local fence, dead
     local ttl = w[6]
     if h == caller then ttl = w[2] end
@@ -158,5 +171,5 @@ local function grant_waiters(now, caller, free)
     end
     if w[1] == 'w' then break end
   end
-  return mine, n
+  return mine, n, false
 end

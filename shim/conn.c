@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <hiredis/sds.h>
 
 #include "conn.h"
 #include "dl.h"
@@ -136,6 +139,28 @@ static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
     }
 }
 
+/* Writes the context's output buffer with send(MSG_NOSIGNAL): a server
+ * that went away gives EPIPE, never a SIGPIPE that would kill the host
+ * program, and no signal masking is needed on the hot path.  hiredis then
+ * finds nothing left to write and only reads, which raises no signal. */
+static int flush_nosignal(redisContext *ctx)
+{
+    size_t len = sdslen(ctx->obuf), done = 0;
+    while (done < len) {
+        ssize_t n = send(ctx->fd, ctx->obuf + done, len - done, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(ctx->errstr, sizeof ctx->errstr, "%s", strerror(errno));
+            ctx->err = REDIS_ERR_IO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    sdsclear(ctx->obuf);
+    return 0;
+}
+
 /* The leader's I/O for one batch, without c->mu.  Each command ends with a
  * reply or EIO; a connection failure is retried (reconnect, resend what has
  * no reply yet) until the I/O timeout has passed since it began. */
@@ -145,9 +170,6 @@ static void run_batch(dl_conn_t *c, dl_cmd_t **cmds, size_t n)
     uint64_t give_up = 0;
     unsigned backoff = 10;
     char err[200] = "";
-    sigset_t oldmask;
-    int pending;
-    dl_sigpipe_block(&oldmask, &pending);
     size_t first = 0;                 /* commands before it have replies */
     for (;;) {
         if (!c->ctx) {
@@ -156,7 +178,12 @@ static void run_batch(dl_conn_t *c, dl_cmd_t **cmds, size_t n)
                 uint64_t now = dl_now_ms();
                 budget = give_up > now ? give_up - now : 1;
             }
+            /* Connecting may AUTH and SELECT through hiredis's own writes. */
+            sigset_t oldmask;
+            int pending;
+            dl_sigpipe_block(&oldmask, &pending);
             c->ctx = dl_connect(cfg, 0, budget, err, sizeof err);
+            dl_sigpipe_restore(&oldmask, pending);
             if (c->ctx) {
                 DL_STAT_ADD(reconnects, 1);
                 if (give_up)
@@ -168,11 +195,13 @@ static void run_batch(dl_conn_t *c, dl_cmd_t **cmds, size_t n)
                 redisAppendCommandArgv(c->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
             DL_STAT_ADD(roundtrips, 1);
             DL_STAT_ADD(commands, n - first);
-            for (; first < n; first++) {
-                void *reply = NULL;
-                if (redisGetReply(c->ctx, &reply) != REDIS_OK)
-                    break;
-                cmds[first]->reply = reply;
+            if (flush_nosignal(c->ctx) == 0) {
+                for (; first < n; first++) {
+                    void *reply = NULL;
+                    if (redisGetReply(c->ctx, &reply) != REDIS_OK)
+                        break;
+                    cmds[first]->reply = reply;
+                }
             }
             if (first == n)
                 break;
@@ -198,7 +227,6 @@ static void run_batch(dl_conn_t *c, dl_cmd_t **cmds, size_t n)
         dl_sleep_ms((unsigned)(backoff < left ? backoff : left));
         backoff = backoff * 2 > 200 ? 200 : backoff * 2;
     }
-    dl_sigpipe_restore(&oldmask, pending);
 }
 
 int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n)

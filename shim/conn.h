@@ -48,8 +48,9 @@ int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
 /* After fork, in the child: close the socket without sending anything. */
 void dl_conn_abandon(dl_conn_t *c);
 
-/* Runs fn with SIGPIPE blocked in this thread, and swallows a SIGPIPE that
- * fn raised, so a vanished server never kills the host program. */
+/* Block SIGPIPE in this thread around hiredis's own writes (connect-time
+ * AUTH/SELECT) and swallow one they raised, so a vanished server never
+ * kills the host program.  The command path sends with MSG_NOSIGNAL. */
 void dl_sigpipe_block(sigset_t *old, int *pending_before);
 void dl_sigpipe_restore(const sigset_t *old, int pending_before);
 
