@@ -107,6 +107,8 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l)
     }
     l->busy = 0;
     l->rmode = 0;
+    l->holdseq++;             /* late renew replies concern the old hold */
+    l->renew_due = 0;
     l->lost = 0;
     l->remote_waiting = 0;
     l->handoffs = 0;

@@ -46,6 +46,14 @@ static void atfork_register(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
+/* Registered at load time, before any handler the program registers later:
+ * child handlers run in registration order, and a program's own handler
+ * that calls dist_* must find the library already reset for the child. */
+__attribute__((constructor)) static void dl_register_atfork(void)
+{
+    pthread_once(&dl_atfork_once, atfork_register);
+}
+
 static dl_proc_t *create(int *err)
 {
     dl_proc_t *p = calloc(1, sizeof *p);

@@ -87,7 +87,9 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
         }
         dl_lock_t *l = v[i].l;
         pthread_mutex_lock(&l->mu);
-        if (l->holdseq == v[i].holdseq && l->rmode && !l->lost) {
+        /* A release of this very hold may have reached Redis first: that
+         * is an unlock, not a loss. */
+        if (l->holdseq == v[i].holdseq && l->rmode && !l->lost && !l->busy) {
             char q[96];
             l->lost = 1;
             DL_STAT_ADD(lost, 1);

@@ -1,0 +1,251 @@
+/* wrap_file.c - flock, fcntl, fcntl64, lockf, lockf64 and close.
+ *
+ * A whole-file lock on a descriptor whose real path (/proc/self/fd/N) is a
+ * mapped file also takes the distributed lock of the entry: exclusive
+ * (LOCK_EX, F_WRLCK, lockf) as a write hold, shared (LOCK_SH, F_RDLCK) as a
+ * read hold; unlocks, and close() of what the kernel unlocks with it,
+ * release it.  The real call is always made first and keeps the local file
+ * lock's semantics; a non-blocking request that then finds the distributed
+ * lock held elsewhere undoes the local lock and fails with EWOULDBLOCK
+ * (flock) or EAGAIN (fcntl, lockf).
+ *
+ * Byte-range locks, F_GETLK and lockf(F_TEST) stay local.  With no flock
+ * entries in the map each wrapper is one test and the real call. */
+/* hiredis's pkg-config sets _FILE_OFFSET_BITS=64, which renames fcntl and
+ * lockf to their *64 twins in the headers: both names are defined here. */
+#undef _FILE_OFFSET_BITS
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "preload.h"
+
+#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
+
+/* The mapped entry of fd's file, with its identity; NULL when not mapped.
+ * No allocation: the path is read into the stack. */
+static dlp_entry_t *entry_of(int fd, dev_t *dev, ino_t *ino)
+{
+    if (fd < 0)
+        return NULL;
+    char link[32] = "/proc/self/fd/";
+    char digits[12];
+    int nd = 0;
+    unsigned v = (unsigned)fd;
+    do {
+        digits[nd++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    size_t o = strlen(link);
+    while (nd)
+        link[o++] = digits[--nd];
+    link[o] = 0;
+
+    char path[PATH_MAX];
+    ssize_t n = readlink(link, path, sizeof path);
+    if (n <= 0 || n >= (ssize_t)sizeof path)
+        return NULL;
+    dlp_entry_t *e = NULL;
+    for (int i = 0; i < dlp_nfile && !e; i++)
+        if (dlp_files[i]->pathlen == (size_t)n && memcmp(dlp_files[i]->path, path, (size_t)n) == 0)
+            e = dlp_files[i];
+    if (!e)
+        return NULL;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return NULL;
+    *dev = st.st_dev;
+    *ino = st.st_ino;
+    return e;
+}
+
+/* ---------------------------------------------------------------- flock */
+
+static int __attribute__((noinline)) flock_mapped(int fd, int op)
+{
+    dev_t dev;
+    ino_t ino;
+    int base = op & ~LOCK_NB;
+    dlp_entry_t *e = (base == LOCK_SH || base == LOCK_EX || base == LOCK_UN) ? entry_of(fd, &dev, &ino) : NULL;
+    if (!e)
+        return REAL(flock)(fd, op);
+    int saved = errno;
+    if (REAL(flock)(fd, op) != 0)
+        return -1;
+    dlp_in = 1;
+    int err = 0;
+    if (base == LOCK_UN)
+        dlp_file_release(DLP_FL_FLOCK, fd, dev, ino);
+    else if ((err = dlp_file_acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
+                                     (op & LOCK_NB) != 0)))
+        REAL(flock)(fd, LOCK_UN);
+    dlp_in = 0;
+    errno = err ? err : saved;
+    return err ? -1 : 0;
+}
+
+DLP_EXPORT int flock(int fd, int op)
+{
+    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+        return REAL(flock)(fd, op);
+    return flock_mapped(fd, op);
+}
+
+/* ---------------------------------------------------------------- fcntl */
+
+static int is_setlk(int cmd)
+{
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+}
+
+/* Does the struct flock cover the whole file (start 0, to the end)? */
+static int whole_file(int fd, const struct flock *fl)
+{
+    if (fl->l_len != 0)
+        return 0;
+    switch (fl->l_whence) {
+    case SEEK_SET:
+        return fl->l_start == 0;
+    case SEEK_CUR: {
+        off_t pos = lseek(fd, 0, SEEK_CUR);
+        return pos >= 0 && pos + fl->l_start == 0;
+    }
+    case SEEK_END: {
+        struct stat st;
+        return fstat(fd, &st) == 0 && st.st_size + fl->l_start == 0;
+    }
+    default:
+        return 0;
+    }
+}
+
+typedef int (*fcntl_fn)(int, int, ...);
+
+static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd, void *arg)
+{
+    struct flock *fl = arg;
+    dev_t dev;
+    ino_t ino;
+    dlp_entry_t *e = NULL;
+    int saved = errno;
+    if (fl && (fl->l_type == F_RDLCK || fl->l_type == F_WRLCK || fl->l_type == F_UNLCK) &&
+        whole_file(fd, fl))
+        e = entry_of(fd, &dev, &ino);
+    errno = saved;
+    if (!e)
+        return real(fd, cmd, arg);
+    int ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
+    int kind = ofd ? DLP_FL_OFD : DLP_FL_POSIX;
+    short type = fl->l_type;
+    if (real(fd, cmd, arg) == -1)
+        return -1;
+    dlp_in = 1;
+    int err = 0;
+    if (type == F_UNLCK) {
+        dlp_file_release(kind, fd, dev, ino);
+    } else if ((err = dlp_file_acquire(e, kind, fd, dev, ino, type == F_WRLCK ? 'w' : 'r',
+                                       cmd == F_SETLK || cmd == F_OFD_SETLK))) {
+        struct flock u = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+        real(fd, ofd ? F_OFD_SETLK : F_SETLK, &u);
+        if (err == EWOULDBLOCK)
+            err = EAGAIN;
+    }
+    dlp_in = 0;
+    errno = err ? err : saved;
+    return err ? -1 : 0;
+}
+
+DLP_EXPORT int fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
+        return REAL(fcntl)(fd, cmd, arg);
+    return fcntl_mapped(REAL(fcntl), fd, cmd, arg);
+}
+
+DLP_EXPORT int fcntl64(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
+        return REAL(fcntl64)(fd, cmd, arg);
+    return fcntl_mapped(REAL(fcntl64), fd, cmd, arg);
+}
+
+/* ---------------------------------------------------------------- lockf */
+
+/* lockf locks are POSIX write locks from the current offset; len 0 at
+ * offset 0 is the whole file. */
+static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, int is64)
+{
+    dev_t dev;
+    ino_t ino;
+    dlp_entry_t *e = NULL;
+    int saved = errno;
+    if ((cmd == F_LOCK || cmd == F_TLOCK || cmd == F_ULOCK) && len == 0 && lseek(fd, 0, SEEK_CUR) == 0)
+        e = entry_of(fd, &dev, &ino);
+    errno = saved;
+    int rc = is64 ? REAL(lockf64)(fd, cmd, len) : REAL(lockf)(fd, cmd, (off_t)len);
+    if (!e || rc != 0)
+        return rc;
+    dlp_in = 1;
+    int err = 0;
+    if (cmd == F_ULOCK)
+        dlp_file_release(DLP_FL_POSIX, fd, dev, ino);
+    else if ((err = dlp_file_acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
+        REAL(lockf)(fd, F_ULOCK, 0);
+        if (err == EWOULDBLOCK)
+            err = EAGAIN;
+    }
+    dlp_in = 0;
+    errno = err ? err : saved;
+    return err ? -1 : 0;
+}
+
+DLP_EXPORT int lockf(int fd, int cmd, off_t len)
+{
+    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+        return REAL(lockf)(fd, cmd, len);
+    return lockf_mapped(fd, cmd, len, 0);
+}
+
+DLP_EXPORT int lockf64(int fd, int cmd, off64_t len)
+{
+    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+        return REAL(lockf64)(fd, cmd, len);
+    return lockf_mapped(fd, cmd, len, 1);
+}
+
+/* ---------------------------------------------------------------- close */
+
+static int __attribute__((noinline)) close_mapped(int fd)
+{
+    struct stat st;
+    int known = fstat(fd, &st) == 0;
+    int rc = REAL(close)(fd);
+    int saved = errno;
+    if (known) {
+        dlp_in = 1;
+        dlp_file_closed(fd, st.st_dev, st.st_ino);
+        dlp_in = 0;
+    }
+    errno = saved;
+    return rc;
+}
+
+DLP_EXPORT int close(int fd)
+{
+    if (DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) || dlp_in)
+        return REAL(close)(fd);
+    return close_mapped(fd);
+}

@@ -1,0 +1,328 @@
+/* wrap_pthread.c - pthread_mutex_*, pthread_cond_*wait and
+ * pthread_rwlock_* wrappers.
+ *
+ * A mapped pthread object stays the local lock and keeps its own semantics
+ * (type, robustness, errorcheck answers): the real function is called
+ * first, and only when it succeeds is the distributed lock of the entry
+ * taken.  Unlocks go the other way round: the real unlock first (it decides
+ * whether the caller may unlock), then the distributed release, which a
+ * thread of this process already waiting on the local lock may receive
+ * without a round trip.  Everything else goes straight to libc. */
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dl.h"
+#include "preload.h"
+
+#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
+
+/* How the local lock is asked for: DLP_BLOCK, DLP_TRY, or DLP_TIMED with
+ * an abstime on clk (-1: the function's own CLOCK_REALTIME variant). */
+typedef struct how {
+    int how;
+    clockid_t clk;
+    const struct timespec *abstime;
+} how_t;
+
+#define NOCLOCK ((clockid_t)-1)
+
+/* The abstime of another clock, moved to CLOCK_REALTIME (which the
+ * distributed calls take). */
+static const struct timespec *realtime_of(const how_t *h, struct timespec *out)
+{
+    if (h->how != DLP_TIMED || h->clk == NOCLOCK || h->clk == CLOCK_REALTIME)
+        return h->abstime;
+    struct timespec now_c, now_r;
+    clock_gettime(h->clk, &now_c);
+    clock_gettime(CLOCK_REALTIME, &now_r);
+    int64_t left = ((int64_t)h->abstime->tv_sec - now_c.tv_sec) * 1000000000LL +
+                   (h->abstime->tv_nsec - now_c.tv_nsec);
+    if (left < 0)
+        left = 0;
+    int64_t ns = (int64_t)now_r.tv_nsec + left % 1000000000LL;
+    out->tv_sec = now_r.tv_sec + (time_t)(left / 1000000000LL) + (time_t)(ns / 1000000000LL);
+    out->tv_nsec = (long)(ns % 1000000000LL);
+    return out;
+}
+
+/* A release found no distributed hold of this thread.  After fork (the
+ * child of a holder unlocking what it inherited) or for a lock taken before
+ * the map applied that is expected; another thread of the holding process
+ * unlocking is a legacy bug the distributed lock cannot follow. */
+static void unheld(const dlp_entry_t *e)
+{
+    if (__atomic_load_n(&e->holder_pid, __ATOMIC_RELAXED) != getpid()) {
+        dl_log(DL_LOG_DEBUG, "preload: unlock of \"%s\" inherited across fork: nothing to release",
+               e->name);
+        return;
+    }
+    dl_log(DL_LOG_WARN, "unlock of \"%s\" by a thread with no distributed hold on it (locked by "
+           "another thread, before the map applied, or before fork): nothing released in Redis",
+           e->name);
+}
+
+/* ---------------------------------------------------------------- mutex */
+
+static int mutex_local(pthread_mutex_t *m, const how_t *h)
+{
+    switch (h->how) {
+    case DLP_TRY: return REAL(mutex_trylock)(m);
+    case DLP_TIMED:
+        return h->clk == NOCLOCK ? REAL(mutex_timedlock)(m, h->abstime)
+                                 : REAL(mutex_clocklock)(m, h->clk, h->abstime);
+    default: return REAL(mutex_lock)(m);
+    }
+}
+
+static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, how_t h)
+{
+    if (e->kind != DLP_MUTEX || dlp_in)
+        return mutex_local(m, &h);
+    int saved = errno;
+    int rc = mutex_local(m, &h);
+    if (rc != 0 && rc != EOWNERDEAD)      /* EOWNERDEAD: a robust mutex, now ours */
+        return rc;
+    struct timespec rt;
+    const struct timespec *abstime = realtime_of(&h, &rt);
+    dlp_in = 1;
+    int drc = dlp_dist_acquire(e, 'w', h.how, abstime);
+    if (drc)
+        REAL(mutex_unlock)(m);
+    else
+        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
+    dlp_in = 0;
+    errno = saved;
+    return drc ? drc : rc;
+}
+
+static int __attribute__((noinline)) mutex_release(dlp_entry_t *e, pthread_mutex_t *m)
+{
+    if (e->kind != DLP_MUTEX || dlp_in)
+        return REAL(mutex_unlock)(m);
+    int saved = errno;
+    int rc = REAL(mutex_unlock)(m);
+    if (rc)
+        return rc;
+    dlp_in = 1;
+    if (dlp_dist_release(e) == EPERM)
+        unheld(e);
+    dlp_in = 0;
+    errno = saved;
+    return 0;
+}
+
+DLP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL });
+    return REAL(mutex_lock)(m);
+}
+
+DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL });
+    return REAL(mutex_trylock)(m);
+}
+
+DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime });
+    return REAL(mutex_timedlock)(m, abstime);
+}
+
+DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime });
+    return REAL(mutex_clocklock)(m, clk, abstime);
+}
+
+DLP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return mutex_release(e, m);
+    return REAL(mutex_unlock)(m);
+}
+
+/* -------------------------------------------------------------- condvar */
+
+/* glibc retakes the mutex inside pthread_cond_wait without calling
+ * pthread_mutex_lock, so the distributed half is handled here: released
+ * before the wait (the local mutex is still held, so no thread of this
+ * process can slip in), taken back after the real wait has retaken the
+ * local mutex, also when the wait timed out, or when the thread is
+ * cancelled in the wait (its cleanup handlers then see both held). */
+typedef struct cwait {
+    dlp_entry_t *e;
+    int held;
+} cwait_t;
+
+static void cond_retake(void *arg)
+{
+    cwait_t *w = arg;
+    if (!w->held)
+        return;
+    int saved = errno;
+    dlp_in = 1;
+    dlp_dist_acquire(w->e, 'w', DLP_BLOCK, NULL);
+    dlp_in = 0;
+    errno = saved;
+}
+
+static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_cond_t *c,
+                                                      pthread_mutex_t *m, clockid_t clk,
+                                                      const struct timespec *abstime)
+{
+    if (e->kind != DLP_MUTEX || dlp_in) {
+        if (!abstime)
+            return REAL(cond_wait)(c, m);
+        return clk == NOCLOCK ? REAL(cond_timedwait)(c, m, abstime)
+                              : REAL(cond_clockwait)(c, m, clk, abstime);
+    }
+    int saved = errno;
+    cwait_t w = { e, 0 };
+    dlp_in = 1;
+    w.held = dlp_dist_release(e) == 0;
+    dlp_in = 0;
+    int rc;
+    pthread_cleanup_push(cond_retake, &w);
+    if (!abstime)
+        rc = REAL(cond_wait)(c, m);
+    else if (clk == NOCLOCK)
+        rc = REAL(cond_timedwait)(c, m, abstime);
+    else
+        rc = REAL(cond_clockwait)(c, m, clk, abstime);
+    pthread_cleanup_pop(1);
+    errno = saved;
+    return rc;
+}
+
+DLP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_wait_mapped(e, c, m, NOCLOCK, NULL);
+    return REAL(cond_wait)(c, m);
+}
+
+DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_wait_mapped(e, c, m, NOCLOCK, abstime);
+    return REAL(cond_timedwait)(c, m, abstime);
+}
+
+DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
+                                      const struct timespec *abstime)
+{
+    dlp_entry_t *e = dlp_lookup(m);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_wait_mapped(e, c, m, clk, abstime);
+    return REAL(cond_clockwait)(c, m, clk, abstime);
+}
+
+/* --------------------------------------------------------------- rwlock */
+
+static int rw_local(pthread_rwlock_t *rw, char mode, const how_t *h)
+{
+    if (mode == 'r') {
+        switch (h->how) {
+        case DLP_TRY: return REAL(rw_tryrdlock)(rw);
+        case DLP_TIMED:
+            return h->clk == NOCLOCK ? REAL(rw_timedrdlock)(rw, h->abstime)
+                                     : REAL(rw_clockrdlock)(rw, h->clk, h->abstime);
+        default: return REAL(rw_rdlock)(rw);
+        }
+    }
+    switch (h->how) {
+    case DLP_TRY: return REAL(rw_trywrlock)(rw);
+    case DLP_TIMED:
+        return h->clk == NOCLOCK ? REAL(rw_timedwrlock)(rw, h->abstime)
+                                 : REAL(rw_clockwrlock)(rw, h->clk, h->abstime);
+    default: return REAL(rw_wrlock)(rw);
+    }
+}
+
+static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode, how_t h)
+{
+    if (e->kind != DLP_RWLOCK || dlp_in)
+        return rw_local(rw, mode, &h);
+    int saved = errno;
+    int rc = rw_local(rw, mode, &h);
+    if (rc)
+        return rc;
+    struct timespec rt;
+    const struct timespec *abstime = realtime_of(&h, &rt);
+    dlp_in = 1;
+    int drc = dlp_dist_acquire(e, mode, h.how, abstime);
+    if (drc)
+        REAL(rw_unlock)(rw);
+    else
+        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
+    dlp_in = 0;
+    errno = saved;
+    return drc;
+}
+
+static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t *rw)
+{
+    if (e->kind != DLP_RWLOCK || dlp_in)
+        return REAL(rw_unlock)(rw);
+    int saved = errno;
+    int rc = REAL(rw_unlock)(rw);
+    if (rc)
+        return rc;
+    dlp_in = 1;
+    if (dlp_dist_release(e) == EPERM)
+        unheld(e);
+    dlp_in = 0;
+    errno = saved;
+    return 0;
+}
+
+#define RW_WRAP(fn, field, mode, params, args, ...)                      \
+    DLP_EXPORT int fn params                                             \
+    {                                                                    \
+        dlp_entry_t *e = dlp_lookup(rw);                                 \
+        if (DLP_UNLIKELY(e != NULL))                                     \
+            return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ });      \
+        return REAL(field) args;                                         \
+    }
+
+RW_WRAP(pthread_rwlock_rdlock, rw_rdlock, 'r', (pthread_rwlock_t *rw), (rw),
+        DLP_BLOCK, NOCLOCK, NULL)
+RW_WRAP(pthread_rwlock_tryrdlock, rw_tryrdlock, 'r', (pthread_rwlock_t *rw), (rw),
+        DLP_TRY, NOCLOCK, NULL)
+RW_WRAP(pthread_rwlock_timedrdlock, rw_timedrdlock, 'r',
+        (pthread_rwlock_t *rw, const struct timespec *abstime), (rw, abstime),
+        DLP_TIMED, NOCLOCK, abstime)
+RW_WRAP(pthread_rwlock_clockrdlock, rw_clockrdlock, 'r',
+        (pthread_rwlock_t *rw, clockid_t clk, const struct timespec *abstime), (rw, clk, abstime),
+        DLP_TIMED, clk, abstime)
+RW_WRAP(pthread_rwlock_wrlock, rw_wrlock, 'w', (pthread_rwlock_t *rw), (rw),
+        DLP_BLOCK, NOCLOCK, NULL)
+RW_WRAP(pthread_rwlock_trywrlock, rw_trywrlock, 'w', (pthread_rwlock_t *rw), (rw),
+        DLP_TRY, NOCLOCK, NULL)
+RW_WRAP(pthread_rwlock_timedwrlock, rw_timedwrlock, 'w',
+        (pthread_rwlock_t *rw, const struct timespec *abstime), (rw, abstime),
+        DLP_TIMED, NOCLOCK, abstime)
+RW_WRAP(pthread_rwlock_clockwrlock, rw_clockwrlock, 'w',
+        (pthread_rwlock_t *rw, clockid_t clk, const struct timespec *abstime), (rw, clk, abstime),
+        DLP_TIMED, clk, abstime)
+
+DLP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
+{
+    dlp_entry_t *e = dlp_lookup(rw);
+    if (DLP_UNLIKELY(e != NULL))
+        return rw_release(e, rw);
+    return REAL(rw_unlock)(rw);
+}
