@@ -1,0 +1,111 @@
+# The LD_PRELOAD interposer (SPEC "The interposer"): libdistlock_preload.so,
+# and its tests.  Included by the top-level CMakeLists.txt after the core
+# library (it uses DL_SOURCES and distlock_objs).
+#
+# A sanitizer runtime cannot be LD_PRELOADed into the uninstrumented
+# programs the interposer exists for, so the interposer and the programs
+# its tests preload it into are always built without sanitizers: their
+# compile and link options are reset here, and in sanitized builds the core
+# library is compiled a second time, uninstrumented, for the interposer.
+
+set(DLP_SOURCES
+  shim/preload/boot.c shim/preload/map.c shim/preload/elfsym.c
+  shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c)
+set(DLP_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+
+# Drops the directory-wide sanitizer flags from a target.
+function(dlp_unsanitized target)
+  set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${DLP_WARNINGS})
+  set_property(TARGET ${target} PROPERTY LINK_OPTIONS "")
+endfunction()
+
+if(DISTLOCK_SANITIZE OR DISTLOCK_TSAN)
+  add_library(distlock_preload_core OBJECT ${DL_SOURCES})
+  target_include_directories(distlock_preload_core PRIVATE
+    ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim)
+  target_compile_definitions(distlock_preload_core PRIVATE _GNU_SOURCE)
+  set_target_properties(distlock_preload_core PROPERTIES
+    C_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
+  target_link_libraries(distlock_preload_core PRIVATE PkgConfig::HIREDIS PkgConfig::UUID Threads::Threads)
+  dlp_unsanitized(distlock_preload_core)
+  set(DLP_CORE_OBJECTS $<TARGET_OBJECTS:distlock_preload_core>)
+else()
+  set(DLP_CORE_OBJECTS $<TARGET_OBJECTS:distlock_objs>)
+endif()
+
+# Only the wrappers are exported, and without a symbol version (an
+# anonymous version script): references to any version bind to them.  The
+# library's own dist_* stay inside, so a program linked with libdistlock
+# keeps its own copy.
+set(DLP_EXPORTS
+  pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_clocklock
+  pthread_mutex_unlock pthread_cond_wait pthread_cond_timedwait pthread_cond_clockwait
+  pthread_rwlock_rdlock pthread_rwlock_tryrdlock pthread_rwlock_timedrdlock
+  pthread_rwlock_clockrdlock pthread_rwlock_wrlock pthread_rwlock_trywrlock
+  pthread_rwlock_timedwrlock pthread_rwlock_clockwrlock pthread_rwlock_unlock
+  flock fcntl fcntl64 lockf lockf64 close)
+list(JOIN DLP_EXPORTS "; " DLP_EXPORTS_TEXT)
+set(DLP_VERSION_SCRIPT ${CMAKE_BINARY_DIR}/generated/preload_exports.map)
+file(WRITE ${DLP_VERSION_SCRIPT}.in "{ global: ${DLP_EXPORTS_TEXT}; local: *; };\n")
+configure_file(${DLP_VERSION_SCRIPT}.in ${DLP_VERSION_SCRIPT} COPYONLY)
+
+add_library(distlock_preload SHARED ${DLP_SOURCES} ${DLP_CORE_OBJECTS})
+set_target_properties(distlock_preload PROPERTIES
+  OUTPUT_NAME distlock_preload
+  C_VISIBILITY_PRESET hidden
+  LINK_DEPENDS ${DLP_VERSION_SCRIPT})
+target_include_directories(distlock_preload PRIVATE
+  ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}/shim/preload)
+target_compile_definitions(distlock_preload PRIVATE _GNU_SOURCE)
+target_link_libraries(distlock_preload PRIVATE
+  PkgConfig::HIREDIS PkgConfig::UUID Threads::Threads ${CMAKE_DL_LIBS})
+dlp_unsanitized(distlock_preload)
+target_link_options(distlock_preload PRIVATE -Wl,--version-script=${DLP_VERSION_SCRIPT} -Wl,-z,defs)
+# install(): cmake/install.cmake installs distlock_preload when the target exists.
+
+if(DISTLOCK_TESTS)
+  enable_testing()
+  set(DLP_TDIR ${CMAKE_SOURCE_DIR}/tests/preload)
+
+  # Legacy code: plain pthreads and file locks, no distlock anywhere.
+  add_library(preload_legacylib SHARED ${DLP_TDIR}/legacylib.c)
+  add_executable(preload_legacy ${DLP_TDIR}/legacy.c)
+  target_link_libraries(preload_legacy preload_legacylib Threads::Threads)
+  # A stripped copy, mapped by exe+0xOFFSET.
+  add_custom_command(TARGET preload_legacy POST_BUILD
+    COMMAND ${CMAKE_OBJCOPY} --strip-all $<TARGET_FILE:preload_legacy>
+            ${CMAKE_CURRENT_BINARY_DIR}/preload_legacy_stripped
+    COMMENT "Stripping a copy of preload_legacy")
+
+  add_executable(preload_engage ${DLP_TDIR}/engage.c)
+  target_link_libraries(preload_engage PkgConfig::HIREDIS Threads::Threads)
+
+  add_executable(preload_w8 ${DLP_TDIR}/w8.c)
+  target_link_libraries(preload_w8 Threads::Threads)
+
+  foreach(t preload_legacylib preload_legacy preload_engage preload_w8)
+    target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
+    dlp_unsanitized(${t})
+  endforeach()
+  # The W8 loop is measured as a release build would run it.
+  target_compile_options(preload_w8 PRIVATE -O2)
+
+  set(DLP_ARGS $<TARGET_FILE:distlock_preload> ${CMAKE_CURRENT_BINARY_DIR})
+  set(DLP_WITH_REDIS ${CMAKE_SOURCE_DIR}/tools/with-redis.sh)
+  # name, timeout (s), needs a redis-server of its own
+  foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "outage;60;0" "w8;60;0")
+    list(GET spec 0 name)
+    list(GET spec 1 timeout)
+    list(GET spec 2 redis)
+    if(redis)
+      add_test(NAME preload_${name}
+        COMMAND bash ${DLP_WITH_REDIS} bash ${DLP_TDIR}/test_${name}.sh ${DLP_ARGS})
+    else()
+      add_test(NAME preload_${name} COMMAND bash ${DLP_TDIR}/test_${name}.sh ${DLP_ARGS})
+    endif()
+    # The scripts run programs with LD_PRELOAD themselves; nothing of a
+    # sanitizer's environment applies to them.
+    set_tests_properties(preload_${name} PROPERTIES TIMEOUT ${timeout}
+      ENVIRONMENT "ASAN_OPTIONS=;TSAN_OPTIONS=")
+  endforeach()
+endif()

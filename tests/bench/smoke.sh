@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
+# and W3 against the redis-server the bench starts itself.  Checks the
+# RESULT line format, that every selected workload reported, and that no
+# counter update was lost; then --json and --help.  Speed is never checked
+# here: the targets are figures of the benchmark output.
+set -u
+bench=${1:?usage: smoke.sh path/to/distlock-bench}
+out=$(mktemp "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
+svg=$(mktemp "${TMPDIR:-/tmp}/bench-smoke-svg.XXXXXX")
+trap 'rm -f "$out" "$out.json" "$svg"' EXIT
+fail=0
+bad() { echo "FAIL: $*" >&2; fail=1; }
+
+"$bench" --help >/dev/null || bad "--help exited with $?"
+"$bench" --no-such-option >/dev/null 2>&1 && bad "an unknown option was accepted"
+
+"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 >"$out"
+rc=$?
+cat "$out"
+[ "$rc" -eq 0 ] || bad "distlock-bench exited with $rc"
+
+num='[0-9]+(\.[0-9]+)?'
+line_re="^RESULT peer=(distlock|naive|floor) workload=[A-Za-z0-9]+ ops_per_s=$num p50_us=$num p99_us=$num extra=[A-Za-z0-9_]+=[^ ,]+(,[A-Za-z0-9_]+=[^ ,]+)*$"
+skip_re="^RESULT peer=[a-z]+ workload=[A-Za-z0-9]+ ops_per_s=- p50_us=- p99_us=- extra=skipped=1(,[A-Za-z0-9_]+=[^ ,]+)*$"
+while IFS= read -r l; do
+  case "$l" in
+    RESULT*) [[ "$l" =~ $line_re || "$l" =~ $skip_re ]] || bad "malformed: $l" ;;
+    TARGET*) ;;
+    *) bad "unexpected stdout line: $l" ;;
+  esac
+done <"$out"
+
+for want in "floor EVALSHA" "floor PING" "naive W1" "distlock W1" "naive W2" "distlock W2" \
+            "naive W3" "distlock W3"; do
+  set -- $want
+  grep -Eq "^RESULT peer=$1 workload=$2 " "$out" || bad "no RESULT for peer=$1 workload=$2"
+done
+# a missing redis-benchmark would only skip the floor; this test needs it
+grep -q "^RESULT peer=floor workload=EVALSHA ops_per_s=[0-9]" "$out" || bad "floor not measured"
+
+for p in naive distlock; do
+  l=$(grep -E "^RESULT peer=$p workload=W2 " "$out")
+  [[ "$l" == *"lost_updates=0,"* || "$l" == *"lost_updates=0" ]] || bad "$p W2 lost updates: $l"
+  l=$(grep -E "^RESULT peer=$p workload=W1 " "$out")
+  [[ "$l" == *"redis_cmds_per_op="* ]] || bad "$p W1 without redis_cmds_per_op"
+done
+grep -q "^TARGET workload=W1 " "$out" || bad "no TARGET line for W1"
+grep -q "<svg" "$svg" || bad "--svg wrote no chart"
+
+# --json: one document (checked by python3 when there is one)
+"$bench" --quick --no-progress --json W1 --no-naive --no-floor >"$out.json" || bad "--json run failed"
+if command -v python3 >/dev/null 2>&1; then
+  python3 - "$out.json" <<'PY' || bad "--json output is not the expected JSON"
+import json, sys
+d = json.load(open(sys.argv[1]))
+r = [x for x in d["results"] if x["peer"] == "distlock" and x["workload"] == "W1"]
+assert r and r[0]["ops_per_s"] > 0 and "redis_cmds_per_op" in r[0]["extra"], d
+PY
+else
+  grep -q '"workload": "W1"' "$out.json" || bad "--json output has no W1"
+fi
+
+[ "$fail" -eq 0 ] && echo "bench smoke: passed"
+exit "$fail"

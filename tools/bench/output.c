@@ -1,0 +1,278 @@
+/* output.c - the RESULT lines (WORKLOADS.md):
+ *   RESULT peer=<name> workload=<W> ops_per_s=<x> p50_us=<y> p99_us=<z> extra=<k=v,...>
+ * printed as each result is known; with --json, one JSON document at the
+ * end instead.  Then the TARGET lines: the targets of the issue, each a
+ * ratio between figures of this run. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+
+#define MAX_RESULTS 64
+#define MAX_TARGETS 32
+
+static result_t results[MAX_RESULTS];
+static int nresults;
+static target_t targets[MAX_TARGETS];
+static int ntargets;
+static int nerrors;
+static char errors[16][256];
+
+result_t *result_new(const char *peer, const char *workload)
+{
+    if (nresults == MAX_RESULTS)
+        nresults--;                     /* never happens with the fixed workloads */
+    result_t *r = &results[nresults++];
+    memset(r, 0, sizeof *r);
+    snprintf(r->peer, sizeof r->peer, "%s", peer);
+    snprintf(r->workload, sizeof r->workload, "%s", workload);
+    return r;
+}
+
+void result_extra(result_t *r, const char *key, const char *fmt, ...)
+{
+    size_t len = strlen(r->extra);
+    if (len + strlen(key) + 3 >= sizeof r->extra)
+        return;
+    len += (size_t)snprintf(r->extra + len, sizeof r->extra - len, "%s%s=", len ? "," : "", key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->extra + len, sizeof r->extra - len, fmt, ap);
+    va_end(ap);
+}
+
+/* Numbers without exponents, with the digits that matter. */
+static const char *num(double v, char *buf, size_t size)
+{
+    if (!isfinite(v))
+        snprintf(buf, size, "0");
+    else if (fabs(v) >= 1000)
+        snprintf(buf, size, "%.0f", v);
+    else if (fabs(v) >= 10)
+        snprintf(buf, size, "%.1f", v);
+    else if (fabs(v) >= 0.1 || v == 0)
+        snprintf(buf, size, "%.2f", v);
+    else
+        snprintf(buf, size, "%.4f", v);
+    return buf;
+}
+
+static void print_line(const result_t *r)
+{
+    char a[32], b[32], c[32];
+    if (r->skipped)
+        printf("RESULT peer=%s workload=%s ops_per_s=- p50_us=- p99_us=- extra=%s\n", r->peer,
+               r->workload, r->extra);
+    else
+        printf("RESULT peer=%s workload=%s ops_per_s=%s p50_us=%s p99_us=%s extra=%s\n", r->peer,
+               r->workload, num(r->ops_per_s, a, sizeof a), num(r->p50_us, b, sizeof b),
+               num(r->p99_us, c, sizeof c), r->extra);
+    fflush(stdout);
+}
+
+void result_emit(result_t *r)
+{
+    progress_clear();
+    if (!g_opt.json)
+        print_line(r);
+}
+
+result_t *result_find(const char *peer, const char *workload)
+{
+    for (int i = nresults - 1; i >= 0; i--)
+        if (!strcmp(results[i].peer, peer) && !strcmp(results[i].workload, workload))
+            return &results[i];
+    return NULL;
+}
+
+int result_get(const result_t *r, const char *key, double *out)
+{
+    if (!r)
+        return -1;
+    size_t kl = strlen(key);
+    for (const char *p = r->extra; *p;) {
+        const char *end = strchr(p, ',');
+        if (!end)
+            end = p + strlen(p);
+        if ((size_t)(end - p) > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+            char *e;
+            double v = strtod(p + kl + 1, &e);
+            if (e != p + kl + 1) {
+                *out = v;
+                return 0;
+            }
+            return -1;
+        }
+        p = *end ? end + 1 : end;
+    }
+    return -1;
+}
+
+int results_count(void) { return nresults; }
+result_t *result_at(int i) { return &results[i]; }
+
+void target_add(const char *workload, const char *check, double value, double limit, int met,
+                const char *note)
+{
+    if (ntargets == MAX_TARGETS)
+        return;
+    target_t *t = &targets[ntargets++];
+    snprintf(t->workload, sizeof t->workload, "%s", workload);
+    snprintf(t->check, sizeof t->check, "%s", check);
+    t->value = value;
+    t->limit = limit;
+    t->met = met;
+    snprintf(t->note, sizeof t->note, "%s", note ? note : "");
+}
+
+void output_error(const char *workload, const char *fmt, ...)
+{
+    progress_clear();
+    char msg[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "distlock-bench: %s: %s\n", workload, msg);
+    if (nerrors < 16)
+        snprintf(errors[nerrors], sizeof errors[nerrors], "%s: %s", workload, msg);
+    nerrors++;
+}
+
+int output_errors(void) { return nerrors; }
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+/* A value of an extra field: a JSON number when it is one. */
+static void json_val(const char *s, size_t n)
+{
+    char buf[256];
+    if (n >= sizeof buf)
+        n = sizeof buf - 1;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    char *e;
+    strtod(buf, &e);
+    if (n && *e == 0 && strspn(buf, "0123456789.-+eE") == n && strcmp(buf, "-")) {
+        if (buf[0] == '.' || (buf[0] == '-' && buf[1] == '.'))
+            printf("0");
+        fputs(buf, stdout);
+    } else {
+        json_str(buf);
+    }
+}
+
+static void json_num(double v)
+{
+    char b[32];
+    fputs(num(v, b, sizeof b), stdout);
+}
+
+static void print_json(void)
+{
+    printf("{\n  \"tool\": \"distlock-bench\",\n  \"quick\": %s,\n  \"results\": [\n",
+           g_opt.quick ? "true" : "false");
+    for (int i = 0; i < nresults; i++) {
+        const result_t *r = &results[i];
+        printf("    {\"peer\": ");
+        json_str(r->peer);
+        printf(", \"workload\": ");
+        json_str(r->workload);
+        if (r->skipped) {
+            printf(", \"skipped\": true");
+        } else {
+            printf(", \"ops_per_s\": ");
+            json_num(r->ops_per_s);
+            printf(", \"p50_us\": ");
+            json_num(r->p50_us);
+            printf(", \"p99_us\": ");
+            json_num(r->p99_us);
+        }
+        printf(", \"extra\": {");
+        int first = 1;
+        for (const char *p = r->extra; *p;) {
+            const char *end = strchr(p, ',');
+            if (!end)
+                end = p + strlen(p);
+            const char *eq = memchr(p, '=', (size_t)(end - p));
+            if (eq) {
+                char key[128];
+                size_t kl = (size_t)(eq - p) < sizeof key - 1 ? (size_t)(eq - p) : sizeof key - 1;
+                memcpy(key, p, kl);
+                key[kl] = 0;
+                printf("%s", first ? "" : ", ");
+                json_str(key);
+                printf(": ");
+                json_val(eq + 1, (size_t)(end - eq - 1));
+                first = 0;
+            }
+            p = *end ? end + 1 : end;
+        }
+        printf("}}%s\n", i + 1 < nresults ? "," : "");
+    }
+    printf("  ],\n  \"targets\": [\n");
+    for (int i = 0; i < ntargets; i++) {
+        const target_t *t = &targets[i];
+        printf("    {\"workload\": ");
+        json_str(t->workload);
+        printf(", \"check\": ");
+        json_str(t->check);
+        if (t->met >= 0) {
+            printf(", \"value\": ");
+            json_num(t->value);
+            printf(", \"limit\": ");
+            json_num(t->limit);
+            printf(", \"met\": %s", t->met ? "true" : "false");
+        } else {
+            printf(", \"met\": null");
+        }
+        printf(", \"note\": ");
+        json_str(t->note);
+        printf("}%s\n", i + 1 < ntargets ? "," : "");
+    }
+    printf("  ],\n  \"errors\": [");
+    for (int i = 0; i < nerrors && i < 16; i++) {
+        printf("%s", i ? ", " : "");
+        json_str(errors[i]);
+    }
+    printf("]\n}\n");
+}
+
+void output_finish(void)
+{
+    progress_clear();
+    if (g_opt.json) {
+        print_json();
+        fflush(stdout);
+        return;
+    }
+    for (int i = 0; i < ntargets; i++) {
+        const target_t *t = &targets[i];
+        char a[32], b[32];
+        if (t->met < 0)
+            printf("TARGET workload=%s check=\"%s\" met=n/a note=\"%s\"\n", t->workload, t->check,
+                   t->note);
+        else
+            printf("TARGET workload=%s check=\"%s\" value=%s limit=%s met=%s%s%s%s\n",
+                   t->workload, t->check, num(t->value, a, sizeof a), num(t->limit, b, sizeof b),
+                   t->met ? "yes" : "no", t->note[0] ? " note=\"" : "", t->note,
+                   t->note[0] ? "\"" : "");
+    }
+    fflush(stdout);
+}

@@ -1,0 +1,57 @@
+/* stats.c - samples and percentiles.  Latencies are CLOCK_MONOTONIC
+ * (now_ns() in bench.h), kept as microseconds in doubles. */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "bench.h"
+
+void sleep_us(unsigned long us)
+{
+    struct timespec ts = { (time_t)(us / 1000000), (long)(us % 1000000) * 1000 };
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+void sort_doubles(double *v, size_t n)
+{
+    qsort(v, n, sizeof *v, cmp_d);
+}
+
+/* Nearest rank: the smallest sample with at least q of the samples at or
+ * below it. */
+double pct_sorted(const double *v, size_t n, double q)
+{
+    if (!n)
+        return 0;
+    size_t rank = (size_t)ceil(q * (double)n);
+    if (rank < 1)
+        rank = 1;
+    if (rank > n)
+        rank = n;
+    return v[rank - 1];
+}
+
+double mean_of(const double *v, size_t n)
+{
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += v[i];
+    return n ? s / (double)n : 0;
+}
+
+double max_of(const double *v, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i] > m)
+            m = v[i];
+    return m;
+}

@@ -1,0 +1,536 @@
+/* w_basic.c - W1 (uncontended), W2 (contended counter), W3 (handoff
+ * latency), each for distlock and for the naive lock, exactly as
+ * WORKLOADS.md defines them. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "distlock.h"
+#include "dl_stats.h"
+
+const char *peer_name(int peer)
+{
+    return peer == PEER_NAIVE ? "naive" : "distlock";
+}
+
+/* ------------------------------------------------ a lock of either peer */
+typedef struct plock {
+    int peer;
+    dist_mutex_t m;
+    naive_t n;
+} plock_t;
+
+static int pl_init(plock_t *p, int peer, const char *name)
+{
+    p->peer = peer;
+    if (peer == PEER_NAIVE)
+        return naive_init(&p->n, name);
+    int rc = dist_mutex_init(&p->m, name, NULL);
+    if (rc) {
+        fprintf(stderr, "distlock-bench: dist_mutex_init: %s\n", dist_strerror(rc));
+        return -1;
+    }
+    /* Connect (and load the scripts) before anything is measured: one
+     * trylock, given back at once if it succeeded. */
+    rc = dist_mutex_trylock(&p->m);
+    if (rc == 0)
+        rc = dist_mutex_unlock(&p->m);
+    if (rc && rc != EBUSY) {
+        fprintf(stderr, "distlock-bench: warm-up: %s (%s)\n", dist_strerror(rc), dist_lasterror());
+        return -1;
+    }
+    return 0;
+}
+
+static int pl_lock(plock_t *p)
+{
+    if (p->peer == PEER_NAIVE)
+        return naive_lock(&p->n);
+    int rc = dist_mutex_lock(&p->m);
+    if (rc) {
+        fprintf(stderr, "distlock-bench: dist_mutex_lock: %s (%s)\n", dist_strerror(rc),
+                dist_lasterror());
+        return -1;
+    }
+    return 0;
+}
+
+static int pl_unlock(plock_t *p)
+{
+    if (p->peer == PEER_NAIVE)
+        return naive_unlock(&p->n);
+    int rc = dist_mutex_unlock(&p->m);
+    if (rc) {
+        fprintf(stderr, "distlock-bench: dist_mutex_unlock: %s (%s)\n", dist_strerror(rc),
+                dist_lasterror());
+        return -1;
+    }
+    return 0;
+}
+
+static unsigned long pl_sent(const plock_t *p)
+{
+    if (p->peer == PEER_NAIVE)
+        return p->n.commands;
+    dl_stats_t s;
+    dl_stats_get(&s);
+    return s.commands;
+}
+
+static void pl_fini(plock_t *p)
+{
+    if (p->peer == PEER_NAIVE)
+        naive_fini(&p->n);
+    else
+        dist_mutex_destroy(&p->m);
+}
+
+/* What a worker reports back (shared memory). */
+typedef struct wstats {
+    unsigned long sent, roundtrips, grants, local_handoffs, fallback_checks, retries;
+    long long redis_calls;
+    uint64_t t_start, t_end;
+} wstats_t;
+
+static void ws_begin(wstats_t *w, const plock_t *p, dl_stats_t *s0)
+{
+    dl_stats_get(s0);
+    w->sent = pl_sent(p);
+    w->retries = p->peer == PEER_NAIVE ? p->n.retries : 0;
+}
+
+static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
+{
+    dl_stats_t s;
+    dl_stats_get(&s);
+    w->sent = pl_sent(p) - w->sent;
+    if (p->peer == PEER_NAIVE) {
+        w->retries = p->n.retries - w->retries;
+    } else {
+        w->roundtrips = s.roundtrips - s0->roundtrips;
+        w->grants = s.grants - s0->grants;
+        w->local_handoffs = s.local_handoffs - s0->local_handoffs;
+        w->fallback_checks = s.fallback_checks - s0->fallback_checks;
+    }
+}
+
+void lock_name(char *buf, size_t size, const char *workload, const char *suffix)
+{
+    snprintf(buf, size, "bench:%s:%s%s%s", g_run_id, workload, suffix ? ":" : "",
+             suffix ? suffix : "");
+}
+
+const char *dl_prefix(void)
+{
+    const char *p = getenv("DISTLOCK_PREFIX");
+    return p && *p ? p : "distlock:";
+}
+
+/* ================================================================ W1 */
+typedef struct w1 {
+    int peer;
+    unsigned long warm, n;
+    char name[128];
+    progress_t pr;
+    wstats_t ws;
+    double client_cpu_s, redis_cpu_s;
+    double lat[];
+} w1_t;
+
+static double cpu_self(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+static int w1_worker(void *arg, int idx)
+{
+    w1_t *w = arg;
+    plock_t p;
+    if (pl_init(&p, w->peer, w->name))
+        return 1;
+    redisContext *c = rc_connect("bench-ctl");
+    if (!c)
+        return 1;
+    for (unsigned long i = 0; i < w->warm; i++)
+        if (pl_lock(&p) || pl_unlock(&p))
+            return 1;
+    dl_stats_t s0;
+    long long calls0 = rc_cmd_calls(c);
+    double rcpu0 = rc_cpu_seconds(c);
+    ws_begin(&w->ws, &p, &s0);
+    double ccpu0 = cpu_self();
+    w->ws.t_start = now_ns();
+    for (unsigned long i = 0; i < w->n; i++) {
+        uint64_t t = now_ns();
+        if (pl_lock(&p) || pl_unlock(&p))
+            return 1;
+        w->lat[i] = (double)(now_ns() - t) / 1e3;
+        w->pr.done = i + 1;
+    }
+    w->ws.t_end = now_ns();
+    w->client_cpu_s = cpu_self() - ccpu0;
+    ws_end(&w->ws, &p, &s0);
+    w->ws.redis_calls = rc_cmd_calls(c) - calls0;
+    w->redis_cpu_s = rc_cpu_seconds(c) - rcpu0;
+    redisFree(c);
+    pl_fini(&p);
+    return 0;
+}
+
+int run_w1(int peer)
+{
+    unsigned long n = g_opt.quick ? 1000 : 20000;
+    size_t size = sizeof(w1_t) + n * sizeof(double);
+    w1_t *w = shm_alloc(size);
+    w->peer = peer;
+    w->warm = g_opt.quick ? 100 : 1000;
+    w->n = n;
+    w->pr.total = n;
+    lock_name(w->name, sizeof w->name, "W1", peer_name(peer));
+    char label[32];
+    snprintf(label, sizeof label, "W1 %s", peer_name(peer));
+    pid_t pid = spawn(w1_worker, w, 0);
+    int rc = wait_workers(&pid, 1, label, &w->pr);
+    if (rc) {
+        output_error("W1", "%s worker failed", peer_name(peer));
+    } else {
+        double secs = (double)(w->ws.t_end - w->ws.t_start) / 1e9;
+        sort_doubles(w->lat, n);
+        result_t *r = result_new(peer_name(peer), "W1");
+        r->ops_per_s = (double)n / secs;
+        r->p50_us = pct_sorted(w->lat, n, 0.5);
+        r->p99_us = pct_sorted(w->lat, n, 0.99);
+        result_extra(r, "redis_cmds_per_op", "%.2f", (double)w->ws.redis_calls / (double)n);
+        result_extra(r, "sent_cmds_per_op", "%.2f", (double)w->ws.sent / (double)n);
+        if (peer == PEER_DISTLOCK)
+            result_extra(r, "round_trips_per_op", "%.2f", (double)w->ws.roundtrips / (double)n);
+        /* where a pair's time goes: CPU of the client process (all its
+         * threads, user + system) and of redis-server, per pair */
+        result_extra(r, "client_cpu_us_per_op", "%.1f", w->client_cpu_s * 1e6 / (double)n);
+        result_extra(r, "redis_cpu_us_per_op", "%.1f", w->redis_cpu_s * 1e6 / (double)n);
+        result_extra(r, "pairs", "%lu", n);
+        result_extra(r, "warmup", "%lu", w->warm);
+        result_extra(r, "mean_us", "%.1f", mean_of(w->lat, n));
+        result_emit(r);
+    }
+    shm_free(w, size);
+    return rc;
+}
+
+/* ================================================================ W2 */
+#define W2_PROCS 4
+typedef struct w2 {
+    int peer;
+    unsigned long n;
+    char name[128], ctr[160];
+    gate_t gate;
+    progress_t pr;
+    volatile unsigned long count[W2_PROCS];
+    volatile int first_done;
+    unsigned long snap[W2_PROCS];
+    wstats_t ws[W2_PROCS];
+    double lat[];
+} w2_t;
+
+static int w2_worker(void *arg, int idx)
+{
+    w2_t *w = arg;
+    plock_t p;
+    if (pl_init(&p, w->peer, w->name))
+        return 1;
+    redisContext *c = rc_connect("bench-plain");      /* the counter's own connection */
+    if (!c)
+        return 1;
+    dl_stats_t s0;
+    ws_begin(&w->ws[idx], &p, &s0);
+    gate_pass(&w->gate);
+    w->ws[idx].t_start = now_ns();
+    double *lat = w->lat + (size_t)idx * w->n;
+    for (unsigned long i = 0; i < w->n; i++) {
+        uint64_t t = now_ns();
+        if (pl_lock(&p))
+            return 1;
+        redisReply *r = rc_cmd(c, "GET %s", w->ctr);
+        if (!r)
+            return 1;
+        long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+        freeReplyObject(r);
+        r = rc_cmd(c, "SET %s %lld", w->ctr, v + 1);
+        if (!r)
+            return 1;
+        freeReplyObject(r);
+        if (pl_unlock(&p))
+            return 1;
+        lat[i] = (double)(now_ns() - t) / 1e3;
+        __atomic_store_n(&w->count[idx], i + 1, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&w->pr.done, 1, __ATOMIC_RELAXED);
+    }
+    w->ws[idx].t_end = now_ns();
+    int zero = 0;
+    if (__atomic_compare_exchange_n(&w->first_done, &zero, 1, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+        for (int k = 0; k < W2_PROCS; k++)
+            w->snap[k] = __atomic_load_n(&w->count[k], __ATOMIC_RELAXED);
+    ws_end(&w->ws[idx], &p, &s0);
+    redisFree(c);
+    pl_fini(&p);
+    return 0;
+}
+
+/* Shares of the completions at the time the first worker finished. */
+static void shares(const unsigned long *snap, int n, double *mn, double *mx)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += (double)snap[i];
+    double mean = sum / n;
+    *mn = 1e9;
+    *mx = 0;
+    for (int i = 0; i < n; i++) {
+        double s = mean > 0 ? (double)snap[i] / mean : 0;
+        if (s < *mn)
+            *mn = s;
+        if (s > *mx)
+            *mx = s;
+    }
+}
+
+int run_w2(int peer)
+{
+    unsigned long n = g_opt.quick ? 200 : 2000;
+    size_t total = W2_PROCS * n;
+    size_t size = sizeof(w2_t) + total * sizeof(double);
+    w2_t *w = shm_alloc(size);
+    w->peer = peer;
+    w->n = n;
+    w->pr.total = total;
+    lock_name(w->name, sizeof w->name, "W2", peer_name(peer));
+    snprintf(w->ctr, sizeof w->ctr, "%s:ctr", w->name);
+    gate_init(&w->gate, W2_PROCS);
+    char label[32];
+    snprintf(label, sizeof label, "W2 %s", peer_name(peer));
+
+    redisContext *c = rc_connect("bench-ctl");
+    if (!c) {
+        shm_free(w, size);
+        return -1;
+    }
+    redisReply *rr = rc_cmd(c, "SET %s 0", w->ctr);
+    if (rr)
+        freeReplyObject(rr);
+    pid_t pids[W2_PROCS];
+    for (int i = 0; i < W2_PROCS; i++)
+        pids[i] = spawn(w2_worker, w, i);
+    int rc = gate_wait_ready(&w->gate, pids, W2_PROCS);
+    long long calls0 = rc_cmd_calls(c);
+    uint64_t t0 = now_ns();
+    if (rc == 0)
+        gate_open(&w->gate);
+    rc = wait_workers(pids, W2_PROCS, label, &w->pr) || rc;
+    if (rc) {
+        output_error("W2", "%s workers failed", peer_name(peer));
+    } else {
+        long long calls = rc_cmd_calls(c) - calls0;
+        rr = rc_cmd(c, "GET %s", w->ctr);
+        long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
+        if (rr)
+            freeReplyObject(rr);
+        uint64_t tend = 0;
+        unsigned long sent = 0, grants = 0, handoffs = 0, fallback = 0, retries = 0;
+        for (int i = 0; i < W2_PROCS; i++) {
+            if (w->ws[i].t_end > tend)
+                tend = w->ws[i].t_end;
+            sent += w->ws[i].sent;
+            grants += w->ws[i].grants;
+            handoffs += w->ws[i].local_handoffs;
+            fallback += w->ws[i].fallback_checks;
+            retries += w->ws[i].retries;
+        }
+        double mn, mx;
+        shares(w->snap, W2_PROCS, &mn, &mx);
+        sort_doubles(w->lat, total);
+        result_t *r = result_new(peer_name(peer), "W2");
+        r->ops_per_s = (double)total / ((double)(tend - t0) / 1e9);
+        r->p50_us = pct_sorted(w->lat, total, 0.5);
+        r->p99_us = pct_sorted(w->lat, total, 0.99);
+        result_extra(r, "lost_updates", "%lld", (long long)total - ctr);
+        result_extra(r, "min_share", "%.3f", mn);
+        result_extra(r, "max_share", "%.3f", mx);
+        result_extra(r, "fairness", "%.3f", mx > 0 ? mn / mx : 0);
+        result_extra(r, "procs", "%d", W2_PROCS);
+        result_extra(r, "iters", "%lu", n);
+        /* lock + counter (GET/SET) commands, every command Redis ran */
+        result_extra(r, "redis_cmds_per_op", "%.2f", (double)calls / (double)total);
+        result_extra(r, "lock_sent_cmds_per_op", "%.2f", (double)sent / (double)total);
+        if (peer == PEER_DISTLOCK) {
+            result_extra(r, "grants", "%lu", grants);
+            result_extra(r, "fallback_checks", "%lu", fallback);
+            result_extra(r, "local_handoffs", "%lu", handoffs);
+        } else {
+            result_extra(r, "retries_per_op", "%.2f", (double)retries / (double)total);
+        }
+        result_emit(r);
+    }
+    redisFree(c);
+    gate_destroy(&w->gate);
+    shm_free(w, size);
+    return rc ? -1 : 0;
+}
+
+/* ================================================================ W3 */
+typedef struct w3 {
+    int peer;
+    unsigned long warm, rounds;
+    char name[128], qkey[200];
+    sem_t a_locked, b_entering, b_done;
+    progress_t pr;
+    unsigned long unqueued;          /* rounds where B was not seen queued in time */
+    wstats_t ws_b;
+    uint64_t t0[4096], t1[4096];
+} w3_t;
+
+/* Distlock: B is blocked once its registration is in the queue and its
+ * thread had time to sleep on it.  Naive: B is in its 1 ms retry loop. */
+static void w3_wait_b_blocked(w3_t *w, redisContext *c)
+{
+    if (w->peer == PEER_NAIVE) {
+        sleep_us(2000 + (unsigned long)(rand() % 1000));
+        return;
+    }
+    uint64_t until = now_ns() + 2000000000ull;
+    for (;;) {
+        redisReply *r = redisCommand(c, "ZCARD %s", w->qkey);
+        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        if (r)
+            freeReplyObject(r);
+        if (n > 0)
+            break;
+        if (now_ns() > until) {
+            w->unqueued++;
+            break;
+        }
+        sleep_us(20);
+    }
+    sleep_us(300);
+}
+
+static int w3_worker(void *arg, int idx)
+{
+    w3_t *w = arg;
+    plock_t p;
+    if (pl_init(&p, w->peer, w->name))
+        return 1;
+    unsigned long all = w->warm + w->rounds;
+    if (idx == 0) {                                   /* A */
+        redisContext *c = rc_connect("bench-ctl");
+        if (!c)
+            return 1;
+        srand((unsigned)getpid());
+        for (unsigned long r = 0; r < all; r++) {
+            if (pl_lock(&p))
+                return 1;
+            sem_post(&w->a_locked);
+            while (sem_wait(&w->b_entering) && errno == EINTR) {
+            }
+            w3_wait_b_blocked(w, c);
+            w->t0[r] = now_ns();
+            if (pl_unlock(&p))
+                return 1;
+            while (sem_wait(&w->b_done) && errno == EINTR) {
+            }
+            w->pr.done = r + 1;
+        }
+        redisFree(c);
+    } else {                                          /* B */
+        dl_stats_t s0;
+        for (unsigned long r = 0; r < all; r++) {
+            while (sem_wait(&w->a_locked) && errno == EINTR) {
+            }
+            if (r == w->warm)
+                ws_begin(&w->ws_b, &p, &s0);
+            sem_post(&w->b_entering);
+            if (pl_lock(&p))
+                return 1;
+            w->t1[r] = now_ns();
+            if (pl_unlock(&p))
+                return 1;
+            sem_post(&w->b_done);
+        }
+        ws_end(&w->ws_b, &p, &s0);
+    }
+    pl_fini(&p);
+    return 0;
+}
+
+w3_samples_t g_w3[2];
+
+int run_w3(int peer)
+{
+    w3_t *w = shm_alloc(sizeof *w);
+    w->peer = peer;
+    w->warm = g_opt.quick ? 3 : 10;
+    w->rounds = g_opt.quick ? 30 : 300;
+    w->pr.total = w->warm + w->rounds;
+    lock_name(w->name, sizeof w->name, "W3", peer_name(peer));
+    snprintf(w->qkey, sizeof w->qkey, "%s{%s}:q", dl_prefix(), w->name);
+    sem_init(&w->a_locked, 1, 0);
+    sem_init(&w->b_entering, 1, 0);
+    sem_init(&w->b_done, 1, 0);
+    char label[32];
+    snprintf(label, sizeof label, "W3 %s", peer_name(peer));
+    pid_t pids[2];
+    pids[0] = spawn(w3_worker, w, 0);
+    pids[1] = spawn(w3_worker, w, 1);
+    int rc = wait_workers(pids, 2, label, &w->pr);
+    if (rc) {
+        output_error("W3", "%s workers failed", peer_name(peer));
+    } else {
+        size_t n = w->rounds;
+        double *v = malloc(n * sizeof *v);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t a = w->t0[w->warm + i], b = w->t1[w->warm + i];
+            v[i] = b > a ? (double)(b - a) / 1e3 : 0;
+        }
+        sort_doubles(v, n);
+        result_t *r = result_new(peer_name(peer), "W3");
+        double mean = mean_of(v, n);
+        r->ops_per_s = mean > 0 ? 1e6 / mean : 0;    /* back-to-back handoffs per second */
+        r->p50_us = pct_sorted(v, n, 0.5);
+        r->p99_us = pct_sorted(v, n, 0.99);
+        result_extra(r, "rounds", "%zu", n);
+        result_extra(r, "mean_us", "%.1f", mean);
+        result_extra(r, "min_us", "%.1f", v[0]);
+        result_extra(r, "max_us", "%.1f", v[n - 1]);
+        result_t *fp = result_find("floor", "PING");
+        double ping = 0;
+        if (fp && !fp->skipped) {
+            result_extra(r, "ping_p50_us", "%.1f", fp->p50_us);
+            if (result_get(fp, "hiredis_p50_us", &ping) == 0)
+                result_extra(r, "ping_p50_us_hiredis", "%.1f", ping);
+            result_extra(r, "p50_over_ping", "%.2f", r->p50_us / fp->p50_us);
+        }
+        if (peer == PEER_DISTLOCK) {
+            result_extra(r, "grants", "%lu", w->ws_b.grants);
+            result_extra(r, "fallback_checks", "%lu", w->ws_b.fallback_checks);
+            result_extra(r, "unqueued_rounds", "%lu", w->unqueued);
+        } else {
+            result_extra(r, "retries_per_round", "%.2f", (double)w->ws_b.retries / (double)n);
+        }
+        result_emit(r);
+        free(g_w3[peer].v);
+        g_w3[peer].v = v;
+        g_w3[peer].n = n;
+    }
+    sem_destroy(&w->a_locked);
+    sem_destroy(&w->b_entering);
+    sem_destroy(&w->b_done);
+    shm_free(w, sizeof *w);
+    return rc;
+}
