@@ -21,6 +21,7 @@ endfunction()
 
 if(DISTLOCK_SANITIZE OR DISTLOCK_TSAN)
   add_library(distlock_preload_core OBJECT ${DL_SOURCES})
+  add_dependencies(distlock_preload_core distlock_lua)
   target_include_directories(distlock_preload_core PRIVATE
     ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim)
   target_compile_definitions(distlock_preload_core PRIVATE _GNU_SOURCE)
