@@ -217,7 +217,14 @@ static void run_batch(dl_conn_t *c, dl_cmd_t **cmds, size_t n)
         uint64_t now = dl_now_ms();
         if (!give_up) {
             give_up = now + cfg->io_timeout_ms;
-            dl_log(DL_LOG_WARN, "%s; retrying for up to %lu ms", err, cfg->io_timeout_ms);
+            /* Callers that retry EIO (the interposer) would print a line per
+             * attempt: one every 5 s is enough. */
+            static uint64_t last_warn;
+            uint64_t prev = __atomic_load_n(&last_warn, __ATOMIC_RELAXED);
+            if (!prev || now - prev >= 5000) {
+                __atomic_store_n(&last_warn, now, __ATOMIC_RELAXED);
+                dl_log(DL_LOG_WARN, "%s; retrying for up to %lu ms", err, cfg->io_timeout_ms);
+            }
         }
         if (now >= give_up) {
             fail_all(cmds + first, n - first, err);
