@@ -1,0 +1,79 @@
+/*
+ * cli.h - what every part of the distlock command-line tool shares: the
+ * parsed command line and the exit codes.
+ *
+ * The tool is split by concern:
+ *   options.c  the command line -> cli_opts_t (usage errors)
+ *   main.c     dispatch, and the environment the library reads on first use
+ *   run.c      NAME -- COMMAND: take the lock, run the child, release
+ *   waiting.c  while the lock call blocks: signals and the terminal status line
+ *   inspect.c  reading lock state from Redis (status, list, break)
+ *   commands.c the status, list and break subcommands
+ *   output.c   messages, quoting, durations, JSON and tables
+ */
+#ifndef CLI_H
+#define CLI_H
+
+#include <stddef.h>
+#include <sysexits.h>
+
+/* Exit codes.  The conflict code (default 1) is -E's; the command's own
+ * status passes through; the rest follow flock(1) and sysexits(3). */
+#define CLI_EX_USAGE EX_USAGE               /* 64: bad command line */
+#define CLI_EX_UNAVAILABLE EX_UNAVAILABLE   /* 69: Redis unreachable or failing */
+#define CLI_EX_SOFTWARE EX_SOFTWARE         /* 70: unexpected library error */
+#define CLI_EX_OSERR EX_OSERR               /* 71: fork, pipe, out of memory */
+#define CLI_EX_CONFIG EX_CONFIG             /* 78: bad DISTLOCK_* environment */
+#define CLI_EX_NOEXEC 126                   /* the command is not executable */
+#define CLI_EX_NOTFOUND 127                 /* the command was not found */
+#define CLI_EX_FREE 1                       /* status: the lock is free; break: nothing held */
+
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_LIST, CLI_BREAK, CLI_HELP, CLI_VERSION };
+
+typedef struct cli_opts {
+    int cmd;                  /* enum cli_cmd */
+    const char *name;         /* the lock name (run, status, break) */
+    size_t namelen;
+    const char *pattern;      /* list: glob on lock names, NULL for all */
+
+    /* run */
+    char mode;                /* 'w' exclusive (-x, default), 'r' shared (-s) */
+    int nonblock;             /* -n, or -w 0 */
+    int has_wait;             /* -w given (and not 0) */
+    double wait_s;            /* -w SECONDS */
+    int conflict_code;        /* -E N: exit code on conflict or time-out */
+    int fair;                 /* --fair */
+    unsigned long lease_ms;   /* --lease MS, 0 when not given */
+    int kill_on_loss;         /* --kill-on-loss */
+    const char *shell_cmd;    /* -c 'shell command' */
+    char **argv_cmd;          /* -- COMMAND [ARG...], NULL-terminated */
+
+    /* every command */
+    const char *url;          /* --url URL */
+    int verbose;              /* -v */
+
+    /* status, list, break */
+    int json;                 /* --json */
+    int all;                  /* list --all: free locks too */
+    int force;                /* break --force */
+} cli_opts_t;
+
+/* options.c: parses argv into o.  0, or CLI_EX_USAGE after printing a
+ * one-line reason. */
+int cli_parse(int argc, char **argv, cli_opts_t *o);
+/* The --help text. */
+void cli_usage(void);
+
+/* run.c */
+int cli_run(const cli_opts_t *o);
+
+/* commands.c */
+int cli_status(const cli_opts_t *o);
+int cli_list(const cli_opts_t *o);
+int cli_break(const cli_opts_t *o);
+
+/* main.c: the environment as distlock found it, for the child: what --url,
+ * --lease and the log level changed is given back (see cli_child_env). */
+char **cli_child_env(const char *fence);
+
+#endif

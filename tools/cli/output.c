@@ -1,0 +1,344 @@
+/* output.c - messages, quoting, durations, JSON and the status views. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "output.h"
+
+int cli_verbose;
+
+/* ---------------------------------------------------------------- messages */
+
+static void vline(const char *tag, const char *fmt, va_list ap)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "distlock: %s", tag);
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = strlen(line);
+    /* One message is one line, whatever the library or Redis put in it. */
+    for (size_t i = 0; i < len; i++)
+        if (line[i] == '\n' || line[i] == '\r')
+            line[i] = ' ';
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+void cli_verr(const char *fmt, va_list ap)
+{
+    vline("", fmt, ap);
+}
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline("", fmt, ap);
+    va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline("warning: ", fmt, ap);
+    va_end(ap);
+}
+
+void cli_note(const char *fmt, ...)
+{
+    if (!cli_verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vline("", fmt, ap);
+    va_end(ap);
+}
+
+/* ---------------------------------------------------------------- text */
+
+/* Appends s[0..n) to buf (at *o, capacity size, keeping `keep` bytes
+ * free), escaping control bytes and, if quoting, '"' and '\'.  Returns 0,
+ * or -1 when it had to stop. */
+static int put_escaped(char *buf, size_t size, size_t *o, size_t keep, const char *s, size_t n,
+                       int quoting)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        char tmp[8];
+        int len;
+        if (c < 0x20 || c == 0x7f)
+            len = snprintf(tmp, sizeof tmp, "\\x%02x", c);
+        else if (quoting && (c == '"' || c == '\\'))
+            len = snprintf(tmp, sizeof tmp, "\\%c", c);
+        else {
+            tmp[0] = (char)c;
+            len = 1;
+        }
+        if (*o + (size_t)len + keep >= size)
+            return -1;
+        memcpy(buf + *o, tmp, (size_t)len);
+        *o += (size_t)len;
+    }
+    return 0;
+}
+
+const char *cli_quote(const char *s, size_t n, char *buf, size_t size)
+{
+    size_t o = 0;
+    if (size < 8) {
+        if (size)
+            buf[0] = 0;
+        return buf;
+    }
+    buf[o++] = '"';
+    if (put_escaped(buf, size, &o, 5, s, n, 1)) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o++] = '"';
+    buf[o] = 0;
+    return buf;
+}
+
+/* The name as it is, for the list table: only control bytes escaped. */
+static const char *plain_name(const char *s, size_t n, char *buf, size_t size)
+{
+    size_t o = 0;
+    if (put_escaped(buf, size, &o, 4, s, n, 0)) {
+        memcpy(buf + o, "...", 3);
+        o += 3;
+    }
+    buf[o] = 0;
+    return buf;
+}
+
+const char *cli_duration(long long ms, char *buf, size_t size)
+{
+    if (ms < 0)
+        ms = 0;
+    long long s = ms / 1000;
+    if (ms < 60000)
+        snprintf(buf, size, "%.1fs", (double)ms / 1000.0);
+    else if (s < 3600)
+        snprintf(buf, size, "%lldm%02llds", s / 60, s % 60);
+    else if (s < 86400)
+        snprintf(buf, size, "%lldh%02lldm", s / 3600, s % 3600 / 60);
+    else
+        snprintf(buf, size, "%lldd%02lldh", s / 86400, s % 86400 / 3600);
+    return buf;
+}
+
+const char *cli_who(const cli_who_t *w, char *buf, size_t size)
+{
+    char host[sizeof w->host * 4 + 8];
+    size_t o = 0;
+    put_escaped(host, sizeof host, &o, 1, w->host, strlen(w->host), 0);
+    host[o] = 0;
+    if (w->pid)
+        snprintf(buf, size, "%s:%ld (thread %ld)", host, w->pid, w->tid);
+    else
+        snprintf(buf, size, "%s", host[0] ? host : "unknown");
+    return buf;
+}
+
+static const char *mode_word(char mode)
+{
+    return mode == 'w' ? "exclusive" : mode == 'r' ? "shared" : "free";
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+/* A JSON string.  Valid UTF-8 passes through; a byte that is not part of
+ * a valid sequence becomes \u00XX (read as Latin-1), so the output is
+ * always valid JSON whatever bytes the name holds. */
+static void json_str(FILE *f, const char *s, size_t n)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            fprintf(f, "\\%c", c);
+            i++;
+            continue;
+        }
+        if (c < 0x20 || c == 0x7f) {
+            if (c == '\n')
+                fputs("\\n", f);
+            else if (c == '\t')
+                fputs("\\t", f);
+            else
+                fprintf(f, "\\u%04x", c);
+            i++;
+            continue;
+        }
+        if (c < 0x80) {
+            fputc(c, f);
+            i++;
+            continue;
+        }
+        size_t len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+                   : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        int ok = len && i + len <= n;
+        for (size_t k = 1; ok && k < len; k++)
+            ok = ((unsigned char)s[i + k] & 0xc0) == 0x80;
+        if (ok) {
+            fwrite(s + i, 1, len, f);
+            i += len;
+        } else {
+            fprintf(f, "\\u%04x", c);
+            i++;
+        }
+    }
+    fputc('"', f);
+}
+
+static void json_who(FILE *f, const cli_who_t *w)
+{
+    fputs("\"host\":", f);
+    json_str(f, w->host, strlen(w->host));
+    fprintf(f, ",\"pid\":%ld,\"thread\":%ld,\"mode\":\"%s\"", w->pid, w->tid, mode_word(w->mode));
+}
+
+void cli_print_status_json(FILE *f, const cli_lockstat_t *st)
+{
+    fputs("{\"name\":", f);
+    json_str(f, st->name, st->namelen);
+    fprintf(f, ",\"held\":%s,\"mode\":\"%s\",\"holders\":[", st->nholders ? "true" : "false",
+            mode_word(st->mode));
+    for (size_t i = 0; i < st->nholders; i++) {
+        const cli_holder_t *h = &st->holders[i];
+        fputs(i ? ",{" : "{", f);
+        json_who(f, &h->who);
+        fprintf(f, ",\"held_ms\":%lld,\"lease_left_ms\":%lld,", h->held_ms, h->lease_left_ms);
+        if (h->lease_ms >= 0)
+            fprintf(f, "\"lease_ms\":%lld,", h->lease_ms);
+        else
+            fputs("\"lease_ms\":null,", f);
+        fprintf(f, "\"fence\":%llu,\"after_lapse\":%s}", h->fence, h->after_lapse ? "true" : "false");
+    }
+    fprintf(f, "],\"waiting\":%zu,\"waiters\":[", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++) {
+        fputs(i ? ",{" : "{", f);
+        json_who(f, &st->waiters[i]);
+        fputc('}', f);
+    }
+    fputs("],\"last_fence\":", f);
+    if (st->last_fence)
+        fprintf(f, "%llu", st->last_fence);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"next_gets_ownerdead\":%s,\"broken\":%s}",
+            st->next_ownerdead ? "true" : "false", st->broken ? "true" : "false");
+}
+
+void cli_print_list_json(FILE *f, const cli_lockstat_t *v, size_t n)
+{
+    fputc('[', f);
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            fputc(',', f);
+        cli_print_status_json(f, &v[i]);
+    }
+    fputs("]\n", f);
+}
+
+/* ---------------------------------------------------------------- views */
+
+void cli_print_status(FILE *f, const cli_lockstat_t *st)
+{
+    char q[1200], who[600], held[32], left[32], lease[32];
+    fprintf(f, "%-9s %s\n", "lock:", cli_quote(st->name, st->namelen, q, sizeof q));
+    if (st->mode == 'r' && st->nholders > 1)
+        fprintf(f, "%-9s held shared by %zu\n", "state:", st->nholders);
+    else
+        fprintf(f, "%-9s %s%s\n", "state:", st->nholders ? "held " : "", mode_word(st->mode));
+    for (size_t i = 0; i < st->nholders; i++) {
+        const cli_holder_t *h = &st->holders[i];
+        cli_duration(h->held_ms, held, sizeof held);
+        cli_duration(h->lease_left_ms, left, sizeof left);
+        if (h->lease_ms >= 0)
+            snprintf(lease, sizeof lease, " of %.1fs", (double)h->lease_ms / 1000.0);
+        else
+            lease[0] = 0;
+        fprintf(f, "%-9s %s, held for %s, lease left %s%s, fence %llu%s\n", "holder:",
+                cli_who(&h->who, who, sizeof who), held, left, lease, h->fence,
+                h->after_lapse ? ", taken after the previous holder's lease ran out" : "");
+    }
+    fprintf(f, "%-9s %zu\n", "waiting:", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++)
+        fprintf(f, "%-9s %s, %s\n", "waiter:", cli_who(&st->waiters[i], who, sizeof who),
+                mode_word(st->waiters[i].mode));
+    if (!st->nholders && st->last_fence)
+        fprintf(f, "%-9s %llu (the last one given)\n", "fence:", st->last_fence);
+    if (st->next_ownerdead) {
+        if (st->broken)
+            fprintf(f, "%-9s broken by distlock break; the next holder gets EOWNERDEAD\n", "note:");
+        else
+            fprintf(f, "%-9s the lease of %s ran out before it unlocked; the next holder gets "
+                    "EOWNERDEAD\n", "note:", cli_who(&st->lapsed, who, sizeof who));
+    }
+}
+
+/* The longest-held holder, who the list and the waiting line show. */
+static const cli_holder_t *first_holder(const cli_lockstat_t *st)
+{
+    const cli_holder_t *best = NULL;
+    for (size_t i = 0; i < st->nholders; i++)
+        if (!best || st->holders[i].held_ms > best->held_ms)
+            best = &st->holders[i];
+    return best;
+}
+
+void cli_print_list(FILE *f, const cli_lockstat_t *v, size_t n)
+{
+    char name[1200], state[32], held[32], who[600];
+    int wname = 4;
+    for (size_t i = 0; i < n; i++) {
+        int len = (int)strlen(plain_name(v[i].name, v[i].namelen, name, sizeof name));
+        if (len > wname)
+            wname = len;
+    }
+    if (wname > 60)
+        wname = 60;
+    fprintf(f, "%-*s  %-12s  %-8s  %-7s  %s\n", wname, "NAME", "STATE", "HELD FOR", "WAITING", "HOLDER");
+    for (size_t i = 0; i < n; i++) {
+        const cli_lockstat_t *st = &v[i];
+        const cli_holder_t *h = first_holder(st);
+        if (st->mode == 'r' && st->nholders > 1)
+            snprintf(state, sizeof state, "shared(%zu)", st->nholders);
+        else
+            snprintf(state, sizeof state, "%s", mode_word(st->mode));
+        if (h) {
+            cli_who(&h->who, who, sizeof who);
+            if (st->nholders > 1) {
+                size_t len = strlen(who);
+                snprintf(who + len, sizeof who - len, " +%zu more", st->nholders - 1);
+            }
+        }
+        fprintf(f, "%-*s  %-12s  %-8s  %-7zu  %s\n", wname,
+                plain_name(st->name, st->namelen, name, sizeof name), state,
+                h ? cli_duration(h->held_ms, held, sizeof held) : "-", st->nwaiters, h ? who : "-");
+    }
+}
+
+void cli_waitline_text(char *buf, size_t size, const char *name, size_t namelen,
+                       const cli_lockstat_t *st)
+{
+    char q[200], who[600], held[32];
+    int n = snprintf(buf, size, "waiting for %s", cli_quote(name, namelen, q, sizeof q));
+    if (!st || n < 0 || (size_t)n >= size)
+        return;
+    const cli_holder_t *h = first_holder(st);
+    if (h && st->nholders > 1)
+        snprintf(buf + n, size - (size_t)n, ": held by %s and %zu more for %s, %zu waiting",
+                 cli_who(&h->who, who, sizeof who), st->nholders - 1,
+                 cli_duration(h->held_ms, held, sizeof held), st->nwaiters);
+    else if (h)
+        snprintf(buf + n, size - (size_t)n, ": held by %s for %s, %zu waiting",
+                 cli_who(&h->who, who, sizeof who), cli_duration(h->held_ms, held, sizeof held),
+                 st->nwaiters);
+    else
+        snprintf(buf + n, size - (size_t)n, ": being handed on, %zu waiting", st->nwaiters);
+}
