@@ -12,13 +12,6 @@ uint64_t dl_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-uint64_t dl_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 {
     if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)

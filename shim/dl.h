@@ -16,7 +16,6 @@
 
 /* --- clock.c --- */
 uint64_t dl_now_ms(void);                      /* CLOCK_MONOTONIC */
-uint64_t dl_now_us(void);
 /* Converts a CLOCK_REALTIME abstime to a monotonic deadline in ms.
  * EINVAL for tv_nsec outside [0, 1e9). */
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
