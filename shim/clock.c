@@ -58,3 +58,19 @@ void dl_tid_forget(void)
 {
     dl_tid_cached = 0;
 }
+
+uint64_t dl_random(void)
+{
+    /* xorshift64*, seeded per thread from the clock and the thread id:
+     * only for jitter, never for anything that must be unguessable. */
+    static __thread uint64_t s;
+    if (!s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^ ((uint64_t)dl_tid() << 40) ^ 0x9e3779b97f4a7c15ULL;
+    }
+    s ^= s >> 12;
+    s ^= s << 25;
+    s ^= s >> 27;
+    return s * 0x2545f4914f6cdd1dULL;
+}

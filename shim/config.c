@@ -52,7 +52,8 @@ static int pct_decode(char *dst, size_t size, const char *s, size_t n)
     return 0;
 }
 
-static int parse_hostport(const char *s, size_t n, dl_endpoint_t *ep, char *err, size_t errlen)
+static int parse_hostport(const char *s, size_t n, int defport, dl_endpoint_t *ep,
+                          char *err, size_t errlen)
 {
     const char *host = s, *colon = NULL;
     size_t hlen;
@@ -86,7 +87,7 @@ static int parse_hostport(const char *s, size_t n, dl_endpoint_t *ep, char *err,
         }
     memcpy(ep->host, host, hlen);
     ep->host[hlen] = 0;
-    ep->port = 6379;
+    ep->port = defport;
     if (colon) {
         char port[8];
         size_t plen = (size_t)(s + n - colon - 1);
@@ -106,22 +107,87 @@ static int parse_hostport(const char *s, size_t n, dl_endpoint_t *ep, char *err,
     return 0;
 }
 
-static int parse_db(const char *s, int *db, char *err, size_t errlen)
+static int parse_db(const char *s, size_t n, int *db, char *err, size_t errlen)
 {
+    char buf[16];
     unsigned long v;
-    if (dl_parse_ulong(s, 0, 1000000, &v)) {
-        snprintf(err, errlen, "bad database number \"%.32s\"", s);
+    if (n >= sizeof buf || (memcpy(buf, s, n), buf[n] = 0, dl_parse_ulong(buf, 0, 1000000, &v))) {
+        snprintf(err, errlen, "bad database number \"%.*s\"", (int)(n < 32 ? n : 32), s);
         return EINVAL;
     }
     *db = (int)v;
     return 0;
 }
 
+/* The query string: wait=N, wait_ms=M, and db=N (unix:// only, whose path
+ * has no room for a database number). */
+static int parse_query(const char *q, dl_config_t *c, char *err, size_t errlen)
+{
+    int have_wait_ms = 0;
+    while (*q) {
+        const char *amp = strchr(q, '&');
+        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+        const char *eq = memchr(q, '=', n);
+        if (!eq) {
+            snprintf(err, errlen, "query item \"%.*s\" needs a value", (int)(n < 32 ? n : 32), q);
+            return EINVAL;
+        }
+        size_t klen = (size_t)(eq - q), vlen = n - klen - 1;
+        char val[24];
+        unsigned long v = 0;
+        int num = vlen < sizeof val;
+        if (num) {
+            memcpy(val, eq + 1, vlen);
+            val[vlen] = 0;
+        }
+        if (klen == 2 && memcmp(q, "db", 2) == 0 && c->scheme == DL_SCHEME_UNIX) {
+            if (parse_db(eq + 1, vlen, &c->db, err, errlen))
+                return EINVAL;
+        } else if (klen == 4 && memcmp(q, "wait", 4) == 0) {
+            if (!num || dl_parse_ulong(val, 0, 64, &v)) {
+                snprintf(err, errlen, "wait=: expected a number of replicas from 0 to 64");
+                return EINVAL;
+            }
+            c->wait_replicas = (unsigned)v;
+        } else if (klen == 7 && memcmp(q, "wait_ms", 7) == 0) {
+            if (!num || dl_parse_ulong(val, 1, 3600000UL, &v)) {
+                snprintf(err, errlen, "wait_ms=: expected ms from 1 to 3600000");
+                return EINVAL;
+            }
+            c->wait_ms = v;
+            have_wait_ms = 1;
+        } else {
+            snprintf(err, errlen, "unknown query item \"%.*s\" (known: %swait, wait_ms)",
+                     (int)(klen < 32 ? klen : 32), q, c->scheme == DL_SCHEME_UNIX ? "db, " : "");
+            return EINVAL;
+        }
+        q += n + (amp ? 1 : 0);
+    }
+    if (have_wait_ms && !c->wait_replicas) {
+        snprintf(err, errlen, "wait_ms= without wait=N");
+        return EINVAL;
+    }
+    return 0;
+}
+
+static const struct {
+    const char *prefix;
+    int scheme;
+    int defport;
+} schemes[] = {
+    { "redis://", DL_SCHEME_REDIS, 6379 },
+    { "redis-sentinel://", DL_SCHEME_SENTINEL, 26379 },
+    { "redis-cluster://", DL_SCHEME_CLUSTER, 6379 },
+    { "redlock://", DL_SCHEME_REDLOCK, 6379 },
+};
+
 int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
 {
     c->nep = 0;
     c->db = 0;
-    c->user[0] = c->password[0] = 0;
+    c->user[0] = c->password[0] = c->master[0] = 0;
+    c->wait_replicas = 0;
+    c->wait_ms = 1000;
     if (!url || !*url) {
         snprintf(err, errlen, "empty");
         return EINVAL;
@@ -138,27 +204,27 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         c->ep[0].port = 0;
         c->nep = 1;
         c->scheme = DL_SCHEME_UNIX;
-        if (q) {
-            if (strncmp(q, "?db=", 4) != 0) {
-                snprintf(err, errlen, "unix:// accepts only ?db=N");
-                return EINVAL;
-            }
-            return parse_db(q + 4, &c->db, err, errlen);
-        }
-        return 0;
+        return q ? parse_query(q + 1, c, err, errlen) : 0;
     }
-    if (strncmp(url, "redis://", 8) != 0) {
+    int si = -1;
+    for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
+        if (strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
+            si = (int)i;
+    if (si < 0) {
         const char *sep = strstr(url, "://");
         if (sep && (size_t)(sep - url) < 32)
-            snprintf(err, errlen, "unsupported scheme \"%.*s\" (supported: redis://, unix://)",
-                     (int)(sep - url), url);
+            snprintf(err, errlen, "unsupported scheme \"%.*s\" (supported: redis://, unix://, "
+                     "redis-sentinel://, redis-cluster://, redlock://)", (int)(sep - url), url);
         else
             snprintf(err, errlen, "not a URL (expected redis://host:port or unix:///path)");
         return EINVAL;
     }
-    const char *p = url + 8;
-    const char *slash = strchr(p, '/');
-    size_t alen = slash ? (size_t)(slash - p) : strlen(p);
+    c->scheme = schemes[si].scheme;
+    const char *p = url + strlen(schemes[si].prefix);
+    const char *query = strchr(p, '?');
+    size_t rest = query ? (size_t)(query - p) : strlen(p);
+    const char *slash = memchr(p, '/', rest);
+    size_t alen = slash ? (size_t)(slash - p) : rest;
     /* userinfo ends at the last '@' of the authority: passwords may hold '@'
      * only percent-encoded, but be lenient with a raw one. */
     const char *at = NULL;
@@ -180,13 +246,52 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         alen -= (size_t)(at + 1 - p);
         p = at + 1;
     }
-    if (parse_hostport(p, alen, &c->ep[0], err, errlen))
+    /* host:port[,host:port...]: several only where the scheme has several. */
+    const char *h = p, *hend = p + alen;
+    for (;;) {
+        const char *comma = memchr(h, ',', (size_t)(hend - h));
+        size_t hn = comma ? (size_t)(comma - h) : (size_t)(hend - h);
+        if (c->nep == DL_MAX_ENDPOINTS) {
+            snprintf(err, errlen, "more than %d hosts", DL_MAX_ENDPOINTS);
+            return EINVAL;
+        }
+        if (parse_hostport(h, hn, schemes[si].defport, &c->ep[c->nep], err, errlen))
+            return EINVAL;
+        c->nep++;
+        if (!comma)
+            break;
+        h = comma + 1;
+    }
+    if (c->nep > 1 && c->scheme == DL_SCHEME_REDIS) {
+        snprintf(err, errlen, "redis:// takes one host (several: redis-sentinel://, "
+                 "redis-cluster:// or redlock://)");
         return EINVAL;
-    c->nep = 1;
-    c->scheme = DL_SCHEME_REDIS;
-    if (slash && slash[1])
-        return parse_db(slash + 1, &c->db, err, errlen);
-    return 0;
+    }
+
+    /* The path: /db, or for sentinel /MASTER[/db]; a cluster has only db 0. */
+    const char *path = slash ? slash + 1 : NULL;
+    size_t plen = slash ? (size_t)(p + rest - path) : 0;
+    if (c->scheme == DL_SCHEME_SENTINEL) {
+        const char *s2 = path ? memchr(path, '/', plen) : NULL;
+        size_t mlen = s2 ? (size_t)(s2 - path) : plen;
+        if (!mlen || mlen >= sizeof c->master) {
+            snprintf(err, errlen, "redis-sentinel:// needs /MASTER-NAME after the sentinels");
+            return EINVAL;
+        }
+        memcpy(c->master, path, mlen);
+        c->master[mlen] = 0;
+        path = s2 ? s2 + 1 : NULL;
+        plen = s2 ? plen - mlen - 1 : 0;
+    }
+    if (plen) {
+        if (parse_db(path, plen, &c->db, err, errlen))
+            return EINVAL;
+        if (c->scheme == DL_SCHEME_CLUSTER && c->db) {
+            snprintf(err, errlen, "redis-cluster:// has only database 0");
+            return EINVAL;
+        }
+    }
+    return query ? parse_query(query + 1, c, err, errlen) : 0;
 }
 
 const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size)

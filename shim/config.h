@@ -8,7 +8,13 @@
 
 #define DL_MAX_ENDPOINTS 16
 
-enum dl_scheme { DL_SCHEME_REDIS, DL_SCHEME_UNIX };
+enum dl_scheme {
+    DL_SCHEME_REDIS,          /* redis://: one server */
+    DL_SCHEME_UNIX,           /* unix://: one server */
+    DL_SCHEME_SENTINEL,       /* redis-sentinel://: ep are sentinels; master below */
+    DL_SCHEME_CLUSTER,        /* redis-cluster://: ep are seed nodes */
+    DL_SCHEME_REDLOCK,        /* redlock://: ep are independent masters, quorum */
+};
 
 typedef struct dl_endpoint {
     char host[256];           /* TCP host, or the socket path for unix:// */
@@ -19,6 +25,9 @@ typedef struct dl_config {
     int scheme;
     dl_endpoint_t ep[DL_MAX_ENDPOINTS];
     int nep;                  /* 1 for redis:// and unix://; more for the later schemes */
+    char master[128];         /* sentinel: the monitored master's name */
+    unsigned wait_replicas;   /* ?wait=N: replicas that must confirm an acquisition */
+    unsigned long wait_ms;    /* ?wait_ms=M: how long WAIT may block */
     int db;
     char user[128];
     char password[256];       /* never printed */

@@ -1,18 +1,25 @@
 /*
- * conn.h - hiredis connections: connect (AUTH, SELECT, close-on-exec,
- * timeouts), and the one command connection a process shares.
+ * conn.h - the process's command connections to Redis.
  *
- * The shared connection pipelines automatically: a thread that finds no
- * other thread doing I/O becomes the leader, writes every queued command at
- * once and hands each reply back to the thread that asked; others wait.
- * So any number of threads use one socket, and a batch (the watchdog's
- * renewals) costs one round trip.
+ * A link is one socket to one server, shared by every thread of the
+ * process and pipelined automatically: a thread that finds no other thread
+ * doing I/O on it becomes the leader, writes every queued command at once
+ * and hands each reply back to the thread that asked; others wait.  So any
+ * number of threads use one socket, and a batch (the watchdog's renewals)
+ * costs one round trip.
+ *
+ * A dl_conn_t is what the rest of the library talks to: one link for
+ * redis://, unix:// and redis-sentinel:// (whose link finds the master
+ * through the sentinels at each connect); one link per node for
+ * redis-cluster://, with commands routed by the slot of their key; one link
+ * per server for redlock://, where the script layer asks each in turn.
  */
 #ifndef DL_CONN_H
 #define DL_CONN_H
 
 #include <hiredis/hiredis.h>
 #include <pthread.h>
+#include <signal.h>
 
 #include "config.h"
 
@@ -20,6 +27,8 @@ typedef struct dl_cmd {
     int argc;
     const char **argv;
     const size_t *argvlen;
+    const char *key;          /* routes the command in a cluster; NULL: any node */
+    size_t keylen;
     redisReply *reply;        /* set on success; the caller frees it */
     int err;                  /* 0, or EIO when no reply could be had */
     int retried;              /* sent again after a connection failure: the
@@ -30,28 +39,60 @@ typedef struct dl_cmd {
 
 typedef struct dl_conn dl_conn_t;
 
-/* Opens a connection to endpoint `i` of c within `timeout_ms`: connect,
- * AUTH, SELECT, FD_CLOEXEC, keepalive, and a command timeout of
- * timeout_ms.  NULL with a reason in err on failure.  Blocks. */
+/* --- connect.c ------------------------------------------------------- */
+
+/* Opens a connection to endpoint ep within `timeout_ms`: connect, AUTH,
+ * SELECT, FD_CLOEXEC, keepalive, and a command timeout of timeout_ms.  NULL
+ * with a reason in err on failure.  Blocks. */
+redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
+                            unsigned long timeout_ms, char *err, size_t errlen);
+/* Endpoint i of c; for redis-sentinel:// the master the sentinels name
+ * (confirmed by ROLE), whatever i. */
 redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
                          char *err, size_t errlen);
-
-dl_conn_t *dl_conn_new(const dl_config_t *c);
-
-/* Sends cmds[0..n) (pipelined with other threads' commands) and waits for
- * every reply.  Reconnects and resends on connection failure until
- * DISTLOCK_IO_TIMEOUT_MS has passed since the failure began.  Returns 0 when
- * every command has a reply (which may be a Redis error reply), else EIO
- * (see each cmd's err/errmsg).  Blocks. */
-int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
-
-/* After fork, in the child: close the socket without sending anything. */
-void dl_conn_abandon(dl_conn_t *c);
+/* Any server that answers: the (sentinel-resolved) server, or the first
+ * reachable cluster node or redlock server.  For the subscriber: classic
+ * pub/sub reaches every node of a cluster. */
+redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
+                             char *err, size_t errlen);
+/* "host:port" or the socket path, for messages. */
+const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size);
 
 /* Block SIGPIPE in this thread around hiredis's own writes (connect-time
  * AUTH/SELECT) and swallow one they raised, so a vanished server never
  * kills the host program.  The command path sends with MSG_NOSIGNAL. */
 void dl_sigpipe_block(sigset_t *old, int *pending_before);
 void dl_sigpipe_restore(const sigset_t *old, int pending_before);
+
+/* --- conn.c ---------------------------------------------------------- */
+
+dl_conn_t *dl_conn_new(const dl_config_t *c);
+
+/* Sends cmds[0..n) (pipelined with other threads' commands) and waits for
+ * every reply.  Reconnects and resends on connection failure until
+ * DISTLOCK_IO_TIMEOUT_MS has passed since the failure began; in a cluster
+ * follows MOVED and ASK, and waits out TRYAGAIN and CLUSTERDOWN as long.
+ * Returns 0 when every command has a reply (which may be a Redis error
+ * reply), else EIO (see each cmd's err/errmsg).  Blocks. */
+int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
+
+/* redlock://: the number of independent servers, and a batch on one of
+ * them.  A server that fails is not retried for a while: the quorum goes
+ * on without it.  Other schemes: 1 node, the one connection. */
+int dl_conn_nodes(const dl_conn_t *c);
+int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n);
+
+/* ?wait=N: WAIT for the configured replicas after a write on key's server
+ * (for redlock, on every server: a quorum of them must confirm).  0, or EIO
+ * with a reason in err.  Blocks up to wait_ms. */
+int dl_conn_wait(dl_conn_t *c, const char *key, size_t keylen, char *err, size_t errlen);
+
+/* After fork, in the child: close the sockets without sending anything. */
+void dl_conn_abandon(dl_conn_t *c);
+
+/* --- cluster.c (used by conn.c) -------------------------------------- */
+
+/* The hash slot of a key (CRC16 of its {hash tag}, as Redis computes it). */
+unsigned dl_key_slot(const char *key, size_t len);
 
 #endif

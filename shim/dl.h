@@ -23,6 +23,7 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);
 void dl_sleep_ms(unsigned ms);
 pid_t dl_tid(void);                            /* this thread's kernel id */
+uint64_t dl_random(void);                      /* cheap per-thread jitter, not secret */
 void dl_tid_forget(void);                      /* after fork, in the child */
 
 /* --- error.c --- */

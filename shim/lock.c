@@ -131,14 +131,16 @@ static int settle(dl_proc_t *p, dl_lock_t *l)
 
 /* Takes the Redis hold for l, waiting for a grant if rq allows.  Called
  * with l->busy set by the caller and l->mu not held. */
-static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
 {
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     unsigned long wttl = lease < DL_WAITER_TTL_MS ? lease : DL_WAITER_TTL_MS;
     unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
+    /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
+    int enqueue = queue && p->cfg.scheme != DL_SCHEME_REDLOCK;
     char q[96];
-    if (queue && dl_notify_ensure(p))
+    if (enqueue && dl_notify_ensure(p))
         return EIO;
 
     char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], mode[2] = { rq->mode, 0 };
@@ -150,7 +152,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
     int reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
 
     pthread_mutex_lock(&l->mu);
-    l->regid = queue ? regid : 0;
+    l->regid = enqueue ? regid : 0;
     l->granted = l->recheck = 0;
     pthread_mutex_unlock(&l->mu);
 
@@ -161,7 +163,7 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
         dl_call_arg(&c, mode, 1);
         dl_call_arg(&c, leasebuf, (size_t)leaselen);
         dl_call_arg(&c, info, infolen);
-        dl_call_arg(&c, queue ? "1" : "0", 1);
+        dl_call_arg(&c, enqueue ? "1" : "0", 1);
         dl_call_arg(&c, regbuf, (size_t)reglen);
         dl_call_arg(&c, wttlbuf, (size_t)wttllen);
         dl_call_arg(&c, claimbuf, (size_t)claimlen);
@@ -197,6 +199,8 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
          * most, which also refreshes our registration. */
         uint64_t now = dl_now_ms();
         uint64_t nap = wttl / 3 ? wttl / 3 : 1;
+        if (!enqueue)                 /* redlock: a short random pause */
+            nap = 2 + (uint64_t)(dl_random() % 24);
         if (pttl > 0 && (uint64_t)pttl + 1 < nap)
             nap = (uint64_t)pttl + 1;
         uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
@@ -218,10 +222,14 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
         l->recheck = 0;
         pthread_mutex_unlock(&l->mu);
         asked_again = !pushed;
-        if (!pushed)
+        if (!pushed && enqueue)
             dl_log(DL_LOG_DEBUG, "lock %s: no push after %llu ms (holders' lease %lld ms): asking again",
                    qname(l, q, sizeof q), (unsigned long long)nap, pttl);
 
+        if (dl_now_ms() >= rq->deadline && !enqueue) {
+            rc = ETIMEDOUT;
+            break;
+        }
         if (dl_now_ms() >= rq->deadline) {
             /* Withdraw; the lock may have been granted meanwhile. */
             call_init(&c, DL_SCRIPT_CANCEL, p, l);
@@ -247,6 +255,42 @@ static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_gran
     return rc;
 }
 
+/* ?wait=N: the acquisition counts once N replicas have it; else it is
+ * undone, since a failover now could hand the lock to a second holder. */
+static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+{
+    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], err[200];
+    unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    dl_call_t c;
+    if (g->claimed) {
+        /* Granted by another client's release: WAIT covers only writes made
+         * on our connection, so make one (the renewal the grant needs). */
+        call_init(&c, DL_SCRIPT_RENEW, p, l);
+        dl_call_arg(&c, mode, 1);
+        dl_call_arg(&c, leasebuf, (size_t)snprintf(leasebuf, sizeof leasebuf, "%lu", lease));
+        dl_script_run(p->conn, &c, 1);
+        dl_calls_free(&c, 1);
+    }
+    if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
+        return 0;
+    call_init(&c, DL_SCRIPT_RELEASE, p, l);
+    dl_call_arg(&c, mode, 1);
+    dl_script_run(p->conn, &c, 1);
+    dl_calls_free(&c, 1);
+    return dl_fail(EIO, "lock %s: %s; the acquisition was undone", qname(l, q, sizeof q), err);
+}
+
+static int redis_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+{
+    int rc = redis_take(p, l, rq, g);
+    if ((rc == 0 || rc == EOWNERDEAD) && p->cfg.wait_replicas) {
+        int wrc = confirm_replicas(p, l, rq, g);
+        if (wrc)
+            return wrc;
+    }
+    return rc;
+}
+
 /* Records a new Redis hold (l->mu held). */
 static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
@@ -258,7 +302,9 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->lost = 0;
     l->holdseq++;
     l->handoffs = 0;
-    if (g->more)
+    /* redlock: nobody queues, so nobody can say they wait: bound local
+     * handoffs as if someone did. */
+    if (g->more || p->cfg.scheme == DL_SCHEME_REDLOCK)
         l->remote_waiting = 1;
 }
 

@@ -70,6 +70,17 @@ int dist_mutex_init(dist_mutex_t *m, const char *name, const dist_mutexattr_t *a
         return EINVAL;
     if (!m)
         return dl_fail(EINVAL, "mutex is NULL");
+    if (attr && attr->dl_fair) {
+        /* A fair mutex is a FIFO queue in Redis; redlock's independent
+         * servers keep no common queue. */
+        int err = 0;
+        dl_proc_t *p = dl_proc_get(&err);
+        if (!p)
+            return err;
+        if (p->cfg.scheme == DL_SCHEME_REDLOCK)
+            return dl_fail(EINVAL, "fair mutexes are not supported with redlock:// "
+                           "(independent servers keep no common queue)");
+    }
     int rc = dl_obj_init(&m->dl_o, DL_MAGIC_MUTEX, name);
     if (rc == 0 && attr) {
         m->dl_o.dl_type = attr->dl_type;

@@ -79,7 +79,7 @@ static void *notify_main(void *arg)
     int ever = 0;
     for (;;) {
         char err[200];
-        redisContext *c = dl_connect(&p->cfg, 0, p->cfg.io_timeout_ms, err, sizeof err);
+        redisContext *c = dl_connect_any(&p->cfg, p->cfg.io_timeout_ms, err, sizeof err);
         redisReply *r = NULL;
         if (c) {
             r = redisCommand(c, "SUBSCRIBE %b", p->channel, p->channel_len);

@@ -39,6 +39,14 @@ static void build(dl_call_t *call, int by_sha)
     call->cmd.argc = a;
     call->cmd.argv = call->argv;
     call->cmd.argvlen = call->argvlen;
+    /* Every key shares the lock's {name} tag: the first routes the call. */
+    call->cmd.key = call->keys[0];
+    call->cmd.keylen = call->keylen[0];
+}
+
+static int exec_on(dl_conn_t *conn, int node, dl_cmd_t *cmds, int n)
+{
+    return node < 0 ? dl_conn_exec(conn, cmds, n) : dl_conn_exec_node(conn, node, cmds, n);
 }
 
 static int is_noscript(const redisReply *r)
@@ -46,7 +54,7 @@ static int is_noscript(const redisReply *r)
     return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
+int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)
 {
     dl_cmd_t *cmds = NULL, one;
     for (int i = 0; i < n; i++)
@@ -65,7 +73,7 @@ int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
     }
     for (int i = 0; i < n; i++)
         cmds[i] = calls[i].cmd;
-    dl_conn_exec(conn, cmds, n);
+    exec_on(conn, node, cmds, n);
 
     /* Scripts missing from the server's cache (restart, SCRIPT FLUSH): send
      * the body, which caches it again for the next EVALSHA. */
@@ -86,7 +94,7 @@ int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
                     idx[m] = i;
                     again[m++] = calls[i].cmd;
                 }
-            dl_conn_exec(conn, again, m);
+            exec_on(conn, node, again, m);
             for (int j = 0; j < m; j++)
                 cmds[idx[j]] = again[j];
         }
@@ -113,6 +121,13 @@ int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
     if (cmds != &one)
         free(cmds);
     return rc;
+}
+
+int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
+{
+    if (dl_conn_nodes(conn) > 1)
+        return dl_quorum_run(conn, calls, n);
+    return dl_script_run_node(conn, -1, calls, n);
 }
 
 void dl_calls_free(dl_call_t *calls, int n)

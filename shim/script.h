@@ -46,6 +46,16 @@ void dl_call_arg(dl_call_t *call, const char *s, size_t len);
  * if every call has a reply, else EIO.  Blocks. */
 int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n);
 
+/* As dl_script_run, on one redlock server (node -1: as dl_conn_exec). */
+int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n);
+
+/* quorum.c: redlock://.  Runs each call on every server and merges the
+ * replies into the one a single server would give: an acquisition counts
+ * when a majority granted it within the lease's validity (else it is undone
+ * everywhere and reported busy, or EIO when no majority answered); a release
+ * or renewal reports the hold held when a majority still had it. */
+int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n);
+
 /* Frees the replies of calls[0..n). */
 void dl_calls_free(dl_call_t *calls, int n);
 

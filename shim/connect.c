@@ -1,0 +1,235 @@
+/* connect.c - opening one connection: TCP or unix socket, AUTH, SELECT,
+ * close-on-exec, keepalive and timeouts; and finding the master through
+ * Redis Sentinel (redis-sentinel://). */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "dl.h"
+
+void dl_sigpipe_block(sigset_t *old, int *pending_before)
+{
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, old);
+    sigpending(&pending);
+    *pending_before = sigismember(&pending, SIGPIPE);
+}
+
+void dl_sigpipe_restore(const sigset_t *old, int pending_before)
+{
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    if (!pending_before && sigismember(&pending, SIGPIPE)) {
+        /* Ours: consume it before unblocking. */
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&pipe, NULL, &zero) == -1 && errno == EINTR)
+            ;
+    }
+    pthread_sigmask(SIG_SETMASK, old, NULL);
+}
+
+static int reply_ok(redisReply *r)
+{
+    return r && r->type != REDIS_REPLY_ERROR;
+}
+
+const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size)
+{
+    if (is_unix)
+        snprintf(buf, size, "%s", ep->host);
+    else if (strchr(ep->host, ':'))
+        snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(buf, size, "%s:%d", ep->host, ep->port);
+    return buf;
+}
+
+/* The socket alone: no AUTH or SELECT (sentinels have neither). */
+static redisContext *open_socket(const dl_endpoint_t *ep, int is_unix, unsigned long timeout_ms,
+                                 char *err, size_t errlen)
+{
+    char name[300];
+    dl_ep_name(ep, is_unix, name, sizeof name);
+    struct timeval tv = { (time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000 };
+    redisContext *ctx = is_unix ? redisConnectUnixWithTimeout(ep->host, tv)
+                                : redisConnectWithTimeout(ep->host, ep->port, tv);
+    if (!ctx) {
+        snprintf(err, errlen, "redis %s: out of memory", name);
+        return NULL;
+    }
+    if (ctx->err) {
+        snprintf(err, errlen, "redis %s: %s", name, ctx->errstr);
+        redisFree(ctx);
+        return NULL;
+    }
+    /* hiredis leaves the socket inheritable: a forked-and-exec'd child must
+     * not keep our connection open. */
+    int fl = fcntl(ctx->fd, F_GETFD);
+    if (fl >= 0)
+        fcntl(ctx->fd, F_SETFD, fl | FD_CLOEXEC);
+    redisSetTimeout(ctx, tv);
+    if (!is_unix)
+        redisEnableKeepAlive(ctx);
+    return ctx;
+}
+
+redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
+                            unsigned long timeout_ms, char *err, size_t errlen)
+{
+    int is_unix = c->scheme == DL_SCHEME_UNIX;
+    redisContext *ctx = open_socket(ep, is_unix, timeout_ms, err, errlen);
+    if (!ctx)
+        return NULL;
+    char name[300];
+    dl_ep_name(ep, is_unix, name, sizeof name);
+    redisReply *r = NULL;
+    if (c->password[0]) {
+        if (c->user[0])
+            r = redisCommand(ctx, "AUTH %s %s", c->user, c->password);
+        else
+            r = redisCommand(ctx, "AUTH %s", c->password);
+        if (!reply_ok(r)) {
+            /* The server's text never contains the password. */
+            snprintf(err, errlen, "redis %s: authentication failed: %s", name,
+                     r ? r->str : ctx->errstr);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    if (c->db) {
+        r = redisCommand(ctx, "SELECT %d", c->db);
+        if (!reply_ok(r)) {
+            snprintf(err, errlen, "redis %s: SELECT %d failed: %s", name, c->db,
+                     r ? r->str : ctx->errstr);
+            goto fail;
+        }
+        freeReplyObject(r);
+    }
+    return ctx;
+fail:
+    if (r)
+        freeReplyObject(r);
+    redisFree(ctx);
+    return NULL;
+}
+
+/* Asks one sentinel where the master is. */
+static int ask_sentinel(const dl_config_t *c, int i, unsigned long timeout_ms,
+                        dl_endpoint_t *master, char *err, size_t errlen)
+{
+    char name[300];
+    dl_ep_name(&c->ep[i], 0, name, sizeof name);
+    redisContext *s = open_socket(&c->ep[i], 0, timeout_ms, err, errlen);
+    if (!s)
+        return EIO;
+    redisReply *r = redisCommand(s, "SENTINEL get-master-addr-by-name %s", c->master);
+    int rc = EIO;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len < sizeof master->host) {
+        unsigned long port;
+        if (dl_parse_ulong(r->element[1]->str, 1, 65535, &port) == 0) {
+            snprintf(master->host, sizeof master->host, "%s", r->element[0]->str);
+            master->port = (int)port;
+            rc = 0;
+        } else {
+            snprintf(err, errlen, "sentinel %s: bad port for master \"%s\"", name, c->master);
+        }
+    } else if (r && r->type == REDIS_REPLY_NIL) {
+        snprintf(err, errlen, "sentinel %s: no master named \"%s\"", name, c->master);
+    } else {
+        snprintf(err, errlen, "sentinel %s: %s", name,
+                 r && r->type == REDIS_REPLY_ERROR ? r->str : s->errstr[0] ? s->errstr : "unexpected reply");
+    }
+    if (r)
+        freeReplyObject(r);
+    redisFree(s);
+    return rc;
+}
+
+/* Which sentinel answered last: asked first next time. */
+static int sentinel_first;
+
+/* The master as the sentinels see it, connected and confirmed by ROLE: in
+ * a failover the sentinels may still name the old master, now a replica. */
+static redisContext *sentinel_connect(const dl_config_t *c, unsigned long timeout_ms,
+                                      char *err, size_t errlen)
+{
+    uint64_t end = dl_now_ms() + timeout_ms;
+    int first = __atomic_load_n(&sentinel_first, __ATOMIC_RELAXED);
+    for (int k = 0; k < c->nep; k++) {
+        int i = (first + k) % c->nep;
+        uint64_t now = dl_now_ms();
+        if (now >= end && k)
+            break;
+        unsigned long left = end > now ? end - now : 1;
+        dl_endpoint_t m;
+        if (ask_sentinel(c, i, left < 1000 ? left : 1000, &m, err, errlen))
+            continue;
+        __atomic_store_n(&sentinel_first, i, __ATOMIC_RELAXED);
+        now = dl_now_ms();
+        left = end > now ? end - now : 1;
+        redisContext *ctx = dl_connect_ep(c, &m, left, err, errlen);
+        if (!ctx)
+            return NULL;          /* the sentinels agree on it: no use asking the others */
+        redisReply *r = redisCommand(ctx, "ROLE");
+        int master = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                     r->element[0]->type == REDIS_REPLY_STRING &&
+                     strcmp(r->element[0]->str, "master") == 0;
+        if (!master) {
+            char name[300];
+            snprintf(err, errlen, "redis %s: named master \"%s\" by the sentinels, but %s",
+                     dl_ep_name(&m, 0, name, sizeof name), c->master,
+                     r && r->type == REDIS_REPLY_ERROR ? r->str : "it is not a master (failover under way)");
+            if (r)
+                freeReplyObject(r);
+            redisFree(ctx);
+            return NULL;
+        }
+        freeReplyObject(r);
+        return ctx;
+    }
+    return NULL;
+}
+
+redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
+                         char *err, size_t errlen)
+{
+    if (c->scheme == DL_SCHEME_SENTINEL)
+        return sentinel_connect(c, timeout_ms, err, errlen);
+    return dl_connect_ep(c, &c->ep[i], timeout_ms, err, errlen);
+}
+
+redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
+                             char *err, size_t errlen)
+{
+    if (c->scheme != DL_SCHEME_CLUSTER && c->scheme != DL_SCHEME_REDLOCK)
+        return dl_connect(c, 0, timeout_ms, err, errlen);
+    /* Any node will do: start after the one used last, so a dead node is
+     * not the first tried every time. */
+    static int next;
+    uint64_t end = dl_now_ms() + timeout_ms;
+    int first = __atomic_load_n(&next, __ATOMIC_RELAXED);
+    for (int k = 0; k < c->nep; k++) {
+        int i = (first + k) % c->nep;
+        uint64_t now = dl_now_ms();
+        if (now >= end && k)
+            break;
+        unsigned long left = end > now ? end - now : 1;
+        redisContext *ctx = dl_connect_ep(c, &c->ep[i], left < 1000 ? left : 1000, err, errlen);
+        if (ctx) {
+            __atomic_store_n(&next, i, __ATOMIC_RELAXED);
+            return ctx;
+        }
+    }
+    __atomic_store_n(&next, (first + 1) % c->nep, __ATOMIC_RELAXED);
+    return NULL;
+}

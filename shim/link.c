@@ -1,0 +1,270 @@
+/* link.c - one server's shared, auto-pipelined command connection. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <hiredis/sds.h>
+
+#include "dl.h"
+#include "link.h"
+
+struct dl_link {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    const dl_config_t *cfg;
+    dl_endpoint_t ep;
+    int fail_fast;
+    unsigned long timeout_ms; /* connect and command timeout */
+    unsigned long down_ms;
+    uint64_t down_until;      /* fail_fast: monotonic ms; touched by the leader */
+    char down_err[200];
+    redisContext *ctx;        /* touched only by the leader */
+    int leader;               /* a thread is doing I/O */
+    dl_cmd_t **queue;         /* commands waiting for the next leader */
+    size_t qlen, qcap;
+    dl_cmd_t **batch;         /* the leader's batch (kept to reuse its memory) */
+    size_t bcap;
+};
+
+dl_link_t *dl_link_new(const dl_config_t *cfg, const dl_endpoint_t *ep, int fail_fast,
+                       unsigned long timeout_ms, unsigned long down_ms)
+{
+    dl_link_t *k = calloc(1, sizeof *k);
+    if (!k)
+        return NULL;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    k->cfg = cfg;
+    k->ep = *ep;
+    k->fail_fast = fail_fast;
+    k->timeout_ms = timeout_ms;
+    k->down_ms = down_ms;
+    return k;
+}
+
+const dl_endpoint_t *dl_link_ep(const dl_link_t *k)
+{
+    return &k->ep;
+}
+
+void dl_link_abandon(dl_link_t *k)
+{
+    if (k && k->ctx && k->ctx->fd >= 0)
+        close(k->ctx->fd);
+}
+
+static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
+{
+    for (size_t i = 0; i < n; i++) {
+        cmds[i]->err = EIO;
+        snprintf(cmds[i]->errmsg, sizeof cmds[i]->errmsg, "%s", msg);
+    }
+}
+
+/* Writes the context's output buffer with send(MSG_NOSIGNAL): a server
+ * that went away gives EPIPE, never a SIGPIPE that would kill the host
+ * program, and no signal masking is needed on the hot path.  hiredis then
+ * finds nothing left to write and only reads, which raises no signal. */
+static int flush_nosignal(redisContext *ctx)
+{
+    size_t len = sdslen(ctx->obuf), done = 0;
+    while (done < len) {
+        ssize_t n = send(ctx->fd, ctx->obuf + done, len - done, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            snprintf(ctx->errstr, sizeof ctx->errstr, "%s", strerror(errno));
+            ctx->err = REDIS_ERR_IO;
+            return -1;
+        }
+        done += (size_t)n;
+    }
+    sdsclear(ctx->obuf);
+    return 0;
+}
+
+/* Behind redis-sentinel://, a server that says it is no longer the master
+ * (or not ready) is left for the one the sentinels name now; the command
+ * did not run. */
+static int must_reroute(const dl_config_t *cfg, const redisReply *r)
+{
+    return cfg->scheme == DL_SCHEME_SENTINEL && r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "MASTERDOWN", 10) == 0 ||
+            strncmp(r->str, "LOADING", 7) == 0);
+}
+
+static void warn_rate_limited(const char *err, const dl_link_t *k)
+{
+    /* Callers that retry EIO (the interposer) would print a line per
+     * attempt: one every 5 s is enough. */
+    static uint64_t last_warn;
+    uint64_t now = dl_now_ms();
+    uint64_t prev = __atomic_load_n(&last_warn, __ATOMIC_RELAXED);
+    if (!prev || now - prev >= 5000) {
+        __atomic_store_n(&last_warn, now, __ATOMIC_RELAXED);
+        if (k->fail_fast)     /* the others carry on: a redlock minority, a cluster failing over */
+            dl_log(DL_LOG_INFO, "%s", err);
+        else
+            dl_log(DL_LOG_WARN, "%s; retrying for up to %lu ms", err, k->timeout_ms);
+    }
+}
+
+/* The leader's I/O for one batch, without k->mu.  Each command ends with a
+ * reply or EIO; a connection failure is retried (reconnect, resend what has
+ * no reply yet) until the I/O timeout has passed since it began. */
+static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
+{
+    const dl_config_t *cfg = k->cfg;
+    uint64_t give_up = 0;
+    unsigned backoff = 10;
+    char err[200] = "";
+    size_t first = 0;                 /* commands before it have replies */
+    if (k->fail_fast && k->down_until) {
+        if (dl_now_ms() < k->down_until) {
+            fail_all(cmds, n, k->down_err);
+            return;
+        }
+        k->down_until = 0;
+    }
+    for (;;) {
+        if (!k->ctx) {
+            unsigned long budget = k->timeout_ms;
+            if (give_up) {
+                uint64_t now = dl_now_ms();
+                budget = give_up > now ? give_up - now : 1;
+            }
+            /* Connecting may AUTH and SELECT through hiredis's own writes. */
+            sigset_t oldmask;
+            int pending;
+            dl_sigpipe_block(&oldmask, &pending);
+            k->ctx = cfg->scheme == DL_SCHEME_SENTINEL
+                         ? dl_connect(cfg, 0, budget, err, sizeof err)
+                         : dl_connect_ep(cfg, &k->ep, budget, err, sizeof err);
+            dl_sigpipe_restore(&oldmask, pending);
+            if (k->ctx) {
+                DL_STAT_ADD(reconnects, 1);
+                if (give_up)
+                    dl_log(DL_LOG_INFO, "reconnected to redis");
+            }
+        }
+        if (k->ctx) {
+            for (size_t i = first; i < n; i++)
+                redisAppendCommandArgv(k->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
+            DL_STAT_ADD(roundtrips, 1);
+            DL_STAT_ADD(commands, n - first);
+            int reroute = 0;
+            if (flush_nosignal(k->ctx) == 0) {
+                for (; first < n; first++) {
+                    void *reply = NULL;
+                    if (redisGetReply(k->ctx, &reply) != REDIS_OK)
+                        break;
+                    if (must_reroute(cfg, reply)) {
+                        snprintf(k->ctx->errstr, sizeof k->ctx->errstr, "%s",
+                                 ((redisReply *)reply)->str);
+                        freeReplyObject(reply);
+                        reroute = 1;
+                        break;
+                    }
+                    cmds[first]->reply = reply;
+                }
+            }
+            if (first == n)
+                break;
+            char name[160];
+            if (cfg->scheme == DL_SCHEME_SENTINEL)
+                snprintf(name, sizeof name, "master \"%.100s\"", cfg->master);
+            else
+                dl_ep_name(&k->ep, cfg->scheme == DL_SCHEME_UNIX, name, sizeof name);
+            snprintf(err, sizeof err, "redis %.120s: %.70s", name,
+                     k->ctx->errstr[0] ? k->ctx->errstr : "connection lost");
+            redisFree(k->ctx);
+            k->ctx = NULL;
+            for (size_t i = first; i < n; i++)
+                cmds[i]->retried = !reroute;
+        }
+        uint64_t now = dl_now_ms();
+        if (k->fail_fast) {
+            warn_rate_limited(err, k);
+            if (k->down_ms) {
+                k->down_until = now + k->down_ms;
+                snprintf(k->down_err, sizeof k->down_err, "%s", err);
+            }
+            fail_all(cmds + first, n - first, err);
+            break;
+        }
+        if (!give_up) {
+            give_up = now + k->timeout_ms;
+            warn_rate_limited(err, k);
+        }
+        if (now >= give_up) {
+            fail_all(cmds + first, n - first, err);
+            break;
+        }
+        uint64_t left = give_up - now;
+        dl_sleep_ms((unsigned)(backoff < left ? backoff : left));
+        backoff = backoff * 2 > 200 ? 200 : backoff * 2;
+    }
+}
+
+int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
+{
+    pthread_mutex_lock(&k->mu);
+    if (k->qlen + (size_t)n > k->qcap) {
+        size_t cap = (k->qlen + (size_t)n) * 2;
+        dl_cmd_t **q = realloc(k->queue, cap * sizeof *q);
+        if (!q) {
+            pthread_mutex_unlock(&k->mu);
+            for (int i = 0; i < n; i++) {
+                cmds[i].err = EIO;
+                snprintf(cmds[i].errmsg, sizeof cmds[i].errmsg, "out of memory");
+            }
+            return EIO;
+        }
+        k->queue = q;
+        k->qcap = cap;
+    }
+    for (int i = 0; i < n; i++) {
+        cmds[i].reply = NULL;
+        cmds[i].err = cmds[i].done = 0;
+        cmds[i].errmsg[0] = 0;
+        k->queue[k->qlen++] = &cmds[i];
+    }
+    /* Our commands are done when the last one is: replies come in order. */
+    while (!__atomic_load_n(&cmds[n - 1].done, __ATOMIC_ACQUIRE)) {
+        if (k->leader) {
+            pthread_cond_wait(&k->cv, &k->mu);
+            continue;
+        }
+        k->leader = 1;
+        /* Take the whole queue as one batch; swap buffers so followers can
+         * queue while we do I/O. */
+        dl_cmd_t **batch = k->queue;
+        size_t bn = k->qlen, bcap = k->qcap;
+        k->queue = k->batch;
+        k->qcap = k->bcap;
+        k->qlen = 0;
+        k->batch = NULL;
+        k->bcap = 0;
+        pthread_mutex_unlock(&k->mu);
+        run_batch(k, batch, bn);
+        pthread_mutex_lock(&k->mu);
+        for (size_t i = 0; i < bn; i++)
+            __atomic_store_n(&batch[i]->done, 1, __ATOMIC_RELEASE);
+        if (!k->batch) {
+            k->batch = batch;
+            k->bcap = bcap;
+        } else {
+            free(batch);
+        }
+        k->leader = 0;
+        pthread_cond_broadcast(&k->cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+    for (int i = 0; i < n; i++)
+        if (cmds[i].err)
+            return EIO;
+    return 0;
+}
