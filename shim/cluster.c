@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "dl.h"
-#include "link.h"
+#include "dl_link.h"
 
 #define DL_SLOTS 16384
 #define DL_MAX_NODES 128

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "dl.h"
-#include "link.h"
+#include "dl_link.h"
 
 struct dl_conn {
     const dl_config_t *cfg;

@@ -9,7 +9,7 @@
 #include <hiredis/sds.h>
 
 #include "dl.h"
-#include "link.h"
+#include "dl_link.h"
 
 struct dl_link {
     pthread_mutex_t mu;

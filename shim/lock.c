@@ -20,6 +20,13 @@
  * lock after at most this many more holds of this process. */
 #define DL_HANDOFF_MAX 4
 
+/* A thread that unlocks and locks again at once wins against the threads
+ * it just woke; after this many holds in a row while they wait, it lets one
+ * of them go first, so a process's threads share the lock and finish their
+ * work together instead of one after another (the last alone, paying a
+ * round trip per call). */
+#define DL_LOCAL_STREAK 8
+
 /* A waiter's registration lives this long (at most a lease) unless
  * refreshed, so a waiter that died leaves the queue that soon; a hold pushed
  * to a waiter first lives as long (its claim window) until the grantee's
@@ -362,6 +369,17 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     return rc;
 }
 
+/* Counts the holds in a row of one thread while others wait (l->mu held,
+ * the caller's wwait already dropped). */
+static void took_local(dl_lock_t *l, pid_t tid)
+{
+    if (l->last_writer == tid && l->wwait)
+        l->streak++;
+    else
+        l->streak = 1;
+    l->last_writer = tid;
+}
+
 static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
 {
     char q[96];
@@ -383,6 +401,13 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     }
     l->wwait++;
     for (;;) {
+        if (!l->writer && !l->rthreads && !l->busy && l->last_writer == tid &&
+            l->streak >= DL_LOCAL_STREAK && l->wwait > 1 && !rq->try_only &&
+            dl_now_ms() < rq->deadline) {
+            /* Our turn is over: the threads woken by our unlock go first. */
+            wait_until(l, rq->deadline);
+            continue;
+        }
         if (!l->writer && !l->rthreads && !l->busy) {
             if (!l->rmode)
                 break;
@@ -395,6 +420,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                     return dl_fail(rc, "out of memory");
                 }
                 l->writer = tid;
+                took_local(l, tid);
                 if (l->remote_waiting)
                     l->handoffs++;
                 DL_STAT_ADD(local_handoffs, 1);
@@ -417,6 +443,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     }
     l->wwait--;
     l->writer = tid;
+    took_local(l, tid);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 

@@ -50,6 +50,8 @@ typedef struct dl_lock {
     int rthreads;             /* threads holding only read locally */
     int wwait, rwait;         /* threads waiting locally to write / read */
     int busy;                 /* a thread is talking to Redis for this lock */
+    pid_t last_writer;        /* the thread that took write last, and how many */
+    unsigned streak;          /* times in a row (while others waited locally) */
 
     /* What this process holds in Redis. */
     char rmode;               /* 0, 'w' or 'r' */

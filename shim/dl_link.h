@@ -1,5 +1,5 @@
 /*
- * link.h - one auto-pipelined socket to one server (see conn.h), the
+ * dl_link.h - one auto-pipelined socket to one server (see conn.h), the
  * building block of dl_conn_t.  Internal to conn.c and cluster.c.
  */
 #ifndef DL_LINK_H
