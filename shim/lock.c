@@ -147,8 +147,11 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
     int enqueue = queue && p->cfg.scheme != DL_SCHEME_REDLOCK;
     char q[96];
-    if (enqueue && dl_notify_ensure(p))
-        return EIO;
+    if (enqueue && dl_notify_ensure(p)) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", dist_lasterror());
+        return dl_fail(EIO, "lock %s: cannot wait for it: %s", qname(l, q, sizeof q), why);
+    }
 
     char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], mode[2] = { rq->mode, 0 };
     size_t infolen = dl_proc_info(p, info, sizeof info);
