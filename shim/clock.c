@@ -20,9 +20,18 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
     clock_gettime(CLOCK_REALTIME, &now);
     /* The wall clock is read once, here: from now on the wait follows the
      * monotonic clock, so one deadline covers the local and the Redis wait. */
-    int64_t left_ms = ((int64_t)abstime->tv_sec - (int64_t)now.tv_sec) * 1000 +
-                      ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec) / 1000000;
     uint64_t mono = dl_now_ms();
+    /* tv_sec may be anything time_t holds: compare before multiplying, so
+     * neither the difference nor the ms overflow (INT64_MIN/MAX included). */
+    int64_t dsec;
+    if (__builtin_sub_overflow((int64_t)abstime->tv_sec, (int64_t)now.tv_sec, &dsec))
+        dsec = abstime->tv_sec < 0 ? INT64_MIN : INT64_MAX;
+    if (dsec > (int64_t)100 * 366 * 86400) {
+        *deadline = DL_FOREVER;        /* centuries away: no deadline */
+        return 0;
+    }
+    int64_t left_ms = dsec < -1 ? -1 : dsec * 1000 +
+                      ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec) / 1000000;
     if (left_ms <= 0)
         *deadline = mono;              /* already past: one attempt */
     else

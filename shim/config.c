@@ -52,8 +52,20 @@ static int pct_decode(char *dst, size_t size, const char *s, size_t n)
     return 0;
 }
 
+/* What a message may show of a piece of a URL: at most 32 bytes, quoted
+ * and escaped (a value may hold any byte; dist_lasterror() stays
+ * printable), or nothing when the URL has a user-info part: an unencoded
+ * '/', '?' or '@' in a password moves password bytes into what the parser
+ * then takes for the port, the database or the query. */
+static const char *piece(int hide, const char *s, size_t n, char *buf, size_t size)
+{
+    if (hide)
+        return "(not shown: the URL has a user-info part)";
+    return dl_quote(s, n < 32 ? n : 32, buf, size);
+}
+
 static int parse_hostport(const char *s, size_t n, int defport, dl_endpoint_t *ep,
-                          char *err, size_t errlen)
+                          int hide, char *err, size_t errlen)
 {
     const char *host = s, *colon = NULL;
     size_t hlen;
@@ -99,7 +111,8 @@ static int parse_hostport(const char *s, size_t n, int defport, dl_endpoint_t *e
         memcpy(port, colon + 1, plen);
         port[plen] = 0;
         if (dl_parse_ulong(port, 1, 65535, &v)) {
-            snprintf(err, errlen, "bad port \"%s\" (1-65535)", port);
+            char q[160];
+            snprintf(err, errlen, "bad port %s (1-65535)", piece(hide, port, plen, q, sizeof q));
             return EINVAL;
         }
         ep->port = (int)v;
@@ -107,12 +120,13 @@ static int parse_hostport(const char *s, size_t n, int defport, dl_endpoint_t *e
     return 0;
 }
 
-static int parse_db(const char *s, size_t n, int *db, char *err, size_t errlen)
+static int parse_db(const char *s, size_t n, int *db, int hide, char *err, size_t errlen)
 {
     char buf[16];
     unsigned long v;
     if (n >= sizeof buf || (memcpy(buf, s, n), buf[n] = 0, dl_parse_ulong(buf, 0, 1000000, &v))) {
-        snprintf(err, errlen, "bad database number \"%.*s\"", (int)(n < 32 ? n : 32), s);
+        char q[160];
+        snprintf(err, errlen, "bad database number %s", piece(hide, s, n, q, sizeof q));
         return EINVAL;
     }
     *db = (int)v;
@@ -121,15 +135,16 @@ static int parse_db(const char *s, size_t n, int *db, char *err, size_t errlen)
 
 /* The query string: wait=N, wait_ms=M, and db=N (unix:// only, whose path
  * has no room for a database number). */
-static int parse_query(const char *q, dl_config_t *c, char *err, size_t errlen)
+static int parse_query(const char *q, dl_config_t *c, int hide, char *err, size_t errlen)
 {
+    char shown[160];
     int have_wait_ms = 0;
     while (*q) {
         const char *amp = strchr(q, '&');
         size_t n = amp ? (size_t)(amp - q) : strlen(q);
         const char *eq = memchr(q, '=', n);
         if (!eq) {
-            snprintf(err, errlen, "query item \"%.*s\" needs a value", (int)(n < 32 ? n : 32), q);
+            snprintf(err, errlen, "query item %s needs a value", piece(hide, q, n, shown, sizeof shown));
             return EINVAL;
         }
         size_t klen = (size_t)(eq - q), vlen = n - klen - 1;
@@ -141,7 +156,7 @@ static int parse_query(const char *q, dl_config_t *c, char *err, size_t errlen)
             val[vlen] = 0;
         }
         if (klen == 2 && memcmp(q, "db", 2) == 0 && c->scheme == DL_SCHEME_UNIX) {
-            if (parse_db(eq + 1, vlen, &c->db, err, errlen))
+            if (parse_db(eq + 1, vlen, &c->db, hide, err, errlen))
                 return EINVAL;
         } else if (klen == 4 && memcmp(q, "wait", 4) == 0) {
             if (!num || dl_parse_ulong(val, 0, 64, &v)) {
@@ -157,8 +172,8 @@ static int parse_query(const char *q, dl_config_t *c, char *err, size_t errlen)
             c->wait_ms = v;
             have_wait_ms = 1;
         } else {
-            snprintf(err, errlen, "unknown query item \"%.*s\" (known: %swait, wait_ms)",
-                     (int)(klen < 32 ? klen : 32), q, c->scheme == DL_SCHEME_UNIX ? "db, " : "");
+            snprintf(err, errlen, "unknown query item %s (known: %swait, wait_ms)",
+                     piece(hide, q, klen, shown, sizeof shown), c->scheme == DL_SCHEME_UNIX ? "db, " : "");
             return EINVAL;
         }
         q += n + (amp ? 1 : 0);
@@ -192,6 +207,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         snprintf(err, errlen, "empty");
         return EINVAL;
     }
+    int hide = strchr(url, '@') != NULL;
     if (strncmp(url, "unix://", 7) == 0) {
         const char *path = url + 7, *q = strchr(path, '?');
         size_t plen = q ? (size_t)(q - path) : strlen(path);
@@ -204,7 +220,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         c->ep[0].port = 0;
         c->nep = 1;
         c->scheme = DL_SCHEME_UNIX;
-        return q ? parse_query(q + 1, c, err, errlen) : 0;
+        return q ? parse_query(q + 1, c, hide, err, errlen) : 0;
     }
     int si = -1;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
@@ -212,9 +228,11 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
             si = (int)i;
     if (si < 0) {
         const char *sep = strstr(url, "://");
+        char q[160];
         if (sep && (size_t)(sep - url) < 32)
-            snprintf(err, errlen, "unsupported scheme \"%.*s\" (supported: redis://, unix://, "
-                     "redis-sentinel://, redis-cluster://, redlock://)", (int)(sep - url), url);
+            snprintf(err, errlen, "unsupported scheme %s (supported: redis://, unix://, "
+                     "redis-sentinel://, redis-cluster://, redlock://)",
+                     dl_quote(url, (size_t)(sep - url), q, sizeof q));
         else
             snprintf(err, errlen, "not a URL (expected redis://host:port or unix:///path)");
         return EINVAL;
@@ -223,6 +241,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
     const char *p = url + strlen(schemes[si].prefix);
     const char *query = strchr(p, '?');
     size_t rest = query ? (size_t)(query - p) : strlen(p);
+    const char *end = p + rest;               /* p moves past the user info below */
     const char *slash = memchr(p, '/', rest);
     size_t alen = slash ? (size_t)(slash - p) : rest;
     /* userinfo ends at the last '@' of the authority: passwords may hold '@'
@@ -255,7 +274,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
             snprintf(err, errlen, "more than %d hosts", DL_MAX_ENDPOINTS);
             return EINVAL;
         }
-        if (parse_hostport(h, hn, schemes[si].defport, &c->ep[c->nep], err, errlen))
+        if (parse_hostport(h, hn, schemes[si].defport, &c->ep[c->nep], hide, err, errlen))
             return EINVAL;
         c->nep++;
         if (!comma)
@@ -270,7 +289,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
 
     /* The path: /db, or for sentinel /MASTER[/db]; a cluster has only db 0. */
     const char *path = slash ? slash + 1 : NULL;
-    size_t plen = slash ? (size_t)(p + rest - path) : 0;
+    size_t plen = slash ? (size_t)(end - path) : 0;
     if (c->scheme == DL_SCHEME_SENTINEL) {
         const char *s2 = path ? memchr(path, '/', plen) : NULL;
         size_t mlen = s2 ? (size_t)(s2 - path) : plen;
@@ -284,14 +303,14 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         plen = s2 ? plen - mlen - 1 : 0;
     }
     if (plen) {
-        if (parse_db(path, plen, &c->db, err, errlen))
+        if (parse_db(path, plen, &c->db, hide, err, errlen))
             return EINVAL;
         if (c->scheme == DL_SCHEME_CLUSTER && c->db) {
             snprintf(err, errlen, "redis-cluster:// has only database 0");
             return EINVAL;
         }
     }
-    return query ? parse_query(query + 1, c, err, errlen) : 0;
+    return query ? parse_query(query + 1, c, hide, err, errlen) : 0;
 }
 
 const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size)
@@ -313,9 +332,11 @@ static int env_ulong(const char *var, unsigned long def, unsigned long min,
         *out = def;
         return 0;
     }
-    if (dl_parse_ulong(v, min, max, out))
-        return dl_fail(EINVAL, "%s=\"%.40s\": expected a whole number of ms from %lu to %lu",
-                       var, v, min, max);
+    if (dl_parse_ulong(v, min, max, out)) {
+        char q[200];
+        return dl_fail(EINVAL, "%s=%s: expected a whole number of ms from %lu to %lu",
+                       var, dl_quote(v, strnlen(v, 40), q, sizeof q), min, max);
+    }
     return 0;
 }
 
@@ -350,15 +371,20 @@ int dl_config_load(dl_config_t *c)
     static const char *levels[] = { "off", "error", "warn", "info", "debug" };
     const char *log = secure_getenv("DISTLOCK_LOG");
     c->log_level = DL_LOG_WARN;
-    if (log) {
+    /* Empty is "not set", as for DISTLOCK_PASSWORD: `DISTLOCK_LOG= prog`
+     * (or an env file with an empty entry) keeps the default level. */
+    if (log && *log) {
         int found = 0;
         for (int i = 0; i < 5; i++)
             if (strcmp(log, levels[i]) == 0) {
                 c->log_level = i;
                 found = 1;
             }
-        if (!found)
-            return dl_fail(EINVAL, "DISTLOCK_LOG=\"%.20s\": expected off, error, warn, info or debug", log);
+        if (!found) {
+            char q[120];
+            return dl_fail(EINVAL, "DISTLOCK_LOG=%s: expected off, error, warn, info or debug",
+                           dl_quote(log, strnlen(log, 20), q, sizeof q));
+        }
     }
     return 0;
 }

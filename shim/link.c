@@ -118,10 +118,19 @@ static void warn_rate_limited(const char *err, const dl_link_t *k)
 static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
 {
     const dl_config_t *cfg = k->cfg;
+    /* The I/O time-out runs from when the batch was sent, not from when a
+     * failure was noticed: a stalled server is noticed only when a read
+     * times out, after timeout_ms already. */
+    uint64_t started = dl_now_ms();
+    int shortened = 0;        /* k->ctx was opened with less than timeout_ms */
     uint64_t give_up = 0;
     unsigned backoff = 10;
     char err[200] = "";
     size_t first = 0;                 /* commands before it have replies */
+    /* A connection opened by an earlier batch may be stale: the server
+     * restarted, or closed it after `timeout` idle seconds.  A fail-fast
+     * link gives it one fresh connection before calling the server down. */
+    int may_be_stale = k->ctx != NULL, stale = 0;
     if (k->fail_fast && k->down_until) {
         if (dl_now_ms() < k->down_until) {
             fail_all(cmds, n, k->down_err);
@@ -145,6 +154,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                          : dl_connect_ep(cfg, &k->ep, budget, err, sizeof err);
             dl_sigpipe_restore(&oldmask, pending);
             if (k->ctx) {
+                shortened = budget < k->timeout_ms;
                 DL_STAT_ADD(reconnects, 1);
                 if (give_up)
                     dl_log(DL_LOG_INFO, "reconnected to redis");
@@ -171,8 +181,16 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                     cmds[first]->reply = reply;
                 }
             }
-            if (first == n)
+            if (first == n) {
+                if (shortened) {
+                    /* opened with what was left of this batch's time: later
+                     * batches get the whole time-out again */
+                    struct timeval tv = { (time_t)(k->timeout_ms / 1000),
+                                          (suseconds_t)(k->timeout_ms % 1000) * 1000 };
+                    redisSetTimeout(k->ctx, tv);
+                }
                 break;
+            }
             char name[160];
             if (cfg->scheme == DL_SCHEME_SENTINEL)
                 snprintf(name, sizeof name, "master \"%.100s\"", cfg->master);
@@ -180,12 +198,20 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                 dl_ep_name(&k->ep, cfg->scheme == DL_SCHEME_UNIX, name, sizeof name);
             snprintf(err, sizeof err, "redis %.120s: %.70s", name,
                      k->ctx->errstr[0] ? k->ctx->errstr : "connection lost");
+            stale = may_be_stale && !reroute &&
+                    (k->ctx->err == REDIS_ERR_EOF || strstr(k->ctx->errstr, "reset") ||
+                     strstr(k->ctx->errstr, "Broken pipe"));
+            may_be_stale = 0;
             redisFree(k->ctx);
             k->ctx = NULL;
             for (size_t i = first; i < n; i++)
                 cmds[i]->retried = !reroute;
         }
         uint64_t now = dl_now_ms();
+        if (k->fail_fast && stale) {
+            stale = 0;
+            continue;                 /* reconnect once, resend what has no reply */
+        }
         if (k->fail_fast) {
             warn_rate_limited(err, k);
             if (k->down_ms) {
@@ -196,7 +222,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             break;
         }
         if (!give_up) {
-            give_up = now + k->timeout_ms;
+            give_up = started + k->timeout_ms;
             warn_rate_limited(err, k);
         }
         if (now >= give_up) {

@@ -82,14 +82,18 @@ static long long elem(const redisReply *r, size_t i)
  * away.  0, ENOLCK (the hold had lapsed), EIO. */
 static int release_redis(dl_proc_t *p, dl_lock_t *l)
 {
-    char mode[2] = { l->rmode, 0 };
+    char mode[2] = { l->rmode, 0 }, relid[24];
     int lost = l->lost;
+    /* Names this hold in every copy of the call, so a resend after a lost
+     * reply is told "already released" (2), not "held nothing" (0). */
+    int relidlen = snprintf(relid, sizeof relid, "%llu", (unsigned long long)l->fence);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
     dl_call_t c;
     call_init(&c, DL_SCRIPT_RELEASE, p, l);
     dl_call_arg(&c, mode, 1);
+    dl_call_arg(&c, relid, (size_t)relidlen);
     int rc = dl_script_run(p->conn, &c, 1);
     char q[96];
     qname(l, q, sizeof q);
@@ -98,8 +102,10 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
-    } else if (c.cmd.reply->type == REDIS_REPLY_INTEGER && c.cmd.reply->integer == 0 &&
-               !c.cmd.retried) {
+    } else if (c.cmd.reply->type == REDIS_REPLY_INTEGER && c.cmd.reply->integer == 0) {
+        /* Even for a resend: a first copy that ran left the release mark,
+         * and the reply would be 2.  So a server that restarted empty under
+         * us gives ENOLCK, and a cut connection does not. */
         lost = 1;
     }
     dl_calls_free(&c, 1);
@@ -393,7 +399,8 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
         if (rq->errorcheck)
             rc = dl_fail(EDEADLK, "lock %s: already held by this thread", qname(l, q, sizeof q));
         else if ((rc = dl_holder_push(l, tid, 'w')))
-            dl_seterr("lock %s: %s", q, rc == EAGAIN ? "reentrancy count overflow" : "out of memory");
+            dl_seterr("lock %s: %s", qname(l, q, sizeof q),
+                      rc == EAGAIN ? "reentrancy count overflow" : "out of memory");
         pthread_mutex_unlock(&l->mu);
         return rc;
     }
