@@ -92,6 +92,16 @@ void dl_cluster_abandon(dl_cluster_t *cl)
         dl_link_abandon(cl->nodes[i]);
 }
 
+void dl_cluster_free(dl_cluster_t *cl)
+{
+    if (!cl)
+        return;
+    for (int i = 0; i < cl->nnodes; i++)
+        dl_link_free(cl->nodes[i]);
+    pthread_mutex_destroy(&cl->mu);
+    free(cl);
+}
+
 /* Applies a CLUSTER SLOTS reply from node `from`. */
 static int apply_slots(dl_cluster_t *cl, const redisReply *r, int from)
 {
@@ -264,6 +274,7 @@ int dl_cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
                 c->reply = tmp[t].reply;
                 c->err = tmp[t].err;
                 c->retried |= tmp[t].retried;
+                c->sent |= tmp[t].sent;
                 memcpy(c->errmsg, tmp[t].errmsg, sizeof c->errmsg);
             }
         }

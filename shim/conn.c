@@ -63,10 +63,20 @@ void dl_conn_abandon(dl_conn_t *c)
     dl_cluster_abandon(c->cluster);
 }
 
+void dl_conn_free(dl_conn_t *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < c->nlinks; i++)
+        dl_link_free(c->links[i]);
+    dl_cluster_free(c->cluster);
+    free(c);
+}
+
 int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n)
 {
     for (int i = 0; i < n; i++)
-        cmds[i].retried = 0;
+        cmds[i].retried = cmds[i].sent = 0;
     if (c->cluster)
         return dl_cluster_exec(c->cluster, cmds, n);
     return dl_link_exec(c->links[0], cmds, n);
@@ -82,7 +92,7 @@ int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n)
     if (c->cluster)
         return dl_conn_exec(c, cmds, n);
     for (int i = 0; i < n; i++)
-        cmds[i].retried = 0;
+        cmds[i].retried = cmds[i].sent = 0;
     return dl_link_exec(c->links[node], cmds, n);
 }
 

@@ -33,6 +33,8 @@ typedef struct dl_cmd {
     int err;                  /* 0, or EIO when no reply could be had */
     int retried;              /* sent again after a connection failure: the
                                  first copy may have run */
+    int sent;                 /* written to a server at least once: with err,
+                                 it may still have run there */
     char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
     int done;                 /* internal */
 } dl_cmd_t;
@@ -89,6 +91,11 @@ int dl_conn_wait(dl_conn_t *c, const char *key, size_t keylen, char *err, size_t
 
 /* After fork, in the child: close the sockets without sending anything. */
 void dl_conn_abandon(dl_conn_t *c);
+
+/* Closes the connections and frees c (NULL: nothing).  No other thread may
+ * be using it.  For short-lived users such as the distlock command's
+ * status/list/break; the library keeps its own conn for the process. */
+void dl_conn_free(dl_conn_t *c);
 
 /* --- cluster.c (used by conn.c) -------------------------------------- */
 

@@ -21,11 +21,14 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n);
 const dl_endpoint_t *dl_link_ep(const dl_link_t *k);
 /* After fork, in the child. */
 void dl_link_abandon(dl_link_t *k);
+/* Closes and frees k (NULL: nothing); nobody may be using it. */
+void dl_link_free(dl_link_t *k);
 
 /* --- cluster.c --- */
 typedef struct dl_cluster dl_cluster_t;
 dl_cluster_t *dl_cluster_new(const dl_config_t *cfg);
 int dl_cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n);
 void dl_cluster_abandon(dl_cluster_t *cl);
+void dl_cluster_free(dl_cluster_t *cl);
 
 #endif

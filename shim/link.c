@@ -56,6 +56,19 @@ void dl_link_abandon(dl_link_t *k)
         close(k->ctx->fd);
 }
 
+void dl_link_free(dl_link_t *k)
+{
+    if (!k)
+        return;
+    if (k->ctx)
+        redisFree(k->ctx);
+    free(k->queue);
+    free(k->batch);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+}
+
 static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
 {
     for (size_t i = 0; i < n; i++) {
@@ -161,8 +174,10 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             }
         }
         if (k->ctx) {
-            for (size_t i = first; i < n; i++)
+            for (size_t i = first; i < n; i++) {
                 redisAppendCommandArgv(k->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
+                cmds[i]->sent = 1;
+            }
             DL_STAT_ADD(roundtrips, 1);
             DL_STAT_ADD(commands, n - first);
             int reroute = 0;

@@ -38,6 +38,7 @@ typedef struct dl_grant {
     int dead;
     int more;
     int claimed;              /* granted while we waited: only the claim ttl */
+    int maybe;                /* failed, but an acquire or cancel may have run */
 } dl_grant_t;
 
 static const char *qname(const dl_lock_t *l, char *buf, size_t size)
@@ -184,6 +185,10 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
         dl_call_arg(&c, wttlbuf, (size_t)wttllen);
         dl_call_arg(&c, claimbuf, (size_t)claimlen);
         if (dl_script_run(p->conn, &c, 1)) {
+            /* A time-out says nothing of whether Redis ran it (a stalled
+             * server runs it when it resumes): we may hold the lock, or be
+             * queued, without knowing.  finish() has that withdrawn. */
+            g->maybe = c.cmd.sent;
             rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
             break;
         }
@@ -251,7 +256,10 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             call_init(&c, DL_SCRIPT_CANCEL, p, l);
             dl_call_arg(&c, mode, 1);
             rc = ETIMEDOUT;
-            if (dl_script_run(p->conn, &c, 1) == 0 && elem(c.cmd.reply, 0) == 1) {
+            int crc = dl_script_run(p->conn, &c, 1);
+            if (crc)
+                g->maybe = 1;         /* still queued: a grant may come */
+            if (crc == 0 && elem(c.cmd.reply, 0) == 1) {
                 g->fence = (uint64_t)elem(c.cmd.reply, 1);
                 g->dead = elem(c.cmd.reply, 2) == 1;
                 g->more = elem(c.cmd.reply, 3) > 0;
@@ -339,6 +347,13 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     char q[96];
     pthread_mutex_lock(&l->mu);
     l->busy = 0;
+    if (rc == 0 || rc == EOWNERDEAD)
+        l->undo = 0;              /* whatever a failed call left is ours now */
+    else if (g->maybe && !l->rmode) {
+        l->undo = rq->mode;
+        dl_watchdog_ensure(p);
+        dl_watchdog_due(p, l, dl_now_ms() + 50);
+    }
     if (rc == 0 || rc == EOWNERDEAD) {
         took_redis(p, l, rq, g);
         int prc = dl_holder_push(l, tid, rq->mode);
@@ -457,7 +472,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
@@ -519,7 +534,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }

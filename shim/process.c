@@ -16,8 +16,11 @@ static dl_proc_t *dl_proc;
 static pthread_mutex_t dl_proc_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t dl_atfork_once = PTHREAD_ONCE_INIT;
 
-/* Parents' states that a child inherited: kept reachable, never used. */
-static dl_proc_t *dl_orphans[64];
+/* Parents' states that a child inherited: kept reachable, never used.
+ * volatile: the array is only ever written, and an optimizing compiler
+ * drops a write-only static with its stores (then valgrind and LSan report
+ * the parent's whole state as "definitely lost" in every forked child). */
+static dl_proc_t *volatile dl_orphans[64];
 static int dl_norphans;
 
 static void child_after_fork(void)

@@ -35,6 +35,7 @@ static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, co
 {
     c->cmd.err = EIO;
     c->cmd.reply = NULL;
+    c->cmd.sent = 1;          /* some server may have run it */
     snprintf(c->cmd.errmsg, sizeof c->cmd.errmsg, fmt, got, nodes, need, why);
 }
 
@@ -196,6 +197,7 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
             rc = EIO;
         }
         c->cmd.retried = 0;
+        c->cmd.sent = 1;
     }
     free(per), free(granted);
     return rc;

@@ -140,7 +140,9 @@ int dl_registry_drop_obj(dl_registry_t *r, dl_lock_t *l)
     pthread_mutex_lock(&r->mu);
     if (l->objs == 1) {
         pthread_mutex_lock(&l->mu);
-        int busy = l->nholders || l->wwait || l->rwait || l->busy || l->regid;
+        /* A withdrawal by the watchdog holds its own reference: it is no
+         * reason to refuse a destroy. */
+        int busy = l->nholders || l->wwait || l->rwait || (l->busy && !l->undoing) || l->regid;
         pthread_mutex_unlock(&l->mu);
         if (busy) {
             pthread_mutex_unlock(&r->mu);

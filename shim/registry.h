@@ -64,6 +64,9 @@ typedef struct dl_lock {
     int remote_waiting;       /* another process queues for the lock */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
+    int undoing;              /* the watchdog is withdrawing it (busy is set) */
+    char undo;                /* 0, or the mode of an acquisition that failed with EIO
+                                 but may have run in Redis: the watchdog withdraws it */
 
     /* A thread waiting in Redis's queue for a grant. */
     uint64_t regid;           /* its registration id, 0 none */

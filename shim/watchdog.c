@@ -22,14 +22,50 @@ typedef struct held {
 typedef struct collect {
     held_t *v;
     size_t n, cap;
+    held_t *u;                /* acquisitions to withdraw (l->undo) */
+    size_t un, ucap;
     int all;                  /* a regular tick: every hold */
     uint64_t now, next;       /* next: earliest due left for later */
 } collect_t;
 
 /* Registry mutex and l->mu held: pin each hold to renew now. */
+/* Registry mutex and l->mu held: an acquisition that failed with EIO may
+ * have run in Redis (a stalled server runs queued commands when it
+ * resumes), leaving a hold or a registration nobody knows of, which would
+ * keep the others out for a lease.  Withdraw it, as this lock's only
+ * thread talking to Redis (busy) until the reply. */
+static void collect_undo(dl_lock_t *l, collect_t *c)
+{
+    if (l->rmode || l->regid) {
+        l->undo = 0;              /* ours again: the acquire script said "mine" */
+        return;
+    }
+    if (l->busy) {
+        c->next = c->now + 1;
+        return;
+    }
+    if (c->un == c->ucap) {
+        size_t cap = c->ucap ? c->ucap * 2 : 16;
+        held_t *u = realloc(c->u, cap * sizeof *u);
+        if (!u)
+            return;
+        c->u = u;
+        c->ucap = cap;
+    }
+    held_t *h = &c->u[c->un++];
+    h->l = l;
+    h->holdseq = l->holdseq;
+    h->mode[0] = l->undo;
+    h->mode[1] = 0;
+    l->busy = l->undoing = 1;
+    l->refs++;
+}
+
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
+    if (l->undo)
+        collect_undo(l, c);
     if (!l->rmode || !l->renew || l->lost) {
         l->renew_due = 0;
         return;
@@ -102,11 +138,59 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
     dl_calls_free(calls, (int)n);
 }
 
+static void *dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
+
+/* Withdraws each acquisition of c->u: cancel (leave the queue) then
+ * release (end a hold), in one batch per lock. */
+static void undo_all(dl_proc_t *p, collect_t *c)
+{
+    for (size_t i = 0; i < c->un; i++) {
+        dl_lock_t *l = c->u[i].l;
+        dl_call_t calls[2];
+        for (int k = 0; k < 2; k++) {
+            calls[k].script = k == 0 ? DL_SCRIPT_CANCEL : DL_SCRIPT_RELEASE;
+            calls[k].keys = l->keys;
+            calls[k].keylen = l->keylen;
+            calls[k].nargs = 0;
+            dl_call_arg(&calls[k], p->chanprefix, p->chanprefix_len);
+            dl_call_arg(&calls[k], p->token, strlen(p->token));
+            dl_call_arg(&calls[k], c->u[i].mode, 1);
+        }
+        int rc = dl_script_run(p->conn, calls, 2);
+        redisReply *r = calls[1].cmd.reply;
+        int had = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        dl_calls_free(calls, 2);
+        pthread_mutex_lock(&l->mu);
+        if (!rc) {
+            l->undo = 0;
+            if (had) {
+                char q[96];
+                dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
+                       "after all; that hold is released",
+                       dl_quote(l->name, l->namelen, q, sizeof q));
+            }
+        }
+        l->busy = l->undoing = 0;
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+        if (rc) {
+            /* Redis still unreachable: again in a while */
+            pthread_mutex_lock(&p->wmu);
+            uint64_t again = dl_now_ms() + 200;
+            if (again < p->wnext)
+                p->wnext = again;
+            pthread_mutex_unlock(&p->wmu);
+        }
+        dl_registry_put(&p->reg, l);
+    }
+    c->un = 0;
+}
+
 static void *watchdog_main(void *arg)
 {
     dl_proc_t *p = arg;
     unsigned long tick = p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1;
-    collect_t c = { NULL, 0, 0, 0, 0, 0 };
+    collect_t c = { NULL, 0, 0, NULL, 0, 0, 0, 0, 0 };
     dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
     p->wbuf[0] = calls;
     uint64_t tick_at = dl_now_ms() + tick;
@@ -124,6 +208,7 @@ static void *watchdog_main(void *arg)
         pthread_mutex_unlock(&p->wmu);
 
         c.n = 0;
+        c.un = 0;
         c.now = dl_now_ms();
         c.all = c.now >= tick_at;
         c.next = DL_FOREVER;
@@ -131,12 +216,15 @@ static void *watchdog_main(void *arg)
             tick_at = c.now + tick;
         dl_registry_each(&p->reg, collect, &c);
         p->wbuf[1] = c.v;         /* reachable from the state (leak checkers, forks) */
+        dl_undo_buf = c.u;
         if (c.next != DL_FOREVER) {
             pthread_mutex_lock(&p->wmu);
             if (c.next < p->wnext)
                 p->wnext = c.next;
             pthread_mutex_unlock(&p->wmu);
         }
+        if (c.un)
+            undo_all(p, &c);
         if (!c.n)
             continue;
         if (!calls && !(calls = p->wbuf[0] = malloc(DL_RENEW_CHUNK * sizeof *calls))) {

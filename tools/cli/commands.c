@@ -10,9 +10,11 @@
 
 static int open_or_fail(cli_redis_t *r)
 {
-    int rc = cli_redis_open(r);
-    if (rc)
+    int rc = cli_redis_open(r, 0);
+    if (rc) {
         cli_err("%s", r->err);
+        cli_redis_close(r);
+    }
     return rc;
 }
 
@@ -82,10 +84,11 @@ int cli_list(const cli_opts_t *o)
     cli_names_free(names, lens, n);
 
     /* Keys linger a moment after a release (a waiter's registration, the
-     * meta hash for 7 days): without --all, show what is held or waited on. */
+     * meta hash for 7 days): without --all, show what is held or waited on
+     * (with redlock, also what a minority of the servers shows held). */
     size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
-        if (o->all || st[i].nholders || st[i].nwaiters)
+        if (o->all || st[i].nholders || st[i].nwaiters || st[i].disputed)
             st[shown++] = st[i];
         else
             cli_lockstat_free(&st[i]);
@@ -133,7 +136,7 @@ int cli_break(const cli_opts_t *o)
     if (st.nholders == 1)
         printf("broke %s: removed the hold of %s", q, cli_who(&st.holders[0].who, who, sizeof who));
     else
-        printf("broke %s: removed %lld holds", q, removed);
+        printf("broke %s: removed %lld hold%s", q, removed, removed == 1 ? "" : "s");
     if (st.nwaiters)
         printf("; handed it to the waiters (%zu)", st.nwaiters);
     printf("; the next holder gets EOWNERDEAD\n");

@@ -201,6 +201,37 @@ static void json_who(FILE *f, const cli_who_t *w)
     fprintf(f, ",\"pid\":%ld,\"thread\":%ld,\"mode\":\"%s\"", w->pid, w->tid, mode_word(w->mode));
 }
 
+/* redlock://: "redlock":{"need":2,"agree":3,"servers":[{"server":"h:p",
+ * "answered":true,"mode":"exclusive","holders":[{who}...],"agrees":true,
+ * "error":null}...]} */
+static void json_servers(FILE *f, const cli_lockstat_t *st)
+{
+    fprintf(f, ",\"redlock\":{\"need\":%zu,\"agree\":%zu,\"servers\":[", st->need, st->agree);
+    for (size_t i = 0; i < st->nservers; i++) {
+        const cli_server_t *sv = &st->servers[i];
+        fputs(i ? ",{\"server\":" : "{\"server\":", f);
+        json_str(f, sv->name, strlen(sv->name));
+        fprintf(f, ",\"answered\":%s,\"mode\":", sv->answered ? "true" : "false");
+        if (sv->answered)
+            fprintf(f, "\"%s\"", mode_word(sv->mode));
+        else
+            fputs("null", f);
+        fputs(",\"holders\":[", f);
+        for (size_t k = 0; k < sv->nholders; k++) {
+            fputs(k ? ",{" : "{", f);
+            json_who(f, &sv->holders[k]);
+            fputc('}', f);
+        }
+        fprintf(f, "],\"agrees\":%s,\"error\":", sv->agrees ? "true" : "false");
+        if (sv->answered)
+            fputs("null", f);
+        else
+            json_str(f, sv->err, strlen(sv->err));
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
 void cli_print_status_json(FILE *f, const cli_lockstat_t *st)
 {
     fputs("{\"name\":", f);
@@ -229,8 +260,11 @@ void cli_print_status_json(FILE *f, const cli_lockstat_t *st)
         fprintf(f, "%llu", st->last_fence);
     else
         fputs("null", f);
-    fprintf(f, ",\"next_gets_ownerdead\":%s,\"broken\":%s}",
+    fprintf(f, ",\"next_gets_ownerdead\":%s,\"broken\":%s",
             st->next_ownerdead ? "true" : "false", st->broken ? "true" : "false");
+    if (st->nservers)
+        json_servers(f, st);
+    fputc('}', f);
 }
 
 void cli_print_list_json(FILE *f, const cli_lockstat_t *v, size_t n)
@@ -245,6 +279,33 @@ void cli_print_list_json(FILE *f, const cli_lockstat_t *v, size_t n)
 }
 
 /* ---------------------------------------------------------------- views */
+
+/* redlock://: how many servers agree, and when not all do, one line per
+ * server:
+ *   servers:  2 of 3 agree (2 needed)
+ *   server:   127.0.0.1:7001: held exclusive by web1:4242 (thread 4242)
+ *   server:   127.0.0.1:7003: unreachable: Connection refused           */
+static void print_servers(FILE *f, const cli_lockstat_t *st)
+{
+    char who[600];
+    fprintf(f, "%-9s %zu of %zu agree (%zu needed)\n", "servers:", st->agree, st->nservers, st->need);
+    if (st->agree == st->nservers)
+        return;
+    for (size_t i = 0; i < st->nservers; i++) {
+        const cli_server_t *sv = &st->servers[i];
+        fprintf(f, "%-9s %s: ", "server:", sv->name);
+        if (!sv->answered)
+            fprintf(f, "unreachable: %s\n", sv->err);
+        else if (!sv->nholders)
+            fprintf(f, "free\n");
+        else if (sv->nholders == 1)
+            fprintf(f, "held %s by %s\n", mode_word(sv->holders[0].mode),
+                    cli_who(&sv->holders[0], who, sizeof who));
+        else
+            fprintf(f, "held %s by %s and %zu more\n", mode_word(sv->mode),
+                    cli_who(&sv->holders[0], who, sizeof who), sv->nholders - 1);
+    }
+}
 
 void cli_print_status(FILE *f, const cli_lockstat_t *st)
 {
@@ -279,6 +340,8 @@ void cli_print_status(FILE *f, const cli_lockstat_t *st)
             fprintf(f, "%-9s the lease of %s ran out before it unlocked; the next holder gets "
                     "EOWNERDEAD\n", "note:", cli_who(&st->lapsed, who, sizeof who));
     }
+    if (st->nservers)
+        print_servers(f, st);
 }
 
 /* The longest-held holder, who the list and the waiting line show. */
@@ -291,25 +354,41 @@ static const cli_holder_t *first_holder(const cli_lockstat_t *st)
     return best;
 }
 
+/* The STATE column: exclusive, shared(N), free; with redlock, when not
+ * every server agrees, how many do: "exclusive (2/3)". */
+static const char *list_state(const cli_lockstat_t *st, char *buf, size_t size)
+{
+    if (st->mode == 'r' && st->nholders > 1)
+        snprintf(buf, size, "shared(%zu)", st->nholders);
+    else
+        snprintf(buf, size, "%s", mode_word(st->mode));
+    if (st->nservers && st->agree < st->nservers) {
+        size_t len = strlen(buf);
+        snprintf(buf + len, size - len, " (%zu/%zu)", st->agree, st->nservers);
+    }
+    return buf;
+}
+
 void cli_print_list(FILE *f, const cli_lockstat_t *v, size_t n)
 {
-    char name[1200], state[32], held[32], who[600];
-    int wname = 4;
+    char name[1200], state[64], held[32], who[600];
+    int wname = 4, wstate = 12;
     for (size_t i = 0; i < n; i++) {
         int len = (int)strlen(plain_name(v[i].name, v[i].namelen, name, sizeof name));
         if (len > wname)
             wname = len;
+        len = (int)strlen(list_state(&v[i], state, sizeof state));
+        if (len > wstate)
+            wstate = len;
     }
     if (wname > 60)
         wname = 60;
-    fprintf(f, "%-*s  %-12s  %-8s  %-7s  %s\n", wname, "NAME", "STATE", "HELD FOR", "WAITING", "HOLDER");
+    fprintf(f, "%-*s  %-*s  %-8s  %-7s  %s\n", wname, "NAME", wstate, "STATE", "HELD FOR", "WAITING",
+            "HOLDER");
     for (size_t i = 0; i < n; i++) {
         const cli_lockstat_t *st = &v[i];
         const cli_holder_t *h = first_holder(st);
-        if (st->mode == 'r' && st->nholders > 1)
-            snprintf(state, sizeof state, "shared(%zu)", st->nholders);
-        else
-            snprintf(state, sizeof state, "%s", mode_word(st->mode));
+        list_state(st, state, sizeof state);
         if (h) {
             cli_who(&h->who, who, sizeof who);
             if (st->nholders > 1) {
@@ -317,8 +396,8 @@ void cli_print_list(FILE *f, const cli_lockstat_t *v, size_t n)
                 snprintf(who + len, sizeof who - len, " +%zu more", st->nholders - 1);
             }
         }
-        fprintf(f, "%-*s  %-12s  %-8s  %-7zu  %s\n", wname,
-                plain_name(st->name, st->namelen, name, sizeof name), state,
+        fprintf(f, "%-*s  %-*s  %-8s  %-7zu  %s\n", wname,
+                plain_name(st->name, st->namelen, name, sizeof name), wstate, state,
                 h ? cli_duration(h->held_ms, held, sizeof held) : "-", st->nwaiters, h ? who : "-");
     }
 }

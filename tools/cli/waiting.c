@@ -79,10 +79,10 @@ static void clear_line(cli_waiting_t *w)
 
 static int open_quick(cli_redis_t *r)
 {
-    if (cli_redis_open(r))
+    if (cli_redis_open(r, PEEK_TIMEOUT_MS)) {
+        cli_redis_close(r);
         return -1;
-    struct timeval tv = { PEEK_TIMEOUT_MS / 1000, (PEEK_TIMEOUT_MS % 1000) * 1000 };
-    redisSetTimeout(r->ctx, tv);
+    }
     return 0;
 }
 
@@ -92,9 +92,9 @@ static void refresh(cli_waiting_t *w, cli_redis_t *r)
     char text[1024];
     cli_lockstat_t st;
     int have = 0;
-    if (!r->ctx)
+    if (!r->conn)
         open_quick(r);
-    if (r->ctx && cli_lockstat_fetch(r, w->name, w->namelen, &st) == 0)
+    if (r->conn && cli_lockstat_fetch(r, w->name, w->namelen, &st) == 0)
         have = 1;
     cli_waitline_text(text, sizeof text, w->name, w->namelen, have ? &st : NULL);
     if (have)
@@ -120,9 +120,9 @@ static void give_up(cli_waiting_t *w, cli_redis_t *r, int sig)
 {
     char q[200];
     clear_line(w);
-    if (!r->ctx)
+    if (!r->conn)
         open_quick(r);
-    if (!r->ctx || cli_withdraw(r, w->name, w->namelen, w->token, w->mode))
+    if (!r->conn || cli_withdraw(r, w->name, w->namelen, w->token, w->mode))
         cli_note("could not leave the queue of %s (%s); the registration lapses within 2s",
                  cli_quote(w->name, w->namelen, q, sizeof q), r->err);
     cli_redis_close(r);
