@@ -169,9 +169,14 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
                 fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, 1, why);
                 break;
             }
+            /* The holds removed: as many as the server that had the most
+             * (each server holds a copy of the same holds). */
             out = per[(size_t)(firstyes >= 0 ? firstyes : firstno) * n + j].cmd.reply;
-            out->type = REDIS_REPLY_INTEGER;
-            out->integer = yes;
+            for (int i = 0; i < nodes; i++) {
+                redisReply *r = per[(size_t)i * n + j].cmd.reply;
+                if (r && r->type == REDIS_REPLY_INTEGER && r->integer > out->integer)
+                    out->integer = r->integer;
+            }
             break;
         default:                      /* cancel: nobody queues with redlock */
             if (answered < need) {
