@@ -287,6 +287,10 @@ int dl_cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
             dl_cmd_t *c = &cmds[i];
             redisReply *r = c->reply;
             int slot, to;
+            if (c->err && c->deadline && dl_now_ms() >= c->deadline) {
+                pending[i] = 0;           /* its caller's deadline ran out */
+                continue;
+            }
             if (c->err) {
                 /* The node failed, perhaps mid-command: it may have run. */
                 snprintf(err, sizeof err, "%s", c->errmsg);

@@ -20,6 +20,7 @@
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -35,6 +36,8 @@ typedef struct dl_cmd {
                                  first copy may have run */
     int sent;                 /* written to a server at least once: with err,
                                  it may still have run there */
+    uint64_t deadline;        /* monotonic ms: give up waiting for the reply
+                                 then (EIO, errmsg says "timed out"); 0 none */
     char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
     int done;                 /* internal */
 } dl_cmd_t;

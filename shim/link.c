@@ -99,6 +99,27 @@ static int flush_nosignal(redisContext *ctx)
     return 0;
 }
 
+/* A reply on loopback or a LAN comes back within tens of microseconds:
+ * polling for it that long avoids putting the thread to sleep and waking it
+ * again, which costs about as much as the round trip itself.  Only the
+ * leader of a link spins, and only this long; then it blocks as usual. */
+#define DL_SPIN_US 40
+
+static void spin_for_reply(redisContext *ctx)
+{
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        char b;
+        ssize_t r = recv(ctx->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return;           /* data, EOF or an error: the read will tell */
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= DL_SPIN_US)
+            return;
+    }
+}
+
 /* Behind redis-sentinel://, a server that says it is no longer the master
  * (or not ready) is left for the one the sentinels name now; the command
  * did not run. */
@@ -123,6 +144,45 @@ static void warn_rate_limited(const char *err, const dl_link_t *k)
         else
             dl_log(DL_LOG_WARN, "%s; retrying for up to %lu ms", err, k->timeout_ms);
     }
+}
+
+/* The earliest deadline of cmds[first..n), 0 if none. */
+static uint64_t batch_deadline(dl_cmd_t **cmds, size_t first, size_t n)
+{
+    uint64_t d = 0;
+    for (size_t i = first; i < n; i++)
+        if (cmds[i]->deadline && (!d || cmds[i]->deadline < d))
+            d = cmds[i]->deadline;
+    return d;
+}
+
+/* Moves the commands of cmds[first..*n) whose deadline has passed behind
+ * the others (keeping their order), fails them, and shrinks *n to the
+ * rest.  The array keeps every pointer: the caller marks them all done. */
+static void expire(dl_cmd_t **cmds, size_t first, size_t *n, uint64_t now, const char *why)
+{
+    size_t m = *n - first, keep = 0, gone = 0;
+    dl_cmd_t **tmp = malloc(m * sizeof *tmp);
+    if (!tmp)
+        return;                       /* they wait for the I/O time-out instead */
+    for (size_t i = first; i < *n; i++)
+        if (!(cmds[i]->deadline && cmds[i]->deadline <= now))
+            tmp[keep++] = cmds[i];
+    for (size_t i = first; i < *n; i++)
+        if (cmds[i]->deadline && cmds[i]->deadline <= now) {
+            tmp[keep + gone++] = cmds[i];
+            cmds[i]->err = EIO;
+            snprintf(cmds[i]->errmsg, sizeof cmds[i]->errmsg, "timed out waiting for %s", why);
+        }
+    memcpy(cmds + first, tmp, m * sizeof *tmp);
+    free(tmp);
+    *n = first + keep;
+}
+
+static void set_timeout(redisContext *ctx, unsigned long ms)
+{
+    struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
+    redisSetTimeout(ctx, tv);
 }
 
 /* The leader's I/O for one batch, without k->mu.  Each command ends with a
@@ -181,7 +241,14 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             DL_STAT_ADD(roundtrips, 1);
             DL_STAT_ADD(commands, n - first);
             int reroute = 0;
+            /* A command with a deadline (a timed lock) waits no longer than
+             * that for its reply, even when the server stalls. */
+            uint64_t dl = batch_deadline(cmds, first, n), t = dl_now_ms();
+            int cut = dl && dl < t + k->timeout_ms;
+            if (cut)
+                set_timeout(k->ctx, dl > t ? dl - t : 1);
             if (flush_nosignal(k->ctx) == 0) {
+                spin_for_reply(k->ctx);
                 for (; first < n; first++) {
                     void *reply = NULL;
                     if (redisGetReply(k->ctx, &reply) != REDIS_OK)
@@ -197,13 +264,10 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                 }
             }
             if (first == n) {
-                if (shortened) {
-                    /* opened with what was left of this batch's time: later
-                     * batches get the whole time-out again */
-                    struct timeval tv = { (time_t)(k->timeout_ms / 1000),
-                                          (suseconds_t)(k->timeout_ms % 1000) * 1000 };
-                    redisSetTimeout(k->ctx, tv);
-                }
+                /* opened with what was left of this batch's time, or cut
+                 * for a deadline: later batches get the whole time-out */
+                if (shortened || cut)
+                    set_timeout(k->ctx, k->timeout_ms);
                 break;
             }
             char name[160];
@@ -221,6 +285,15 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             k->ctx = NULL;
             for (size_t i = first; i < n; i++)
                 cmds[i]->retried = !reroute;
+            if (cut && dl_now_ms() >= dl) {
+                /* A deadline ran out, not the I/O time-out: those commands
+                 * end here (they may still run: the caller knows from
+                 * `sent`); the others are sent again at once. */
+                expire(cmds, first, &n, dl_now_ms(), name);
+                if (first == n)
+                    break;
+                continue;
+            }
         }
         uint64_t now = dl_now_ms();
         if (k->fail_fast && stale) {
@@ -250,6 +323,19 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
     }
 }
 
+/* Takes cmds[0..n) back out of the queue if no leader has taken them yet
+ * (k->mu held): 1 if so. */
+static int dequeue(dl_link_t *k, dl_cmd_t *cmds, int n)
+{
+    for (size_t i = 0; i + (size_t)n <= k->qlen; i++)
+        if (k->queue[i] == &cmds[0]) {
+            memmove(k->queue + i, k->queue + i + n, (k->qlen - i - (size_t)n) * sizeof *k->queue);
+            k->qlen -= (size_t)n;
+            return 1;
+        }
+    return 0;
+}
+
 int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
 {
     pthread_mutex_lock(&k->mu);
@@ -273,10 +359,29 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
         cmds[i].errmsg[0] = 0;
         k->queue[k->qlen++] = &cmds[i];
     }
+    uint64_t deadline = 0;
+    for (int i = 0; i < n; i++)
+        if (cmds[i].deadline && (!deadline || cmds[i].deadline < deadline))
+            deadline = cmds[i].deadline;
     /* Our commands are done when the last one is: replies come in order. */
     while (!__atomic_load_n(&cmds[n - 1].done, __ATOMIC_ACQUIRE)) {
         if (k->leader) {
-            pthread_cond_wait(&k->cv, &k->mu);
+            if (!deadline) {
+                pthread_cond_wait(&k->cv, &k->mu);
+                continue;
+            }
+            struct timespec ts;
+            dl_timespec_at(deadline, &ts);
+            if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) == ETIMEDOUT && dequeue(k, cmds, n)) {
+                /* Never sent: the leader is stuck on a stalled server. */
+                for (int i = 0; i < n; i++) {
+                    cmds[i].err = EIO;
+                    snprintf(cmds[i].errmsg, sizeof cmds[i].errmsg,
+                             "timed out waiting for redis (a round trip before it is stuck)");
+                }
+                pthread_mutex_unlock(&k->mu);
+                return EIO;
+            }
             continue;
         }
         k->leader = 1;

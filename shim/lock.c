@@ -66,6 +66,7 @@ static void call_init(dl_call_t *c, int script, const dl_proc_t *p, const dl_loc
     c->keys = l->keys;
     c->keylen = l->keylen;
     c->nargs = 0;
+    c->deadline = 0;
     dl_call_arg(c, p->chanprefix, p->chanprefix_len);
     dl_call_arg(c, p->token, strlen(p->token));
 }
@@ -184,12 +185,21 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
         dl_call_arg(&c, regbuf, (size_t)reglen);
         dl_call_arg(&c, wttlbuf, (size_t)wttllen);
         dl_call_arg(&c, claimbuf, (size_t)claimlen);
+        /* A timed lock waits for a stalled server no longer than its deadline. */
+        if (rq->deadline != DL_FOREVER && !rq->try_only) {
+            /* (a round trip's worth at least, for a deadline already past) */
+            uint64_t soonest = dl_now_ms() + 50;
+            c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
+        }
         if (dl_script_run(p->conn, &c, 1)) {
             /* A time-out says nothing of whether Redis ran it (a stalled
              * server runs it when it resumes): we may hold the lock, or be
              * queued, without knowing.  finish() has that withdrawn. */
             g->maybe = c.cmd.sent;
-            rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
+            if (c.deadline && dl_now_ms() >= c.deadline)
+                rc = ETIMEDOUT;   /* finish() words it; the watchdog withdraws what was sent */
+            else
+                rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
             break;
         }
         long long ok = elem(c.cmd.reply, 0);

@@ -48,6 +48,7 @@ static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int
             continue;
         dl_call_t c;
         c.script = DL_SCRIPT_RELEASE;
+        c.deadline = 0;
         c.keys = acq->keys;
         c.keylen = acq->keylen;
         c.nargs = 0;

@@ -42,6 +42,7 @@ static void build(dl_call_t *call, int by_sha)
     /* Every key shares the lock's {name} tag: the first routes the call. */
     call->cmd.key = call->keys[0];
     call->cmd.keylen = call->keylen[0];
+    call->cmd.deadline = call->deadline;
 }
 
 static int exec_on(dl_conn_t *conn, int node, dl_cmd_t *cmds, int n)

@@ -6,6 +6,7 @@
 #define DL_SCRIPT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "conn.h"
 
@@ -29,6 +30,7 @@ typedef struct dl_call {
     const char *const *keys;        /* DL_NKEYS keys */
     const size_t *keylen;
     int nargs;
+    uint64_t deadline;              /* monotonic ms, 0 none: see dl_cmd_t */
     const char *args[DL_MAX_ARGS];
     size_t arglen[DL_MAX_ARGS];
     /* internal */

@@ -103,6 +103,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
     for (size_t i = 0; i < n; i++) {
         dl_call_t *c = &calls[i];
         c->script = DL_SCRIPT_RENEW;
+        c->deadline = 0;
         c->keys = v[i].l->keys;
         c->keylen = v[i].l->keylen;
         c->nargs = 0;
@@ -149,6 +150,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         dl_call_t calls[2];
         for (int k = 0; k < 2; k++) {
             calls[k].script = k == 0 ? DL_SCRIPT_CANCEL : DL_SCRIPT_RELEASE;
+            calls[k].deadline = 0;
             calls[k].keys = l->keys;
             calls[k].keylen = l->keylen;
             calls[k].nargs = 0;
