@@ -1,0 +1,146 @@
+/*
+ * harness_checker.h - a mutual-exclusion checker for distlock.
+ *
+ * P processes x T threads repeatedly take one lock (a dist_mutex_t, or a
+ * dist_rwlock_t in read or write mode), and record every hold into an
+ * array shared by all of them (mmap MAP_SHARED|MAP_ANONYMOUS, so forked
+ * children write into the parent's view):
+ *
+ *   start  CLOCK_MONOTONIC ns right after the lock call returned
+ *   end    CLOCK_MONOTONIC ns right before the unlock call
+ *   fence  dist_*_getfence() during the hold
+ *   pid, tid, mode ('w' or 'r'), the lock and unlock return codes
+ *
+ * CLOCK_MONOTONIC is one clock for every process of the machine, so holds
+ * of different processes can be compared.  The holder also increments a
+ * shared counter non-atomically (read, pause, write) under a write hold,
+ * and a reader checks it does not change during its read hold.
+ *
+ * chk_verify() then checks, on the holds sorted by start:
+ *
+ *  - overlap: no write hold overlaps any other hold in time (for a mutex
+ *    every hold is a write hold); read holds may overlap read holds.  Two
+ *    holds overlap when the later one started before the earlier one
+ *    ended.  An overlap is "excused" (counted apart) when the earlier hold
+ *    was reported lost at its unlock (ENOLCK): the library said so, as the
+ *    SPEC allows after a lease lapse or a server that lost its data.
+ *  - fences: for any two holds A, B where A ended before B started and at
+ *    least one of them is a write hold: fence(A) <= fence(B), and
+ *    fence(A) < fence(B) when A and B are in different processes (SPEC:
+ *    every acquisition that changes the holding process gets a greater
+ *    fence; holds passed between threads of one process may share it).
+ *    For a mutex this means: in start order, fences never decrease, and
+ *    two consecutive holds have equal fences only within one process.
+ *    Read holds among themselves are not compared (a process's read hold
+ *    taken long ago may serve a thread after another process's newer one).
+ *  - count: exactly the number of operations asked for, every one filled.
+ *  - lost updates: the shared counter equals the number of write holds.
+ *  - with verify_redis: during each hold, the lock hash in Redis names our
+ *    fence (write holds) or is absent / ours (read holds); a mismatch on a
+ *    hold whose unlock then returned 0 is a "lost hold" the library missed.
+ */
+#ifndef TH_HARNESS_CHECKER_H
+#define TH_HARNESS_CHECKER_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define CHK_MUTEX 1
+#define CHK_RWLOCK 2
+
+typedef struct chk_hold {
+    int64_t t_start_ns;         /* CLOCK_MONOTONIC after the lock call */
+    int64_t t_end_ns;           /* CLOCK_MONOTONIC before the unlock call */
+    uint64_t fence;
+    int32_t pid, tid;
+    char mode;                  /* 'w' or 'r' */
+    int16_t lock_rc;            /* 0 or EOWNERDEAD */
+    int16_t unlock_rc;          /* 0, ENOLCK, EIO, ... */
+    int8_t redis_bad;           /* verify_redis: Redis disagreed during the hold */
+    int8_t torn;                /* reader saw the counter change under it */
+    int8_t filled;              /* the record is complete */
+} chk_hold_t;
+
+typedef struct chk_cfg {
+    int kind;                   /* CHK_MUTEX or CHK_RWLOCK */
+    int procs, threads;
+    long ops;                   /* total operations, spread over every thread */
+    int write_pct;              /* rwlock: percent of write holds (default 25) */
+    int fair;                   /* mutex: fair */
+    long hold_us;               /* time spent inside each hold (0: none) */
+    int no_lock;                /* self-test: do not lock at all (must fail) */
+    int retry_errors;           /* lock EIO/ETIMEDOUT: count and retry, else the child fails */
+    long retry_sleep_ms;        /* pause after a failed lock call (default 2) */
+    int verify_port;            /* >0: verify_redis against 127.0.0.1:port */
+    int quiet;                  /* children print no per-error lines */
+    long child_alarm_s;         /* child time limit; 0: th_fork_child's 40 s; <0: none */
+    long max_ms;                /* parent waits this long for the children (default 35 s) */
+    const char *name;           /* the lock name */
+    const char *const *env;     /* "VAR=value" set in each child before its first call */
+    /* Called by the parent about every tick_ms while the children run
+     * (fault injection, progress): elapsed ms, holds recorded so far. */
+    void (*tick)(void *arg, int64_t elapsed_ms, uint64_t done);
+    void *tick_arg;
+    long tick_ms;               /* default 20 */
+    pid_t *pids_out;            /* if set: receives the children's pids (procs entries) */
+} chk_cfg_t;
+
+typedef struct chk_shared chk_shared_t;
+
+typedef struct chk_report {
+    uint64_t expected, holds;   /* asked for, recorded */
+    uint64_t unfilled;          /* records never completed */
+    uint64_t overlaps;          /* overlaps not excused: mutual exclusion broken */
+    uint64_t excused;           /* overlaps after a hold reported lost (ENOLCK) */
+    uint64_t fence_inversions;  /* fence order broken */
+    uint64_t writes, counter;   /* write holds, final shared counter */
+    uint64_t lost_updates;      /* writes - counter */
+    uint64_t torn_reads;        /* readers that saw the counter change */
+    uint64_t redis_bad;         /* verify_redis mismatches on holds unlocked with 0 */
+    uint64_t redis_bad_excused; /* ... on holds unlocked with ENOLCK */
+    uint64_t ownerdead;         /* lock calls that returned EOWNERDEAD */
+    uint64_t unlock_enolck, unlock_eio, unlock_other;
+    uint64_t lock_eio, lock_timedout, lock_other;   /* failed lock calls (retried) */
+    uint64_t max_readers;       /* most read holds seen at once */
+    int children_failed;        /* children that did not exit 0 */
+    int64_t elapsed_ms;
+    double ops_per_s;
+    int64_t longest_hold_gap_ms;/* longest time no hold was running (recovery time) */
+    char first[512];            /* the first violation, described */
+    char first_error[256];      /* a dist_lasterror() of a failed lock call */
+} chk_report_t;
+
+/* The shared area for n holds (mmap MAP_SHARED); NULL on failure. */
+chk_shared_t *chk_shared_new(uint64_t n);
+void chk_shared_free(chk_shared_t *sh);
+chk_hold_t *chk_holds(chk_shared_t *sh);
+uint64_t chk_done(const chk_shared_t *sh);
+
+/* Runs the workload described by cfg (forking cfg->procs children), waits
+ * for them, and verifies into rep.  0 when every child finished and no
+ * violation was found (excused overlaps do not count as violations). */
+int chk_run(const chk_cfg_t *cfg, chk_report_t *rep);
+
+/* Verifies holds[0..n) (reordered in place by start) into rep (fields
+ * other than those computed from the holds are left alone).  Returns the
+ * number of violations (overlaps + fence inversions + torn reads + redis_bad). */
+uint64_t chk_verify(chk_hold_t *holds, uint64_t n, chk_report_t *rep);
+
+/* One line per total, for logs and the soak tool. */
+void chk_print(FILE *f, const char *title, const chk_report_t *rep);
+
+/* Keys of lock name (besides the meta hash) that still exist in the
+ * suite's server: 0 when nothing is left held or queued. */
+int chk_keys_left(const char *name);
+/* The same on another server (127.0.0.1:port); -1 if it cannot be asked. */
+int chk_keys_left_at(int port, const char *name);
+
+/* While chk_run runs (from its tick callback): the pid of a process one
+ * of whose threads is inside a write hold right now, or 0. */
+pid_t chk_writer_now(void);
+
+/* CLOCK_MONOTONIC in ns. */
+int64_t chk_now_ns(void);
+
+#endif

@@ -1,0 +1,567 @@
+/* harness_proxy.c - see harness_proxy.h. */
+#include "harness.h"
+#include "harness_proxy.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#define PX_BUF 16384
+#define PX_MAX_PAIRS 256
+#define PX_QUEUE_MAX (4 * 1024 * 1024)   /* stop reading a side with this much queued */
+
+typedef struct px_chunk {
+    struct px_chunk *next;
+    int64_t due_ms;
+    size_t len, off;
+    char data[];
+} px_chunk_t;
+
+typedef struct px_pair {
+    int fd[2];                  /* 0: client side, 1: server side */
+    px_chunk_t *head[2], *tail[2];   /* head[d]: bytes read from fd[d], to write to fd[!d] */
+    size_t queued[2];
+    int tainted;                /* lost bytes in a blackhole */
+    int used;
+} px_pair_t;
+
+#define PX_STACK (2 * 1024 * 1024)
+
+struct th_proxy {
+    pthread_t thread;
+    void *stack;                /* our own: see th_proxy_start */
+    pthread_mutex_t mu;
+    int ready;                  /* the thread runs its loop */
+    int target_port, port, lfd, wake[2];
+    char url[64];
+    /* control, under mu */
+    int mode, quit, cut_all;
+    long delay_ms;
+    int cut_replies, cut_requests, mute;
+    th_proxy_stats_t st;
+    /* the thread's own */
+    int cur_mode;
+    px_pair_t pairs[PX_MAX_PAIRS];
+};
+
+/* Fork safety.  The proxy thread allocates (chunks) with p->mu held; a
+ * fork while it is inside malloc would leave the child's allocator locked
+ * (glibc's malloc copes, AddressSanitizer's does not: the child hangs in
+ * its first malloc).  So fork waits for every proxy's mutex. */
+#define PX_MAX_LIVE 16
+static th_proxy_t *px_live[PX_MAX_LIVE];
+static pthread_mutex_t px_live_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void px_prepare(void)
+{
+    pthread_mutex_lock(&px_live_mu);
+    for (int i = 0; i < PX_MAX_LIVE; i++)
+        if (px_live[i])
+            pthread_mutex_lock(&px_live[i]->mu);
+}
+
+static void px_parent(void)
+{
+    for (int i = PX_MAX_LIVE; i-- > 0;)
+        if (px_live[i])
+            pthread_mutex_unlock(&px_live[i]->mu);
+    pthread_mutex_unlock(&px_live_mu);
+}
+
+static void px_child(void)
+{
+    /* the proxy threads do not exist here; the proxies are the parent's */
+    for (int i = 0; i < PX_MAX_LIVE; i++)
+        if (px_live[i])
+            pthread_mutex_unlock(&px_live[i]->mu);
+    pthread_mutex_unlock(&px_live_mu);
+}
+
+static void px_atfork_once(void)
+{
+    pthread_atfork(px_prepare, px_parent, px_child);
+}
+
+static void px_register(th_proxy_t *p, int add)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, px_atfork_once);
+    pthread_mutex_lock(&px_live_mu);
+    for (int i = 0; i < PX_MAX_LIVE; i++)
+        if (add ? !px_live[i] : px_live[i] == p) {
+            px_live[i] = add ? p : NULL;
+            break;
+        }
+    pthread_mutex_unlock(&px_live_mu);
+}
+
+static void px_close_fd(int fd, int reset)
+{
+    if (fd < 0)
+        return;
+    if (reset) {
+        struct linger lg = { 1, 0 };
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    }
+    shutdown(fd, SHUT_RDWR);
+    close(fd);
+}
+
+static void px_free_queue(th_proxy_t *p, px_pair_t *pr, int d)
+{
+    while (pr->head[d]) {
+        px_chunk_t *c = pr->head[d];
+        pr->head[d] = c->next;
+        p->st.discarded += c->len - c->off;
+        free(c);
+    }
+    pr->tail[d] = NULL;
+    pr->queued[d] = 0;
+}
+
+/* mu held */
+static void px_cut(th_proxy_t *p, px_pair_t *pr, int counted)
+{
+    if (!pr->used)
+        return;
+    px_close_fd(pr->fd[0], 0);
+    px_close_fd(pr->fd[1], 0);
+    px_free_queue(p, pr, 0);
+    px_free_queue(p, pr, 1);
+    pr->used = 0;
+    pr->tainted = 0;
+    p->st.open--;
+    if (counted)
+        p->st.cuts++;
+}
+
+static int px_connect_upstream(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void px_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* mu held */
+static void px_accept(th_proxy_t *p)
+{
+    int cfd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (cfd < 0)
+        return;
+    p->st.accepted++;
+    if (p->cur_mode == TH_PROXY_DROP) {
+        px_close_fd(cfd, 1);
+        p->st.refused++;
+        return;
+    }
+    px_pair_t *pr = NULL;
+    for (int i = 0; i < PX_MAX_PAIRS; i++)
+        if (!p->pairs[i].used) {
+            pr = &p->pairs[i];
+            break;
+        }
+    int sfd = pr ? px_connect_upstream(p->target_port) : -1;
+    if (sfd < 0) {
+        px_close_fd(cfd, 1);
+        p->st.refused++;
+        return;
+    }
+    px_nonblock(cfd);
+    px_nonblock(sfd);
+    memset(pr, 0, sizeof *pr);
+    pr->fd[0] = cfd;
+    pr->fd[1] = sfd;
+    pr->used = 1;
+    p->st.open++;
+}
+
+/* Reads what fd[d] has; 0, or -1 when the pair must close (mu held). */
+static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
+{
+    char buf[PX_BUF];
+    ssize_t n = read(pr->fd[d], buf, sizeof buf);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n <= 0)
+        return -1;
+    if (p->cur_mode == TH_PROXY_BLACKHOLE) {
+        p->st.discarded += (uint64_t)n;
+        pr->tainted = 1;
+        return 0;
+    }
+    static const char push[] = "*3\r\n$7\r\nmessage\r\n";
+    if (d == 1 && p->mute && (size_t)n >= sizeof push - 1 && memcmp(buf, push, sizeof push - 1) == 0) {
+        p->st.pushes_muted++;
+        p->st.discarded += (uint64_t)n;
+        return 0;
+    }
+    if (d == 1 && p->cut_replies > 0) {
+        p->cut_replies--;
+        p->st.replies_cut++;
+        p->st.discarded += (uint64_t)n;
+        px_cut(p, pr, 1);
+        return 1;
+    }
+    size_t len = (size_t)n;
+    int cut_after = 0;
+    if (d == 0 && p->cut_requests > 0) {
+        p->cut_requests--;
+        p->st.requests_cut++;
+        p->st.discarded += (uint64_t)(len - len / 2);
+        len /= 2;
+        cut_after = 1;
+    }
+    if (len > 0) {
+        px_chunk_t *c = malloc(sizeof *c + len);
+        if (!c)
+            return -1;
+        c->next = NULL;
+        c->len = len;
+        c->off = 0;
+        c->due_ms = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0);
+        memcpy(c->data, buf, len);
+        if (pr->tail[d])
+            pr->tail[d]->next = c;
+        else
+            pr->head[d] = c;
+        pr->tail[d] = c;
+        pr->queued[d] += len;
+    }
+    if (cut_after) {
+        /* forward the half now, then cut */
+        px_chunk_t *c = pr->head[d];
+        int out = pr->fd[!d];
+        while (c) {
+            ssize_t w = send(out, c->data + c->off, c->len - c->off, MSG_NOSIGNAL);
+            if (w <= 0)
+                break;
+            c->off += (size_t)w;
+            if (c->off == c->len) {
+                pr->head[d] = c->next;
+                free(c);
+                c = pr->head[d];
+            }
+        }
+        if (!pr->head[d])
+            pr->tail[d] = NULL;
+        px_cut(p, pr, 1);
+        return 1;
+    }
+    return 0;
+}
+
+/* Writes the due chunks read from fd[d] to fd[!d]; -1: close (mu held). */
+static int px_write(th_proxy_t *p, px_pair_t *pr, int d)
+{
+    int64_t now = th_now_ms();
+    while (pr->head[d] && pr->head[d]->due_ms <= now) {
+        px_chunk_t *c = pr->head[d];
+        ssize_t w = send(pr->fd[!d], c->data + c->off, c->len - c->off, MSG_NOSIGNAL);
+        if (w < 0 && (errno == EAGAIN || errno == EINTR))
+            return 0;
+        if (w <= 0)
+            return -1;
+        c->off += (size_t)w;
+        pr->queued[d] -= (size_t)w;
+        if (d == 0)
+            p->st.bytes_c2s += (uint64_t)w;
+        else
+            p->st.bytes_s2c += (uint64_t)w;
+        if (c->off < c->len)
+            return 0;
+        pr->head[d] = c->next;
+        if (!pr->head[d])
+            pr->tail[d] = NULL;
+        free(c);
+    }
+    return 0;
+}
+
+static void *px_main(void *arg)
+{
+    th_proxy_t *p = arg;
+    struct pollfd pf[2 + 2 * PX_MAX_PAIRS];
+    int owner[2 + 2 * PX_MAX_PAIRS];
+    pthread_mutex_lock(&p->mu);
+    p->ready = 1;
+    pthread_mutex_unlock(&p->mu);
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        if (p->quit) {
+            for (int i = 0; i < PX_MAX_PAIRS; i++)
+                px_cut(p, &p->pairs[i], 0);
+            pthread_mutex_unlock(&p->mu);
+            break;
+        }
+        if (p->mode != p->cur_mode) {
+            int leaving = p->cur_mode;
+            p->cur_mode = p->mode;
+            for (int i = 0; i < PX_MAX_PAIRS; i++) {
+                px_pair_t *pr = &p->pairs[i];
+                if (!pr->used)
+                    continue;
+                if (p->cur_mode == TH_PROXY_DROP ||
+                    (leaving == TH_PROXY_BLACKHOLE && pr->tainted))
+                    px_cut(p, pr, 1);
+            }
+        }
+        if (p->cut_all) {
+            p->cut_all = 0;
+            for (int i = 0; i < PX_MAX_PAIRS; i++)
+                px_cut(p, &p->pairs[i], 1);
+        }
+        int n = 0;
+        int64_t now = th_now_ms(), next_due = now + 100;
+        pf[n] = (struct pollfd){ p->wake[0], POLLIN, 0 };
+        owner[n++] = -1;
+        pf[n] = (struct pollfd){ p->lfd, POLLIN, 0 };
+        owner[n++] = -2;
+        for (int i = 0; i < PX_MAX_PAIRS; i++) {
+            px_pair_t *pr = &p->pairs[i];
+            if (!pr->used)
+                continue;
+            for (int d = 0; d < 2; d++) {
+                short ev = 0;
+                if (pr->queued[d] < PX_QUEUE_MAX)
+                    ev |= POLLIN;
+                /* fd[d] is written with what fd[!d] sent */
+                if (pr->head[!d]) {
+                    if (pr->head[!d]->due_ms <= now)
+                        ev |= POLLOUT;
+                    else if (pr->head[!d]->due_ms < next_due)
+                        next_due = pr->head[!d]->due_ms;
+                }
+                pf[n] = (struct pollfd){ pr->fd[d], ev, 0 };
+                owner[n++] = i * 2 + d;
+            }
+        }
+        pthread_mutex_unlock(&p->mu);
+
+        int timeout = (int)(next_due - now);
+        if (timeout < 0)
+            timeout = 0;
+        int r = poll(pf, (nfds_t)n, timeout);
+        if (r < 0 && errno != EINTR)
+            break;
+
+        pthread_mutex_lock(&p->mu);
+        if (r > 0 && (pf[0].revents & POLLIN)) {
+            char b[64];
+            while (read(p->wake[0], b, sizeof b) > 0)
+                ;
+        }
+        if (r > 0 && (pf[1].revents & POLLIN) && p->mode == p->cur_mode)
+            px_accept(p);
+        for (int k = 2; k < n && r > 0; k++) {
+            int i = owner[k] / 2, d = owner[k] % 2;
+            px_pair_t *pr = &p->pairs[i];
+            if (!pr->used || pr->fd[d] != pf[k].fd || !pf[k].revents)
+                continue;
+            if (pf[k].revents & (POLLIN | POLLHUP | POLLERR)) {
+                int rr = px_read(p, pr, d);
+                if (rr < 0) {
+                    px_cut(p, pr, 0);
+                    continue;
+                }
+                if (rr > 0)
+                    continue;           /* cut on purpose */
+            }
+        }
+        /* write whatever is due, on every pair */
+        for (int i = 0; i < PX_MAX_PAIRS; i++) {
+            px_pair_t *pr = &p->pairs[i];
+            for (int d = 0; d < 2 && pr->used; d++)
+                if (pr->head[d] && px_write(p, pr, d) < 0)
+                    px_cut(p, pr, 0);
+        }
+        pthread_mutex_unlock(&p->mu);
+    }
+    return NULL;
+}
+
+static void px_wake(th_proxy_t *p)
+{
+    char c = 1;
+    ssize_t w = write(p->wake[1], &c, 1);
+    (void)w;
+}
+
+th_proxy_t *th_proxy_start(int target_port)
+{
+    th_proxy_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    p->target_port = target_port;
+    p->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof a);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int one = 1;
+    setsockopt(p->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (p->lfd < 0 || bind(p->lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        listen(p->lfd, 128) != 0 || getsockname(p->lfd, (struct sockaddr *)&a, &len) != 0 ||
+        pipe2(p->wake, O_CLOEXEC | O_NONBLOCK) != 0) {
+        if (p->lfd >= 0)
+            close(p->lfd);
+        free(p);
+        return NULL;
+    }
+    px_nonblock(p->lfd);
+    p->port = ntohs(a.sin_port);
+    snprintf(p->url, sizeof p->url, "redis://127.0.0.1:%d", p->port);
+    px_register(p, 1);
+    /* The thread runs on a stack of our own: glibc hands the stacks of the
+     * threads a forked child does not have to the child's next threads,
+     * and ThreadSanitizer then takes a child's new thread for ours ("dup
+     * thread").  A stack the program provided is never recycled. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    p->stack = mmap(NULL, PX_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    int crc = p->stack == MAP_FAILED ? -1 : pthread_attr_setstack(&attr, p->stack, PX_STACK);
+    if (crc == 0)
+        crc = pthread_create(&p->thread, &attr, px_main, p);
+    pthread_attr_destroy(&attr);
+    if (crc != 0) {
+        if (p->stack != MAP_FAILED)
+            munmap(p->stack, PX_STACK);
+        px_register(p, 0);
+        close(p->lfd);
+        close(p->wake[0]);
+        close(p->wake[1]);
+        free(p);
+        return NULL;
+    }
+    /* A thread that is still starting up may be allocating: do not let the
+     * caller fork before it waits in its loop. */
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        int ready = p->ready;
+        pthread_mutex_unlock(&p->mu);
+        if (ready)
+            break;
+        th_sleep_ms(1);
+    }
+    return p;
+}
+
+void th_proxy_stop(th_proxy_t *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->quit = 1;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    pthread_join(p->thread, NULL);
+    munmap(p->stack, PX_STACK);
+    px_register(p, 0);
+    shutdown(p->lfd, SHUT_RDWR);
+    close(p->lfd);
+    close(p->wake[0]);
+    close(p->wake[1]);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+int th_proxy_port(const th_proxy_t *p)
+{
+    return p->port;
+}
+
+const char *th_proxy_url(const th_proxy_t *p)
+{
+    return p->url;
+}
+
+void th_proxy_mode(th_proxy_t *p, int mode, long delay_ms)
+{
+    pthread_mutex_lock(&p->mu);
+    p->mode = mode;
+    p->delay_ms = delay_ms;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    /* wait until the thread applied it, so "now" means now */
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&p->mu);
+        int done = p->cur_mode == mode;
+        pthread_mutex_unlock(&p->mu);
+        if (done)
+            break;
+        th_sleep_ms(1);
+    }
+}
+
+void th_proxy_cut_all(th_proxy_t *p)
+{
+    pthread_mutex_lock(&p->mu);
+    p->cut_all = 1;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&p->mu);
+        int done = !p->cut_all;
+        pthread_mutex_unlock(&p->mu);
+        if (done)
+            break;
+        th_sleep_ms(1);
+    }
+}
+
+void th_proxy_cut_replies(th_proxy_t *p, int n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->cut_replies += n;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+}
+
+void th_proxy_cut_requests(th_proxy_t *p, int n)
+{
+    pthread_mutex_lock(&p->mu);
+    p->cut_requests += n;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+}
+
+void th_proxy_get_stats(th_proxy_t *p, th_proxy_stats_t *s)
+{
+    pthread_mutex_lock(&p->mu);
+    *s = p->st;
+    pthread_mutex_unlock(&p->mu);
+}
+
+void th_proxy_mute_pushes(th_proxy_t *p, int on)
+{
+    pthread_mutex_lock(&p->mu);
+    p->mute = on;
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+}

@@ -1,0 +1,70 @@
+/*
+ * harness_proxy.h - a small TCP proxy between the library and Redis, for
+ * fault tests: a thread of the test process listening on a free port of
+ * 127.0.0.1 and forwarding every connection to 127.0.0.1:target_port.
+ * Point DISTLOCK_URL at th_proxy_url() (in the processes under test,
+ * before their first dist_ call) and change the network under them:
+ *
+ *   PASS       forward both ways
+ *   DROP       cut every connection now (shutdown + close of both sides),
+ *              and reset new ones right after accepting them, until the
+ *              mode changes: Redis "went away"
+ *   BLACKHOLE  accept and keep connections, forward nothing (bytes read are
+ *              discarded): a partition.  When the mode changes, the
+ *              connections that lost bytes are cut (as a healed partition
+ *              resets them: TCP never loses bytes mid-stream)
+ *   SLOW       forward each chunk delay_ms after it was read, in order
+ *
+ * and one-shot cuts at the worst moments:
+ *   th_proxy_cut_replies(p, n)   the next n chunks Redis sends are not
+ *                                forwarded: the connection is cut instead
+ *                                (the command ran, its reply is lost)
+ *   th_proxy_cut_requests(p, n)  the next n chunks a client sends are
+ *                                forwarded only half, then the connection
+ *                                is cut (Redis never runs that command)
+ *
+ *   th_proxy_mute_pushes(p, 1)   pub/sub messages Redis sends (chunks that
+ *                                start with a RESP "message" array) are
+ *                                thrown away, the connection stays up: lost
+ *                                notifications without any reconnection
+ *
+ * Cutting uses shutdown(), so copies of the sockets inherited by forked
+ * children do not keep a connection alive.
+ */
+#ifndef TH_HARNESS_PROXY_H
+#define TH_HARNESS_PROXY_H
+
+#include <stdint.h>
+
+enum th_proxy_mode { TH_PROXY_PASS, TH_PROXY_DROP, TH_PROXY_BLACKHOLE, TH_PROXY_SLOW };
+
+typedef struct th_proxy th_proxy_t;
+
+typedef struct th_proxy_stats {
+    uint64_t accepted;          /* client connections accepted */
+    uint64_t refused;           /* reset at accept (DROP), or Redis unreachable */
+    uint64_t cuts;              /* connections cut by the proxy */
+    uint64_t open;              /* connections open now */
+    uint64_t bytes_c2s, bytes_s2c;   /* forwarded */
+    uint64_t discarded;         /* bytes thrown away (BLACKHOLE, cuts) */
+    uint64_t replies_cut, requests_cut;
+    uint64_t pushes_muted;      /* chunks of pub/sub messages thrown away */
+} th_proxy_stats_t;
+
+/* Starts the proxy thread; NULL on failure. */
+th_proxy_t *th_proxy_start(int target_port);
+/* Cuts everything, joins the thread, frees. */
+void th_proxy_stop(th_proxy_t *p);
+int th_proxy_port(const th_proxy_t *p);
+/* "redis://127.0.0.1:PORT" of the proxy. */
+const char *th_proxy_url(const th_proxy_t *p);
+/* Changes the mode (delay_ms: SLOW's delay); takes effect at once. */
+void th_proxy_mode(th_proxy_t *p, int mode, long delay_ms);
+/* Cuts every current connection once; the mode stays. */
+void th_proxy_cut_all(th_proxy_t *p);
+void th_proxy_cut_replies(th_proxy_t *p, int n);
+void th_proxy_cut_requests(th_proxy_t *p, int n);
+void th_proxy_mute_pushes(th_proxy_t *p, int on);
+void th_proxy_get_stats(th_proxy_t *p, th_proxy_stats_t *s);
+
+#endif

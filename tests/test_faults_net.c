@@ -1,0 +1,516 @@
+/*
+ * test_faults_net.c - the network between the library and Redis failing,
+ * through a loopback TCP proxy (harness_proxy.h) that the processes under
+ * test reach via DISTLOCK_URL: replies lost after Redis ran the command,
+ * requests cut half-way, connections dropped, refused, black-holed,
+ * slowed down, and pub/sub messages lost on a connection that stays up.
+ *
+ * What must hold: every call ends (reconnect and resend); a resent
+ * command never makes two holders or a hold the library does not know
+ * of (checked in Redis, directly, during every hold); an unlock whose
+ * reply was lost still reports success and frees the lock; nothing is
+ * left held at the end; the process never dies of SIGPIPE.
+ */
+#include "harness.h"
+#include "harness_checker.h"
+#include "harness_proxy.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+static void req(th_req_t *q, int op, const char *name, long arg)
+{
+    memset(q, 0, sizeof *q);
+    q->op = op;
+    q->arg = arg;
+    snprintf(q->name, sizeof q->name, "%s", name);
+}
+
+static int call(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
+{
+    th_req_t q;
+    req(&q, op, name, arg);
+    return th_proc_call(p, &q, res);
+}
+
+static int post(th_proc_t *p, int op, const char *name, long arg)
+{
+    th_req_t q;
+    req(&q, op, name, arg);
+    return th_proc_send(p, &q);
+}
+
+/* Redis (directly, not through the proxy) has the write hold of fence f. */
+static void assert_redis_hold(const char *name, uint64_t f, const char *what)
+{
+    char key[300];
+    th_key(key, sizeof key, name, "");
+    redisReply *r = th_cmd("HGET %s fence", key);
+    unsigned long long got = r->type == REDIS_REPLY_STRING ? strtoull(r->str, NULL, 10) : 0;
+    int nil = r->type == REDIS_REPLY_NIL;
+    freeReplyObject(r);
+    if (nil || got != f)
+        fail_msg("%s: the library says we hold \"%s\" with fence %llu, Redis says %s %llu", what,
+                 name, (unsigned long long)f, nil ? "nobody holds it" : "fence", got);
+}
+
+static void assert_free(const char *name, const char *what)
+{
+    int left = chk_keys_left(name);
+    if (left)
+        fail_msg("%s: %d key(s) of \"%s\" still exist after unlock", what, left, name);
+}
+
+enum { CUT_REPLY, CUT_REQUEST };
+
+static uint64_t cuts_of(th_proxy_t *px, int how)
+{
+    th_proxy_stats_t s;
+    th_proxy_get_stats(px, &s);
+    return how == CUT_REPLY ? s.replies_cut : s.requests_cut;
+}
+
+/* One call with the next reply (or request) cut; the cut must happen,
+ * and the call must still give want. */
+static void cut_call(th_proxy_t *px, int how, th_proc_t *p, int op, const char *name, long arg,
+                     int want, const char *what)
+{
+    uint64_t c0 = cuts_of(px, how);
+    if (how == CUT_REPLY)
+        th_proxy_cut_replies(px, 1);
+    else
+        th_proxy_cut_requests(px, 1);
+    th_res_t res;
+    int rc = call(p, op, name, arg, &res);
+    uint64_t c1 = cuts_of(px, how);
+    print_message("%s cut: %-28s %s after %lld ms\n", how == CUT_REPLY ? "reply  " : "request",
+                  what, th_errname(rc), (long long)((res.t_done_us - res.t_start_us) / 1000));
+    if (rc != want)
+        fail_msg("%s with its %s cut: %s (%s), want %s", what,
+                 how == CUT_REPLY ? "reply" : "request", th_errname(rc), res.err, th_errname(want));
+    if (c1 != c0 + 1) {
+        /* the cut fell on another connection's traffic: use it up */
+        th_proxy_cut_replies(px, 0);
+        fail_msg("%s: the proxy made %llu cut(s), want 1", what, (unsigned long long)(c1 - c0));
+    }
+    if ((res.t_done_us - res.t_start_us) / 1000 > 1500)
+        fail_msg("%s took %lld ms to recover from a cut connection", what,
+                 (long long)((res.t_done_us - res.t_start_us) / 1000));
+}
+
+static void run_cuts(int how)
+{
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[96];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, "DISTLOCK_IO_TIMEOUT_MS=2000", NULL };
+    th_proc_t p;
+    assert_int_equal(th_proc_start(&p, env), 0);
+    char m[128], rw[128];
+    th_name(m, sizeof m, how == CUT_REPLY ? "cutrep" : "cutreq");
+    th_name(rw, sizeof rw, how == CUT_REPLY ? "cutrep-rw" : "cutreq-rw");
+    th_res_t res;
+    TH_ASSERT_RC(call(&p, TH_M_LOCK, m, 0, NULL), 0);          /* warm up */
+    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+
+    cut_call(px, how, &p, TH_M_LOCK, m, 0, 0, "lock");
+    TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+    assert_redis_hold(m, res.fence, "lock");
+    cut_call(px, how, &p, TH_M_UNLOCK, m, 0, 0, "unlock");
+    assert_free(m, "unlock");
+    cut_call(px, how, &p, TH_M_TRYLOCK, m, 0, 0, "trylock");
+    TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+    assert_redis_hold(m, res.fence, "trylock");
+    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+    cut_call(px, how, &p, TH_M_TIMEDLOCK, m, 3000, 0, "timedlock");
+    cut_call(px, how, &p, TH_M_UNLOCK, m, 0, 0, "unlock after timedlock");
+    assert_free(m, "unlock after timedlock");
+    cut_call(px, how, &p, TH_RW_RDLOCK, rw, 0, 0, "rdlock");
+    cut_call(px, how, &p, TH_RW_UNLOCK, rw, 0, 0, "unlock of a read hold");
+    assert_free(rw, "unlock of a read hold");
+    cut_call(px, how, &p, TH_RW_WRLOCK, rw, 0, 0, "wrlock");
+    TH_ASSERT_RC(call(&p, TH_RW_FENCE, rw, 0, &res), 0);
+    assert_redis_hold(rw, res.fence, "wrlock");
+    cut_call(px, how, &p, TH_RW_UNLOCK, rw, 0, 0, "unlock of a write hold");
+    assert_free(rw, "unlock of a write hold");
+
+    /* A lock that must queue: another process holds it (directly on
+     * Redis); the cut falls on p's registration, its refresh or the grant
+     * pushed to it.  (Not this process: see "fork" in harness_proxy.c.) */
+    th_proc_t hp;
+    assert_int_equal(th_proc_start(&hp, NULL), 0);
+    for (int round = 0; round < 3; round++) {
+        TH_ASSERT_RC(call(&hp, TH_M_LOCK, m, 0, NULL), 0);
+        uint64_t c0 = cuts_of(px, how);
+        if (round == 0) {                       /* the registration */
+            if (how == CUT_REPLY)
+                th_proxy_cut_replies(px, 1);
+            else
+                th_proxy_cut_requests(px, 1);
+        }
+        assert_int_equal(post(&p, TH_M_LOCK, m, 0), 0);
+        char qkey[300];
+        if (!th_wait_zcard(th_key(qkey, sizeof qkey, m, ":q"), 1, 5000))
+            fail_msg("round %d: the waiter never queued", round);
+        if (round == 1 && how == CUT_REPLY)
+            th_proxy_cut_replies(px, 1);        /* the grant push */
+        if (round == 2)                         /* everything at the release */
+            th_proxy_cut_all(px);
+        th_sleep_ms(30);
+        th_res_t rel;
+        TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, m, 0, &rel), 0);
+        int64_t t_rel = rel.t_start_us;
+        if (th_proc_recv(&p, &res, 5000) != 0)
+            fail_msg("round %d: the waiter was never served", round);
+        int64_t el = (res.t_done_us - t_rel) / 1000;
+        th_proxy_stats_t sr;
+        th_proxy_get_stats(px, &sr);
+        print_message("queued waiter, round %d: %s %lld ms after the release (%llu targeted cut(s), "
+                      "%llu connections cut so far)\n", round, th_errname(res.rc), (long long)el,
+                      (unsigned long long)(cuts_of(px, how) - c0), (unsigned long long)sr.cuts);
+        TH_ASSERT_RC(res.rc, 0);
+        if (el > 1500)
+            fail_msg("round %d: the waiter needed %lld ms", round, (long long)el);
+        TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+        assert_redis_hold(m, res.fence, "queued waiter");
+        TH_ASSERT_RC(call(&hp, TH_M_TRYLOCK, m, 0, NULL), EBUSY);
+        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+        assert_free(m, "queued waiter's unlock");
+    }
+    th_proxy_stats_t st;
+    th_proxy_get_stats(px, &st);
+    print_message("proxy: %llu connections, %llu cuts\n", (unsigned long long)st.accepted,
+                  (unsigned long long)st.cuts);
+    assert_int_equal(th_proc_stop(&hp), 0);
+    assert_int_equal(th_proc_stop(&p), 0);
+    th_proxy_stop(px);
+}
+
+/* The reply of each kind of call is lost after Redis ran the command
+ * (the connection is cut instead): the call reconnects, resends and
+ * returns what it would have returned (0), within 1.5 s; Redis has
+ * exactly the hold the library reports; an unlock whose reply was lost
+ * returns 0 (not ENOLCK) and leaves nothing behind.  Also for a waiter
+ * whose registration reply, grant push, or every connection is lost. */
+static void test_reply_lost(void **state)
+{
+    run_cuts(CUT_REPLY);
+}
+
+/* The same with the request cut half-way (Redis never runs it). */
+static void test_request_cut(void **state)
+{
+    run_cuts(CUT_REQUEST);
+}
+
+/* ------------------------------------------------- busy run with faults */
+
+struct net_tick { th_proxy_t *px; int64_t next; int step; int faults[8]; };
+
+static const char *const fault_names[8] = {
+    "cut all", "3 replies lost", "3 requests cut", "drop 100 ms", "blackhole 300 ms",
+    "slow 20 ms for 300 ms", "pushes muted 300 ms", "pass" };
+
+/* Every 150 ms the next fault, round robin; DROP, BLACKHOLE, SLOW and the
+ * muting last until the next step. */
+static void net_tick(void *arg, int64_t elapsed_ms, uint64_t done)
+{
+    struct net_tick *t = arg;
+    if (elapsed_ms < t->next)
+        return;
+    int f = t->step++ % 8;
+    th_proxy_mute_pushes(t->px, 0);
+    th_proxy_mode(t->px, TH_PROXY_PASS, 0);
+    long len = 150;
+    switch (f) {
+    case 0: th_proxy_cut_all(t->px); break;
+    case 1: th_proxy_cut_replies(t->px, 3); break;
+    case 2: th_proxy_cut_requests(t->px, 3); break;
+    case 3: th_proxy_mode(t->px, TH_PROXY_DROP, 0); len = 100; break;
+    case 4: th_proxy_mode(t->px, TH_PROXY_BLACKHOLE, 0); len = 300; break;
+    case 5: th_proxy_mode(t->px, TH_PROXY_SLOW, 20); len = 300; break;
+    case 6: th_proxy_mute_pushes(t->px, 1); len = 300; break;
+    default: break;
+    }
+    t->faults[f]++;
+    t->next = elapsed_ms + len;
+}
+
+/* Busy runs through the proxy (3 processes x 2 threads, mutex then
+ * rwlock, I/O time-out 1.5 s, lease 5 s) while the network fails in turn
+ * in every way above, 8 kinds of fault in a cycle of 1.5 s.  Every
+ * operation completes; no call fails (each fault is shorter than the I/O
+ * time-out: reconnect and resend hide it); no overlap, no fence
+ * inversion, no lost update; during every hold Redis has the hold the
+ * library reports (checked directly); no lease ever lapses (no
+ * EOWNERDEAD, no ENOLCK); nothing is left held at the end. */
+static void test_busy_run_network_faults(void **state)
+{
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[96];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, "DISTLOCK_IO_TIMEOUT_MS=1500", "DISTLOCK_LEASE_MS=5000", NULL };
+    static const int kinds[2] = { CHK_MUTEX, CHK_RWLOCK };
+    for (int k = 0; k < 2; k++) {
+        char name[128];
+        th_name(name, sizeof name, k ? "net-rw" : "net");
+        struct net_tick t;
+        memset(&t, 0, sizeof t);
+        t.px = px;
+        chk_cfg_t c;
+        memset(&c, 0, sizeof c);
+        c.kind = kinds[k];
+        c.procs = 3;
+        c.threads = 2;
+        c.ops = 3000;
+        c.hold_us = 200;
+        c.name = name;
+        c.env = env;
+        c.retry_errors = 1;
+        c.quiet = 1;
+        c.verify_port = th_redis_port();
+        c.tick = net_tick;
+        c.tick_arg = &t;
+        c.tick_ms = 5;
+        chk_report_t r;
+        int rc = chk_run(&c, &r);
+        th_proxy_mute_pushes(px, 0);
+        th_proxy_mode(px, TH_PROXY_PASS, 0);
+        chk_print(stderr, k ? "rwlock through a failing network" : "mutex through a failing network", &r);
+        th_proxy_stats_t st;
+        th_proxy_get_stats(px, &st);
+        print_message("faults:");
+        for (int f = 0; f < 8; f++)
+            print_message(" %s x%d%s", fault_names[f], t.faults[f], f < 7 ? "," : "\n");
+        print_message("proxy: %llu connections (%llu refused), %llu cut, %llu replies and %llu "
+                      "requests cut, %llu push chunks muted\n", (unsigned long long)st.accepted,
+                      (unsigned long long)st.refused, (unsigned long long)st.cuts,
+                      (unsigned long long)st.replies_cut, (unsigned long long)st.requests_cut,
+                      (unsigned long long)st.pushes_muted);
+        if (rc != 0)
+            fail_msg("%s", r.first);
+        assert_int_equal(r.holds, r.expected);
+        assert_int_equal(r.overlaps + r.excused, 0);
+        assert_int_equal(r.fence_inversions, 0);
+        assert_int_equal(r.redis_bad + r.redis_bad_excused, 0);
+        assert_int_equal(r.lock_eio + r.lock_timedout + r.lock_other, 0);
+        assert_int_equal(r.unlock_enolck + r.unlock_eio + r.unlock_other, 0);
+        assert_int_equal(r.ownerdead, 0);
+        assert_int_equal(chk_keys_left(name), 0);
+        if (t.step < 8)
+            fail_msg("the run ended after %d faults: too short to go through each kind", t.step);
+    }
+    th_proxy_stop(px);
+}
+
+/* -------------------------------------------------------- pushes lost */
+
+/* Every pub/sub message is lost (the connection stays up, so nothing
+ * tells the waiters): four processes (lease 1500 ms: re-check every
+ * 500 ms) waiting for a mutex are still served one after the other, each
+ * within the re-check period + 300 ms, by asking Redis again; and they
+ * say so (fallback_checks). */
+static void test_pushes_lost_waiters_recheck(void **state)
+{
+    enum { NW = 4, RECHECK = 500 };
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[96];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, "DISTLOCK_LEASE_MS=1500", NULL };
+    char name[128], qkey[300];
+    th_name(name, sizeof name, "muted");
+    th_key(qkey, sizeof qkey, name, ":q");
+    th_proc_t w[NW];
+    for (int i = 0; i < NW; i++)
+        assert_int_equal(th_proc_start(&w[i], env), 0);
+    th_proc_t hp;                               /* the holder, directly on Redis */
+    assert_int_equal(th_proc_start(&hp, NULL), 0);
+    TH_ASSERT_RC(call(&hp, TH_M_LOCK, name, 0, NULL), 0);
+    for (int i = 0; i < NW; i++)
+        assert_int_equal(post(&w[i], TH_M_LOCK, name, 0), 0);
+    if (!th_wait_zcard(qkey, NW, 5000))
+        fail_msg("the waiters never queued");
+    th_proxy_mute_pushes(px, 1);
+    th_res_t rel;
+    TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, name, 0, &rel), 0);
+    int64_t t_prev = rel.t_start_us;
+    int served[NW] = { 0 };
+    int64_t worst = 0;
+    for (int k = 0; k < NW; k++) {
+        struct pollfd pf[NW];
+        for (int i = 0; i < NW; i++)
+            pf[i] = (struct pollfd){ served[i] ? -1 : w[i].res_rd, POLLIN, 0 };
+        if (poll(pf, NW, 5000) <= 0)
+            fail_msg("%d of %d waiters served; the others waited 5 s more", k, NW);
+        int who = 0;
+        while (!pf[who].revents)
+            who++;
+        th_res_t res;
+        assert_int_equal(th_proc_recv(&w[who], &res, 2000), 0);
+        TH_ASSERT_RC(res.rc, 0);
+        int64_t el = (res.t_done_us - t_prev) / 1000;
+        worst = el > worst ? el : worst;
+        served[who] = 1;
+        TH_ASSERT_RC(call(&w[who], TH_M_UNLOCK, name, 0, &res), 0);
+        t_prev = res.t_done_us;
+    }
+    th_proxy_stats_t st;
+    th_proxy_get_stats(px, &st);
+    unsigned long long fallbacks = 0;
+    for (int i = 0; i < NW; i++) {
+        th_res_t res;
+        TH_ASSERT_RC(call(&w[i], TH_STATS, name, 0, &res), 0);
+        fallbacks += res.fence;
+    }
+    print_message("pushes muted: %llu push chunks lost, %d waiters served, worst handoff %lld ms, "
+                  "%llu waits ended by re-checking\n", (unsigned long long)st.pushes_muted, NW,
+                  (long long)worst, fallbacks);
+    if (st.pushes_muted < 1)
+        fail_msg("no push was muted: the test tested nothing");
+    if (worst > RECHECK + 300)
+        fail_msg("a handoff took %lld ms with pushes lost (re-check every %d ms)", (long long)worst,
+                 RECHECK);
+    assert_true(fallbacks >= 1);
+    for (int i = 0; i < NW; i++)
+        assert_int_equal(th_proc_stop(&w[i]), 0);
+    assert_int_equal(th_proc_stop(&hp), 0);
+    assert_int_equal(chk_keys_left(name), 0);
+    th_proxy_stop(px);
+}
+
+/* ------------------------------------------------------------- SIGPIPE */
+
+/* Connections reset by the peer at every moment: for 1.5 s the proxy
+ * lets connections in for 3 ms, then cuts them all and resets new ones at
+ * accept for 7 ms, while 4 processes with the default SIGPIPE disposition
+ * run 2 threads that lock and unlock and one that waits for a lock we
+ * hold (so their subscribers keep reconnecting and subscribing).  It must not die; its calls fail with
+ * EIO (with a dist_lasterror()) or succeed; once the network is back,
+ * every thread locks again. */
+struct rst_arg { const char *url, *name, *held; };
+struct rst_thread { dist_mutex_t *m; long ok, eio, bad; };
+
+static void *rst_worker(void *p)
+{
+    struct rst_thread *t = p;
+    int64_t end = th_now_ms() + 2500;
+    while (th_now_ms() < end) {
+        int rc = dist_mutex_lock(t->m);
+        if (rc == 0 || rc == EOWNERDEAD) {
+            t->ok++;
+            rc = dist_mutex_unlock(t->m);
+        }
+        if (rc == EIO) {
+            t->eio++;
+            if (!dist_lasterror()[0])
+                t->bad++;
+        } else if (rc != 0 && rc != ENOLCK) {
+            t->bad++;
+            fprintf(stderr, "rst child: %s: %s\n", th_errname(rc), dist_lasterror());
+        }
+    }
+    return NULL;
+}
+
+static int rst_child(void *p)
+{
+    struct rst_arg *a = p;
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "200", 1);
+    dist_mutex_t m, h;
+    TH_CHECK_RC(dist_mutex_init(&m, a->name, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&h, a->held, NULL), 0);
+    /* two threads lock and unlock; one waits for a lock held elsewhere */
+    struct rst_thread ts[3] = { { &m, 0, 0, 0 }, { &m, 0, 0, 0 }, { &h, 0, 0, 0 } };
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++)
+        TH_CHECK(pthread_create(&th[i], NULL, rst_worker, &ts[i]) == 0);
+    long ok = 0, eio = 0, bad = 0;
+    for (int i = 0; i < 3; i++) {
+        pthread_join(th[i], NULL);
+        ok += ts[i].ok;
+        eio += ts[i].eio;
+        bad += ts[i].bad;
+    }
+    fprintf(stderr, "rst child %d: %ld ok, %ld EIO, %ld unexpected\n", (int)getpid(), ok, eio, bad);
+    TH_CHECK(bad == 0);
+    TH_CHECK(ts[0].ok + ts[1].ok > 0);
+    return 0;
+}
+
+static void test_no_sigpipe_connections_reset(void **state)
+{
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char name[128], held[128];
+    th_name(name, sizeof name, "rst");
+    th_name(held, sizeof held, "rst-held");
+    /* another process holds it, so that the children wait and subscribe
+     * (not this one: its library threads must not be allocating when we
+     * fork, see harness_proxy.c) */
+    th_proc_t hp;
+    assert_int_equal(th_proc_start(&hp, NULL), 0);
+    TH_ASSERT_RC(call(&hp, TH_M_LOCK, held, 0, NULL), 0);
+    struct rst_arg a = { th_proxy_url(px), name, held };
+    enum { NC = 4 };
+    pid_t pids[NC];
+    for (int i = 0; i < NC; i++)
+        pids[i] = th_fork_child(rst_child, &a);
+    th_sleep_ms(200);
+    th_proxy_stats_t s0, s1;
+    th_proxy_get_stats(px, &s0);
+    int64_t end = th_now_ms() + 1500;
+    th_proxy_mode(px, TH_PROXY_DROP, 0);
+    while (th_now_ms() < end) {
+        th_proxy_mode(px, TH_PROXY_PASS, 0);     /* let some connect ... */
+        th_sleep_ms(3);
+        th_proxy_mode(px, TH_PROXY_DROP, 0);     /* ... and reset them */
+        th_sleep_ms(7);
+    }
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, held, 0, NULL), 0);
+    th_proxy_get_stats(px, &s1);
+    int failed = 0;
+    for (int i = 0; i < NC; i++) {
+        int st = th_wait_child_ms(pids[i], 15000);
+        if (st != 0) {
+            print_error("child %d: status %d%s\n", (int)pids[i], st,
+                        st == 128 + SIGPIPE ? " (killed by SIGPIPE)" : "");
+            failed++;
+        }
+    }
+    print_message("proxy: %llu connections accepted, %llu reset at once, %llu cut\n",
+                  (unsigned long long)(s1.accepted - s0.accepted),
+                  (unsigned long long)(s1.refused - s0.refused),
+                  (unsigned long long)(s1.cuts - s0.cuts));
+    assert_int_equal(th_proc_stop(&hp), 0);
+    th_proxy_stop(px);
+    if (failed)
+        fail_msg("%d of %d processes died or failed with connections reset under them", failed, NC);
+    assert_true(s1.refused - s0.refused > 10);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_reply_lost),
+        TH_TEST(test_request_cut),
+        TH_TEST(test_busy_run_network_faults),
+        TH_TEST(test_pushes_lost_waiters_recheck),
+        TH_TEST(test_no_sigpipe_connections_reset),
+    };
+    if (getenv("TH_FILTER"))                 /* run only the tests matching a pattern */
+        cmocka_set_test_filter(getenv("TH_FILTER"));
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+}
