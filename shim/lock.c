@@ -175,8 +175,23 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     pthread_mutex_unlock(&l->mu);
 
     int rc, asked_again = 0;
+    uint64_t asked_at = 0;            /* when the last acquire was sent */
     for (;;) {
         dl_call_t c;
+        if (asked_at) {
+            /* Each ask registers anew: a push for an earlier registration
+             * carries a grant made before this ask ran, which the ask
+             * reports itself if it still stands ("mine") and which has
+             * lapsed if the ask finds the lock busy.  Either way the push
+             * is stale (notify.c drops it). */
+            regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+            reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
+            pthread_mutex_lock(&l->mu);
+            l->regid = enqueue ? regid : 0;
+            l->granted = 0;
+            pthread_mutex_unlock(&l->mu);
+        }
+        asked_at = dl_now_ms();
         call_init(&c, DL_SCRIPT_ACQUIRE, p, l);
         dl_call_arg(&c, mode, 1);
         dl_call_arg(&c, leasebuf, (size_t)leaselen);
@@ -247,6 +262,37 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             l->regid = 0;
             pthread_mutex_unlock(&l->mu);
             DL_STAT_ADD(grants, 1);
+            /* The grant was made after our last acquire ran, and lives
+             * `claim` ms unless our watchdog extends it (at claim/2 from
+             * now).  A push read late (this process stalled, a slow
+             * subscriber, a cluster bus behind) may carry a grant that has
+             * lapsed, and the lock may be someone else's by now: confirm it
+             * with the renewal it needs anyway, or wait again. */
+            if (dl_now_ms() - asked_at >= claim / 2) {
+                call_init(&c, DL_SCRIPT_RENEW, p, l);
+                dl_call_arg(&c, mode, 1);
+                dl_call_arg(&c, leasebuf, (size_t)leaselen);
+                int rrc = dl_script_run(p->conn, &c, 1);
+                long long kept = rrc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER
+                                                 ? c.cmd.reply->integer : elem(c.cmd.reply, 0);
+                char why[200];
+                snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
+                dl_calls_free(&c, 1);
+                if (kept == 0) {
+                    dl_log(DL_LOG_INFO, "lock %s: a grant pushed %llu ms after we asked had lapsed: "
+                           "waiting again", qname(l, q, sizeof q),
+                           (unsigned long long)(dl_now_ms() - asked_at));
+                    pthread_mutex_lock(&l->mu);
+                    l->regid = regid;
+                    pthread_mutex_unlock(&l->mu);
+                    continue;
+                }
+                if (kept < 0) {
+                    g->maybe = 1;
+                    return dl_fail(EIO, "lock %s: confirming a late grant: %s", qname(l, q, sizeof q),
+                                   why);
+                }
+            }
             return g->dead ? EOWNERDEAD : 0;
         }
         int pushed = l->recheck;
