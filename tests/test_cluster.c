@@ -1,0 +1,609 @@
+/*
+ * test_cluster.c - redis-cluster://: a 3-master / 3-replica cluster made
+ * with `redis-cli --cluster create` (harness_topo; 127.0.0.1, free ports,
+ * bus ports through cluster-port).
+ *
+ *  - 1000 lock names: each lock/unlock works; the keys of each name are in
+ *    one slot, on the master that serves it; the names spread over all 3
+ *    masters (count per master printed).
+ *  - wake-ups: a waiter in another process is woken by the release
+ *    promptly, for a lock on each master (DISTLOCK_LEASE_MS=30000: no
+ *    fallback timer involved, which the waiter's counters confirm).
+ *  - a live `redis-cli --cluster reshard` moving 2000 slots from one master
+ *    to another and back, including the slots of the names in use, during
+ *    a stress run of 3 processes x 3 threads on 8 names: no overlap of
+ *    holds, fences increasing, no lost update, no failed call, and the run
+ *    finishes.
+ *  - a master SIGKILLed during a run on names of every master: its replica
+ *    takes over, locks resume, no violation beyond holds reported lost.
+ *  - a waiter whose process stalls past its grant's claim window does not
+ *    return the lapsed grant while another process holds the lock.
+ *
+ * Every library call runs in a forked process with its own DISTLOCK_URL.
+ */
+#include "harness_topo.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+
+static tt_cluster_t g_c;
+static char g_url[400];
+static int g_masters[3];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tt_alarm(60);
+    if (tt_cluster_start(&g_c) != 0)
+        return -1;
+    char u[380];
+    snprintf(g_url, sizeof g_url, "DISTLOCK_URL=%s", tt_cluster_url(&g_c, 3, u, sizeof u));
+    if (tt_cluster_masters(&g_c, g_masters, 3) != 3)
+        return -1;
+    alarm(0);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    th_test_teardown(NULL);
+    tt_cleanup();
+    return 0;
+}
+
+static int g_map[16384];
+
+/* Slot -> master port, as node 0 sees it (a static buffer). */
+static int *slot_map(void)
+{
+    assert_int_equal(tt_cluster_slot_map(&g_c, 0, g_map), 0);
+    return g_map;
+}
+
+/* A name "tag.N" whose slot satisfies pred; N from *n on. */
+static void name_where(char *buf, size_t size, const char *tag, int *n, int (*pred)(unsigned, void *),
+                       void *arg)
+{
+    for (;; (*n)++) {
+        snprintf(buf, size, "%s.%d", tag, *n);
+        if (pred(tt_key_slot(buf, strlen(buf)), arg)) {
+            (*n)++;
+            return;
+        }
+    }
+}
+
+/* ------------------------------------------------------------ 1000 names */
+
+#define NNAMES 1000
+
+struct names_arg { th_pipe_t up, down; };
+
+static int names_child(void *p)
+{
+    struct names_arg *a = p;
+    setenv("DISTLOCK_URL", strchr(g_url, '=') + 1, 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    static dist_mutex_t m[NNAMES];
+    char name[32];
+    for (int i = 0; i < NNAMES; i++) {
+        snprintf(name, sizeof name, "cn.%d", i);
+        TH_CHECK_RC(dist_mutex_init(&m[i], name, NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+    }
+    th_send(a->up.wr, 1, 0, 0, 0);            /* all held */
+    th_msg_t msg;
+    TH_CHECK(th_recv(a->down.rd, &msg, 20000) == 0);
+    for (int i = 0; i < NNAMES; i++) {
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    }
+    return 0;
+}
+
+static void test_thousand_names(void **state)
+{
+    (void)state;
+    /* The slot function agrees with the servers. */
+    static const char *samples[] = { "distlock:{cn.1}", "distlock:{cn.1}:q", "foo", "{user1000}.following",
+                                     "a{}b", "x{y}z{w}" };
+    for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
+        redisReply *r = tt_cmd(g_c.node[0].port, "CLUSTER KEYSLOT %s", samples[i]);
+        assert_non_null(r);
+        assert_int_equal((unsigned)r->integer, tt_key_slot(samples[i], strlen(samples[i])));
+        freeReplyObject(r);
+    }
+
+    struct names_arg a;
+    th_pipe_open(&a.up);
+    th_pipe_open(&a.down);
+    int64_t t0 = th_now_ms();
+    pid_t pid = th_fork_child(names_child, &a);
+    th_msg_t msg;
+    if (th_recv(a.up.rd, &msg, 30000) != 0) {
+        th_wait_child_ms(pid, 100);
+        fail_msg("the child did not lock the %d names", NNAMES);
+    }
+    int64_t t_locked = th_now_ms() - t0;
+
+    /* Every key under the prefix, on every master: where is each name? */
+    int *map = slot_map();
+    int owner[NNAMES];
+    int nkeys[NNAMES];
+    memset(owner, 0, sizeof owner);
+    memset(nkeys, 0, sizeof nkeys);
+    int per_master[3] = { 0, 0, 0 };
+    long total = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        int port = g_c.node[g_masters[mi]].port;
+        char cursor[32] = "0";
+        do {
+            redisReply *r = tt_cmd(port, "SCAN %s MATCH distlock:{cn.* COUNT 1000", cursor);
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+            snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
+            redisReply *keys = r->element[1];
+            for (size_t k = 0; k < keys->elements; k++) {
+                const char *key = keys->element[k]->str;
+                size_t len = keys->element[k]->len;
+                int idx = -1;
+                if (sscanf(key, "distlock:{cn.%d}", &idx) != 1 || idx < 0 || idx >= NNAMES)
+                    fail_msg("unexpected key %s", key);
+                unsigned slot = tt_key_slot(key, len);
+                char tag[32];
+                snprintf(tag, sizeof tag, "cn.%d", idx);
+                if (slot != tt_key_slot(tag, strlen(tag)))
+                    fail_msg("key %s is not in the slot of its name's hash tag", key);
+                if (map[slot] != port)
+                    fail_msg("key %s (slot %u) is on %d, the slot is served by %d", key, slot, port,
+                             map[slot]);
+                if (owner[idx] && owner[idx] != port)
+                    fail_msg("the keys of %s are on two nodes (%d, %d)", tag, owner[idx], port);
+                owner[idx] = port;
+                nkeys[idx]++;
+                total++;
+            }
+            freeReplyObject(r);
+        } while (strcmp(cursor, "0") != 0);
+    }
+    for (int i = 0; i < NNAMES; i++) {
+        if (!owner[i])
+            fail_msg("no key of cn.%d on any master", i);
+        char key[64];
+        snprintf(key, sizeof key, "distlock:{cn.%d}", i);
+        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
+        if (!r || r->integer != 1)
+            fail_msg("cn.%d is held but %s is not on %d", i, key, owner[i]);
+        freeReplyObject(r);
+        for (int mi = 0; mi < 3; mi++)
+            if (g_c.node[g_masters[mi]].port == owner[i])
+                per_master[mi]++;
+    }
+    th_send(a.down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_wait_child(pid), 0);
+    int64_t t_all = th_now_ms() - t0;
+    printf("cluster names: %d names, %ld keys; per master: %d:%d %d:%d %d:%d; "
+           "init+lock+unlock+lock of all in %lld ms, total %lld ms\n",
+           NNAMES, total, g_c.node[g_masters[0]].port, per_master[0], g_c.node[g_masters[1]].port,
+           per_master[1], g_c.node[g_masters[2]].port, per_master[2], (long long)t_locked,
+           (long long)t_all);
+    fflush(stdout);
+    for (int mi = 0; mi < 3; mi++)
+        if (per_master[mi] < NNAMES / 5)
+            fail_msg("master %d serves only %d of %d names", g_c.node[g_masters[mi]].port,
+                     per_master[mi], NNAMES);
+    /* Released: no hold left on any master. */
+    for (int i = 0; i < NNAMES; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "distlock:{cn.%d}", i);
+        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
+        if (!r || r->integer != 0)
+            fail_msg("%s still held after unlock", key);
+        freeReplyObject(r);
+    }
+    th_pipe_close(&a.up);
+    th_pipe_close(&a.down);
+}
+
+/* -------------------------------------------------------------- wake-ups */
+
+struct on_port { int *map; int port; };
+
+static int slot_on(unsigned slot, void *p)
+{
+    struct on_port *o = p;
+    return o->map[slot] == o->port;
+}
+
+static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
+{
+    th_req_t q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    snprintf(q.name, sizeof q.name, "%s", name);
+    return th_proc_call(p, &q, res);
+}
+
+static long long zcard_at(int port, const char *key)
+{
+    redisReply *r = tt_cmd(port, "ZCARD %s", key);
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+static void test_wakeup(void **state)
+{
+    (void)state;
+    enum { ROUNDS = 5 };
+    int *map = slot_map();
+    const char *env[] = { g_url, "DISTLOCK_LEASE_MS=30000", "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    int64_t lat[3 * ROUNDS], unl[3 * ROUNDS];
+    int nl = 0, n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        int port = g_c.node[g_masters[mi]].port;
+        struct on_port o = { map, port };
+        char name[64], qkey[128];
+        name_where(name, sizeof name, "cw", &n, slot_on, &o);
+        snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
+        for (int i = 0; i < ROUNDS; i++) {
+            TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
+            th_req_t q;
+            memset(&q, 0, sizeof q);
+            q.op = TH_M_LOCK;
+            snprintf(q.name, sizeof q.name, "%s", name);
+            assert_int_equal(th_proc_send(&w, &q), 0);
+            int64_t end = th_now_ms() + 3000;
+            while (zcard_at(port, qkey) < 1 && th_now_ms() < end)
+                th_sleep_ms(2);
+            if (zcard_at(port, qkey) < 1)
+                fail_msg("the waiter never queued on %s (master %d)", name, port);
+            int64_t t_rel = th_now_us();
+            th_res_t ru;
+            TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, &ru), 0);
+            unl[nl] = ru.t_done_us - ru.t_start_us;
+            th_res_t r;
+            assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
+            TH_ASSERT_RC(r.rc, 0);
+            lat[nl++] = r.t_done_us - t_rel;
+            TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+        }
+    }
+    int64_t worst = 0;
+    printf("cluster wake-up latencies (us):");
+    for (int i = 0; i < nl; i++) {
+        worst = lat[i] > worst ? lat[i] : worst;
+        printf(" %lld", (long long)lat[i]);
+    }
+    printf("\ncluster release (unlock call) durations (us):");
+    for (int i = 0; i < nl; i++)
+        printf(" %lld", (long long)unl[i]);
+    printf("\n");
+    int64_t med = th_median(lat, nl);
+    th_res_t st;
+    TH_ASSERT_RC(call(&w, TH_STATS, "", &st), 0);
+    printf("cluster wake-up: a waiting process got a released lock in median %lld us, worst %lld us "
+           "(%d handoffs over 3 masters; fallback checks %llu)\n", (long long)med, (long long)worst, nl,
+           (unsigned long long)st.fence);
+    fflush(stdout);
+    med /= 1000;
+    worst /= 1000;
+    if (worst >= 300 || med >= 50)
+        fail_msg("handoff latency median %lld ms, worst %lld ms: not woken by the release",
+                 (long long)med, (long long)worst);
+    if (st.fence != 0)
+        fail_msg("%llu waits ended by the fallback timer, not a push", (unsigned long long)st.fence);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+}
+
+/* A waiter that reads its grant late (its process stalled longer than the
+ * claim window, min(lease, 2 s); in a cluster the push may also come late
+ * over the bus) must not return a grant that has lapsed while another
+ * process holds the lock: it must go on waiting, and get the lock when
+ * that holder releases it. */
+static void test_late_grant(void **state)
+{
+    (void)state;
+    int *map = slot_map();
+    const char *env[] = { g_url, "DISTLOCK_LOG=off", NULL };
+    th_proc_t h, w, p1;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    assert_int_equal(th_proc_start(&p1, env), 0);
+    int n = 0;
+    struct on_port o = { map, g_c.node[g_masters[1]].port };
+    char name[64], qkey[128];
+    name_where(name, sizeof name, "clate", &n, slot_on, &o);
+    snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
+    TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
+    th_req_t q;
+    memset(&q, 0, sizeof q);
+    q.op = TH_M_LOCK;
+    snprintf(q.name, sizeof q.name, "%s", name);
+    assert_int_equal(th_proc_send(&w, &q), 0);
+    int64_t end = th_now_ms() + 3000;
+    while (zcard_at(o.port, qkey) < 1 && th_now_ms() < end)
+        th_sleep_ms(2);
+    kill(w.pid, SIGSTOP);
+    TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, NULL), 0);     /* granted to the stopped waiter */
+    th_sleep_ms(2600);                                      /* its claim lapses */
+    th_res_t r1;
+    int rc1 = call(&p1, TH_M_TRYLOCK, name, &r1);
+    kill(w.pid, SIGCONT);
+    if (rc1 != 0 && rc1 != EOWNERDEAD)
+        fail_msg("after the grant lapsed, trylock = %s (%s)", th_errname(rc1), r1.err);
+    th_res_t rw;
+    if (th_proc_recv(&w, &rw, 1500) == 0)
+        fail_msg("the stalled waiter returned %s from a lapsed grant while another process holds "
+                 "the lock (two holders)", th_errname(rw.rc));
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(call(&p1, TH_M_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_recv(&w, &rw, 10000), 0);
+    TH_ASSERT_RC(rw.rc, 0);
+    print_message("late grant: the waiter went on waiting and got the lock %lld ms after the "
+                  "other holder released it\n", (long long)((rw.t_done_us - t_rel) / 1000));
+    TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    assert_int_equal(th_proc_stop(&p1), 0);
+}
+
+/* ?wait=1 on a cluster: each master has a replica, so acquisitions on
+ * every master are confirmed. */
+static void test_wait_query(void **state)
+{
+    (void)state;
+    int *map = slot_map();
+    char u[440];
+    snprintf(u, sizeof u, "%s?wait=1&wait_ms=1000", g_url);
+    const char *env[] = { u, "DISTLOCK_LOG=error", NULL };
+    th_proc_t p;
+    assert_int_equal(th_proc_start(&p, env), 0);
+    int n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        struct on_port o = { map, g_c.node[g_masters[mi]].port };
+        char name[64];
+        name_where(name, sizeof name, "cwait", &n, slot_on, &o);
+        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
+        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+    }
+    assert_int_equal(th_proc_stop(&p), 0);
+}
+
+/* --------------------------------------------------------------- reshard */
+
+#define MOVE_SLOTS 2000
+
+static int slot_low(unsigned slot, void *p)
+{
+    (void)p;
+    return slot < MOVE_SLOTS;
+}
+
+static long long exists_at(int port, const char *key)
+{
+    redisReply *r = tt_cmd(port, "EXISTS %s", key);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+static void test_reshard_stress(void **state)
+{
+    (void)state;
+    tt_alarm(120);                  /* about 8 s; several times that under load */
+    int *map = slot_map();
+    int ia = tt_cluster_index(&g_c, map[0]);        /* serves slots 0.. */
+    int ib = -1;
+    for (int mi = 0; mi < 3; mi++)
+        if (g_masters[mi] != ia)
+            ib = g_masters[mi];
+    assert_true(ia >= 0 && ib >= 0);
+    for (int s = 0; s < MOVE_SLOTS; s++)
+        if (map[s] != g_c.node[ia].port)
+            fail_msg("slot %d is not on the master of slot 0; cannot move the first %d slots", s,
+                     MOVE_SLOTS);
+
+    const char *env[] = { g_url, "DISTLOCK_LOG=error", NULL };
+    tt_stress_cfg_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.procs = 3;
+    cfg.threads = 3;
+    cfg.nnames = 8;
+    int n = 0;
+    for (int i = 0; i < cfg.nnames; i++)
+        name_where(cfg.names[i], sizeof cfg.names[i], "cr", &n, slot_low, NULL);
+    cfg.hold_us = 100;
+    cfg.env = env;
+    int64_t t0 = th_now_ms();
+    tt_stress_t *s = tt_stress_start(&cfg);
+    assert_non_null(s);
+    while (tt_stress_holds(s) < 200 && th_now_ms() - t0 < 10000)
+        th_sleep_ms(10);
+
+    char log[400], key0[128];
+    snprintf(key0, sizeof key0, "distlock:{%s}:m", cfg.names[0]);
+    int64_t r0 = th_now_ms();
+    uint64_t h0 = tt_stress_holds(s);
+    pid_t rp = tt_reshard_start(&g_c, ia, ib, MOVE_SLOTS, 10, log, sizeof log);
+    assert_true(rp > 0);
+    int st1 = tt_wait_bg(rp, 30000);
+    int64_t r1 = th_now_ms();
+    uint64_t h1 = tt_stress_holds(s);
+    long long moved_to_b = exists_at(g_c.node[ib].port, key0);
+    /* redis-cli refuses to reshard until every node has the new map. */
+    int agreed = tt_cluster_wait_ok(&g_c, 10000);
+    int64_t r1b = th_now_ms();
+    pid_t rp2 = tt_reshard_start(&g_c, ib, ia, MOVE_SLOTS, 10, log, sizeof log);
+    assert_true(rp2 > 0);
+    int st2 = tt_wait_bg(rp2, 30000);
+    int64_t r2 = th_now_ms();
+    uint64_t h2 = tt_stress_holds(s);
+    long long back_on_a = exists_at(g_c.node[ia].port, key0);
+    th_sleep_ms(300);
+
+    tt_stress_report_t rep;
+    tt_stress_finish(s, 15000, &rep);
+    tt_stress_free(s);
+    int64_t total = th_now_ms() - t0;
+    tt_stress_print("cluster reshard", &rep);
+    printf("cluster reshard: %d slots %d->%d in %lld ms (%llu holds meanwhile), back in %lld ms "
+           "(%llu holds); run %lld ms, %llu holds, %.0f holds/s\n",
+           MOVE_SLOTS, g_c.node[ia].port, g_c.node[ib].port, (long long)(r1 - r0),
+           (unsigned long long)(h1 - h0), (long long)(r2 - r1b), (unsigned long long)(h2 - h1),
+           (long long)total, (unsigned long long)rep.holds, rep.holds * 1000.0 / (double)total);
+    fflush(stdout);
+    if (!agreed)
+        fail_msg("the nodes did not agree on the slot map after the first reshard");
+    if (st1 != 0 || st2 != 0) {
+        static char out[4097];
+        FILE *f = fopen(log, "r");
+        if (f) {
+            size_t got = fread(out, 1, 4096, f);
+            out[got] = 0;
+            fclose(f);
+        }
+        fail_msg("redis-cli --cluster reshard failed (%d, %d): %s", st1, st2, out);
+    }
+    if (moved_to_b != 1 || back_on_a != 1)
+        fail_msg("the keys of %s did not move (on B after the first reshard: %lld, on A after the "
+                 "second: %lld)", cfg.names[0], moved_to_b, back_on_a);
+    if (rep.children_failed)
+        fail_msg("%d workers failed", rep.children_failed);
+    if (rep.overlaps || rep.excused || rep.fence_inversions)
+        fail_msg("mutual exclusion broken during the reshard: %s", rep.first);
+    if (rep.lost_updates)
+        fail_msg("%llu lost updates", (unsigned long long)rep.lost_updates);
+    if (rep.lock_eio || rep.lock_other || rep.unlock_enolck || rep.unlock_eio || rep.unlock_other)
+        fail_msg("failed calls during the reshard: %s", rep.first_error);
+    if (h1 == h0 || h2 == h1)
+        fail_msg("no lock was taken while slots moved");
+    if (!rep.redirects)
+        fail_msg("no MOVED/ASK redirection was followed: the names' slots did not move under the run");
+    assert_true(tt_cluster_wait_ok(&g_c, 10000));
+    char *out = NULL;
+    int chk = tt_cluster_check(&g_c, &out);
+    if (chk != 0)
+        fail_msg("cluster check after the reshard: %s", out);
+    free(out);
+}
+
+/* --------------------------------------------------------------- failover */
+
+/* A master (not node 0, which the harness reads the slot map from) is
+ * SIGKILLed during a run on names of every master; its replica takes over
+ * after cluster-node-timeout (3000 ms); the workers ride it out
+ * (DISTLOCK_IO_TIMEOUT_MS=8000 covers CLUSTERDOWN and the dead node;
+ * DISTLOCK_LEASE_MS=3000 bounds a hold left in the promoted replica). */
+static void test_master_failover(void **state)
+{
+    (void)state;
+    tt_alarm(120);                  /* node timeout + election, under load */
+    int *map = slot_map();
+    int victim = -1;
+    for (int mi = 0; mi < 3; mi++)
+        if (g_masters[mi] != 0)
+            victim = g_masters[mi];
+    assert_true(victim > 0);
+    int vport = g_c.node[victim].port;
+    const char *env[] = { g_url, "DISTLOCK_IO_TIMEOUT_MS=8000", "DISTLOCK_LEASE_MS=3000",
+                          "DISTLOCK_LOG=off", NULL };
+    tt_stress_cfg_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.procs = 3;
+    cfg.threads = 2;
+    cfg.nnames = 6;
+    int n = 0;
+    for (int i = 0; i < cfg.nnames; i++) {
+        struct on_port o = { map, g_c.node[g_masters[i % 3]].port };
+        name_where(cfg.names[i], sizeof cfg.names[i], "cf", &n, slot_on, &o);
+    }
+    cfg.hold_us = 200;
+    cfg.timed_ms = 3000;
+    cfg.env = env;
+    tt_stress_t *s = tt_stress_start(&cfg);
+    assert_non_null(s);
+    int64_t t0 = th_now_ms();
+    while ((tt_stress_holds(s) < 300 || th_now_ms() - t0 < 1000) && th_now_ms() - t0 < 10000)
+        th_sleep_ms(10);
+
+    int64_t t_kill_us = th_now_us();
+    pid_t vpid = g_c.node[victim].pid;
+    th_server_kill(&g_c.node[victim]);
+    tt_forget(vpid);
+    /* Until a replica serves the victim's slots and the names of the
+     * victim lock again, then 1 s more. */
+    int64_t t_promoted = -1, t_back = -1;
+    for (;;) {
+        int64_t now = th_now_ms();
+        if (t_promoted < 0 && tt_cluster_slot_map(&g_c, 0, map) == 0) {
+            int moved = 1;
+            for (int i = 0; i < cfg.nnames; i++)
+                if (map[tt_key_slot(cfg.names[i], strlen(cfg.names[i]))] == vport ||
+                    map[tt_key_slot(cfg.names[i], strlen(cfg.names[i]))] == 0)
+                    moved = 0;
+            if (moved)
+                t_promoted = now;
+        }
+        int procs = 0;
+        if (t_promoted >= 0 && t_back < 0 && tt_stress_holds_since(s, th_now_us() - 200000, &procs) &&
+            procs == cfg.procs)
+            t_back = now;
+        if (t_back >= 0 && now - t_back > 1000)
+            break;
+        if (now - t_kill_us / 1000 > 25000)
+            break;
+        th_sleep_ms(20);
+    }
+    tt_stress_report_t rep;
+    tt_stress_finish(s, 15000, &rep);
+    /* Per victim name: the longest time without an acquisition after the kill. */
+    tt_stress_print("cluster failover", &rep);
+    int64_t vgap = 0;
+    for (int i = 0; i < cfg.nnames; i++)
+        if (g_masters[i % 3] == victim && rep.name_gap_ms[i] > vgap)
+            vgap = rep.name_gap_ms[i];
+    printf("cluster failover: replica serves the slots %lld ms after the SIGKILL; cluster failover gap: "
+           "%lld ms on the killed master's names (%lld ms with no lock taken at all)\n",
+           (long long)(t_promoted >= 0 ? t_promoted - t_kill_us / 1000 : -1), (long long)vgap,
+           (long long)rep.max_gap_ms);
+    fflush(stdout);
+    tt_stress_free(s);
+    if (t_promoted < 0)
+        fail_msg("no replica took over the killed master's slots");
+    if (t_back < 0)
+        fail_msg("lock operations did not resume in every process");
+    if (rep.children_failed)
+        fail_msg("%d workers failed", rep.children_failed);
+    if (rep.overlaps || rep.fence_inversions)
+        fail_msg("mutual exclusion broken among holds the library did not report lost: %s", rep.first);
+    if (rep.lost_updates > rep.excused)
+        fail_msg("%llu lost updates", (unsigned long long)rep.lost_updates);
+    if (rep.lock_other || rep.unlock_other)
+        fail_msg("unexpected return codes: %s", rep.first_error);
+    if (rep.max_call_ms > 3000 + 8000 + 2500)
+        fail_msg("a lock call took %lld ms", (long long)rep.max_call_ms);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TT_TEST(test_thousand_names),
+        TT_TEST(test_wakeup),
+        TT_TEST(test_wait_query),
+        TT_TEST(test_late_grant),
+        TT_TEST(test_reshard_stress),
+        TT_TEST(test_master_failover),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

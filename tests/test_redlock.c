@@ -1,0 +1,527 @@
+/*
+ * test_redlock.c - redlock://h:p,h:p,h:p: independent masters, a majority
+ * decides.  Mutual exclusion across processes, read-write locks, servers
+ * down (a minority: still works, and cheaply; a majority: EIO naming the
+ * failure), servers back, fair mutexes refused.
+ *
+ * Five plain redis-servers (127.0.0.1, free ports, harness_topo); a test
+ * uses the first 3 or all 5.  Every library call runs in a helper process
+ * with its own DISTLOCK_URL.  DISTLOCK_IO_TIMEOUT_MS=2000: a call that
+ * cannot reach a majority gives EIO within that, and a server restarted on
+ * its port is found again.
+ */
+#include "harness_topo.h"
+
+#include <errno.h>
+#include <string.h>
+
+#define NSRV 5
+static th_server_t g_srv[NSRV];
+static int g_port[NSRV];
+
+static int group_setup(void **state)
+{
+    (void)state;
+    tt_alarm(60);
+    for (int i = 0; i < NSRV; i++) {
+        if (tt_server_start(&g_srv[i], NULL) != 0)
+            return -1;
+        g_port[i] = g_srv[i].port;
+    }
+    alarm(0);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    th_test_teardown(NULL);
+    tt_cleanup();
+    return 0;
+}
+
+static void srv_down(int i)
+{
+    pid_t pid = g_srv[i].pid;
+    th_server_kill(&g_srv[i]);
+    tt_forget(pid);
+}
+
+static void srv_up(int i)
+{
+    if (g_srv[i].pid)
+        return;
+    for (int attempt = 0; attempt < 50; attempt++) {
+        if (tt_server_start_on(&g_srv[i], g_port[i], NULL) == 0)
+            return;
+        th_sleep_ms(100);
+    }
+    fail_msg("could not restart server %d on port %d", i, g_port[i]);
+}
+
+static void all_up(void)
+{
+    for (int i = 0; i < NSRV; i++)
+        srv_up(i);
+}
+
+/* "DISTLOCK_URL=redlock://127.0.0.1:P1,..." over the first n servers. */
+static char *url(char *buf, size_t size, int n)
+{
+    size_t o = (size_t)snprintf(buf, size, "DISTLOCK_URL=redlock://");
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(buf + o, size - o, "%s127.0.0.1:%d", i ? "," : "", g_port[i]);
+    return buf;
+}
+
+static const char *g_env[4];
+static char g_url[400];
+
+static const char *const *env_for(int n)
+{
+    g_env[0] = url(g_url, sizeof g_url, n);
+    g_env[1] = "DISTLOCK_IO_TIMEOUT_MS=2000";
+    g_env[2] = "DISTLOCK_LOG=error";
+    g_env[3] = NULL;
+    return g_env;
+}
+
+static void start(th_proc_t *p, int n)
+{
+    assert_int_equal(th_proc_start(p, env_for(n)), 0);
+}
+
+static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
+{
+    th_req_t q;
+    memset(&q, 0, sizeof q);
+    q.op = op;
+    snprintf(q.name, sizeof q.name, "%s", name);
+    return th_proc_call(p, &q, res);
+}
+
+/* A short stress run: no overlap, no fence inversion, no lost update. */
+static void stress(int n, const char *tag, int procs, int threads, long ops)
+{
+    tt_stress_cfg_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.procs = procs;
+    cfg.threads = threads;
+    cfg.nnames = 2;
+    th_name(cfg.names[0], sizeof cfg.names[0], tag);
+    th_name(cfg.names[1], sizeof cfg.names[1], tag);
+    cfg.ops = ops;
+    cfg.hold_us = 100;
+    cfg.env = env_for(n);
+    int64_t t0 = th_now_ms();
+    tt_stress_t *s = tt_stress_start(&cfg);
+    assert_non_null(s);
+    /* Wait for the workers to finish their ops (not a stop request). */
+    int64_t end = t0 + 30000;
+    while (tt_stress_holds(s) < (uint64_t)(procs * threads * ops) && th_now_ms() < end)
+        th_sleep_ms(10);
+    tt_stress_report_t rep;
+    tt_stress_finish(s, 10000, &rep);
+    tt_stress_free(s);
+    int64_t ms = th_now_ms() - t0;
+    char title[160];
+    snprintf(title, sizeof title, "redlock %s (%d procs x %d threads)", tag, procs, threads);
+    tt_stress_print(title, &rep);
+    print_message("%s: %llu holds in %lld ms (%.0f/s)\n", title, (unsigned long long)rep.holds,
+                  (long long)ms, rep.holds * 1000.0 / (double)(ms ? ms : 1));
+    if (rep.children_failed)
+        fail_msg("%s: %d workers failed", title, rep.children_failed);
+    if (rep.overlaps || rep.fence_inversions || rep.lost_updates || rep.excused)
+        fail_msg("%s: mutual exclusion broken: %s", title, rep.first);
+    if (rep.holds != (uint64_t)(procs * threads * ops))
+        fail_msg("%s: %llu holds, want %ld (a failed lock call: %s)", title,
+                 (unsigned long long)rep.holds, procs * threads * ops, rep.first_error);
+    if (rep.unlock_enolck || rep.unlock_eio || rep.unlock_other)
+        fail_msg("%s: unlock failures", title);
+}
+
+static void test_mutual_exclusion(void **state)
+{
+    (void)state;
+    all_up();
+    stress(3, "rl3", 3, 2, 60);
+    stress(5, "rl5", 3, 2, 40);
+}
+
+static void test_rwlock(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlrw");
+    th_proc_t a, b, c;
+    start(&a, 3);
+    start(&b, 3);
+    start(&c, 3);
+    TH_ASSERT_RC(call(&a, TH_RW_RDLOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&b, TH_RW_TRYRDLOCK, name, NULL), 0);     /* readers share */
+    TH_ASSERT_RC(call(&c, TH_RW_TRYWRLOCK, name, NULL), EBUSY); /* a writer waits */
+    TH_ASSERT_RC(call(&a, TH_RW_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&c, TH_RW_TRYWRLOCK, name, NULL), EBUSY);
+    /* A blocked writer gets the lock soon after the last reader leaves. */
+    th_req_t q;
+    memset(&q, 0, sizeof q);
+    q.op = TH_RW_WRLOCK;
+    snprintf(q.name, sizeof q.name, "%s", name);
+    assert_int_equal(th_proc_send(&c, &q), 0);
+    th_sleep_ms(100);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(call(&b, TH_RW_UNLOCK, name, NULL), 0);
+    th_res_t r;
+    assert_int_equal(th_proc_recv(&c, &r, 10000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    int64_t lat = (r.t_done_us - t_rel) / 1000;
+    print_message("redlock: a waiting writer got the lock %lld ms after the last reader left\n",
+                  (long long)lat);
+    if (lat > 1000)
+        fail_msg("writer waited %lld ms after the readers left", (long long)lat);
+    TH_ASSERT_RC(call(&a, TH_RW_TRYRDLOCK, name, NULL), EBUSY); /* the writer excludes */
+    TH_ASSERT_RC(call(&b, TH_RW_TRYWRLOCK, name, NULL), EBUSY);
+    uint64_t f1;
+    assert_int_equal(call(&c, TH_RW_FENCE, name, &r), 0);
+    f1 = r.fence;
+    TH_ASSERT_RC(call(&c, TH_RW_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_RW_TRYWRLOCK, name, NULL), 0);
+    assert_int_equal(call(&a, TH_RW_FENCE, name, &r), 0);
+    if (r.fence <= f1)
+        fail_msg("fence %llu after %llu", (unsigned long long)r.fence, (unsigned long long)f1);
+    TH_ASSERT_RC(call(&a, TH_RW_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    assert_int_equal(th_proc_stop(&c), 0);
+}
+
+/* lock+unlock latency of one process, n rounds: median and worst, in us. */
+static void latency(th_proc_t *p, const char *name, int n, int64_t *med, int64_t *worst)
+{
+    int64_t v[64];
+    if (n > 64)
+        n = 64;
+    *worst = 0;
+    for (int i = 0; i < n; i++) {
+        th_res_t r1, r2;
+        TH_ASSERT_RC(call(p, TH_M_LOCK, name, &r1), 0);
+        TH_ASSERT_RC(call(p, TH_M_UNLOCK, name, &r2), 0);
+        v[i] = r2.t_done_us - r1.t_start_us;
+        if (v[i] > *worst)
+            *worst = v[i];
+    }
+    *med = th_median(v, n);
+}
+
+/* One of 3 down: still works, and the dead server costs little. */
+static void test_one_of_three_down(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rldown1");
+    th_proc_t a, b;
+    start(&a, 3);
+    start(&b, 3);
+    int64_t med_up, worst_up, med_down, worst_down;
+    latency(&a, name, 40, &med_up, &worst_up);
+    srv_down(1);
+    th_res_t r;
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), 0);
+    int64_t first = r.t_done_us - r.t_start_us;
+    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    latency(&a, name, 40, &med_down, &worst_down);
+    print_message("redlock 3 servers: lock+unlock median %lld us (worst %lld) all up; "
+                  "1 down: first lock %lld us, then median %lld us (worst %lld)\n",
+                  (long long)med_up, (long long)worst_up, (long long)first, (long long)med_down,
+                  (long long)worst_down);
+    printf("redlock 3 servers 1 down: median_us=%lld worst_us=%lld first_lock_us=%lld up_median_us=%lld\n",
+           (long long)med_down, (long long)worst_down, (long long)first, (long long)med_up);
+    if (med_down > 50000 || worst_down > 1500000)
+        fail_msg("a dead server costs too much: median %lld us, worst %lld us", (long long)med_down,
+                 (long long)worst_down);
+    stress(3, "rl3down1", 2, 2, 40);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
+/* One of 3 stalled (SIGSTOP: connections stay open, nothing answers):
+ * still works; a call that asks the stalled server waits at most its
+ * per-server time-out (a tenth of the lease), and the server is then
+ * skipped for a while. */
+static void test_one_of_three_stalled(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlstall");
+    const char *const *base = env_for(3);
+    const char *env[] = { base[0], "DISTLOCK_IO_TIMEOUT_MS=2000", "DISTLOCK_LEASE_MS=3000",
+                          "DISTLOCK_LOG=error", NULL };
+    th_proc_t a, b;
+    assert_int_equal(th_proc_start(&a, env), 0);
+    assert_int_equal(th_proc_start(&b, env), 0);
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    th_server_pause(&g_srv[1]);
+    int64_t t0 = th_now_ms(), worst = 0, total = 0;
+    int n = 0, slow = 0;
+    while (th_now_ms() - t0 < 2500) {
+        th_res_t r1, r2;
+        TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r1), 0);
+        TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
+        TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, &r2), 0);
+        int64_t us = r2.t_done_us - r1.t_start_us;
+        worst = us > worst ? us : worst;
+        total += us;
+        slow += us > 100000;
+        n++;
+    }
+    th_server_resume(&g_srv[1]);
+    print_message("redlock 3 servers, 1 stalled (lease 3000 ms): %d lock+unlock in 2.5 s, mean %lld us, "
+                  "worst %lld us, %d over 100 ms\n", n, (long long)(total / n), (long long)worst, slow);
+    printf("redlock 3 servers 1 stalled: rounds=%d mean_us=%lld worst_us=%lld slow=%d\n", n,
+           (long long)(total / n), (long long)worst, slow);
+    /* Per-server time-out 300 ms for the lock, the unlock, and the
+     * watchdog's renewal: a round may meet it a few times, not more. */
+    if (worst > 1500000)
+        fail_msg("a lock+unlock took %lld us with one server stalled", (long long)worst);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+}
+
+/* Two of 5 down: still works. */
+static void test_two_of_five_down(void **state)
+{
+    (void)state;
+    all_up();
+    srv_down(0);
+    srv_down(3);
+    char name[64];
+    th_name(name, sizeof name, "rldown2");
+    th_proc_t a, b;
+    start(&a, 5);
+    start(&b, 5);
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    int64_t med, worst;
+    latency(&b, name, 40, &med, &worst);
+    print_message("redlock 5 servers, 2 down: lock+unlock median %lld us (worst %lld)\n",
+                  (long long)med, (long long)worst);
+    printf("redlock 5 servers 2 down: median_us=%lld worst_us=%lld\n", (long long)med, (long long)worst);
+    stress(5, "rl5down2", 2, 2, 40);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
+static void expect_majority_eio(th_proc_t *p, int op, const char *name, int n, int need,
+                                const int *down, int ndown)
+{
+    th_res_t r;
+    TH_ASSERT_RC(call(p, op, name, &r), EIO);
+    int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
+    print_message("redlock %d servers, %d down: %s EIO after %lld ms: \"%s\"\n", n, ndown,
+                  op == TH_M_LOCK ? "lock" : op == TH_M_TRYLOCK ? "trylock" : "timedlock",
+                  (long long)ms, r.err);
+    char needs[32];
+    snprintf(needs, sizeof needs, "need %d", need);
+    if (!th_contains(r.err, "redlock") || !strstr(r.err, needs))
+        fail_msg("the message should say redlock needs %d servers: \"%s\"", need, r.err);
+    int named = 0;
+    for (int i = 0; i < ndown; i++) {
+        char port[16];
+        snprintf(port, sizeof port, ":%d", g_port[down[i]]);
+        named |= strstr(r.err, port) != NULL;
+    }
+    if (!named || !(th_contains(r.err, "refused") || th_contains(r.err, "closed") ||
+                    th_contains(r.err, "reset")))
+        fail_msg("the message should name a dead server and why: \"%s\"", r.err);
+    if (ms > 3500)
+        fail_msg("EIO only after %lld ms (DISTLOCK_IO_TIMEOUT_MS=2000)", (long long)ms);
+}
+
+/* A majority down: EIO with a message naming the failure; servers back:
+ * locks work again. */
+static void test_majority_down(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlmaj");
+    th_proc_t a, b;
+    start(&a, 3);
+    start(&b, 5);
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    int down3[] = { 0, 2 };
+    srv_down(0);
+    srv_down(2);
+    expect_majority_eio(&a, TH_M_LOCK, name, 3, 2, down3, 2);
+    expect_majority_eio(&a, TH_M_TRYLOCK, name, 3, 2, down3, 2);
+    expect_majority_eio(&a, TH_M_LOCK, name, 3, 2, down3, 2);   /* again, servers marked down */
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), EPERM);     /* nothing held */
+    int down5[] = { 0, 2, 4 };
+    srv_down(4);
+    expect_majority_eio(&b, TH_M_LOCK, name, 5, 3, down5, 3);
+
+    /* Back: the same processes lock again within a short time. */
+    all_up();
+    int64_t t0 = th_now_ms();
+    int rc = EIO;
+    while (rc != 0 && th_now_ms() - t0 < 5000) {
+        rc = call(&a, TH_M_LOCK, name, NULL);
+        if (rc != 0)
+            th_sleep_ms(50);
+    }
+    TH_ASSERT_RC(rc, 0);
+    int64_t back3 = th_now_ms() - t0;
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    t0 = th_now_ms();
+    rc = EIO;
+    while (rc != 0 && th_now_ms() - t0 < 5000) {
+        rc = call(&b, TH_M_LOCK, name, NULL);
+        if (rc != 0)
+            th_sleep_ms(50);
+    }
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    print_message("redlock: servers back, first lock after %lld ms\n", (long long)back3);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+}
+
+/* A holder unlocks while a minority is down: fine, and the lock is free. */
+static void test_unlock_minority_down(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlunl");
+    th_proc_t a, b;
+    start(&a, 3);
+    start(&b, 3);
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
+    srv_down(2);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    th_res_t r;
+    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, &r), 0);
+    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    /* The server comes back empty; holds still need a majority. */
+    srv_up(2);
+    TH_ASSERT_RC(call(&b, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+}
+
+/* Every server restarted between two calls (or idle connections closed by
+ * the servers' `timeout`): the connections the process holds are stale,
+ * but every server is up, so the next lock call must succeed. */
+static void test_all_restarted(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlrestart");
+    th_proc_t a;
+    start(&a, 3);
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    for (int i = 0; i < 3; i++)
+        srv_down(i);
+    all_up();
+    th_res_t r;
+    int rc = call(&a, TH_M_LOCK, name, &r);
+    print_message("redlock: first lock after every server restarted: %s after %lld ms \"%s\"\n",
+                  th_errname(rc), (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    /* Idle connections closed by the servers (CLIENT KILL, like `timeout`). */
+    for (int i = 0; i < 3; i++) {
+        redisReply *k = tt_cmd(g_port[i], "CLIENT KILL TYPE normal");
+        if (k)
+            freeReplyObject(k);
+    }
+    rc = call(&a, TH_M_LOCK, name, &r);
+    print_message("redlock: first lock after the servers closed idle connections: %s \"%s\"\n",
+                  th_errname(rc), r.err);
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+}
+
+/* ?wait=1 on redlock: these servers have no replicas, so no acquisition
+ * can be confirmed: EIO saying so, and nothing left held. */
+static void test_wait_without_replicas(void **state)
+{
+    (void)state;
+    all_up();
+    char u[420], name[64];
+    const char *const *base = env_for(3);
+    snprintf(u, sizeof u, "%s?wait=1&wait_ms=200", base[0]);
+    const char *env[] = { u, "DISTLOCK_IO_TIMEOUT_MS=2000", "DISTLOCK_LOG=error", NULL };
+    th_name(name, sizeof name, "rlwait");
+    th_proc_t a, b;
+    assert_int_equal(th_proc_start(&a, env), 0);
+    start(&b, 3);
+    th_res_t r;
+    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    print_message("redlock ?wait=1 without replicas: EIO after %lld ms: \"%s\"\n",
+                  (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
+    if (!th_contains(r.err, "replica"))
+        fail_msg("no word about replicas: \"%s\"", r.err);
+    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);       /* nothing left held */
+    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+}
+
+static void test_fair_einval(void **state)
+{
+    (void)state;
+    all_up();
+    th_proc_t a;
+    start(&a, 3);
+    th_req_t q;
+    th_res_t r;
+    memset(&q, 0, sizeof q);
+    q.op = TH_M_LOCK;
+    q.fair = 1;
+    snprintf(q.name, sizeof q.name, "rlfair");
+    TH_ASSERT_RC(th_proc_call(&a, &q, &r), EINVAL);
+    print_message("redlock fair mutex: EINVAL: \"%s\"\n", r.err);
+    if (!th_contains(r.err, "fair"))
+        fail_msg("the message should say why: \"%s\"", r.err);
+    /* An ordinary mutex of that name works. */
+    q.fair = 0;
+    TH_ASSERT_RC(th_proc_call(&a, &q, &r), 0);
+    q.op = TH_M_UNLOCK;
+    TH_ASSERT_RC(th_proc_call(&a, &q, &r), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TT_TEST(test_mutual_exclusion),
+        TT_TEST(test_rwlock),
+        TT_TEST(test_one_of_three_down),
+        TT_TEST(test_one_of_three_stalled),
+        TT_TEST(test_two_of_five_down),
+        TT_TEST(test_majority_down),
+        TT_TEST(test_unlock_minority_down),
+        TT_TEST(test_all_restarted),
+        TT_TEST(test_wait_without_replicas),
+        TT_TEST(test_fair_einval),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
