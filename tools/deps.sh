@@ -5,6 +5,11 @@ set -euo pipefail
 
 pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
       redis-server redis-tools)
+# The test suite also runs valgrind and the libFuzzer targets (clang; its
+# fuzzer runtime is only a "recommends" of clang on Debian 12).
+if [ "${1:-}" = --test ]; then
+  pkgs+=(valgrind clang libclang-rt-14-dev)
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do

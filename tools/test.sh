@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # test.sh: installs what is missing (Debian), builds with AddressSanitizer +
 # UndefinedBehaviorSanitizer, runs every test suite (each starts its own
-# redis-server), then checks that an installed distlock can be used by
-# another project (tests/install/check.sh).  Exits non-zero on any failure.
+# servers), runs the single-server suites under valgrind memcheck
+# (tests/valgrind.sh) and each libFuzzer target for DISTLOCK_FUZZ_TIME
+# seconds (tests/fuzz/run.sh, default 20), then checks that an installed
+# distlock can be used by another project (tests/install/check.sh).  Exits
+# non-zero on any failure.
 #
 # Environment: DISTLOCK_CI_BUILD_DIR (default build-ci), DISTLOCK_JOBS
 # (default 2), DISTLOCK_CMAKE_ARGS (extra configure arguments, e.g.
@@ -11,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash tools/deps.sh
+bash tools/deps.sh --test
 
 build=${DISTLOCK_CI_BUILD_DIR:-build-ci}
 jobs=${DISTLOCK_JOBS:-2}
@@ -25,8 +28,20 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 log="$build/ctest.log"
 status=0
-(cd "$build" && ctest --output-on-failure --no-tests=error) 2>&1 | tee "$log" || status=1
+# Two suites at a time: each starts its own servers on free ports.
+(cd "$build" && ctest --output-on-failure --no-tests=error -j "${CTEST_PARALLEL_LEVEL:-2}") \
+  2>&1 | tee "$log" || status=1
 summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$log" | tail -n 1 || true)
+
+echo
+echo "== valgrind (memcheck, single-server suites)"
+vg_status=0
+bash tests/valgrind.sh || vg_status=1
+
+echo
+echo "== fuzz (short run of each libFuzzer target over its corpus)"
+fuzz_status=0
+bash tests/fuzz/run.sh "${DISTLOCK_FUZZ_TIME:-20}" || fuzz_status=1
 
 echo
 echo "== install check"
@@ -41,4 +56,6 @@ if [ "$install_status" -eq 0 ]; then
 else
   echo "install check: FAILED"
 fi
-[ "$status" -eq 0 ] && [ "$install_status" -eq 0 ]
+[ "$vg_status" -eq 0 ] && echo "valgrind: passed" || echo "valgrind: FAILED"
+[ "$fuzz_status" -eq 0 ] && echo "fuzz: passed" || echo "fuzz: FAILED"
+[ "$status" -eq 0 ] && [ "$install_status" -eq 0 ] && [ "$vg_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

@@ -1,0 +1,64 @@
+/*
+ * fuzz_map.c - libFuzzer target for the interposer's DISTLOCK_MAP parser,
+ * dlp_map_parse() (shim/preload/map.c).  Only the parsing: resolving the
+ * targets (elfsym.c) needs the program's ELF symbols and is not fuzzed.
+ *
+ * The whole input is the map text.  It is parsed three times: with a
+ * buffer of exactly its length + 1 (fits), with one byte less (must be
+ * refused, nothing written past it), and with room for only 2 entries.
+ * Checks: 0 or -1; on success 1..max specs, each with a non-empty name of
+ * at most DIST_NAME_MAX bytes and a non-empty target, both inside the
+ * buffer, a known KIND, exe+0x... targets flagged as offsets, no target
+ * mapped twice for one KIND; on failure a printable one-line reason.
+ */
+#include "distlock.h"
+#include "fuzz_common.h"
+#include "preload.h"
+
+static void check(const char *text, size_t len, size_t bufsize, int max)
+{
+    char *buf = malloc(bufsize ? bufsize : 1);
+    dlp_spec_t specs[DLP_MAX_ENTRIES];
+    char err[512];
+    int n = -1;
+    memset(err, 0x5a, sizeof err);
+    int rc = dlp_map_parse(text, buf, bufsize, specs, max, &n, err, sizeof err);
+    FUZZ_CHECK(rc == 0 || rc == -1, "rc %d", rc);
+    if (bufsize < len + 1)
+        FUZZ_CHECK(rc == -1, "accepted a map longer than its buffer");
+    if (rc == 0) {
+        FUZZ_CHECK(n >= 1 && n <= max, "n %d", n);
+        for (int i = 0; i < n; i++) {
+            const dlp_spec_t *s = &specs[i];
+            FUZZ_CHECK(s->kind == DLP_MUTEX || s->kind == DLP_RWLOCK || s->kind == DLP_FLOCK, "kind");
+            FUZZ_CHECK(s->namelen >= 1 && s->namelen <= DIST_NAME_MAX, "namelen %zu", s->namelen);
+            FUZZ_CHECK(s->name >= buf && s->name + s->namelen < buf + bufsize, "name outside buf");
+            FUZZ_CHECK(memchr(s->name, 0, s->namelen) == NULL, "NUL in name");
+            FUZZ_CHECK(memchr(s->name, ';', s->namelen) == NULL, "';' in name");
+            FUZZ_CHECK(s->target >= buf && s->target < buf + bufsize, "target outside buf");
+            size_t tl = strnlen(s->target, (size_t)(buf + bufsize - s->target));
+            FUZZ_CHECK(s->target + tl < buf + bufsize, "target not terminated in buf");
+            FUZZ_CHECK(tl > 0, "empty target");
+            FUZZ_CHECK(!s->is_offset || strncmp(s->target, "exe+0x", 6) == 0 ||
+                       strncmp(s->target, "exe+0X", 6) == 0, "offset flag");
+            FUZZ_CHECK(!s->is_offset || s->kind != DLP_FLOCK, "offset for a flock");
+            for (int k = 0; k < i; k++)
+                FUZZ_CHECK(specs[k].kind != s->kind || strcmp(specs[k].target, s->target) != 0,
+                           "target mapped twice");
+        }
+    } else {
+        fuzz_check_message("reason", err, sizeof err, 1);
+    }
+    free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char *text = fuzz_cstr(data, size);
+    size_t len = strlen(text);          /* an embedded NUL ends the map */
+    check(text, len, len + 1, DLP_MAX_ENTRIES);
+    check(text, len, len, DLP_MAX_ENTRIES);
+    check(text, len, len + 1, 2);
+    free(text);
+    return 0;
+}
