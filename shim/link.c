@@ -27,6 +27,8 @@ struct dl_link {
     size_t qlen, qcap;
     dl_cmd_t **batch;         /* the leader's batch (kept to reuse its memory) */
     size_t bcap;
+    dl_cmd_t **inflight;      /* the batch being sent: reachable from here, so a
+                                 child forked meanwhile does not leak it */
 };
 
 dl_link_t *dl_link_new(const dl_config_t *cfg, const dl_endpoint_t *ep, int fail_fast,
@@ -394,9 +396,11 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
         k->qlen = 0;
         k->batch = NULL;
         k->bcap = 0;
+        k->inflight = batch;
         pthread_mutex_unlock(&k->mu);
         run_batch(k, batch, bn);
         pthread_mutex_lock(&k->mu);
+        k->inflight = NULL;
         for (size_t i = 0; i < bn; i++)
             __atomic_store_n(&batch[i]->done, 1, __ATOMIC_RELEASE);
         if (!k->batch) {

@@ -155,7 +155,11 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
     int enqueue = queue && p->cfg.scheme != DL_SCHEME_REDLOCK;
     char q[96];
-    if (enqueue && dl_notify_ensure(p)) {
+    int nrc = enqueue ? dl_notify_ensure(p, rq->deadline) : 0;
+    if (nrc == EAGAIN)
+        dl_log(DL_LOG_INFO, "lock %s: the subscriber is still connecting; waiting without "
+               "pushes (asking again every %lu ms)", qname(l, q, sizeof q), wttl / 3);
+    else if (nrc) {
         char why[200];
         snprintf(why, sizeof why, "%s", dist_lasterror());
         return dl_fail(EIO, "lock %s: cannot wait for it: %s", qname(l, q, sizeof q), why);

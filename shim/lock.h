@@ -26,10 +26,13 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only);
 /* The caller's fence; EPERM if it holds nothing.  Never blocks. */
 int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
 
-/* notify.c: starts the subscriber if needed and waits (up to the I/O
- * timeout) until this process's grant channel is subscribed: a waiter must
- * be listening before it registers.  0 or EIO. */
-int dl_notify_ensure(dl_proc_t *p);
+/* notify.c: starts the subscriber if needed and waits until this process's
+ * grant channel is subscribed (a waiter should be listening before it
+ * registers), at most until `until` (monotonic ms) or the I/O timeout.  0
+ * when subscribed; EIO when the subscriber failed to reach Redis; EAGAIN
+ * when it is still connecting (a waiter may then go on and find its grant
+ * by asking again: slower, never wrong).  Sets dist_lasterror on EIO. */
+int dl_notify_ensure(dl_proc_t *p, uint64_t until);
 /* watchdog.c: starts the renewing thread if needed.  Never blocks. */
 void dl_watchdog_ensure(dl_proc_t *p);
 /* Asks for l's hold to be renewed by `due` (monotonic ms), before the next

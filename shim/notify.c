@@ -104,6 +104,7 @@ static void *notify_main(void *arg)
         pthread_mutex_lock(&p->nmu);
         p->sub = c;
         p->nsubscribed = 1;
+        p->nerr[0] = 0;           /* what failed before is past */
         pthread_cond_broadcast(&p->ncv);
         pthread_mutex_unlock(&p->nmu);
         if (ever) {
@@ -144,7 +145,7 @@ static void *notify_main(void *arg)
     return NULL;
 }
 
-int dl_notify_ensure(dl_proc_t *p)
+int dl_notify_ensure(dl_proc_t *p, uint64_t until)
 {
     int rc = 0;
     pthread_mutex_lock(&p->nmu);
@@ -156,9 +157,11 @@ int dl_notify_ensure(dl_proc_t *p)
         p->nstarted = 1;
     }
     uint64_t deadline = dl_now_ms() + p->cfg.io_timeout_ms;
+    if (until < deadline)
+        deadline = until;
     while (!p->nsubscribed) {
         if (dl_now_ms() >= deadline) {
-            rc = dl_fail(EIO, "%s", p->nerr[0] ? p->nerr : "redis: subscriber not connected");
+            rc = p->nerr[0] ? dl_fail(EIO, "%s", p->nerr) : EAGAIN;
             break;
         }
         struct timespec ts;
