@@ -1165,6 +1165,22 @@ int th_proc_op_async(th_proc_t *p, int op, const char *name)
     return th_proc_send(p, &q);
 }
 
+int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
+{
+    th_req_t q;
+    fill_req(&q, op, name);
+    q.arg = arg;
+    return th_proc_call(p, &q, res);
+}
+
+int th_proc_opa_async(th_proc_t *p, int op, const char *name, long arg)
+{
+    th_req_t q;
+    fill_req(&q, op, name);
+    q.arg = arg;
+    return th_proc_send(p, &q);
+}
+
 int th_proc_stop(th_proc_t *p)
 {
     if (p->pid <= 0)

@@ -225,6 +225,9 @@ const char *th_proc_lasterror(void);
 /* Shorthands with default attributes. */
 int th_proc_op(th_proc_t *p, int op, const char *name);
 int th_proc_op_async(th_proc_t *p, int op, const char *name);
+/* The same with the request's argument, and (call) its answer in res. */
+int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res);
+int th_proc_opa_async(th_proc_t *p, int op, const char *name, long arg);
 /* Sends TH_EXIT and reaps; returns the exit status. */
 int th_proc_stop(th_proc_t *p);
 void th_proc_kill(th_proc_t *p);            /* SIGKILL and reap */

@@ -19,28 +19,6 @@
 #include <signal.h>
 #include <string.h>
 
-static void req(th_req_t *q, int op, const char *name, long arg)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    q->arg = arg;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
-static int call(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_call(p, &q, res);
-}
-
-static int post(th_proc_t *p, int op, const char *name, long arg)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_send(p, &q);
-}
-
 /* The first of n procs to answer: its index, or -1 after timeout_ms. */
 static int recv_any(th_proc_t **ps, int n, long timeout_ms, th_res_t *res)
 {
@@ -91,17 +69,17 @@ static void test_killed_holder_bound(void **state)
     assert_int_equal(th_proc_start(&w2, NULL), 0);
     assert_int_equal(th_proc_start(&r1, NULL), 0);
     assert_int_equal(th_proc_start(&r2, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, m, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_LOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
     th_res_t res;
     uint64_t f0 = 0;
-    TH_ASSERT_RC(call(&h, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_FENCE, m, 0, &res), 0);
     f0 = res.fence;
 
-    assert_int_equal(post(&w1, TH_M_LOCK, m, 0), 0);
-    assert_int_equal(post(&w2, TH_M_TIMEDLOCK, m, LEASE + 1500), 0);
-    assert_int_equal(post(&r1, TH_RW_RDLOCK, rw, 0), 0);
-    assert_int_equal(post(&r2, TH_RW_RDLOCK, rw, 0), 0);
+    assert_int_equal(th_proc_opa_async(&w1, TH_M_LOCK, m, 0), 0);
+    assert_int_equal(th_proc_opa_async(&w2, TH_M_TIMEDLOCK, m, LEASE + 1500), 0);
+    assert_int_equal(th_proc_opa_async(&r1, TH_RW_RDLOCK, rw, 0), 0);
+    assert_int_equal(th_proc_opa_async(&r2, TH_RW_RDLOCK, rw, 0), 0);
     wait_queued(m, 2);
     wait_queued(rw, 2);
 
@@ -121,7 +99,7 @@ static void test_killed_holder_bound(void **state)
         fail_msg("mutex acquired %lld ms after its holder died (lease %d ms, bound %d ms)",
                  (long long)el, LEASE, BOUND);
     th_proc_t *a = ws[first], *b = ws[!first];
-    TH_ASSERT_RC(call(a, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(a, TH_M_FENCE, m, 0, &res), 0);
     if (res.fence <= f0)
         fail_msg("fence after the take-over %llu is not above the dead holder's %llu",
                  (unsigned long long)res.fence, (unsigned long long)f0);
@@ -131,13 +109,13 @@ static void test_killed_holder_bound(void **state)
         fail_msg("the second waiter returned %s while the first held the mutex",
                  th_errname(other.rc));
     int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(call(a, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(a, TH_M_UNLOCK, m, 0, NULL), 0);
     if (recv_any(&b, 1, 3000, &other) < 0)
         fail_msg("the second waiter was not served after the first unlocked");
     TH_ASSERT_RC(other.rc, 0);                  /* told once is enough */
     print_message("mutex: second waiter served %lld ms after the unlock\n",
                   (long long)((other.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(call(b, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(b, TH_M_UNLOCK, m, 0, NULL), 0);
 
     /* the rwlock: both readers, together, exactly one told */
     th_res_t rr1, rr2;
@@ -154,8 +132,8 @@ static void test_killed_holder_bound(void **state)
     if (e1 > BOUND || e2 > BOUND)
         fail_msg("readers waited %lld / %lld ms after the writer died (bound %d ms)",
                  (long long)e1, (long long)e2, BOUND);
-    TH_ASSERT_RC(call(&r1, TH_RW_UNLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&r2, TH_RW_UNLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&r1, TH_RW_UNLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&r2, TH_RW_UNLOCK, rw, 0, NULL), 0);
     assert_int_equal(chk_keys_left(m), 0);
     assert_int_equal(chk_keys_left(rw), 0);
     assert_int_equal(th_proc_stop(&w1), 0);
@@ -263,11 +241,11 @@ static void test_server_restart_holds(void **state)
     assert_int_equal(th_proc_start(&h, env), 0);
     assert_int_equal(th_proc_start(&w, env), 0);
     th_res_t res;
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, m, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_LOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_FENCE, m, 0, &res), 0);
     uint64_t f_old = res.fence;
-    TH_ASSERT_RC(call(&h, TH_RW_RDLOCK, rw, 0, NULL), 0);
-    assert_int_equal(post(&w, TH_M_LOCK, m, 0), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_RDLOCK, rw, 0, NULL), 0);
+    assert_int_equal(th_proc_opa_async(&w, TH_M_LOCK, m, 0), 0);
     wait_zcard_at(s.port, th_key(qkey, sizeof qkey, m, ":q"), 1);
 
     int64_t t0 = th_now_us();
@@ -284,26 +262,26 @@ static void test_server_restart_holds(void **state)
     TH_ASSERT_RC(res.rc, 0);
     if (el > 3000)
         fail_msg("waiter needed %lld ms after the restart", (long long)el);
-    TH_ASSERT_RC(call(&w, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_M_FENCE, m, 0, &res), 0);
     if (res.fence <= f_old)
         fail_msg("fence on the new server %llu is not above the lost hold's %llu",
                  (unsigned long long)res.fence, (unsigned long long)f_old);
 
     /* the old holder: its holds vanished (its watchdog has looked by now) */
     th_sleep_ms(1500);
-    TH_ASSERT_RC(call(&h, TH_M_UNLOCK, m, 0, &res), ENOLCK);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_UNLOCK, m, 0, &res), ENOLCK);
     if (!res.err[0])
         fail_msg("ENOLCK without a dist_lasterror()");
-    TH_ASSERT_RC(call(&h, TH_RW_UNLOCK, rw, 0, NULL), ENOLCK);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_UNLOCK, rw, 0, NULL), ENOLCK);
     /* its late unlock did not free the waiter's hold */
-    TH_ASSERT_RC(call(&h, TH_M_TRYLOCK, m, 0, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_TRYLOCK, m, 0, NULL), EBUSY);
     /* and the locks work as before, without restarting anyone */
-    TH_ASSERT_RC(call(&w, TH_M_UNLOCK, m, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, m, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&w, TH_RW_TRYRDLOCK, rw, 0, NULL), EBUSY);
-    TH_ASSERT_RC(call(&h, TH_RW_UNLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_LOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_RW_TRYRDLOCK, rw, 0, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_UNLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_UNLOCK, m, 0, NULL), 0);
     assert_int_equal(chk_keys_left_at(s.port, m), 0);
     assert_int_equal(chk_keys_left_at(s.port, rw), 0);
     assert_int_equal(th_proc_stop(&h), 0);
@@ -336,9 +314,9 @@ static void test_server_restart_unlock_first(void **state)
     th_proc_t h, w;
     assert_int_equal(th_proc_start(&h, env), 0);
     assert_int_equal(th_proc_start(&w, env), 0);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, m, 0, NULL), 0);
-    TH_ASSERT_RC(call(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
-    assert_int_equal(post(&w, TH_M_LOCK, m, 0), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_LOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&h, TH_RW_WRLOCK, rw, 0, NULL), 0);
+    assert_int_equal(th_proc_opa_async(&w, TH_M_LOCK, m, 0), 0);
     wait_zcard_at(s.port, th_key(qkey, sizeof qkey, m, ":q"), 1);
     assert_int_equal(th_server_restart(&s), 0);
     th_res_t res;
@@ -350,14 +328,14 @@ static void test_server_restart_unlock_first(void **state)
      * EVAL fallback would hide the problem by clearing "retried") */
     char other[128];
     th_name(other, sizeof other, "restart1-other");
-    TH_ASSERT_RC(call(&w, TH_RW_WRLOCK, other, 0, NULL), 0);
-    TH_ASSERT_RC(call(&w, TH_RW_UNLOCK, other, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_RW_WRLOCK, other, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_RW_UNLOCK, other, 0, NULL), 0);
     /* two holders at once now: h must be told */
-    int rc_m = call(&h, TH_M_UNLOCK, m, 0, NULL);
-    int rc_rw = call(&h, TH_RW_UNLOCK, rw, 0, NULL);
+    int rc_m = th_proc_opa(&h, TH_M_UNLOCK, m, 0, NULL);
+    int rc_rw = th_proc_opa(&h, TH_RW_UNLOCK, rw, 0, NULL);
     print_message("unlock right after the restart: mutex %s, rwlock %s (want ENOLCK)\n",
                   th_errname(rc_m), th_errname(rc_rw));
-    TH_ASSERT_RC(call(&w, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_M_UNLOCK, m, 0, NULL), 0);
     assert_int_equal(th_proc_stop(&h), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     th_server_stop(&s);
@@ -466,22 +444,22 @@ static void stall_run(struct stall *st)
     th_name(st->rw, sizeof st->rw, "stall-rw");
     th_name(st->u, sizeof st->u, "stall-u");
     for (int i = 0; i < ST_NP; i++) {           /* warm every process's connections */
-        TH_ASSERT_RC(call(&st->p[i], TH_M_LOCK, st->m, 0, NULL), 0);
-        TH_ASSERT_RC(call(&st->p[i], TH_M_UNLOCK, st->m, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&st->p[i], TH_M_LOCK, st->m, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&st->p[i], TH_M_UNLOCK, st->m, 0, NULL), 0);
     }
-    TH_ASSERT_RC(call(&st->p[ST_HOLD], TH_M_LOCK, st->held, 0, NULL), 0);
-    TH_ASSERT_RC(call(&st->p[ST_UNLOCK], TH_M_LOCK, st->u, 0, NULL), 0);
-    assert_int_equal(post(&st->p[ST_WAITER], TH_M_LOCK, st->held, 0), 0);
+    TH_ASSERT_RC(th_proc_opa(&st->p[ST_HOLD], TH_M_LOCK, st->held, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&st->p[ST_UNLOCK], TH_M_LOCK, st->u, 0, NULL), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_WAITER], TH_M_LOCK, st->held, 0), 0);
     th_sleep_ms(100);
 
     th_server_pause(&st->s);
     int64_t t_stop = th_now_us();
-    assert_int_equal(post(&st->p[ST_LOCK], TH_M_LOCK, st->m, 0), 0);
-    assert_int_equal(post(&st->p[ST_TRY], TH_M_TRYLOCK, st->m, 0), 0);
-    assert_int_equal(post(&st->p[ST_TIMED_LONG], TH_M_TIMEDLOCK, st->m, 2500), 0);
-    assert_int_equal(post(&st->p[ST_TIMED_SHORT], TH_M_TIMEDLOCK, st->m, 300), 0);
-    assert_int_equal(post(&st->p[ST_RD], TH_RW_RDLOCK, st->rw, 0), 0);
-    assert_int_equal(post(&st->p[ST_UNLOCK], TH_M_UNLOCK, st->u, 0), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_LOCK], TH_M_LOCK, st->m, 0), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_TRY], TH_M_TRYLOCK, st->m, 0), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_TIMED_LONG], TH_M_TIMEDLOCK, st->m, 2500), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_TIMED_SHORT], TH_M_TIMEDLOCK, st->m, 300), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_RD], TH_RW_RDLOCK, st->rw, 0), 0);
+    assert_int_equal(th_proc_opa_async(&st->p[ST_UNLOCK], TH_M_UNLOCK, st->u, 0), 0);
     int64_t until = th_now_ms() + ST_STALL;
     while (th_now_ms() < until) {
         for (int i = ST_LOCK; i < ST_NP; i++)
@@ -536,7 +514,7 @@ static void test_server_stalled_eio_bound(void **state)
     }
     stall_end(&st);
     if (failures)
-        fail_msg("%d call(s) did not give EIO within their bound while the server was stalled",
+        fail_msg("%d th_proc_opa(s) did not give EIO within their bound while the server was stalled",
                  failures);
 }
 
@@ -580,26 +558,26 @@ static void test_server_stalled_recovers(void **state)
     stall_run(&st);
     int failures = 0;
     th_res_t r;
-    TH_ASSERT_RC(call(&st.p[ST_HOLD], TH_M_UNLOCK, st.held, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&st.p[ST_HOLD], TH_M_UNLOCK, st.held, 0, NULL), 0);
     for (int i = ST_LOCK; i < ST_NP; i++) {
         const char *name = i == ST_RD ? st.rw : i == ST_WAITER ? st.held : st.m;
         int op = i == ST_RD ? TH_RW_TIMEDRDLOCK : TH_M_TIMEDLOCK;
-        int rc = call(&st.p[i], op, name, ST_IO + ST_SLACK, &r);
+        int rc = th_proc_opa(&st.p[i], op, name, ST_IO + ST_SLACK, &r);
         int64_t el = (r.t_done_us - r.t_start_us) / 1000;
         print_message("after SIGCONT: %-22s takes its lock: %s after %lld ms\n", st_what[i],
                       th_errname(rc), (long long)el);
         if (rc == 0 || rc == EOWNERDEAD)
-            TH_ASSERT_RC(call(&st.p[i], i == ST_RD ? TH_RW_UNLOCK : TH_M_UNLOCK, name, 0, NULL), 0);
+            TH_ASSERT_RC(th_proc_opa(&st.p[i], i == ST_RD ? TH_RW_UNLOCK : TH_M_UNLOCK, name, 0, NULL), 0);
         if (rc != 0) {
             print_error("%s: after SIGCONT its lock gave %s after %lld ms (%s), want 0\n",
                         st_what[i], th_errname(rc), (long long)el, r.err);
             failures++;
         }
     }
-    int rc = call(&st.p[ST_LOCK], TH_M_TIMEDLOCK, st.u, ST_IO + ST_SLACK, &r);
+    int rc = th_proc_opa(&st.p[ST_LOCK], TH_M_TIMEDLOCK, st.u, ST_IO + ST_SLACK, &r);
     print_message("the lock unlocked with EIO during the stall: %s\n", th_errname(rc));
     if (rc == 0 || rc == EOWNERDEAD)
-        TH_ASSERT_RC(call(&st.p[ST_LOCK], TH_M_UNLOCK, st.u, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&st.p[ST_LOCK], TH_M_UNLOCK, st.u, 0, NULL), 0);
     else
         failures++;
     stall_end(&st);
@@ -716,7 +694,7 @@ static void test_no_sigpipe_when_server_dies(void **state)
     snprintf(url, sizeof url, "DISTLOCK_URL=%s", s.url);
     const char *env[] = { url, NULL };
     assert_int_equal(th_proc_start(&h, env), 0);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, held, 0, NULL), 0);     /* threads 8, 9 wait on it */
+    TH_ASSERT_RC(th_proc_opa(&h, TH_M_LOCK, held, 0, NULL), 0);     /* threads 8, 9 wait on it */
     th_pipe_t up, down;
     th_pipe_open(&up);
     th_pipe_open(&down);

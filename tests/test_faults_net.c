@@ -21,28 +21,6 @@
 #include <signal.h>
 #include <string.h>
 
-static void req(th_req_t *q, int op, const char *name, long arg)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    q->arg = arg;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
-static int call(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_call(p, &q, res);
-}
-
-static int post(th_proc_t *p, int op, const char *name, long arg)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_send(p, &q);
-}
-
 /* Redis (directly, not through the proxy) has the write hold of fence f. */
 static void assert_redis_hold(const char *name, uint64_t f, const char *what)
 {
@@ -84,7 +62,7 @@ static void cut_call(th_proxy_t *px, int how, th_proc_t *p, int op, const char *
     else
         th_proxy_cut_requests(px, 1);
     th_res_t res;
-    int rc = call(p, op, name, arg, &res);
+    int rc = th_proc_opa(p, op, name, arg, &res);
     uint64_t c1 = cuts_of(px, how);
     print_message("%s cut: %-28s %s after %lld ms\n", how == CUT_REPLY ? "reply  " : "request",
                   what, th_errname(rc), (long long)((res.t_done_us - res.t_start_us) / 1000));
@@ -114,18 +92,18 @@ static void run_cuts(int how)
     th_name(m, sizeof m, how == CUT_REPLY ? "cutrep" : "cutreq");
     th_name(rw, sizeof rw, how == CUT_REPLY ? "cutrep-rw" : "cutreq-rw");
     th_res_t res;
-    TH_ASSERT_RC(call(&p, TH_M_LOCK, m, 0, NULL), 0);          /* warm up */
-    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, m, 0, NULL), 0);          /* warm up */
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, m, 0, NULL), 0);
 
     cut_call(px, how, &p, TH_M_LOCK, m, 0, 0, "lock");
-    TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_FENCE, m, 0, &res), 0);
     assert_redis_hold(m, res.fence, "lock");
     cut_call(px, how, &p, TH_M_UNLOCK, m, 0, 0, "unlock");
     assert_free(m, "unlock");
     cut_call(px, how, &p, TH_M_TRYLOCK, m, 0, 0, "trylock");
-    TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_FENCE, m, 0, &res), 0);
     assert_redis_hold(m, res.fence, "trylock");
-    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, m, 0, NULL), 0);
     cut_call(px, how, &p, TH_M_TIMEDLOCK, m, 3000, 0, "timedlock");
     cut_call(px, how, &p, TH_M_UNLOCK, m, 0, 0, "unlock after timedlock");
     assert_free(m, "unlock after timedlock");
@@ -133,7 +111,7 @@ static void run_cuts(int how)
     cut_call(px, how, &p, TH_RW_UNLOCK, rw, 0, 0, "unlock of a read hold");
     assert_free(rw, "unlock of a read hold");
     cut_call(px, how, &p, TH_RW_WRLOCK, rw, 0, 0, "wrlock");
-    TH_ASSERT_RC(call(&p, TH_RW_FENCE, rw, 0, &res), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_FENCE, rw, 0, &res), 0);
     assert_redis_hold(rw, res.fence, "wrlock");
     cut_call(px, how, &p, TH_RW_UNLOCK, rw, 0, 0, "unlock of a write hold");
     assert_free(rw, "unlock of a write hold");
@@ -144,7 +122,7 @@ static void run_cuts(int how)
     th_proc_t hp;
     assert_int_equal(th_proc_start(&hp, NULL), 0);
     for (int round = 0; round < 3; round++) {
-        TH_ASSERT_RC(call(&hp, TH_M_LOCK, m, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, m, 0, NULL), 0);
         uint64_t c0 = cuts_of(px, how);
         if (round == 0) {                       /* the registration */
             if (how == CUT_REPLY)
@@ -152,7 +130,7 @@ static void run_cuts(int how)
             else
                 th_proxy_cut_requests(px, 1);
         }
-        assert_int_equal(post(&p, TH_M_LOCK, m, 0), 0);
+        assert_int_equal(th_proc_opa_async(&p, TH_M_LOCK, m, 0), 0);
         char qkey[300];
         if (!th_wait_zcard(th_key(qkey, sizeof qkey, m, ":q"), 1, 5000))
             fail_msg("round %d: the waiter never queued", round);
@@ -162,7 +140,7 @@ static void run_cuts(int how)
             th_proxy_cut_all(px);
         th_sleep_ms(30);
         th_res_t rel;
-        TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, m, 0, &rel), 0);
+        TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, m, 0, &rel), 0);
         int64_t t_rel = rel.t_start_us;
         if (th_proc_recv(&p, &res, 5000) != 0)
             fail_msg("round %d: the waiter was never served", round);
@@ -175,10 +153,10 @@ static void run_cuts(int how)
         TH_ASSERT_RC(res.rc, 0);
         if (el > 1500)
             fail_msg("round %d: the waiter needed %lld ms", round, (long long)el);
-        TH_ASSERT_RC(call(&p, TH_M_FENCE, m, 0, &res), 0);
+        TH_ASSERT_RC(th_proc_opa(&p, TH_M_FENCE, m, 0, &res), 0);
         assert_redis_hold(m, res.fence, "queued waiter");
-        TH_ASSERT_RC(call(&hp, TH_M_TRYLOCK, m, 0, NULL), EBUSY);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, m, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&hp, TH_M_TRYLOCK, m, 0, NULL), EBUSY);
+        TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, m, 0, NULL), 0);
         assert_free(m, "queued waiter's unlock");
     }
     th_proxy_stats_t st;
@@ -331,14 +309,14 @@ static void test_pushes_lost_waiters_recheck(void **state)
         assert_int_equal(th_proc_start(&w[i], env), 0);
     th_proc_t hp;                               /* the holder, directly on Redis */
     assert_int_equal(th_proc_start(&hp, NULL), 0);
-    TH_ASSERT_RC(call(&hp, TH_M_LOCK, name, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, name, 0, NULL), 0);
     for (int i = 0; i < NW; i++)
-        assert_int_equal(post(&w[i], TH_M_LOCK, name, 0), 0);
+        assert_int_equal(th_proc_opa_async(&w[i], TH_M_LOCK, name, 0), 0);
     if (!th_wait_zcard(qkey, NW, 5000))
         fail_msg("the waiters never queued");
     th_proxy_mute_pushes(px, 1);
     th_res_t rel;
-    TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, name, 0, &rel), 0);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, name, 0, &rel), 0);
     int64_t t_prev = rel.t_start_us;
     int served[NW] = { 0 };
     int64_t worst = 0;
@@ -357,7 +335,7 @@ static void test_pushes_lost_waiters_recheck(void **state)
         int64_t el = (res.t_done_us - t_prev) / 1000;
         worst = el > worst ? el : worst;
         served[who] = 1;
-        TH_ASSERT_RC(call(&w[who], TH_M_UNLOCK, name, 0, &res), 0);
+        TH_ASSERT_RC(th_proc_opa(&w[who], TH_M_UNLOCK, name, 0, &res), 0);
         t_prev = res.t_done_us;
     }
     th_proxy_stats_t st;
@@ -365,7 +343,7 @@ static void test_pushes_lost_waiters_recheck(void **state)
     unsigned long long fallbacks = 0;
     for (int i = 0; i < NW; i++) {
         th_res_t res;
-        TH_ASSERT_RC(call(&w[i], TH_STATS, name, 0, &res), 0);
+        TH_ASSERT_RC(th_proc_opa(&w[i], TH_STATS, name, 0, &res), 0);
         fallbacks += res.fence;
     }
     print_message("pushes muted: %llu push chunks lost, %d waiters served, worst handoff %lld ms, "
@@ -461,7 +439,7 @@ static void test_no_sigpipe_connections_reset(void **state)
      * fork, see harness_proxy.c) */
     th_proc_t hp;
     assert_int_equal(th_proc_start(&hp, NULL), 0);
-    TH_ASSERT_RC(call(&hp, TH_M_LOCK, held, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, held, 0, NULL), 0);
     struct rst_arg a = { th_proxy_url(px), name, held };
     enum { NC = 4 };
     pid_t pids[NC];
@@ -479,7 +457,7 @@ static void test_no_sigpipe_connections_reset(void **state)
         th_sleep_ms(7);
     }
     th_proxy_mode(px, TH_PROXY_PASS, 0);
-    TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, held, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, held, 0, NULL), 0);
     th_proxy_get_stats(px, &s1);
     int failed = 0;
     for (int i = 0; i < NC; i++) {

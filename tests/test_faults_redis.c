@@ -14,28 +14,6 @@
 #include <pthread.h>
 #include <string.h>
 
-static void req(th_req_t *q, int op, const char *name, long arg)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    q->arg = arg;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
-static int call(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_call(p, &q, res);
-}
-
-static int post(th_proc_t *p, int op, const char *name, long arg)
-{
-    th_req_t q;
-    req(&q, op, name, arg);
-    return th_proc_send(p, &q);
-}
-
 /* "calls=" of one command in INFO commandstats of the suite server. */
 static long long cmd_calls(const char *cmd)
 {
@@ -158,9 +136,9 @@ static void test_subscribers_killed_waiters_woken(void **state)
     for (int i = 0; i < NW; i++)
         assert_int_equal(th_proc_start(&w[i], NULL), 0);
     for (int round = 0; round < 2; round++) {
-        TH_ASSERT_RC(call(&hp, TH_M_LOCK, name, 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, name, 0, NULL), 0);
         for (int i = 0; i < NW; i++)
-            assert_int_equal(post(&w[i], TH_M_LOCK, name, 0), 0);
+            assert_int_equal(th_proc_opa_async(&w[i], TH_M_LOCK, name, 0), 0);
         if (!th_wait_zcard(qkey, NW, 5000))
             fail_msg("the waiters never queued");
         th_sleep_ms(20);
@@ -173,7 +151,7 @@ static void test_subscribers_killed_waiters_woken(void **state)
             assert_int_equal(pthread_create(&k.th, NULL, killer_main, &k), 0);
         }
         th_res_t rel;
-        TH_ASSERT_RC(call(&hp, TH_M_UNLOCK, name, 0, &rel), 0);
+        TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, name, 0, &rel), 0);
         int64_t t_prev = rel.t_start_us;
         struct pollfd pf[NW];
         int served[NW] = { 0 };
@@ -201,7 +179,7 @@ static void test_subscribers_killed_waiters_woken(void **state)
             if (el > worst)
                 worst = el;
             served[who] = 1;
-            TH_ASSERT_RC(call(&w[who], TH_M_UNLOCK, name, 0, &res), 0);
+            TH_ASSERT_RC(th_proc_opa(&w[who], TH_M_UNLOCK, name, 0, &res), 0);
             t_prev = res.t_done_us;
         }
         if (round == 0) {
@@ -346,9 +324,9 @@ static void test_oom_refused(void **state)
         if (r)
             freeReplyObject(r);
     }
-    TH_ASSERT_RC(call(&p, TH_M_LOCK, a, 0, NULL), 0);
-    TH_ASSERT_RC(call(&q, TH_M_LOCK, b, 0, NULL), 0);     /* warm q, scripts cached */
-    TH_ASSERT_RC(call(&q, TH_M_UNLOCK, b, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, a, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_LOCK, b, 0, NULL), 0);     /* warm q, scripts cached */
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_UNLOCK, b, 0, NULL), 0);
 
     at_do(s.port, "CONFIG SET maxmemory-policy noeviction");
     at_do(s.port, "CONFIG SET maxmemory 1");
@@ -356,33 +334,33 @@ static void test_oom_refused(void **state)
         fail_msg("the server still accepts writes with maxmemory 1");
 
     th_res_t res;
-    int rc = call(&q, TH_M_LOCK, b, 0, &res);
+    int rc = th_proc_opa(&q, TH_M_LOCK, b, 0, &res);
     print_message("OOM: lock: %s \"%s\"\n", th_errname(rc), res.err);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "lock");
-    rc = call(&q, TH_M_TRYLOCK, b, 0, &res);
+    rc = th_proc_opa(&q, TH_M_TRYLOCK, b, 0, &res);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "trylock");
-    rc = call(&q, TH_M_TIMEDLOCK, b, 5000, &res);
+    rc = th_proc_opa(&q, TH_M_TIMEDLOCK, b, 5000, &res);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "timedlock");
-    rc = call(&q, TH_RW_RDLOCK, rw, 0, &res);
+    rc = th_proc_opa(&q, TH_RW_RDLOCK, rw, 0, &res);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "rdlock");
-    rc = call(&q, TH_M_LOCK, a, 0, &res);                 /* held by p: must queue */
+    rc = th_proc_opa(&q, TH_M_LOCK, a, 0, &res);                 /* held by p: must queue */
     print_message("OOM: lock that must queue: %s \"%s\"\n", th_errname(rc), res.err);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "lock that must queue");
-    TH_ASSERT_RC(call(&q, TH_M_UNLOCK, b, 0, NULL), EPERM);   /* nothing was acquired */
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_UNLOCK, b, 0, NULL), EPERM);   /* nothing was acquired */
     /* p's hold outlives a lease (renewals are allowed) and unlocks cleanly */
     th_sleep_ms(1700);
-    rc = call(&p, TH_M_UNLOCK, a, 0, &res);
+    rc = th_proc_opa(&p, TH_M_UNLOCK, a, 0, &res);
     print_message("OOM: unlock of a hold taken before: %s \"%s\"\n", th_errname(rc), res.err);
     TH_ASSERT_RC(rc, 0);
 
     at_do(s.port, "CONFIG SET maxmemory 0");
-    TH_ASSERT_RC(call(&q, TH_M_LOCK, b, 0, NULL), 0);
-    TH_ASSERT_RC(call(&q, TH_RW_RDLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&p, TH_M_LOCK, a, 0, NULL), 0);
-    TH_ASSERT_RC(call(&q, TH_M_TRYLOCK, a, 0, NULL), EBUSY);
-    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, a, 0, NULL), 0);
-    TH_ASSERT_RC(call(&q, TH_M_UNLOCK, b, 0, NULL), 0);
-    TH_ASSERT_RC(call(&q, TH_RW_UNLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_LOCK, b, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_RW_RDLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, a, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_TRYLOCK, a, 0, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, a, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_UNLOCK, b, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&q, TH_RW_UNLOCK, rw, 0, NULL), 0);
     assert_int_equal(chk_keys_left_at(s.port, a), 0);
     assert_int_equal(chk_keys_left_at(s.port, b), 0);
     assert_int_equal(th_proc_stop(&p), 0);
@@ -411,22 +389,22 @@ static void test_readonly_replica(void **state)
     th_name(a, sizeof a, "ro");
     th_name(rw, sizeof rw, "ro-rw");
     th_res_t res;
-    int rc = call(&p, TH_M_LOCK, a, 0, &res);
+    int rc = th_proc_opa(&p, TH_M_LOCK, a, 0, &res);
     print_message("replica: lock: %s \"%s\"\n", th_errname(rc), res.err);
     ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "lock");
-    rc = call(&p, TH_M_TRYLOCK, a, 0, &res);
+    rc = th_proc_opa(&p, TH_M_TRYLOCK, a, 0, &res);
     ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "trylock");
-    rc = call(&p, TH_M_TIMEDLOCK, a, 3000, &res);
+    rc = th_proc_opa(&p, TH_M_TIMEDLOCK, a, 3000, &res);
     ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "timedlock");
-    rc = call(&p, TH_RW_RDLOCK, rw, 0, &res);
+    rc = th_proc_opa(&p, TH_RW_RDLOCK, rw, 0, &res);
     ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "rdlock");
-    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, a, 0, NULL), EPERM);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, a, 0, NULL), EPERM);
 
     at_do(r.port, "REPLICAOF NO ONE");
-    TH_ASSERT_RC(call(&p, TH_M_LOCK, a, 0, NULL), 0);
-    TH_ASSERT_RC(call(&p, TH_RW_WRLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&p, TH_RW_UNLOCK, rw, 0, NULL), 0);
-    TH_ASSERT_RC(call(&p, TH_M_UNLOCK, a, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, a, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_WRLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_UNLOCK, rw, 0, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, a, 0, NULL), 0);
     assert_int_equal(chk_keys_left_at(r.port, a), 0);
     assert_int_equal(th_proc_stop(&p), 0);
     th_server_stop(&r);
