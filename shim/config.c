@@ -313,15 +313,20 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
     return query ? parse_query(query + 1, c, hide, err, errlen) : 0;
 }
 
+const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size)
+{
+    if (is_unix)
+        snprintf(buf, size, "%s", ep->host);
+    else if (strchr(ep->host, ':'))
+        snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
+    else
+        snprintf(buf, size, "%s:%d", ep->host, ep->port);
+    return buf;
+}
+
 const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size)
 {
-    if (c->scheme == DL_SCHEME_UNIX)
-        snprintf(buf, size, "%s", c->ep[i].host);
-    else if (strchr(c->ep[i].host, ':'))
-        snprintf(buf, size, "[%s]:%d", c->ep[i].host, c->ep[i].port);
-    else
-        snprintf(buf, size, "%s:%d", c->ep[i].host, c->ep[i].port);
-    return buf;
+    return dl_ep_name(&c->ep[i], c->scheme == DL_SCHEME_UNIX, buf, size);
 }
 
 static int env_ulong(const char *var, unsigned long def, unsigned long min,

@@ -48,7 +48,9 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen);
 /* Parses a whole decimal number in [min, max]; 0 or EINVAL. */
 int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
-/* "host:port" or the socket path of endpoint i, for messages. */
+/* "host:port" ("[v6]:port") or the socket path, for messages. */
+const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size);
+/* The same for endpoint i of c. */
 const char *dl_endpoint_name(const dl_config_t *c, int i, char *buf, size_t size);
 
 #endif

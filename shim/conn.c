@@ -47,10 +47,7 @@ dl_conn_t *dl_conn_new(const dl_config_t *c)
         goto nomem;
     return conn;
 nomem:
-    for (int i = 0; i < conn->nlinks; i++)
-        free(conn->links[i]);
-    free(conn->cluster);
-    free(conn);
+    dl_conn_free(conn);
     return NULL;
 }
 

@@ -60,8 +60,6 @@ redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
  * pub/sub reaches every node of a cluster. */
 redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
                              char *err, size_t errlen);
-/* "host:port" or the socket path, for messages. */
-const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size);
 
 /* Block SIGPIPE in this thread around hiredis's own writes (connect-time
  * AUTH/SELECT) and swallow one they raised, so a vanished server never

@@ -41,17 +41,6 @@ static int reply_ok(redisReply *r)
     return r && r->type != REDIS_REPLY_ERROR;
 }
 
-const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size)
-{
-    if (is_unix)
-        snprintf(buf, size, "%s", ep->host);
-    else if (strchr(ep->host, ':'))
-        snprintf(buf, size, "[%s]:%d", ep->host, ep->port);
-    else
-        snprintf(buf, size, "%s:%d", ep->host, ep->port);
-    return buf;
-}
-
 /* The socket alone: no AUTH or SELECT (sentinels have neither). */
 static redisContext *open_socket(const dl_endpoint_t *ep, int is_unix, unsigned long timeout_ms,
                                  char *err, size_t errlen)

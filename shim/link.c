@@ -245,7 +245,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             int reroute = 0;
             /* A command with a deadline (a timed lock) waits no longer than
              * that for its reply, even when the server stalls. */
-            uint64_t dl = batch_deadline(cmds, first, n), t = dl_now_ms();
+            uint64_t dl = batch_deadline(cmds, first, n), t = dl ? dl_now_ms() : 0;
             int cut = dl && dl < t + k->timeout_ms;
             if (cut)
                 set_timeout(k->ctx, dl > t ? dl - t : 1);
