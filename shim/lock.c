@@ -411,6 +411,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
         l->undo = 0;              /* whatever a failed call left is ours now */
     else if (g->maybe && !l->rmode) {
         l->undo = rq->mode;
+        l->undo_checks = 2;
         dl_watchdog_ensure(p);
         dl_watchdog_due(p, l, dl_now_ms() + 50);
     }

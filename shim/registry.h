@@ -65,6 +65,7 @@ typedef struct dl_lock {
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
+    int undo_checks;          /* withdrawals left to try that may find nothing */
     char undo;                /* 0, or the mode of an acquisition that failed with EIO
                                  but may have run in Redis: the watchdog withdraws it */
 

@@ -160,10 +160,20 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         }
         int rc = dl_script_run(p->conn, calls, 2);
         redisReply *r = calls[1].cmd.reply;
-        int had = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+        int had = (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) ||
+                  (calls[0].cmd.reply && calls[0].cmd.reply->type == REDIS_REPLY_ARRAY &&
+                   calls[0].cmd.reply->elements > 0 &&
+                   calls[0].cmd.reply->element[0]->integer == 1);
         dl_calls_free(calls, 2);
         pthread_mutex_lock(&l->mu);
-        if (!rc) {
+        /* Found nothing: the request may not have run yet.  A resumed
+         * server serves its connections in no set order, so this
+         * withdrawal (on a new connection) can run before the request left
+         * on the old one: look once more a little later. */
+        int again_later = !rc && !had && --l->undo_checks > 0;
+        if (again_later)
+            rc = -1;
+        else if (!rc) {
             l->undo = 0;
             if (had) {
                 char q[96];
@@ -176,7 +186,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         pthread_cond_broadcast(&l->cv);
         pthread_mutex_unlock(&l->mu);
         if (rc) {
-            /* Redis still unreachable: again in a while */
+            /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
             uint64_t again = dl_now_ms() + 200;
             if (again < p->wnext)
