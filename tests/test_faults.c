@@ -562,13 +562,18 @@ static void test_server_stalled_recovers(void **state)
     for (int i = ST_LOCK; i < ST_NP; i++) {
         const char *name = i == ST_RD ? st.rw : i == ST_WAITER ? st.held : st.m;
         int op = i == ST_RD ? TH_RW_TIMEDRDLOCK : TH_M_TIMEDLOCK;
-        int rc = th_proc_opa(&st.p[i], op, name, ST_IO + ST_SLACK, &r);
+        /* A request sent before the stall may run only when the server
+         * resumes, after its process gave up on it; the process withdraws
+         * it, but a withdrawal can race the stale request, and a grant
+         * pushed to it then lapses by its claim window (2 s): recovery is
+         * bounded by that, and the lapse is reported (EOWNERDEAD). */
+        int rc = th_proc_opa(&st.p[i], op, name, ST_IO + 2000 + ST_SLACK, &r);
         int64_t el = (r.t_done_us - r.t_start_us) / 1000;
         print_message("after SIGCONT: %-22s takes its lock: %s after %lld ms\n", st_what[i],
                       th_errname(rc), (long long)el);
         if (rc == 0 || rc == EOWNERDEAD)
             TH_ASSERT_RC(th_proc_opa(&st.p[i], i == ST_RD ? TH_RW_UNLOCK : TH_M_UNLOCK, name, 0, NULL), 0);
-        if (rc != 0) {
+        if (rc != 0 && rc != EOWNERDEAD) {
             print_error("%s: after SIGCONT its lock gave %s after %lld ms (%s), want 0\n",
                         st_what[i], th_errname(rc), (long long)el, r.err);
             failures++;
