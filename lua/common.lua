@@ -10,7 +10,9 @@
 --   KEYS[5] waiters  <prefix>{name}:w   hash waiter token -> msgpack {mode, lease, deadline,
 --                                       regid, info, claim}
 --   KEYS[6] meta     <prefix>{name}:m   hash fence, seq, wh/wi (the writer whose hold
---                                       has not been released: its lapse means EOWNERDEAD)
+--                                       has not been released: its lapse means EOWNERDEAD
+--                                       unless wl, the writer whose hold lingers after its
+--                                       unlock (shim/mark.c), names the same)
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
@@ -64,15 +66,16 @@ end
 -- meta TTL is pushed back only when a day of it has passed (`exp`), not at
 -- every acquisition.
 local function take_meta(now, writer, info)
-  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
+  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp', 'wl')
   local fence = math.max((tonumber(m[1]) or 0) + 1, now * 1000)
   local dead = 0
-  if m[2] then dead = 1 end
+  if m[2] and m[2] ~= m[4] then dead = 1 end
+  if m[4] then rcall('HDEL', K_META, 'wl') end
   if writer then
     rcall('HSET', K_META, 'fence', int(fence), 'wh', writer, 'wi', info)
   else
     rcall('HSET', K_META, 'fence', int(fence))
-    if dead == 1 then rcall('HDEL', K_META, 'wh', 'wi') end
+    if m[2] then rcall('HDEL', K_META, 'wh', 'wi') end
   end
   if not m[3] or tonumber(m[3]) < now + META_TTL - 86400000 then
     rcall('HSET', K_META, 'exp', int(now + META_TTL))

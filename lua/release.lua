@@ -28,12 +28,12 @@ local held = 1
 if mode == 'w' then
   if rcall('HGET', K_LOCK, 'owner') == token then
     rcall('DEL', K_LOCK)
-    rcall('HDEL', K_META, 'wh', 'wi')
+    rcall('HDEL', K_META, 'wh', 'wi', 'wl')
   else
     held = 0
     -- The lapsed holder itself reports the lapse (ENOLCK): the next one
     -- need not hear of it too, unless someone took the lock in between.
-    if rcall('HGET', K_META, 'wh') == token then rcall('HDEL', K_META, 'wh', 'wi') end
+    if rcall('HGET', K_META, 'wh') == token then rcall('HDEL', K_META, 'wh', 'wi', 'wl') end
   end
 else
   local s = rcall('ZSCORE', K_RD, token)

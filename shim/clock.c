@@ -12,6 +12,13 @@ uint64_t dl_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+uint64_t dl_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 {
     if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
@@ -45,6 +52,14 @@ void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts)
         deadline_ms = dl_now_ms() + 3600u * 1000u;
     ts->tv_sec = (time_t)(deadline_ms / 1000u);
     ts->tv_nsec = (long)(deadline_ms % 1000u) * 1000000L;
+}
+
+void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts)
+{
+    if (deadline_us == DL_FOREVER)
+        deadline_us = dl_now_us() + 3600u * 1000000u;
+    ts->tv_sec = (time_t)(deadline_us / 1000000u);
+    ts->tv_nsec = (long)(deadline_us % 1000000u) * 1000L;
 }
 
 void dl_sleep_ms(unsigned ms)

@@ -79,6 +79,13 @@ int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n)
     return dl_link_exec(c->links[0], cmds, n);
 }
 
+int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvlen)
+{
+    if (c->cluster || c->nlinks != 1)
+        return ENOTSUP;
+    return dl_link_post(c->links[0], argc, argv, argvlen);
+}
+
 int dl_conn_nodes(const dl_conn_t *c)
 {
     return c->cluster ? 1 : c->nlinks;

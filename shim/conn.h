@@ -79,6 +79,15 @@ dl_conn_t *dl_conn_new(const dl_config_t *c);
  * reply), else EIO (see each cmd's err/errmsg).  Blocks. */
 int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
 
+/* Writes one command on the connection before returning, without waiting
+ * for its reply (the next round trip reads and drops it): for a message
+ * that must reach Redis ahead of anything the process does next, even if
+ * the process then ends, but whose outcome nobody needs.  Never connects
+ * and never waits for another thread's round trip: EAGAIN when it cannot
+ * write at once (no live connection, another thread's round trip under
+ * way), ENOTSUP for redis-cluster:// and redlock://.  0 when written. */
+int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvlen);
+
 /* redlock://: the number of independent servers, and a batch on one of
  * them.  A server that fails is not retried for a while: the quorum goes
  * on without it.  Other schemes: 1 node, the one connection. */

@@ -19,6 +19,8 @@ typedef struct dl_stats {
     unsigned long lost;              /* holds found lost (renew or release) */
     unsigned long grants;            /* grants received by push */
     unsigned long local_handoffs;    /* holds passed between threads without Redis */
+    unsigned long lingers;           /* unlocks that kept the Redis hold for a relock */
+    unsigned long linger_ends;       /* of which ended by the watchdog (nobody relocked) */
     unsigned long fallback_checks;   /* waits that got the lock by asking again after a
                                         timer, not by a push (a missed or absent push) */
 } dl_stats_t;

@@ -29,6 +29,7 @@ struct dl_link {
     size_t bcap;
     dl_cmd_t **inflight;      /* the batch being sent: reachable from here, so a
                                  child forked meanwhile does not leak it */
+    int can_post;             /* this connection accepts CLIENT REPLY SKIP */
 };
 
 dl_link_t *dl_link_new(const dl_config_t *cfg, const dl_endpoint_t *ep, int fail_fast,
@@ -83,11 +84,11 @@ static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
  * that went away gives EPIPE, never a SIGPIPE that would kill the host
  * program, and no signal masking is needed on the hot path.  hiredis then
  * finds nothing left to write and only reads, which raises no signal. */
-static int flush_nosignal(redisContext *ctx)
+static int flush_nosignal(redisContext *ctx, int more)
 {
     size_t len = sdslen(ctx->obuf), done = 0;
     while (done < len) {
-        ssize_t n = send(ctx->fd, ctx->obuf + done, len - done, MSG_NOSIGNAL);
+        ssize_t n = send(ctx->fd, ctx->obuf + done, len - done, MSG_NOSIGNAL | more);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -187,6 +188,17 @@ static void set_timeout(redisContext *ctx, unsigned long ms)
     redisSetTimeout(ctx, tv);
 }
 
+/* Whether the server takes CLIENT REPLY SKIP from us (an ACL may forbid
+ * CLIENT): posts need it, or their replies would come back unasked. */
+static int probe_post(redisContext *ctx)
+{
+    redisReply *r = redisCommand(ctx, "CLIENT REPLY ON");
+    int ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r)
+        freeReplyObject(r);
+    return ok;
+}
+
 /* The leader's I/O for one batch, without k->mu.  Each command ends with a
  * reply or EIO; a connection failure is retried (reconnect, resend what has
  * no reply yet) until the I/O timeout has passed since it began. */
@@ -227,6 +239,9 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             k->ctx = cfg->scheme == DL_SCHEME_SENTINEL
                          ? dl_connect(cfg, 0, budget, err, sizeof err)
                          : dl_connect_ep(cfg, &k->ep, budget, err, sizeof err);
+            /* (hiredis writes the probe itself: still under the mask) */
+            k->can_post = k->ctx && cfg->scheme != DL_SCHEME_REDLOCK &&
+                          cfg->scheme != DL_SCHEME_CLUSTER && probe_post(k->ctx);
             dl_sigpipe_restore(&oldmask, pending);
             if (k->ctx) {
                 shortened = budget < k->timeout_ms;
@@ -249,7 +264,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             int cut = dl && dl < t + k->timeout_ms;
             if (cut)
                 set_timeout(k->ctx, dl > t ? dl - t : 1);
-            if (flush_nosignal(k->ctx) == 0) {
+            if (flush_nosignal(k->ctx, 0) == 0) {
                 spin_for_reply(k->ctx);
                 for (; first < n; first++) {
                     void *reply = NULL;
@@ -417,4 +432,32 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
         if (cmds[i].err)
             return EIO;
     return 0;
+}
+
+int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvlen)
+{
+    static const char *skip[3] = { "CLIENT", "REPLY", "SKIP" };
+    static const size_t skiplen[3] = { 6, 5, 4 };
+    pthread_mutex_lock(&k->mu);
+    /* Only on a live connection that no leader is using: a post never
+     * connects and never waits for another thread's round trip. */
+    int rc = EAGAIN;
+    if (!k->leader && k->ctx && !k->ctx->err && k->can_post) {
+        /* No reply: nothing is left unread in our socket, whose close (the
+         * process ending) then sends what it holds instead of a reset.
+         * MSG_MORE: the kernel keeps the bytes until the next command goes
+         * out (or the socket closes), so a post costs no packet of its own
+         * and no wake-up of the server; they arrive in order, before it. */
+        redisAppendCommandArgv(k->ctx, 3, skip, skiplen);
+        redisAppendCommandArgv(k->ctx, argc, argv, argvlen);
+        if (flush_nosignal(k->ctx, MSG_MORE) == 0) {
+            DL_STAT_ADD(commands, 1);
+            rc = 0;
+        } else {
+            redisFree(k->ctx);            /* the next batch reconnects */
+            k->ctx = NULL;
+        }
+    }
+    pthread_mutex_unlock(&k->mu);
+    return rc;
 }

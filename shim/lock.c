@@ -3,9 +3,12 @@
  * Inside a process a lock admits one writer thread or many reader threads,
  * and only one thread at a time (l->busy) talks to Redis for it.  The
  * process's Redis hold (l->rmode) outlives a local unlock only to be passed
- * to a thread of this process that is already waiting (local handoff), and
- * only while no other process waits (or, unless fair, for a few handoffs
- * after one started to).
+ * to a thread of this process that is already waiting (local handoff), or
+ * to the thread that just unlocked, when it has been locking again at once
+ * (a loop around the lock: the hold lingers for DL_LINGER_US, and the
+ * watchdog releases it if no lock call came).  Local handoffs happen while
+ * no other process waits; once one does, both happen (unless fair) for a
+ * bounded while only: DL_KEEP_US and DL_HANDOFF_MAX more holds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,9 +19,25 @@
 #include "dl.h"
 #include "lock.h"
 
-/* Local handoffs allowed once another process is known to wait: it gets the
- * lock after at most this many more holds of this process. */
-#define DL_HANDOFF_MAX 4
+/* Once another process is known to wait, this process keeps the lock (local
+ * handoffs, relocks of a lingering hold) for at most DL_KEEP_US more and at
+ * most DL_HANDOFF_MAX more holds; then it goes to the head of Redis's queue.
+ * Passing a lock to another process costs a release, a push and two
+ * wake-ups; a few holds in a row amortise that (W2 in docs/PERFORMANCE.md)
+ * while the waiting process is kept out no longer than this bound. */
+#define DL_HANDOFF_MAX 32
+#define DL_KEEP_US 5000
+
+/* A thread that locks again within DL_RELOCK_US of its unlock is taken to
+ * be looping over the lock (a loop relocks within microseconds; a program
+ * that waits for something between the two does not): its next unlock,
+ * while another process waits, keeps the Redis hold for its relock instead
+ * of passing the lock on at once.  The watchdog ends a linger that no
+ * relock claimed, looking every DL_LINGER_US while holds linger (instead
+ * of being woken by each unlock), so a wrong guess delays the waiting
+ * process by up to twice that, once. */
+#define DL_RELOCK_US 50
+#define DL_LINGER_US 1000
 
 /* A thread that unlocks and locks again at once wins against the threads
  * it just woke; after this many holds in a row while they wait, it lets one
@@ -50,7 +69,21 @@ static const char *qname(const dl_lock_t *l, char *buf, size_t size)
 static int may_keep(const dl_lock_t *l)
 {
     return l->rmode && !l->lost && l->renew &&
-           (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX));
+           (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
+                                   dl_now_us() - l->waited_since < DL_KEEP_US));
+}
+
+/* Before a lingering hold serves a holder again (l->mu held): Redis must
+ * know it is held once more, for EOWNERDEAD.  -1 if that cannot be posted
+ * now: the caller then ends the hold and asks Redis like everyone else. */
+static int claim_linger(dl_proc_t *p, dl_lock_t *l)
+{
+    if (!l->linger_until)
+        return 0;
+    if (dl_mark(p, l, 0, 0) != 0)
+        return -1;
+    l->linger_until = 0;
+    return 0;
 }
 
 static void wait_until(dl_lock_t *l, uint64_t deadline)
@@ -79,10 +112,11 @@ static long long elem(const redisReply *r, size_t i)
     return r->element[i]->integer;
 }
 
-/* Ends the process's Redis hold.  l->mu held on entry and exit; released
- * around the round trip while l->busy keeps other threads of the process
- * away.  0, ENOLCK (the hold had lapsed), EIO. */
-static int release_redis(dl_proc_t *p, dl_lock_t *l)
+/* Ends the process's Redis hold, waiting for Redis until deadline (monotonic
+ * ms; 0: the I/O time-out).  l->mu held on entry and exit; released around
+ * the round trip while l->busy keeps other threads of the process away.  0,
+ * ENOLCK (the hold had lapsed), EIO. */
+static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
     char mode[2] = { l->rmode, 0 }, relid[24];
     int lost = l->lost;
@@ -96,6 +130,7 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l)
     call_init(&c, DL_SCRIPT_RELEASE, p, l);
     dl_call_arg(&c, mode, 1);
     dl_call_arg(&c, relid, (size_t)relidlen);
+    c.deadline = deadline;
     int rc = dl_script_run(p->conn, &c, 1);
     char q[96];
     qname(l, q, sizeof q);
@@ -127,13 +162,19 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l)
     l->lost = 0;
     l->remote_waiting = 0;
     l->handoffs = 0;
+    l->linger_until = 0;
     pthread_cond_broadcast(&l->cv);
     return rc;
 }
 
 /* Called (l->mu held) when a thread stopped holding or waiting: releases
- * the Redis hold once no thread of the process uses or can use it. */
-static int settle(dl_proc_t *p, dl_lock_t *l)
+ * the Redis hold once no thread of the process uses or can use it.  linger:
+ * the unlocking thread relocks at once (a loop): keep the hold for it, but
+ * only while another process waits.  That process would be handed the lock
+ * by the release anyway, so nobody else could have taken it meanwhile;
+ * were nobody waiting, the release would free the lock for any trylock
+ * elsewhere, which a lingering hold would refuse. */
+static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
     if (!l->rmode || l->writer || l->rthreads || l->busy)
         return 0;
@@ -141,7 +182,24 @@ static int settle(dl_proc_t *p, dl_lock_t *l)
         pthread_cond_broadcast(&l->cv);      /* a waiting thread takes it over */
         return 0;
     }
-    return release_redis(p, l);
+    /* The mark (mark.c) spares the next holder EOWNERDEAD should this
+     * process end without passing the lock on, and cuts the hold's time in
+     * Redis to a claim window: the others would wait that long at most. */
+    unsigned long claim = l->lease_ms < DL_WAITER_TTL_MS ? l->lease_ms : DL_WAITER_TTL_MS;
+    if (linger && l->rmode == 'w' && l->remote_waiting && may_keep(l) &&
+        dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) == 0) {
+        if (!l->ttl_cut) {
+            uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
+            if (!l->renew_due || l->renew_due > due)
+                dl_watchdog_due(p, l, due);
+            l->ttl_cut = 1;
+        }
+        l->linger_until = dl_now_us() + DL_LINGER_US;
+        dl_watchdog_linger(p, l->linger_until, DL_LINGER_US);
+        DL_STAT_ADD(lingers, 1);
+        return 0;
+    }
+    return release_redis(p, l, 0);
 }
 
 /* Takes the Redis hold for l, waiting for a grant if rq allows.  Called
@@ -386,10 +444,13 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->lost = 0;
     l->holdseq++;
     l->handoffs = 0;
+    l->ttl_cut = 0;
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs as if someone did. */
-    if (g->more || p->cfg.scheme == DL_SCHEME_REDLOCK)
+    if ((g->more || p->cfg.scheme == DL_SCHEME_REDLOCK) && !l->remote_waiting) {
         l->remote_waiting = 1;
+        l->waited_since = dl_now_us();
+    }
 }
 
 static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
@@ -422,7 +483,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             /* Could not record the hold: give it back rather than leak it. */
             if (rq->mode == 'w')
                 l->writer = 0;
-            release_redis(p, l);
+            release_redis(p, l, 0);
             rc = dl_fail(prc, "out of memory");
         } else {
             if (rq->mode == 'r')
@@ -447,7 +508,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
-        settle(p, l);
+        settle(p, l, 0);
     }
     pthread_cond_broadcast(&l->cv);
     pthread_mutex_unlock(&l->mu);
@@ -485,6 +546,8 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
         return dl_fail(EDEADLK, "lock %s: this thread holds it for reading; "
                        "a write request would wait forever (no upgrades)", qname(l, q, sizeof q));
     }
+    /* Relocking at once, as a loop around the lock does?  (see settle) */
+    l->quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
     l->wwait++;
     for (;;) {
         if (!l->writer && !l->rthreads && !l->busy && l->last_writer == tid &&
@@ -497,11 +560,11 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
         if (!l->writer && !l->rthreads && !l->busy) {
             if (!l->rmode)
                 break;
-            if (l->rmode == 'w' && may_keep(l)) {
+            if (l->rmode == 'w' && may_keep(l) && claim_linger(p, l) == 0) {
                 /* Local handoff: the process's Redis hold passes to us. */
                 l->wwait--;
                 if ((rc = dl_holder_push(l, tid, 'w'))) {
-                    settle(p, l);
+                    settle(p, l, 0);
                     pthread_mutex_unlock(&l->mu);
                     return dl_fail(rc, "out of memory");
                 }
@@ -515,12 +578,12 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             }
             /* A hold we cannot reuse (lost, or others have waited long
              * enough): end it, then ask Redis like everyone else. */
-            release_redis(p, l);
+            release_redis(p, l, 0);
             continue;
         }
         if (rq->try_only || dl_now_ms() >= rq->deadline) {
             l->wwait--;
-            settle(p, l);
+            settle(p, l, 0);
             pthread_cond_broadcast(&l->cv);   /* readers held back by us */
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
@@ -559,11 +622,11 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
             if (!l->rmode)
                 break;
             if ((l->rmode == 'r' && !l->lost && !l->remote_waiting) ||
-                (l->rmode == 'w' && !l->rthreads && may_keep(l)) ||
+                (l->rmode == 'w' && !l->rthreads && may_keep(l) && claim_linger(p, l) == 0) ||
                 (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting)) {
                 l->rwait--;
                 if ((rc = dl_holder_push(l, tid, 'r'))) {
-                    settle(p, l);
+                    settle(p, l, 0);
                     pthread_mutex_unlock(&l->mu);
                     return dl_fail(rc, "out of memory");
                 }
@@ -577,7 +640,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
                 return 0;
             }
             if (!l->rthreads) {
-                release_redis(p, l);
+                release_redis(p, l, 0);
                 continue;
             }
             /* Readers of this process still hold it, but a writer elsewhere
@@ -585,7 +648,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         }
         if (rq->try_only || dl_now_ms() >= rq->deadline) {
             l->rwait--;
-            settle(p, l);
+            settle(p, l, 0);
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
         }
@@ -620,12 +683,17 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
     dl_holder_pop(l, tid, &last);
     int rc = 0;
     if (last) {
-        if (l->writer == tid)
+        int wrote = l->writer == tid;
+        if (wrote)
             l->writer = 0;
         else
             l->rthreads--;
         /* A lost hold is never kept: settle releases it and says ENOLCK. */
-        rc = settle(p, l);
+        rc = settle(p, l, wrote && l->quick);
+        if (wrote) {              /* when the unlock returns, not when it began */
+            l->unlock_us = dl_now_us();
+            l->unlock_tid = tid;
+        }
     }
     pthread_mutex_unlock(&l->mu);
     return rc;
@@ -643,4 +711,46 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence)
     if (!held)
         return dl_fail(EPERM, "lock %s: not held by this thread", qname(l, q, sizeof q));
     return 0;
+}
+
+int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline)
+{
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    if (l->linger_until && !l->busy && !l->writer && !l->rthreads && l->rmode &&
+        (now || dl_now_us() >= l->linger_until)) {
+        /* Nobody relocked: pass the lock on, as the unlock would have. */
+        DL_STAT_ADD(linger_ends, 1);
+        rc = release_redis(p, l, deadline);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+typedef struct pinned {
+    dl_lock_t *v[64];
+    size_t n;
+} pinned_t;
+
+static void pin_lingering(dl_lock_t *l, void *arg)
+{
+    pinned_t *pn = arg;
+    if (l->linger_until && pn->n < 64) {
+        l->refs++;                /* registry mutex held: see dl_registry_each */
+        pn->v[pn->n++] = l;
+    }
+}
+
+void dl_lock_flush_lingers(dl_proc_t *p)
+{
+    pinned_t pn;
+    pn.n = 0;
+    dl_registry_each(&p->reg, pin_lingering, &pn);
+    /* Exiting: pass the locks on now, but do not hang on a dead server
+     * (the hold then lapses within a lease). */
+    uint64_t until = dl_now_ms() + 1000;
+    for (size_t i = 0; i < pn.n; i++) {
+        dl_lock_linger_end(p, pn.v[i], 1, until);
+        dl_registry_put(&p->reg, pn.v[i]);
+    }
 }

@@ -26,6 +26,19 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only);
 /* The caller's fence; EPERM if it holds nothing.  Never blocks. */
 int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
 
+/* Ends l's lingering hold (see lock.c) if it is due, or at once if now,
+ * waiting for Redis until deadline (ms, 0: the I/O time-out).  Takes l->mu.
+ * 0, ENOLCK, EIO (logged: no caller waits for it). */
+int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline);
+/* Ends every lingering hold of the process at once (at exit). */
+void dl_lock_flush_lingers(dl_proc_t *p);
+
+/* mark.c: posts the mark that l's Redis hold now lingers (lingering; with
+ * cut_ms, its time in Redis is also cut to that) or is held again, so that
+ * its lapse means EOWNERDEAD only when held.  0 when written; else the
+ * caller must not linger, or relock without Redis. */
+int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long cut_ms);
+
 /* notify.c: starts the subscriber if needed and waits until this process's
  * grant channel is subscribed (a waiter should be listening before it
  * registers), at most until `until` (monotonic ms) or the I/O timeout.  0
@@ -38,5 +51,10 @@ void dl_watchdog_ensure(dl_proc_t *p);
 /* Asks for l's hold to be renewed by `due` (monotonic ms), before the next
  * regular tick.  l->mu held.  Never blocks. */
 void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due);
+/* A hold lingers until `until` (monotonic us): the watchdog looks at the
+ * lingering holds by then, and every `every` us for as long as holds keep
+ * lingering (so a loop that relocks at once never needs to wake it).
+ * Never blocks. */
+void dl_watchdog_linger(dl_proc_t *p, uint64_t until, uint64_t every);
 
 #endif

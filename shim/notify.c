@@ -58,8 +58,10 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!l)
             return;
-        if (l->rmode || l->busy)
+        if ((l->rmode || l->busy) && !l->remote_waiting) {
             l->remote_waiting = 1;
+            l->waited_since = dl_now_us();
+        }
         pthread_mutex_unlock(&l->mu);
     }
 }

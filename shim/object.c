@@ -6,6 +6,7 @@
 
 #include "distlock.h"
 #include "dl.h"
+#include "lock.h"
 #include "process.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -107,6 +108,8 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
         int err;
         dl_proc_t *p = dl_proc_get(&err);
         dl_lock_t *l = o->dl_lock;
+        if (p && l)
+            dl_lock_linger_end(p, l, 1, 0);   /* unlocked: pass it on now */
         if (p && l && dl_registry_drop_obj(&p->reg, l))
             return dl_fail(EBUSY, "lock is held or waited on in this process");
     }

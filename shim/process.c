@@ -9,6 +9,7 @@
 #include <uuid/uuid.h>
 
 #include "dl.h"
+#include "lock.h"
 #include "process.h"
 
 unsigned long dl_gen = 1;
@@ -55,6 +56,15 @@ static void atfork_register(void)
 __attribute__((constructor)) static void dl_register_atfork(void)
 {
     pthread_once(&dl_atfork_once, atfork_register);
+}
+
+/* A hold lingering after an unlock (lock.c) would otherwise outlive the
+ * process by a lease, and its next holder would be told EOWNERDEAD. */
+__attribute__((destructor)) static void dl_flush_at_exit(void)
+{
+    dl_proc_t *p = __atomic_load_n(&dl_proc, __ATOMIC_ACQUIRE);
+    if (p && p->pid == getpid())
+        dl_lock_flush_lingers(p);
 }
 
 static dl_proc_t *create(int *err)

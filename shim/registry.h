@@ -62,7 +62,15 @@ typedef struct dl_lock {
     int lost;                 /* the watchdog found it gone */
     unsigned long holdseq;    /* bumped at each Redis acquisition */
     int remote_waiting;       /* another process queues for the lock */
+    uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
+    int ttl_cut;              /* a linger cut the hold's Redis TTL to a claim
+                                 window (mark.c); the next renewal restores it */
+    uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
+                                 for a relock; the watchdog ends it then (us) */
+    uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
+    pid_t unlock_tid;         /* and which thread's */
+    int quick;                /* that thread locked again within DL_RELOCK_US */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
     int undo_checks;          /* withdrawals left to try that may find nothing */

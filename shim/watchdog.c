@@ -2,7 +2,9 @@
  * in one pipelined batch every lease/3, and marks holds Redis says are gone
  * as lost (so their unlock reports ENOLCK).  Between ticks it renews early
  * the holds that asked for it (pushed grants, which start with a short
- * claim ttl) if they are still held by then. */
+ * claim ttl) if they are still held by then, withdraws acquisitions that
+ * failed after being sent, and releases holds that lingered after an
+ * unlock for a relock that did not come (lock.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +26,18 @@ typedef struct collect {
     size_t n, cap;
     held_t *u;                /* acquisitions to withdraw (l->undo) */
     size_t un, ucap;
+    dl_lock_t **g;            /* lingering holds that are due */
+    size_t gn, gcap;
     int all;                  /* a regular tick: every hold */
-    uint64_t now, next;       /* next: earliest due left for later */
+    uint64_t now;             /* ms */
+    uint64_t now_us, next;    /* next: earliest due left for later (us) */
 } collect_t;
+
+static void later(collect_t *c, uint64_t at_us)
+{
+    if (at_us < c->next)
+        c->next = at_us;
+}
 
 /* Registry mutex and l->mu held: pin each hold to renew now. */
 /* Registry mutex and l->mu held: an acquisition that failed with EIO may
@@ -41,7 +52,7 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
         return;
     }
     if (l->busy) {
-        c->next = c->now + 1;
+        later(c, c->now_us + 1000);
         return;
     }
     if (c->un == c->ucap) {
@@ -61,26 +72,62 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
     l->refs++;
 }
 
+/* Registry mutex and l->mu held: a hold kept after an unlock, for a
+ * relock that has not come by its time, is released after the walk. */
+static void collect_linger(dl_lock_t *l, collect_t *c)
+{
+    if (l->linger_until > c->now_us) {
+        later(c, l->linger_until);
+        return;
+    }
+    if (l->busy) {                /* a lock call is ending it anyway */
+        later(c, c->now_us + 1000);
+        return;
+    }
+    if (c->gn == c->gcap) {
+        size_t cap = c->gcap ? c->gcap * 2 : 16;
+        dl_lock_t **g = realloc(c->g, cap * sizeof *g);
+        if (!g) {
+            later(c, c->now_us + 1000);
+            return;
+        }
+        c->g = g;
+        c->gcap = cap;
+    }
+    c->g[c->gn++] = l;
+    l->refs++;
+}
+
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
     if (l->undo)
         collect_undo(l, c);
+    if (l->linger_until)
+        collect_linger(l, c);
     if (!l->rmode || !l->renew || l->lost) {
         l->renew_due = 0;
         return;
     }
     if (!c->all && (!l->renew_due || l->renew_due > c->now)) {
-        if (l->renew_due && l->renew_due < c->next)
-            c->next = l->renew_due;
+        if (l->renew_due)
+            later(c, l->renew_due * 1000);
         return;
     }
     if (l->busy) {                /* being released, or re-acquired */
-        if (l->renew_due && l->renew_due < c->next)
-            c->next = c->now + 1;
+        if (l->renew_due)
+            later(c, c->now_us + 1000);
+        return;
+    }
+    if (l->linger_until) {
+        /* Not while it lingers: renewed, it would outlive a process that
+         * ends now by a lease instead of a claim window.  It is released
+         * soon, or renewed once taken back. */
+        later(c, l->linger_until);
         return;
     }
     l->renew_due = 0;
+    l->ttl_cut = 0;               /* renewed to the lease */
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         held_t *v = realloc(c->v, cap * sizeof *v);
@@ -140,6 +187,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
 }
 
 static void *dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
+static void *dl_linger_buf;  /* c.g, likewise */
 
 /* Withdraws each acquisition of c->u: cancel (leave the queue) then
  * release (end a hold), in one batch per lock. */
@@ -188,7 +236,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         if (rc) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
-            uint64_t again = dl_now_ms() + 200;
+            uint64_t again = dl_now_us() + 200000;
             if (again < p->wnext)
                 p->wnext = again;
             pthread_mutex_unlock(&p->wmu);
@@ -201,34 +249,40 @@ static void undo_all(dl_proc_t *p, collect_t *c)
 static void *watchdog_main(void *arg)
 {
     dl_proc_t *p = arg;
-    unsigned long tick = p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1;
-    collect_t c = { NULL, 0, 0, NULL, 0, 0, 0, 0, 0 };
+    uint64_t tick = (p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1) * 1000;   /* us */
+    collect_t c;
+    memset(&c, 0, sizeof c);
     dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
     p->wbuf[0] = calls;
-    uint64_t tick_at = dl_now_ms() + tick;
+    uint64_t tick_at = dl_now_us() + tick;
     for (;;) {
         pthread_mutex_lock(&p->wmu);
         for (;;) {
-            uint64_t now = dl_now_ms(), wake = p->wnext < tick_at ? p->wnext : tick_at;
+            uint64_t now = dl_now_us(), wake = p->wnext < tick_at ? p->wnext : tick_at;
             if (now >= wake)
                 break;
             struct timespec ts;
-            dl_timespec_at(wake, &ts);
+            dl_timespec_at_us(wake, &ts);
             pthread_cond_timedwait(&p->wcv, &p->wmu, &ts);
         }
         p->wnext = DL_FOREVER;
+        uint64_t poll = p->lingered;   /* holds lingered since the last look: */
+        p->lingered = 0;               /* look again soon, unasked */
         pthread_mutex_unlock(&p->wmu);
 
         c.n = 0;
         c.un = 0;
-        c.now = dl_now_ms();
-        c.all = c.now >= tick_at;
-        c.next = DL_FOREVER;
+        c.gn = 0;
+        c.now_us = dl_now_us();
+        c.now = c.now_us / 1000;
+        c.all = c.now_us >= tick_at;
+        c.next = poll ? c.now_us + poll : DL_FOREVER;
         if (c.all)
-            tick_at = c.now + tick;
+            tick_at = c.now_us + tick;
         dl_registry_each(&p->reg, collect, &c);
         p->wbuf[1] = c.v;         /* reachable from the state (leak checkers, forks) */
         dl_undo_buf = c.u;
+        dl_linger_buf = c.g;
         if (c.next != DL_FOREVER) {
             pthread_mutex_lock(&p->wmu);
             if (c.next < p->wnext)
@@ -237,6 +291,10 @@ static void *watchdog_main(void *arg)
         }
         if (c.un)
             undo_all(p, &c);
+        for (size_t i = 0; i < c.gn; i++) {
+            dl_lock_linger_end(p, c.g[i], 0, 0);
+            dl_registry_put(&p->reg, c.g[i]);
+        }
         if (!c.n)
             continue;
         if (!calls && !(calls = p->wbuf[0] = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
@@ -253,14 +311,28 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
+static void wake_by(dl_proc_t *p, uint64_t at)
+{
+    if (at < p->wnext) {
+        p->wnext = at;
+        pthread_cond_signal(&p->wcv);
+    }
+}
+
+void dl_watchdog_linger(dl_proc_t *p, uint64_t until, uint64_t every)
+{
+    pthread_mutex_lock(&p->wmu);
+    p->lingered = every;
+    /* While it polls, its next look is at most `every` away: no wake-up. */
+    wake_by(p, until);
+    pthread_mutex_unlock(&p->wmu);
+}
+
 void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
 {
     l->renew_due = due;
     pthread_mutex_lock(&p->wmu);
-    if (due < p->wnext) {
-        p->wnext = due;
-        pthread_cond_signal(&p->wcv);
-    }
+    wake_by(p, due * 1000);
     pthread_mutex_unlock(&p->wmu);
 }
 

@@ -1,0 +1,405 @@
+/*
+ * test_linger.c - a thread that loops over a lock (unlock, then lock again
+ * at once) keeps the process's Redis hold across its unlocks while another
+ * process waits, for a bounded number of holds; then the lock goes to the
+ * waiter.  A linger that no relock claims is ended by the watchdog, by
+ * dist_mutex_destroy and at exit.  Without a waiter, and for fair mutexes,
+ * an unlock frees the lock in Redis at once, as before.
+ *
+ * The looping side runs in a forked child; it reports through keys of the
+ * suite's server (lingers counted by dl_stats, timestamps on the common
+ * CLOCK_MONOTONIC).
+ */
+#include "harness.h"
+#include "dl_stats.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* What the library allows (shim/lock.c, DL_HANDOFF_MAX): holds of the
+ * looping process after the waiter is known, plus the hold in progress;
+ * slack for the holds made before the waiter's queueing was pushed to it. */
+#define BOUND_HOLDS 33
+#define SLACK_HOLDS 8
+
+enum end_mode {
+    END_RETURN,     /* loop until told to stop */
+    END_SLEEP,      /* after the lingering unlock: sleep, lock no more */
+    END_EXIT,       /* ... exit() at once (the library's destructor runs) */
+    END_DESTROY,    /* ... dist_mutex_destroy at once */
+    END__EXIT,      /* ... _exit() at once: nothing of the library runs */
+    END_HELD_EXIT,  /* ... lock again (taking the lingering hold), _exit() holding it */
+};
+
+typedef struct looper {
+    char name[128];
+    int fair;
+    enum end_mode end;
+} looper_t;
+
+static char *rkey(char *buf, size_t size, const char *name, const char *what)
+{
+    snprintf(buf, size, "test:%s:%s", name, what);
+    return buf;
+}
+
+static unsigned long lingers(void)
+{
+    dl_stats_t s;
+    dl_stats_get(&s);
+    return s.lingers;
+}
+
+static unsigned long linger_ends(void)
+{
+    dl_stats_t s;
+    dl_stats_get(&s);
+    return s.linger_ends;
+}
+
+static void init_mutex(dist_mutex_t *m, const char *name, int fair)
+{
+    dist_mutexattr_t at;
+    TH_CHECK_RC(dist_mutexattr_init(&at), 0);
+    TH_CHECK_RC(dist_mutexattr_setfair(&at, fair), 0);
+    TH_CHECK_RC(dist_mutex_init(m, name, &at), 0);
+    TH_CHECK_RC(dist_mutexattr_destroy(&at), 0);
+}
+
+/* The child.  END_RETURN: lock; GET stop; INCR ctr; unlock; again, until
+ * it sees stop.  Otherwise it makes one lingering unlock: lock, unlock,
+ * lock again at once (a loop, as far as the library can tell), says it
+ * holds, waits inside that hold until the parent queues and the push of
+ * that has reached it, then unlocks, reports whether that unlock lingered
+ * and when it returned, and ends as lp->end says. */
+static int looper_main(void *arg)
+{
+    const looper_t *lp = arg;
+    char k_stop[200], k_ctr[200], k_lingers[200], k_last[200], k_tunlock[200], k_ends[200],
+         k_holding[200], qkey[300], lkey[300];
+    rkey(k_stop, sizeof k_stop, lp->name, "stop");
+    rkey(k_ctr, sizeof k_ctr, lp->name, "ctr");
+    rkey(k_lingers, sizeof k_lingers, lp->name, "lingers");
+    rkey(k_last, sizeof k_last, lp->name, "last_lingered");
+    rkey(k_tunlock, sizeof k_tunlock, lp->name, "t_unlock");
+    rkey(k_ends, sizeof k_ends, lp->name, "linger_ends");
+    rkey(k_holding, sizeof k_holding, lp->name, "holding");
+    th_key(qkey, sizeof qkey, lp->name, ":q");
+    th_key(lkey, sizeof lkey, lp->name, "");
+    dist_mutex_t m;
+    init_mutex(&m, lp->name, lp->fair);
+    unsigned long l0 = lingers();
+    if (lp->end == END_RETURN) {
+        for (;;) {
+            TH_CHECK_RC(dist_mutex_lock(&m), 0);
+            long long stop = th_cmd_ll("GET %s", k_stop);
+            th_cmd_do("INCR %s", k_ctr);
+            TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+            if (stop > 0)
+                break;
+        }
+        th_cmd_do("SET %s %lu", k_lingers, lingers() - l0);
+        TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        return 0;
+    }
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);          /* at once: a loop */
+    char owner[64] = "";
+    redisReply *r = th_cmd("HGET %s owner", lkey);
+    if (r->type == REDIS_REPLY_STRING)
+        snprintf(owner, sizeof owner, "%s", r->str);
+    freeReplyObject(r);
+    TH_CHECK(owner[0]);
+    th_cmd_do("SET %s 1", k_holding);
+    TH_CHECK(th_wait_zcard(qkey, 1, 10000));
+    th_sleep_ms(1);                               /* the push of that reaches us */
+    unsigned long before = lingers(), ends0 = linger_ends();
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    int64_t t = th_now_us();
+    unsigned long lingered = lingers() - before;
+    if (lp->end == END__EXIT || lp->end == END_HELD_EXIT) {
+        dl_stats_t s0, s1;
+        dl_stats_get(&s0);
+        if (lp->end == END_HELD_EXIT)
+            TH_CHECK_RC(dist_mutex_lock(&m), 0);  /* at once: takes the lingering hold */
+        dl_stats_get(&s1);
+        int kept = lp->end == END__EXIT || s1.local_handoffs == s0.local_handoffs + 1;
+        /* One round trip, well inside the linger, then gone. */
+        th_cmd_do("MSET %s %lu %s %lld", k_last, kept ? lingered : 0, k_tunlock, (long long)t);
+        _exit(0);
+    }
+    if (lp->end == END_DESTROY) {
+        /* Well within the linger (the watchdog ends it 1 ms on at the
+         * earliest): the destroy itself must have passed the lock on. */
+        TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        r = th_cmd("HGET %s owner", lkey);
+        int still = r->type == REDIS_REPLY_STRING && strcmp(r->str, owner) == 0;
+        freeReplyObject(r);
+        if (lingered)
+            TH_CHECK(!still);
+    }
+    th_cmd_do("SET %s %lu", k_last, lingered);
+    th_cmd_do("SET %s %lld", k_tunlock, (long long)t);
+    switch (lp->end) {
+    case END_SLEEP:
+        th_sleep_ms(3000);
+        th_cmd_do("SET %s %lu", k_ends, linger_ends() - ends0);
+        TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        return 0;
+    case END_DESTROY:
+        th_sleep_ms(1000);
+        return 0;
+    case END_EXIT:
+        exit(0);                                  /* runs the library's destructor */
+    default:
+        return 1;
+    }
+}
+
+static pid_t start_looper(looper_t *lp, const char *tag, int fair, enum end_mode end)
+{
+    memset(lp, 0, sizeof *lp);
+    th_name(lp->name, sizeof lp->name, tag);
+    lp->fair = fair;
+    lp->end = end;
+    return th_fork_child(looper_main, lp);
+}
+
+static void wait_ctr(const char *name, long long n)
+{
+    char k[200];
+    rkey(k, sizeof k, name, "ctr");
+    int64_t until = th_now_ms() + 10000;
+    while (th_cmd_ll("GET %s", k) < n) {
+        if (th_now_ms() > until)
+            fail_msg("the looping process made fewer than %lld holds in 10 s", n);
+        th_sleep_ms(2);
+    }
+}
+
+static long long get_key(const char *name, const char *what)
+{
+    char k[200];
+    return th_cmd_ll("GET %s", rkey(k, sizeof k, name, what));
+}
+
+/* While a process loops over the lock, another process asking for it gets
+ * it within the bound, and nothing else holds it meanwhile. */
+static void check_bound(int fair, long max_holds)
+{
+    looper_t lp;
+    pid_t child = start_looper(&lp, fair ? "lingerfair" : "lingerbound", fair, END_RETURN);
+    char k_ctr[200], k_stop[200];
+    rkey(k_ctr, sizeof k_ctr, lp.name, "ctr");
+    rkey(k_stop, sizeof k_stop, lp.name, "stop");
+    wait_ctr(lp.name, 30);
+    dist_mutex_t m;
+    init_mutex(&m, lp.name, fair);
+    long long worst = 0;
+    for (int round = 0; round < 5; round++) {
+        long long c0 = th_cmd_ll("GET %s", k_ctr);
+        int64_t t0 = th_now_ms();
+        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+        int64_t waited = th_now_ms() - t0;
+        long long c1 = th_cmd_ll("GET %s", k_ctr);
+        th_sleep_ms(20);
+        long long c2 = th_cmd_ll("GET %s", k_ctr);
+        if (c2 != c1)
+            fail_msg("round %d: the other process made %lld holds while we held the lock",
+                     round, c2 - c1);
+        if (c1 - c0 > max_holds)
+            fail_msg("round %d: the looping process held the lock %lld more times after we "
+                     "asked (bound %ld)", round, c1 - c0, max_holds);
+        if (waited > 5000)
+            fail_msg("round %d: waited %lld ms for a lock held in a loop", round,
+                     (long long)waited);
+        if (c1 - c0 > worst)
+            worst = c1 - c0;
+        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
+        wait_ctr(lp.name, c2 + 10);
+    }
+    th_cmd_do("SET %s 1", k_stop);
+    TH_ASSERT_CHILD_OK(child);
+    long long n = get_key(lp.name, "lingers");
+    print_message("%s: the looper held at most %lld more times after we asked; %lld of its "
+                  "unlocks lingered\n", fair ? "fair" : "default", worst, n);
+    if (fair)
+        assert_int_equal(n, 0);
+    else if (n <= 0)
+        fail_msg("no unlock of the looping process lingered while we waited: the loop paid a "
+                 "handoff per hold");
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+}
+
+static void test_loop_passes_lock_within_bound(void **state)
+{
+    (void)state;
+    check_bound(0, BOUND_HOLDS + SLACK_HOLDS);
+}
+
+/* Fair mutexes hand the lock to the queue at every unlock. */
+static void test_fair_mutex_never_lingers(void **state)
+{
+    (void)state;
+    check_bound(1, 2);
+}
+
+/* Runs a looper that ends with a lingering unlock (retrying when the
+ * timing did not make it linger) while this process waits in lock; returns
+ * how long the wait lasted after the looper's last unlock, in us, and the
+ * lock's return code in *rcp. */
+static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, looper_t *lp, int *rcp)
+{
+    for (int attempt = 0; attempt < 10; attempt++) {
+        pid_t child = start_looper(lp, tag, 0, end);
+        int64_t until = th_now_ms() + 10000;
+        while (get_key(lp->name, "holding") != 1) {
+            if (th_now_ms() > until)
+                fail_msg("the looper never took the lock");
+            th_sleep_ms(2);
+        }
+        dist_mutex_t m;
+        TH_ASSERT_RC(dist_mutex_init(&m, lp->name, NULL), 0);
+        int rc = dist_mutex_lock(&m);
+        int64_t got = th_now_us();
+        if (rc != 0 && rc != EOWNERDEAD)
+            fail_msg("lock after the looper stopped: %s (%s)", th_errname(rc), dist_lasterror());
+        *rcp = rc;
+        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
+        TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+        TH_ASSERT_CHILD_OK(child);
+        if (get_key(lp->name, "last_lingered") == 1)
+            return got - get_key(lp->name, "t_unlock");
+    }
+    fail_msg("in 10 attempts the looper's last unlock never lingered");
+    return -1;
+}
+
+static int64_t wait_after_last_unlock(enum end_mode end, const char *tag, looper_t *lp)
+{
+    int rc = -1;
+    int64_t us = wait_after_unlock_rc(end, tag, lp, &rc);
+    if (rc != 0)
+        fail_msg("lock after the looper's lingering unlock: %s (%s)", th_errname(rc),
+                 dist_lasterror());
+    return us;
+}
+
+/* The loop stops with a lingering hold and the thread does not lock again:
+ * the watchdog passes the lock on within milliseconds, not at the end of the
+ * process or of the lease. */
+static void test_watchdog_ends_unclaimed_linger(void **state)
+{
+    (void)state;
+    looper_t lp;
+    int64_t us = wait_after_last_unlock(END_SLEEP, "lingerend", &lp);
+    long long ends = get_key(lp.name, "linger_ends");
+    print_message("got the lock %lld us after the looper's lingering unlock\n", (long long)us);
+    if (us > 1000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's last unlock", (long long)us / 1000);
+    assert_int_equal(ends, 1);
+}
+
+/* dist_mutex_destroy right after a lingering unlock passes the lock on
+ * before it returns. */
+static void test_destroy_ends_linger(void **state)
+{
+    (void)state;
+    looper_t lp;
+    /* The looper checks that Redis no longer has its hold when destroy
+     * returns; here, that the lock came at once. */
+    int64_t us = wait_after_last_unlock(END_DESTROY, "lingerdestroy", &lp);
+    print_message("got the lock %lld us after the looper's lingering unlock and destroy\n",
+                  (long long)us);
+    if (us > 1000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's destroy", (long long)us / 1000);
+}
+
+/* exit() right after a lingering unlock: the library's destructor passes
+ * the lock on; the next holder neither waits for the lease nor is told
+ * EOWNERDEAD. */
+static void test_exit_ends_linger(void **state)
+{
+    (void)state;
+    looper_t lp;
+    int64_t us = wait_after_last_unlock(END_EXIT, "lingerexit", &lp);
+    print_message("got the lock %lld us after the looper's lingering unlock and exit\n",
+                  (long long)us);
+    if (us > 1000 * 1000)
+        fail_msg("the lock came %lld ms after the looper exited", (long long)us / 1000);
+}
+
+/* _exit() right after a lingering unlock (nothing of the library runs): the
+ * hold lapses within its claim window (2 s), and since the unlock had told
+ * Redis, the next holder is not told EOWNERDEAD. */
+static void test__exit_after_linger_no_ownerdead(void **state)
+{
+    (void)state;
+    looper_t lp;
+    int rc = -1;
+    int64_t us = wait_after_unlock_rc(END__EXIT, "linger_exit", &lp, &rc);
+    print_message("got the lock (%s) %lld ms after the looper's lingering unlock and _exit\n",
+                  th_errname(rc), (long long)us / 1000);
+    TH_ASSERT_RC(rc, 0);
+    if (us > 4000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's _exit (claim window 2 s)",
+                 (long long)us / 1000);
+}
+
+/* The looper takes its lingering hold back and _exit()s holding it: that
+ * is a holder that died, and the next holder is told EOWNERDEAD. */
+static void test_exit_holding_after_relock_is_ownerdead(void **state)
+{
+    (void)state;
+    looper_t lp;
+    int rc = -1;
+    int64_t us = wait_after_unlock_rc(END_HELD_EXIT, "lingerheld", &lp, &rc);
+    print_message("got the lock (%s) %lld ms after the looper died holding it\n",
+                  th_errname(rc), (long long)us / 1000);
+    TH_ASSERT_RC(rc, EOWNERDEAD);
+}
+
+static int lone_loop(void *arg)
+{
+    const char *name = arg;
+    char key[300];
+    th_key(key, sizeof key, name, "");
+    dist_mutex_t m;
+    TH_CHECK_RC(dist_mutex_init(&m, name, NULL), 0);
+    unsigned long l0 = lingers();
+    for (int i = 0; i < 200; i++) {
+        TH_CHECK_RC(dist_mutex_lock(&m), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    }
+    TH_CHECK(th_cmd_ll("EXISTS %s", key) == 0);   /* free in Redis at once */
+    TH_CHECK(lingers() == l0);
+    TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+    return 0;
+}
+
+/* Nobody waits: every unlock frees the lock in Redis (a trylock elsewhere
+ * must succeed right after it). */
+static void test_no_linger_without_waiter(void **state)
+{
+    (void)state;
+    char name[128];
+    th_name(name, sizeof name, "lingerlone");
+    pid_t child = th_fork_child(lone_loop, name);
+    TH_ASSERT_CHILD_OK(child);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_loop_passes_lock_within_bound),
+        TH_TEST(test_fair_mutex_never_lingers),
+        TH_TEST(test_watchdog_ends_unclaimed_linger),
+        TH_TEST(test_destroy_ends_linger),
+        TH_TEST(test_exit_ends_linger),
+        TH_TEST(test__exit_after_linger_no_ownerdead),
+        TH_TEST(test_exit_holding_after_relock_is_ownerdead),
+        TH_TEST(test_no_linger_without_waiter),
+    };
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+}
