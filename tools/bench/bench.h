@@ -67,6 +67,10 @@ int url_parse(const char *s, redis_url_t *u);
  * g_url.  0 or -1 (message printed). */
 int server_start(void);
 void server_stop(void);
+/* on: gives the server the bench started a CPU of its own (the last; this
+ * process and the workers it forks then run on the others) and nice -10;
+ * off: undoes it.  0, or -1 (no such server, one CPU, or not permitted). */
+int server_isolate(int on);
 /* --pin: this process (and what it forks) on all CPUs but the last. */
 int pin_self(void);
 /* Signal handling of the parent: SIGINT/SIGTERM stop the workers and the

@@ -1,12 +1,14 @@
 /* server.c - the redis-server of the run: a free port of 127.0.0.1, no
  * persistence, stopped by pid at the end and on SIGINT/SIGTERM; and the
  * parsing of --url. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -121,6 +123,45 @@ static int free_port(void)
         port = ntohs(a.sin_port);
     close(fd);
     return port;
+}
+
+/* Sets the affinity of every thread of process pid. */
+static int affinity_all_threads(pid_t pid, const cpu_set_t *set)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    int rc = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && sched_setaffinity((pid_t)atoi(e->d_name), sizeof *set, set))
+            rc = -1;
+    closedir(d);
+    return rc;
+}
+
+int server_isolate(int on)
+{
+    if (srv_pid <= 0)
+        return -1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    int rc = setpriority(PRIO_PROCESS, (id_t)srv_pid, on ? -10 : 0);
+    if (ncpu >= 2 && !g_opt.pin) {       /* --pin placed everything already */
+        cpu_set_t last, rest, all;
+        CPU_ZERO(&last);
+        CPU_ZERO(&rest);
+        CPU_ZERO(&all);
+        for (int i = 0; i < ncpu; i++) {
+            CPU_SET(i, &all);
+            CPU_SET(i, i == ncpu - 1 ? &last : &rest);
+        }
+        if (affinity_all_threads(srv_pid, on ? &last : &all) ||
+            sched_setaffinity(0, sizeof rest, on ? &rest : &all))
+            rc = -1;
+    }
+    return rc;
 }
 
 static void stop_pid(pid_t pid)
