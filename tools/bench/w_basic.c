@@ -92,6 +92,7 @@ static void pl_fini(plock_t *p)
 /* What a worker reports back (shared memory). */
 typedef struct wstats {
     unsigned long sent, roundtrips, grants, local_handoffs, fallback_checks, retries;
+    unsigned long lingers, linger_ends;
     long long redis_calls;
     uint64_t t_start, t_end;
 } wstats_t;
@@ -115,6 +116,8 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
         w->grants = s.grants - s0->grants;
         w->local_handoffs = s.local_handoffs - s0->local_handoffs;
         w->fallback_checks = s.fallback_checks - s0->fallback_checks;
+        w->lingers = s.lingers - s0->lingers;
+        w->linger_ends = s.linger_ends - s0->linger_ends;
     }
 }
 
@@ -344,6 +347,7 @@ int run_w2(int peer)
             freeReplyObject(rr);
         uint64_t tend = 0;
         unsigned long sent = 0, grants = 0, handoffs = 0, fallback = 0, retries = 0;
+        unsigned long lingers = 0, linger_ends = 0;
         for (int i = 0; i < W2_PROCS; i++) {
             if (w->ws[i].t_end > tend)
                 tend = w->ws[i].t_end;
@@ -351,6 +355,8 @@ int run_w2(int peer)
             grants += w->ws[i].grants;
             handoffs += w->ws[i].local_handoffs;
             fallback += w->ws[i].fallback_checks;
+            lingers += w->ws[i].lingers;
+            linger_ends += w->ws[i].linger_ends;
             retries += w->ws[i].retries;
         }
         double mn, mx;
@@ -373,6 +379,10 @@ int run_w2(int peer)
             result_extra(r, "grants", "%lu", grants);
             result_extra(r, "fallback_checks", "%lu", fallback);
             result_extra(r, "local_handoffs", "%lu", handoffs);
+            /* unlocks that kept the hold for the loop's next lock call, and
+             * those the watchdog ended (no lock call came) */
+            result_extra(r, "lingers", "%lu", lingers);
+            result_extra(r, "linger_ends", "%lu", linger_ends);
         } else {
             result_extra(r, "retries_per_op", "%.2f", (double)retries / (double)total);
         }
