@@ -34,7 +34,7 @@ build=${DISTLOCK_VG_BUILD_DIR:-build-valgrind}
 jobs=${DISTLOCK_JOBS:-2}
 per_suite=${DISTLOCK_VG_TIMEOUT:-900}
 default_suites=(test_mutex test_rwlock test_fence test_fork test_keys test_errors
-                test_lease test_wakeup test_fair test_checker test_badinput test_security)
+                test_lease test_wakeup test_fair test_linger test_checker test_badinput test_security)
 if [ "${1:-}" = --all ]; then
   suites=()
   for f in tests/test_*.c; do suites+=("$(basename "$f" .c)"); done
