@@ -26,8 +26,9 @@ typedef struct collect {
     size_t n, cap;
     held_t *u;                /* acquisitions to withdraw (l->undo) */
     size_t un, ucap;
-    dl_lock_t **g;            /* lingering holds that are due */
-    size_t gn, gcap;
+    dl_lock_t *g[64];         /* lingering holds that are due (more: next pass);
+                                 no heap, so a fork mid-walk leaks nothing */
+    size_t gn;
     int all;                  /* a regular tick: every hold */
     uint64_t now;             /* ms */
     uint64_t now_us, next;    /* next: earliest due left for later (us) */
@@ -84,15 +85,9 @@ static void collect_linger(dl_lock_t *l, collect_t *c)
         later(c, c->now_us + 1000);
         return;
     }
-    if (c->gn == c->gcap) {
-        size_t cap = c->gcap ? c->gcap * 2 : 16;
-        dl_lock_t **g = realloc(c->g, cap * sizeof *g);
-        if (!g) {
-            later(c, c->now_us + 1000);
-            return;
-        }
-        c->g = g;
-        c->gcap = cap;
+    if (c->gn == sizeof c->g / sizeof c->g[0]) {
+        later(c, c->now_us);
+        return;
     }
     c->g[c->gn++] = l;
     l->refs++;
@@ -186,8 +181,8 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
     dl_calls_free(calls, (int)n);
 }
 
-static void *dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
-static void *dl_linger_buf;  /* c.g, likewise */
+/* volatile: a write-only static would be optimised away with its stores */
+static void *volatile dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
 
 /* Withdraws each acquisition of c->u: cancel (leave the queue) then
  * release (end a hold), in one batch per lock. */
@@ -282,7 +277,6 @@ static void *watchdog_main(void *arg)
         dl_registry_each(&p->reg, collect, &c);
         p->wbuf[1] = c.v;         /* reachable from the state (leak checkers, forks) */
         dl_undo_buf = c.u;
-        dl_linger_buf = c.g;
         if (c.next != DL_FOREVER) {
             pthread_mutex_lock(&p->wmu);
             if (c.next < p->wnext)
