@@ -340,6 +340,18 @@ static int64_t wait_after_last_unlock(enum end_mode end, const char *tag, looper
     return us;
 }
 
+/* Runs the looper to a lingering unlock followed by `end`, and checks that
+ * our lock came with 0 within a second of that unlock ("after what"). */
+static void expect_lock_soon(enum end_mode end, const char *tag, const char *what, looper_t *lp)
+{
+    int64_t us = wait_after_last_unlock(end, tag, lp);
+    print_message("got the lock %lld us after the looper's lingering unlock%s\n", (long long)us,
+                  what);
+    if (us > 1000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's lingering unlock%s",
+                 (long long)us / 1000, what);
+}
+
 /* The loop stops with a lingering hold and the thread does not lock again:
  * the watchdog passes the lock on within milliseconds, not at the end of the
  * process or of the lease. */
@@ -347,27 +359,18 @@ static void test_watchdog_ends_unclaimed_linger(void **state)
 {
     (void)state;
     looper_t lp;
-    int64_t us = wait_after_last_unlock(END_SLEEP, "lingerend", &lp);
-    long long ends = get_key(lp.name, "linger_ends");
-    print_message("got the lock %lld us after the looper's lingering unlock\n", (long long)us);
-    if (us > 1000 * 1000)
-        fail_msg("the lock came %lld ms after the looper's last unlock", (long long)us / 1000);
-    assert_int_equal(ends, 1);
+    expect_lock_soon(END_SLEEP, "lingerend", "", &lp);
+    assert_int_equal(get_key(lp.name, "linger_ends"), 1);
 }
 
 /* dist_mutex_destroy right after a lingering unlock passes the lock on
- * before it returns. */
+ * before it returns (the looper checks that Redis no longer has its hold
+ * when destroy returns). */
 static void test_destroy_ends_linger(void **state)
 {
     (void)state;
     looper_t lp;
-    /* The looper checks that Redis no longer has its hold when destroy
-     * returns; here, that the lock came at once. */
-    int64_t us = wait_after_last_unlock(END_DESTROY, "lingerdestroy", &lp);
-    print_message("got the lock %lld us after the looper's lingering unlock and destroy\n",
-                  (long long)us);
-    if (us > 1000 * 1000)
-        fail_msg("the lock came %lld ms after the looper's destroy", (long long)us / 1000);
+    expect_lock_soon(END_DESTROY, "lingerdestroy", " and destroy", &lp);
 }
 
 /* exit() right after a lingering unlock: the library's destructor passes
@@ -377,11 +380,7 @@ static void test_exit_ends_linger(void **state)
 {
     (void)state;
     looper_t lp;
-    int64_t us = wait_after_last_unlock(END_EXIT, "lingerexit", &lp);
-    print_message("got the lock %lld us after the looper's lingering unlock and exit\n",
-                  (long long)us);
-    if (us > 1000 * 1000)
-        fail_msg("the lock came %lld ms after the looper exited", (long long)us / 1000);
+    expect_lock_soon(END_EXIT, "lingerexit", " and exit", &lp);
 }
 
 /* _exit() right after a lingering unlock (nothing of the library runs): the
