@@ -52,6 +52,12 @@
  * watchdog extends it. */
 #define DL_WAITER_TTL_MS 2000UL
 
+/* The claim window of a hold with this lease (see above). */
+static unsigned long claim_window(unsigned long lease_ms)
+{
+    return lease_ms < DL_WAITER_TTL_MS ? lease_ms : DL_WAITER_TTL_MS;
+}
+
 typedef struct dl_grant {
     uint64_t fence;
     int dead;
@@ -185,7 +191,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
     /* The mark (mark.c) spares the next holder EOWNERDEAD should this
      * process end without passing the lock on, and cuts the hold's time in
      * Redis to a claim window: the others would wait that long at most. */
-    unsigned long claim = l->lease_ms < DL_WAITER_TTL_MS ? l->lease_ms : DL_WAITER_TTL_MS;
+    unsigned long claim = claim_window(l->lease_ms);
     if (linger && l->rmode == 'w' && l->remote_waiting && may_keep(l) &&
         dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) == 0) {
         if (!l->ttl_cut) {
@@ -207,7 +213,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
 {
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
-    unsigned long wttl = lease < DL_WAITER_TTL_MS ? lease : DL_WAITER_TTL_MS;
+    unsigned long wttl = claim_window(lease);
     unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
     /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
@@ -499,8 +505,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
                 /* A pushed grant lives only its claim window until renewed;
                  * holds released before half of it need no renewal at all. */
                 if (g->claimed)
-                    dl_watchdog_due(p, l, dl_now_ms() + (l->lease_ms < DL_WAITER_TTL_MS
-                                                         ? l->lease_ms : DL_WAITER_TTL_MS) / 2);
+                    dl_watchdog_due(p, l, dl_now_ms() + claim_window(l->lease_ms) / 2);
             }
         }
     } else {
@@ -743,14 +748,16 @@ static void pin_lingering(dl_lock_t *l, void *arg)
 
 void dl_lock_flush_lingers(dl_proc_t *p)
 {
-    pinned_t pn;
-    pn.n = 0;
-    dl_registry_each(&p->reg, pin_lingering, &pn);
     /* Exiting: pass the locks on now, but do not hang on a dead server
-     * (the hold then lapses within a lease). */
+     * (the hold then lapses within its claim window). */
     uint64_t until = dl_now_ms() + 1000;
-    for (size_t i = 0; i < pn.n; i++) {
-        dl_lock_linger_end(p, pn.v[i], 1, until);
-        dl_registry_put(&p->reg, pn.v[i]);
-    }
+    pinned_t pn;
+    do {                          /* 64 at a time; each release ends its linger */
+        pn.n = 0;
+        dl_registry_each(&p->reg, pin_lingering, &pn);
+        for (size_t i = 0; i < pn.n; i++) {
+            dl_lock_linger_end(p, pn.v[i], 1, until);
+            dl_registry_put(&p->reg, pn.v[i]);
+        }
+    } while (pn.n == 64 && dl_now_ms() < until);
 }

@@ -40,7 +40,6 @@ static void later(collect_t *c, uint64_t at_us)
         c->next = at_us;
 }
 
-/* Registry mutex and l->mu held: pin each hold to renew now. */
 /* Registry mutex and l->mu held: an acquisition that failed with EIO may
  * have run in Redis (a stalled server runs queued commands when it
  * resumes), leaving a hold or a registration nobody knows of, which would
@@ -93,6 +92,7 @@ static void collect_linger(dl_lock_t *l, collect_t *c)
     l->refs++;
 }
 
+/* Registry mutex and l->mu held: pin each hold to renew now. */
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
@@ -117,8 +117,9 @@ static void collect(dl_lock_t *l, void *arg)
     if (l->linger_until) {
         /* Not while it lingers: renewed, it would outlive a process that
          * ends now by a lease instead of a claim window.  It is released
-         * soon, or renewed once taken back. */
-        later(c, l->linger_until);
+         * soon (collect_linger), or renewed once taken back. */
+        if (l->linger_until > c->now_us)
+            later(c, l->linger_until);
         return;
     }
     l->renew_due = 0;
@@ -182,6 +183,15 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
 }
 
 /* volatile: a write-only static would be optimised away with its stores */
+/* The watchdog looks again by `at` (us) at the latest (p->wmu held). */
+static void wake_by(dl_proc_t *p, uint64_t at)
+{
+    if (at < p->wnext) {
+        p->wnext = at;
+        pthread_cond_signal(&p->wcv);
+    }
+}
+
 static void *volatile dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
 
 /* Withdraws each acquisition of c->u: cancel (leave the queue) then
@@ -231,9 +241,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         if (rc) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
-            uint64_t again = dl_now_us() + 200000;
-            if (again < p->wnext)
-                p->wnext = again;
+            wake_by(p, dl_now_us() + 200000);
             pthread_mutex_unlock(&p->wmu);
         }
         dl_registry_put(&p->reg, l);
@@ -279,8 +287,7 @@ static void *watchdog_main(void *arg)
         dl_undo_buf = c.u;
         if (c.next != DL_FOREVER) {
             pthread_mutex_lock(&p->wmu);
-            if (c.next < p->wnext)
-                p->wnext = c.next;
+            wake_by(p, c.next);
             pthread_mutex_unlock(&p->wmu);
         }
         if (c.un)
@@ -303,14 +310,6 @@ static void *watchdog_main(void *arg)
             dl_registry_put(&p->reg, c.v[i].l);
     }
     return NULL;
-}
-
-static void wake_by(dl_proc_t *p, uint64_t at)
-{
-    if (at < p->wnext) {
-        p->wnext = at;
-        pthread_cond_signal(&p->wcv);
-    }
 }
 
 void dl_watchdog_linger(dl_proc_t *p, uint64_t until, uint64_t every)
