@@ -31,6 +31,8 @@ void dl_tid_forget(void);                      /* after fork, in the child */
 /* --- error.c --- */
 enum { DL_LOG_OFF, DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG };
 extern int dl_log_level;
+/* Size of the per-thread last error (dist_lasterror). */
+#define DL_ERRMAX 512
 /* Sets this thread's dist_lasterror() text. */
 void dl_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Sets it and returns code, for `return dl_fail(EINVAL, "...")`. */

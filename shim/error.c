@@ -10,7 +10,7 @@
 
 int dl_log_level = DL_LOG_WARN;
 
-static __thread char dl_lasterr[512];
+static __thread char dl_lasterr[DL_ERRMAX];
 
 void dl_seterr(const char *fmt, ...)
 {

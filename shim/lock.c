@@ -125,7 +125,7 @@ static long long elem(const redisReply *r, size_t i)
 static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
     char mode[2] = { l->rmode, 0 }, relid[24];
-    int lost = l->lost;
+    int lost = l->lost, cut = l->ttl_cut;
     /* Names this hold in every copy of the call, so a resend after a lost
      * reply is told "already released" (2), not "held nothing" (0). */
     int relidlen = snprintf(relid, sizeof relid, "%llu", (unsigned long long)l->fence);
@@ -141,7 +141,8 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     char q[96];
     qname(l, q, sizeof q);
     if (rc && !lost) {
-        rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within one lease", q, c.cmd.errmsg);
+        rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within %s", q, c.cmd.errmsg,
+                     cut ? "its claim window (a lingering hold)" : "one lease");
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;

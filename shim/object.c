@@ -1,6 +1,7 @@
 /* object.c - what dist_mutex_t and dist_rwlock_t share: validation, the
  * name, and lazy resolution to the process-wide lock state. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -108,8 +109,15 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
         int err;
         dl_proc_t *p = dl_proc_get(&err);
         dl_lock_t *l = o->dl_lock;
-        if (p && l)
-            dl_lock_linger_end(p, l, 1, 0);   /* unlocked: pass it on now */
+        if (p && l) {
+            /* Unlocked: pass it on now.  Should that release fail, it is
+             * logged and the hold lapses within its claim window; destroy
+             * still succeeds, so the caller's last error stays as it was. */
+            char kept[DL_ERRMAX];
+            snprintf(kept, sizeof kept, "%s", dist_lasterror());
+            dl_lock_linger_end(p, l, 1, 0);
+            dl_seterr("%s", kept);
+        }
         if (p && l && dl_registry_drop_obj(&p->reg, l))
             return dl_fail(EBUSY, "lock is held or waited on in this process");
     }

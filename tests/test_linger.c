@@ -29,6 +29,7 @@ enum end_mode {
     END_DESTROY,    /* ... dist_mutex_destroy at once */
     END__EXIT,      /* ... _exit() at once: nothing of the library runs */
     END_HELD_EXIT,  /* ... lock again (taking the lingering hold), _exit() holding it */
+    END_DESTROY_FAILS, /* ... its user loses EVALSHA, then dist_mutex_destroy */
 };
 
 typedef struct looper {
@@ -36,6 +37,7 @@ typedef struct looper {
     int fair;
     enum end_mode end;
     char url[128];            /* the looper's DISTLOCK_URL, "" the suite's */
+    char user[32];            /* END_DESTROY_FAILS: the ACL user of that URL */
 } looper_t;
 
 /* LeakSanitizer, at the exit() of a child: objects of the parent's earlier
@@ -151,6 +153,21 @@ static int looper_main(void *arg)
         if (lingered)
             TH_CHECK(!still);
     }
+    if (lp->end == END_DESTROY_FAILS) {
+        /* The release that destroy sends now fails (NOPERM): destroy still
+         * returns 0, and leaves the last error of our earlier call. */
+        th_cmd_do("ACL SETUSER %s -evalsha", lp->user);
+        TH_CHECK_RC(dist_mutex_unlock(&m), EPERM);
+        char before_destroy[512];
+        snprintf(before_destroy, sizeof before_destroy, "%s", dist_lasterror());
+        TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        if (strcmp(dist_lasterror(), before_destroy) != 0) {
+            fprintf(stderr, "destroy changed the last error from \"%s\" to \"%s\"\n",
+                    before_destroy, dist_lasterror());
+            TH_CHECK(0);
+        }
+        th_cmd_do("ACL SETUSER %s +evalsha", lp->user);
+    }
     th_cmd_do("SET %s %lu", k_last, lingered);
     th_cmd_do("SET %s %lld", k_tunlock, (long long)t);
     switch (lp->end) {
@@ -160,6 +177,7 @@ static int looper_main(void *arg)
         TH_CHECK_RC(dist_mutex_destroy(&m), 0);
         return 0;
     case END_DESTROY:
+    case END_DESTROY_FAILS:
         th_sleep_ms(1000);
         return 0;
     case END_EXIT:
@@ -170,20 +188,30 @@ static int looper_main(void *arg)
     }
 }
 
-static pid_t start_looper_at(looper_t *lp, const char *tag, int fair, enum end_mode end,
-                             const char *url)
+/* user: NULL for the suite's connection, or an ACL user made by
+ * make_user(), whose connection the looper's library then uses. */
+static pid_t start_looper_as(looper_t *lp, const char *tag, int fair, enum end_mode end,
+                             const char *user)
 {
     memset(lp, 0, sizeof *lp);
     th_name(lp->name, sizeof lp->name, tag);
     lp->fair = fair;
     lp->end = end;
-    snprintf(lp->url, sizeof lp->url, "%s", url ? url : "");
+    if (user) {
+        snprintf(lp->user, sizeof lp->user, "%s", user);
+        snprintf(lp->url, sizeof lp->url, "redis://%s:%s-pw@127.0.0.1:%d", user, user,
+                 th_redis_port());
+    }
     return th_fork_child(looper_main, lp);
 }
 
-static pid_t start_looper(looper_t *lp, const char *tag, int fair, enum end_mode end)
+/* An ACL user with the password start_looper_as uses, allowed everything
+ * but `less` (one ACL rule, or NULL). */
+static void make_user(const char *user, const char *less)
 {
-    return start_looper_at(lp, tag, fair, end, NULL);
+    th_cmd_do("ACL SETUSER %s reset on >%s-pw ~* &* +@all", user, user);
+    if (less)
+        th_cmd_do("ACL SETUSER %s %s", user, less);
 }
 
 static void wait_ctr(const char *name, long long n)
@@ -217,11 +245,11 @@ static int do_unlock(void *arg)
 /* While a process loops over the lock, another process asking for it gets
  * it within the bound, and nothing else holds it meanwhile.  The count of
  * the looper's holds starts once our request is in Redis's queue. */
-static void check_bound_at(int fair, long max_holds, const char *url, int may_linger)
+static void check_bound_as(int fair, long max_holds, const char *user, int may_linger)
 {
     looper_t lp;
-    pid_t child = start_looper_at(&lp, fair ? "lingerfair" : "lingerbound", fair, END_RETURN,
-                                  url);
+    pid_t child = start_looper_as(&lp, fair ? "lingerfair" : "lingerbound", fair, END_RETURN,
+                                  user);
     char k_ctr[200], k_stop[200], qkey[300];
     rkey(k_ctr, sizeof k_ctr, lp.name, "ctr");
     rkey(k_stop, sizeof k_stop, lp.name, "stop");
@@ -281,7 +309,7 @@ static void check_bound_at(int fair, long max_holds, const char *url, int may_li
     TH_ASSERT_CHILD_OK(child);
     long long n = get_key(lp.name, "lingers");
     print_message("%s: the looper held at most %lld more times after we asked; %lld of its "
-                  "unlocks lingered\n", fair ? "fair" : url ? "no CLIENT" : "default", worst, n);
+                  "unlocks lingered\n", fair ? "fair" : user ? "no CLIENT" : "default", worst, n);
     /* That lingering happens at all is asserted by the tests below, which
      * retry: on a loaded machine a loop whose holds take milliseconds
      * reaches the 5 ms bound before its first unlock, and never lingers. */
@@ -292,7 +320,7 @@ static void check_bound_at(int fair, long max_holds, const char *url, int may_li
 
 static void check_bound(int fair, long max_holds)
 {
-    check_bound_at(fair, max_holds, NULL, !fair);
+    check_bound_as(fair, max_holds, NULL, !fair);
 }
 
 static void test_loop_passes_lock_within_bound(void **state)
@@ -313,10 +341,8 @@ static void test_fair_mutex_never_lingers(void **state)
 static void test_no_linger_without_client_command(void **state)
 {
     (void)state;
-    th_cmd_do("ACL SETUSER lingernocli on >nocli-pw ~* &* +@all -client");
-    char url[128];
-    snprintf(url, sizeof url, "redis://lingernocli:nocli-pw@127.0.0.1:%d", th_redis_port());
-    check_bound_at(0, 2, url, 0);
+    make_user("lingernocli", "-client");
+    check_bound_as(0, 2, "lingernocli", 0);
     th_cmd_do("ACL DELUSER lingernocli");
 }
 
@@ -324,10 +350,11 @@ static void test_no_linger_without_client_command(void **state)
  * timing did not make it linger) while this process waits in lock; returns
  * how long the wait lasted after the looper's last unlock, in us, and the
  * lock's return code in *rcp. */
-static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, looper_t *lp, int *rcp)
+static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, const char *user,
+                                    looper_t *lp, int *rcp)
 {
     for (int attempt = 0; attempt < 10; attempt++) {
-        pid_t child = start_looper(lp, tag, 0, end);
+        pid_t child = start_looper_as(lp, tag, 0, end, user);
         int64_t until = th_now_ms() + 10000;
         while (get_key(lp->name, "holding") != 1) {
             if (th_now_ms() > until)
@@ -361,7 +388,7 @@ static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, looper_t
 static int64_t wait_after_last_unlock(enum end_mode end, const char *tag, looper_t *lp)
 {
     int rc = -1;
-    int64_t us = wait_after_unlock_rc(end, tag, lp, &rc);
+    int64_t us = wait_after_unlock_rc(end, tag, NULL, lp, &rc);
     if (rc != 0)
         fail_msg("lock after the looper's lingering unlock: %s (%s)", th_errname(rc),
                  dist_lasterror());
@@ -419,7 +446,7 @@ static void test__exit_after_linger_no_ownerdead(void **state)
     (void)state;
     looper_t lp;
     int rc = -1;
-    int64_t us = wait_after_unlock_rc(END__EXIT, "linger_exit", &lp, &rc);
+    int64_t us = wait_after_unlock_rc(END__EXIT, "linger_exit", NULL, &lp, &rc);
     print_message("got the lock (%s) %lld ms after the looper's lingering unlock and _exit\n",
                   th_errname(rc), (long long)us / 1000);
     TH_ASSERT_RC(rc, 0);
@@ -435,10 +462,30 @@ static void test_exit_holding_after_relock_is_ownerdead(void **state)
     (void)state;
     looper_t lp;
     int rc = -1;
-    int64_t us = wait_after_unlock_rc(END_HELD_EXIT, "lingerheld", &lp, &rc);
+    int64_t us = wait_after_unlock_rc(END_HELD_EXIT, "lingerheld", NULL, &lp, &rc);
     print_message("got the lock (%s) %lld ms after the looper died holding it\n",
                   th_errname(rc), (long long)us / 1000);
     TH_ASSERT_RC(rc, EOWNERDEAD);
+}
+
+/* dist_mutex_destroy after a lingering unlock, whose release then fails:
+ * destroy returns 0 and leaves dist_lasterror() as it was (the looper checks
+ * both); the hold lapses within its claim window, and, the unlock having
+ * told Redis, the next holder gets 0, not EOWNERDEAD. */
+static void test_destroy_keeps_lasterror_when_release_fails(void **state)
+{
+    (void)state;
+    make_user("lingerdf", NULL);
+    looper_t lp;
+    int rc = -1;
+    int64_t us = wait_after_unlock_rc(END_DESTROY_FAILS, "lingerdf", "lingerdf", &lp, &rc);
+    print_message("got the lock (%s) %lld ms after the looper's failed release\n",
+                  th_errname(rc), (long long)us / 1000);
+    TH_ASSERT_RC(rc, 0);
+    if (us > 4000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's destroy (claim window 2 s)",
+                 (long long)us / 1000);
+    th_cmd_do("ACL DELUSER lingerdf");
 }
 
 static int lone_loop(void *arg)
@@ -478,6 +525,7 @@ int main(void)
         TH_TEST(test_no_linger_without_client_command),
         TH_TEST(test_watchdog_ends_unclaimed_linger),
         TH_TEST(test_destroy_ends_linger),
+        TH_TEST(test_destroy_keeps_lasterror_when_release_fails),
         TH_TEST(test_exit_ends_linger),
         TH_TEST(test__exit_after_linger_no_ownerdead),
         TH_TEST(test_exit_holding_after_relock_is_ownerdead),
