@@ -135,10 +135,5 @@ int dist_mutex_destroy(dist_mutex_t *m)
 
 int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence)
 {
-    dl_proc_t *p;
-    dl_lock_t *l;
-    if (!fence)
-        return dl_fail(EINVAL, "fence is NULL");
-    int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
-    return rc ? rc : dl_lock_getfence(l, fence);
+    return dl_obj_getfence(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, fence);
 }

@@ -129,6 +129,16 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     return 0;
 }
 
+int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    if (!fence)
+        return dl_fail(EINVAL, "fence is NULL");
+    int rc = dl_obj_resolve(o, magic, &p, &l);
+    return rc ? rc : dl_lock_getfence(l, fence);
+}
+
 #include "introspect.h"
 
 static int hold_lost(struct dist_lockobj *o, unsigned magic)

@@ -69,6 +69,8 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
  * anew in a forked child); EINVAL for bad objects and configuration. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
+/* dist_*_getfence: the calling thread's fence of its hold on o. */
+int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
 void dl_obj_after_fork(void);
 
 #endif

@@ -95,10 +95,5 @@ int dist_rwlock_destroy(dist_rwlock_t *rw)
 
 int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence)
 {
-    dl_proc_t *p;
-    dl_lock_t *l;
-    if (!fence)
-        return dl_fail(EINVAL, "fence is NULL");
-    int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
-    return rc ? rc : dl_lock_getfence(l, fence);
+    return dl_obj_getfence(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, fence);
 }

@@ -79,11 +79,17 @@ void signals_install(void);
 /* Worker pids the signal handler must stop too. */
 void track_pid(pid_t pid);
 void untrack_pid(pid_t pid);
+/* Waits for a tool the bench ran (redis-benchmark, a W8 child) and stops
+ * tracking it: 0 if it exited with status 0, else -1. */
+int reap_tool(pid_t pid);
 
 /* ------------------------------------------------------------ rconn.c */
 /* A plain connection to the run's server (AUTH/SELECT done), named with
  * CLIENT SETNAME when name != NULL.  NULL + message on stderr on failure. */
 redisContext *rc_connect(const char *name);
+/* The control connection of a counter workload, with the counter `ctr`
+ * set to 0; NULL + message on stderr on failure. */
+redisContext *rc_ctl_zeroed(const char *ctr);
 /* Runs a command; returns the reply (caller frees) or NULL. */
 redisReply *rc_cmd(redisContext *c, const char *fmt, ...);
 /* Sum of `calls` over INFO commandstats, without INFO itself (the

@@ -124,12 +124,7 @@ static int run_bm(const char *const *cmd, int ncmd, unsigned long requests, bm_t
     }
     if (f)
         fclose(f);
-    int st;
-    waitpid(pid, &st, 0);
-    untrack_pid(pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st))
-        return -1;
-    return found;
+    return reap_tool(pid) ? -1 : found;
 }
 
 /* PING latency of a blocking hiredis client, as the library sends. */

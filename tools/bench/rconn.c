@@ -62,6 +62,26 @@ redisReply *rc_cmd(redisContext *c, const char *fmt, ...)
     return r;
 }
 
+redisContext *rc_ctl_zeroed(const char *ctr)
+{
+    redisContext *c = rc_connect("bench-ctl");
+    if (!c)
+        return NULL;
+    /* lost_updates is counted from this 0: without it there is no figure */
+    redisReply *r = rc_cmd(c, "SET %s 0", ctr);
+    int ok = r && r->type == REDIS_REPLY_STATUS;
+    if (r && !ok)
+        fprintf(stderr, "distlock-bench: SET %s 0: %s\n", ctr,
+                r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    if (r)
+        freeReplyObject(r);
+    if (!ok) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
 static redisReply *info(redisContext *c, const char *section)
 {
     redisReply *r = redisCommand(c, "INFO %s", section);

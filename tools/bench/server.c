@@ -46,6 +46,15 @@ void untrack_pid(pid_t pid)
             tracked[i] = 0;
 }
 
+int reap_tool(pid_t pid)
+{
+    int st;
+    if (waitpid(pid, &st, 0) != pid)
+        st = -1;
+    untrack_pid(pid);
+    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
+}
+
 int url_parse(const char *s, redis_url_t *u)
 {
     memset(u, 0, sizeof *u);

@@ -320,14 +320,11 @@ int run_w2(int peer)
     char label[32];
     snprintf(label, sizeof label, "W2 %s", peer_name(peer));
 
-    redisContext *c = rc_connect("bench-ctl");
+    redisContext *c = rc_ctl_zeroed(w->ctr);
     if (!c) {
         shm_free(w, size);
         return -1;
     }
-    redisReply *rr = rc_cmd(c, "SET %s 0", w->ctr);
-    if (rr)
-        freeReplyObject(rr);
     pid_t pids[W2_PROCS];
     for (int i = 0; i < W2_PROCS; i++)
         pids[i] = spawn(w2_worker, w, i);
@@ -341,7 +338,7 @@ int run_w2(int peer)
         output_error("W2", "%s workers failed", peer_name(peer));
     } else {
         long long calls = rc_cmd_calls(c) - calls0;
-        rr = rc_cmd(c, "GET %s", w->ctr);
+        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
         long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
         if (rr)
             freeReplyObject(rr);

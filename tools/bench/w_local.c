@@ -284,14 +284,11 @@ int run_w4b(void)
     lock_name(w->name, sizeof w->name, "W4b", NULL);
     snprintf(w->ctr, sizeof w->ctr, "%s:ctr", w->name);
     gate_init(&w->gate, W4B_PROCS);
-    redisContext *c = rc_connect("bench-ctl");
+    redisContext *c = rc_ctl_zeroed(w->ctr);
     if (!c) {
         shm_free(w, size);
         return -1;
     }
-    redisReply *rr = rc_cmd(c, "SET %s 0", w->ctr);
-    if (rr)
-        freeReplyObject(rr);
     pid_t pids[W4B_PROCS];
     for (int i = 0; i < W4B_PROCS; i++)
         pids[i] = spawn(w4b_worker, w, i);
@@ -303,7 +300,7 @@ int run_w4b(void)
     if (rc) {
         output_error("W4b", "workers failed");
     } else {
-        rr = rc_cmd(c, "GET %s", w->ctr);
+        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
         long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
         if (rr)
             freeReplyObject(rr);

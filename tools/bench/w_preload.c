@@ -95,12 +95,7 @@ static int run_child(const char *preload, const char *map, unsigned long pairs, 
             got = 0;
     if (f)
         fclose(f);
-    int st;
-    waitpid(pid, &st, 0);
-    untrack_pid(pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st))
-        return -1;
-    return got;
+    return reap_tool(pid) ? -1 : got;
 }
 
 static int cmp3(const void *a, const void *b)

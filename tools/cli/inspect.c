@@ -160,6 +160,25 @@ static void exec_on(cli_redis_t *r, int node, dl_cmd_t *cmds, int n)
         dl_conn_exec_node(r->conn, node, cmds, n);
 }
 
+/* c's reply, once sent; NULL with r->err set for an error reply, an I/O
+ * error or no reply (error replies are freed). */
+static redisReply *reply_of(cli_redis_t *r, int node, dl_cmd_t *c)
+{
+    if (c->err || !c->reply) {
+        if (c->err)
+            snprintf(r->err, sizeof r->err, "%s", c->errmsg);
+        else
+            set_err(r, node, "no reply");
+        return NULL;
+    }
+    if (c->reply->type == REDIS_REPLY_ERROR) {
+        set_err(r, node, c->reply->str);
+        freeReplyObject(c->reply);
+        return NULL;
+    }
+    return c->reply;
+}
+
 /* One command; the reply (never an error reply), or NULL with r->err set. */
 static redisReply *command(cli_redis_t *r, int node, int argc, const char **argv,
                            const size_t *lens, const char *key, size_t keylen)
@@ -172,19 +191,7 @@ static redisReply *command(cli_redis_t *r, int node, int argc, const char **argv
     dl_cmd_t c;
     cmd_init(&c, argc, argv, lens, key, keylen);
     exec_on(r, node, &c, 1);
-    if (c.err || !c.reply) {
-        if (c.err)
-            snprintf(r->err, sizeof r->err, "%s", c.errmsg);
-        else
-            set_err(r, node, "no reply");
-        return NULL;
-    }
-    if (c.reply->type == REDIS_REPLY_ERROR) {
-        set_err(r, node, c.reply->str);
-        freeReplyObject(c.reply);
-        return NULL;
-    }
-    return c.reply;
+    return reply_of(r, node, &c);
 }
 
 /* ---------------------------------------------------------------- the keys */
@@ -1116,19 +1123,7 @@ static redisReply *run_lib_script(cli_redis_t *r, int node, int script, const lo
         cmd_init(&c, argc, a.argv, a.lens, lk->k[0], lk->len[0]);
         exec_on(r, node, &c, 1);
     }
-    if (c.err || !c.reply) {
-        if (c.err)
-            snprintf(r->err, sizeof r->err, "%s", c.errmsg);
-        else
-            set_err(r, node, "no reply");
-        return NULL;
-    }
-    if (c.reply->type == REDIS_REPLY_ERROR) {
-        set_err(r, node, c.reply->str);
-        freeReplyObject(c.reply);
-        return NULL;
-    }
-    return c.reply;
+    return reply_of(r, node, &c);
 }
 
 /* The targets a lock's script runs on: the conn (-1), or each redlock
