@@ -14,6 +14,7 @@ local writer = w[1]
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
+  claim_hold(token, mode, ARGV[7])
   dequeue(token)
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end
@@ -27,9 +28,9 @@ if not writer then
      and (mode == 'r' or live_readers(now_ms()) == 0) then
     local fence, dead
     if mode == 'w' then
-      fence, dead = take_write(token, lease, info, now_ms(), lease)
+      fence, dead = take_write(token, lease, info, now_ms(), lease, ARGV[7])
     else
-      fence, dead = take_read(token, lease, info, now_ms(), lease)
+      fence, dead = take_read(token, lease, info, now_ms(), lease, ARGV[7])
     end
     return {1, fence, dead, 0}
   end
@@ -40,7 +41,14 @@ local now = now_ms()
 local pttl = holders_pttl(now)
 if ARGV[6] == '1' then
   local ttl = tonumber(ARGV[8])
-  if rcall('HEXISTS', K_W, token) == 0 then
+  local reg = rcall('HGET', K_W, token)
+  -- A stale request (sent before a stall, run after its process asked again)
+  -- must not replace the later registration: its withdrawal would then take
+  -- the live waiter out of the queue.
+  if reg and tonumber(cmsgpack.unpack(reg)[4]) > tonumber(ARGV[7]) then
+    return {0, pttl}
+  end
+  if not reg then
     rcall('ZADD', K_Q, rcall('HINCRBY', K_META, 'seq', 1), token)
     -- Tell the holders someone waits, so they stop passing the lock between
     -- their own threads.

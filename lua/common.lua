@@ -3,9 +3,12 @@
 --
 -- Every operation gets the same six KEYS, all sharing the {name} hash tag:
 --   KEYS[1] lock     <prefix>{name}     hash while write-held: owner, info, since,
---                                       fence, lease, od (acquired after a lapse)
+--                                       fence, lease, od (acquired after a lapse),
+--                                       rid (the registration id of the request
+--                                       the owner last took or claimed it with)
 --   KEYS[2] readers  <prefix>{name}:r   zset reader token -> lease deadline (ms)
---   KEYS[3] rinfo    <prefix>{name}:ri  hash reader token -> msgpack {info, since, fence, od}
+--   KEYS[3] rinfo    <prefix>{name}:ri  hash reader token -> msgpack {info, since, fence,
+--                                       od, rid}
 --   KEYS[4] queue    <prefix>{name}:q   zset waiter token -> arrival sequence
 --   KEYS[5] waiters  <prefix>{name}:w   hash waiter token -> msgpack {mode, lease, deadline,
 --                                       regid, info, claim}
@@ -86,22 +89,50 @@ end
 
 -- ttl is the lease, or for a hold pushed to a waiter the shorter claim
 -- window: a waiter that died before its grant arrived holds the lock only
--- that long; a live one's watchdog extends it to the lease.
-local function take_write(token, lease, info, now, ttl)
+-- that long; a live one's watchdog extends it to the lease.  rid is the
+-- registration id of the request the hold is for (withdraw.lua).
+local function take_write(token, lease, info, now, ttl, rid)
   local fence, dead = take_meta(now, token, info)
   rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
-        'fence', int(fence), 'lease', lease, 'od', dead)
+        'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid)
   rcall('PEXPIRE', K_LOCK, ttl)
   return fence, dead
 end
 
-local function take_read(token, lease, info, now, ttl)
+local function take_read(token, lease, info, now, ttl, rid)
   local fence, dead = take_meta(now, nil, info)
   rcall('ZADD', K_RD, int(now + ttl), token)
-  rcall('HSET', K_RI, token, cmsgpack.pack({info, now, fence, dead}))
+  rcall('HSET', K_RI, token, cmsgpack.pack({info, now, fence, dead, rid}))
   extend(K_RD, ttl)
   extend(K_RI, ttl)
   return fence, dead
+end
+
+-- The registration id of the caller's hold in this mode (nil: none, or a
+-- hold from before ids were kept), and a request `rid` taking it over: a
+-- request that finds the hold already its own ("mine") claims it, so that
+-- withdrawing an earlier request no longer ends it.  A process numbers its
+-- requests in order, so a stale request that arrives late claims nothing
+-- from a later one.
+local function hold_rid(token, mode)
+  if mode == 'w' then return rcall('HGET', K_LOCK, 'rid') end
+  local r = rcall('HGET', K_RI, token)
+  return r and cmsgpack.unpack(r)[5]
+end
+
+local function claim_hold(token, mode, rid)
+  local cur = tonumber(hold_rid(token, mode))
+  if cur and cur >= tonumber(rid) then return end
+  if mode == 'w' then
+    rcall('HSET', K_LOCK, 'rid', rid)
+    return
+  end
+  local r = rcall('HGET', K_RI, token)
+  if r then
+    local v = cmsgpack.unpack(r)
+    v[5] = rid
+    rcall('HSET', K_RI, token, cmsgpack.pack(v))
+  end
 end
 
 -- {fence, od} of the caller's hold in this mode, or nil.  `w` is the lock
@@ -159,9 +190,9 @@ local function grant_waiters(caller, free)
     if h == caller then ttl = w[2] end
     if w[1] == 'w' then
       if live_readers(now) > 0 then break end
-      fence, dead = take_write(h, w[2], w[5], now, ttl)
+      fence, dead = take_write(h, w[2], w[5], now, ttl, w[4])
     else
-      fence, dead = take_read(h, w[2], w[5], now, ttl)
+      fence, dead = take_read(h, w[2], w[5], now, ttl, w[4])
     end
     dequeue(h)
     n = n + 1

@@ -38,6 +38,13 @@ typedef struct dl_cmd {
                                  it may still have run there */
     uint64_t deadline;        /* monotonic ms: give up waiting for the reply
                                  then (EIO, errmsg says "timed out"); 0 none */
+    /* What undoes this command, should the link give up on it after sending
+     * it to a server that timed out (a stalled server runs it when it
+     * resumes): written right behind it on the same connection, so the
+     * server runs it right after.  undo_argc 0: none. */
+    int undo_argc;
+    const char **undo_argv;
+    const size_t *undo_argvlen;
     char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
     int done;                 /* internal */
 } dl_cmd_t;

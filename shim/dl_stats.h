@@ -23,6 +23,8 @@ typedef struct dl_stats {
     unsigned long linger_ends;       /* of which ended by the watchdog (nobody relocked) */
     unsigned long fallback_checks;   /* waits that got the lock by asking again after a
                                         timer, not by a push (a missed or absent push) */
+    unsigned long undos_written;     /* connections given up on with undos written behind
+                                        their unanswered requests (link.c) */
 } dl_stats_t;
 
 /* Copies the counters of this process (never blocks). */

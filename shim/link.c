@@ -182,6 +182,37 @@ static void expire(dl_cmd_t **cmds, size_t first, size_t *n, uint64_t now, const
     *n = first + keep;
 }
 
+/* hiredis's read or write timed out (SO_RCVTIMEO/SO_SNDTIMEO give EAGAIN):
+ * the server is there but slow or stalled, and may yet run what it was
+ * sent, unlike a connection that was reset or closed. */
+static int timed_out(const redisContext *ctx)
+{
+    return ctx->err == REDIS_ERR_IO && strstr(ctx->errstr, "temporarily unavailable");
+}
+
+/* Before giving up on a connection that timed out: the commands of
+ * cmds[first..n) that end now (`all`, or those whose deadline is at or
+ * before `now`) and that have an undo get it written behind them on this
+ * connection.  A stalled server that resumes then runs each undo right
+ * after its command, whatever the order in which it serves its other
+ * connections (where the caller may have asked again).  Best effort: it
+ * never waits for room in the socket (an undo cut short is never run: the
+ * server discards an incomplete command at the close). */
+static void write_undos(redisContext *ctx, dl_cmd_t **cmds, size_t first, size_t n, int all,
+                        uint64_t now)
+{
+    int any = 0;
+    for (size_t i = first; i < n; i++) {
+        const dl_cmd_t *c = cmds[i];
+        if (c->undo_argc && c->sent && (all || (c->deadline && c->deadline <= now))) {
+            redisAppendCommandArgv(ctx, c->undo_argc, c->undo_argv, c->undo_argvlen);
+            any = 1;
+        }
+    }
+    if (any && flush_nosignal(ctx, MSG_DONTWAIT) == 0)
+        DL_STAT_ADD(undos_written, 1);
+}
+
 static void set_timeout(redisContext *ctx, unsigned long ms)
 {
     struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000 };
@@ -298,6 +329,16 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                     (k->ctx->err == REDIS_ERR_EOF || strstr(k->ctx->errstr, "reset") ||
                      strstr(k->ctx->errstr, "Broken pipe"));
             may_be_stale = 0;
+            if (timed_out(k->ctx)) {
+                /* Which of them end now, without being sent again: see the
+                 * deadline and give-up checks below. */
+                uint64_t now = dl_now_ms();
+                int cut_over = cut && now >= dl;
+                int all = !cut_over &&
+                          (k->fail_fast || now >= (give_up ? give_up : started + k->timeout_ms));
+                if (cut_over || all)
+                    write_undos(k->ctx, cmds, first, n, all, now);
+            }
             redisFree(k->ctx);
             k->ctx = NULL;
             for (size_t i = first; i < n; i++)

@@ -275,10 +275,19 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             uint64_t soonest = dl_now_ms() + 50;
             c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
         }
-        if (dl_script_run(p->conn, &c, 1)) {
+        /* Should the link give up on a stalled server after sending this,
+         * the server may run it when it resumes: the withdrawal of exactly
+         * this request then runs right after it (lua/withdraw.lua). */
+        dl_call_t undo;
+        call_init(&undo, DL_SCRIPT_WITHDRAW, p, l);
+        dl_call_arg(&undo, mode, 1);
+        dl_call_arg(&undo, regbuf, (size_t)reglen);
+        if (dl_script_run_undoable(p->conn, &c, &undo)) {
             /* A time-out says nothing of whether Redis ran it (a stalled
              * server runs it when it resumes): we may hold the lock, or be
-             * queued, without knowing.  finish() has that withdrawn. */
+             * queued, without knowing.  finish() has that withdrawn as
+             * well, from a new connection: the undo above may not have
+             * found room in the old one. */
             g->maybe = c.cmd.sent;
             if (c.deadline && dl_now_ms() >= c.deadline)
                 rc = ETIMEDOUT;   /* finish() words it; the watchdog withdraws what was sent */

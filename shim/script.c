@@ -18,7 +18,9 @@ void dl_call_arg(dl_call_t *call, const char *s, size_t len)
     call->nargs++;
 }
 
-static void build(dl_call_t *call, int by_sha)
+/* Builds call->cmd; with undo (built as EVAL: a server that lost the
+ * script cache still runs it), as the command's undo (dl_cmd_t). */
+static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
 {
     const dl_script_t *sc = &dl_scripts[call->script];
     int a = 0;
@@ -43,6 +45,15 @@ static void build(dl_call_t *call, int by_sha)
     call->cmd.key = call->keys[0];
     call->cmd.keylen = call->keylen[0];
     call->cmd.deadline = call->deadline;
+    call->cmd.undo_argc = 0;
+    call->cmd.undo_argv = NULL;
+    call->cmd.undo_argvlen = NULL;
+    if (undo) {
+        build(undo, 0, NULL);
+        call->cmd.undo_argc = undo->cmd.argc;
+        call->cmd.undo_argv = undo->argv;
+        call->cmd.undo_argvlen = undo->argvlen;
+    }
 }
 
 static int exec_on(dl_conn_t *conn, int node, dl_cmd_t *cmds, int n)
@@ -55,11 +66,12 @@ static int is_noscript(const redisReply *r)
     return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)
+/* undo: for calls[0] (n is then 1), or NULL. */
+static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo)
 {
     dl_cmd_t *cmds = NULL, one;
     for (int i = 0; i < n; i++)
-        build(&calls[i], 1);
+        build(&calls[i], 1, i == 0 ? undo : NULL);
     /* dl_conn_exec takes an array of dl_cmd_t; a call embeds its cmd, so
      * gather them (one call: no allocation). */
     if (n == 1) {
@@ -91,7 +103,7 @@ int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)
                 if (is_noscript(cmds[i].reply)) {
                     freeReplyObject(cmds[i].reply);
                     cmds[i].reply = NULL;
-                    build(&calls[i], 0);
+                    build(&calls[i], 0, i == 0 ? undo : NULL);
                     idx[m] = i;
                     again[m++] = calls[i].cmd;
                 }
@@ -122,6 +134,18 @@ int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)
     if (cmds != &one)
         free(cmds);
     return rc;
+}
+
+int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)
+{
+    return run_node(conn, node, calls, n, NULL);
+}
+
+int dl_script_run_undoable(dl_conn_t *conn, dl_call_t *call, dl_call_t *undo)
+{
+    if (dl_conn_nodes(conn) > 1)
+        return dl_quorum_run(conn, call, 1);   /* redlock undoes its own (quorum.c) */
+    return run_node(conn, -1, call, 1, undo);
 }
 
 int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)

@@ -18,7 +18,14 @@ typedef struct dl_script {
 } dl_script_t;
 
 /* In the order of cmake's DL_LUA_OPS. */
-enum { DL_SCRIPT_ACQUIRE, DL_SCRIPT_RELEASE, DL_SCRIPT_RENEW, DL_SCRIPT_CANCEL, DL_SCRIPT_BREAK };
+enum {
+    DL_SCRIPT_ACQUIRE,
+    DL_SCRIPT_RELEASE,
+    DL_SCRIPT_RENEW,
+    DL_SCRIPT_CANCEL,
+    DL_SCRIPT_BREAK,
+    DL_SCRIPT_WITHDRAW
+};
 extern const dl_script_t dl_scripts[];
 
 #define DL_NKEYS 6
@@ -47,6 +54,11 @@ void dl_call_arg(dl_call_t *call, const char *s, size_t len);
  * errmsg ("redis HOST:PORT: <server's error>" for error replies).  Returns 0
  * if every call has a reply, else EIO.  Blocks. */
 int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n);
+
+/* As dl_script_run for one call, with the call that undoes it should the
+ * link give up on a stalled server after sending it (dl_cmd_t's undo).
+ * undo is built by this call and must live until it returns. */
+int dl_script_run_undoable(dl_conn_t *conn, dl_call_t *call, dl_call_t *undo);
 
 /* As dl_script_run, on one redlock server (node -1: as dl_conn_exec). */
 int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n);

@@ -28,6 +28,9 @@ typedef struct px_pair {
     int fd[2];                  /* 0: client side, 1: server side */
     px_chunk_t *head[2], *tail[2];   /* head[d]: bytes read from fd[d], to write to fd[!d] */
     size_t queued[2];
+    int client_eof;             /* the client closed with bytes still queued for
+                                   Redis: they go on (TCP delivers what was sent
+                                   before a FIN), then the pair closes */
     int tainted;                /* lost bytes in a blackhole */
     int used;
 } px_pair_t;
@@ -137,6 +140,7 @@ static void px_cut(th_proxy_t *p, px_pair_t *pr, int counted)
     px_free_queue(p, pr, 1);
     pr->used = 0;
     pr->tainted = 0;
+    pr->client_eof = 0;
     p->st.open--;
     if (counted)
         p->st.cuts++;
@@ -207,6 +211,10 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
     ssize_t n = read(pr->fd[d], buf, sizeof buf);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))
         return 0;
+    if (n == 0 && d == 0 && pr->head[0]) {
+        pr->client_eof = 1;
+        return 0;
+    }
     if (n <= 0)
         return -1;
     if (p->cur_mode == TH_PROXY_BLACKHOLE) {
@@ -356,7 +364,9 @@ static void *px_main(void *arg)
                     else if (pr->head[!d]->due_ms < next_due)
                         next_due = pr->head[!d]->due_ms;
                 }
-                pf[n] = (struct pollfd){ pr->fd[d], ev, 0 };
+                /* a closed client side is not polled (it would report
+                 * POLLHUP at once, every time) */
+                pf[n] = (struct pollfd){ d == 0 && pr->client_eof ? -1 : pr->fd[d], ev, 0 };
                 owner[n++] = i * 2 + d;
             }
         }
@@ -398,6 +408,8 @@ static void *px_main(void *arg)
             for (int d = 0; d < 2 && pr->used; d++)
                 if (pr->head[d] && px_write(p, pr, d) < 0)
                     px_cut(p, pr, 0);
+            if (pr->used && pr->client_eof && !pr->head[0])
+                px_cut(p, pr, 0);       /* all it sent is with Redis: close */
         }
         pthread_mutex_unlock(&p->mu);
     }

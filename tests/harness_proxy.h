@@ -13,7 +13,10 @@
  *              discarded): a partition.  When the mode changes, the
  *              connections that lost bytes are cut (as a healed partition
  *              resets them: TCP never loses bytes mid-stream)
- *   SLOW       forward each chunk delay_ms after it was read, in order
+ *   SLOW       forward each chunk delay_ms after it was read, in order (a
+ *              client's close reaches Redis after the bytes it sent before
+ *              it, as over TCP; a change of mode leaves queued chunks due
+ *              when they were)
  *
  * and one-shot cuts at the worst moments:
  *   th_proxy_cut_replies(p, n)   the next n chunks Redis sends are not

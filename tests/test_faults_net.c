@@ -427,6 +427,160 @@ static int rst_child(void *p)
     return 0;
 }
 
+/* Requests that reach Redis only after their callers gave up on them (a
+ * timed lock whose deadline passed, a lock whose I/O time-out passed) must
+ * leave no hold and no queue place behind, even when the callers' own
+ * withdrawals, sent on new connections, run before them; and must not end
+ * the hold a caller took meanwhile by asking again.  The proxy delays
+ * the old connections' bytes by STALE_MS and passes the new ones' at once:
+ * the worst order.  The link writes the undo of each such request right
+ * behind it on its old connection (lua/withdraw.lua), so Redis runs it
+ * right after the request, whatever the order of connections. */
+static void test_stale_requests_undone(void **state)
+{
+    (void)state;
+    enum { STALE_MS = 1500, DEADLINE_MS = 300, IO_MS = 400 };
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[96];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, "DISTLOCK_IO_TIMEOUT_MS=400", NULL };
+    /* free: a timed lock on a free lock (the stale request takes it);
+     * held: a timed lock on a held one (it queues); blocking: a lock with no
+     * deadline on a free one (the I/O time-out ends it); again: as free,
+     * then the process locks again at once, and holds that lock when its
+     * stale request arrives ("mine", to Redis) */
+    enum { FREE, HELD, BLOCKING, AGAIN, N };
+    static const char *const tags[N] = { "stalefree", "staleheld", "staleio", "staleagain" };
+    char name[N][128], key[N][300], qkey[N][300];
+    th_proc_t p[N], hp;
+    for (int i = 0; i < N; i++) {
+        th_name(name[i], sizeof name[i], tags[i]);
+        th_key(key[i], sizeof key[i], name[i], "");
+        th_key(qkey[i], sizeof qkey[i], name[i], ":q");
+        assert_int_equal(th_proc_start(&p[i], env), 0);
+        /* connected, scripts cached: the next request is a single write */
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_M_LOCK, name[i], 0, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_M_UNLOCK, name[i], 0, NULL), 0);
+    }
+    assert_int_equal(th_proc_start(&hp, NULL), 0);     /* directly on Redis */
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, name[HELD], 0, NULL), 0);
+
+    th_proxy_mode(px, TH_PROXY_SLOW, STALE_MS);
+    int64_t t0 = th_now_ms();
+    assert_int_equal(th_proc_opa_async(&p[FREE], TH_M_TIMEDLOCK, name[FREE], DEADLINE_MS), 0);
+    assert_int_equal(th_proc_opa_async(&p[HELD], TH_M_TIMEDLOCK, name[HELD], DEADLINE_MS), 0);
+    assert_int_equal(th_proc_opa_async(&p[BLOCKING], TH_M_LOCK, name[BLOCKING], 0), 0);
+    assert_int_equal(th_proc_opa_async(&p[AGAIN], TH_M_TIMEDLOCK, name[AGAIN], DEADLINE_MS), 0);
+    /* Once the proxy has the requests (due STALE_MS on), what follows them
+     * passes at once: the withdrawals the processes send from new
+     * connections run before the stale requests.  (What follows them on
+     * their own connections waits behind them: the proxy keeps order.) */
+    th_sleep_ms(50);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    for (int i = 0; i < N; i++) {
+        th_res_t r;
+        assert_int_equal(th_proc_recv(&p[i], &r, STALE_MS - 200), 0);
+        print_message("%-9s: %s after %lld ms (%s)\n", tags[i], th_errname(r.rc),
+                      (long long)(r.t_done_us - r.t_start_us) / 1000, r.err);
+        if (r.rc != ETIMEDOUT && r.rc != EIO)
+            fail_msg("%s: the call gave %s, want ETIMEDOUT or EIO", tags[i], th_errname(r.rc));
+    }
+    TH_ASSERT_RC(th_proc_opa(&p[AGAIN], TH_M_LOCK, name[AGAIN], 0, NULL), 0);
+    int64_t arrive = t0 + STALE_MS + IO_MS + 200;
+    if (th_now_ms() > arrive - STALE_MS / 2)
+        fail_msg("the calls took too long for the stale requests to arrive last");
+    while (th_now_ms() < arrive)
+        th_sleep_ms(20);
+    th_proxy_stats_t st;
+    th_proxy_get_stats(px, &st);
+    long long hold_free = th_cmd_ll("EXISTS %s", key[FREE]);
+    long long hold_io = th_cmd_ll("EXISTS %s", key[BLOCKING]);
+    long long queued = th_cmd_ll("ZCARD %s", qkey[HELD]);
+    long long hold_again = th_cmd_ll("EXISTS %s", key[AGAIN]);
+    print_message("after the stale requests arrived: free lock held %lld, blocking lock held "
+                  "%lld, %lld queued for the held lock, the lock taken again held %lld; %llu "
+                  "proxied connections open\n", hold_free, hold_io, queued, hold_again,
+                  (unsigned long long)st.open);
+    if (hold_free || hold_io)
+        fail_msg("a request its caller gave up on left a hold in Redis");
+    if (queued)
+        fail_msg("a request its caller gave up on left a place in the queue");
+    if (!hold_again)
+        fail_msg("the undo of a stale request ended the hold its process took afterwards");
+    TH_ASSERT_RC(th_proc_opa(&p[AGAIN], TH_M_UNLOCK, name[AGAIN], 0, NULL), 0);
+    /* and the locks work as before: no EOWNERDEAD, nobody in the way */
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, name[HELD], 0, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_M_TIMEDLOCK, name[i], 1000, NULL), 0);
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_M_UNLOCK, name[i], 0, NULL), 0);
+        assert_int_equal(th_proc_stop(&p[i]), 0);
+    }
+    assert_int_equal(th_proc_stop(&hp), 0);
+    th_proxy_stop(px);
+}
+
+/* A stale request that arrives after its process asked again and is queued
+ * (the lock is held): it must not take the process's later registration
+ * over, or its undo would take the live waiter out of the queue, and a
+ * waiter queued behind it would be served first. */
+static void test_stale_request_keeps_queue_place(void **state)
+{
+    (void)state;
+    enum { STALE_MS = 1500, DEADLINE_MS = 300 };
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[96], name[128], qkey[300];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, NULL };
+    th_name(name, sizeof name, "staleorder");
+    th_key(qkey, sizeof qkey, name, ":q");
+    th_proc_t p, later, hp;
+    assert_int_equal(th_proc_start(&p, env), 0);
+    assert_int_equal(th_proc_start(&later, NULL), 0);
+    assert_int_equal(th_proc_start(&hp, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_LOCK, name, 0, NULL), 0);
+    /* connected, subscribed, scripts cached: the next request is one write */
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_TIMEDLOCK, name, 200, NULL), ETIMEDOUT);
+
+    th_proxy_mode(px, TH_PROXY_SLOW, STALE_MS);
+    int64_t t0 = th_now_ms();
+    assert_int_equal(th_proc_opa_async(&p, TH_M_TIMEDLOCK, name, DEADLINE_MS), 0);
+    th_sleep_ms(50);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    th_res_t r;
+    assert_int_equal(th_proc_recv(&p, &r, STALE_MS - 200), 0);
+    if (r.rc != ETIMEDOUT && r.rc != EIO)
+        fail_msg("the timed lock gave %s, want ETIMEDOUT or EIO", th_errname(r.rc));
+    /* asks again, and queues first; then another process queues */
+    assert_int_equal(th_proc_opa_async(&p, TH_M_LOCK, name, 0), 0);
+    if (!th_wait_zcard(qkey, 1, 1000))
+        fail_msg("the process did not queue again");
+    assert_int_equal(th_proc_opa_async(&later, TH_M_LOCK, name, 0), 0);
+    if (!th_wait_zcard(qkey, 2, 1000))
+        fail_msg("the second waiter did not queue");
+    if (th_now_ms() > t0 + STALE_MS - 100)
+        fail_msg("too slow: both waiters had to queue before the stale request arrived");
+    while (th_now_ms() < t0 + STALE_MS + 300)
+        th_sleep_ms(20);                        /* the stale request and its undo ran */
+    long long queued = th_cmd_ll("ZCARD %s", qkey);
+    print_message("after the stale request arrived: %lld queued (want 2)\n", queued);
+    TH_ASSERT_RC(th_proc_opa(&hp, TH_M_UNLOCK, name, 0, NULL), 0);
+    /* first come, first served: the process that asked again first */
+    if (th_proc_recv(&p, &r, 2000) != 0)
+        fail_msg("the first waiter was not served (queued %lld after the stale request)", queued);
+    TH_ASSERT_RC(r.rc, 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, name, 0, NULL), 0);
+    assert_int_equal(th_proc_recv(&later, &r, 2000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    TH_ASSERT_RC(th_proc_opa(&later, TH_M_UNLOCK, name, 0, NULL), 0);
+    assert_int_equal(queued, 2);
+    assert_int_equal(th_proc_stop(&p), 0);
+    assert_int_equal(th_proc_stop(&later), 0);
+    assert_int_equal(th_proc_stop(&hp), 0);
+    th_proxy_stop(px);
+}
+
 static void test_no_sigpipe_connections_reset(void **state)
 {
     th_proxy_t *px = th_proxy_start(th_redis_port());
@@ -486,6 +640,8 @@ int main(void)
         TH_TEST(test_request_cut),
         TH_TEST(test_busy_run_network_faults),
         TH_TEST(test_pushes_lost_waiters_recheck),
+        TH_TEST(test_stale_requests_undone),
+        TH_TEST(test_stale_request_keeps_queue_place),
         TH_TEST(test_no_sigpipe_connections_reset),
     };
     if (getenv("TH_FILTER"))                 /* run only the tests matching a pattern */
