@@ -128,13 +128,17 @@ check "the writer ran once the reader was gone" test "$(cat "$T/writer.out")" = 
 # --- first come, first served (also with --fair)
 for fair in "" --fair; do
   : >"$T/fifo"
-  bg "$D" $fair r6 -- sleep 0.8
+  rm -f "$T/go"
+  # The holder keeps the lock until all three wait (not for a fixed time:
+  # on a loaded machine starting a waiter can take longer than that).
+  bg "$D" $fair r6 -c "until [ -e '$T/go' ]; do sleep 0.05; done"
   wait_held r6
   for x in A B C; do
     bg "$D" $fair r6 -c "echo $x >>$T/fifo"
     n=$(( $(printf ABC | sed "s/$x.*//" | wc -c) + 1 ))
     wait_waiting r6 "$n"
   done
+  touch "$T/go"
   for p in "${bg_pids[@]: -4}"; do wait "$p"; done
   check "waiters get the lock in arrival order ${fair:-(default)}" \
     test "$(tr -d '\n' <"$T/fifo")" = ABC
