@@ -39,7 +39,14 @@ dl_link_t *dl_link_new(const dl_config_t *cfg, const dl_endpoint_t *ep, int fail
     if (!k)
         return NULL;
     pthread_mutex_init(&k->mu, NULL);
-    pthread_cond_init(&k->cv, NULL);
+    /* A follower's wait ends at its call's deadline, which dl_timespec_at
+     * gives on the monotonic clock (the default, CLOCK_REALTIME, would
+     * take it for a time decades past and end the wait at once). */
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&k->cv, &ca);
+    pthread_condattr_destroy(&ca);
     k->cfg = cfg;
     k->ep = *ep;
     k->fail_fast = fail_fast;

@@ -732,6 +732,12 @@ int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline)
 {
     int rc = 0;
     pthread_mutex_lock(&l->mu);
+    /* Now (destroy, exit): a release of the lingering hold already under
+     * way (the watchdog's, or a lock call's that could not reuse it) is
+     * waited for, so that the hold is gone when we return, not left to a
+     * thread the process may end before it reaches Redis. */
+    while (now && l->linger_until && l->busy && (!deadline || dl_now_ms() < deadline))
+        wait_until(l, deadline ? deadline : DL_FOREVER);
     if (l->linger_until && !l->busy && !l->writer && !l->rthreads && l->rmode &&
         (now || dl_now_us() >= l->linger_until)) {
         /* Nobody relocked: pass the lock on, as the unlock would have. */

@@ -362,6 +362,106 @@ static void test_pushes_lost_waiters_recheck(void **state)
     th_proxy_stop(px);
 }
 
+/* ------------------------------------------- a call behind a slow one */
+
+/* Two threads of one process share its connection: a call made while
+ * another thread's round trip is in flight waits for it in the queue.  A
+ * timed call waits there until its deadline, no shorter: a lock with a
+ * deadline 5 s away, queued behind a round trip the network slows to
+ * about 600 ms, is taken (0), not failed with EIO at once.
+ * Regression test: the queue's condition variable was on CLOCK_REALTIME
+ * while deadlines are monotonic, so such a wait ended at once ("timed out
+ * waiting for redis (a round trip before it is stuck)"); the busy run
+ * above failed with that EIO now and then, when a timed lock met a
+ * renewal slowed by a fault. */
+enum { SLOWRT_DELAY = 300 };
+
+struct slowrt_arg { const char *url, *a, *b; th_pipe_t to_parent, to_child; };
+struct slowrt_thread { dist_mutex_t *m; th_pipe_t *started, *done; int rc, urc; };
+
+static void *slowrt_trylock(void *p)
+{
+    struct slowrt_thread *t = p;
+    TH_CHECK(th_send(t->started->wr, 2, 0, 0, 0) == 0);
+    t->rc = dist_mutex_trylock(t->m);    /* its round trip: 2 x SLOWRT_DELAY */
+    th_msg_t m;
+    TH_CHECK(th_recv(t->done->rd, &m, 20000) == 0);
+    if (t->rc == 0)
+        t->urc = dist_mutex_unlock(t->m);
+    return NULL;
+}
+
+static int slowrt_child(void *p)
+{
+    struct slowrt_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "4000", 1);
+    dist_mutex_t ma, mb;
+    TH_CHECK_RC(dist_mutex_init(&ma, a->a, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&mb, a->b, NULL), 0);
+    /* connect and subscribe while the network is fast */
+    TH_CHECK_RC(dist_mutex_lock(&ma), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&ma), 0);
+    th_msg_t m;
+    TH_CHECK(th_send(a->to_parent.wr, 1, 0, 0, 0) == 0);
+    TH_CHECK(th_recv(a->to_child.rd, &m, 10000) == 0);     /* the proxy is slow now */
+    th_pipe_t started, done;
+    th_pipe_open(&started);
+    th_pipe_open(&done);
+    struct slowrt_thread t = { &ma, &started, &done, -1, -1 };
+    pthread_t th;
+    TH_CHECK(pthread_create(&th, NULL, slowrt_trylock, &t) == 0);
+    TH_CHECK(th_recv(started.rd, &m, 10000) == 0);
+    th_sleep_ms(100);                    /* its round trip is under way */
+    struct timespec ts = th_abstime_ms(5000);
+    int64_t t0 = th_now_ms();
+    int rc = dist_mutex_timedlock(&mb, &ts);
+    int64_t el = th_now_ms() - t0;
+    TH_CHECK(th_send(done.wr, 1, 0, 0, 0) == 0);
+    pthread_join(th, NULL);
+    fprintf(stderr, "slow round trip: the other thread's trylock %s, the timed lock behind it %s "
+            "after %lld ms%s%s\n", th_errname(t.rc), th_errname(rc), (long long)el,
+            rc ? ": " : "", rc ? dist_lasterror() : "");
+    TH_CHECK_RC(t.rc, 0);
+    TH_CHECK_RC(rc, 0);
+    TH_CHECK_RC(t.urc, 0);
+    TH_CHECK_RC(dist_mutex_unlock(&mb), 0);
+    th_pipe_close(&started);
+    th_pipe_close(&done);
+    return 0;
+}
+
+static void test_timed_call_behind_slow_round_trip(void **state)
+{
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char a[128], b[128];
+    th_name(a, sizeof a, "slowrt-a");
+    th_name(b, sizeof b, "slowrt-b");
+    struct slowrt_arg arg = { th_proxy_url(px), a, b, { -1, -1 }, { -1, -1 } };
+    th_pipe_open(&arg.to_parent);
+    th_pipe_open(&arg.to_child);
+    pid_t pid = th_fork_child(slowrt_child, &arg);
+    th_msg_t m;
+    int ready = th_recv(arg.to_parent.rd, &m, 10000) == 0;
+    if (ready) {
+        th_proxy_mode(px, TH_PROXY_SLOW, SLOWRT_DELAY);
+        th_send(arg.to_child.wr, 1, 0, 0, 0);
+    }
+    int st = th_wait_child_ms(pid, 20000);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    th_pipe_close(&arg.to_parent);
+    th_pipe_close(&arg.to_child);
+    th_proxy_stop(px);
+    if (!ready)
+        fail_msg("the child never got ready (status %d)", st);
+    if (st != 0)
+        fail_msg("child: status %d (%s)", st, st == TH_CHILD_FAIL ? "a check failed, see above"
+                 : st == TH_WAIT_TIMEOUT ? "time-out, killed" : "died");
+    assert_int_equal(chk_keys_left(a), 0);
+    assert_int_equal(chk_keys_left(b), 0);
+}
+
 /* ------------------------------------------------------------- SIGPIPE */
 
 /* Connections reset by the peer at every moment: for 1.5 s the proxy
@@ -642,6 +742,7 @@ int main(void)
         TH_TEST(test_pushes_lost_waiters_recheck),
         TH_TEST(test_stale_requests_undone),
         TH_TEST(test_stale_request_keeps_queue_place),
+        TH_TEST(test_timed_call_behind_slow_round_trip),
         TH_TEST(test_no_sigpipe_connections_reset),
     };
     if (getenv("TH_FILTER"))                 /* run only the tests matching a pattern */

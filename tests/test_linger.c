@@ -22,11 +22,15 @@
 #define BOUND_HOLDS 33
 #define SLACK_HOLDS 8
 
+/* END_DESTROY_BUSY: how long Redis pauses its clients */
+#define PAUSE_MS 400
+
 enum end_mode {
     END_RETURN,     /* loop until told to stop */
     END_SLEEP,      /* after the lingering unlock: sleep, lock no more */
     END_EXIT,       /* ... exit() at once (the library's destructor runs) */
     END_DESTROY,    /* ... dist_mutex_destroy at once */
+    END_DESTROY_BUSY, /* ... dist_mutex_destroy while the watchdog's release is under way */
     END__EXIT,      /* ... _exit() at once: nothing of the library runs */
     END_HELD_EXIT,  /* ... lock again (taking the lingering hold), _exit() holding it */
     END_DESTROY_FAILS, /* ... its user loses EVALSHA, then dist_mutex_destroy */
@@ -128,6 +132,8 @@ static int looper_main(void *arg)
     th_cmd_do("SET %s 1", k_holding);
     TH_CHECK(th_wait_zcard(qkey, 1, 10000));
     th_sleep_ms(1);                               /* the push of that reaches us */
+    if (lp->end == END_DESTROY_BUSY)
+        th_cmd_do("CLIENT PAUSE %d ALL", PAUSE_MS);   /* holds up the watchdog's release */
     unsigned long before = lingers(), ends0 = linger_ends();
     TH_CHECK_RC(dist_mutex_unlock(&m), 0);
     int64_t t = th_now_us();
@@ -142,6 +148,23 @@ static int looper_main(void *arg)
         /* One round trip, well inside the linger, then gone. */
         th_cmd_do("MSET %s %lu %s %lld", k_last, kept ? lingered : 0, k_tunlock, (long long)t);
         _exit(0);
+    }
+    if (lp->end == END_DESTROY_BUSY && lingered) {
+        /* The watchdog took the linger up 1 ms after the unlock; its
+         * release waits for the end of the pause.  The destroy must wait
+         * for it too: neither EBUSY nor a return with the hold still in
+         * Redis (the process may end at once, and the release with it). */
+        th_sleep_ms(PAUSE_MS / 4);
+        int64_t t0 = th_now_ms();
+        int drc = dist_mutex_destroy(&m);
+        int64_t el = th_now_ms() - t0;
+        r = th_cmd("HGET %s owner", lkey);
+        int still = r->type == REDIS_REPLY_STRING && strcmp(r->str, owner) == 0;
+        freeReplyObject(r);
+        fprintf(stderr, "destroy while the watchdog ended the linger: %s after %lld ms, %s\n",
+                th_errname(drc), (long long)el, still ? "the hold still in Redis" : "released");
+        TH_CHECK_RC(drc, 0);
+        TH_CHECK(!still);
     }
     if (lp->end == END_DESTROY) {
         /* Well within the linger (the watchdog ends it 1 ms on at the
@@ -180,6 +203,10 @@ static int looper_main(void *arg)
     case END_DESTROY_FAILS:
         th_sleep_ms(1000);
         return 0;
+    case END_DESTROY_BUSY:
+        if (!lingered)
+            TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        _exit(0);                                 /* as a process that ends right after */
     case END_EXIT:
         no_leak_check = 1;                        /* what earlier tests left is not ours */
         exit(0);                                  /* runs the library's destructor */
@@ -428,6 +455,21 @@ static void test_destroy_ends_linger(void **state)
     expect_lock_soon(END_DESTROY, "lingerdestroy", " and destroy", &lp);
 }
 
+/* dist_mutex_destroy after a lingering unlock, while the watchdog is
+ * already ending the linger (its release held up by a CLIENT PAUSE of
+ * PAUSE_MS): destroy waits for that release, returns 0 (not EBUSY) and only
+ * once Redis no longer has the hold.  Regression test: destroy returned
+ * EBUSY at once, and a process that then ended lost the release; its hold
+ * lapsed by its claim window, and if the network had also lost the
+ * unlock's mark, the next holder was told EOWNERDEAD (test_faults_net's
+ * busy run, under ThreadSanitizer). */
+static void test_destroy_while_watchdog_ends_linger(void **state)
+{
+    (void)state;
+    looper_t lp;
+    expect_lock_soon(END_DESTROY_BUSY, "lingerbusy", " and a destroy during its end", &lp);
+}
+
 /* exit() right after a lingering unlock: the library's destructor passes
  * the lock on; the next holder neither waits for the lease nor is told
  * EOWNERDEAD. */
@@ -526,6 +568,7 @@ int main(void)
         TH_TEST(test_watchdog_ends_unclaimed_linger),
         TH_TEST(test_destroy_ends_linger),
         TH_TEST(test_destroy_keeps_lasterror_when_release_fails),
+        TH_TEST(test_destroy_while_watchdog_ends_linger),
         TH_TEST(test_exit_ends_linger),
         TH_TEST(test__exit_after_linger_no_ownerdead),
         TH_TEST(test_exit_holding_after_relock_is_ownerdead),
