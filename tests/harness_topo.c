@@ -267,29 +267,14 @@ pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize)
     return spawn(argv, path);
 }
 
+/* The waiting, the kill at the time-out and the decoding of the status are
+ * th_wait_child_ms()'s; this file's registry is ours to clear (a pid left
+ * in it would be killed by tt_cleanup() once the system reuses it). */
 int tt_wait_bg(pid_t pid, long timeout_ms)
 {
-    int64_t deadline = th_now_ms() + timeout_ms;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            tt_forget(pid);
-            return -1;
-        }
-        if (th_now_ms() >= deadline) {
-            kill_ours(pid);
-            tt_forget(pid);
-            return -1;
-        }
-        th_sleep_ms(5);
-    }
+    int st = th_wait_child_ms(pid, timeout_ms);
     tt_forget(pid);
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+    return st;
 }
 
 int tt_run(const char *const *argv, long timeout_ms, char **out)

@@ -43,8 +43,8 @@ void tt_alarm(unsigned seconds);
 int tt_run(const char *const *argv, long timeout_ms, char **out);
 /* The same in the background: the pid, or -1.  Output in *logpath. */
 pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize);
-/* Waits for a tt_run_bg() process: exit status as tt_run(), -1 on
- * time-out (it is then killed). */
+/* Waits for a tt_run_bg() process: th_wait_child_ms() (exit status as
+ * tt_run(), -1 on time-out, when it is killed), and forgets its pid. */
 int tt_wait_bg(pid_t pid, long timeout_ms);
 
 /* A reply to a command on 127.0.0.1:port; NULL if unreachable. */
