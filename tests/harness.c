@@ -207,6 +207,14 @@ int th_wait_exists(const char *key, int want, long timeout_ms)
     return th_wait_until(exists_pred, &a, timeout_ms);
 }
 
+void th_wait_queued(const char *name, long long n)
+{
+    char qkey[300];
+    th_key(qkey, sizeof qkey, name, ":q");
+    if (!th_wait_zcard(qkey, n, 3000))
+        th_sleep_ms(200);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

@@ -103,6 +103,11 @@ int th_wait_until(int (*pred)(void *), void *arg, long timeout_ms);
 int th_wait_zcard(const char *key, long long n, long timeout_ms);
 /* Waits until EXISTS key equals want (0/1); 1 if so, 0 on time-out. */
 int th_wait_exists(const char *key, int want, long timeout_ms);
+/* Waits (3 s at most) until n lock requests on the lock `name` are queued
+ * in Redis (ZCARD of its ":q" key), so that a test releases only once its
+ * waiters really wait.  Where the library does not queue there, it pauses
+ * 200 ms instead: this is a synchronisation, not a check. */
+void th_wait_queued(const char *name, long long n);
 /* Median of n values (sorts v). */
 int64_t th_median(int64_t *v, int n);
 

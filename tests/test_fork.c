@@ -72,10 +72,7 @@ static void test_child_holds_nothing(void **state)
         fail_msg("child did not get ready (status %d)", st);
     }
     assert_int_equal(m.tag, 1);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, g_name, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_wait_queued(g_name, 1);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(dist_mutex_unlock(&g_m), 0);
     TH_ASSERT_RC(dist_rwlock_unlock(&g_rw), 0);
@@ -122,10 +119,7 @@ static long long push_roundtrip(th_proc_t *h, dist_mutex_t *m, const char *name)
     if (th_proc_op(h, TH_M_LOCK, name) != 0)
         return -1;
     th_actor_post(t, do_lock, &c);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_wait_queued(name, 1);
     int64_t t_rel = th_now_us();
     if (th_proc_op(h, TH_M_UNLOCK, name) != 0)
         return -2;
@@ -283,10 +277,7 @@ static void test_fork_while_busy(void **state)
     th_actor_t *t = th_actor_new();
     struct lock_call c = { &x, 0 };
     th_actor_post(t, do_lock, &c);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, xname, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_wait_queued(xname, 1);
 
     for (int i = 0; i < 6; i++) {
         pid_t pid = th_fork_child(child_after_busy_fork, xname);

@@ -234,10 +234,7 @@ static void test_trylock_does_not_wait_behind_waiter(void **state)
     th_actor_t *t = th_actor_new();
     struct mcall c = { .m = &m };
     th_actor_post(t, do_lock, &c);
-    char q[300];
-    th_key(q, sizeof q, name, ":q");
-    if (!th_wait_zcard(q, 1, 3000))
-        th_sleep_ms(200);
+    th_wait_queued(name, 1);
     for (int i = 0; i < 3; i++) {
         int64_t t0 = th_now_ms();
         TH_ASSERT_RC(dist_mutex_trylock(&m), EBUSY);

@@ -26,14 +26,6 @@ static int do_tryrdlock(void *p) { return dist_rwlock_tryrdlock(((struct rw_call
 static int do_trywrlock(void *p) { return dist_rwlock_trywrlock(((struct rw_call *)p)->rw); }
 static int do_unlock(void *p) { return dist_rwlock_unlock(((struct rw_call *)p)->rw); }
 
-static void wait_queued(const char *name, long long n)
-{
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, n, 3000))
-        th_sleep_ms(200);
-}
-
 static void test_readers_share_across_processes(void **state)
 {
     char name[128];
@@ -201,7 +193,7 @@ static void test_waiting_writer_blocks_new_readers(void **state)
     TH_ASSERT_RC(th_proc_op(&r2, TH_RW_RDLOCK, name), 0);          /* reads before the writer */
     rwreq(&q, TH_RW_WRLOCK, name);
     assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     th_sleep_ms(50);
 
     TH_ASSERT_RC(th_proc_op(&r1, TH_RW_TRYRDLOCK, name), EBUSY);    /* other process */
@@ -384,7 +376,7 @@ static void test_unlock_releases_latest_hold(void **state)
     th_req_t q;
     rwreq(&q, TH_RW_RDLOCK, name);
     assert_int_equal(th_proc_send(&p, &q), 0);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     th_res_t res;
     assert_int_equal(th_proc_recv(&p, &res, 300), -1);
@@ -547,7 +539,7 @@ static void test_release_wakes_readers_and_writer(void **state)
         rwreq(&q, TH_RW_RDLOCK, name);
         assert_int_equal(th_proc_send(&p[i], &q), 0);
     }
-    wait_queued(name, NR);
+    th_wait_queued(name, NR);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     for (int i = 0; i < NR; i++) {
@@ -564,7 +556,7 @@ static void test_release_wakes_readers_and_writer(void **state)
     th_actor_t *t = th_actor_new();
     struct rw_call c = { .rw = &rw };
     th_actor_post(t, do_wrlock, &c);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     for (int i = 0; i < NR - 1; i++)
         TH_ASSERT_RC(th_proc_op(&p[i], TH_RW_UNLOCK, name), 0);
     int rc = -1;

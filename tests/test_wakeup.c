@@ -17,16 +17,6 @@ static void mreq(th_req_t *q, int op, const char *name)
     snprintf(q->name, sizeof q->name, "%s", name);
 }
 
-/* Waits until the proc's lock request is registered in Redis; if the
- * library does not queue there, gives it a moment instead. */
-static void wait_queued(const char *name, long long n)
-{
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, n, 3000))
-        th_sleep_ms(200);
-}
-
 static void test_push_wakeup_latency(void **state)
 {
     enum { ROUNDS = 9 };
@@ -44,7 +34,7 @@ static void test_push_wakeup_latency(void **state)
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
         mreq(&q, TH_M_LOCK, name);
         assert_int_equal(th_proc_send(&w, &q), 0);
-        wait_queued(name, 1);
+        th_wait_queued(name, 1);
         int64_t t_rel = th_now_us();
         TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
         assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
@@ -103,7 +93,7 @@ static void test_waiter_recovers_from_dead_holder(void **state)
     th_actor_t *a = th_actor_new();
     struct lock_call c = { &m, NULL, 0 };
     th_actor_post(a, do_lock, &c);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     int64_t t_kill = th_now_us();
     th_proc_kill(&h);
     int rc = -1;
@@ -223,7 +213,7 @@ static void test_lost_notification_subscriber_killed(void **state)
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
         mreq(&q, TH_M_LOCK, name);
         assert_int_equal(th_proc_send(&w, &q), 0);
-        wait_queued(name, 1);
+        th_wait_queued(name, 1);
         th_sleep_ms(20);
         long long killed = th_kill_subscribers_of(w.pid);
         if (killed < 1)
@@ -247,7 +237,7 @@ static void test_lost_notification_subscriber_killed(void **state)
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
     mreq(&q, TH_M_LOCK, name);
     assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     th_sleep_ms(100);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
@@ -280,7 +270,7 @@ static void test_lost_notification_key_deleted(void **state)
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);       /* 30 s lease */
     mreq(&q, TH_M_LOCK, name);
     assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     th_sleep_ms(50);
     int64_t t_del = th_now_us();
     assert_int_equal(th_cmd_ll("DEL %s", key), 1);
@@ -325,13 +315,13 @@ static void test_connections_fixed(void **state)
         c[i] = (struct lock_call){ &m[i], NULL, 0 };
     }
     th_actor_post(a[0], do_lock, &c[0]);
-    wait_queued(names[0], 1);
+    th_wait_queued(names[0], 1);
     th_sleep_ms(100);
     long long c1 = connected_clients();
     for (int i = 1; i < NT; i++)
         th_actor_post(a[i], do_lock, &c[i]);
     for (int i = 1; i < NT; i++)
-        wait_queued(names[i], 1);
+        th_wait_queued(names[i], 1);
     th_sleep_ms(100);
     long long cn = connected_clients();
     print_message("our connections with 1 waiting thread: %lld, with %d: %lld\n", c1, NT, cn);
@@ -374,7 +364,7 @@ static void test_local_waiters_all_served(void **state)
         c[i] = (struct lock_call){ &m, NULL, 0 };
         th_actor_post(a[i], do_lock, &c[i]);
     }
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     th_sleep_ms(100);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);
     int served[NT] = { 0 };
