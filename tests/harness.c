@@ -1152,7 +1152,7 @@ int th_proc_call(th_proc_t *p, const th_req_t *req, th_res_t *res)
     return res->rc;
 }
 
-static void fill_req(th_req_t *q, int op, const char *name)
+void th_proc_req(th_req_t *q, int op, const char *name)
 {
     memset(q, 0, sizeof *q);
     q->op = op;
@@ -1162,21 +1162,21 @@ static void fill_req(th_req_t *q, int op, const char *name)
 int th_proc_op(th_proc_t *p, int op, const char *name)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     return th_proc_call(p, &q, NULL);
 }
 
 int th_proc_op_async(th_proc_t *p, int op, const char *name)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     return th_proc_send(p, &q);
 }
 
 int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     q.arg = arg;
     return th_proc_call(p, &q, res);
 }
@@ -1184,7 +1184,7 @@ int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
 int th_proc_opa_async(th_proc_t *p, int op, const char *name, long arg)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     q.arg = arg;
     return th_proc_send(p, &q);
 }
@@ -1194,7 +1194,7 @@ int th_proc_stop(th_proc_t *p)
     if (p->pid <= 0)
         return -1;
     th_req_t q;
-    fill_req(&q, TH_EXIT, "");
+    th_proc_req(&q, TH_EXIT, "");
     th_proc_send(p, &q);
     int st = th_wait_child_ms(p->pid, 10000);
     close(p->req_wr);

@@ -219,6 +219,9 @@ typedef struct th_proc { pid_t pid; int req_wr, res_rd; } th_proc_t;
 /* env: NULL or a NULL-terminated list of "NAME=VALUE" set in the child
  * before its first library call ("NAME" alone unsets).  0 or -1. */
 int th_proc_start(th_proc_t *p, const char *const *env);
+/* A request for op on name with default attributes (all else 0), for a
+ * test to adjust (fair, lease_ms, arg, delay_us) before sending it. */
+void th_proc_req(th_req_t *q, int op, const char *name);
 int th_proc_send(th_proc_t *p, const th_req_t *req);
 /* 0, or -1 on time-out / the process died. */
 int th_proc_recv(th_proc_t *p, th_res_t *res, long timeout_ms);

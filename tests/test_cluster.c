@@ -219,15 +219,6 @@ static int slot_on(unsigned slot, void *p)
     return o->map[slot] == o->port;
 }
 
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
-}
-
 static long long zcard_at(int port, const char *key)
 {
     redisReply *r = tt_cmd(port, "ZCARD %s", key);
@@ -255,12 +246,8 @@ static void test_wakeup(void **state)
         name_where(name, sizeof name, "cw", &n, slot_on, &o);
         snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
         for (int i = 0; i < ROUNDS; i++) {
-            TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
-            th_req_t q;
-            memset(&q, 0, sizeof q);
-            q.op = TH_M_LOCK;
-            snprintf(q.name, sizeof q.name, "%s", name);
-            assert_int_equal(th_proc_send(&w, &q), 0);
+            TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+            assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
             int64_t end = th_now_ms() + 3000;
             while (zcard_at(port, qkey) < 1 && th_now_ms() < end)
                 th_sleep_ms(2);
@@ -268,13 +255,13 @@ static void test_wakeup(void **state)
                 fail_msg("the waiter never queued on %s (master %d)", name, port);
             int64_t t_rel = th_now_us();
             th_res_t ru;
-            TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, &ru), 0);
+            TH_ASSERT_RC(th_proc_opa(&h, TH_M_UNLOCK, name, 0, &ru), 0);
             unl[nl] = ru.t_done_us - ru.t_start_us;
             th_res_t r;
             assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
             TH_ASSERT_RC(r.rc, 0);
             lat[nl++] = r.t_done_us - t_rel;
-            TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+            TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
         }
     }
     int64_t worst = 0;
@@ -289,7 +276,7 @@ static void test_wakeup(void **state)
     printf("\n");
     int64_t med = th_median(lat, nl);
     th_res_t st;
-    TH_ASSERT_RC(call(&w, TH_STATS, "", &st), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_STATS, "", 0, &st), 0);
     printf("cluster wake-up: a waiting process got a released lock in median %lld us, worst %lld us "
            "(%d handoffs over 3 masters; fallback checks %llu)\n", (long long)med, (long long)worst, nl,
            (unsigned long long)st.fence);
@@ -324,20 +311,16 @@ static void test_late_grant(void **state)
     char name[64], qkey[128];
     name_where(name, sizeof name, "clate", &n, slot_on, &o);
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
     int64_t end = th_now_ms() + 3000;
     while (zcard_at(o.port, qkey) < 1 && th_now_ms() < end)
         th_sleep_ms(2);
     kill(w.pid, SIGSTOP);
-    TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, NULL), 0);     /* granted to the stopped waiter */
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);     /* granted to the stopped waiter */
     th_sleep_ms(2600);                                      /* its claim lapses */
     th_res_t r1;
-    int rc1 = call(&p1, TH_M_TRYLOCK, name, &r1);
+    int rc1 = th_proc_opa(&p1, TH_M_TRYLOCK, name, 0, &r1);
     kill(w.pid, SIGCONT);
     if (rc1 != 0 && rc1 != EOWNERDEAD)
         fail_msg("after the grant lapsed, trylock = %s (%s)", th_errname(rc1), r1.err);
@@ -346,12 +329,12 @@ static void test_late_grant(void **state)
         fail_msg("the stalled waiter returned %s from a lapsed grant while another process holds "
                  "the lock (two holders)", th_errname(rw.rc));
     int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(call(&p1, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p1, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_recv(&w, &rw, 10000), 0);
     TH_ASSERT_RC(rw.rc, 0);
     print_message("late grant: the waiter went on waiting and got the lock %lld ms after the "
                   "other holder released it\n", (long long)((rw.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&h), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     assert_int_equal(th_proc_stop(&p1), 0);
@@ -373,8 +356,8 @@ static void test_wait_query(void **state)
         struct on_port o = { map, g_c.node[g_masters[mi]].port };
         char name[64];
         name_where(name, sizeof name, "cwait", &n, slot_on, &o);
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     }
     assert_int_equal(th_proc_stop(&p), 0);
 }

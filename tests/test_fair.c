@@ -11,12 +11,12 @@
 
 #define NW 5
 
+/* Every request of these tests asks for a fair mutex: the attribute is
+ * applied when the helper process first makes its object of that name. */
 static void fair_req(th_req_t *q, int op, const char *name)
 {
-    memset(q, 0, sizeof *q);
-    q->op = op;
+    th_proc_req(q, op, name);
     q->fair = 1;
-    snprintf(q->name, sizeof q->name, "%s", name);
 }
 
 static void init_fair(dist_mutex_t *m, const char *name)

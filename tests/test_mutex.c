@@ -341,10 +341,8 @@ static void test_timedlock_one_deadline(void **state)
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
     /* another process queues first (fair: it is next) */
     th_req_t req;
-    memset(&req, 0, sizeof req);
-    req.op = TH_M_LOCK;
+    th_proc_req(&req, TH_M_LOCK, name);
     req.fair = 1;
-    snprintf(req.name, sizeof req.name, "%s", name);
     assert_int_equal(th_proc_send(&p, &req), 0);
     assert_true(th_wait_zcard(q, 1, 5000));
 

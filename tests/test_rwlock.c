@@ -11,13 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 
-static void rwreq(th_req_t *q, int op, const char *name)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
 struct rw_call { dist_rwlock_t *rw; struct timespec ts; int64_t t_done_us; };
 
 static int do_rdlock(void *p) { struct rw_call *c = p; int rc = dist_rwlock_rdlock(c->rw); c->t_done_us = th_now_us(); return rc; }
@@ -135,17 +128,12 @@ static void test_writer_excludes_everyone(void **state)
     assert_int_equal(th_proc_start(&p, NULL), 0);
     th_actor_t *t = th_actor_new();
     struct rw_call c = { .rw = &rw };
-    th_req_t q;
 
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYRDLOCK, name), EBUSY);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYWRLOCK, name), EBUSY);
-    rwreq(&q, TH_RW_TIMEDRDLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), ETIMEDOUT);
-    rwreq(&q, TH_RW_TIMEDWRLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDWRLOCK, name, 200, NULL), ETIMEDOUT);
     TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);
     TH_ASSERT_RC(th_actor_call(t, do_trywrlock, &c), EBUSY);
     TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), EPERM);
@@ -186,20 +174,16 @@ static void test_waiting_writer_blocks_new_readers(void **state)
     assert_int_equal(th_proc_start(&r2, NULL), 0);
     th_actor_t *t = th_actor_new();
     struct rw_call c = { .rw = &rw };
-    th_req_t q;
     th_res_t res;
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&r2, TH_RW_RDLOCK, name), 0);          /* reads before the writer */
-    rwreq(&q, TH_RW_WRLOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_RW_WRLOCK, name), 0);
     th_wait_queued(name, 1);
     th_sleep_ms(50);
 
     TH_ASSERT_RC(th_proc_op(&r1, TH_RW_TRYRDLOCK, name), EBUSY);    /* other process */
-    rwreq(&q, TH_RW_TIMEDRDLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&r1, &q, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_proc_opa(&r1, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
     TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);         /* other thread */
     TH_ASSERT_RC(dist_rwlock_tryrdlock(&rw), 0);                     /* a reader may take more */
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
@@ -373,9 +357,7 @@ static void test_unlock_releases_latest_hold(void **state)
      * process waiting: it gets in only after the second unlock */
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    th_req_t q;
-    rwreq(&q, TH_RW_RDLOCK, name);
-    assert_int_equal(th_proc_send(&p, &q), 0);
+    assert_int_equal(th_proc_op_async(&p, TH_RW_RDLOCK, name), 0);
     th_wait_queued(name, 1);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     th_res_t res;
@@ -531,13 +513,11 @@ static void test_release_wakes_readers_and_writer(void **state)
     th_proc_t p[NR];
     for (int i = 0; i < NR; i++)
         assert_int_equal(th_proc_start(&p[i], NULL), 0);
-    th_req_t q;
     th_res_t res;
 
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     for (int i = 0; i < NR; i++) {
-        rwreq(&q, TH_RW_RDLOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
+        assert_int_equal(th_proc_op_async(&p[i], TH_RW_RDLOCK, name), 0);
     }
     th_wait_queued(name, NR);
     int64_t t_rel = th_now_us();
@@ -571,8 +551,7 @@ static void test_release_wakes_readers_and_writer(void **state)
     TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
     th_actor_free(t);
     for (int i = 0; i < NR; i++) {
-        rwreq(&q, TH_STATS, name);
-        TH_ASSERT_RC(th_proc_call(&p[i], &q, &res), 0);
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_STATS, name, 0, &res), 0);
         if (res.fence != 0)
             fail_msg("reader %d: %llu waits ended by the fallback timer", i,
                      (unsigned long long)res.fence);

@@ -66,15 +66,6 @@ static void start(th_proc_t *p, const char *urlvar)
     assert_int_equal(th_proc_start(p, env), 0);
 }
 
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
-}
-
 static long long wait_calls(void)
 {
     redisReply *r = tt_cmd(g_master.port, "INFO commandstats");
@@ -116,14 +107,14 @@ static void test_url_forms(void **state)
         th_proc_t p;
         start(&p, u);
         long long before = wait_calls();
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
         long long after = wait_calls();
         assert_int_equal(exists(name, ""), 1);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
         char rwname[80];
         snprintf(rwname, sizeof rwname, "%s.rw", name);
-        TH_ASSERT_RC(call(&p, TH_RW_RDLOCK, rwname, NULL), 0);
-        TH_ASSERT_RC(call(&p, TH_RW_UNLOCK, rwname, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_RW_RDLOCK, rwname), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, rwname), 0);
         assert_int_equal(th_proc_stop(&p), 0);
         if (after <= before)
             fail_msg("%s: no WAIT reached the master during the lock call", u);
@@ -136,7 +127,7 @@ static void test_url_forms(void **state)
         th_proc_t p;
         start(&p, u);
         long long before = wait_calls();
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
         long long after = wait_calls();
         char key[128];
         snprintf(key, sizeof key, "distlock:{%s}", name);
@@ -148,7 +139,7 @@ static void test_url_forms(void **state)
         long long in_db3 = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
         freeReplyObject(r);
         redisFree(c);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
         assert_int_equal(th_proc_stop(&p), 0);
         if (after <= before)
             fail_msg("%s: no WAIT reached the master during the lock call", u);
@@ -163,7 +154,7 @@ static void test_url_forms(void **state)
         url(u, sizeof u, bad[i]);
         th_proc_t p;
         start(&p, u);
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, "waitbad", &r), EINVAL);
+        TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, "waitbad", 0, &r), EINVAL);
         if (!th_contains(r.err, "DISTLOCK_URL"))
             fail_msg("%s: EINVAL without naming DISTLOCK_URL: \"%s\"", u, r.err);
         assert_int_equal(th_proc_stop(&p), 0);
@@ -186,19 +177,15 @@ static void test_replica_up(void **state)
     int64_t lat[N];
     for (int i = 0; i < N; i++) {
         th_res_t r1, r2;
-        TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r1), 0);
-        TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, &r2), 0);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r1), 0);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_UNLOCK, name, 0, &r2), 0);
         lat[i] = r2.t_done_us - r1.t_start_us;
     }
     int64_t med = th_median(lat, N);
     print_message("wait=1: lock+unlock median %lld us with the replica up\n", (long long)med);
 
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&b, &q), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&b, TH_M_LOCK, name), 0);
     char qkey[300];
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
     int64_t end = th_now_ms() + 3000;
@@ -211,11 +198,11 @@ static void test_replica_up(void **state)
             break;
         th_sleep_ms(2);
     }
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     th_res_t rb;
     assert_int_equal(th_proc_recv(&b, &rb, 10000), 0);
     TH_ASSERT_RC(rb.rc, 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -225,7 +212,7 @@ static void test_replica_up(void **state)
 static void check_not_confirmed(th_proc_t *a, int op, const char *name, const char *what)
 {
     th_res_t r;
-    TH_ASSERT_RC(call(a, op, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(a, op, name, 0, &r), EIO);
     int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
     print_message("%s: EIO after %lld ms: \"%s\"\n", what, (long long)ms, r.err);
     if (!th_contains(r.err, "replica") || !th_contains(r.err, "acknowledged"))
@@ -237,7 +224,7 @@ static void check_not_confirmed(th_proc_t *a, int op, const char *name, const ch
     /* Nothing left held in Redis, nor in the process. */
     assert_int_equal(exists(name, ""), 0);
     assert_int_equal(exists(name, ":r"), 0);
-    TH_ASSERT_RC(call(a, op == TH_M_LOCK || op == TH_M_TRYLOCK ? TH_M_UNLOCK : TH_RW_UNLOCK, name, NULL),
+    TH_ASSERT_RC(th_proc_op(a, op == TH_M_LOCK || op == TH_M_TRYLOCK ? TH_M_UNLOCK : TH_RW_UNLOCK, name),
                  EPERM);
 }
 
@@ -251,8 +238,8 @@ static void test_replica_stopped(void **state)
     th_proc_t a, b;
     start(&a, u);
     start(&b, u);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);      /* connected, scripts loaded */
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);      /* connected, scripts loaded */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
 
     th_server_pause(&g_replica);
     check_not_confirmed(&a, TH_M_LOCK, name, "lock, replica stopped");
@@ -266,31 +253,27 @@ static void test_replica_stopped(void **state)
      * B releases; A's grant cannot be confirmed: EIO, and nothing held. */
     th_server_resume(&g_replica);
     ensure_replica();
-    TH_ASSERT_RC(call(&b, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&a, &q), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&a, TH_M_LOCK, name), 0);
     th_sleep_ms(200);
     th_server_pause(&g_replica);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     th_res_t ra;
     assert_int_equal(th_proc_recv(&a, &ra, 10000), 0);
     print_message("granted waiter, replica stopped: %s after %lld ms: \"%s\"\n", th_errname(ra.rc),
                   (long long)((ra.t_done_us - ra.t_start_us) / 1000), ra.err);
     TH_ASSERT_RC(ra.rc, EIO);
     assert_int_equal(exists(name, ""), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), EPERM);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), EPERM);
 
     /* The replica returns: another process takes the lock at once, the
      * failed one too afterwards. */
     th_server_resume(&g_replica);
     ensure_replica();
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -305,21 +288,21 @@ static void test_replica_killed(void **state)
     th_name(name, sizeof name, "waitkill");
     th_proc_t a;
     start(&a, u);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     pid_t old = g_replica.pid;
     th_server_kill(&g_replica);
     tt_forget(old);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), EIO);
     print_message("lock, replica killed: EIO after %lld ms: \"%s\"\n",
                   (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
     if (!th_contains(r.err, "replica"))
         fail_msg("no word about replicas in \"%s\"", r.err);
     assert_int_equal(exists(name, ""), 0);
     ensure_replica();                         /* a new one */
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
 }
 
@@ -334,7 +317,7 @@ static void test_more_replicas_than_exist(void **state)
     th_proc_t a, b;
     start(&a, u);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), EIO);
     int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
     print_message("wait=2 with 1 replica: EIO after %lld ms: \"%s\"\n", (long long)ms, r.err);
     if (!th_contains(r.err, "replica") || !strstr(r.err, "1 of"))
@@ -346,8 +329,8 @@ static void test_more_replicas_than_exist(void **state)
     char u1[200];
     url(u1, sizeof u1, "?wait=1");
     start(&b, u1);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }

@@ -10,13 +10,6 @@
 #include <errno.h>
 #include <string.h>
 
-static void mreq(th_req_t *q, int op, const char *name)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
 static void test_push_wakeup_latency(void **state)
 {
     enum { ROUNDS = 9 };
@@ -26,22 +19,19 @@ static void test_push_wakeup_latency(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
-    th_req_t q;
     th_res_t r;
     int64_t lat[ROUNDS];
 
     for (int i = 0; i < ROUNDS; i++) {
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        mreq(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&w, &q), 0);
+        assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
         th_wait_queued(name, 1);
         int64_t t_rel = th_now_us();
         TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
         assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
         TH_ASSERT_RC(r.rc, 0);
         lat[i] = (r.t_done_us - t_rel) / 1000;
-        mreq(&q, TH_M_UNLOCK, name);
-        TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     }
     int64_t worst = 0;
     for (int i = 0; i < ROUNDS; i++)
@@ -54,8 +44,7 @@ static void test_push_wakeup_latency(void **state)
         fail_msg("a waiter got a released lock only after %lld ms (lease 30 s)", (long long)worst);
     if (med >= 50)
         fail_msg("median handoff %lld ms", (long long)med);
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_STATS, name, 0, &r), 0);
     if (r.fence != 0)
         fail_msg("%llu waits of the waiter ended by the fallback timer, not a push",
                  (unsigned long long)r.fence);
@@ -132,8 +121,7 @@ static void test_release_wait_race(void **state)
 
     /* No warm-up: the first wait of each process (subscriber just being
      * set up) is part of the race too. */
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&o, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&o, TH_STATS, name, 0, &r), 0);
     uint64_t other_fb0 = r.fence;
 
     dl_stats_t s0, s1;
@@ -144,9 +132,8 @@ static void test_release_wait_race(void **state)
     for (int i = 0; i < ROUNDS; i++) {
         if (i % 2 == 0) {
             /* the other process holds and releases; we wait */
-            mreq(&q, TH_M_LOCK, name);
-            TH_ASSERT_RC(th_proc_call(&o, &q, NULL), 0);
-            mreq(&q, TH_M_UNLOCK, name);
+            TH_ASSERT_RC(th_proc_op(&o, TH_M_LOCK, name), 0);
+            th_proc_req(&q, TH_M_UNLOCK, name);
             q.delay_us = race_offset_us();
             assert_int_equal(th_proc_send(&o, &q), 0);
             if (rand() % 3 == 0)
@@ -165,8 +152,7 @@ static void test_release_wait_race(void **state)
         } else {
             /* we hold and release; the other process waits */
             TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-            mreq(&q, TH_M_LOCK, name);
-            assert_int_equal(th_proc_send(&o, &q), 0);
+            assert_int_equal(th_proc_op_async(&o, TH_M_LOCK, name), 0);
             th_sleep_us(race_offset_us());
             int64_t t_rel = th_now_us();
             TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
@@ -178,8 +164,7 @@ static void test_release_wait_race(void **state)
             if (el >= 200)
                 fail_msg("round %d: the other process got the lock %lld ms after the release",
                          i, (long long)el);
-            mreq(&q, TH_M_UNLOCK, name);
-            TH_ASSERT_RC(th_proc_call(&o, &q, NULL), 0);
+            TH_ASSERT_RC(th_proc_op(&o, TH_M_UNLOCK, name), 0);
         }
     }
     dl_stats_get(&s1);
@@ -187,8 +172,7 @@ static void test_release_wait_race(void **state)
     if (s1.fallback_checks != s0.fallback_checks)
         fail_msg("%lu of our waits ended by the fallback timer, not a push",
                  s1.fallback_checks - s0.fallback_checks);
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&o, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&o, TH_STATS, name, 0, &r), 0);
     if (r.fence != other_fb0)
         fail_msg("%llu of the other process's waits ended by the fallback timer, not a push",
                  (unsigned long long)(r.fence - other_fb0));
@@ -206,13 +190,11 @@ static void test_lost_notification_subscriber_killed(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
-    th_req_t q;
     th_res_t r;
 
     for (int round = 0; round < 3; round++) {
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        mreq(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&w, &q), 0);
+        assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
         th_wait_queued(name, 1);
         th_sleep_ms(20);
         long long killed = th_kill_subscribers_of(w.pid);
@@ -229,14 +211,12 @@ static void test_lost_notification_subscriber_killed(void **state)
                       round, killed, (long long)el);
         if (el > 3000)
             fail_msg("after a lost release notification the waiter waited %lld ms", (long long)el);
-        mreq(&q, TH_M_UNLOCK, name);
-        TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     }
 
     /* and pushes work again afterwards */
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-    mreq(&q, TH_M_LOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
     th_wait_queued(name, 1);
     th_sleep_ms(100);
     int64_t t_rel = th_now_us();
@@ -246,8 +226,7 @@ static void test_lost_notification_subscriber_killed(void **state)
     if ((r.t_done_us - t_rel) / 1000 >= 200)
         fail_msg("after the subscriber came back a handoff took %lld ms",
                  (long long)((r.t_done_us - t_rel) / 1000));
-    mreq(&q, TH_M_UNLOCK, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
@@ -264,12 +243,10 @@ static void test_lost_notification_key_deleted(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, env), 0);
-    th_req_t q;
     th_res_t r;
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);       /* 30 s lease */
-    mreq(&q, TH_M_LOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
     th_wait_queued(name, 1);
     th_sleep_ms(50);
     int64_t t_del = th_now_us();
@@ -282,8 +259,7 @@ static void test_lost_notification_key_deleted(void **state)
     if (el > 2000)
         fail_msg("waiter (lease 1500 ms, fallback 500 ms) needed %lld ms", (long long)el);
     TH_ASSERT_RC(dist_mutex_unlock(&m), ENOLCK);
-    mreq(&q, TH_M_UNLOCK, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
     assert_int_equal(th_proc_stop(&w), 0);
