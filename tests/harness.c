@@ -979,6 +979,65 @@ void th_actor_free(th_actor_t *a)
     free(a);
 }
 
+/* -------------------------------------------------------------- actor calls */
+
+int th_do_lock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_mutex_lock(c->m);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_timedlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_mutex_timedlock(c->m, &c->ts);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_trylock(void *p)
+{
+    return dist_mutex_trylock(((th_lockcall_t *)p)->m);
+}
+
+int th_do_unlock(void *p)
+{
+    return dist_mutex_unlock(((th_lockcall_t *)p)->m);
+}
+
+int th_do_rdlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_rwlock_rdlock(c->rw);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_wrlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_rwlock_wrlock(c->rw);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_tryrdlock(void *p)
+{
+    return dist_rwlock_tryrdlock(((th_lockcall_t *)p)->rw);
+}
+
+int th_do_trywrlock(void *p)
+{
+    return dist_rwlock_trywrlock(((th_lockcall_t *)p)->rw);
+}
+
+int th_do_rwunlock(void *p)
+{
+    return dist_rwlock_unlock(((th_lockcall_t *)p)->rw);
+}
+
 /* --------------------------------------------------------------------- procs */
 
 struct proc_obj {

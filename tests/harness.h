@@ -182,6 +182,27 @@ void th_actor_free(th_actor_t *a);
 /* Kernel tid of the actor thread. */
 pid_t th_actor_tid(th_actor_t *a);
 
+/* A lock call for an actor to make (th_actor_post/call with one of the
+ * th_do_* below as fn): the lock, the abstime of a timed call, and when a
+ * call that may wait returned (CLOCK_MONOTONIC us), which tests compare
+ * with the moment they released the lock. */
+typedef struct th_lockcall {
+    dist_mutex_t *m;
+    dist_rwlock_t *rw;
+    struct timespec ts;
+    int64_t t_done_us;
+} th_lockcall_t;
+
+int th_do_lock(void *c);                    /* dist_mutex_lock, sets t_done_us */
+int th_do_timedlock(void *c);               /* dist_mutex_timedlock(ts), sets t_done_us */
+int th_do_trylock(void *c);
+int th_do_unlock(void *c);
+int th_do_rdlock(void *c);                  /* dist_rwlock_rdlock, sets t_done_us */
+int th_do_wrlock(void *c);                  /* dist_rwlock_wrlock, sets t_done_us */
+int th_do_tryrdlock(void *c);
+int th_do_trywrlock(void *c);
+int th_do_rwunlock(void *c);
+
 /* --------------------------------------------------------------------- procs */
 
 /* A helper process that runs lock calls on request and answers each with

@@ -101,21 +101,6 @@ static void test_fair_arrival_order(void **state)
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
 
-struct lock_call { dist_mutex_t *m; int64_t t_done_us; };
-
-static int do_lock(void *p)
-{
-    struct lock_call *c = p;
-    int rc = dist_mutex_lock(c->m);
-    c->t_done_us = th_now_us();
-    return rc;
-}
-
-static int do_unlock(void *p)
-{
-    return dist_mutex_unlock(((struct lock_call *)p)->m);
-}
-
 /* A thread of the holding process that starts waiting after another process
  * queued must not get the lock first (no local handoff past it). */
 static void test_fair_no_local_handoff_past_process(void **state)
@@ -128,7 +113,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
     th_actor_t *b = th_actor_new();
-    struct lock_call c = { &m, 0 };
+    th_lockcall_t c = { .m = &m };
 
     for (int round = 0; round < 3; round++) {
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
@@ -137,7 +122,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
         assert_int_equal(th_proc_send(&p, &q), 0);
         if (!th_wait_zcard(qkey, 1, 5000))
             fail_msg("the other process never queued");
-        th_actor_post(b, do_lock, &c);
+        th_actor_post(b, th_do_lock, &c);
         th_sleep_ms(150);                          /* b now waits too */
         TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
@@ -153,7 +138,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
         assert_int_equal(th_actor_wait(b, &rc, 10000), 0);
         TH_ASSERT_RC(rc, 0);
         assert_true(c.t_done_us > r.t_done_us);
-        TH_ASSERT_RC(th_actor_call(b, do_unlock, &c), 0);
+        TH_ASSERT_RC(th_actor_call(b, th_do_unlock, &c), 0);
     }
     th_actor_free(b);
     assert_int_equal(th_proc_stop(&p), 0);

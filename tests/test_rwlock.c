@@ -11,14 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 
-struct rw_call { dist_rwlock_t *rw; struct timespec ts; int64_t t_done_us; };
-
-static int do_rdlock(void *p) { struct rw_call *c = p; int rc = dist_rwlock_rdlock(c->rw); c->t_done_us = th_now_us(); return rc; }
-static int do_wrlock(void *p) { struct rw_call *c = p; int rc = dist_rwlock_wrlock(c->rw); c->t_done_us = th_now_us(); return rc; }
-static int do_tryrdlock(void *p) { return dist_rwlock_tryrdlock(((struct rw_call *)p)->rw); }
-static int do_trywrlock(void *p) { return dist_rwlock_trywrlock(((struct rw_call *)p)->rw); }
-static int do_unlock(void *p) { return dist_rwlock_unlock(((struct rw_call *)p)->rw); }
-
 static void test_readers_share_across_processes(void **state)
 {
     char name[128];
@@ -102,13 +94,13 @@ static void test_readers_share_across_threads(void **state)
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
     th_actor_t *b = th_actor_new();
-    struct rw_call c = { .rw = &rw };
+    th_lockcall_t c = { .rw = &rw };
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), EBUSY);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), EBUSY);   /* the thread still reads */
-    TH_ASSERT_RC(th_actor_call(b, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_rwunlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_UNLOCK, name), 0);
     th_actor_free(b);
@@ -127,16 +119,16 @@ static void test_writer_excludes_everyone(void **state)
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
+    th_lockcall_t c = { .rw = &rw };
 
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYRDLOCK, name), EBUSY);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYWRLOCK, name), EBUSY);
     TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
     TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDWRLOCK, name, 200, NULL), ETIMEDOUT);
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_trywrlock, &c), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), EPERM);
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trywrlock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), EPERM);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
 
     /* and readers exclude writers */
@@ -149,11 +141,11 @@ static void test_writer_excludes_everyone(void **state)
     if (el < 250 || el > 2500)
         fail_msg("timedwrlock(now+300ms) returned after %lld ms", (long long)el);
     /* the writer that gave up no longer holds readers back */
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_trywrlock, &c), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trywrlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
 
     th_actor_free(t);
     assert_int_equal(th_proc_stop(&p), 0);
@@ -173,7 +165,7 @@ static void test_waiting_writer_blocks_new_readers(void **state)
     assert_int_equal(th_proc_start(&r1, NULL), 0);
     assert_int_equal(th_proc_start(&r2, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
+    th_lockcall_t c = { .rw = &rw };
     th_res_t res;
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
@@ -184,7 +176,7 @@ static void test_waiting_writer_blocks_new_readers(void **state)
 
     TH_ASSERT_RC(th_proc_op(&r1, TH_RW_TRYRDLOCK, name), EBUSY);    /* other process */
     TH_ASSERT_RC(th_proc_opa(&r1, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);         /* other thread */
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), EBUSY);      /* other thread */
     TH_ASSERT_RC(dist_rwlock_tryrdlock(&rw), 0);                     /* a reader may take more */
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&r2, TH_RW_TRYRDLOCK, name), 0);        /* in another process too */
@@ -223,12 +215,12 @@ static void test_local_waiting_writer_blocks_local_readers(void **state)
     dist_rwlock_t rw;
     TH_ASSERT_RC(dist_rwlock_init(&rw, name, NULL), 0);
     th_actor_t *w = th_actor_new(), *b = th_actor_new();
-    struct rw_call cw = { .rw = &rw }, cb = { .rw = &rw };
+    th_lockcall_t cw = { .rw = &rw }, cb = { .rw = &rw };
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    th_actor_post(w, do_wrlock, &cw);
+    th_actor_post(w, th_do_wrlock, &cw);
     th_sleep_ms(200);                                     /* w waits for us */
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), EBUSY);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), EBUSY);
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);            /* we already read: more is fine */
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     int rc = -1;
@@ -240,11 +232,11 @@ static void test_local_waiting_writer_blocks_local_readers(void **state)
     if ((cw.t_done_us - t_rel) / 1000 > 1000)
         fail_msg("the writer thread got the lock %lld ms after the reader left",
                  (long long)((cw.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), EBUSY);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), EBUSY);
     TH_ASSERT_RC(dist_rwlock_tryrdlock(&rw), EBUSY);
-    TH_ASSERT_RC(th_actor_call(w, do_unlock, &cw), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_unlock, &cb), 0);
+    TH_ASSERT_RC(th_actor_call(w, th_do_rwunlock, &cw), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_rwunlock, &cb), 0);
     th_actor_free(w);
     th_actor_free(b);
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
@@ -534,8 +526,8 @@ static void test_release_wakes_readers_and_writer(void **state)
 
     /* a writer thread waits; the readers leave one by one */
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
-    th_actor_post(t, do_wrlock, &c);
+    th_lockcall_t c = { .rw = &rw };
+    th_actor_post(t, th_do_wrlock, &c);
     th_wait_queued(name, 1);
     for (int i = 0; i < NR - 1; i++)
         TH_ASSERT_RC(th_proc_op(&p[i], TH_RW_UNLOCK, name), 0);
@@ -548,7 +540,7 @@ static void test_release_wakes_readers_and_writer(void **state)
     int64_t el = (c.t_done_us - t_rel) / 1000;
     if (el > 500)
         fail_msg("the writer woke %lld ms after the last reader left", (long long)el);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
     th_actor_free(t);
     for (int i = 0; i < NR; i++) {
         TH_ASSERT_RC(th_proc_opa(&p[i], TH_STATS, name, 0, &res), 0);
@@ -557,7 +549,6 @@ static void test_release_wakes_readers_and_writer(void **state)
                      (unsigned long long)res.fence);
         assert_int_equal(th_proc_stop(&p[i]), 0);
     }
-    (void)do_rdlock;
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 

@@ -52,21 +52,6 @@ static void test_push_wakeup_latency(void **state)
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
 
-struct lock_call { dist_mutex_t *m; dist_rwlock_t *rw; int64_t t_done_us; };
-
-static int do_lock(void *p)
-{
-    struct lock_call *c = p;
-    int rc = dist_mutex_lock(c->m);
-    c->t_done_us = th_now_us();
-    return rc;
-}
-
-static int do_unlock(void *p)
-{
-    return dist_mutex_unlock(((struct lock_call *)p)->m);
-}
-
 /* The holder (1000 ms lease) is SIGKILLed while we wait: no release is
  * ever published, yet we get the lock within the lease plus a second. */
 static void test_waiter_recovers_from_dead_holder(void **state)
@@ -80,8 +65,8 @@ static void test_waiter_recovers_from_dead_holder(void **state)
     dist_mutex_t m;
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_actor_t *a = th_actor_new();
-    struct lock_call c = { &m, NULL, 0 };
-    th_actor_post(a, do_lock, &c);
+    th_lockcall_t c = { .m = &m };
+    th_actor_post(a, th_do_lock, &c);
     th_wait_queued(name, 1);
     int64_t t_kill = th_now_us();
     th_proc_kill(&h);
@@ -92,7 +77,7 @@ static void test_waiter_recovers_from_dead_holder(void **state)
     print_message("got the lock %lld ms after its holder died\n", (long long)el);
     if (el > 2000)
         fail_msg("waited %lld ms for a lock whose holder died (lease 1000 ms)", (long long)el);
-    TH_ASSERT_RC(th_actor_call(a, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(a, th_do_unlock, &c), 0);
     th_actor_free(a);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
@@ -280,7 +265,7 @@ static void test_connections_fixed(void **state)
     char names[NT][96];
     dist_mutex_t m[NT];
     th_actor_t *a[NT];
-    struct lock_call c[NT];
+    th_lockcall_t c[NT];
     th_proc_t h;
     assert_int_equal(th_proc_start(&h, NULL), 0);
     for (int i = 0; i < NT; i++) {
@@ -288,14 +273,14 @@ static void test_connections_fixed(void **state)
         TH_ASSERT_RC(dist_mutex_init(&m[i], names[i], NULL), 0);
         TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, names[i]), 0);
         a[i] = th_actor_new();
-        c[i] = (struct lock_call){ &m[i], NULL, 0 };
+        c[i] = (th_lockcall_t){ .m = &m[i] };
     }
-    th_actor_post(a[0], do_lock, &c[0]);
+    th_actor_post(a[0], th_do_lock, &c[0]);
     th_wait_queued(names[0], 1);
     th_sleep_ms(100);
     long long c1 = connected_clients();
     for (int i = 1; i < NT; i++)
-        th_actor_post(a[i], do_lock, &c[i]);
+        th_actor_post(a[i], th_do_lock, &c[i]);
     for (int i = 1; i < NT; i++)
         th_wait_queued(names[i], 1);
     th_sleep_ms(100);
@@ -314,7 +299,7 @@ static void test_connections_fixed(void **state)
         if ((c[i].t_done_us - t_rel) / 1000 > 2000)
             fail_msg("thread %d woke %lld ms after the release", i,
                      (long long)((c[i].t_done_us - t_rel) / 1000));
-        TH_ASSERT_RC(th_actor_call(a[i], do_unlock, &c[i]), 0);
+        TH_ASSERT_RC(th_actor_call(a[i], th_do_unlock, &c[i]), 0);
         th_actor_free(a[i]);
         TH_ASSERT_RC(dist_mutex_destroy(&m[i]), 0);
     }
@@ -334,11 +319,11 @@ static void test_local_waiters_all_served(void **state)
     assert_int_equal(th_proc_start(&h, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
     th_actor_t *a[NT];
-    struct lock_call c[NT];
+    th_lockcall_t c[NT];
     for (int i = 0; i < NT; i++) {
         a[i] = th_actor_new();
-        c[i] = (struct lock_call){ &m, NULL, 0 };
-        th_actor_post(a[i], do_lock, &c[i]);
+        c[i] = (th_lockcall_t){ .m = &m };
+        th_actor_post(a[i], th_do_lock, &c[i]);
     }
     th_wait_queued(name, 1);
     th_sleep_ms(100);
@@ -357,7 +342,7 @@ static void test_local_waiters_all_served(void **state)
         TH_ASSERT_RC(rc, 0);
         served[who] = 1;
         TH_ASSERT_RC(th_proc_op(&h, TH_M_TRYLOCK, name), EBUSY);
-        TH_ASSERT_RC(th_actor_call(a[who], do_unlock, &c[who]), 0);
+        TH_ASSERT_RC(th_actor_call(a[who], th_do_unlock, &c[who]), 0);
     }
     for (int i = 0; i < NT; i++)
         th_actor_free(a[i]);
