@@ -739,7 +739,7 @@ void th_cmd_do(const char *fmt, ...)
     freeReplyObject(r);
 }
 
-redisReply *th_cmd_at(int port, const char *fmt, ...)
+static redisReply *vcmd_at(int port, const char *fmt, va_list ap)
 {
     struct timeval tv = { 2, 0 };
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -749,12 +749,44 @@ redisReply *th_cmd_at(int port, const char *fmt, ...)
         return NULL;
     }
     redisSetTimeout(c, tv);
-    va_list ap;
-    va_start(ap, fmt);
     redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
     redisFree(c);
     return r;
+}
+
+redisReply *th_cmd_at(int port, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_at(port, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+long long th_cmd_at_ll(int port, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_at(port, fmt, ap);
+    va_end(ap);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+struct zcard_at { int port; const char *key; long long n; };
+
+static int zcard_at_reached(void *p)
+{
+    struct zcard_at *z = p;
+    return th_cmd_at_ll(z->port, "ZCARD %s", z->key) >= z->n;
+}
+
+int th_wait_zcard_at(int port, const char *key, long long n, long timeout_ms)
+{
+    struct zcard_at z = { port, key, n };
+    return th_wait_until(zcard_at_reached, &z, timeout_ms);
 }
 
 const char *th_prefix(void)

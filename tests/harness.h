@@ -79,6 +79,12 @@ long long th_cmd_ll(const char *fmt, ...);
 void th_cmd_do(const char *fmt, ...);
 /* A command to another server; NULL if it cannot be reached. */
 redisReply *th_cmd_at(int port, const char *fmt, ...);
+/* Its integer reply (EXISTS, ZCARD, ...); -1 if the server cannot be
+ * reached or the reply is not an integer. */
+long long th_cmd_at_ll(int port, const char *fmt, ...);
+/* th_wait_zcard() on another server: until ZCARD of key there is at least
+ * n (polled every 2 ms); 1 if so, 0 after timeout_ms. */
+int th_wait_zcard_at(int port, const char *key, long long n, long timeout_ms);
 
 /* The key prefix in use (DISTLOCK_PREFIX or "distlock:"). */
 const char *th_prefix(void);

@@ -143,6 +143,14 @@ int tt_test_setup(void **state)
     return 0;
 }
 
+int tt_group_teardown(void **state)
+{
+    (void)state;
+    th_test_teardown(NULL);
+    tt_cleanup();
+    return 0;
+}
+
 /* --------------------------------------------------------------- ports */
 
 static int bound_socket(int *port)

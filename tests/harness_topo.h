@@ -34,6 +34,9 @@ void tt_cleanup(void);
  * whose handler kills every topology process before ending the suite. */
 int tt_test_setup(void **state);
 void tt_alarm(unsigned seconds);
+/* Group teardown of a topology suite: th_test_teardown() (children left
+ * by the last test), then tt_cleanup(). */
+int tt_group_teardown(void **state);
 #define TT_TEST(f) cmocka_unit_test_setup_teardown(f, tt_test_setup, th_test_teardown)
 
 /* Runs argv (argv[0] looked up in PATH) with stdout+stderr into a file of

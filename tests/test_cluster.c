@@ -45,14 +45,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 static int g_map[16384];
 
 /* Slot -> master port, as node 0 sees it (a static buffer). */
@@ -175,10 +167,8 @@ static void test_thousand_names(void **state)
             fail_msg("no key of cn.%d on any master", i);
         char key[64];
         snprintf(key, sizeof key, "distlock:{cn.%d}", i);
-        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
-        if (!r || r->integer != 1)
+        if (th_cmd_at_ll(owner[i], "EXISTS %s", key) != 1)
             fail_msg("cn.%d is held but %s is not on %d", i, key, owner[i]);
-        freeReplyObject(r);
         for (int mi = 0; mi < 3; mi++)
             if (g_c.node[g_masters[mi]].port == owner[i])
                 per_master[mi]++;
@@ -200,10 +190,8 @@ static void test_thousand_names(void **state)
     for (int i = 0; i < NNAMES; i++) {
         char key[64];
         snprintf(key, sizeof key, "distlock:{cn.%d}", i);
-        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
-        if (!r || r->integer != 0)
+        if (th_cmd_at_ll(owner[i], "EXISTS %s", key) != 0)
             fail_msg("%s still held after unlock", key);
-        freeReplyObject(r);
     }
     th_pipe_close(&a.up);
     th_pipe_close(&a.down);
@@ -217,15 +205,6 @@ static int slot_on(unsigned slot, void *p)
 {
     struct on_port *o = p;
     return o->map[slot] == o->port;
-}
-
-static long long zcard_at(int port, const char *key)
-{
-    redisReply *r = tt_cmd(port, "ZCARD %s", key);
-    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return n;
 }
 
 static void test_wakeup(void **state)
@@ -248,10 +227,7 @@ static void test_wakeup(void **state)
         for (int i = 0; i < ROUNDS; i++) {
             TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
             assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-            int64_t end = th_now_ms() + 3000;
-            while (zcard_at(port, qkey) < 1 && th_now_ms() < end)
-                th_sleep_ms(2);
-            if (zcard_at(port, qkey) < 1)
+            if (!th_wait_zcard_at(port, qkey, 1, 3000))
                 fail_msg("the waiter never queued on %s (master %d)", name, port);
             int64_t t_rel = th_now_us();
             th_res_t ru;
@@ -313,9 +289,7 @@ static void test_late_grant(void **state)
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
     assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-    int64_t end = th_now_ms() + 3000;
-    while (zcard_at(o.port, qkey) < 1 && th_now_ms() < end)
-        th_sleep_ms(2);
+    th_wait_zcard_at(o.port, qkey, 1, 3000);
     kill(w.pid, SIGSTOP);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);     /* granted to the stopped waiter */
     th_sleep_ms(2600);                                      /* its claim lapses */
@@ -372,15 +346,6 @@ static int slot_low(unsigned slot, void *p)
     return slot < MOVE_SLOTS;
 }
 
-static long long exists_at(int port, const char *key)
-{
-    redisReply *r = tt_cmd(port, "EXISTS %s", key);
-    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return v;
-}
-
 static void test_reshard_stress(void **state)
 {
     (void)state;
@@ -423,7 +388,7 @@ static void test_reshard_stress(void **state)
     int st1 = tt_wait_bg(rp, 30000);
     int64_t r1 = th_now_ms();
     uint64_t h1 = tt_stress_holds(s);
-    long long moved_to_b = exists_at(g_c.node[ib].port, key0);
+    long long moved_to_b = th_cmd_at_ll(g_c.node[ib].port, "EXISTS %s", key0);
     /* redis-cli refuses to reshard until every node has the new map. */
     int agreed = tt_cluster_wait_ok(&g_c, 10000);
     int64_t r1b = th_now_ms();
@@ -432,7 +397,7 @@ static void test_reshard_stress(void **state)
     int st2 = tt_wait_bg(rp2, 30000);
     int64_t r2 = th_now_ms();
     uint64_t h2 = tt_stress_holds(s);
-    long long back_on_a = exists_at(g_c.node[ia].port, key0);
+    long long back_on_a = th_cmd_at_ll(g_c.node[ia].port, "EXISTS %s", key0);
     th_sleep_ms(300);
 
     tt_stress_report_t rep;
@@ -588,5 +553,5 @@ int main(void)
         TT_TEST(test_reshard_stress),
         TT_TEST(test_master_failover),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }

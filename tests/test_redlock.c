@@ -32,14 +32,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 static void srv_down(int i)
 {
     pid_t pid = g_srv[i].pid;
@@ -508,5 +500,5 @@ int main(void)
         TT_TEST(test_wait_without_replicas),
         TT_TEST(test_fair_einval),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }

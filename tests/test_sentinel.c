@@ -74,14 +74,6 @@ static int test_teardown(void **state)
 
 #define SENTINEL_TEST(f) cmocka_unit_test_setup_teardown(f, tt_test_setup, test_teardown)
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 /* Plain use through the sentinels, and a master name they do not know. */
 static void test_basic(void **state)
 {
@@ -100,10 +92,7 @@ static void test_basic(void **state)
     TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, "sbasic.rw"), 0);
     /* The hold is in the master (not in a sentinel). */
     TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, "sbasic"), 0);
-    redisReply *r = tt_cmd(g_t.master.port, "EXISTS distlock:{sbasic}");
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
+    assert_int_equal(th_cmd_at_ll(g_t.master.port, "EXISTS distlock:{sbasic}"), 1);
     TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, "sbasic"), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
@@ -245,10 +234,8 @@ static void run_failover(enum fault fault, long io_timeout_ms)
     /* The lock lives in the promoted replica now. */
     char key[128];
     snprintf(key, sizeof key, "distlock:{%s}:m", cfg.names[0]);
-    redisReply *r = tt_cmd(g_t.replica.port, "EXISTS %s", key);
-    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+    if (th_cmd_at_ll(g_t.replica.port, "EXISTS %s", key) != 1)
         fail_msg("the promoted replica has no %s", key);
-    freeReplyObject(r);
     topo_stop(&g_t);
 }
 
@@ -284,5 +271,5 @@ int main(void)
         SENTINEL_TEST(test_master_killed_long_timeout),
         SENTINEL_TEST(test_manual_failover),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, tt_group_teardown);
 }

@@ -30,14 +30,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 /* The replica is back and in sync (a test may have stopped or killed it). */
 static void ensure_replica(void)
 {
@@ -84,11 +76,7 @@ static long long exists(const char *name, const char *suffix)
 {
     char key[300];
     snprintf(key, sizeof key, "distlock:{%s}%s", name, suffix);
-    redisReply *r = tt_cmd(g_master.port, "EXISTS %s", key);
-    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return v;
+    return th_cmd_at_ll(g_master.port, "EXISTS %s", key);
 }
 
 /* The URL forms the parser accepts, each doing a WAIT per acquisition. */
@@ -188,16 +176,7 @@ static void test_replica_up(void **state)
     assert_int_equal(th_proc_op_async(&b, TH_M_LOCK, name), 0);
     char qkey[300];
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
-    int64_t end = th_now_ms() + 3000;
-    while (th_now_ms() < end) {
-        redisReply *r = tt_cmd(g_master.port, "ZCARD %s", qkey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n >= 1)
-            break;
-        th_sleep_ms(2);
-    }
+    th_wait_zcard_at(g_master.port, qkey, 1, 3000);
     TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     th_res_t rb;
     assert_int_equal(th_proc_recv(&b, &rb, 10000), 0);
@@ -344,5 +323,5 @@ int main(void)
         TT_TEST(test_replica_killed),
         TT_TEST(test_more_replicas_than_exist),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }
