@@ -582,6 +582,15 @@ int th_wait_child(pid_t pid)
     return th_wait_child_ms(pid, 30000);
 }
 
+void th_sigpipe_default(void)
+{
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 void th_kill_child(pid_t pid)
 {
     if (pid <= 0)

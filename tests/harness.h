@@ -130,6 +130,10 @@ pid_t th_fork_child(int (*fn)(void *), void *arg);
 int th_wait_child_ms(pid_t pid, long timeout_ms);
 int th_wait_child(pid_t pid);               /* 30 s time-out */
 void th_kill_child(pid_t pid);              /* SIGKILL and reap */
+/* In a child: SIGPIPE at its default disposition and unblocked, as in a
+ * program that never touched it, so that a write on a reset connection
+ * kills the process unless the library itself keeps SIGPIPE away. */
+void th_sigpipe_default(void);
 
 /* Child-side checks: print and _exit(TH_CHILD_FAIL). */
 #define TH_CHECK(cond) do { if (!(cond)) { \

@@ -634,11 +634,7 @@ static void *pipe_worker(void *p)
 static int sigpipe_child(void *p)
 {
     struct pipe_arg *a = p;
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    th_sigpipe_default();
     setenv("DISTLOCK_URL", a->url, 1);
     setenv("DISTLOCK_IO_TIMEOUT_MS", "300", 1);
     setenv("DISTLOCK_LEASE_MS", "900", 1);
