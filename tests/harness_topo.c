@@ -299,26 +299,13 @@ int tt_run(const char *const *argv, long timeout_ms, char **out)
 
 /* ------------------------------------------------------------ commands */
 
-static redisReply *vcmd_at(int port, long timeout_ms, const char *fmt, va_list ap)
-{
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    redisFree(c);
-    return r;
-}
-
+/* th_cmd_at(), which opens the same kind of connection (2 s to connect
+ * and to answer). */
 redisReply *tt_cmd(int port, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = vcmd_at(port, 2000, fmt, ap);
+    redisReply *r = th_vcmd_at(port, fmt, ap);
     va_end(ap);
     return r;
 }
