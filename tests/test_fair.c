@@ -28,6 +28,22 @@ static void init_fair(dist_mutex_t *m, const char *name)
     TH_ASSERT_RC(dist_mutexattr_destroy(&at), 0);
 }
 
+/* Each of the n procs in turn asks for the fair mutex name, and is seen in
+ * its queue (qkey) before the next one asks: their arrival order in Redis
+ * is 0..n-1.  pause_ms: a further pause after each one. */
+static void queue_in_order(th_proc_t *p, int n, const char *name, const char *qkey, long pause_ms)
+{
+    th_req_t q;
+    for (int i = 0; i < n; i++) {
+        fair_req(&q, TH_M_LOCK, name);
+        assert_int_equal(th_proc_send(&p[i], &q), 0);
+        if (!th_wait_zcard(qkey, i + 1, 5000))
+            fail_msg("waiter %d never showed up in %s", i, qkey);
+        if (pause_ms)
+            th_sleep_ms(pause_ms);
+    }
+}
+
 /* Which of the n procs (skipping done[i]) answers first; -1 on time-out. */
 static int first_answer(th_proc_t *p, const int *done, int n, long timeout_ms)
 {
@@ -68,14 +84,8 @@ static void test_fair_arrival_order(void **state)
         assert_int_equal(th_proc_start(&p[i], NULL), 0);
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, NW, name, qkey, 30);
     th_req_t q;
-    for (int i = 0; i < NW; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-        th_sleep_ms(30);
-    }
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
     int done[NW] = { 0 };
@@ -160,13 +170,8 @@ static void test_fair_dead_waiter(void **state)
         assert_int_equal(th_proc_start(&p[i], env), 0);
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, 4, name, qkey, 0);
     th_req_t q;
-    for (int i = 0; i < 4; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-    }
     th_proc_kill(&p[0]);                      /* the head of the queue dies */
     int64_t t0 = th_now_ms();
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
@@ -211,13 +216,8 @@ static void test_fair_expired_dead_waiter_skipped(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(th_proc_start(&p[i], env), 0);
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, 3, name, qkey, 0);
     th_req_t q;
-    for (int i = 0; i < 3; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-    }
     th_proc_kill(&p[1]);
     th_sleep_ms(1800);                        /* past the dead one's deadline */
     int done[3] = { 0, 1, 0 };

@@ -10,6 +10,27 @@
 #include <errno.h>
 #include <string.h>
 
+/* We hold m, and the process w asks for it: returns once w waits in
+ * Redis's queue, so that what follows is a handoff to a waiter. */
+static void hold_with_waiter(dist_mutex_t *m, th_proc_t *w, const char *name)
+{
+    TH_ASSERT_RC(dist_mutex_lock(m), 0);
+    assert_int_equal(th_proc_op_async(w, TH_M_LOCK, name), 0);
+    th_wait_queued(name, 1);
+}
+
+/* We release m and the waiting process w must get it: the ms from our
+ * release to the return of w's lock call. */
+static int64_t release_to_waiter(dist_mutex_t *m, th_proc_t *w)
+{
+    th_res_t r;
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(dist_mutex_unlock(m), 0);
+    assert_int_equal(th_proc_recv(w, &r, 15000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    return (r.t_done_us - t_rel) / 1000;
+}
+
 static void test_push_wakeup_latency(void **state)
 {
     enum { ROUNDS = 9 };
@@ -23,14 +44,8 @@ static void test_push_wakeup_latency(void **state)
     int64_t lat[ROUNDS];
 
     for (int i = 0; i < ROUNDS; i++) {
-        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-        th_wait_queued(name, 1);
-        int64_t t_rel = th_now_us();
-        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-        assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-        TH_ASSERT_RC(r.rc, 0);
-        lat[i] = (r.t_done_us - t_rel) / 1000;
+        hold_with_waiter(&m, &w, name);
+        lat[i] = release_to_waiter(&m, &w);
         TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     }
     int64_t worst = 0;
@@ -175,23 +190,16 @@ static void test_lost_notification_subscriber_killed(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
-    th_res_t r;
 
     for (int round = 0; round < 3; round++) {
-        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-        th_wait_queued(name, 1);
+        hold_with_waiter(&m, &w, name);
         th_sleep_ms(20);
         long long killed = th_kill_subscribers_of(w.pid);
         if (killed < 1)
             fail_msg("round %d: found no pub/sub connection of the waiting process to kill", round);
         if (round == 1)
             th_sleep_ms(30);        /* let it reconnect first, this time */
-        int64_t t_rel = th_now_us();
-        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-        assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-        TH_ASSERT_RC(r.rc, 0);
-        int64_t el = (r.t_done_us - t_rel) / 1000;
+        int64_t el = release_to_waiter(&m, &w);
         print_message("round %d: %lld subscriber(s) killed, waiter got the lock after %lld ms\n",
                       round, killed, (long long)el);
         if (el > 3000)
@@ -200,17 +208,11 @@ static void test_lost_notification_subscriber_killed(void **state)
     }
 
     /* and pushes work again afterwards */
-    TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-    th_wait_queued(name, 1);
+    hold_with_waiter(&m, &w, name);
     th_sleep_ms(100);
-    int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-    assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-    TH_ASSERT_RC(r.rc, 0);
-    if ((r.t_done_us - t_rel) / 1000 >= 200)
-        fail_msg("after the subscriber came back a handoff took %lld ms",
-                 (long long)((r.t_done_us - t_rel) / 1000));
+    int64_t el = release_to_waiter(&m, &w);
+    if (el >= 200)
+        fail_msg("after the subscriber came back a handoff took %lld ms", (long long)el);
     TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
@@ -230,9 +232,7 @@ static void test_lost_notification_key_deleted(void **state)
     assert_int_equal(th_proc_start(&w, env), 0);
     th_res_t r;
 
-    TH_ASSERT_RC(dist_mutex_lock(&m), 0);       /* 30 s lease */
-    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
-    th_wait_queued(name, 1);
+    hold_with_waiter(&m, &w, name);             /* ours: a 30 s lease */
     th_sleep_ms(50);
     int64_t t_del = th_now_us();
     assert_int_equal(th_cmd_ll("DEL %s", key), 1);
