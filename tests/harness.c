@@ -748,7 +748,7 @@ void th_cmd_do(const char *fmt, ...)
     freeReplyObject(r);
 }
 
-redisReply *th_vcmd_at(int port, const char *fmt, va_list ap)
+static redisReply *vcmd_at(int port, const char *fmt, va_list ap)
 {
     struct timeval tv = { 2, 0 };
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -767,7 +767,7 @@ redisReply *th_cmd_at(int port, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = th_vcmd_at(port, fmt, ap);
+    redisReply *r = vcmd_at(port, fmt, ap);
     va_end(ap);
     return r;
 }
@@ -776,7 +776,7 @@ long long th_cmd_at_ll(int port, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *r = th_vcmd_at(port, fmt, ap);
+    redisReply *r = vcmd_at(port, fmt, ap);
     va_end(ap);
     long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
     if (r)

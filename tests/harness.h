@@ -77,11 +77,9 @@ redisReply *th_cmd(const char *fmt, ...);
 long long th_cmd_ll(const char *fmt, ...);
 /* Discards the reply. */
 void th_cmd_do(const char *fmt, ...);
-/* A command to another server; NULL if it cannot be reached. */
+/* A command to another server (127.0.0.1:port, a connection of its own, 2 s
+ * to connect and to answer); NULL if it cannot be reached. */
 redisReply *th_cmd_at(int port, const char *fmt, ...);
-/* The same with a va_list: a connection of its own, 2 s to connect and to
- * answer. */
-redisReply *th_vcmd_at(int port, const char *fmt, va_list ap);
 /* Its integer reply (EXISTS, ZCARD, ...); -1 if the server cannot be
  * reached or the reply is not an integer. */
 long long th_cmd_at_ll(int port, const char *fmt, ...);

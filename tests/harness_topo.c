@@ -299,20 +299,9 @@ int tt_run(const char *const *argv, long timeout_ms, char **out)
 
 /* ------------------------------------------------------------ commands */
 
-/* th_cmd_at(), which opens the same kind of connection (2 s to connect
- * and to answer). */
-redisReply *tt_cmd(int port, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = th_vcmd_at(port, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 static int ping(int port)
 {
-    redisReply *r = tt_cmd(port, "PING");
+    redisReply *r = th_cmd_at(port, "PING");
     int ok = r && ((r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0) ||
                    (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0));
     if (r)
@@ -322,7 +311,7 @@ static int ping(int port)
 
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size)
 {
-    redisReply *r = tt_cmd(port, "INFO %s", section);
+    redisReply *r = th_cmd_at(port, "INFO %s", section);
     char *ret = NULL;
     if (r && r->type == REDIS_REPLY_STRING) {
         size_t fl = strlen(field);
@@ -474,7 +463,7 @@ int tt_replica_start(th_server_t *s, int master_port)
 /* Field of a SENTINEL MASTER reply (a flat field/value array). */
 static long long sentinel_field(int port, const char *master, const char *field)
 {
-    redisReply *r = tt_cmd(port, "SENTINEL MASTER %s", master);
+    redisReply *r = th_cmd_at(port, "SENTINEL MASTER %s", master);
     long long v = -1;
     if (r && r->type == REDIS_REPLY_ARRAY)
         for (size_t i = 0; i + 1 < r->elements; i += 2)
@@ -566,7 +555,7 @@ void tt_sentinels_stop(tt_sentinels_t *st)
 
 int tt_sentinel_master_port(const tt_sentinels_t *st, int i)
 {
-    redisReply *r = tt_cmd(st->s[i].port, "SENTINEL get-master-addr-by-name %s", st->master);
+    redisReply *r = th_cmd_at(st->s[i].port, "SENTINEL get-master-addr-by-name %s", st->master);
     int port = -1;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING)
         port = atoi(r->element[1]->str);
@@ -597,7 +586,7 @@ int tt_cluster_index(const tt_cluster_t *c, int port)
 
 int tt_cluster_slot_map(const tt_cluster_t *c, int i, int *map)
 {
-    redisReply *r = tt_cmd(c->node[i].port, "CLUSTER SLOTS");
+    redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER SLOTS");
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         if (r)
             freeReplyObject(r);
@@ -647,7 +636,7 @@ static int cluster_ok(void *p)
     for (int i = 0; ok && i < TT_CLUSTER_NODES; i++) {
         if (!c->node[i].pid)
             continue;
-        redisReply *r = tt_cmd(c->node[i].port, "CLUSTER INFO");
+        redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER INFO");
         ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
         if (r)
             freeReplyObject(r);
@@ -775,7 +764,7 @@ int tt_cluster_start(tt_cluster_t *c)
             return -1;
         }
         for (int i = 0; i < TT_CLUSTER_NODES; i++) {
-            redisReply *r = tt_cmd(c->node[i].port, "CLUSTER MYID");
+            redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER MYID");
             if (r && r->type == REDIS_REPLY_STRING)
                 snprintf(c->id[i], sizeof c->id[i], "%s", r->str);
             if (r)

@@ -50,8 +50,7 @@ pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize);
  * tt_run(), -1 on time-out, when it is killed), and forgets its pid. */
 int tt_wait_bg(pid_t pid, long timeout_ms);
 
-/* A reply to a command on 127.0.0.1:port; NULL if unreachable. */
-redisReply *tt_cmd(int port, const char *fmt, ...);
+/* Commands to these servers: th_cmd_at() and th_cmd_at_ll() of harness.h. */
 /* The value of field `field` in "INFO section" of port into buf; buf or
  * NULL if absent/unreachable. */
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size);

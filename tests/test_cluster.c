@@ -104,7 +104,7 @@ static void test_thousand_names(void **state)
     static const char *samples[] = { "distlock:{cn.1}", "distlock:{cn.1}:q", "foo", "{user1000}.following",
                                      "a{}b", "x{y}z{w}" };
     for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
-        redisReply *r = tt_cmd(g_c.node[0].port, "CLUSTER KEYSLOT %s", samples[i]);
+        redisReply *r = th_cmd_at(g_c.node[0].port, "CLUSTER KEYSLOT %s", samples[i]);
         assert_non_null(r);
         assert_int_equal((unsigned)r->integer, tt_key_slot(samples[i], strlen(samples[i])));
         freeReplyObject(r);
@@ -134,7 +134,7 @@ static void test_thousand_names(void **state)
         int port = g_c.node[g_masters[mi]].port;
         char cursor[32] = "0";
         do {
-            redisReply *r = tt_cmd(port, "SCAN %s MATCH distlock:{cn.* COUNT 1000", cursor);
+            redisReply *r = th_cmd_at(port, "SCAN %s MATCH distlock:{cn.* COUNT 1000", cursor);
             assert_non_null(r);
             assert_int_equal(r->type, REDIS_REPLY_ARRAY);
             snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);

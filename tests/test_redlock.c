@@ -426,7 +426,7 @@ static void test_all_restarted(void **state)
     TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     /* Idle connections closed by the servers (CLIENT KILL, like `timeout`). */
     for (int i = 0; i < 3; i++) {
-        redisReply *k = tt_cmd(g_port[i], "CLIENT KILL TYPE normal");
+        redisReply *k = th_cmd_at(g_port[i], "CLIENT KILL TYPE normal");
         if (k)
             freeReplyObject(k);
     }

@@ -157,7 +157,7 @@ static void run_failover(enum fault fault, long io_timeout_ms)
         th_server_kill(&g_t.master);
         tt_forget(pm);
     } else {
-        redisReply *r = tt_cmd(g_t.st.s[0].port, "SENTINEL FAILOVER %s", g_t.st.master);
+        redisReply *r = th_cmd_at(g_t.st.s[0].port, "SENTINEL FAILOVER %s", g_t.st.master);
         if (!r || r->type == REDIS_REPLY_ERROR)
             fail_msg("SENTINEL FAILOVER: %s", r ? r->str : "no reply");
         freeReplyObject(r);

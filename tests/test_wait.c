@@ -60,7 +60,7 @@ static void start(th_proc_t *p, const char *urlvar)
 
 static long long wait_calls(void)
 {
-    redisReply *r = tt_cmd(g_master.port, "INFO commandstats");
+    redisReply *r = th_cmd_at(g_master.port, "INFO commandstats");
     long long n = 0;
     if (r && r->type == REDIS_REPLY_STRING) {
         const char *p = strstr(r->str, "cmdstat_wait:calls=");
