@@ -1132,14 +1132,9 @@ static struct proc_obj *proc_find(struct proc_obj *objs, int *n, int kind, const
     return o;
 }
 
-static int proc_main(void *p)
+void th_setenv_list(const char *const *env)
 {
-    static struct proc_obj objs[64];
-    int nobjs = 0;
-    struct proc_boot *b = p;
-    close(b->close1);
-    close(b->close2);
-    for (const char *const *e = b->env; e && *e; e++) {
+    for (const char *const *e = env; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         if (eq) {
             char k[128];
@@ -1151,6 +1146,16 @@ static int proc_main(void *p)
             unsetenv(*e);
         }
     }
+}
+
+static int proc_main(void *p)
+{
+    static struct proc_obj objs[64];
+    int nobjs = 0;
+    struct proc_boot *b = p;
+    close(b->close1);
+    close(b->close2);
+    th_setenv_list(b->env);
     th_req_t q;
     for (;;) {
         if (read_full(b->req_rd, &q, sizeof q, -1) != 0)

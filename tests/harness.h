@@ -251,6 +251,9 @@ typedef struct th_proc { pid_t pid; int req_wr, res_rd; } th_proc_t;
 /* env: NULL or a NULL-terminated list of "NAME=VALUE" set in the child
  * before its first library call ("NAME" alone unsets).  0 or -1. */
 int th_proc_start(th_proc_t *p, const char *const *env);
+/* Applies such a list to this process (the library reads its variables
+ * once per process: call it in a child before its first dist_ call). */
+void th_setenv_list(const char *const *env);
 /* A request for op on name with default attributes (all else 0), for a
  * test to adjust (fair, lease_ms, arg, delay_us) before sending it. */
 void th_proc_req(th_req_t *q, int op, const char *name);

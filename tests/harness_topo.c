@@ -955,18 +955,7 @@ static int stress_proc(void *p)
     tt_stress_t *s = p;
     const tt_stress_cfg_t *cfg = &s->cfg;
     alarm(0);
-    for (const char *const *e = cfg->env; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (eq) {
-            char k[128];
-            size_t n = (size_t)(eq - *e) < sizeof k - 1 ? (size_t)(eq - *e) : sizeof k - 1;
-            memcpy(k, *e, n);
-            k[n] = 0;
-            setenv(k, eq + 1, 1);
-        } else {
-            unsetenv(*e);
-        }
-    }
+    th_setenv_list(cfg->env);
     dist_mutex_t m[TT_MAX_NAMES];
     dist_mutexattr_t at;
     dist_mutexattr_init(&at);
