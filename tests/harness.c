@@ -207,6 +207,14 @@ int th_wait_exists(const char *key, int want, long timeout_ms)
     return th_wait_until(exists_pred, &a, timeout_ms);
 }
 
+void th_wait_queued(const char *name, long long n)
+{
+    char qkey[300];
+    th_key(qkey, sizeof qkey, name, ":q");
+    if (!th_wait_zcard(qkey, n, 3000))
+        th_sleep_ms(200);
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
@@ -574,6 +582,15 @@ int th_wait_child(pid_t pid)
     return th_wait_child_ms(pid, 30000);
 }
 
+void th_sigpipe_default(void)
+{
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
 void th_kill_child(pid_t pid)
 {
     if (pid <= 0)
@@ -731,7 +748,7 @@ void th_cmd_do(const char *fmt, ...)
     freeReplyObject(r);
 }
 
-redisReply *th_cmd_at(int port, const char *fmt, ...)
+static redisReply *vcmd_at(int port, const char *fmt, va_list ap)
 {
     struct timeval tv = { 2, 0 };
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -741,12 +758,44 @@ redisReply *th_cmd_at(int port, const char *fmt, ...)
         return NULL;
     }
     redisSetTimeout(c, tv);
-    va_list ap;
-    va_start(ap, fmt);
     redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
     redisFree(c);
     return r;
+}
+
+redisReply *th_cmd_at(int port, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_at(port, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+long long th_cmd_at_ll(int port, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = vcmd_at(port, fmt, ap);
+    va_end(ap);
+    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}
+
+struct zcard_at { int port; const char *key; long long n; };
+
+static int zcard_at_reached(void *p)
+{
+    struct zcard_at *z = p;
+    return th_cmd_at_ll(z->port, "ZCARD %s", z->key) >= z->n;
+}
+
+int th_wait_zcard_at(int port, const char *key, long long n, long timeout_ms)
+{
+    struct zcard_at z = { port, key, n };
+    return th_wait_until(zcard_at_reached, &z, timeout_ms);
 }
 
 const char *th_prefix(void)
@@ -971,6 +1020,65 @@ void th_actor_free(th_actor_t *a)
     free(a);
 }
 
+/* -------------------------------------------------------------- actor calls */
+
+int th_do_lock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_mutex_lock(c->m);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_timedlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_mutex_timedlock(c->m, &c->ts);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_trylock(void *p)
+{
+    return dist_mutex_trylock(((th_lockcall_t *)p)->m);
+}
+
+int th_do_unlock(void *p)
+{
+    return dist_mutex_unlock(((th_lockcall_t *)p)->m);
+}
+
+int th_do_rdlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_rwlock_rdlock(c->rw);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_wrlock(void *p)
+{
+    th_lockcall_t *c = p;
+    int rc = dist_rwlock_wrlock(c->rw);
+    c->t_done_us = th_now_us();
+    return rc;
+}
+
+int th_do_tryrdlock(void *p)
+{
+    return dist_rwlock_tryrdlock(((th_lockcall_t *)p)->rw);
+}
+
+int th_do_trywrlock(void *p)
+{
+    return dist_rwlock_trywrlock(((th_lockcall_t *)p)->rw);
+}
+
+int th_do_rwunlock(void *p)
+{
+    return dist_rwlock_unlock(((th_lockcall_t *)p)->rw);
+}
+
 /* --------------------------------------------------------------------- procs */
 
 struct proc_obj {
@@ -1024,14 +1132,9 @@ static struct proc_obj *proc_find(struct proc_obj *objs, int *n, int kind, const
     return o;
 }
 
-static int proc_main(void *p)
+void th_setenv_list(const char *const *env)
 {
-    static struct proc_obj objs[64];
-    int nobjs = 0;
-    struct proc_boot *b = p;
-    close(b->close1);
-    close(b->close2);
-    for (const char *const *e = b->env; e && *e; e++) {
+    for (const char *const *e = env; e && *e; e++) {
         const char *eq = strchr(*e, '=');
         if (eq) {
             char k[128];
@@ -1043,6 +1146,16 @@ static int proc_main(void *p)
             unsetenv(*e);
         }
     }
+}
+
+static int proc_main(void *p)
+{
+    static struct proc_obj objs[64];
+    int nobjs = 0;
+    struct proc_boot *b = p;
+    close(b->close1);
+    close(b->close2);
+    th_setenv_list(b->env);
     th_req_t q;
     for (;;) {
         if (read_full(b->req_rd, &q, sizeof q, -1) != 0)
@@ -1144,7 +1257,7 @@ int th_proc_call(th_proc_t *p, const th_req_t *req, th_res_t *res)
     return res->rc;
 }
 
-static void fill_req(th_req_t *q, int op, const char *name)
+void th_proc_req(th_req_t *q, int op, const char *name)
 {
     memset(q, 0, sizeof *q);
     q->op = op;
@@ -1154,21 +1267,21 @@ static void fill_req(th_req_t *q, int op, const char *name)
 int th_proc_op(th_proc_t *p, int op, const char *name)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     return th_proc_call(p, &q, NULL);
 }
 
 int th_proc_op_async(th_proc_t *p, int op, const char *name)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     return th_proc_send(p, &q);
 }
 
 int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     q.arg = arg;
     return th_proc_call(p, &q, res);
 }
@@ -1176,7 +1289,7 @@ int th_proc_opa(th_proc_t *p, int op, const char *name, long arg, th_res_t *res)
 int th_proc_opa_async(th_proc_t *p, int op, const char *name, long arg)
 {
     th_req_t q;
-    fill_req(&q, op, name);
+    th_proc_req(&q, op, name);
     q.arg = arg;
     return th_proc_send(p, &q);
 }
@@ -1186,7 +1299,7 @@ int th_proc_stop(th_proc_t *p)
     if (p->pid <= 0)
         return -1;
     th_req_t q;
-    fill_req(&q, TH_EXIT, "");
+    th_proc_req(&q, TH_EXIT, "");
     th_proc_send(p, &q);
     int st = th_wait_child_ms(p->pid, 10000);
     close(p->req_wr);

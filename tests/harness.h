@@ -77,8 +77,15 @@ redisReply *th_cmd(const char *fmt, ...);
 long long th_cmd_ll(const char *fmt, ...);
 /* Discards the reply. */
 void th_cmd_do(const char *fmt, ...);
-/* A command to another server; NULL if it cannot be reached. */
+/* A command to another server (127.0.0.1:port, a connection of its own, 2 s
+ * to connect and to answer); NULL if it cannot be reached. */
 redisReply *th_cmd_at(int port, const char *fmt, ...);
+/* Its integer reply (EXISTS, ZCARD, ...); -1 if the server cannot be
+ * reached or the reply is not an integer. */
+long long th_cmd_at_ll(int port, const char *fmt, ...);
+/* th_wait_zcard() on another server: until ZCARD of key there is at least
+ * n (polled every 2 ms); 1 if so, 0 after timeout_ms. */
+int th_wait_zcard_at(int port, const char *key, long long n, long timeout_ms);
 
 /* The key prefix in use (DISTLOCK_PREFIX or "distlock:"). */
 const char *th_prefix(void);
@@ -103,6 +110,11 @@ int th_wait_until(int (*pred)(void *), void *arg, long timeout_ms);
 int th_wait_zcard(const char *key, long long n, long timeout_ms);
 /* Waits until EXISTS key equals want (0/1); 1 if so, 0 on time-out. */
 int th_wait_exists(const char *key, int want, long timeout_ms);
+/* Waits (3 s at most) until n lock requests on the lock `name` are queued
+ * in Redis (ZCARD of its ":q" key), so that a test releases only once its
+ * waiters really wait.  Where the library does not queue there, it pauses
+ * 200 ms instead: this is a synchronisation, not a check. */
+void th_wait_queued(const char *name, long long n);
 /* Median of n values (sorts v). */
 int64_t th_median(int64_t *v, int n);
 
@@ -119,6 +131,10 @@ pid_t th_fork_child(int (*fn)(void *), void *arg);
 int th_wait_child_ms(pid_t pid, long timeout_ms);
 int th_wait_child(pid_t pid);               /* 30 s time-out */
 void th_kill_child(pid_t pid);              /* SIGKILL and reap */
+/* In a child: SIGPIPE at its default disposition and unblocked, as in a
+ * program that never touched it, so that a write on a reset connection
+ * kills the process unless the library itself keeps SIGPIPE away. */
+void th_sigpipe_default(void);
 
 /* Child-side checks: print and _exit(TH_CHILD_FAIL). */
 #define TH_CHECK(cond) do { if (!(cond)) { \
@@ -177,6 +193,27 @@ void th_actor_free(th_actor_t *a);
 /* Kernel tid of the actor thread. */
 pid_t th_actor_tid(th_actor_t *a);
 
+/* A lock call for an actor to make (th_actor_post/call with one of the
+ * th_do_* below as fn): the lock, the abstime of a timed call, and when a
+ * call that may wait returned (CLOCK_MONOTONIC us), which tests compare
+ * with the moment they released the lock. */
+typedef struct th_lockcall {
+    dist_mutex_t *m;
+    dist_rwlock_t *rw;
+    struct timespec ts;
+    int64_t t_done_us;
+} th_lockcall_t;
+
+int th_do_lock(void *c);                    /* dist_mutex_lock, sets t_done_us */
+int th_do_timedlock(void *c);               /* dist_mutex_timedlock(ts), sets t_done_us */
+int th_do_trylock(void *c);
+int th_do_unlock(void *c);
+int th_do_rdlock(void *c);                  /* dist_rwlock_rdlock, sets t_done_us */
+int th_do_wrlock(void *c);                  /* dist_rwlock_wrlock, sets t_done_us */
+int th_do_tryrdlock(void *c);
+int th_do_trywrlock(void *c);
+int th_do_rwunlock(void *c);
+
 /* --------------------------------------------------------------------- procs */
 
 /* A helper process that runs lock calls on request and answers each with
@@ -214,6 +251,12 @@ typedef struct th_proc { pid_t pid; int req_wr, res_rd; } th_proc_t;
 /* env: NULL or a NULL-terminated list of "NAME=VALUE" set in the child
  * before its first library call ("NAME" alone unsets).  0 or -1. */
 int th_proc_start(th_proc_t *p, const char *const *env);
+/* Applies such a list to this process (the library reads its variables
+ * once per process: call it in a child before its first dist_ call). */
+void th_setenv_list(const char *const *env);
+/* A request for op on name with default attributes (all else 0), for a
+ * test to adjust (fair, lease_ms, arg, delay_us) before sending it. */
+void th_proc_req(th_req_t *q, int op, const char *name);
 int th_proc_send(th_proc_t *p, const th_req_t *req);
 /* 0, or -1 on time-out / the process died. */
 int th_proc_recv(th_proc_t *p, th_res_t *res, long timeout_ms);

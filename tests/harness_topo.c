@@ -143,6 +143,14 @@ int tt_test_setup(void **state)
     return 0;
 }
 
+int tt_group_teardown(void **state)
+{
+    (void)state;
+    th_test_teardown(NULL);
+    tt_cleanup();
+    return 0;
+}
+
 /* --------------------------------------------------------------- ports */
 
 static int bound_socket(int *port)
@@ -267,29 +275,14 @@ pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize)
     return spawn(argv, path);
 }
 
+/* The waiting, the kill at the time-out and the decoding of the status are
+ * th_wait_child_ms()'s; this file's registry is ours to clear (a pid left
+ * in it would be killed by tt_cleanup() once the system reuses it). */
 int tt_wait_bg(pid_t pid, long timeout_ms)
 {
-    int64_t deadline = th_now_ms() + timeout_ms;
-    int st;
-    for (;;) {
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid)
-            break;
-        if (r < 0 && errno != EINTR) {
-            tt_forget(pid);
-            return -1;
-        }
-        if (th_now_ms() >= deadline) {
-            kill_ours(pid);
-            tt_forget(pid);
-            return -1;
-        }
-        th_sleep_ms(5);
-    }
+    int st = th_wait_child_ms(pid, timeout_ms);
     tt_forget(pid);
-    if (WIFEXITED(st))
-        return WEXITSTATUS(st);
-    return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 255;
+    return st;
 }
 
 int tt_run(const char *const *argv, long timeout_ms, char **out)
@@ -306,33 +299,9 @@ int tt_run(const char *const *argv, long timeout_ms, char **out)
 
 /* ------------------------------------------------------------ commands */
 
-static redisReply *vcmd_at(int port, long timeout_ms, const char *fmt, va_list ap)
-{
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    redisFree(c);
-    return r;
-}
-
-redisReply *tt_cmd(int port, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = vcmd_at(port, 2000, fmt, ap);
-    va_end(ap);
-    return r;
-}
-
 static int ping(int port)
 {
-    redisReply *r = tt_cmd(port, "PING");
+    redisReply *r = th_cmd_at(port, "PING");
     int ok = r && ((r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0) ||
                    (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0));
     if (r)
@@ -342,7 +311,7 @@ static int ping(int port)
 
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size)
 {
-    redisReply *r = tt_cmd(port, "INFO %s", section);
+    redisReply *r = th_cmd_at(port, "INFO %s", section);
     char *ret = NULL;
     if (r && r->type == REDIS_REPLY_STRING) {
         size_t fl = strlen(field);
@@ -494,7 +463,7 @@ int tt_replica_start(th_server_t *s, int master_port)
 /* Field of a SENTINEL MASTER reply (a flat field/value array). */
 static long long sentinel_field(int port, const char *master, const char *field)
 {
-    redisReply *r = tt_cmd(port, "SENTINEL MASTER %s", master);
+    redisReply *r = th_cmd_at(port, "SENTINEL MASTER %s", master);
     long long v = -1;
     if (r && r->type == REDIS_REPLY_ARRAY)
         for (size_t i = 0; i + 1 < r->elements; i += 2)
@@ -586,7 +555,7 @@ void tt_sentinels_stop(tt_sentinels_t *st)
 
 int tt_sentinel_master_port(const tt_sentinels_t *st, int i)
 {
-    redisReply *r = tt_cmd(st->s[i].port, "SENTINEL get-master-addr-by-name %s", st->master);
+    redisReply *r = th_cmd_at(st->s[i].port, "SENTINEL get-master-addr-by-name %s", st->master);
     int port = -1;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING)
         port = atoi(r->element[1]->str);
@@ -617,7 +586,7 @@ int tt_cluster_index(const tt_cluster_t *c, int port)
 
 int tt_cluster_slot_map(const tt_cluster_t *c, int i, int *map)
 {
-    redisReply *r = tt_cmd(c->node[i].port, "CLUSTER SLOTS");
+    redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER SLOTS");
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         if (r)
             freeReplyObject(r);
@@ -667,7 +636,7 @@ static int cluster_ok(void *p)
     for (int i = 0; ok && i < TT_CLUSTER_NODES; i++) {
         if (!c->node[i].pid)
             continue;
-        redisReply *r = tt_cmd(c->node[i].port, "CLUSTER INFO");
+        redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER INFO");
         ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
         if (r)
             freeReplyObject(r);
@@ -795,7 +764,7 @@ int tt_cluster_start(tt_cluster_t *c)
             return -1;
         }
         for (int i = 0; i < TT_CLUSTER_NODES; i++) {
-            redisReply *r = tt_cmd(c->node[i].port, "CLUSTER MYID");
+            redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER MYID");
             if (r && r->type == REDIS_REPLY_STRING)
                 snprintf(c->id[i], sizeof c->id[i], "%s", r->str);
             if (r)
@@ -986,18 +955,7 @@ static int stress_proc(void *p)
     tt_stress_t *s = p;
     const tt_stress_cfg_t *cfg = &s->cfg;
     alarm(0);
-    for (const char *const *e = cfg->env; e && *e; e++) {
-        const char *eq = strchr(*e, '=');
-        if (eq) {
-            char k[128];
-            size_t n = (size_t)(eq - *e) < sizeof k - 1 ? (size_t)(eq - *e) : sizeof k - 1;
-            memcpy(k, *e, n);
-            k[n] = 0;
-            setenv(k, eq + 1, 1);
-        } else {
-            unsetenv(*e);
-        }
-    }
+    th_setenv_list(cfg->env);
     dist_mutex_t m[TT_MAX_NAMES];
     dist_mutexattr_t at;
     dist_mutexattr_init(&at);

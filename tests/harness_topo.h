@@ -34,6 +34,9 @@ void tt_cleanup(void);
  * whose handler kills every topology process before ending the suite. */
 int tt_test_setup(void **state);
 void tt_alarm(unsigned seconds);
+/* Group teardown of a topology suite: th_test_teardown() (children left
+ * by the last test), then tt_cleanup(). */
+int tt_group_teardown(void **state);
 #define TT_TEST(f) cmocka_unit_test_setup_teardown(f, tt_test_setup, th_test_teardown)
 
 /* Runs argv (argv[0] looked up in PATH) with stdout+stderr into a file of
@@ -43,12 +46,11 @@ void tt_alarm(unsigned seconds);
 int tt_run(const char *const *argv, long timeout_ms, char **out);
 /* The same in the background: the pid, or -1.  Output in *logpath. */
 pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize);
-/* Waits for a tt_run_bg() process: exit status as tt_run(), -1 on
- * time-out (it is then killed). */
+/* Waits for a tt_run_bg() process: th_wait_child_ms() (exit status as
+ * tt_run(), -1 on time-out, when it is killed), and forgets its pid. */
 int tt_wait_bg(pid_t pid, long timeout_ms);
 
-/* A reply to a command on 127.0.0.1:port; NULL if unreachable. */
-redisReply *tt_cmd(int port, const char *fmt, ...);
+/* Commands to these servers: th_cmd_at() and th_cmd_at_ll() of harness.h. */
 /* The value of field `field` in "INFO section" of port into buf; buf or
  * NULL if absent/unreachable. */
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size);

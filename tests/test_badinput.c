@@ -970,9 +970,7 @@ static void test_binary_names(void **state)
     for (size_t i = 0; i < n; i++) {
         th_res_t res;
         th_req_t q;
-        memset(&q, 0, sizeof q);
-        q.op = TH_M_TRYLOCK;
-        snprintf(q.name, sizeof q.name, "%s", full[i]);
+        th_proc_req(&q, TH_M_TRYLOCK, full[i]);
         int rc = th_proc_call(&pr, &q, &res);
         char d[120], e[80];
         snprintf(d, sizeof d, "other process: trylock \"%s\" (held)", esc(names[i], e, sizeof e));

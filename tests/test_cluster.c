@@ -45,14 +45,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 static int g_map[16384];
 
 /* Slot -> master port, as node 0 sees it (a static buffer). */
@@ -112,7 +104,7 @@ static void test_thousand_names(void **state)
     static const char *samples[] = { "distlock:{cn.1}", "distlock:{cn.1}:q", "foo", "{user1000}.following",
                                      "a{}b", "x{y}z{w}" };
     for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
-        redisReply *r = tt_cmd(g_c.node[0].port, "CLUSTER KEYSLOT %s", samples[i]);
+        redisReply *r = th_cmd_at(g_c.node[0].port, "CLUSTER KEYSLOT %s", samples[i]);
         assert_non_null(r);
         assert_int_equal((unsigned)r->integer, tt_key_slot(samples[i], strlen(samples[i])));
         freeReplyObject(r);
@@ -142,7 +134,7 @@ static void test_thousand_names(void **state)
         int port = g_c.node[g_masters[mi]].port;
         char cursor[32] = "0";
         do {
-            redisReply *r = tt_cmd(port, "SCAN %s MATCH distlock:{cn.* COUNT 1000", cursor);
+            redisReply *r = th_cmd_at(port, "SCAN %s MATCH distlock:{cn.* COUNT 1000", cursor);
             assert_non_null(r);
             assert_int_equal(r->type, REDIS_REPLY_ARRAY);
             snprintf(cursor, sizeof cursor, "%s", r->element[0]->str);
@@ -175,10 +167,8 @@ static void test_thousand_names(void **state)
             fail_msg("no key of cn.%d on any master", i);
         char key[64];
         snprintf(key, sizeof key, "distlock:{cn.%d}", i);
-        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
-        if (!r || r->integer != 1)
+        if (th_cmd_at_ll(owner[i], "EXISTS %s", key) != 1)
             fail_msg("cn.%d is held but %s is not on %d", i, key, owner[i]);
-        freeReplyObject(r);
         for (int mi = 0; mi < 3; mi++)
             if (g_c.node[g_masters[mi]].port == owner[i])
                 per_master[mi]++;
@@ -200,10 +190,8 @@ static void test_thousand_names(void **state)
     for (int i = 0; i < NNAMES; i++) {
         char key[64];
         snprintf(key, sizeof key, "distlock:{cn.%d}", i);
-        redisReply *r = tt_cmd(owner[i], "EXISTS %s", key);
-        if (!r || r->integer != 0)
+        if (th_cmd_at_ll(owner[i], "EXISTS %s", key) != 0)
             fail_msg("%s still held after unlock", key);
-        freeReplyObject(r);
     }
     th_pipe_close(&a.up);
     th_pipe_close(&a.down);
@@ -217,24 +205,6 @@ static int slot_on(unsigned slot, void *p)
 {
     struct on_port *o = p;
     return o->map[slot] == o->port;
-}
-
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
-}
-
-static long long zcard_at(int port, const char *key)
-{
-    redisReply *r = tt_cmd(port, "ZCARD %s", key);
-    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return n;
 }
 
 static void test_wakeup(void **state)
@@ -255,26 +225,19 @@ static void test_wakeup(void **state)
         name_where(name, sizeof name, "cw", &n, slot_on, &o);
         snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
         for (int i = 0; i < ROUNDS; i++) {
-            TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
-            th_req_t q;
-            memset(&q, 0, sizeof q);
-            q.op = TH_M_LOCK;
-            snprintf(q.name, sizeof q.name, "%s", name);
-            assert_int_equal(th_proc_send(&w, &q), 0);
-            int64_t end = th_now_ms() + 3000;
-            while (zcard_at(port, qkey) < 1 && th_now_ms() < end)
-                th_sleep_ms(2);
-            if (zcard_at(port, qkey) < 1)
+            TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+            assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
+            if (!th_wait_zcard_at(port, qkey, 1, 3000))
                 fail_msg("the waiter never queued on %s (master %d)", name, port);
             int64_t t_rel = th_now_us();
             th_res_t ru;
-            TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, &ru), 0);
+            TH_ASSERT_RC(th_proc_opa(&h, TH_M_UNLOCK, name, 0, &ru), 0);
             unl[nl] = ru.t_done_us - ru.t_start_us;
             th_res_t r;
             assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
             TH_ASSERT_RC(r.rc, 0);
             lat[nl++] = r.t_done_us - t_rel;
-            TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+            TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
         }
     }
     int64_t worst = 0;
@@ -289,7 +252,7 @@ static void test_wakeup(void **state)
     printf("\n");
     int64_t med = th_median(lat, nl);
     th_res_t st;
-    TH_ASSERT_RC(call(&w, TH_STATS, "", &st), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_STATS, "", 0, &st), 0);
     printf("cluster wake-up: a waiting process got a released lock in median %lld us, worst %lld us "
            "(%d handoffs over 3 masters; fallback checks %llu)\n", (long long)med, (long long)worst, nl,
            (unsigned long long)st.fence);
@@ -324,20 +287,14 @@ static void test_late_grant(void **state)
     char name[64], qkey[128];
     name_where(name, sizeof name, "clate", &n, slot_on, &o);
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
-    TH_ASSERT_RC(call(&h, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
-    int64_t end = th_now_ms() + 3000;
-    while (zcard_at(o.port, qkey) < 1 && th_now_ms() < end)
-        th_sleep_ms(2);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
+    th_wait_zcard_at(o.port, qkey, 1, 3000);
     kill(w.pid, SIGSTOP);
-    TH_ASSERT_RC(call(&h, TH_M_UNLOCK, name, NULL), 0);     /* granted to the stopped waiter */
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);     /* granted to the stopped waiter */
     th_sleep_ms(2600);                                      /* its claim lapses */
     th_res_t r1;
-    int rc1 = call(&p1, TH_M_TRYLOCK, name, &r1);
+    int rc1 = th_proc_opa(&p1, TH_M_TRYLOCK, name, 0, &r1);
     kill(w.pid, SIGCONT);
     if (rc1 != 0 && rc1 != EOWNERDEAD)
         fail_msg("after the grant lapsed, trylock = %s (%s)", th_errname(rc1), r1.err);
@@ -346,12 +303,12 @@ static void test_late_grant(void **state)
         fail_msg("the stalled waiter returned %s from a lapsed grant while another process holds "
                  "the lock (two holders)", th_errname(rw.rc));
     int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(call(&p1, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p1, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_recv(&w, &rw, 10000), 0);
     TH_ASSERT_RC(rw.rc, 0);
     print_message("late grant: the waiter went on waiting and got the lock %lld ms after the "
                   "other holder released it\n", (long long)((rw.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(call(&w, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&h), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     assert_int_equal(th_proc_stop(&p1), 0);
@@ -373,8 +330,8 @@ static void test_wait_query(void **state)
         struct on_port o = { map, g_c.node[g_masters[mi]].port };
         char name[64];
         name_where(name, sizeof name, "cwait", &n, slot_on, &o);
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     }
     assert_int_equal(th_proc_stop(&p), 0);
 }
@@ -387,15 +344,6 @@ static int slot_low(unsigned slot, void *p)
 {
     (void)p;
     return slot < MOVE_SLOTS;
-}
-
-static long long exists_at(int port, const char *key)
-{
-    redisReply *r = tt_cmd(port, "EXISTS %s", key);
-    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return v;
 }
 
 static void test_reshard_stress(void **state)
@@ -440,7 +388,7 @@ static void test_reshard_stress(void **state)
     int st1 = tt_wait_bg(rp, 30000);
     int64_t r1 = th_now_ms();
     uint64_t h1 = tt_stress_holds(s);
-    long long moved_to_b = exists_at(g_c.node[ib].port, key0);
+    long long moved_to_b = th_cmd_at_ll(g_c.node[ib].port, "EXISTS %s", key0);
     /* redis-cli refuses to reshard until every node has the new map. */
     int agreed = tt_cluster_wait_ok(&g_c, 10000);
     int64_t r1b = th_now_ms();
@@ -449,7 +397,7 @@ static void test_reshard_stress(void **state)
     int st2 = tt_wait_bg(rp2, 30000);
     int64_t r2 = th_now_ms();
     uint64_t h2 = tt_stress_holds(s);
-    long long back_on_a = exists_at(g_c.node[ia].port, key0);
+    long long back_on_a = th_cmd_at_ll(g_c.node[ia].port, "EXISTS %s", key0);
     th_sleep_ms(300);
 
     tt_stress_report_t rep;
@@ -605,5 +553,5 @@ int main(void)
         TT_TEST(test_reshard_stress),
         TT_TEST(test_master_failover),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }

@@ -107,19 +107,51 @@ static void test_lasterror_per_thread(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(lasterror_thread_child, &a));
 }
 
+/* What such a child gets: the server's URL and its ends of the pipes. */
+struct lost_arg { const char *url; int up, down; };
+
+/* A private server, and a child (fn) that uses it through a.url, reports
+ * each step on `up` and waits for our go on `down`: the set-up of the
+ * tests in which that server fails under the child. */
+struct lost_run { th_server_t s; th_pipe_t up, down; struct lost_arg a; pid_t pid; };
+
+static void lost_run_start(struct lost_run *r, int (*fn)(void *))
+{
+    assert_int_equal(th_server_start(&r->s), 0);
+    th_pipe_open(&r->up);
+    th_pipe_open(&r->down);
+    r->a = (struct lost_arg){ r->s.url, r->up.wr, r->down.rd };
+    r->pid = th_fork_child(fn, &r->a);
+}
+
+/* Waits for the child, stops the server, closes the pipes: the child's
+ * exit status. */
+static int lost_run_end(struct lost_run *r)
+{
+    int st = th_wait_child(r->pid);
+    th_server_stop(&r->s);
+    th_pipe_close(&r->up);
+    th_pipe_close(&r->down);
+    return st;
+}
+
+/* The first calls after the server came back may still meet a connection
+ * to the old one: up to 5 more attempts while they give EIO. */
+static int lock_when_back(dist_mutex_t *m)
+{
+    int rc = dist_mutex_lock(m);
+    for (int i = 0; rc == EIO && i < 5; i++)
+        rc = dist_mutex_lock(m);
+    return rc;
+}
+
 /* The server dies (SIGKILL) while the child holds a lock; the child, with
  * the default SIGPIPE disposition, unlocks, relocks, keeps renewing, and
  * recovers when the server comes back on the same port. */
-struct lost_arg { const char *url; int up, down; };
-
 static int server_lost_child(void *p)
 {
     struct lost_arg *a = p;
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    th_sigpipe_default();
     setenv("DISTLOCK_URL", a->url, 1);
     setenv("DISTLOCK_IO_TIMEOUT_MS", "500", 1);
     setenv("DISTLOCK_LEASE_MS", "600", 1);        /* the watchdog writes every 200 ms */
@@ -150,9 +182,7 @@ static int server_lost_child(void *p)
     th_send(a->up, 2, 0, 0, 0);
     TH_CHECK(th_recv(a->down, &msg, 20000) == 0);     /* the server is back (empty) */
     t0 = th_now_ms();
-    rc = dist_mutex_lock(&m);
-    for (int i = 0; rc == EIO && i < 5; i++)
-        rc = dist_mutex_lock(&m);
+    rc = lock_when_back(&m);
     TH_CHECK_RC(rc, 0);
     TH_CHECK(th_now_ms() - t0 < 5000);
     TH_CHECK_RC(dist_mutex_unlock(&m), 0);
@@ -165,36 +195,28 @@ static int server_lost_child(void *p)
 
 static void test_server_lost_while_held(void **state)
 {
-    th_server_t s;
-    assert_int_equal(th_server_start(&s), 0);
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    struct lost_arg a = { s.url, up.wr, down.rd };
-    pid_t pid = th_fork_child(server_lost_child, &a);
+    struct lost_run r;
+    lost_run_start(&r, server_lost_child);
     th_msg_t msg;
-    if (th_recv(up.rd, &msg, 20000) != 0) {
-        th_server_kill(&s);
-        fail_msg("child never locked (status %d)", th_wait_child_ms(pid, 1000));
+    if (th_recv(r.up.rd, &msg, 20000) != 0) {
+        th_server_kill(&r.s);
+        fail_msg("child never locked (status %d)", th_wait_child_ms(r.pid, 1000));
     }
     /* Stall it first, so requests (the watchdog's renewals) sit unread in
      * its socket buffers: then its death resets those connections (RST),
      * and any later write on them raises SIGPIPE unless it is blocked. */
-    th_server_pause(&s);
+    th_server_pause(&r.s);
     th_sleep_ms(700);
-    th_server_kill(&s);
-    th_send(down.wr, 1, 0, 0, 0);
-    if (th_recv(up.rd, &msg, 20000) != 0) {
-        int st = th_wait_child_ms(pid, 1000);
+    th_server_kill(&r.s);
+    th_send(r.down.wr, 1, 0, 0, 0);
+    if (th_recv(r.up.rd, &msg, 20000) != 0) {
+        int st = th_wait_child_ms(r.pid, 1000);
         fail_msg("child died while the server was down: status %d%s", st,
                  st == 128 + SIGPIPE ? " (SIGPIPE)" : "");
     }
-    assert_int_equal(th_server_restart(&s), 0);
-    th_send(down.wr, 2, 0, 0, 0);
-    int st = th_wait_child(pid);
-    th_server_stop(&s);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    assert_int_equal(th_server_restart(&r.s), 0);
+    th_send(r.down.wr, 2, 0, 0, 0);
+    int st = lost_run_end(&r);
     if (st != 0)
         fail_msg("child status %d%s", st, st == 128 + SIGPIPE ? " (killed by SIGPIPE)" : "");
 }
@@ -222,9 +244,7 @@ static int stalled_child(void *p)
     TH_CHECK(dist_lasterror()[0] != 0);
     th_send(a->up, 2, 0, 0, 0);
     TH_CHECK(th_recv(a->down, &msg, 20000) == 0);     /* resumed */
-    int rc = dist_mutex_lock(&m);
-    for (int i = 0; rc == EIO && i < 5; i++)
-        rc = dist_mutex_lock(&m);
+    int rc = lock_when_back(&m);
     TH_CHECK(rc == 0 || rc == EOWNERDEAD);
     TH_CHECK_RC(dist_mutex_unlock(&m), 0);
     return 0;
@@ -232,26 +252,18 @@ static int stalled_child(void *p)
 
 static void test_server_stalled(void **state)
 {
-    th_server_t s;
-    assert_int_equal(th_server_start(&s), 0);
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    struct lost_arg a = { s.url, up.wr, down.rd };
-    pid_t pid = th_fork_child(stalled_child, &a);
+    struct lost_run r;
+    lost_run_start(&r, stalled_child);
     th_msg_t msg;
-    int ok = th_recv(up.rd, &msg, 20000) == 0;
+    int ok = th_recv(r.up.rd, &msg, 20000) == 0;
     if (ok) {
-        th_server_pause(&s);
-        th_send(down.wr, 1, 0, 0, 0);
-        ok = th_recv(up.rd, &msg, 20000) == 0;
-        th_server_resume(&s);
-        th_send(down.wr, 2, 0, 0, 0);
+        th_server_pause(&r.s);
+        th_send(r.down.wr, 1, 0, 0, 0);
+        ok = th_recv(r.up.rd, &msg, 20000) == 0;
+        th_server_resume(&r.s);
+        th_send(r.down.wr, 2, 0, 0, 0);
     }
-    int st = th_wait_child(pid);
-    th_server_stop(&s);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    int st = lost_run_end(&r);
     if (st != 0)
         fail_msg("child status %d", st);
     assert_true(ok);

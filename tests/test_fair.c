@@ -11,12 +11,12 @@
 
 #define NW 5
 
+/* Every request of these tests asks for a fair mutex: the attribute is
+ * applied when the helper process first makes its object of that name. */
 static void fair_req(th_req_t *q, int op, const char *name)
 {
-    memset(q, 0, sizeof *q);
-    q->op = op;
+    th_proc_req(q, op, name);
     q->fair = 1;
-    snprintf(q->name, sizeof q->name, "%s", name);
 }
 
 static void init_fair(dist_mutex_t *m, const char *name)
@@ -26,6 +26,22 @@ static void init_fair(dist_mutex_t *m, const char *name)
     TH_ASSERT_RC(dist_mutexattr_setfair(&at, 1), 0);
     TH_ASSERT_RC(dist_mutex_init(m, name, &at), 0);
     TH_ASSERT_RC(dist_mutexattr_destroy(&at), 0);
+}
+
+/* Each of the n procs in turn asks for the fair mutex name, and is seen in
+ * its queue (qkey) before the next one asks: their arrival order in Redis
+ * is 0..n-1.  pause_ms: a further pause after each one. */
+static void queue_in_order(th_proc_t *p, int n, const char *name, const char *qkey, long pause_ms)
+{
+    th_req_t q;
+    for (int i = 0; i < n; i++) {
+        fair_req(&q, TH_M_LOCK, name);
+        assert_int_equal(th_proc_send(&p[i], &q), 0);
+        if (!th_wait_zcard(qkey, i + 1, 5000))
+            fail_msg("waiter %d never showed up in %s", i, qkey);
+        if (pause_ms)
+            th_sleep_ms(pause_ms);
+    }
 }
 
 /* Which of the n procs (skipping done[i]) answers first; -1 on time-out. */
@@ -68,14 +84,8 @@ static void test_fair_arrival_order(void **state)
         assert_int_equal(th_proc_start(&p[i], NULL), 0);
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, NW, name, qkey, 30);
     th_req_t q;
-    for (int i = 0; i < NW; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-        th_sleep_ms(30);
-    }
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
     int done[NW] = { 0 };
@@ -101,21 +111,6 @@ static void test_fair_arrival_order(void **state)
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
 
-struct lock_call { dist_mutex_t *m; int64_t t_done_us; };
-
-static int do_lock(void *p)
-{
-    struct lock_call *c = p;
-    int rc = dist_mutex_lock(c->m);
-    c->t_done_us = th_now_us();
-    return rc;
-}
-
-static int do_unlock(void *p)
-{
-    return dist_mutex_unlock(((struct lock_call *)p)->m);
-}
-
 /* A thread of the holding process that starts waiting after another process
  * queued must not get the lock first (no local handoff past it). */
 static void test_fair_no_local_handoff_past_process(void **state)
@@ -128,7 +123,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
     th_actor_t *b = th_actor_new();
-    struct lock_call c = { &m, 0 };
+    th_lockcall_t c = { .m = &m };
 
     for (int round = 0; round < 3; round++) {
         TH_ASSERT_RC(dist_mutex_lock(&m), 0);
@@ -137,7 +132,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
         assert_int_equal(th_proc_send(&p, &q), 0);
         if (!th_wait_zcard(qkey, 1, 5000))
             fail_msg("the other process never queued");
-        th_actor_post(b, do_lock, &c);
+        th_actor_post(b, th_do_lock, &c);
         th_sleep_ms(150);                          /* b now waits too */
         TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
@@ -153,7 +148,7 @@ static void test_fair_no_local_handoff_past_process(void **state)
         assert_int_equal(th_actor_wait(b, &rc, 10000), 0);
         TH_ASSERT_RC(rc, 0);
         assert_true(c.t_done_us > r.t_done_us);
-        TH_ASSERT_RC(th_actor_call(b, do_unlock, &c), 0);
+        TH_ASSERT_RC(th_actor_call(b, th_do_unlock, &c), 0);
     }
     th_actor_free(b);
     assert_int_equal(th_proc_stop(&p), 0);
@@ -175,13 +170,8 @@ static void test_fair_dead_waiter(void **state)
         assert_int_equal(th_proc_start(&p[i], env), 0);
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, 4, name, qkey, 0);
     th_req_t q;
-    for (int i = 0; i < 4; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-    }
     th_proc_kill(&p[0]);                      /* the head of the queue dies */
     int64_t t0 = th_now_ms();
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
@@ -226,13 +216,8 @@ static void test_fair_expired_dead_waiter_skipped(void **state)
     for (int i = 0; i < 3; i++)
         assert_int_equal(th_proc_start(&p[i], env), 0);
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    queue_in_order(p, 3, name, qkey, 0);
     th_req_t q;
-    for (int i = 0; i < 3; i++) {
-        fair_req(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
-        if (!th_wait_zcard(qkey, i + 1, 5000))
-            fail_msg("waiter %d never showed up in %s", i, qkey);
-    }
     th_proc_kill(&p[1]);
     th_sleep_ms(1800);                        /* past the dead one's deadline */
     int done[3] = { 0, 1, 0 };

@@ -208,16 +208,8 @@ static void test_killed_holder_in_busy_run(void **state)
 /* Waits until ZCARD of key on port reaches n (5 s at most). */
 static void wait_zcard_at(int port, const char *key, long long n)
 {
-    for (int i = 0; i < 500; i++) {
-        redisReply *r = th_cmd_at(port, "ZCARD %s", key);
-        long long got = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-        if (r)
-            freeReplyObject(r);
-        if (got >= n)
-            return;
-        th_sleep_ms(10);
-    }
-    fail_msg("%lld waiter(s) never queued in %s", n, key);
+    if (!th_wait_zcard_at(port, key, n, 5000))
+        fail_msg("%lld waiter(s) never queued in %s", n, key);
 }
 
 /* A separate server, restarted (SIGTERM, no persistence: all data gone)
@@ -644,11 +636,7 @@ static void *pipe_worker(void *p)
 static int sigpipe_child(void *p)
 {
     struct pipe_arg *a = p;
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    th_sigpipe_default();
     setenv("DISTLOCK_URL", a->url, 1);
     setenv("DISTLOCK_IO_TIMEOUT_MS", "300", 1);
     setenv("DISTLOCK_LEASE_MS", "900", 1);

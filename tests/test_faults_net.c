@@ -499,11 +499,7 @@ static void *rst_worker(void *p)
 static int rst_child(void *p)
 {
     struct rst_arg *a = p;
-    signal(SIGPIPE, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGPIPE);
-    sigprocmask(SIG_UNBLOCK, &set, NULL);
+    th_sigpipe_default();
     setenv("DISTLOCK_URL", a->url, 1);
     setenv("DISTLOCK_IO_TIMEOUT_MS", "200", 1);
     dist_mutex_t m, h;

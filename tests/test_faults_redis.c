@@ -296,6 +296,25 @@ static void at_cmd(int port, const char *fmt, int arg)
         fail_msg("%s: took %lld ms for an error reply", what, \
                  (long long)(((res).t_done_us - (res).t_start_us) / 1000)); } while (0)
 
+/* While the server refuses writes (it says w1 or w2): each kind of
+ * acquisition by p, lock, trylock and timedlock (timed_ms) of the mutex m
+ * and rdlock of the rwlock rw, gives EIO at once with the server's words.
+ * tag: the condition, in the printed lock result. */
+static void assert_acquisitions_refused(th_proc_t *p, const char *m, const char *rw, long timed_ms,
+                                        const char *w1, const char *w2, const char *tag)
+{
+    th_res_t res;
+    int rc = th_proc_opa(p, TH_M_LOCK, m, 0, &res);
+    print_message("%s: lock: %s \"%s\"\n", tag, th_errname(rc), res.err);
+    ASSERT_EIO_SAYS(rc, res, w1, w2, "lock");
+    rc = th_proc_opa(p, TH_M_TRYLOCK, m, 0, &res);
+    ASSERT_EIO_SAYS(rc, res, w1, w2, "trylock");
+    rc = th_proc_opa(p, TH_M_TIMEDLOCK, m, timed_ms, &res);
+    ASSERT_EIO_SAYS(rc, res, w1, w2, "timedlock");
+    rc = th_proc_opa(p, TH_RW_RDLOCK, rw, 0, &res);
+    ASSERT_EIO_SAYS(rc, res, w1, w2, "rdlock");
+}
+
 /* A separate server holding some data reaches maxmemory (CONFIG SET
  * maxmemory 1, noeviction): new writes are refused with OOM.  lock,
  * trylock, timedlock, rdlock and a blocking lock that has to queue all
@@ -333,17 +352,9 @@ static void test_oom_refused(void **state)
     if (at_ll(s.port, "SET %s x", "oom-probe") != -2)
         fail_msg("the server still accepts writes with maxmemory 1");
 
+    assert_acquisitions_refused(&q, b, rw, 5000, "OOM", "maxmemory", "OOM");
     th_res_t res;
-    int rc = th_proc_opa(&q, TH_M_LOCK, b, 0, &res);
-    print_message("OOM: lock: %s \"%s\"\n", th_errname(rc), res.err);
-    ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "lock");
-    rc = th_proc_opa(&q, TH_M_TRYLOCK, b, 0, &res);
-    ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "trylock");
-    rc = th_proc_opa(&q, TH_M_TIMEDLOCK, b, 5000, &res);
-    ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "timedlock");
-    rc = th_proc_opa(&q, TH_RW_RDLOCK, rw, 0, &res);
-    ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "rdlock");
-    rc = th_proc_opa(&q, TH_M_LOCK, a, 0, &res);                 /* held by p: must queue */
+    int rc = th_proc_opa(&q, TH_M_LOCK, a, 0, &res);             /* held by p: must queue */
     print_message("OOM: lock that must queue: %s \"%s\"\n", th_errname(rc), res.err);
     ASSERT_EIO_SAYS(rc, res, "OOM", "maxmemory", "lock that must queue");
     TH_ASSERT_RC(th_proc_opa(&q, TH_M_UNLOCK, b, 0, NULL), EPERM);   /* nothing was acquired */
@@ -388,16 +399,7 @@ static void test_readonly_replica(void **state)
     char a[128], rw[128];
     th_name(a, sizeof a, "ro");
     th_name(rw, sizeof rw, "ro-rw");
-    th_res_t res;
-    int rc = th_proc_opa(&p, TH_M_LOCK, a, 0, &res);
-    print_message("replica: lock: %s \"%s\"\n", th_errname(rc), res.err);
-    ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "lock");
-    rc = th_proc_opa(&p, TH_M_TRYLOCK, a, 0, &res);
-    ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "trylock");
-    rc = th_proc_opa(&p, TH_M_TIMEDLOCK, a, 3000, &res);
-    ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "timedlock");
-    rc = th_proc_opa(&p, TH_RW_RDLOCK, rw, 0, &res);
-    ASSERT_EIO_SAYS(rc, res, "READONLY", "read only", "rdlock");
+    assert_acquisitions_refused(&p, a, rw, 3000, "READONLY", "read only", "replica");
     TH_ASSERT_RC(th_proc_opa(&p, TH_M_UNLOCK, a, 0, NULL), EPERM);
 
     at_do(r.port, "REPLICAOF NO ONE");

@@ -139,9 +139,6 @@ static void test_rwlock_fences(void **state)
     th_name(name, sizeof name, "rwfence");
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    snprintf(q.name, sizeof q.name, "%s", name);
     th_res_t r;
 
     dist_rwlock_t rw;
@@ -151,25 +148,19 @@ static void test_rwlock_fences(void **state)
     TH_ASSERT_RC(dist_rwlock_getfence(&rw, &f1), 0);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
 
-    q.op = TH_RW_WRLOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
-    q.op = TH_RW_FENCE;
-    TH_ASSERT_RC(th_proc_call(&p, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_WRLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_FENCE, name, 0, &r), 0);
     uint64_t f2 = r.fence;
     assert_true(f2 > f1);
-    q.op = TH_RW_UNLOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
     TH_ASSERT_RC(dist_rwlock_getfence(&rw, &f3), 0);
     assert_true(f3 > f2);
-    q.op = TH_RW_RDLOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
-    q.op = TH_RW_FENCE;
-    TH_ASSERT_RC(th_proc_call(&p, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_RDLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_FENCE, name, 0, &r), 0);
     assert_true(r.fence > f3);
-    q.op = TH_RW_UNLOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
 
     /* a mutex and its fence survive between processes too */
@@ -200,19 +191,13 @@ static void test_fence_survives_metadata_loss(void **state)
     th_cmd_do("DEL %s", meta);                        /* as if it had expired */
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    snprintf(q.name, sizeof q.name, "%s", name);
-    q.op = TH_M_LOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
     th_res_t r;
-    q.op = TH_M_FENCE;
-    TH_ASSERT_RC(th_proc_call(&p, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_M_FENCE, name, 0, &r), 0);
     if (r.fence <= f1)
         fail_msg("fence %llu after the metadata was lost is not above the earlier %llu",
                  (unsigned long long)r.fence, (unsigned long long)f1);
-    q.op = TH_M_UNLOCK;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&p), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }

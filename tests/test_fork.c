@@ -72,10 +72,7 @@ static void test_child_holds_nothing(void **state)
         fail_msg("child did not get ready (status %d)", st);
     }
     assert_int_equal(m.tag, 1);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, g_name, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_wait_queued(g_name, 1);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(dist_mutex_unlock(&g_m), 0);
     TH_ASSERT_RC(dist_rwlock_unlock(&g_rw), 0);
@@ -98,34 +95,16 @@ static void test_child_holds_nothing(void **state)
     TH_ASSERT_RC(dist_rwlock_destroy(&g_rw), 0);
 }
 
-struct lock_call { dist_mutex_t *m; int64_t t_done_us; };
-
-static int do_lock(void *p)
-{
-    struct lock_call *c = p;
-    int rc = dist_mutex_lock(c->m);
-    c->t_done_us = th_now_us();
-    return rc;
-}
-
-static int do_unlock(void *p)
-{
-    return dist_mutex_unlock(((struct lock_call *)p)->m);
-}
-
 /* A handoff from another process to a waiting thread of ours by push: the
  * subscriber connection works.  Returns the latency in ms. */
 static long long push_roundtrip(th_proc_t *h, dist_mutex_t *m, const char *name)
 {
     th_actor_t *t = th_actor_new();
-    struct lock_call c = { m, 0 };
+    th_lockcall_t c = { .m = m };
     if (th_proc_op(h, TH_M_LOCK, name) != 0)
         return -1;
-    th_actor_post(t, do_lock, &c);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_actor_post(t, th_do_lock, &c);
+    th_wait_queued(name, 1);
     int64_t t_rel = th_now_us();
     if (th_proc_op(h, TH_M_UNLOCK, name) != 0)
         return -2;
@@ -133,7 +112,7 @@ static long long push_roundtrip(th_proc_t *h, dist_mutex_t *m, const char *name)
     if (th_actor_wait(t, &rc, 15000) != 0 || rc != 0)
         return -3;
     long long el = (c.t_done_us - t_rel) / 1000;
-    if (th_actor_call(t, do_unlock, &c) != 0)
+    if (th_actor_call(t, th_do_unlock, &c) != 0)
         return -4;
     th_actor_free(t);
     return el;
@@ -281,12 +260,9 @@ static void test_fork_while_busy(void **state)
     assert_int_equal(th_proc_start(&h, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, xname), 0);
     th_actor_t *t = th_actor_new();
-    struct lock_call c = { &x, 0 };
-    th_actor_post(t, do_lock, &c);
-    char qkey[300];
-    th_key(qkey, sizeof qkey, xname, ":q");
-    if (!th_wait_zcard(qkey, 1, 3000))
-        th_sleep_ms(200);
+    th_lockcall_t c = { .m = &x };
+    th_actor_post(t, th_do_lock, &c);
+    th_wait_queued(xname, 1);
 
     for (int i = 0; i < 6; i++) {
         pid_t pid = th_fork_child(child_after_busy_fork, xname);
@@ -303,7 +279,7 @@ static void test_fork_while_busy(void **state)
     if ((c.t_done_us - t_rel) / 1000 > 1000)
         fail_msg("the parent's waiting thread woke %lld ms after the release",
                  (long long)((c.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), 0);
     th_actor_free(t);
     TH_ASSERT_RC(dist_mutex_unlock(&g_m), 0);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_TRYLOCK, g_name), 0);

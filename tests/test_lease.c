@@ -142,10 +142,8 @@ static void test_fixed_lease_taken_over(void **state)
     th_proc_t h;
     assert_int_equal(th_proc_start(&h, NULL), 0);
     th_req_t q;
-    memset(&q, 0, sizeof q);
-    snprintf(q.name, sizeof q.name, "%s", name);
+    th_proc_req(&q, TH_M_LOCK, name);
     q.lease_ms = 300;
-    q.op = TH_M_LOCK;
     TH_ASSERT_RC(th_proc_call(&h, &q, NULL), 0);
     th_res_t res;
     q.op = TH_M_FENCE;

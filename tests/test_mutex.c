@@ -9,21 +9,6 @@
 #include <pthread.h>
 #include <string.h>
 
-/* ------------------------------------------------------------ small helpers */
-
-struct mcall { dist_mutex_t *m; struct timespec ts; uint64_t fence; int64_t t_done; };
-
-static int do_lock(void *p) { struct mcall *c = p; int rc = dist_mutex_lock(c->m); c->t_done = th_now_ms(); return rc; }
-static int do_trylock(void *p) { return dist_mutex_trylock(((struct mcall *)p)->m); }
-static int do_unlock(void *p) { return dist_mutex_unlock(((struct mcall *)p)->m); }
-static int do_timedlock(void *p)
-{
-    struct mcall *c = p;
-    int rc = dist_mutex_timedlock(c->m, &c->ts);
-    c->t_done = th_now_ms();
-    return rc;
-}
-
 /* ------------------------------------------------------------------- tests */
 
 static void test_reentrant_counts(void **state)
@@ -144,22 +129,22 @@ static void test_other_thread_busy_and_eperm(void **state)
     dist_mutex_t m;
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct mcall c = { .m = &m };
+    th_lockcall_t c = { .m = &m };
 
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), EPERM);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), EPERM);
     c.ts = th_abstime_ms(-10);
-    TH_ASSERT_RC(th_actor_call(t, do_timedlock, &c), ETIMEDOUT);
+    TH_ASSERT_RC(th_actor_call(t, th_do_timedlock, &c), ETIMEDOUT);
     /* the failed unlock by the other thread did not release it */
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c), EBUSY);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
     /* and the other way round */
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c), 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m), EBUSY);
     TH_ASSERT_RC(dist_mutex_unlock(&m), EPERM);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
 
@@ -175,20 +160,20 @@ static void test_two_objects_one_name(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m1, name, NULL), 0);
     TH_ASSERT_RC(dist_mutex_init(&m2, name, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct mcall c2 = { .m = &m2 }, c1 = { .m = &m1 };
+    th_lockcall_t c2 = { .m = &m2 }, c1 = { .m = &m1 };
 
     TH_ASSERT_RC(dist_mutex_lock(&m1), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c2), EBUSY);   /* one lock */
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c2), EBUSY);   /* one lock */
     TH_ASSERT_RC(dist_mutex_lock(&m2), 0);                    /* reentrant */
     TH_ASSERT_RC(dist_mutex_unlock(&m2), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c2), EBUSY);   /* one hold left */
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c2), EBUSY);   /* one hold left */
     TH_ASSERT_RC(dist_mutex_unlock(&m1), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m2), EPERM);
     TH_ASSERT_RC(dist_mutex_unlock(&m1), EPERM);
 
-    TH_ASSERT_RC(th_actor_call(t, do_trylock, &c2), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trylock, &c2), 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m1), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c1), 0);        /* unlock through the other object */
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c1), 0);     /* unlock through the other object */
     TH_ASSERT_RC(dist_mutex_trylock(&m1), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m1), 0);
 
@@ -232,12 +217,9 @@ static void test_trylock_does_not_wait_behind_waiter(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
     th_actor_t *t = th_actor_new();
-    struct mcall c = { .m = &m };
-    th_actor_post(t, do_lock, &c);
-    char q[300];
-    th_key(q, sizeof q, name, ":q");
-    if (!th_wait_zcard(q, 1, 3000))
-        th_sleep_ms(200);
+    th_lockcall_t c = { .m = &m };
+    th_actor_post(t, th_do_lock, &c);
+    th_wait_queued(name, 1);
     for (int i = 0; i < 3; i++) {
         int64_t t0 = th_now_ms();
         TH_ASSERT_RC(dist_mutex_trylock(&m), EBUSY);
@@ -252,7 +234,7 @@ static void test_trylock_does_not_wait_behind_waiter(void **state)
     assert_int_equal(th_actor_wait(t, &rc, 10000), 0);
     TH_ASSERT_RC(rc, 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), 0);
     th_actor_free(t);
     assert_int_equal(th_proc_stop(&p), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
@@ -306,17 +288,18 @@ static void test_timedlock(void **state)
 
     /* released during the wait: acquired well before abstime */
     th_actor_t *t = th_actor_new();
-    struct mcall c = { .m = &m, .ts = th_abstime_ms(8000) };
-    th_actor_post(t, do_timedlock, &c);
+    th_lockcall_t c = { .m = &m, .ts = th_abstime_ms(8000) };
+    th_actor_post(t, th_do_timedlock, &c);
     th_sleep_ms(150);
     int64_t t_rel = th_now_ms();
     TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     int rc = -1;
     assert_int_equal(th_actor_wait(t, &rc, 10000), 0);
     TH_ASSERT_RC(rc, 0);
-    if (c.t_done - t_rel > 2000)
-        fail_msg("timedlock got a released lock only after %lld ms", (long long)(c.t_done - t_rel));
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    if (c.t_done_us / 1000 - t_rel > 2000)
+        fail_msg("timedlock got a released lock only after %lld ms",
+                 (long long)(c.t_done_us / 1000 - t_rel));
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), 0);
     th_actor_free(t);
 
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
@@ -344,18 +327,16 @@ static void test_timedlock_one_deadline(void **state)
     TH_ASSERT_RC(dist_mutex_lock(&m), 0);
     /* another process queues first (fair: it is next) */
     th_req_t req;
-    memset(&req, 0, sizeof req);
-    req.op = TH_M_LOCK;
+    th_proc_req(&req, TH_M_LOCK, name);
     req.fair = 1;
-    snprintf(req.name, sizeof req.name, "%s", name);
     assert_int_equal(th_proc_send(&p, &req), 0);
     assert_true(th_wait_zcard(q, 1, 5000));
 
     /* another thread of ours waits with a 1200 ms deadline */
     th_actor_t *t = th_actor_new();
-    struct mcall c = { .m = &m, .ts = th_abstime_ms(1200) };
+    th_lockcall_t c = { .m = &m, .ts = th_abstime_ms(1200) };
     int64_t t0 = th_now_ms();
-    th_actor_post(t, do_timedlock, &c);
+    th_actor_post(t, th_do_timedlock, &c);
     th_sleep_ms(1000);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);   /* the other process gets it, and holds it */
 
@@ -365,7 +346,7 @@ static void test_timedlock_one_deadline(void **state)
     int rc = -1;
     assert_int_equal(th_actor_wait(t, &rc, 10000), 0);
     TH_ASSERT_RC(rc, ETIMEDOUT);
-    int64_t el = c.t_done - t0;
+    int64_t el = c.t_done_us / 1000 - t0;
     if (el < 1100 || el > 1900)
         fail_msg("timedlock(now+1200ms) returned after %lld ms (2200 = deadline applied twice)",
                  (long long)el);
@@ -426,8 +407,8 @@ static void test_destroy_rules(void **state)
     assert_int_equal(th_proc_start(&p, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
     th_actor_t *t = th_actor_new();
-    struct mcall c = { .m = &m };
-    th_actor_post(t, do_lock, &c);
+    th_lockcall_t c = { .m = &m };
+    th_actor_post(t, th_do_lock, &c);
     char q[300];
     th_key(q, sizeof q, name, ":q");
     if (!th_wait_zcard(q, 1, 3000))
@@ -438,7 +419,7 @@ static void test_destroy_rules(void **state)
     assert_int_equal(th_actor_wait(t, &rc, 10000), 0);
     TH_ASSERT_RC(rc, 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), EBUSY);        /* held by the other thread */
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_unlock, &c), 0);
     th_actor_free(t);
     assert_int_equal(th_proc_stop(&p), 0);
 

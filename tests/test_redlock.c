@@ -32,14 +32,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 static void srv_down(int i)
 {
     pid_t pid = g_srv[i].pid;
@@ -89,15 +81,6 @@ static const char *const *env_for(int n)
 static void start(th_proc_t *p, int n)
 {
     assert_int_equal(th_proc_start(p, env_for(n)), 0);
-}
-
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
 }
 
 /* A short stress run: no overlap, no fence inversion, no lost update. */
@@ -158,20 +141,16 @@ static void test_rwlock(void **state)
     start(&a, 3);
     start(&b, 3);
     start(&c, 3);
-    TH_ASSERT_RC(call(&a, TH_RW_RDLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_RW_TRYRDLOCK, name, NULL), 0);     /* readers share */
-    TH_ASSERT_RC(call(&c, TH_RW_TRYWRLOCK, name, NULL), EBUSY); /* a writer waits */
-    TH_ASSERT_RC(call(&a, TH_RW_UNLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&c, TH_RW_TRYWRLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_RDLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYRDLOCK, name), 0);     /* readers share */
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_TRYWRLOCK, name), EBUSY); /* a writer waits */
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_TRYWRLOCK, name), EBUSY);
     /* A blocked writer gets the lock soon after the last reader leaves. */
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_RW_WRLOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&c, &q), 0);
+    assert_int_equal(th_proc_op_async(&c, TH_RW_WRLOCK, name), 0);
     th_sleep_ms(100);
     int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(call(&b, TH_RW_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, name), 0);
     th_res_t r;
     assert_int_equal(th_proc_recv(&c, &r, 10000), 0);
     TH_ASSERT_RC(r.rc, 0);
@@ -180,17 +159,17 @@ static void test_rwlock(void **state)
                   (long long)lat);
     if (lat > 1000)
         fail_msg("writer waited %lld ms after the readers left", (long long)lat);
-    TH_ASSERT_RC(call(&a, TH_RW_TRYRDLOCK, name, NULL), EBUSY); /* the writer excludes */
-    TH_ASSERT_RC(call(&b, TH_RW_TRYWRLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_TRYRDLOCK, name), EBUSY); /* the writer excludes */
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYWRLOCK, name), EBUSY);
     uint64_t f1;
-    assert_int_equal(call(&c, TH_RW_FENCE, name, &r), 0);
+    assert_int_equal(th_proc_opa(&c, TH_RW_FENCE, name, 0, &r), 0);
     f1 = r.fence;
-    TH_ASSERT_RC(call(&c, TH_RW_UNLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_RW_TRYWRLOCK, name, NULL), 0);
-    assert_int_equal(call(&a, TH_RW_FENCE, name, &r), 0);
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_TRYWRLOCK, name), 0);
+    assert_int_equal(th_proc_opa(&a, TH_RW_FENCE, name, 0, &r), 0);
     if (r.fence <= f1)
         fail_msg("fence %llu after %llu", (unsigned long long)r.fence, (unsigned long long)f1);
-    TH_ASSERT_RC(call(&a, TH_RW_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
     assert_int_equal(th_proc_stop(&c), 0);
@@ -205,8 +184,8 @@ static void latency(th_proc_t *p, const char *name, int n, int64_t *med, int64_t
     *worst = 0;
     for (int i = 0; i < n; i++) {
         th_res_t r1, r2;
-        TH_ASSERT_RC(call(p, TH_M_LOCK, name, &r1), 0);
-        TH_ASSERT_RC(call(p, TH_M_UNLOCK, name, &r2), 0);
+        TH_ASSERT_RC(th_proc_opa(p, TH_M_LOCK, name, 0, &r1), 0);
+        TH_ASSERT_RC(th_proc_opa(p, TH_M_UNLOCK, name, 0, &r2), 0);
         v[i] = r2.t_done_us - r1.t_start_us;
         if (v[i] > *worst)
             *worst = v[i];
@@ -228,10 +207,10 @@ static void test_one_of_three_down(void **state)
     latency(&a, name, 40, &med_up, &worst_up);
     srv_down(1);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), 0);
     int64_t first = r.t_done_us - r.t_start_us;
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     latency(&a, name, 40, &med_down, &worst_down);
     print_message("redlock 3 servers: lock+unlock median %lld us (worst %lld) all up; "
                   "1 down: first lock %lld us, then median %lld us (worst %lld)\n",
@@ -264,16 +243,16 @@ static void test_one_of_three_stalled(void **state)
     th_proc_t a, b;
     assert_int_equal(th_proc_start(&a, env), 0);
     assert_int_equal(th_proc_start(&b, env), 0);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     th_server_pause(&g_srv[1]);
     int64_t t0 = th_now_ms(), worst = 0, total = 0;
     int n = 0, slow = 0;
     while (th_now_ms() - t0 < 2500) {
         th_res_t r1, r2;
-        TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r1), 0);
-        TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
-        TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, &r2), 0);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r1), 0);
+        TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), EBUSY);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_UNLOCK, name, 0, &r2), 0);
         int64_t us = r2.t_done_us - r1.t_start_us;
         worst = us > worst ? us : worst;
         total += us;
@@ -305,9 +284,9 @@ static void test_two_of_five_down(void **state)
     th_proc_t a, b;
     start(&a, 5);
     start(&b, 5);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     int64_t med, worst;
     latency(&b, name, 40, &med, &worst);
     print_message("redlock 5 servers, 2 down: lock+unlock median %lld us (worst %lld)\n",
@@ -323,7 +302,7 @@ static void expect_majority_eio(th_proc_t *p, int op, const char *name, int n, i
                                 const int *down, int ndown)
 {
     th_res_t r;
-    TH_ASSERT_RC(call(p, op, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(p, op, name, 0, &r), EIO);
     int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
     print_message("redlock %d servers, %d down: %s EIO after %lld ms: \"%s\"\n", n, ndown,
                   op == TH_M_LOCK ? "lock" : op == TH_M_TRYLOCK ? "trylock" : "timedlock",
@@ -356,15 +335,15 @@ static void test_majority_down(void **state)
     th_proc_t a, b;
     start(&a, 3);
     start(&b, 5);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     int down3[] = { 0, 2 };
     srv_down(0);
     srv_down(2);
     expect_majority_eio(&a, TH_M_LOCK, name, 3, 2, down3, 2);
     expect_majority_eio(&a, TH_M_TRYLOCK, name, 3, 2, down3, 2);
     expect_majority_eio(&a, TH_M_LOCK, name, 3, 2, down3, 2);   /* again, servers marked down */
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), EPERM);     /* nothing held */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), EPERM);     /* nothing held */
     int down5[] = { 0, 2, 4 };
     srv_down(4);
     expect_majority_eio(&b, TH_M_LOCK, name, 5, 3, down5, 3);
@@ -374,22 +353,22 @@ static void test_majority_down(void **state)
     int64_t t0 = th_now_ms();
     int rc = EIO;
     while (rc != 0 && th_now_ms() - t0 < 5000) {
-        rc = call(&a, TH_M_LOCK, name, NULL);
+        rc = th_proc_op(&a, TH_M_LOCK, name);
         if (rc != 0)
             th_sleep_ms(50);
     }
     TH_ASSERT_RC(rc, 0);
     int64_t back3 = th_now_ms() - t0;
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     t0 = th_now_ms();
     rc = EIO;
     while (rc != 0 && th_now_ms() - t0 < 5000) {
-        rc = call(&b, TH_M_LOCK, name, NULL);
+        rc = th_proc_op(&b, TH_M_LOCK, name);
         if (rc != 0)
             th_sleep_ms(50);
     }
     TH_ASSERT_RC(rc, 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     print_message("redlock: servers back, first lock after %lld ms\n", (long long)back3);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
@@ -405,20 +384,20 @@ static void test_unlock_minority_down(void **state)
     th_proc_t a, b;
     start(&a, 3);
     start(&b, 3);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), EBUSY);
     srv_down(2);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     th_res_t r;
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, &r), 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_opa(&b, TH_M_TRYLOCK, name, 0, &r), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     /* The server comes back empty; holds still need a majority. */
     srv_up(2);
-    TH_ASSERT_RC(call(&b, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), EBUSY);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_TRYLOCK, name), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -434,28 +413,28 @@ static void test_all_restarted(void **state)
     th_name(name, sizeof name, "rlrestart");
     th_proc_t a;
     start(&a, 3);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     for (int i = 0; i < 3; i++)
         srv_down(i);
     all_up();
     th_res_t r;
-    int rc = call(&a, TH_M_LOCK, name, &r);
+    int rc = th_proc_opa(&a, TH_M_LOCK, name, 0, &r);
     print_message("redlock: first lock after every server restarted: %s after %lld ms \"%s\"\n",
                   th_errname(rc), (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
     TH_ASSERT_RC(rc, 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     /* Idle connections closed by the servers (CLIENT KILL, like `timeout`). */
     for (int i = 0; i < 3; i++) {
-        redisReply *k = tt_cmd(g_port[i], "CLIENT KILL TYPE normal");
+        redisReply *k = th_cmd_at(g_port[i], "CLIENT KILL TYPE normal");
         if (k)
             freeReplyObject(k);
     }
-    rc = call(&a, TH_M_LOCK, name, &r);
+    rc = th_proc_opa(&a, TH_M_LOCK, name, 0, &r);
     print_message("redlock: first lock after the servers closed idle connections: %s \"%s\"\n",
                   th_errname(rc), r.err);
     TH_ASSERT_RC(rc, 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
 }
 
@@ -474,13 +453,13 @@ static void test_wait_without_replicas(void **state)
     assert_int_equal(th_proc_start(&a, env), 0);
     start(&b, 3);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), EIO);
     print_message("redlock ?wait=1 without replicas: EIO after %lld ms: \"%s\"\n",
                   (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
     if (!th_contains(r.err, "replica"))
         fail_msg("no word about replicas: \"%s\"", r.err);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);       /* nothing left held */
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), 0);       /* nothing left held */
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -493,10 +472,8 @@ static void test_fair_einval(void **state)
     start(&a, 3);
     th_req_t q;
     th_res_t r;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
+    th_proc_req(&q, TH_M_LOCK, "rlfair");
     q.fair = 1;
-    snprintf(q.name, sizeof q.name, "rlfair");
     TH_ASSERT_RC(th_proc_call(&a, &q, &r), EINVAL);
     print_message("redlock fair mutex: EINVAL: \"%s\"\n", r.err);
     if (!th_contains(r.err, "fair"))
@@ -523,5 +500,5 @@ int main(void)
         TT_TEST(test_wait_without_replicas),
         TT_TEST(test_fair_einval),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }

@@ -11,29 +11,6 @@
 #include <pthread.h>
 #include <string.h>
 
-static void rwreq(th_req_t *q, int op, const char *name)
-{
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    snprintf(q->name, sizeof q->name, "%s", name);
-}
-
-struct rw_call { dist_rwlock_t *rw; struct timespec ts; int64_t t_done_us; };
-
-static int do_rdlock(void *p) { struct rw_call *c = p; int rc = dist_rwlock_rdlock(c->rw); c->t_done_us = th_now_us(); return rc; }
-static int do_wrlock(void *p) { struct rw_call *c = p; int rc = dist_rwlock_wrlock(c->rw); c->t_done_us = th_now_us(); return rc; }
-static int do_tryrdlock(void *p) { return dist_rwlock_tryrdlock(((struct rw_call *)p)->rw); }
-static int do_trywrlock(void *p) { return dist_rwlock_trywrlock(((struct rw_call *)p)->rw); }
-static int do_unlock(void *p) { return dist_rwlock_unlock(((struct rw_call *)p)->rw); }
-
-static void wait_queued(const char *name, long long n)
-{
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, n, 3000))
-        th_sleep_ms(200);
-}
-
 static void test_readers_share_across_processes(void **state)
 {
     char name[128];
@@ -117,13 +94,13 @@ static void test_readers_share_across_threads(void **state)
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
     th_actor_t *b = th_actor_new();
-    struct rw_call c = { .rw = &rw };
+    th_lockcall_t c = { .rw = &rw };
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), EBUSY);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), EBUSY);   /* the thread still reads */
-    TH_ASSERT_RC(th_actor_call(b, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_rwunlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_TRYWRLOCK, name), 0);
     TH_ASSERT_RC(th_proc_op(&w, TH_RW_UNLOCK, name), 0);
     th_actor_free(b);
@@ -142,21 +119,16 @@ static void test_writer_excludes_everyone(void **state)
     th_proc_t p;
     assert_int_equal(th_proc_start(&p, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
-    th_req_t q;
+    th_lockcall_t c = { .rw = &rw };
 
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYRDLOCK, name), EBUSY);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYWRLOCK, name), EBUSY);
-    rwreq(&q, TH_RW_TIMEDRDLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), ETIMEDOUT);
-    rwreq(&q, TH_RW_TIMEDWRLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&p, &q, NULL), ETIMEDOUT);
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_trywrlock, &c), EBUSY);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), EPERM);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_proc_opa(&p, TH_RW_TIMEDWRLOCK, name, 200, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trywrlock, &c), EBUSY);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), EPERM);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
 
     /* and readers exclude writers */
@@ -169,11 +141,11 @@ static void test_writer_excludes_everyone(void **state)
     if (el < 250 || el > 2500)
         fail_msg("timedwrlock(now+300ms) returned after %lld ms", (long long)el);
     /* the writer that gave up no longer holds readers back */
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_trywrlock, &c), 0);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_trywrlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
 
     th_actor_free(t);
     assert_int_equal(th_proc_stop(&p), 0);
@@ -193,22 +165,18 @@ static void test_waiting_writer_blocks_new_readers(void **state)
     assert_int_equal(th_proc_start(&r1, NULL), 0);
     assert_int_equal(th_proc_start(&r2, NULL), 0);
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
-    th_req_t q;
+    th_lockcall_t c = { .rw = &rw };
     th_res_t res;
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&r2, TH_RW_RDLOCK, name), 0);          /* reads before the writer */
-    rwreq(&q, TH_RW_WRLOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    assert_int_equal(th_proc_op_async(&w, TH_RW_WRLOCK, name), 0);
+    th_wait_queued(name, 1);
     th_sleep_ms(50);
 
     TH_ASSERT_RC(th_proc_op(&r1, TH_RW_TRYRDLOCK, name), EBUSY);    /* other process */
-    rwreq(&q, TH_RW_TIMEDRDLOCK, name);
-    q.arg = 200;
-    TH_ASSERT_RC(th_proc_call(&r1, &q, NULL), ETIMEDOUT);
-    TH_ASSERT_RC(th_actor_call(t, do_tryrdlock, &c), EBUSY);         /* other thread */
+    TH_ASSERT_RC(th_proc_opa(&r1, TH_RW_TIMEDRDLOCK, name, 200, NULL), ETIMEDOUT);
+    TH_ASSERT_RC(th_actor_call(t, th_do_tryrdlock, &c), EBUSY);      /* other thread */
     TH_ASSERT_RC(dist_rwlock_tryrdlock(&rw), 0);                     /* a reader may take more */
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
     TH_ASSERT_RC(th_proc_op(&r2, TH_RW_TRYRDLOCK, name), 0);        /* in another process too */
@@ -247,12 +215,12 @@ static void test_local_waiting_writer_blocks_local_readers(void **state)
     dist_rwlock_t rw;
     TH_ASSERT_RC(dist_rwlock_init(&rw, name, NULL), 0);
     th_actor_t *w = th_actor_new(), *b = th_actor_new();
-    struct rw_call cw = { .rw = &rw }, cb = { .rw = &rw };
+    th_lockcall_t cw = { .rw = &rw }, cb = { .rw = &rw };
 
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    th_actor_post(w, do_wrlock, &cw);
+    th_actor_post(w, th_do_wrlock, &cw);
     th_sleep_ms(200);                                     /* w waits for us */
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), EBUSY);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), EBUSY);
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);            /* we already read: more is fine */
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     int rc = -1;
@@ -264,11 +232,11 @@ static void test_local_waiting_writer_blocks_local_readers(void **state)
     if ((cw.t_done_us - t_rel) / 1000 > 1000)
         fail_msg("the writer thread got the lock %lld ms after the reader left",
                  (long long)((cw.t_done_us - t_rel) / 1000));
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), EBUSY);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), EBUSY);
     TH_ASSERT_RC(dist_rwlock_tryrdlock(&rw), EBUSY);
-    TH_ASSERT_RC(th_actor_call(w, do_unlock, &cw), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_tryrdlock, &cb), 0);
-    TH_ASSERT_RC(th_actor_call(b, do_unlock, &cb), 0);
+    TH_ASSERT_RC(th_actor_call(w, th_do_rwunlock, &cw), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_tryrdlock, &cb), 0);
+    TH_ASSERT_RC(th_actor_call(b, th_do_rwunlock, &cb), 0);
     th_actor_free(w);
     th_actor_free(b);
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
@@ -381,10 +349,8 @@ static void test_unlock_releases_latest_hold(void **state)
      * process waiting: it gets in only after the second unlock */
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
-    th_req_t q;
-    rwreq(&q, TH_RW_RDLOCK, name);
-    assert_int_equal(th_proc_send(&p, &q), 0);
-    wait_queued(name, 1);
+    assert_int_equal(th_proc_op_async(&p, TH_RW_RDLOCK, name), 0);
+    th_wait_queued(name, 1);
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     th_res_t res;
     assert_int_equal(th_proc_recv(&p, &res, 300), -1);
@@ -539,15 +505,13 @@ static void test_release_wakes_readers_and_writer(void **state)
     th_proc_t p[NR];
     for (int i = 0; i < NR; i++)
         assert_int_equal(th_proc_start(&p[i], NULL), 0);
-    th_req_t q;
     th_res_t res;
 
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
     for (int i = 0; i < NR; i++) {
-        rwreq(&q, TH_RW_RDLOCK, name);
-        assert_int_equal(th_proc_send(&p[i], &q), 0);
+        assert_int_equal(th_proc_op_async(&p[i], TH_RW_RDLOCK, name), 0);
     }
-    wait_queued(name, NR);
+    th_wait_queued(name, NR);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
     for (int i = 0; i < NR; i++) {
@@ -562,9 +526,9 @@ static void test_release_wakes_readers_and_writer(void **state)
 
     /* a writer thread waits; the readers leave one by one */
     th_actor_t *t = th_actor_new();
-    struct rw_call c = { .rw = &rw };
-    th_actor_post(t, do_wrlock, &c);
-    wait_queued(name, 1);
+    th_lockcall_t c = { .rw = &rw };
+    th_actor_post(t, th_do_wrlock, &c);
+    th_wait_queued(name, 1);
     for (int i = 0; i < NR - 1; i++)
         TH_ASSERT_RC(th_proc_op(&p[i], TH_RW_UNLOCK, name), 0);
     int rc = -1;
@@ -576,17 +540,15 @@ static void test_release_wakes_readers_and_writer(void **state)
     int64_t el = (c.t_done_us - t_rel) / 1000;
     if (el > 500)
         fail_msg("the writer woke %lld ms after the last reader left", (long long)el);
-    TH_ASSERT_RC(th_actor_call(t, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(t, th_do_rwunlock, &c), 0);
     th_actor_free(t);
     for (int i = 0; i < NR; i++) {
-        rwreq(&q, TH_STATS, name);
-        TH_ASSERT_RC(th_proc_call(&p[i], &q, &res), 0);
+        TH_ASSERT_RC(th_proc_opa(&p[i], TH_STATS, name, 0, &res), 0);
         if (res.fence != 0)
             fail_msg("reader %d: %llu waits ended by the fallback timer", i,
                      (unsigned long long)res.fence);
         assert_int_equal(th_proc_stop(&p[i]), 0);
     }
-    (void)do_rdlock;
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 

@@ -227,10 +227,8 @@ static int cred_child(void *arg)
     TH_CHECK(th_proc_start(&pr, NULL) == 0);
     TH_CHECK(th_proc_op(&pr, TH_RW_WRLOCK, name) == 0);
     th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_RW_UNLOCK;
+    th_proc_req(&q, TH_RW_UNLOCK, name);
     q.delay_us = 300000;
-    snprintf(q.name, sizeof q.name, "%s", name);
     TH_CHECK(th_proc_send(&pr, &q) == 0);
     TH_CHECK_RC(dist_rwlock_rdlock(&rw), 0);                 /* waits for the push */
     th_res_t res;

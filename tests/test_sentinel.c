@@ -74,23 +74,6 @@ static int test_teardown(void **state)
 
 #define SENTINEL_TEST(f) cmocka_unit_test_setup_teardown(f, tt_test_setup, test_teardown)
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
-}
-
 /* Plain use through the sentinels, and a master name they do not know. */
 static void test_basic(void **state)
 {
@@ -100,20 +83,17 @@ static void test_basic(void **state)
     th_proc_t a, b;
     assert_int_equal(th_proc_start(&a, env), 0);
     assert_int_equal(th_proc_start(&b, env), 0);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, "sbasic", NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, "sbasic", NULL), EBUSY);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, "sbasic", NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_RW_RDLOCK, "sbasic.rw", NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_RW_TRYRDLOCK, "sbasic.rw", NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_RW_UNLOCK, "sbasic.rw", NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_RW_UNLOCK, "sbasic.rw", NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, "sbasic"), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, "sbasic"), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, "sbasic"), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_RDLOCK, "sbasic.rw"), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_TRYRDLOCK, "sbasic.rw"), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_UNLOCK, "sbasic.rw"), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, "sbasic.rw"), 0);
     /* The hold is in the master (not in a sentinel). */
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, "sbasic", NULL), 0);
-    redisReply *r = tt_cmd(g_t.master.port, "EXISTS distlock:{sbasic}");
-    assert_non_null(r);
-    assert_int_equal(r->integer, 1);
-    freeReplyObject(r);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, "sbasic", NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, "sbasic"), 0);
+    assert_int_equal(th_cmd_at_ll(g_t.master.port, "EXISTS distlock:{sbasic}"), 1);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, "sbasic"), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 
@@ -122,8 +102,8 @@ static void test_basic(void **state)
     snprintf(uw, sizeof uw, "%s?wait=1&wait_ms=1000", g_t.url);
     const char *envw[] = { uw, "DISTLOCK_IO_TIMEOUT_MS=1000", "DISTLOCK_LOG=off", NULL };
     assert_int_equal(th_proc_start(&a, envw), 0);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, "sbasic.w", NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, "sbasic.w", NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, "sbasic.w"), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, "sbasic.w"), 0);
     assert_int_equal(th_proc_stop(&a), 0);
 
     /* Unknown master name: EIO saying so, quickly. */
@@ -134,7 +114,7 @@ static void test_basic(void **state)
     const char *env2[] = { bad, "DISTLOCK_IO_TIMEOUT_MS=1000", "DISTLOCK_LOG=off", NULL };
     assert_int_equal(th_proc_start(&a, env2), 0);
     th_res_t res;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, "sbasic", &res), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, "sbasic", 0, &res), EIO);
     print_message("unknown master: EIO after %lld ms: \"%s\"\n",
                   (long long)((res.t_done_us - res.t_start_us) / 1000), res.err);
     if (!strstr(res.err, "nosuchmaster"))
@@ -177,7 +157,7 @@ static void run_failover(enum fault fault, long io_timeout_ms)
         th_server_kill(&g_t.master);
         tt_forget(pm);
     } else {
-        redisReply *r = tt_cmd(g_t.st.s[0].port, "SENTINEL FAILOVER %s", g_t.st.master);
+        redisReply *r = th_cmd_at(g_t.st.s[0].port, "SENTINEL FAILOVER %s", g_t.st.master);
         if (!r || r->type == REDIS_REPLY_ERROR)
             fail_msg("SENTINEL FAILOVER: %s", r ? r->str : "no reply");
         freeReplyObject(r);
@@ -254,10 +234,8 @@ static void run_failover(enum fault fault, long io_timeout_ms)
     /* The lock lives in the promoted replica now. */
     char key[128];
     snprintf(key, sizeof key, "distlock:{%s}:m", cfg.names[0]);
-    redisReply *r = tt_cmd(g_t.replica.port, "EXISTS %s", key);
-    if (!r || r->type != REDIS_REPLY_INTEGER || r->integer != 1)
+    if (th_cmd_at_ll(g_t.replica.port, "EXISTS %s", key) != 1)
         fail_msg("the promoted replica has no %s", key);
-    freeReplyObject(r);
     topo_stop(&g_t);
 }
 
@@ -293,5 +271,5 @@ int main(void)
         SENTINEL_TEST(test_master_killed_long_timeout),
         SENTINEL_TEST(test_manual_failover),
     };
-    return cmocka_run_group_tests(tests, NULL, group_teardown);
+    return cmocka_run_group_tests(tests, NULL, tt_group_teardown);
 }

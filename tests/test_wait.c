@@ -30,14 +30,6 @@ static int group_setup(void **state)
     return 0;
 }
 
-static int group_teardown(void **state)
-{
-    (void)state;
-    th_test_teardown(NULL);
-    tt_cleanup();
-    return 0;
-}
-
 /* The replica is back and in sync (a test may have stopped or killed it). */
 static void ensure_replica(void)
 {
@@ -66,18 +58,9 @@ static void start(th_proc_t *p, const char *urlvar)
     assert_int_equal(th_proc_start(p, env), 0);
 }
 
-static int call(th_proc_t *p, int op, const char *name, th_res_t *res)
-{
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = op;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    return th_proc_call(p, &q, res);
-}
-
 static long long wait_calls(void)
 {
-    redisReply *r = tt_cmd(g_master.port, "INFO commandstats");
+    redisReply *r = th_cmd_at(g_master.port, "INFO commandstats");
     long long n = 0;
     if (r && r->type == REDIS_REPLY_STRING) {
         const char *p = strstr(r->str, "cmdstat_wait:calls=");
@@ -93,11 +76,7 @@ static long long exists(const char *name, const char *suffix)
 {
     char key[300];
     snprintf(key, sizeof key, "distlock:{%s}%s", name, suffix);
-    redisReply *r = tt_cmd(g_master.port, "EXISTS %s", key);
-    long long v = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return v;
+    return th_cmd_at_ll(g_master.port, "EXISTS %s", key);
 }
 
 /* The URL forms the parser accepts, each doing a WAIT per acquisition. */
@@ -116,14 +95,14 @@ static void test_url_forms(void **state)
         th_proc_t p;
         start(&p, u);
         long long before = wait_calls();
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
         long long after = wait_calls();
         assert_int_equal(exists(name, ""), 1);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
         char rwname[80];
         snprintf(rwname, sizeof rwname, "%s.rw", name);
-        TH_ASSERT_RC(call(&p, TH_RW_RDLOCK, rwname, NULL), 0);
-        TH_ASSERT_RC(call(&p, TH_RW_UNLOCK, rwname, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_RW_RDLOCK, rwname), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, rwname), 0);
         assert_int_equal(th_proc_stop(&p), 0);
         if (after <= before)
             fail_msg("%s: no WAIT reached the master during the lock call", u);
@@ -136,7 +115,7 @@ static void test_url_forms(void **state)
         th_proc_t p;
         start(&p, u);
         long long before = wait_calls();
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
         long long after = wait_calls();
         char key[128];
         snprintf(key, sizeof key, "distlock:{%s}", name);
@@ -148,7 +127,7 @@ static void test_url_forms(void **state)
         long long in_db3 = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
         freeReplyObject(r);
         redisFree(c);
-        TH_ASSERT_RC(call(&p, TH_M_UNLOCK, name, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
         assert_int_equal(th_proc_stop(&p), 0);
         if (after <= before)
             fail_msg("%s: no WAIT reached the master during the lock call", u);
@@ -163,7 +142,7 @@ static void test_url_forms(void **state)
         url(u, sizeof u, bad[i]);
         th_proc_t p;
         start(&p, u);
-        TH_ASSERT_RC(call(&p, TH_M_LOCK, "waitbad", &r), EINVAL);
+        TH_ASSERT_RC(th_proc_opa(&p, TH_M_LOCK, "waitbad", 0, &r), EINVAL);
         if (!th_contains(r.err, "DISTLOCK_URL"))
             fail_msg("%s: EINVAL without naming DISTLOCK_URL: \"%s\"", u, r.err);
         assert_int_equal(th_proc_stop(&p), 0);
@@ -186,36 +165,23 @@ static void test_replica_up(void **state)
     int64_t lat[N];
     for (int i = 0; i < N; i++) {
         th_res_t r1, r2;
-        TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r1), 0);
-        TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, &r2), 0);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r1), 0);
+        TH_ASSERT_RC(th_proc_opa(&a, TH_M_UNLOCK, name, 0, &r2), 0);
         lat[i] = r2.t_done_us - r1.t_start_us;
     }
     int64_t med = th_median(lat, N);
     print_message("wait=1: lock+unlock median %lld us with the replica up\n", (long long)med);
 
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&b, &q), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&b, TH_M_LOCK, name), 0);
     char qkey[300];
     snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
-    int64_t end = th_now_ms() + 3000;
-    while (th_now_ms() < end) {
-        redisReply *r = tt_cmd(g_master.port, "ZCARD %s", qkey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n >= 1)
-            break;
-        th_sleep_ms(2);
-    }
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    th_wait_zcard_at(g_master.port, qkey, 1, 3000);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     th_res_t rb;
     assert_int_equal(th_proc_recv(&b, &rb, 10000), 0);
     TH_ASSERT_RC(rb.rc, 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -225,7 +191,7 @@ static void test_replica_up(void **state)
 static void check_not_confirmed(th_proc_t *a, int op, const char *name, const char *what)
 {
     th_res_t r;
-    TH_ASSERT_RC(call(a, op, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(a, op, name, 0, &r), EIO);
     int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
     print_message("%s: EIO after %lld ms: \"%s\"\n", what, (long long)ms, r.err);
     if (!th_contains(r.err, "replica") || !th_contains(r.err, "acknowledged"))
@@ -237,7 +203,7 @@ static void check_not_confirmed(th_proc_t *a, int op, const char *name, const ch
     /* Nothing left held in Redis, nor in the process. */
     assert_int_equal(exists(name, ""), 0);
     assert_int_equal(exists(name, ":r"), 0);
-    TH_ASSERT_RC(call(a, op == TH_M_LOCK || op == TH_M_TRYLOCK ? TH_M_UNLOCK : TH_RW_UNLOCK, name, NULL),
+    TH_ASSERT_RC(th_proc_op(a, op == TH_M_LOCK || op == TH_M_TRYLOCK ? TH_M_UNLOCK : TH_RW_UNLOCK, name),
                  EPERM);
 }
 
@@ -251,8 +217,8 @@ static void test_replica_stopped(void **state)
     th_proc_t a, b;
     start(&a, u);
     start(&b, u);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);      /* connected, scripts loaded */
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);      /* connected, scripts loaded */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
 
     th_server_pause(&g_replica);
     check_not_confirmed(&a, TH_M_LOCK, name, "lock, replica stopped");
@@ -266,31 +232,27 @@ static void test_replica_stopped(void **state)
      * B releases; A's grant cannot be confirmed: EIO, and nothing held. */
     th_server_resume(&g_replica);
     ensure_replica();
-    TH_ASSERT_RC(call(&b, TH_M_LOCK, name, NULL), 0);
-    th_req_t q;
-    memset(&q, 0, sizeof q);
-    q.op = TH_M_LOCK;
-    snprintf(q.name, sizeof q.name, "%s", name);
-    assert_int_equal(th_proc_send(&a, &q), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&a, TH_M_LOCK, name), 0);
     th_sleep_ms(200);
     th_server_pause(&g_replica);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     th_res_t ra;
     assert_int_equal(th_proc_recv(&a, &ra, 10000), 0);
     print_message("granted waiter, replica stopped: %s after %lld ms: \"%s\"\n", th_errname(ra.rc),
                   (long long)((ra.t_done_us - ra.t_start_us) / 1000), ra.err);
     TH_ASSERT_RC(ra.rc, EIO);
     assert_int_equal(exists(name, ""), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), EPERM);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), EPERM);
 
     /* The replica returns: another process takes the lock at once, the
      * failed one too afterwards. */
     th_server_resume(&g_replica);
     ensure_replica();
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -305,21 +267,21 @@ static void test_replica_killed(void **state)
     th_name(name, sizeof name, "waitkill");
     th_proc_t a;
     start(&a, u);
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     pid_t old = g_replica.pid;
     th_server_kill(&g_replica);
     tt_forget(old);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), EIO);
     print_message("lock, replica killed: EIO after %lld ms: \"%s\"\n",
                   (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
     if (!th_contains(r.err, "replica"))
         fail_msg("no word about replicas in \"%s\"", r.err);
     assert_int_equal(exists(name, ""), 0);
     ensure_replica();                         /* a new one */
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&a, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
 }
 
@@ -334,7 +296,7 @@ static void test_more_replicas_than_exist(void **state)
     th_proc_t a, b;
     start(&a, u);
     th_res_t r;
-    TH_ASSERT_RC(call(&a, TH_M_LOCK, name, &r), EIO);
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), EIO);
     int64_t ms = (r.t_done_us - r.t_start_us) / 1000;
     print_message("wait=2 with 1 replica: EIO after %lld ms: \"%s\"\n", (long long)ms, r.err);
     if (!th_contains(r.err, "replica") || !strstr(r.err, "1 of"))
@@ -346,8 +308,8 @@ static void test_more_replicas_than_exist(void **state)
     char u1[200];
     url(u1, sizeof u1, "?wait=1");
     start(&b, u1);
-    TH_ASSERT_RC(call(&b, TH_M_TRYLOCK, name, NULL), 0);
-    TH_ASSERT_RC(call(&b, TH_M_UNLOCK, name, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
 }
@@ -361,5 +323,5 @@ int main(void)
         TT_TEST(test_replica_killed),
         TT_TEST(test_more_replicas_than_exist),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }

@@ -10,21 +10,25 @@
 #include <errno.h>
 #include <string.h>
 
-static void mreq(th_req_t *q, int op, const char *name)
+/* We hold m, and the process w asks for it: returns once w waits in
+ * Redis's queue, so that what follows is a handoff to a waiter. */
+static void hold_with_waiter(dist_mutex_t *m, th_proc_t *w, const char *name)
 {
-    memset(q, 0, sizeof *q);
-    q->op = op;
-    snprintf(q->name, sizeof q->name, "%s", name);
+    TH_ASSERT_RC(dist_mutex_lock(m), 0);
+    assert_int_equal(th_proc_op_async(w, TH_M_LOCK, name), 0);
+    th_wait_queued(name, 1);
 }
 
-/* Waits until the proc's lock request is registered in Redis; if the
- * library does not queue there, gives it a moment instead. */
-static void wait_queued(const char *name, long long n)
+/* We release m and the waiting process w must get it: the ms from our
+ * release to the return of w's lock call. */
+static int64_t release_to_waiter(dist_mutex_t *m, th_proc_t *w)
 {
-    char qkey[300];
-    th_key(qkey, sizeof qkey, name, ":q");
-    if (!th_wait_zcard(qkey, n, 3000))
-        th_sleep_ms(200);
+    th_res_t r;
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(dist_mutex_unlock(m), 0);
+    assert_int_equal(th_proc_recv(w, &r, 15000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    return (r.t_done_us - t_rel) / 1000;
 }
 
 static void test_push_wakeup_latency(void **state)
@@ -36,22 +40,13 @@ static void test_push_wakeup_latency(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
-    th_req_t q;
     th_res_t r;
     int64_t lat[ROUNDS];
 
     for (int i = 0; i < ROUNDS; i++) {
-        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        mreq(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&w, &q), 0);
-        wait_queued(name, 1);
-        int64_t t_rel = th_now_us();
-        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-        assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-        TH_ASSERT_RC(r.rc, 0);
-        lat[i] = (r.t_done_us - t_rel) / 1000;
-        mreq(&q, TH_M_UNLOCK, name);
-        TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+        hold_with_waiter(&m, &w, name);
+        lat[i] = release_to_waiter(&m, &w);
+        TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     }
     int64_t worst = 0;
     for (int i = 0; i < ROUNDS; i++)
@@ -64,28 +59,12 @@ static void test_push_wakeup_latency(void **state)
         fail_msg("a waiter got a released lock only after %lld ms (lease 30 s)", (long long)worst);
     if (med >= 50)
         fail_msg("median handoff %lld ms", (long long)med);
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&w, TH_STATS, name, 0, &r), 0);
     if (r.fence != 0)
         fail_msg("%llu waits of the waiter ended by the fallback timer, not a push",
                  (unsigned long long)r.fence);
     assert_int_equal(th_proc_stop(&w), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
-}
-
-struct lock_call { dist_mutex_t *m; dist_rwlock_t *rw; int64_t t_done_us; };
-
-static int do_lock(void *p)
-{
-    struct lock_call *c = p;
-    int rc = dist_mutex_lock(c->m);
-    c->t_done_us = th_now_us();
-    return rc;
-}
-
-static int do_unlock(void *p)
-{
-    return dist_mutex_unlock(((struct lock_call *)p)->m);
 }
 
 /* The holder (1000 ms lease) is SIGKILLed while we wait: no release is
@@ -101,9 +80,9 @@ static void test_waiter_recovers_from_dead_holder(void **state)
     dist_mutex_t m;
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_actor_t *a = th_actor_new();
-    struct lock_call c = { &m, NULL, 0 };
-    th_actor_post(a, do_lock, &c);
-    wait_queued(name, 1);
+    th_lockcall_t c = { .m = &m };
+    th_actor_post(a, th_do_lock, &c);
+    th_wait_queued(name, 1);
     int64_t t_kill = th_now_us();
     th_proc_kill(&h);
     int rc = -1;
@@ -113,7 +92,7 @@ static void test_waiter_recovers_from_dead_holder(void **state)
     print_message("got the lock %lld ms after its holder died\n", (long long)el);
     if (el > 2000)
         fail_msg("waited %lld ms for a lock whose holder died (lease 1000 ms)", (long long)el);
-    TH_ASSERT_RC(th_actor_call(a, do_unlock, &c), 0);
+    TH_ASSERT_RC(th_actor_call(a, th_do_unlock, &c), 0);
     th_actor_free(a);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
@@ -142,8 +121,7 @@ static void test_release_wait_race(void **state)
 
     /* No warm-up: the first wait of each process (subscriber just being
      * set up) is part of the race too. */
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&o, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&o, TH_STATS, name, 0, &r), 0);
     uint64_t other_fb0 = r.fence;
 
     dl_stats_t s0, s1;
@@ -154,9 +132,8 @@ static void test_release_wait_race(void **state)
     for (int i = 0; i < ROUNDS; i++) {
         if (i % 2 == 0) {
             /* the other process holds and releases; we wait */
-            mreq(&q, TH_M_LOCK, name);
-            TH_ASSERT_RC(th_proc_call(&o, &q, NULL), 0);
-            mreq(&q, TH_M_UNLOCK, name);
+            TH_ASSERT_RC(th_proc_op(&o, TH_M_LOCK, name), 0);
+            th_proc_req(&q, TH_M_UNLOCK, name);
             q.delay_us = race_offset_us();
             assert_int_equal(th_proc_send(&o, &q), 0);
             if (rand() % 3 == 0)
@@ -175,8 +152,7 @@ static void test_release_wait_race(void **state)
         } else {
             /* we hold and release; the other process waits */
             TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-            mreq(&q, TH_M_LOCK, name);
-            assert_int_equal(th_proc_send(&o, &q), 0);
+            assert_int_equal(th_proc_op_async(&o, TH_M_LOCK, name), 0);
             th_sleep_us(race_offset_us());
             int64_t t_rel = th_now_us();
             TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
@@ -188,8 +164,7 @@ static void test_release_wait_race(void **state)
             if (el >= 200)
                 fail_msg("round %d: the other process got the lock %lld ms after the release",
                          i, (long long)el);
-            mreq(&q, TH_M_UNLOCK, name);
-            TH_ASSERT_RC(th_proc_call(&o, &q, NULL), 0);
+            TH_ASSERT_RC(th_proc_op(&o, TH_M_UNLOCK, name), 0);
         }
     }
     dl_stats_get(&s1);
@@ -197,8 +172,7 @@ static void test_release_wait_race(void **state)
     if (s1.fallback_checks != s0.fallback_checks)
         fail_msg("%lu of our waits ended by the fallback timer, not a push",
                  s1.fallback_checks - s0.fallback_checks);
-    mreq(&q, TH_STATS, name);
-    TH_ASSERT_RC(th_proc_call(&o, &q, &r), 0);
+    TH_ASSERT_RC(th_proc_opa(&o, TH_STATS, name, 0, &r), 0);
     if (r.fence != other_fb0)
         fail_msg("%llu of the other process's waits ended by the fallback timer, not a push",
                  (unsigned long long)(r.fence - other_fb0));
@@ -216,48 +190,30 @@ static void test_lost_notification_subscriber_killed(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, NULL), 0);
-    th_req_t q;
-    th_res_t r;
 
     for (int round = 0; round < 3; round++) {
-        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-        mreq(&q, TH_M_LOCK, name);
-        assert_int_equal(th_proc_send(&w, &q), 0);
-        wait_queued(name, 1);
+        hold_with_waiter(&m, &w, name);
         th_sleep_ms(20);
         long long killed = th_kill_subscribers_of(w.pid);
         if (killed < 1)
             fail_msg("round %d: found no pub/sub connection of the waiting process to kill", round);
         if (round == 1)
             th_sleep_ms(30);        /* let it reconnect first, this time */
-        int64_t t_rel = th_now_us();
-        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-        assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-        TH_ASSERT_RC(r.rc, 0);
-        int64_t el = (r.t_done_us - t_rel) / 1000;
+        int64_t el = release_to_waiter(&m, &w);
         print_message("round %d: %lld subscriber(s) killed, waiter got the lock after %lld ms\n",
                       round, killed, (long long)el);
         if (el > 3000)
             fail_msg("after a lost release notification the waiter waited %lld ms", (long long)el);
-        mreq(&q, TH_M_UNLOCK, name);
-        TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+        TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     }
 
     /* and pushes work again afterwards */
-    TH_ASSERT_RC(dist_mutex_lock(&m), 0);
-    mreq(&q, TH_M_LOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    hold_with_waiter(&m, &w, name);
     th_sleep_ms(100);
-    int64_t t_rel = th_now_us();
-    TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
-    assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
-    TH_ASSERT_RC(r.rc, 0);
-    if ((r.t_done_us - t_rel) / 1000 >= 200)
-        fail_msg("after the subscriber came back a handoff took %lld ms",
-                 (long long)((r.t_done_us - t_rel) / 1000));
-    mreq(&q, TH_M_UNLOCK, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+    int64_t el = release_to_waiter(&m, &w);
+    if (el >= 200)
+        fail_msg("after the subscriber came back a handoff took %lld ms", (long long)el);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&w), 0);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
@@ -274,13 +230,9 @@ static void test_lost_notification_key_deleted(void **state)
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_proc_t w;
     assert_int_equal(th_proc_start(&w, env), 0);
-    th_req_t q;
     th_res_t r;
 
-    TH_ASSERT_RC(dist_mutex_lock(&m), 0);       /* 30 s lease */
-    mreq(&q, TH_M_LOCK, name);
-    assert_int_equal(th_proc_send(&w, &q), 0);
-    wait_queued(name, 1);
+    hold_with_waiter(&m, &w, name);             /* ours: a 30 s lease */
     th_sleep_ms(50);
     int64_t t_del = th_now_us();
     assert_int_equal(th_cmd_ll("DEL %s", key), 1);
@@ -292,8 +244,7 @@ static void test_lost_notification_key_deleted(void **state)
     if (el > 2000)
         fail_msg("waiter (lease 1500 ms, fallback 500 ms) needed %lld ms", (long long)el);
     TH_ASSERT_RC(dist_mutex_unlock(&m), ENOLCK);
-    mreq(&q, TH_M_UNLOCK, name);
-    TH_ASSERT_RC(th_proc_call(&w, &q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
     TH_ASSERT_RC(dist_mutex_trylock(&m), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
     assert_int_equal(th_proc_stop(&w), 0);
@@ -314,7 +265,7 @@ static void test_connections_fixed(void **state)
     char names[NT][96];
     dist_mutex_t m[NT];
     th_actor_t *a[NT];
-    struct lock_call c[NT];
+    th_lockcall_t c[NT];
     th_proc_t h;
     assert_int_equal(th_proc_start(&h, NULL), 0);
     for (int i = 0; i < NT; i++) {
@@ -322,16 +273,16 @@ static void test_connections_fixed(void **state)
         TH_ASSERT_RC(dist_mutex_init(&m[i], names[i], NULL), 0);
         TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, names[i]), 0);
         a[i] = th_actor_new();
-        c[i] = (struct lock_call){ &m[i], NULL, 0 };
+        c[i] = (th_lockcall_t){ .m = &m[i] };
     }
-    th_actor_post(a[0], do_lock, &c[0]);
-    wait_queued(names[0], 1);
+    th_actor_post(a[0], th_do_lock, &c[0]);
+    th_wait_queued(names[0], 1);
     th_sleep_ms(100);
     long long c1 = connected_clients();
     for (int i = 1; i < NT; i++)
-        th_actor_post(a[i], do_lock, &c[i]);
+        th_actor_post(a[i], th_do_lock, &c[i]);
     for (int i = 1; i < NT; i++)
-        wait_queued(names[i], 1);
+        th_wait_queued(names[i], 1);
     th_sleep_ms(100);
     long long cn = connected_clients();
     print_message("our connections with 1 waiting thread: %lld, with %d: %lld\n", c1, NT, cn);
@@ -348,7 +299,7 @@ static void test_connections_fixed(void **state)
         if ((c[i].t_done_us - t_rel) / 1000 > 2000)
             fail_msg("thread %d woke %lld ms after the release", i,
                      (long long)((c[i].t_done_us - t_rel) / 1000));
-        TH_ASSERT_RC(th_actor_call(a[i], do_unlock, &c[i]), 0);
+        TH_ASSERT_RC(th_actor_call(a[i], th_do_unlock, &c[i]), 0);
         th_actor_free(a[i]);
         TH_ASSERT_RC(dist_mutex_destroy(&m[i]), 0);
     }
@@ -368,13 +319,13 @@ static void test_local_waiters_all_served(void **state)
     assert_int_equal(th_proc_start(&h, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
     th_actor_t *a[NT];
-    struct lock_call c[NT];
+    th_lockcall_t c[NT];
     for (int i = 0; i < NT; i++) {
         a[i] = th_actor_new();
-        c[i] = (struct lock_call){ &m, NULL, 0 };
-        th_actor_post(a[i], do_lock, &c[i]);
+        c[i] = (th_lockcall_t){ .m = &m };
+        th_actor_post(a[i], th_do_lock, &c[i]);
     }
-    wait_queued(name, 1);
+    th_wait_queued(name, 1);
     th_sleep_ms(100);
     TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);
     int served[NT] = { 0 };
@@ -391,7 +342,7 @@ static void test_local_waiters_all_served(void **state)
         TH_ASSERT_RC(rc, 0);
         served[who] = 1;
         TH_ASSERT_RC(th_proc_op(&h, TH_M_TRYLOCK, name), EBUSY);
-        TH_ASSERT_RC(th_actor_call(a[who], do_unlock, &c[who]), 0);
+        TH_ASSERT_RC(th_actor_call(a[who], th_do_unlock, &c[who]), 0);
     }
     for (int i = 0; i < NT; i++)
         th_actor_free(a[i]);
