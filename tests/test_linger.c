@@ -434,6 +434,24 @@ static void expect_lock_soon(enum end_mode end, const char *tag, const char *wha
                  (long long)us / 1000, what);
 }
 
+/* Runs the looper to a lingering unlock followed by `end` (as `user`),
+ * after which nothing of the library passes the lock on: our lock comes
+ * with 0 (the unlock's mark: no EOWNERDEAD) when the hold's 2 s claim
+ * window ends, within 4 s. */
+static void expect_lock_in_claim_window(enum end_mode end, const char *tag, const char *user,
+                                        const char *what)
+{
+    looper_t lp;
+    int rc = -1;
+    int64_t us = wait_after_unlock_rc(end, tag, user, &lp, &rc);
+    print_message("got the lock (%s) %lld ms after the looper's %s\n", th_errname(rc),
+                  (long long)us / 1000, what);
+    TH_ASSERT_RC(rc, 0);
+    if (us > 4000 * 1000)
+        fail_msg("the lock came %lld ms after the looper's %s (claim window 2 s)",
+                 (long long)us / 1000, what);
+}
+
 /* The loop stops with a lingering hold and the thread does not lock again:
  * the watchdog passes the lock on within milliseconds, not at the end of the
  * process or of the lease. */
@@ -486,15 +504,7 @@ static void test_exit_ends_linger(void **state)
 static void test__exit_after_linger_no_ownerdead(void **state)
 {
     (void)state;
-    looper_t lp;
-    int rc = -1;
-    int64_t us = wait_after_unlock_rc(END__EXIT, "linger_exit", NULL, &lp, &rc);
-    print_message("got the lock (%s) %lld ms after the looper's lingering unlock and _exit\n",
-                  th_errname(rc), (long long)us / 1000);
-    TH_ASSERT_RC(rc, 0);
-    if (us > 4000 * 1000)
-        fail_msg("the lock came %lld ms after the looper's _exit (claim window 2 s)",
-                 (long long)us / 1000);
+    expect_lock_in_claim_window(END__EXIT, "linger_exit", NULL, "lingering unlock and _exit");
 }
 
 /* The looper takes its lingering hold back and _exit()s holding it: that
@@ -518,15 +528,8 @@ static void test_destroy_keeps_lasterror_when_release_fails(void **state)
 {
     (void)state;
     make_user("lingerdf", NULL);
-    looper_t lp;
-    int rc = -1;
-    int64_t us = wait_after_unlock_rc(END_DESTROY_FAILS, "lingerdf", "lingerdf", &lp, &rc);
-    print_message("got the lock (%s) %lld ms after the looper's failed release\n",
-                  th_errname(rc), (long long)us / 1000);
-    TH_ASSERT_RC(rc, 0);
-    if (us > 4000 * 1000)
-        fail_msg("the lock came %lld ms after the looper's destroy (claim window 2 s)",
-                 (long long)us / 1000);
+    expect_lock_in_claim_window(END_DESTROY_FAILS, "lingerdf", "lingerdf",
+                                "destroy, whose release failed");
     th_cmd_do("ACL DELUSER lingerdf");
 }
 
