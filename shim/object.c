@@ -131,8 +131,8 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
 
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence)
 {
-    dl_proc_t *p;
-    dl_lock_t *l;
+    dl_proc_t *p = NULL;
+    dl_lock_t *l = NULL;
     if (!fence)
         return dl_fail(EINVAL, "fence is NULL");
     int rc = dl_obj_resolve(o, magic, &p, &l);
