@@ -437,7 +437,9 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
             }
             struct timespec ts;
             dl_timespec_at(deadline, &ts);
-            if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) == ETIMEDOUT && dequeue(k, cmds, n)) {
+            if (pthread_cond_timedwait(&k->cv, &k->mu, &ts) != ETIMEDOUT)
+                continue;
+            if (dequeue(k, cmds, n)) {
                 /* Never sent: the leader is stuck on a stalled server. */
                 for (int i = 0; i < n; i++) {
                     cmds[i].err = EIO;
@@ -447,6 +449,11 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
                 pthread_mutex_unlock(&k->mu);
                 return EIO;
             }
+            /* In the leader's batch already: it gives them up at this same
+             * deadline (batch_deadline) and wakes us when its batch ends.
+             * Wait for that without a time-out: with one already past,
+             * the wait would return at once, again and again (a spin). */
+            deadline = 0;
             continue;
         }
         k->leader = 1;
