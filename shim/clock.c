@@ -46,20 +46,17 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
     return 0;
 }
 
-void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts)
-{
-    if (deadline_ms == DL_FOREVER)
-        deadline_ms = dl_now_ms() + 3600u * 1000u;
-    ts->tv_sec = (time_t)(deadline_ms / 1000u);
-    ts->tv_nsec = (long)(deadline_ms % 1000u) * 1000000L;
-}
-
 void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts)
 {
     if (deadline_us == DL_FOREVER)
         deadline_us = dl_now_us() + 3600u * 1000000u;
     ts->tv_sec = (time_t)(deadline_us / 1000000u);
     ts->tv_nsec = (long)(deadline_us % 1000000u) * 1000L;
+}
+
+void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts)
+{
+    dl_timespec_at_us(deadline_ms == DL_FOREVER ? DL_FOREVER : deadline_ms * 1000u, ts);
 }
 
 void dl_sleep_ms(unsigned ms)

@@ -86,8 +86,8 @@ dl_conn_t *dl_conn_new(const dl_config_t *c);
  * reply), else EIO (see each cmd's err/errmsg).  Blocks. */
 int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
 
-/* Writes one command on the connection before returning, without waiting
- * for its reply (the next round trip reads and drops it): for a message
+/* Writes one command on the connection before returning, with no reply
+ * to wait for or read (it is sent after CLIENT REPLY SKIP): for a message
  * that must reach Redis ahead of anything the process does next, even if
  * the process then ends, but whose outcome nobody needs.  Never connects
  * and never waits for another thread's round trip: EAGAIN when it cannot

@@ -22,7 +22,7 @@ uint64_t dl_now_us(void);                      /* the same, in microseconds */
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
 /* CLOCK_MONOTONIC timespec for a deadline in ms (for condvars). */
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);
-void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts);
+void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts);   /* the same, us */
 void dl_sleep_ms(unsigned ms);
 pid_t dl_tid(void);                            /* this thread's kernel id */
 uint64_t dl_random(void);                      /* cheap per-thread jitter, not secret */

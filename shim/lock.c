@@ -532,8 +532,13 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
 
 /* Counts the holds in a row of one thread while others wait (l->mu held,
  * the caller's wwait already dropped). */
-static void took_local(dl_lock_t *l, pid_t tid)
+/* tid is the writer now; quick: its lock call came right after its own
+ * unlock (a loop: see settle).  Recorded for the writer only, so that a
+ * lock call that fails meanwhile (a trylock) cannot change it. */
+static void took_local(dl_lock_t *l, pid_t tid, int quick)
 {
+    l->writer = tid;
+    l->quick = quick;
     if (l->last_writer == tid && l->wwait)
         l->streak++;
     else
@@ -562,7 +567,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                        "a write request would wait forever (no upgrades)", qname(l, q, sizeof q));
     }
     /* Relocking at once, as a loop around the lock does?  (see settle) */
-    l->quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
+    int quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
     l->wwait++;
     for (;;) {
         if (!l->writer && !l->rthreads && !l->busy && l->last_writer == tid &&
@@ -583,8 +588,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                     pthread_mutex_unlock(&l->mu);
                     return dl_fail(rc, "out of memory");
                 }
-                l->writer = tid;
-                took_local(l, tid);
+                took_local(l, tid, quick);
                 if (l->remote_waiting)
                     l->handoffs++;
                 DL_STAT_ADD(local_handoffs, 1);
@@ -606,8 +610,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
         wait_until(l, rq->deadline);
     }
     l->wwait--;
-    l->writer = tid;
-    took_local(l, tid);
+    took_local(l, tid, quick);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 

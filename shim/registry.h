@@ -70,7 +70,8 @@ typedef struct dl_lock {
                                  for a relock; the watchdog ends it then (us) */
     uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
     pid_t unlock_tid;         /* and which thread's */
-    int quick;                /* that thread locked again within DL_RELOCK_US */
+    int quick;                /* the writer locked again within DL_RELOCK_US of
+                                 its own unlock (lock.c, took_local) */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
     int undo_checks;          /* withdrawals left to try that may find nothing */

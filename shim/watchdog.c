@@ -182,7 +182,6 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
     dl_calls_free(calls, (int)n);
 }
 
-/* volatile: a write-only static would be optimised away with its stores */
 /* The watchdog looks again by `at` (us) at the latest (p->wmu held). */
 static void wake_by(dl_proc_t *p, uint64_t at)
 {
@@ -192,7 +191,9 @@ static void wake_by(dl_proc_t *p, uint64_t at)
     }
 }
 
-static void *volatile dl_undo_buf;    /* c.u, reachable (leak checkers, forks) */
+/* c.u, reachable (leak checkers, forks); volatile: a write-only static
+ * would be optimised away with its stores. */
+static void *volatile dl_undo_buf;
 
 /* Withdraws each acquisition of c->u: cancel (leave the queue) then
  * release (end a hold), in one batch per lock. */
