@@ -61,5 +61,20 @@ else
   grep -q '"workload": "W1"' "$out.json" || bad "--json output has no W1"
 fi
 
+# --repeat: every repetition reports (rep=K), and each TARGET line sums
+# them up (reps=, met_reps= no more than reps=, one margin per repetition)
+"$bench" --repeat 0 W4 >/dev/null 2>&1 && bad "--repeat 0 was accepted"
+"$bench" --quick --no-progress --repeat 3 W4 >"$out" || bad "--repeat 3 W4 run failed"
+cat "$out"
+for k in 1 2 3; do
+  grep -Eq "^RESULT peer=distlock workload=W4 .* extra=rep=$k," "$out" || bad "no W4 RESULT for rep=$k"
+done
+n=$(grep -c "^TARGET workload=W4 " "$out")
+[ "$n" -ge 2 ] || bad "expected a W4 TARGET line per check, got $n"
+while IFS= read -r l; do
+  [[ "$l" =~ reps=3\ met_reps=([0-3])\ margins=([0-9.]+),([0-9.]+),([0-9.]+)( |$) ]] ||
+    bad "TARGET line without its repetitions: $l"
+done < <(grep "^TARGET workload=W4 " "$out")
+
 [ "$fail" -eq 0 ] && echo "bench smoke: passed"
 exit "$fail"

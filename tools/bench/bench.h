@@ -30,6 +30,7 @@
 #include <time.h>
 
 /* ------------------------------------------------------------ options */
+#define BENCH_MAX_REPEAT 100
 typedef struct bench_opts {
     int quick;                /* smoke-test sizes */
     int json;                 /* JSON document instead of RESULT lines */
@@ -40,6 +41,7 @@ typedef struct bench_opts {
     unsigned long w6_locks;
     unsigned long w7_iters;
     double w5_seconds;
+    unsigned long repeat;     /* --repeat: runs of the selected workloads (1) */
     const char *url;          /* --url, or the server we started */
     const char *svg;          /* W3 chart file */
     const char *redis_server, *redis_benchmark;
@@ -50,6 +52,7 @@ typedef struct bench_opts {
 
 extern bench_opts_t g_opt;
 extern char g_run_id[32];     /* makes lock names unique per run */
+extern int g_rep;             /* which repetition is running (1..repeat) */
 
 /* ------------------------------------------------------------ server.c */
 typedef struct redis_url {
@@ -156,6 +159,7 @@ typedef struct result {
     char peer[16], workload[16];
     double ops_per_s, p50_us, p99_us;
     int skipped;
+    int rep;                  /* the repetition it belongs to */
     char extra[RES_EXTRA_MAX];
 } result_t;
 
@@ -164,6 +168,7 @@ void result_extra(result_t *r, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Prints the RESULT line now (unless --json, which prints at the end). */
 void result_emit(result_t *r);
+/* The result of the running repetition, or NULL. */
 result_t *result_find(const char *peer, const char *workload);
 /* A numeric extra field; 0 when found. */
 int result_get(const result_t *r, const char *key, double *out);
@@ -179,6 +184,9 @@ typedef struct target {
 } target_t;
 void target_add(const char *workload, const char *check, double value, double limit, int met,
                 const char *note);
+/* After each repetition's target_add calls: files them under their check,
+ * for the summary that output_finish prints when --repeat is above 1. */
+void targets_end_rep(void);
 /* Prints the TARGET lines (or the JSON document). */
 void output_finish(void);
 void output_error(const char *workload, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -15,6 +15,7 @@
 
 bench_opts_t g_opt;
 char g_run_id[32];
+int g_rep = 1;
 
 enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8, WL_N };
 static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W4", "W4b",
@@ -51,6 +52,12 @@ static void usage(FILE *f)
 "                       slowlog settings are changed during W5, then restored)\n"
 "  --quick              small iteration counts (a smoke test, not a measurement)\n"
 "  --json               one JSON document on stdout instead of RESULT/TARGET lines\n"
+"  --repeat N           run the selected workloads N times (at most 100), one\n"
+"                       after another; each RESULT line gets rep=K, and each\n"
+"                       TARGET line gives the median repetition (ordered by how\n"
+"                       far each is from the limit: value/limit for >=,\n"
+"                       limit/value for <=; above 1 is met), met_reps= (how\n"
+"                       many met it) and margins= (each repetition's, in order)\n"
 "  --svg FILE           write the W3 latency chart (distlock vs naive) to FILE\n"
 "  --lease-ms MS        W6 lease (default 3000, so W6 takes ~10 s; 1000 with\n"
 "                       --quick; 0: the library default DISTLOCK_LEASE_MS or\n"
@@ -93,6 +100,7 @@ static int parse(int argc, char **argv)
     g_opt.redis_server = "redis-server";
     g_opt.redis_benchmark = "redis-benchmark";
     g_opt.progress = isatty(2);
+    g_opt.repeat = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -135,6 +143,14 @@ static int parse(int argc, char **argv)
         } else if (!strcmp(a, "--w6-locks")) {
             if (opt_ulong(a, v, &g_opt.w6_locks))
                 return -1;
+            i++;
+        } else if (!strcmp(a, "--repeat")) {
+            if (opt_ulong(a, v, &g_opt.repeat))
+                return -1;
+            if (g_opt.repeat < 1 || g_opt.repeat > BENCH_MAX_REPEAT) {
+                fprintf(stderr, "distlock-bench: --repeat: 1 to %d\n", BENCH_MAX_REPEAT);
+                return -1;
+            }
             i++;
         } else if (!strcmp(a, "--w7-iters")) {
             if (opt_ulong(a, v, &g_opt.w7_iters))
@@ -370,41 +386,47 @@ int main(int argc, char **argv)
         fprintf(stderr, "distlock-bench: redis %s, run %s%s\n", g_opt.url, g_run_id,
                 g_opt.quick ? " (--quick: smoke-test sizes, not a measurement)" : "");
 
-    if (g_opt.wanted[WL_FLOOR])
-        run_floor();
-    if (g_opt.wanted[WL_W1]) {
-        if (!g_opt.no_naive)
-            run_w1(PEER_NAIVE);
-        run_w1(PEER_DISTLOCK);
+    for (g_rep = 1; g_rep <= (int)g_opt.repeat; g_rep++) {
+        if (g_opt.repeat > 1 && g_opt.progress)
+            fprintf(stderr, "distlock-bench: repetition %d of %lu\n", g_rep, g_opt.repeat);
+        if (g_opt.wanted[WL_FLOOR])
+            run_floor();
+        if (g_opt.wanted[WL_W1]) {
+            if (!g_opt.no_naive)
+                run_w1(PEER_NAIVE);
+            run_w1(PEER_DISTLOCK);
+        }
+        if (g_opt.wanted[WL_W2]) {
+            if (!g_opt.no_naive)
+                run_w2(PEER_NAIVE);
+            run_w2(PEER_DISTLOCK);
+        }
+        if (g_opt.wanted[WL_W3]) {
+            if (!g_opt.no_naive)
+                run_w3(PEER_NAIVE);
+            run_w3(PEER_DISTLOCK);
+            if (g_opt.svg && svg_write_w3(g_opt.svg))
+                output_error("W3", "could not write %s", g_opt.svg);
+        }
+        if (g_opt.wanted[WL_W4])
+            run_w4();
+        if (g_opt.wanted[WL_W4B])
+            run_w4b();
+        if (g_opt.wanted[WL_W5])
+            run_w5();
+        if (g_opt.wanted[WL_W6])
+            run_w6();
+        if (g_opt.wanted[WL_W7])
+            run_w7();
+        if (g_opt.wanted[WL_W8])
+            run_w8();
+        check_targets();
+        targets_end_rep();
     }
-    if (g_opt.wanted[WL_W2]) {
-        if (!g_opt.no_naive)
-            run_w2(PEER_NAIVE);
-        run_w2(PEER_DISTLOCK);
-    }
-    if (g_opt.wanted[WL_W3]) {
-        if (!g_opt.no_naive)
-            run_w3(PEER_NAIVE);
-        run_w3(PEER_DISTLOCK);
-        if (g_opt.svg && svg_write_w3(g_opt.svg))
-            output_error("W3", "could not write %s", g_opt.svg);
-    }
-    if (g_opt.wanted[WL_W4])
-        run_w4();
-    if (g_opt.wanted[WL_W4B])
-        run_w4b();
-    if (g_opt.wanted[WL_W5])
-        run_w5();
-    if (g_opt.wanted[WL_W6])
-        run_w6();
-    if (g_opt.wanted[WL_W7])
-        run_w7();
-    if (g_opt.wanted[WL_W8])
-        run_w8();
+    g_rep--;
 
     if (user_url)
         cleanup_keys();
-    check_targets();
     output_finish();
     return output_errors() ? 1 : 0;
 }

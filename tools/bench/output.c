@@ -2,7 +2,10 @@
  *   RESULT peer=<name> workload=<W> ops_per_s=<x> p50_us=<y> p99_us=<z> extra=<k=v,...>
  * printed as each result is known; with --json, one JSON document at the
  * end instead.  Then the TARGET lines: the targets of the issue, each a
- * ratio between figures of this run. */
+ * ratio between figures of one run.  With --repeat N, each target is
+ * checked in every repetition and its line gives the median repetition
+ * (by how far it is from its limit) and how many repetitions met it: on a
+ * shared VM one run's ratio moves with the host's load (PERFORMANCE.md). */
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,24 +14,45 @@
 
 #include "bench.h"
 
-#define MAX_RESULTS 64
 #define MAX_TARGETS 32
 
-static result_t results[MAX_RESULTS];
+/* Each result on its own, so a pointer from result_new stays valid. */
+static result_t **results;
 static int nresults;
-static target_t targets[MAX_TARGETS];
+static target_t targets[MAX_TARGETS];   /* the running repetition's */
 static int ntargets;
+
+/* A target over the repetitions. */
+typedef struct target_sum {
+    target_t last;            /* workload, check and note, from the last repetition */
+    double value[BENCH_MAX_REPEAT], limit[BENCH_MAX_REPEAT], margin[BENCH_MAX_REPEAT];
+    int met[BENCH_MAX_REPEAT];
+    char note[BENCH_MAX_REPEAT][160];
+    int n;
+} target_sum_t;
+static target_sum_t *sums;
+static int nsums;
 static int nerrors;
 static char errors[16][256];
 
 result_t *result_new(const char *peer, const char *workload)
 {
-    if (nresults == MAX_RESULTS)
-        nresults--;                     /* never happens with the fixed workloads */
-    result_t *r = &results[nresults++];
-    memset(r, 0, sizeof *r);
+    static result_t spare;            /* out of memory: a result nobody sees */
+    result_t **grown = realloc(results, (size_t)(nresults + 1) * sizeof *results);
+    result_t *r = calloc(1, sizeof *r);
+    if (grown)
+        results = grown;
+    if (!grown || !r) {
+        free(r);
+        memset(&spare, 0, sizeof spare);
+        return &spare;
+    }
+    results[nresults++] = r;
     snprintf(r->peer, sizeof r->peer, "%s", peer);
     snprintf(r->workload, sizeof r->workload, "%s", workload);
+    r->rep = g_rep;
+    if (g_opt.repeat > 1)
+        result_extra(r, "rep", "%d", g_rep);
     return r;
 }
 
@@ -82,9 +106,9 @@ void result_emit(result_t *r)
 
 result_t *result_find(const char *peer, const char *workload)
 {
-    for (int i = nresults - 1; i >= 0; i--)
-        if (!strcmp(results[i].peer, peer) && !strcmp(results[i].workload, workload))
-            return &results[i];
+    for (int i = nresults - 1; i >= 0 && results[i]->rep == g_rep; i--)
+        if (!strcmp(results[i]->peer, peer) && !strcmp(results[i]->workload, workload))
+            return results[i];
     return NULL;
 }
 
@@ -111,8 +135,6 @@ int result_get(const result_t *r, const char *key, double *out)
     return -1;
 }
 
-int results_count(void) { return nresults; }
-result_t *result_at(int i) { return &results[i]; }
 
 void target_add(const char *workload, const char *check, double value, double limit, int met,
                 const char *note)
@@ -126,6 +148,66 @@ void target_add(const char *workload, const char *check, double value, double li
     t->limit = limit;
     t->met = met;
     snprintf(t->note, sizeof t->note, "%s", note ? note : "");
+}
+
+/* How far a repetition is on the good side of its limit: value/limit for
+ * ">=", limit/value for "<=" (1 = on the limit, more is better); 1 or 0
+ * for an exact check. */
+static double margin_of(const target_t *t)
+{
+    if (strstr(t->check, ">="))
+        return t->limit > 0 ? t->value / t->limit : (t->value > 0 ? 1e9 : 0);
+    if (strstr(t->check, "<="))
+        return t->value > 0 ? t->limit / t->value : 1e9;
+    return t->met > 0 ? 1 : 0;
+}
+
+void targets_end_rep(void)
+{
+    for (int i = 0; i < ntargets; i++) {
+        const target_t *t = &targets[i];
+        target_sum_t *s = NULL;
+        for (int k = 0; k < nsums && !s; k++)
+            if (!strcmp(sums[k].last.workload, t->workload) && !strcmp(sums[k].last.check, t->check))
+                s = &sums[k];
+        if (!s) {
+            target_sum_t *grown = realloc(sums, (size_t)(nsums + 1) * sizeof *sums);
+            if (!grown)
+                continue;
+            sums = grown;
+            s = &sums[nsums++];
+            memset(s, 0, sizeof *s);
+        }
+        if (s->n == BENCH_MAX_REPEAT)
+            continue;
+        s->last = *t;
+        s->value[s->n] = t->value;
+        s->limit[s->n] = t->limit;
+        s->met[s->n] = t->met;
+        s->margin[s->n] = margin_of(t);
+        snprintf(s->note[s->n], sizeof s->note[0], "%s", t->note);
+        s->n++;
+    }
+    ntargets = 0;
+}
+
+/* The repetition in the middle by margin (of an even count, the lower of
+ * the two: the summary never flatters), and how many met the target. */
+static int median_rep(const target_sum_t *s, int *met_reps)
+{
+    int order[BENCH_MAX_REPEAT];
+    for (int i = 0; i < s->n; i++)
+        order[i] = i;
+    for (int i = 1; i < s->n; i++)          /* insertion sort: n <= 100 */
+        for (int j = i; j > 0 && s->margin[order[j]] < s->margin[order[j - 1]]; j--) {
+            int x = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = x;
+        }
+    *met_reps = 0;
+    for (int i = 0; i < s->n; i++)
+        *met_reps += s->met[i] > 0;
+    return s->n ? order[(s->n - 1) / 2] : 0;
 }
 
 void output_error(const char *workload, const char *fmt, ...)
@@ -189,7 +271,7 @@ static void print_json(void)
     printf("{\n  \"tool\": \"distlock-bench\",\n  \"quick\": %s,\n  \"results\": [\n",
            g_opt.quick ? "true" : "false");
     for (int i = 0; i < nresults; i++) {
-        const result_t *r = &results[i];
+        const result_t *r = results[i];
         printf("    {\"peer\": ");
         json_str(r->peer);
         printf(", \"workload\": ");
@@ -227,24 +309,36 @@ static void print_json(void)
         printf("}}%s\n", i + 1 < nresults ? "," : "");
     }
     printf("  ],\n  \"targets\": [\n");
-    for (int i = 0; i < ntargets; i++) {
-        const target_t *t = &targets[i];
+    for (int i = 0; i < nsums; i++) {
+        const target_sum_t *s = &sums[i];
+        int met_reps, m = median_rep(s, &met_reps);
         printf("    {\"workload\": ");
-        json_str(t->workload);
+        json_str(s->last.workload);
         printf(", \"check\": ");
-        json_str(t->check);
-        if (t->met >= 0) {
+        json_str(s->last.check);
+        if (s->met[m] >= 0) {
             printf(", \"value\": ");
-            json_num(t->value);
+            json_num(s->value[m]);
             printf(", \"limit\": ");
-            json_num(t->limit);
-            printf(", \"met\": %s", t->met ? "true" : "false");
+            json_num(s->limit[m]);
+            printf(", \"met\": %s", s->met[m] ? "true" : "false");
         } else {
             printf(", \"met\": null");
         }
         printf(", \"note\": ");
-        json_str(t->note);
-        printf("}%s\n", i + 1 < ntargets ? "," : "");
+        json_str(s->note[m]);
+        if (g_opt.repeat > 1) {
+            printf(", \"reps\": %d, \"met_reps\": %d, \"per_rep\": [", s->n, met_reps);
+            for (int k = 0; k < s->n; k++) {
+                printf("%s{\"value\": ", k ? ", " : "");
+                json_num(s->value[k]);
+                printf(", \"limit\": ");
+                json_num(s->limit[k]);
+                printf(", \"met\": %s}", s->met[k] < 0 ? "null" : s->met[k] ? "true" : "false");
+            }
+            printf("]");
+        }
+        printf("}%s\n", i + 1 < nsums ? "," : "");
     }
     printf("  ],\n  \"errors\": [");
     for (int i = 0; i < nerrors && i < 16; i++) {
@@ -262,17 +356,27 @@ void output_finish(void)
         fflush(stdout);
         return;
     }
-    for (int i = 0; i < ntargets; i++) {
-        const target_t *t = &targets[i];
-        char a[32], b[32];
-        if (t->met < 0)
-            printf("TARGET workload=%s check=\"%s\" met=n/a note=\"%s\"\n", t->workload, t->check,
-                   t->note);
+    for (int i = 0; i < nsums; i++) {
+        const target_sum_t *s = &sums[i];
+        int met_reps, m = median_rep(s, &met_reps);
+        char a[32], b[32], reps[64] = "", margins[BENCH_MAX_REPEAT * 12 + 16] = "";
+        if (g_opt.repeat > 1 && s->met[m] >= 0) {
+            snprintf(reps, sizeof reps, " reps=%d met_reps=%d", s->n, met_reps);
+            size_t len = (size_t)snprintf(margins, sizeof margins, " margins=");
+            for (int k = 0; k < s->n && len < sizeof margins; k++)
+                len += (size_t)snprintf(margins + len, sizeof margins - len, "%s%.2f", k ? "," : "",
+                                        s->margin[k] > 999 ? 999 : s->margin[k]);
+        } else if (g_opt.repeat > 1) {
+            snprintf(reps, sizeof reps, " reps=%d", s->n);
+        }
+        if (s->met[m] < 0)
+            printf("TARGET workload=%s check=\"%s\" met=n/a%s note=\"%s\"\n", s->last.workload,
+                   s->last.check, reps, s->note[m]);
         else
-            printf("TARGET workload=%s check=\"%s\" value=%s limit=%s met=%s%s%s%s\n",
-                   t->workload, t->check, num(t->value, a, sizeof a), num(t->limit, b, sizeof b),
-                   t->met ? "yes" : "no", t->note[0] ? " note=\"" : "", t->note,
-                   t->note[0] ? "\"" : "");
+            printf("TARGET workload=%s check=\"%s\" value=%s limit=%s met=%s%s%s%s%s%s\n",
+                   s->last.workload, s->last.check, num(s->value[m], a, sizeof a),
+                   num(s->limit[m], b, sizeof b), s->met[m] ? "yes" : "no", reps, margins,
+                   s->note[m][0] ? " note=\"" : "", s->note[m], s->note[m][0] ? "\"" : "");
     }
     fflush(stdout);
 }
