@@ -59,6 +59,7 @@ static void usage(FILE *f)
 "                       limit/value for <=; above 1 is met), met_reps= (how\n"
 "                       many met it) and margins= (each repetition's, in order)\n"
 "  --svg FILE           write the W3 latency chart (distlock vs naive) to FILE\n"
+"                       (with --repeat, of the last repetition)\n"
 "  --lease-ms MS        W6 lease (default 3000, so W6 takes ~10 s; 1000 with\n"
 "                       --quick; 0: the library default DISTLOCK_LEASE_MS or\n"
 "                       30000, W6 then takes 90 s)\n"

@@ -22,12 +22,10 @@ static int nresults;
 static target_t targets[MAX_TARGETS];   /* the running repetition's */
 static int ntargets;
 
-/* A target over the repetitions. */
+/* A target over the repetitions: each one's check, and its margin. */
 typedef struct target_sum {
-    target_t last;            /* workload, check and note, from the last repetition */
-    double value[BENCH_MAX_REPEAT], limit[BENCH_MAX_REPEAT], margin[BENCH_MAX_REPEAT];
-    int met[BENCH_MAX_REPEAT];
-    char note[BENCH_MAX_REPEAT][160];
+    target_t rep[BENCH_MAX_REPEAT];
+    double margin[BENCH_MAX_REPEAT];
     int n;
 } target_sum_t;
 static target_sum_t *sums;
@@ -168,7 +166,8 @@ void targets_end_rep(void)
         const target_t *t = &targets[i];
         target_sum_t *s = NULL;
         for (int k = 0; k < nsums && !s; k++)
-            if (!strcmp(sums[k].last.workload, t->workload) && !strcmp(sums[k].last.check, t->check))
+            if (!strcmp(sums[k].rep[0].workload, t->workload) &&
+                !strcmp(sums[k].rep[0].check, t->check))
                 s = &sums[k];
         if (!s) {
             target_sum_t *grown = realloc(sums, (size_t)(nsums + 1) * sizeof *sums);
@@ -180,13 +179,8 @@ void targets_end_rep(void)
         }
         if (s->n == BENCH_MAX_REPEAT)
             continue;
-        s->last = *t;
-        s->value[s->n] = t->value;
-        s->limit[s->n] = t->limit;
-        s->met[s->n] = t->met;
-        s->margin[s->n] = margin_of(t);
-        snprintf(s->note[s->n], sizeof s->note[0], "%s", t->note);
-        s->n++;
+        s->rep[s->n] = *t;
+        s->margin[s->n++] = margin_of(t);
     }
     ntargets = 0;
 }
@@ -206,7 +200,7 @@ static int median_rep(const target_sum_t *s, int *met_reps)
         }
     *met_reps = 0;
     for (int i = 0; i < s->n; i++)
-        *met_reps += s->met[i] > 0;
+        *met_reps += s->rep[i].met > 0;
     return s->n ? order[(s->n - 1) / 2] : 0;
 }
 
@@ -311,30 +305,32 @@ static void print_json(void)
     printf("  ],\n  \"targets\": [\n");
     for (int i = 0; i < nsums; i++) {
         const target_sum_t *s = &sums[i];
-        int met_reps, m = median_rep(s, &met_reps);
+        int met_reps;
+        const target_t *t = &s->rep[median_rep(s, &met_reps)];
         printf("    {\"workload\": ");
-        json_str(s->last.workload);
+        json_str(t->workload);
         printf(", \"check\": ");
-        json_str(s->last.check);
-        if (s->met[m] >= 0) {
+        json_str(t->check);
+        if (t->met >= 0) {
             printf(", \"value\": ");
-            json_num(s->value[m]);
+            json_num(t->value);
             printf(", \"limit\": ");
-            json_num(s->limit[m]);
-            printf(", \"met\": %s", s->met[m] ? "true" : "false");
+            json_num(t->limit);
+            printf(", \"met\": %s", t->met ? "true" : "false");
         } else {
             printf(", \"met\": null");
         }
         printf(", \"note\": ");
-        json_str(s->note[m]);
+        json_str(t->note);
         if (g_opt.repeat > 1) {
             printf(", \"reps\": %d, \"met_reps\": %d, \"per_rep\": [", s->n, met_reps);
             for (int k = 0; k < s->n; k++) {
+                const target_t *r = &s->rep[k];
                 printf("%s{\"value\": ", k ? ", " : "");
-                json_num(s->value[k]);
+                json_num(r->value);
                 printf(", \"limit\": ");
-                json_num(s->limit[k]);
-                printf(", \"met\": %s}", s->met[k] < 0 ? "null" : s->met[k] ? "true" : "false");
+                json_num(r->limit);
+                printf(", \"met\": %s}", r->met < 0 ? "null" : r->met ? "true" : "false");
             }
             printf("]");
         }
@@ -358,9 +354,10 @@ void output_finish(void)
     }
     for (int i = 0; i < nsums; i++) {
         const target_sum_t *s = &sums[i];
-        int met_reps, m = median_rep(s, &met_reps);
+        int met_reps;
+        const target_t *t = &s->rep[median_rep(s, &met_reps)];
         char a[32], b[32], reps[64] = "", margins[BENCH_MAX_REPEAT * 12 + 16] = "";
-        if (g_opt.repeat > 1 && s->met[m] >= 0) {
+        if (g_opt.repeat > 1 && t->met >= 0) {
             snprintf(reps, sizeof reps, " reps=%d met_reps=%d", s->n, met_reps);
             size_t len = (size_t)snprintf(margins, sizeof margins, " margins=");
             for (int k = 0; k < s->n && len < sizeof margins; k++)
@@ -369,14 +366,14 @@ void output_finish(void)
         } else if (g_opt.repeat > 1) {
             snprintf(reps, sizeof reps, " reps=%d", s->n);
         }
-        if (s->met[m] < 0)
-            printf("TARGET workload=%s check=\"%s\" met=n/a%s note=\"%s\"\n", s->last.workload,
-                   s->last.check, reps, s->note[m]);
+        if (t->met < 0)
+            printf("TARGET workload=%s check=\"%s\" met=n/a%s note=\"%s\"\n", t->workload,
+                   t->check, reps, t->note);
         else
             printf("TARGET workload=%s check=\"%s\" value=%s limit=%s met=%s%s%s%s%s%s\n",
-                   s->last.workload, s->last.check, num(s->value[m], a, sizeof a),
-                   num(s->limit[m], b, sizeof b), s->met[m] ? "yes" : "no", reps, margins,
-                   s->note[m][0] ? " note=\"" : "", s->note[m], s->note[m][0] ? "\"" : "");
+                   t->workload, t->check, num(t->value, a, sizeof a), num(t->limit, b, sizeof b),
+                   t->met ? "yes" : "no", reps, margins, t->note[0] ? " note=\"" : "", t->note,
+                   t->note[0] ? "\"" : "");
     }
     fflush(stdout);
 }
