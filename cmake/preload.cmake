@@ -78,13 +78,18 @@ if(DISTLOCK_TESTS)
             ${CMAKE_CURRENT_BINARY_DIR}/preload_legacy_stripped
     COMMENT "Stripping a copy of preload_legacy")
 
+  # The same program with its ledger lock named g_books_lock.
+  add_executable(preload_legacy_books ${DLP_TDIR}/legacy.c)
+  target_compile_definitions(preload_legacy_books PRIVATE LEGACY_BOOKS)
+  target_link_libraries(preload_legacy_books preload_legacylib Threads::Threads)
+
   add_executable(preload_engage ${DLP_TDIR}/engage.c)
   target_link_libraries(preload_engage PkgConfig::HIREDIS Threads::Threads)
 
   add_executable(preload_w8 ${DLP_TDIR}/w8.c)
   target_link_libraries(preload_w8 Threads::Threads)
 
-  foreach(t preload_legacylib preload_legacy preload_engage preload_w8)
+  foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
     dlp_unsanitized(${t})
   endforeach()
@@ -94,7 +99,7 @@ if(DISTLOCK_TESTS)
   set(DLP_ARGS $<TARGET_FILE:distlock_preload> ${CMAKE_CURRENT_BINARY_DIR})
   set(DLP_WITH_REDIS ${CMAKE_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
-  foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "outage;60;0" "w8;60;0")
+  foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "w8;60;0")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

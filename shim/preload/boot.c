@@ -208,8 +208,18 @@ static size_t slot_of(uintptr_t a)
     return (size_t)(((a >> 3) * 0x9E3779B97F4A7C15ull) >> 56) & (DLP_SLOTS - 1);
 }
 
+/* A program that lacks the map's symbols (a launcher, or a misspelt
+ * symbol) is dormant: its address range is everything, and every lookup
+ * lands here and gets this entry, which no wrapper maps; the lock wrappers
+ * stop the program with `dormant_why` (dlp_dormant_check) instead. */
+static int dormant;
+static dlp_entry_t dormant_entry = { .kind = DLP_DORMANT, .name = "" };
+static char dormant_why[768];
+
 dlp_entry_t *dlp_lookup_slow(const void *addr)
 {
+    if (DLP_UNLIKELY(dormant))
+        return &dormant_entry;
     uintptr_t a = (uintptr_t)addr;
     for (size_t i = slot_of(a);; i = (i + 1) & (DLP_SLOTS - 1)) {
         dlp_entry_t *e = slots[i];
@@ -452,12 +462,122 @@ static void atfork_child(void)
     dlp_file_after_fork();
 }
 
+/* The program the map applied to (it has the map's symbols) records its
+ * executable here for the programs it starts (system(), popen(), helpers):
+ * those are known not to be it, so they use the entries they have and
+ * skip the rest instead of going dormant.  A launcher before it leaves the
+ * environment untouched. */
 #define MARKER "DISTLOCK_PRELOAD_EXE"
 
-static void apply_map(const char *map)
+static const char *base_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Is the entry for this program?  @PROGRAM is matched against the base
+ * name of the executable file (/proc/self/exe, symlinks resolved) and of
+ * argv[0] (the name it was started by). */
+static int for_me(const dlp_spec_t *s, const char *exe, const char *argv0)
+{
+    if (!s->program)
+        return 1;
+    return (exe[0] && strcmp(s->program, base_of(exe)) == 0) ||
+           (argv0 && argv0[0] && strcmp(s->program, base_of(argv0)) == 0);
+}
+
+/* "TARGET@PROGRAM" for the hint that follows a missing symbol. */
+static void hint_of(const dlp_spec_t *s, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.200s@PROGRAM", s->target);
+}
+
+static const char *dormant_hint;
+static uintptr_t self_lo, self_hi;
+
+void dlp_dormant_check(const char *what, const void *caller)
+{
+    static int stopping;
+    if ((uintptr_t)caller >= self_lo && (uintptr_t)caller < self_hi)
+        return;                        /* the library's own, at exit or fork */
+    /* One line even if several threads lock at once; the others wait for
+     * the exit rather than run on unprotected. */
+    if (__atomic_exchange_n(&stopping, 1, __ATOMIC_ACQ_REL))
+        for (;;)
+            pause();
+    stop("%s; stopped at the program's first pthread %s lock (an entry for another program: %s)",
+         dormant_why, what, dormant_hint);
+}
+
+static void add_file(int i, const dlp_spec_t *s)
+{
+    dlp_entry_t *e = &entries[nentries];
+    memset(e, 0, sizeof *e);
+    e->kind = DLP_FLOCK;
+    e->name = strndup(s->name, s->namelen);
+    e->path = e->name ? canonical(s->target) : NULL;
+    if (!e->path)
+        stop("DISTLOCK_MAP: out of memory");
+    e->pathlen = strlen(e->path);
+    for (int k = 0; k < dlp_nfile; k++)
+        if (strcmp(dlp_files[k]->path, e->path) == 0)
+            stop("DISTLOCK_MAP: entry %d (%s): file %s is already mapped", i + 1, e->name, e->path);
+    if (dist_rwlock_init(&e->d.rw, e->name, NULL))
+        stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
+    dlp_files[dlp_nfile++] = e;
+    dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = flock on %s", e->name, e->path);
+    nentries++;
+}
+
+static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where)
+{
+    dlp_entry_t *e = &entries[nentries];
+    memset(e, 0, sizeof *e);
+    e->kind = s->kind;
+    e->addr = addr;
+    e->name = strndup(s->name, s->namelen);
+    if (!e->name)
+        stop("DISTLOCK_MAP: out of memory");
+    for (int k = 0; k < nentries; k++)
+        if (entries[k].addr == e->addr)
+            stop("DISTLOCK_MAP: entry %d (%s): %s is the same object as lock \"%s\"", i + 1,
+                 e->name, s->target, entries[k].name);
+    for (int k = 0; k < nentries; k++)
+        if (entries[k].kind != DLP_FLOCK && entries[k].kind != e->kind && same_name(&entries[k], s))
+            stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1, e->name);
+    int rc = s->kind == DLP_MUTEX ? dist_mutex_init(&e->d.m, e->name, NULL)
+                                  : dist_rwlock_init(&e->d.rw, e->name, NULL);
+    if (rc)
+        stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
+    table_add(e);
+    dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = %s %s", e->name,
+           s->kind == DLP_MUTEX ? "pthread_mutex_t" : "pthread_rwlock_t", where);
+    nentries++;
+}
+
+/* Which programs the map applies to (SPEC "Launchers"):
+ * - lock files apply in every program: a path means the same file anywhere;
+ * - an entry with @PROGRAM applies only in programs of that name, and there
+ *   it must resolve, or the program stops now;
+ * - the other mutex/rwlock entries: a program that has some of the map's
+ *   symbols (any symbol found, or for a map of offsets only, an offset
+ *   that fits) is the program the map is for: every such entry must
+ *   resolve, or it stops now.  A program that has none of them is
+ *   dormant: a launcher (timeout, env, sh...) runs and starts the next
+ *   program with the environment untouched; a program that locks a
+ *   pthread mutex or rwlock anyway (a misspelt symbol) stops at that first
+ *   lock call with the reason the start would have given;
+ * - in a program started by the one the map applied to (MARKER), missing
+ *   entries are skipped. */
+static void apply_map(const char *map, const char *argv0)
 {
     static char buf[65536];
     static dlp_spec_t specs[DLP_MAX_ENTRIES];
+    static void *addrs[DLP_MAX_ENTRIES];
+    static char wheres[DLP_MAX_ENTRIES][320];
+    static char hint[256];
+    enum { SKIP, HAVE, LACK };
+    int state[DLP_MAX_ENTRIES];
     char err[512];
     int n = 0;
     if (dlp_map_parse(map, buf, sizeof buf, specs, DLP_MAX_ENTRIES, &n, err, sizeof err))
@@ -479,76 +599,76 @@ static void apply_map(const char *map)
     if (!dl_proc_get(&perr))
         stop("%s", dist_lasterror());
 
-    /* A program of the map may run others (system(), popen()): the map's
-     * symbols belong to the first program, so in a different executable
-     * those that are missing are skipped instead of stopping it. */
     const char *exe = dlp_exe_path();
     const char *marker = secure_getenv(MARKER);
     int lenient = marker && strcmp(marker, exe) != 0;
 
-    uintptr_t lo = UINTPTR_MAX, hi = 0;
-    int nsym = 0;
+    int named = 0, have_named = 0, have_off = 0, lack = -1;
+    char lack_err[512] = "";
     for (int i = 0; i < n; i++) {
         const dlp_spec_t *s = &specs[i];
-        dlp_entry_t *e = &entries[nentries];
-        memset(e, 0, sizeof *e);
-        e->kind = s->kind;
-        e->name = strndup(s->name, s->namelen);
-        if (!e->name)
-            stop("DISTLOCK_MAP: out of memory");
-        int rc;
-        if (s->kind == DLP_FLOCK) {
-            e->path = canonical(s->target);
-            if (!e->path)
-                stop("DISTLOCK_MAP: out of memory");
-            e->pathlen = strlen(e->path);
-            for (int k = 0; k < dlp_nfile; k++)
-                if (strcmp(dlp_files[k]->path, e->path) == 0)
-                    stop("DISTLOCK_MAP: entry %d (%s): file %s is already mapped", i + 1, e->name, e->path);
-            rc = dist_rwlock_init(&e->d.rw, e->name, NULL);
-            if (rc)
-                stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
-            dlp_files[dlp_nfile++] = e;
-            dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = flock on %s", e->name, e->path);
-            nentries++;
+        state[i] = SKIP;
+        if (!for_me(s, exe, argv0))
             continue;
-        }
-        if (lenient && s->is_offset) {
-            free(e->name);
+        if (s->kind == DLP_FLOCK) {
+            add_file(i, s);
             continue;
         }
         size_t need = s->kind == DLP_MUTEX ? sizeof(pthread_mutex_t) : sizeof(pthread_rwlock_t);
-        char where[512];
-        if (dlp_elf_resolve(s, need, &e->addr, where, sizeof where, err, sizeof err)) {
-            if (lenient) {
-                dl_log(DL_LOG_DEBUG, "preload: %s: skipped in %s", err, exe);
-                free(e->name);
-                continue;
+        int rc = dlp_elf_resolve(s, need, &addrs[i], wheres[i], sizeof wheres[i], err, sizeof err);
+        named += !s->is_offset;
+        if (rc == 0) {
+            state[i] = HAVE;
+            have_named += !s->is_offset;
+            have_off += s->is_offset;
+        } else if (s->program) {
+            stop("DISTLOCK_MAP: entry %d (%.*s): %s", i + 1, (int)s->namelen, s->name, err);
+        } else if (lenient) {
+            dl_log(DL_LOG_DEBUG, "preload: %s: skipped in %s", err, exe);
+        } else if (rc < 0) {
+            stop("DISTLOCK_MAP: entry %d (%.*s): %s", i + 1, (int)s->namelen, s->name, err);
+        } else {
+            state[i] = LACK;
+            if (lack < 0) {
+                lack = i;
+                snprintf(lack_err, sizeof lack_err, "%s", err);
             }
-            stop("DISTLOCK_MAP: entry %d (%s): %s", i + 1, e->name, err);
         }
-        for (int k = 0; k < nentries; k++)
-            if (entries[k].addr == e->addr)
-                stop("DISTLOCK_MAP: entry %d (%s): %s is the same object as lock \"%s\"", i + 1,
-                     e->name, s->target, entries[k].name);
-        for (int k = 0; k < nentries; k++)
-            if (entries[k].kind != DLP_FLOCK && entries[k].kind != e->kind && same_name(&entries[k], s))
-                stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1, e->name);
-        rc = s->kind == DLP_MUTEX ? dist_mutex_init(&e->d.m, e->name, NULL)
-                                  : dist_rwlock_init(&e->d.rw, e->name, NULL);
-        if (rc)
-            stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
-        table_add(e);
-        if ((uintptr_t)e->addr < lo)
-            lo = (uintptr_t)e->addr;
-        if ((uintptr_t)e->addr > hi)
-            hi = (uintptr_t)e->addr;
-        dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = %s %s", e->name,
-               s->kind == DLP_MUTEX ? "pthread_mutex_t" : "pthread_rwlock_t", where);
-        nentries++;
+    }
+
+    if (lack >= 0) {
+        const dlp_spec_t *s = &specs[lack];
+        hint_of(s, hint, sizeof hint);
+        if (have_named || (!named && have_off))
+            stop("DISTLOCK_MAP: entry %d (%.*s): %s (an entry for another program: %s)", lack + 1,
+                 (int)s->namelen, s->name, lack_err, hint);
+        snprintf(dormant_why, sizeof dormant_why, "DISTLOCK_MAP: entry %d (%.*s): %s", lack + 1,
+                 (int)(s->namelen < 100 ? s->namelen : 100), s->name, lack_err);
+        dormant_hint = hint;
+        dlp_self_range(&self_lo, &self_hi);
+        dl_log(DL_LOG_DEBUG, "preload: %s has none of the map's symbols: it may start the program "
+               "that has them, and stops if it locks a pthread mutex or rwlock", exe[0] ? exe : "this program");
+        /* Published last: every lookup from now on is the dormant entry. */
+        __atomic_store_n(&dormant, 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&dlp_lo, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&dlp_span, UINTPTR_MAX, __ATOMIC_RELEASE);
+        return;
+    }
+
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    int nsym = 0;
+    for (int i = 0; i < n; i++) {
+        if (state[i] != HAVE)
+            continue;
+        add_object(i, &specs[i], addrs[i], wheres[i]);
+        uintptr_t a = (uintptr_t)addrs[i];
+        if (a < lo)
+            lo = a;
+        if (a > hi)
+            hi = a;
         nsym++;
     }
-    if (nsym && !marker && exe[0])
+    if (have_named && !marker && exe[0])
         setenv(MARKER, exe, 1);
     if (nsym) {
         /* Published last: wrappers see either no table or all of it. */
@@ -573,7 +693,7 @@ __attribute__((constructor)) static void dlp_start(void)
     const char *map = secure_getenv("DISTLOCK_MAP");
     if (map && *map) {
         dlp_file_init();
-        apply_map(map);
+        apply_map(map, program_invocation_name);
         pthread_atfork(NULL, NULL, atfork_child);
     }
     dlp_in = 0;

@@ -83,6 +83,25 @@ const char *dlp_exe_path(void)
     return exe_path;
 }
 
+void dlp_self_range(uintptr_t *lo, uintptr_t *hi)
+{
+    load_objs();
+    *lo = UINTPTR_MAX;
+    *hi = 0;
+    for (int i = 0; i < nobjs; i++) {
+        const obj_t *o = &objs[i];
+        for (int k = 0; o->is_self && k < o->phnum; k++) {
+            const ElfW(Phdr) *ph = &o->phdr[k];
+            if (ph->p_type != PT_LOAD)
+                continue;
+            if (o->bias + ph->p_vaddr < *lo)
+                *lo = o->bias + ph->p_vaddr;
+            if (o->bias + ph->p_vaddr + ph->p_memsz > *hi)
+                *hi = o->bias + ph->p_vaddr + ph->p_memsz;
+        }
+    }
+}
+
 /* Is [a, a+size) inside a writable loaded segment of o? */
 static int writable(const obj_t *o, uintptr_t a, size_t size)
 {
@@ -206,11 +225,17 @@ static int by_offset(const dlp_spec_t *s, size_t need, void **addr, char *where,
             exe = &objs[i];
     if (!exe) {
         snprintf(err, errlen, "%s: cannot find the executable's load address", s->target);
-        return -1;
+        return 1;
     }
+    /* An offset names nothing: one that does not fit this executable is
+     * as good as a symbol it lacks (it may be meant for another one). */
     uintptr_t a = exe->bias + s->offset;
-    if (a < exe->bias || check_addr(s, exe, a, need, s->target, err, errlen))
-        return -1;
+    if (a < exe->bias) {
+        snprintf(err, errlen, "%s: beyond the address space", s->target);
+        return 1;
+    }
+    if (check_addr(s, exe, a, need, s->target, err, errlen))
+        return 1;
     *addr = (void *)a;
     snprintf(where, wlen, "%s at %#lx", exe_path[0] ? exe_path : "executable", (unsigned long)a);
     return 0;
@@ -270,5 +295,5 @@ int dlp_elf_resolve(const dlp_spec_t *s, size_t need, void **addr, char *where, 
     snprintf(err, errlen, "symbol \"%s\" not found in %s or its libraries%s", s->target,
              exe_path[0] ? exe_path : "the executable",
              exe_symtab ? "" : " (the executable is stripped: map it by exe+0xOFFSET)");
-    return -1;
+    return 1;
 }

@@ -1,9 +1,15 @@
-/* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET;NAME=KIND:TARGET...`.
+/* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
  * KIND is mutex, rwlock or flock.  TARGET is a symbol name or exe+0xOFFSET
- * (mutex, rwlock) or a file path (flock).  Entries are separated by ';';
- * whitespace around an entry and empty entries are ignored, nothing else
- * is: a NAME is taken byte for byte (it is binary-safe in Redis). */
+ * (mutex, rwlock) or a file path (flock).  `@PROGRAM` limits the entry to
+ * programs of that base name.  Entries are separated by ';'; whitespace
+ * around an entry and empty entries are ignored, nothing else is: a NAME
+ * is taken byte for byte (it is binary-safe in Redis).
+ *
+ * The '@' that starts PROGRAM is the last one of the target; in a path it
+ * must also come after the last '/', so directories may contain '@'.  A
+ * file name that itself contains '@' is written with a final lone '@'
+ * (an empty PROGRAM: every program). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +32,11 @@ static int fail(char *err, size_t errlen, int idx, const char *what, const char 
     q[o] = 0;
     snprintf(err, errlen, "entry %d \"%s%s\": %s", idx, q, strlen(entry) > 60 ? "..." : "", what);
     return -1;
+}
+
+static int same_program(const char *a, const char *b)
+{
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 static int parse_offset(const char *t, uintptr_t *off)
@@ -105,6 +116,13 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         s.name = entry;
         s.namelen = (size_t)(eq - entry);
         s.target = target;
+        char *at = strrchr(target, '@');
+        if (strcmp(kind, "flock") == 0 && at && strchr(at, '/'))
+            at = NULL;                         /* an '@' of a directory */
+        if (at) {
+            *at = 0;
+            s.program = at[1] ? at + 1 : NULL;
+        }
         if (strcmp(kind, "mutex") == 0)
             s.kind = DLP_MUTEX;
         else if (strcmp(kind, "rwlock") == 0)
@@ -116,6 +134,8 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         if (!*target)
             return fail(err, errlen, idx, s.kind == DLP_FLOCK ? "empty file path" : "empty symbol", shown);
 
+        if (s.program && strchr(s.program, '/'))
+            return fail(err, errlen, idx, "@PROGRAM is a base name, without '/'", shown);
         if (s.kind != DLP_FLOCK) {
             if (strncmp(target, "exe+", 4) == 0) {
                 if (parse_offset(target, &s.offset))
@@ -129,7 +149,11 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         }
 
         for (int i = 0; i < *n; i++) {
-            if (specs[i].kind == s.kind && strcmp(specs[i].target, s.target) == 0)
+            /* The same target for two different programs is two objects;
+             * for one program, or one and every program, it is one (and
+             * the start-up check finds it if both apply). */
+            if (specs[i].kind == s.kind && strcmp(specs[i].target, s.target) == 0 &&
+                same_program(specs[i].program, s.program))
                 return fail(err, errlen, idx, "target already mapped by an earlier entry", shown);
             if (specs[i].namelen == s.namelen && memcmp(specs[i].name, s.name, s.namelen) == 0 &&
                 (specs[i].kind == DLP_MUTEX) != (s.kind == DLP_MUTEX))

@@ -36,7 +36,7 @@
 #define DLP_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- map.c ---- */
-enum { DLP_MUTEX = 1, DLP_RWLOCK, DLP_FLOCK };
+enum { DLP_DORMANT = 0, DLP_MUTEX, DLP_RWLOCK, DLP_FLOCK };
 
 #define DLP_MAX_ENTRIES 64
 
@@ -47,6 +47,7 @@ typedef struct dlp_spec {
     const char *target;       /* symbol, "exe+0x..." or path */
     int is_offset;            /* target is exe+0xOFFSET */
     uintptr_t offset;
+    const char *program;      /* @PROGRAM: only programs of this base name; NULL: all */
 } dlp_spec_t;
 
 /* Parses text into specs (the strings point into buf, a modifiable copy of
@@ -58,12 +59,18 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
 /* Resolves a global (exported or not, global or file-static) by name in the
  * executable, then in each library loaded at start, or exe+offset.  `need`
  * is the size of the object the caller expects.  0 with *addr and a short
- * description of where it was found in `where`, or -1 with a one-line
- * reason in err. */
+ * description of where it was found in `where`; 1 when this program lacks
+ * it (no such symbol; an offset that is no writable, aligned place of
+ * this executable); -1 when the symbol is there but cannot be the lock
+ * (not a variable, too small, defined twice, misplaced).  A one-line
+ * reason in err for 1 and -1. */
 int dlp_elf_resolve(const dlp_spec_t *s, size_t need, void **addr, char *where, size_t wlen,
                     char *err, size_t errlen);
 /* The executable's path ("" if unknown). */
 const char *dlp_exe_path(void);
+/* [lo, hi): where this library is loaded (its own code calls the
+ * wrappers too: from its destructors and fork handlers). */
+void dlp_self_range(uintptr_t *lo, uintptr_t *hi);
 
 /* ---- boot.c ---- */
 typedef struct dlp_entry {
@@ -127,6 +134,13 @@ static inline dlp_entry_t *dlp_lookup(const void *addr)
         return NULL;
     return dlp_lookup_slow(addr);
 }
+
+/* A lock call reached a wrapper in a program that has none of the map's
+ * symbols (dlp_lookup gave a DLP_DORMANT entry).  Unless the call is the
+ * interposer's own (dlp_in, or `caller`, the wrapper's return address, is
+ * in this library), the program stops here with the one-line reason (exit
+ * status 1), before the lock is taken.  `what`: "mutex" or "rwlock". */
+void dlp_dormant_check(const char *what, const void *caller);
 
 /* File entries (DLP_FLOCK); dlp_nfile == 0 makes every file wrapper a
  * plain call. */

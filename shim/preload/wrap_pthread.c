@@ -7,7 +7,10 @@
  * taken.  Unlocks go the other way round: the real unlock first (it decides
  * whether the caller may unlock), then the distributed release, which a
  * thread of this process already waiting on the local lock may receive
- * without a round trip.  Everything else goes straight to libc. */
+ * without a round trip.  Everything else goes straight to libc.  In a
+ * dormant program (none of the map's symbols) every lookup gives the
+ * DLP_DORMANT entry, and the first lock call stops the program; unlocks
+ * and waits pass to libc. */
 #include <errno.h>
 #include <time.h>
 #include <unistd.h>
@@ -75,10 +78,14 @@ static int mutex_local(pthread_mutex_t *m, const how_t *h)
     }
 }
 
-static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, how_t h)
+static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, how_t h,
+                                                  const void *caller)
 {
-    if (e->kind != DLP_MUTEX || dlp_in)
+    if (e->kind != DLP_MUTEX || dlp_in) {
+        if (e->kind == DLP_DORMANT && !dlp_in)
+            dlp_dormant_check("mutex", caller);
         return mutex_local(m, &h);
+    }
     int saved = errno;
     int rc = mutex_local(m, &h);
     if (rc != 0 && rc != EOWNERDEAD)      /* EOWNERDEAD: a robust mutex, now ours */
@@ -116,7 +123,7 @@ DLP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL });
+        return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL }, __builtin_return_address(0));
     return REAL(mutex_lock)(m);
 }
 
@@ -124,7 +131,7 @@ DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL });
+        return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL }, __builtin_return_address(0));
     return REAL(mutex_trylock)(m);
 }
 
@@ -132,7 +139,7 @@ DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime });
+        return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime }, __builtin_return_address(0));
     return REAL(mutex_timedlock)(m, abstime);
 }
 
@@ -140,7 +147,7 @@ DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const 
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime });
+        return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime }, __builtin_return_address(0));
     return REAL(mutex_clocklock)(m, clk, abstime);
 }
 
@@ -252,10 +259,14 @@ static int rw_local(pthread_rwlock_t *rw, char mode, const how_t *h)
     }
 }
 
-static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode, how_t h)
+static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode, how_t h,
+                                               const void *caller)
 {
-    if (e->kind != DLP_RWLOCK || dlp_in)
+    if (e->kind != DLP_RWLOCK || dlp_in) {
+        if (e->kind == DLP_DORMANT && !dlp_in)
+            dlp_dormant_check("rwlock", caller);
         return rw_local(rw, mode, &h);
+    }
     int saved = errno;
     int rc = rw_local(rw, mode, &h);
     if (rc)
@@ -294,7 +305,8 @@ static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t
     {                                                                    \
         dlp_entry_t *e = dlp_lookup(rw);                                 \
         if (DLP_UNLIKELY(e != NULL))                                     \
-            return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ });      \
+            return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ },     \
+                              __builtin_return_address(0));              \
         return REAL(field) args;                                         \
     }
 

@@ -9,6 +9,7 @@
  *
  *   legacy hello                       prints a line from main (map checks)
  *   legacy system                      runs /bin/true through system()
+ *   legacy run CMD                     runs CMD through system(), exits with its status
  *   legacy mutex  FILE N T             T threads x N increments under g_ledger_lock
  *   legacy lib    FILE N T             the same under a file-static mutex of liblegacylib
  *   legacy cond   FILE N               2 threads taking turns on a condvar, N turns each
@@ -35,6 +36,12 @@
 #include <unistd.h>
 
 #define SLEEP_US 300
+
+/* Built a second time as preload_legacy_books, another program whose
+ * ledger lock has another name (for @PROGRAM maps). */
+#ifdef LEGACY_BOOKS
+#define g_ledger_lock g_books_lock
+#endif
 
 pthread_mutex_t g_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t cfg_lock = PTHREAD_RWLOCK_INITIALIZER;
@@ -245,6 +252,10 @@ int main(int argc, char **argv)
         int st = system("/bin/true");
         printf("system: %d\n", st);
         return st == 0 ? 0 : 1;
+    }
+    if (strcmp(mode, "run") == 0 && argc > 2) {
+        int st = system(argv[2]);
+        return WIFEXITED(st) ? WEXITSTATUS(st) : 1;
     }
     if (strcmp(mode, "hold") == 0 || strcmp(mode, "fclose") == 0) {
         if (argc < 4)

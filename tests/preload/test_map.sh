@@ -1,23 +1,29 @@
 #!/usr/bin/env bash
 # test_map.sh LIB BUILD_DIR - DISTLOCK_MAP and DISTLOCK_ON_ERROR checked
-# before main: a malformed map, a symbol that cannot be found (or is not a
-# lock) stop the program with exit status 1 and exactly one line on stderr,
-# before main prints anything.  Good maps (names in the executable,
-# file-static names, names in a library, exe+0xOFFSET on a stripped copy)
-# let it run.  Also: the exported wrappers carry no symbol version, and a
-# program of the map may still run other programs (system()).
-# Needs no Redis: nothing here takes a lock.
+# before main: a malformed map, a symbol that is there but is not such a
+# lock, one symbol missing in a program that has the others, stop the
+# program with exit status 1 and exactly one line on stderr, before main
+# prints anything.  A program with none of the map's symbols (a launcher,
+# or a misspelt symbol) runs until its first pthread lock call, which
+# stops it with the same kind of line.  Good maps (names in the
+# executable, file-static names, names in a library, exe+0xOFFSET on a
+# stripped copy, @PROGRAM) let it run.  Also: the exported wrappers carry
+# no symbol version, and a program of the map may still run other
+# programs (system()), even ones that lock.
+# Needs no Redis: no mapped lock is ever taken.
 . "$(dirname "$0")/lib.sh"
 
 LEGACY=$BIN/preload_legacy
 STRIPPED=$BIN/preload_legacy_stripped
+W8=$BIN/preload_w8
 unset DISTLOCK_MAP DISTLOCK_ON_ERROR DISTLOCK_PRELOAD_EXE
 
-# runs PROGRAM hello under the preload with the given environment words;
-# leaves rc, out, err.
+# runs PROGRAM $MODE (default: hello, which takes no lock) under the
+# preload with the given environment words; leaves rc, out, err.
 run_hello() {
   local prog=$1; shift
-  env "$@" LD_PRELOAD="$LIB" "$prog" hello >"$WORK/out" 2>"$WORK/err"
+  # shellcheck disable=SC2086
+  env "$@" LD_PRELOAD="$LIB" "$prog" ${MODE:-hello} >"$WORK/out" 2>"$WORK/err"
   rc=$?
   out=$(cat "$WORK/out")
   err=$(cat "$WORK/err")
@@ -82,27 +88,102 @@ expect_stop "bad DISTLOCK_ON_ERROR" "DISTLOCK_ON_ERROR" "$LEGACY" DISTLOCK_ON_ER
 expect_stop "bad DISTLOCK_URL" "DISTLOCK_URL" "$LEGACY" DISTLOCK_URL=bogus://x \
   "$M=ledger=mutex:g_ledger_lock"
 
-# --- symbols that are missing or are not locks
-expect_stop "missing symbol" 'symbol "no_such_lock" not found' "$LEGACY" "$M=ledger=mutex:no_such_lock"
-expect_stop "name on a stripped binary" "stripped: map it by exe+0xOFFSET" "$STRIPPED" \
-  "$M=ledger=mutex:g_ledger_lock"
+# --- symbols that are there but are not such locks: stopped before main
 expect_stop "an int is too small for a mutex" "too small" "$LEGACY" "$M=ledger=mutex:g_counter_int"
 expect_stop "a mutex is too small for a rwlock" "too small" "$LEGACY" "$M=cfg=rwlock:g_ledger_lock"
 expect_stop "a function is not a lock" "not a global variable" "$LEGACY" "$M=ledger=mutex:main"
+
+# --- one symbol missing in a program that has the others: stopped before
+# main, with the hint for an entry meant for another program
+expect_stop "has one symbol, lacks the other" \
+  'entry 2 (x): symbol "no_such_lock" not found in '"$LEGACY"' or its libraries (an entry for another program: no_such_lock@PROGRAM)' \
+  "$LEGACY" "$M=ledger=mutex:g_ledger_lock;x=mutex:no_such_lock"
+expect_stop "has the offset, lacks a second one" "not aligned" "$STRIPPED" \
+  "$M=ledger=mutex:exe+0x$off;x=mutex:exe+0x$(printf '%x' $((0x$off + 4)))"
+
+# --- none of the map's symbols (the misspelt-symbol case, or a launcher):
+# the program runs until its first pthread lock call, which stops it
+# before taking the lock, with the reason and the @PROGRAM hint
+MODE="mutex $WORK/ctr 5 2"
+expect_stop "missing symbol, at the first mutex lock" \
+  'symbol "no_such_lock" not found in '"$LEGACY"' or its libraries; stopped at the program'"'"'s first pthread mutex lock (an entry for another program: no_such_lock@PROGRAM)' \
+  "$LEGACY" "$M=ledger=mutex:no_such_lock"
+check "nothing ran unprotected: the ledger is untouched ($(counter "$WORK/ctr"))" test "$(counter "$WORK/ctr")" -eq 0
+expect_stop "name on a stripped binary" "stripped: map it by exe+0xOFFSET" "$STRIPPED" \
+  "$M=ledger=mutex:g_ledger_lock"
 expect_stop "offset 0 is not writable" "not inside a writable segment" "$LEGACY" "$M=ledger=mutex:exe+0x0"
 expect_stop "misaligned offset" "not aligned" "$LEGACY" "$M=ledger=mutex:exe+0x$(printf '%x' $((0x$off + 4)))"
 expect_stop "offset far away" "not inside a writable segment" "$LEGACY" "$M=ledger=mutex:exe+0x7fffffff0"
+MODE="rwlock $WORK/ctr 2 1 1"
+expect_stop "missing symbol, at the first rwlock lock" "first pthread rwlock lock" \
+  "$LEGACY" "$M=cfg=rwlock:no_such_rw"
+MODE="lib $WORK/ctr 2 2"
+expect_stop "missing symbol, at the first lock inside a library" "first pthread mutex lock" \
+  "$LEGACY" "$M=lib=mutex:lib_lok"
+MODE="fork $WORK/ctr 2"
+expect_stop "missing symbol, a program that forks" "first pthread mutex lock" \
+  "$LEGACY" "$M=ledger=mutex:no_such_lock"
+unset MODE
+expect_run "missing symbol in a program that never locks: it runs" "$LEGACY" "$M=ledger=mutex:no_such_lock"
+expect_run "a launcher-like program (no symbols, no locks) runs" "$LEGACY" "$M=ledger=mutex:exe+0x0"
+MODE="flock $WORK/a.lock $WORK/ctr 2"
+run_hello "$LEGACY" "$M=ledger=mutex:no_such_lock"
+check "file locks are not pthread locks: no stop (rc=$rc, $err)" test "$rc" -eq 0 -a -z "$err"
+unset MODE
+
+# --- @PROGRAM: the program's base name, or argv[0]'s
+expect_run "@PROGRAM of this program" "$LEGACY" "$M=ledger=mutex:g_ledger_lock@preload_legacy"
+expect_run "the same target for two programs" "$LEGACY" \
+  "$M=ledger=mutex:g_ledger_lock@preload_legacy;books=mutex:g_ledger_lock@preload_legacy_books"
+MODE="mutex $WORK/ctr 2 2"
+rm -f "$WORK/ctr"
+run_hello "$LEGACY" "$M=ledger=mutex:no_such_lock@another_program"
+check "an entry for another program does not apply: no stop, no map (rc=$rc, $(counter "$WORK/ctr") bumps, $err)" \
+  test "$rc" -eq 0 -a -z "$err" -a "$(counter "$WORK/ctr")" -eq 4
+unset MODE
+expect_stop "@PROGRAM of this program, symbol missing: stopped before main" \
+  'entry 1 (ledger): symbol "g_ledger_lok" not found' "$LEGACY" "$M=ledger=mutex:g_ledger_lok@preload_legacy"
+env "$M=ledger=mutex:g_ledger_lok@legacyd" LD_PRELOAD="$LIB" \
+  bash -c 'exec -a legacyd "$0" hello' "$LEGACY" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+check "@PROGRAM matches argv[0] too (exec -a legacyd): stopped (rc=$rc, $(cat "$WORK/err"))" \
+  test "$rc" -eq 1 -a ! -s "$WORK/out"
+expect_stop "@PROGRAM is a base name" "base name" "$LEGACY" "$M=ledger=mutex:g_ledger_lock@/bin/x"
+expect_stop "symbol and program, target mapped twice" "already mapped" "$LEGACY" \
+  "$M=a=mutex:g_ledger_lock@preload_legacy;b=mutex:g_ledger_lock@preload_legacy"
+expect_stop "an entry for all programs and one for this one, same object" "same object" "$LEGACY" \
+  "$M=a=mutex:g_ledger_lock;b=mutex:g_ledger_lock@preload_legacy"
+# Lock-file paths: an '@' in a directory is the path's; a final lone '@'
+# keeps an '@' of the file name in the path.
+mkdir -p "$WORK/d@1"
+for t in "$WORK/d@1/x.lock" "$WORK/y@2.lock@" "$WORK/z.lock@preload_legacy"; do
+  env DISTLOCK_LOG=debug "$M=jobs=flock:$t" LD_PRELOAD="$LIB" "$LEGACY" hello >"$WORK/out" 2>"$WORK/err"
+  rc=$?
+  want=${t%@preload_legacy}; want=${want%@}
+  check "flock path $t: mapped as $want (rc=$rc)" grep -q "flock on $want\$" "$WORK/err"
+done
+env DISTLOCK_LOG=debug "$M=jobs=flock:$WORK/z.lock@someone_else" LD_PRELOAD="$LIB" "$LEGACY" hello >"$WORK/out" 2>"$WORK/err"
+check "flock path for another program: not mapped" bash -c "! grep -q 'flock on' '$WORK/err'"
 
 # --- other programs started by a program of the map
 env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" "$LEGACY" system >"$WORK/out" 2>"$WORK/err"
 rc=$?
 check "system() from a mapped program runs /bin/sh and /bin/true (rc=$rc: $(cat "$WORK/out" "$WORK/err"))" \
   test "$rc" -eq 0 -a "$(cat "$WORK/out")" = "system: 0"
-env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" /bin/true 2>"$WORK/err"
+env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" "$W8" 1000 >"$WORK/out" 2>"$WORK/err"
 rc=$?
-check "started directly, another program with the map stops (rc=$rc)" test "$rc" -eq 1
-env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" DISTLOCK_PRELOAD_EXE="$LEGACY" LD_PRELOAD="$LIB" /bin/true
-check "started by the mapped program, it runs" test $? -eq 0
+check "started directly, a program without the symbols that locks stops (rc=$rc)" \
+  test "$rc" -eq 1 -a "$(grep -c 'first pthread mutex lock' "$WORK/err")" -eq 1
+env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" "$LEGACY" run "$W8 1000" >"$WORK/out" 2>"$WORK/err"
+rc=$?
+check "started by the mapped program, the same program runs (rc=$rc: $(head -c 300 "$WORK/err"))" \
+  test "$rc" -eq 0 -a ! -s "$WORK/err"
+env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" "$LEGACY" run 'echo "$DISTLOCK_PRELOAD_EXE"' >"$WORK/out" 2>&1
+check "the mapped program records itself for the programs it starts ($(cat "$WORK/out"))" \
+  test "$(cat "$WORK/out")" = "$(readlink -f "$LEGACY")"
+env DISTLOCK_MAP="ledger=mutex:g_ledger_lock" LD_PRELOAD="$LIB" timeout 10 env bash -c 'echo "${DISTLOCK_PRELOAD_EXE-unset} $DISTLOCK_MAP"' >"$WORK/out" 2>&1
+check "launchers pass the environment on untouched ($(cat "$WORK/out"))" \
+  test "$(cat "$WORK/out")" = "unset ledger=mutex:g_ledger_lock"
 
 # --- the exports
 objdump -T "$LIB" | awk '$2 == "g" && $4 != "*UND*"' >"$WORK/exports"
