@@ -8,8 +8,10 @@
  * refused, nothing written past it), and with room for only 2 entries.
  * Checks: 0 or -1; on success 1..max specs, each with a non-empty name of
  * at most DIST_NAME_MAX bytes and a non-empty target, both inside the
- * buffer, a known KIND, exe+0x... targets flagged as offsets, no target
- * mapped twice for one KIND; on failure a printable one-line reason.
+ * buffer, a known KIND, exe+0x... targets flagged as offsets, a @PROGRAM
+ * (if any) non-empty, inside the buffer and without '/', no target mapped
+ * twice for one KIND and one PROGRAM; on failure a printable one-line
+ * reason.
  */
 #include "distlock.h"
 #include "fuzz_common.h"
@@ -42,9 +44,20 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
             FUZZ_CHECK(!s->is_offset || strncmp(s->target, "exe+0x", 6) == 0 ||
                        strncmp(s->target, "exe+0X", 6) == 0, "offset flag");
             FUZZ_CHECK(!s->is_offset || s->kind != DLP_FLOCK, "offset for a flock");
-            for (int k = 0; k < i; k++)
-                FUZZ_CHECK(specs[k].kind != s->kind || strcmp(specs[k].target, s->target) != 0,
+            if (s->program) {
+                FUZZ_CHECK(s->program > s->target && s->program < buf + bufsize, "program outside buf");
+                size_t pl = strnlen(s->program, (size_t)(buf + bufsize - s->program));
+                FUZZ_CHECK(s->program + pl < buf + bufsize, "program not terminated in buf");
+                FUZZ_CHECK(pl > 0, "empty program");
+                FUZZ_CHECK(memchr(s->program, '/', pl) == NULL, "'/' in program");
+            }
+            for (int k = 0; k < i; k++) {
+                const dlp_spec_t *o = &specs[k];
+                int same_prog = (!o->program && !s->program) ||
+                                (o->program && s->program && strcmp(o->program, s->program) == 0);
+                FUZZ_CHECK(o->kind != s->kind || strcmp(o->target, s->target) != 0 || !same_prog,
                            "target mapped twice");
+            }
         }
     } else {
         fuzz_check_message("reason", err, sizeof err, 1);

@@ -85,6 +85,18 @@ exact "three in a row: env, sh -c, the wrapper; rwlock writers" $((P * 10)) "$MA
 torn=$(cat "$WORK"/out.* | sed -n 's/^torn=//p' | awk '{ s += $1 } END { print s + 0 }')
 check "rwlock through launchers: no torn reads ($torn)" test "$torn" -eq 0
 
+# The README's systemd unit and cron line, with this build's paths: a
+# unit's Environment= reaches the ExecStart= process itself (here sh, then
+# nice); cron hands the whole line to /bin/sh -c (here sh sets the
+# variables on timeout).  Both with a clean environment, as they have.
+export SVC_MAP="ledger=mutex:g_ledger_lock@preload_legacy;jobs=flock:$A"
+exact "the README's systemd unit: Environment=, ExecStart=/bin/sh -c 'exec nice ...'" $((P * 2 * N)) "" \
+  'env -i PATH=/usr/bin:/bin DISTLOCK_URL="$DISTLOCK_URL" DISTLOCK_PREFIX="$DISTLOCK_PREFIX" \
+     LD_PRELOAD="$LIB" DISTLOCK_MAP="$SVC_MAP" \
+     /bin/sh -c "exec nice -n 5 $LEGACY mutex $CTR 20 2"'
+exact "the README's cron line: /bin/sh -c 'VARS... timeout 600 legacy'" $((P * 2 * N)) "" \
+  'env -i PATH=/usr/bin:/bin /bin/sh -c "DISTLOCK_URL=$DISTLOCK_URL DISTLOCK_PREFIX=$DISTLOCK_PREFIX LD_PRELOAD=$LIB DISTLOCK_MAP='\''ledger=mutex:g_ledger_lock@preload_legacy'\'' timeout 600 $LEGACY mutex $CTR 20 2 >>$WORK/cron.log.\$\$ 2>&1"'
+
 # The same runs without the interposer do lose updates: the counts above
 # are what the distributed locks bought.
 lost=0
