@@ -1,6 +1,8 @@
 /* boot.c - the interposer's start: the real libc functions, the guard,
- * DISTLOCK_MAP applied before main (or the program stopped with one line),
- * the read-only address table, and the DISTLOCK_ON_ERROR policy.
+ * DISTLOCK_MAP applied before main (or the program stopped with one line;
+ * a program without the map's symbols, such as a launcher, goes dormant
+ * and is stopped only if it locks), the read-only address table, and the
+ * DISTLOCK_ON_ERROR policy.
  *
  * Real functions come from dlsym(RTLD_NEXT) (pthread_cond_* by dlvsym with
  * GLIBC_2.3.2: the unversioned lookup may find the old condvar ABI).  Until

@@ -6,14 +6,16 @@
  *   map.c      DISTLOCK_MAP text -> entries (pure parsing, no lookups)
  *   elfsym.c   symbol name or exe+0xOFFSET -> address in this process
  *   boot.c     the real libc functions, the guard, the constructor that
- *              builds the read-only address table, the error policy
+ *              decides which entries are this program's (launchers, @PROGRAM)
+ *              and builds the read-only address table, the error policy
  *   wrap_pthread.c   mutex, condvar and rwlock wrappers
  *   filelock.c       the process-owned distributed holds of file locks
  *   wrap_file.c      flock, fcntl, fcntl64, lockf, lockf64, close
  *
  * The rule every wrapper follows: anything not in the map costs one range
  * check (and, inside the range, one hash probe) and goes straight to libc,
- * with no lock and no allocation.
+ * with no lock and no allocation.  (A dormant program's range is
+ * everything: its first lock call ends it.)
  */
 #ifndef DLP_PRELOAD_H
 #define DLP_PRELOAD_H
