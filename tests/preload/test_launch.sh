@@ -85,6 +85,16 @@ exact "three in a row: env, sh -c, the wrapper; rwlock writers" $((P * 10)) "$MA
 torn=$(cat "$WORK"/out.* | sed -n 's/^torn=//p' | awk '{ s += $1 } END { print s + 0 }')
 check "rwlock through launchers: no torn reads ($torn)" test "$torn" -eq 0
 
+# A stripped copy, mapped by offset: the offset fits no launcher here (and
+# with @PROGRAM no launcher even looks at it).
+export STRIPPED=$BIN/preload_legacy_stripped
+OFF=$(nm "$LEGACY" | awk '$3 == "g_ledger_lock" { print $1 }' | sed 's/^0*//')
+exact "stripped copy by exe+0x$OFF, through nice and sh -c" $((P * 2 * N)) "ledger=mutex:exe+0x$OFF" \
+  'LD_PRELOAD=$LIB nice sh -c '\''"$STRIPPED" mutex "$CTR" 20 2; exit $?'\'
+exact "stripped copy by exe+0x$OFF@preload_legacy_stripped, through timeout" $((P * 2 * N)) \
+  "ledger=mutex:exe+0x$OFF@preload_legacy_stripped" \
+  'LD_PRELOAD=$LIB timeout 60 "$STRIPPED" mutex "$CTR" 20 2'
+
 # The README's systemd unit and cron line, with this build's paths: a
 # unit's Environment= reaches the ExecStart= process itself (here sh, then
 # nice); cron hands the whole line to /bin/sh -c (here sh sets the
