@@ -648,8 +648,9 @@ static void apply_map(const char *map, const char *argv0)
                  (int)(s->namelen < 100 ? s->namelen : 100), s->name, lack_err);
         dormant_hint = hint;
         dlp_self_range(&self_lo, &self_hi);
-        dl_log(DL_LOG_DEBUG, "preload: %s has none of the map's symbols: it may start the program "
-               "that has them, and stops if it locks a pthread mutex or rwlock", exe[0] ? exe : "this program");
+        dl_log(DL_LOG_DEBUG, "preload: %s has none of the map's symbols: it may start the "
+               "program that has them, and stops if it locks a pthread mutex or rwlock",
+               exe[0] ? exe : "this program");
         /* Published last: every lookup from now on is the dormant entry. */
         __atomic_store_n(&dormant, 1, __ATOMIC_RELAXED);
         __atomic_store_n(&dlp_lo, 0, __ATOMIC_RELAXED);
