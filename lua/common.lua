@@ -34,12 +34,13 @@ local DAY = 24 * 3600 * 1000
 local function int(n) return string.format('%.0f', n) end
 
 -- Redis time, read once per script and only if needed (an uncontended
--- release never needs it).
-local NOW
+-- release never needs it), in ms and in us.
+local NOW, NOW_US
 local function now_ms()
   if not NOW then
     local t = rcall('TIME')
     NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   return NOW
 end
@@ -71,9 +72,11 @@ local function holders_pttl(now)
 end
 
 -- The next fence: above every earlier one, and never below Redis time in us,
--- so fences keep increasing even after the meta hash expired unused.
-local function next_fence(last, now)
-  return math.max((tonumber(last) or 0) + 1, now * 1000)
+-- so fences keep increasing even after the meta hash expired unused (and,
+-- with redlock://, two servers rarely give the same one).
+local function next_fence(last)
+  now_ms()
+  return math.max((tonumber(last) or 0) + 1, NOW_US)
 end
 
 -- The meta hash's expiry (ms), pushed back only when a day of it has passed,
@@ -90,7 +93,7 @@ end
 -- A new hold's fence and whether the last writer's hold lapsed (EOWNERDEAD).
 local function take_meta(now, writer, info)
   local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
-  local fence, dead = next_fence(m[1], now), 0
+  local fence, dead = next_fence(m[1]), 0
   local set = {'fence', int(fence)}
   if m[2] and m[2] ~= '' then dead = 1 end
   if writer or dead == 1 then
@@ -177,7 +180,7 @@ local function claim_hold(token, mode, rid, mine, cur)
   if cur == nil then cur = hold_rid(token, mode) end
   cur = tonumber(cur)
   if cur and cur >= tonumber(rid) then return mine end
-  local fence = next_fence(rcall('HGET', K_META, 'fence'), now_ms())
+  local fence = next_fence(rcall('HGET', K_META, 'fence'))
   rcall('HSET', K_META, 'fence', int(fence))
   if mode == 'w' then
     rcall('HSET', K_LOCK, 'rid', rid, 'fence', int(fence))

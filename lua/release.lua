@@ -29,7 +29,7 @@ if mode == 'w' then
       -- No reader can hold it (we did), and the meta hash's fence is ours
       -- (every acquisition sets both), so the next one follows from it.
       local now = now_ms()
-      local f = next_fence(h[2], now)
+      local f = next_fence(h[2])
       local set = {'fence', int(f), 'wh', hw, 'wi', w[5], MARK, fence}
       local mx, renew = meta_exp(h[4], now, set)
       local added = rcall('HSET', K_META, unpack(set))
