@@ -347,9 +347,12 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
              * lapsed, and the lock may be someone else's by now: confirm it
              * with the renewal it needs anyway, or wait again. */
             if (dl_now_ms() - asked_at >= claim / 2) {
+                char fence[24];
                 call_init(&c, DL_SCRIPT_RENEW, p, l);
                 dl_call_arg(&c, mode, 1);
                 dl_call_arg(&c, leasebuf, (size_t)leaselen);
+                dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                                         (unsigned long long)g->fence));
                 int rrc = dl_script_run(p->conn, &c, 1);
                 long long kept = rrc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER
                                                  ? c.cmd.reply->integer : elem(c.cmd.reply, 0);
@@ -417,7 +420,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
  * undone, since a failover now could hand the lock to a second holder. */
 static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
-    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], err[200];
+    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], fence[24], err[200];
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     dl_call_t c;
     if (g->claimed) {
@@ -426,6 +429,8 @@ static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, cons
         call_init(&c, DL_SCRIPT_RENEW, p, l);
         dl_call_arg(&c, mode, 1);
         dl_call_arg(&c, leasebuf, (size_t)snprintf(leasebuf, sizeof leasebuf, "%lu", lease));
+        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                                 (unsigned long long)g->fence));
         dl_script_run(p->conn, &c, 1);
         dl_calls_free(&c, 1);
     }

@@ -19,6 +19,7 @@ typedef struct held {
     unsigned long holdseq;
     char mode[2];
     char lease[24];
+    char fence[24];           /* names the hold: renew.lua renews only it */
 } held_t;
 
 typedef struct collect {
@@ -138,6 +139,7 @@ static void collect(dl_lock_t *l, void *arg)
     h->mode[0] = l->rmode;
     h->mode[1] = 0;
     snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
+    snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
     l->refs++;
 }
 
@@ -154,6 +156,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
         dl_call_arg(c, p->token, strlen(p->token));
         dl_call_arg(c, v[i].mode, 1);
         dl_call_arg(c, v[i].lease, strlen(v[i].lease));
+        dl_call_arg(c, v[i].fence, strlen(v[i].fence));
     }
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
@@ -161,7 +164,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
         redisReply *r = calls[i].cmd.reply;
         if (!r)
             continue;             /* Redis unreachable: try again next tick */
-        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
             DL_STAT_ADD(renewed, 1);
             continue;
         }
