@@ -64,6 +64,7 @@ typedef struct dl_grant {
     int more;
     int claimed;              /* granted while we waited: only the claim ttl */
     int maybe;                /* failed, but an acquire or cancel may have run */
+    uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
 } dl_grant_t;
 
 static const char *qname(const dl_lock_t *l, char *buf, size_t size)
@@ -74,7 +75,7 @@ static const char *qname(const dl_lock_t *l, char *buf, size_t size)
 /* May the process's Redis hold serve another local holder now? */
 static int may_keep(const dl_lock_t *l)
 {
-    return l->rmode && !l->lost && l->renew &&
+    return l->rmode && !l->lost && l->renew && dl_hold_valid(l) &&
            (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
                                    dl_now_us() - l->waited_since < DL_KEEP_US));
 }
@@ -196,6 +197,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
     if (linger && l->rmode == 'w' && l->remote_waiting && may_keep(l) &&
         dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) == 0) {
         if (!l->ttl_cut) {
+            dl_hold_cut(l, claim);
             uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
             if (!l->renew_due || l->renew_due > due)
                 dl_watchdog_due(p, l, due);
@@ -303,6 +305,10 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             g->dead = elem(c.cmd.reply, 2) == 1;
             g->more = elem(c.cmd.reply, 3) > 0;
             g->claimed = elem(c.cmd.reply, 4) == 1;
+            /* Taken by this ask: it set the lease.  Found ours already (a
+             * grant to an earlier request): its TTL is unknown until the
+             * watchdog renews it, which finish() has done at once. */
+            g->valid_until = g->claimed ? 0 : dl_hold_valid_until(asked_at, lease);
             dl_calls_free(&c, 1);
             rc = 0;
             break;
@@ -336,6 +342,8 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             g->dead = l->grant_dead;
             g->more = l->grant_more;
             g->claimed = 1;
+            /* Granted after our last ask was sent, for the claim window. */
+            g->valid_until = dl_hold_valid_until(asked_at, claim);
             l->granted = 0;
             l->regid = 0;
             pthread_mutex_unlock(&l->mu);
@@ -348,6 +356,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
              * with the renewal it needs anyway, or wait again. */
             if (dl_now_ms() - asked_at >= claim / 2) {
                 char fence[24];
+                uint64_t renew_at = dl_now_ms();
                 call_init(&c, DL_SCRIPT_RENEW, p, l);
                 dl_call_arg(&c, mode, 1);
                 dl_call_arg(&c, leasebuf, (size_t)leaselen);
@@ -373,6 +382,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                     return dl_fail(EIO, "lock %s: confirming a late grant: %s", qname(l, q, sizeof q),
                                    why);
                 }
+                g->valid_until = dl_hold_valid_until(renew_at, lease);
             }
             return g->dead ? EOWNERDEAD : 0;
         }
@@ -401,6 +411,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                 g->dead = elem(c.cmd.reply, 2) == 1;
                 g->more = elem(c.cmd.reply, 3) > 0;
                 g->claimed = 1;
+                g->valid_until = dl_hold_valid_until(asked_at, claim);
                 rc = 0;
             }
             dl_calls_free(&c, 1);
@@ -466,6 +477,7 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->holdseq++;
     l->handoffs = 0;
     l->ttl_cut = 0;
+    l->valid_until = g->valid_until;
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs as if someone did. */
     if ((g->more || p->cfg.scheme == DL_SCHEME_REDLOCK) && !l->remote_waiting) {
@@ -480,6 +492,15 @@ static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
     if (rq->try_only)
         return dl_fail(EBUSY, "lock %s is held", dl_quote(l->name, l->namelen, q, sizeof q));
     return dl_fail(ETIMEDOUT, "lock %s: timed out", dl_quote(l->name, l->namelen, q, sizeof q));
+}
+
+/* A grant pushed to us (or found ours) lives only its claim window in
+ * Redis until the watchdog renews it, at half the window (at once if we do
+ * not know when the grant was made).  l->mu held. */
+static void claimed_grant(dl_proc_t *p, dl_lock_t *l)
+{
+    uint64_t now = dl_now_ms();
+    dl_watchdog_due(p, l, l->valid_until > now ? now + claim_window(l->lease_ms) / 2 : now);
 }
 
 /* After a Redis acquisition: record it, or undo the local reservation. */
@@ -517,10 +538,8 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             }
             if (l->renew) {
                 dl_watchdog_ensure(p);
-                /* A pushed grant lives only its claim window until renewed;
-                 * holds released before half of it need no renewal at all. */
                 if (g->claimed)
-                    dl_watchdog_due(p, l, dl_now_ms() + claim_window(l->lease_ms) / 2);
+                    claimed_grant(p, l);
             }
         }
     } else {
@@ -600,8 +619,9 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                 pthread_mutex_unlock(&l->mu);
                 return 0;
             }
-            /* A hold we cannot reuse (lost, or others have waited long
-             * enough): end it, then ask Redis like everyone else. */
+            /* A hold we cannot reuse (lost, past its validity, or others
+             * have waited long enough): end it, then ask Redis like
+             * everyone else. */
             release_redis(p, l, 0);
             continue;
         }
@@ -619,7 +639,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
@@ -644,9 +664,10 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         if (!l->writer && !l->busy && !l->wwait) {
             if (!l->rmode)
                 break;
-            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting) ||
+            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting && dl_hold_valid(l)) ||
                 (l->rmode == 'w' && !l->rthreads && may_keep(l) && claim_linger(p, l) == 0) ||
-                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting)) {
+                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting &&
+                 dl_hold_valid(l))) {
                 l->rwait--;
                 if ((rc = dl_holder_push(l, tid, 'r'))) {
                     settle(p, l, 0);
@@ -681,7 +702,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }

@@ -20,6 +20,7 @@ typedef struct held {
     char mode[2];
     char lease[24];
     char fence[24];           /* names the hold: renew.lua renews only it */
+    unsigned long cuts;       /* l->cuts when collected */
 } held_t;
 
 typedef struct collect {
@@ -140,7 +141,25 @@ static void collect(dl_lock_t *l, void *arg)
     h->mode[1] = 0;
     snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
     snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
+    h->cuts = l->cuts;
     l->refs++;
+}
+
+/* Redis renewed h's hold by a call sent at `sent` (ms): the hold is surely there until a lease
+ * from then, or if a linger cut its TTL since we collected it (the cut may
+ * have run after the renewal), until the end of that cut's claim window. */
+static void renewed(const held_t *h, uint64_t sent)
+{
+    dl_lock_t *l = h->l;
+    pthread_mutex_lock(&l->mu);
+    if (l->holdseq == h->holdseq && l->rmode) {
+        uint64_t v = dl_hold_valid_until(sent, l->lease_ms);
+        if (l->cuts != h->cuts && v > l->cut_until)
+            v = l->cut_until;
+        if (v > l->valid_until)
+            l->valid_until = v;
+    }
+    pthread_mutex_unlock(&l->mu);
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
@@ -158,6 +177,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
         dl_call_arg(c, v[i].lease, strlen(v[i].lease));
         dl_call_arg(c, v[i].fence, strlen(v[i].fence));
     }
+    uint64_t sent = dl_now_ms();
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
@@ -166,6 +186,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             continue;             /* Redis unreachable: try again next tick */
         if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
             DL_STAT_ADD(renewed, 1);
+            renewed(&v[i], sent);
             continue;
         }
         dl_lock_t *l = v[i].l;

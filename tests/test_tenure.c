@@ -1,0 +1,137 @@
+/*
+ * test_tenure.c - how long a process may use a Redis hold without asking
+ * Redis again:
+ *   - a hold whose last confirmed validity has passed (the process stalled
+ *     longer than its lease) is never passed to another thread of the
+ *     process; the stale holder's unlock says ENOLCK.
+ * The library runs only in helper processes, never in the test process,
+ * which forks threaded children.
+ */
+#include "harness.h"
+#include "harness_proxy.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------
+ * A lapsed hold is not passed on locally.  The child holds the lock in one
+ * thread while a second thread waits for it locally; the whole child is
+ * stopped for longer than its lease, another process takes the lock, the
+ * child resumes and its holder unlocks.  Renewals that would tell the child
+ * the hold is gone are slowed by the proxy, so only the hold's own validity
+ * can stop the local handoff. */
+
+enum { LAPSE_READY = 1, LAPSE_T2_GOT, LAPSE_T2_UNLOCKED, LAPSE_T1_UNLOCKED };
+
+struct lapse_arg {
+    char name[96];
+    char url[64];
+    int up, down;             /* to the parent, from it */
+};
+
+static dist_mutex_t lapse_m;
+static volatile int lapse_t2_started;
+
+static void *lapse_t2(void *p)
+{
+    const struct lapse_arg *a = p;
+    lapse_t2_started = 1;
+    int rc = dist_mutex_lock(&lapse_m);
+    th_send(a->up, LAPSE_T2_GOT, rc, th_now_us(), 0);
+    if (rc == 0 || rc == EOWNERDEAD)
+        th_send(a->up, LAPSE_T2_UNLOCKED, dist_mutex_unlock(&lapse_m), 0, 0);
+    return NULL;
+}
+
+static int lapse_child(void *p)
+{
+    const struct lapse_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_LEASE_MS", "1000", 1);
+    TH_CHECK_RC(dist_mutex_init(&lapse_m, a->name, NULL), 0);
+    TH_CHECK_RC(dist_mutex_lock(&lapse_m), 0);
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, lapse_t2, (void *)a) == 0);
+    while (!lapse_t2_started)
+        th_sleep_ms(1);
+    th_sleep_ms(100);                     /* t2 waits in the lock call */
+    th_send(a->up, LAPSE_READY, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    th_send(a->up, LAPSE_T1_UNLOCKED, dist_mutex_unlock(&lapse_m), 0, 0);
+    pthread_join(t, NULL);
+    return 0;
+}
+
+static void test_lapsed_hold_not_passed_locally(void **state)
+{
+    static struct lapse_arg a;
+    th_name(a.name, sizeof a.name, "lapse");
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    char key[300];
+    th_key(key, sizeof key, a.name, "");
+
+    th_proc_t o;                          /* the other process */
+    assert_int_equal(th_proc_start(&o, NULL), 0);
+    pid_t pid = th_fork_child(lapse_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, LAPSE_READY);
+
+    /* Stalled past its lease: Redis lets the hold lapse, we take the lock. */
+    kill(pid, SIGSTOP);
+    th_proxy_mode(px, TH_PROXY_SLOW, 300);
+    if (!th_wait_exists(key, 0, 10000))
+        fail_msg("the stopped child's hold did not lapse (lease 1000 ms)");
+    int rc = th_proc_op(&o, TH_M_TRYLOCK, a.name);
+    if (rc != 0 && rc != EOWNERDEAD)
+        fail_msg("trylock after the child's hold lapsed: %s", th_errname(rc));
+
+    kill(pid, SIGCONT);
+    th_send(down.wr, 1, 0, 0, 0);
+    /* The stale holder learns it lost the lock; its waiting thread must not
+     * be handed the lock while we hold it. */
+    assert_int_equal(th_recv(up.rd, &msg, 10000), 0);
+    if (msg.tag == LAPSE_T2_GOT)
+        fail_msg("a thread of the stalled process got the lock (%s) while another "
+                 "process held it", th_errname((int)msg.a));
+    assert_int_equal(msg.tag, LAPSE_T1_UNLOCKED);
+    if (msg.a != ENOLCK)
+        fail_msg("the stale holder's unlock returned %s, want ENOLCK", th_errname((int)msg.a));
+    if (th_recv(up.rd, &msg, 500) == 0)
+        fail_msg("message %lld from the child while we hold the lock (%s)",
+                 (long long)msg.tag, th_errname((int)msg.a));
+
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(th_proc_op(&o, TH_M_UNLOCK, a.name), 0);
+    assert_int_equal(th_recv(up.rd, &msg, 15000), 0);
+    assert_int_equal(msg.tag, LAPSE_T2_GOT);
+    TH_ASSERT_RC((int)msg.a, 0);
+    assert_true(msg.b >= t_rel);
+    assert_int_equal(th_recv(up.rd, &msg, 10000), 0);
+    assert_int_equal(msg.tag, LAPSE_T2_UNLOCKED);
+    TH_ASSERT_RC((int)msg.a, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&o), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    th_proxy_stop(px);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_lapsed_hold_not_passed_locally),
+    };
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+}
