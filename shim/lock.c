@@ -90,6 +90,8 @@ static int claim_linger(dl_proc_t *p, dl_lock_t *l)
     if (dl_mark(p, l, 0, 0) != 0)
         return -1;
     l->linger_until = 0;
+    if (l->ttl_cut && dl_post_restore(p, l) == 0)
+        l->ttl_cut = 0;           /* the lease again; the next linger cuts anew */
     return 0;
 }
 
@@ -495,12 +497,15 @@ static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
 }
 
 /* A grant pushed to us (or found ours) lives only its claim window in
- * Redis until the watchdog renews it, at half the window (at once if we do
+ * Redis: the full lease is posted at once, and the watchdog confirms it at
+ * half the window (at once if the post could not be written, or if we do
  * not know when the grant was made).  l->mu held. */
 static void claimed_grant(dl_proc_t *p, dl_lock_t *l)
 {
     uint64_t now = dl_now_ms();
-    dl_watchdog_due(p, l, l->valid_until > now ? now + claim_window(l->lease_ms) / 2 : now);
+    int posted = dl_post_renew(p, l) == 0;
+    dl_watchdog_due(p, l, posted && l->valid_until > now
+                              ? now + claim_window(l->lease_ms) / 2 : now);
 }
 
 /* After a Redis acquisition: record it, or undo the local reservation. */

@@ -50,6 +50,12 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
 int dl_hold_valid(const dl_lock_t *l);
 /* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
 void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
+/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease;
+ * dl_post_restore does the same for a write hold with a small script of its
+ * own (cheap enough for every relock of a lingering hold).  Their reply is
+ * never read: l->valid_until stays.  0 when written. */
+int dl_post_renew(dl_proc_t *p, const dl_lock_t *l);
+int dl_post_restore(dl_proc_t *p, const dl_lock_t *l);
 
 /* notify.c: starts the subscriber if needed and waits until this process's
  * grant channel is subscribed (a waiter should be listening before it

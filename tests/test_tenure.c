@@ -3,7 +3,9 @@
  * Redis again:
  *   - a hold whose last confirmed validity has passed (the process stalled
  *     longer than its lease) is never passed to another thread of the
- *     process; the stale holder's unlock says ENOLCK.
+ *     process; the stale holder's unlock says ENOLCK;
+ *   - a hold pushed to a waiter lives the full lease at once, not only its
+ *     claim window: a pause right after the handoff does not lose it.
  * The library runs only in helper processes, never in the test process,
  * which forks threaded children.
  */
@@ -128,10 +130,53 @@ static void test_lapsed_hold_not_passed_locally(void **state)
     th_proxy_stop(px);
 }
 
+/* ------------------------------------------------------------------------
+ * A pushed grant survives a pause longer than its claim window (2 s) and
+ * shorter than its lease (6 s): the grantee restored the lease at once. */
+static void test_grant_survives_pause_after_handoff(void **state)
+{
+    static const char *const lease6000[] = { "DISTLOCK_LEASE_MS=6000", NULL };
+    char name[128], key[300];
+    th_name(name, sizeof name, "claimpause");
+    th_key(key, sizeof key, name, "");
+    th_proc_t h, g, o;                    /* holder, grantee, onlooker */
+    assert_int_equal(th_proc_start(&h, NULL), 0);
+    assert_int_equal(th_proc_start(&g, lease6000), 0);
+    assert_int_equal(th_proc_start(&o, NULL), 0);
+
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&g, TH_M_LOCK, name), 0);
+    th_wait_queued(name, 1);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);   /* pushed to g */
+    th_res_t res;
+    assert_int_equal(th_proc_recv(&g, &res, 15000), 0);
+    TH_ASSERT_RC(res.rc, 0);
+    kill(g.pid, SIGSTOP);                                  /* right after the handoff */
+    int64_t t_stop = th_now_ms();
+
+    th_sleep_ms(2500 - (th_now_ms() - t_stop));
+    long long pttl = th_cmd_ll("PTTL %s", key);
+    int trc = th_proc_op(&o, TH_M_TRYLOCK, name);
+    if (trc == 0 || trc == EOWNERDEAD)
+        th_proc_op(&o, TH_M_UNLOCK, name);
+    kill(g.pid, SIGCONT);
+    if (trc != EBUSY)
+        fail_msg("2.5 s into a pause of the grantee the lock was free (trylock %s, PTTL %lld; "
+                 "lease 6 s)", th_errname(trc), pttl);
+    assert_true(pttl > 0);
+    TH_ASSERT_RC(th_proc_op(&g, TH_M_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&o, TH_M_TRYLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&o, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&g), 0);
+    assert_int_equal(th_proc_stop(&o), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_lapsed_hold_not_passed_locally),
+        TH_TEST(test_grant_survives_pause_after_handoff),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }
