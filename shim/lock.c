@@ -620,6 +620,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                 took_local(l, tid, quick);
                 if (l->remote_waiting)
                     l->handoffs++;
+                dl_tenure_renew(p, l);
                 DL_STAT_ADD(local_handoffs, 1);
                 pthread_mutex_unlock(&l->mu);
                 return 0;
@@ -637,6 +638,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
         }
+        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
         wait_until(l, rq->deadline);
     }
     l->wwait--;
@@ -685,6 +687,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
                     DL_STAT_ADD(local_handoffs, 1);
                 }
                 l->rthreads++;
+                dl_tenure_renew(p, l);
                 pthread_mutex_unlock(&l->mu);
                 return 0;
             }
@@ -701,6 +704,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
         }
+        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
         wait_until(l, rq->deadline);
     }
     l->rwait--;

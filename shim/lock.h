@@ -50,6 +50,9 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
 int dl_hold_valid(const dl_lock_t *l);
 /* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
 void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
+/* A thread of the process takes over, or waits for, the process's hold:
+ * has the watchdog renew it soon (whose reply says if others wait). */
+void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);
 /* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease;
  * dl_post_restore does the same for a write hold with a small script of its
  * own (cheap enough for every relock of a lingering hold).  Their reply is

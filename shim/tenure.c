@@ -10,6 +10,13 @@
  * each acquisition and each confirmed renewal sets l->valid_until, each
  * TTL cut by a linger lowers it, and past it no hold is reused locally.
  *
+ * Tenure.  The process learns that another process waits from a push sent
+ * when that process queues.  A push can be lost (the subscriber was
+ * reconnecting) or never come (the process holds the lock without ever
+ * having subscribed: its first hold came from a trylock).  So while the
+ * process keeps a hold busy among its threads, the watchdog renews it every
+ * DL_TENURE_RENEW_MS, and renew.lua's reply says how many wait.
+ *
  * Posted renewals.  A hold pushed to a waiter, or cut to a claim window by
  * a linger, lives only that window (2 s) in Redis: renewed by a post (no
  * reply read) as soon as it is claimed, it lives the lease again, and a
@@ -20,6 +27,15 @@
 
 #include "dl.h"
 #include "lock.h"
+
+/* While the process passes its Redis hold between its own threads (or its
+ * threads wait for one of theirs that holds it), the watchdog renews it at
+ * least this often; a renewal that finds others queued in Redis bounds the
+ * local tenure (lock.c: DL_KEEP_US, DL_HANDOFF_MAX) as the waiter's push
+ * would.  So another process gets the lock within about this plus
+ * DL_KEEP_US of queuing even when its push was lost.  Idle held locks are
+ * renewed at lease/3 as before; a busy one costs one renewal per period. */
+#define DL_TENURE_RENEW_MS 20
 
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
 {
@@ -40,6 +56,17 @@ void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
         l->valid_until = v;
     l->cut_until = v;
     l->cuts++;
+}
+
+void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
+{
+    /* redlock: nobody queues, and local handoffs are bounded as if someone
+     * waited (lock.c, took_redis); a renewal would learn nothing. */
+    if (!l->rmode || !l->renew || p->cfg.scheme == DL_SCHEME_REDLOCK)
+        return;
+    uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
+    if (!l->renew_due || l->renew_due > due)
+        dl_watchdog_due(p, l, due);
 }
 
 int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)

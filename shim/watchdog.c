@@ -145,10 +145,13 @@ static void collect(dl_lock_t *l, void *arg)
     l->refs++;
 }
 
-/* Redis renewed h's hold by a call sent at `sent` (ms): the hold is surely there until a lease
+/* Redis renewed h's hold by a call sent at `sent` (ms), and says `queued`
+ * waiters are queued for the lock: the hold is surely there until a lease
  * from then, or if a linger cut its TTL since we collected it (the cut may
- * have run after the renewal), until the end of that cut's claim window. */
-static void renewed(const held_t *h, uint64_t sent)
+ * have run after the renewal), until the end of that cut's claim window.
+ * If others wait, local handoffs are bounded from now on (lock.c), pushes
+ * or not. */
+static void renewed(const held_t *h, uint64_t sent, long long queued)
 {
     dl_lock_t *l = h->l;
     pthread_mutex_lock(&l->mu);
@@ -158,6 +161,10 @@ static void renewed(const held_t *h, uint64_t sent)
             v = l->cut_until;
         if (v > l->valid_until)
             l->valid_until = v;
+        if (queued > 0 && !l->remote_waiting) {
+            l->remote_waiting = 1;
+            l->waited_since = dl_now_us();
+        }
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -186,7 +193,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             continue;             /* Redis unreachable: try again next tick */
         if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
             DL_STAT_ADD(renewed, 1);
-            renewed(&v[i], sent);
+            renewed(&v[i], sent, r->integer - 1);
             continue;
         }
         dl_lock_t *l = v[i].l;
