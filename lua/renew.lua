@@ -1,17 +1,27 @@
--- renew.lua: extend the caller's hold by a lease (the watchdog's call).
+-- renew.lua: extend the caller's hold by a lease: the watchdog's call, and
+-- posted (no reply read) when a pushed grant or a lingering hold is claimed.
 -- KEYS: the six keys of common.lua.
--- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms
--- Reply: 1 renewed; 0 the hold is gone
-local token, mode, lease = ARGV[2], ARGV[3], tonumber(ARGV[4])
+-- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms,
+--       5 the hold's fence: only that hold is renewed, so a renewal that
+--       arrives late (a post, a resend) never extends a later hold; ''
+--       for redlock, whose servers each number a hold themselves (the
+--       caller knows only the largest): the caller's hold in that mode
+-- Reply: 0 the hold is gone (or is another hold than the one named);
+--        n >= 1 renewed, and n - 1 waiters are queued for the lock: a holder
+--        learns that others wait without relying on any push
+local token, mode, lease, fence = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 if mode == 'w' then
-  if rcall('HGET', K_LOCK, 'owner') ~= token then return 0 end
+  local h = rcall('HMGET', K_LOCK, 'owner', 'fence')
+  if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
   rcall('PEXPIRE', K_LOCK, lease)
-  return 1
+  return 1 + rcall('ZCARD', K_Q)
 end
 local now = now_ms()
 local s = rcall('ZSCORE', K_RD, token)
 if not s or tonumber(s) <= now then return 0 end
+local r = rcall('HGET', K_RI, token)
+if fence and (not r or tonumber(cmsgpack.unpack(r)[3]) ~= fence) then return 0 end
 rcall('ZADD', K_RD, int(now + lease), token)
 extend(K_RD, lease)
 extend(K_RI, lease)
-return 1
+return 1 + rcall('ZCARD', K_Q)

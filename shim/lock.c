@@ -65,6 +65,7 @@ typedef struct dl_grant {
     int claimed;              /* granted while we waited: only the claim ttl */
     int maybe;                /* failed, but an acquire or cancel may have run */
     uint64_t rid;             /* the registration id the hold was taken or claimed with */
+    uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
 } dl_grant_t;
 
 static const char *qname(const dl_lock_t *l, char *buf, size_t size)
@@ -75,7 +76,7 @@ static const char *qname(const dl_lock_t *l, char *buf, size_t size)
 /* May the process's Redis hold serve another local holder now? */
 static int may_keep(const dl_lock_t *l)
 {
-    return l->rmode && !l->lost && l->renew &&
+    return l->rmode && !l->lost && l->renew && dl_hold_valid(l) &&
            (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
                                    dl_now_us() - l->waited_since < DL_KEEP_US));
 }
@@ -90,6 +91,8 @@ static int claim_linger(dl_proc_t *p, dl_lock_t *l)
     if (dl_mark(p, l, 0, 0) != 0)
         return -1;
     l->linger_until = 0;
+    if (l->ttl_cut && dl_post_restore(p, l) == 0)
+        l->ttl_cut = 0;           /* the lease again; the next linger cuts anew */
     return 0;
 }
 
@@ -199,6 +202,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
     if (linger && l->rmode == 'w' && l->remote_waiting && may_keep(l) &&
         dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) == 0) {
         if (!l->ttl_cut) {
+            dl_hold_cut(l, claim);
             uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
             if (!l->renew_due || l->renew_due > due)
                 dl_watchdog_due(p, l, due);
@@ -308,6 +312,10 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             g->dead = elem(c.cmd.reply, 2) == 1;
             g->more = elem(c.cmd.reply, 3) > 0;
             g->claimed = elem(c.cmd.reply, 4) == 1;
+            /* Taken by this ask: it set the lease.  Found ours already (a
+             * grant to an earlier request): its TTL is unknown until the
+             * watchdog renews it, which finish() has done at once. */
+            g->valid_until = g->claimed ? 0 : dl_hold_valid_until(asked_at, lease);
             dl_calls_free(&c, 1);
             rc = 0;
             break;
@@ -341,6 +349,8 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             g->dead = l->grant_dead;
             g->more = l->grant_more;
             g->claimed = 1;
+            /* Granted after our last ask was sent, for the claim window. */
+            g->valid_until = dl_hold_valid_until(asked_at, claim);
             l->granted = 0;
             l->regid = 0;
             pthread_mutex_unlock(&l->mu);
@@ -352,9 +362,13 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
              * lapsed, and the lock may be someone else's by now: confirm it
              * with the renewal it needs anyway, or wait again. */
             if (dl_now_ms() - asked_at >= claim / 2) {
+                char fence[24];
+                uint64_t renew_at = dl_now_ms();
                 call_init(&c, DL_SCRIPT_RENEW, p, l);
                 dl_call_arg(&c, mode, 1);
                 dl_call_arg(&c, leasebuf, (size_t)leaselen);
+                dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                                         (unsigned long long)g->fence));
                 int rrc = dl_script_run(p->conn, &c, 1);
                 long long kept = rrc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER
                                                  ? c.cmd.reply->integer : elem(c.cmd.reply, 0);
@@ -375,6 +389,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                     return dl_fail(EIO, "lock %s: confirming a late grant: %s", qname(l, q, sizeof q),
                                    why);
                 }
+                g->valid_until = dl_hold_valid_until(renew_at, lease);
             }
             g->rid = regid;
             return g->dead ? EOWNERDEAD : 0;
@@ -405,6 +420,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                 g->dead = elem(c.cmd.reply, 2) == 1;
                 g->more = elem(c.cmd.reply, 3) > 0;
                 g->claimed = 1;
+                g->valid_until = dl_hold_valid_until(asked_at, claim);
                 rc = 0;
             }
             dl_calls_free(&c, 1);
@@ -425,7 +441,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
  * undone, since a failover now could hand the lock to a second holder. */
 static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
-    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], err[200];
+    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], fence[24], err[200];
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     dl_call_t c;
     if (g->claimed) {
@@ -434,6 +450,8 @@ static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, cons
         call_init(&c, DL_SCRIPT_RENEW, p, l);
         dl_call_arg(&c, mode, 1);
         dl_call_arg(&c, leasebuf, (size_t)snprintf(leasebuf, sizeof leasebuf, "%lu", lease));
+        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                                 (unsigned long long)g->fence));
         dl_script_run(p->conn, &c, 1);
         dl_calls_free(&c, 1);
     }
@@ -475,6 +493,7 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->holdseq++;
     l->handoffs = 0;
     l->ttl_cut = 0;
+    l->valid_until = g->valid_until;
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs as if someone did. */
     if ((g->more || p->cfg.scheme == DL_SCHEME_REDLOCK) && !l->remote_waiting) {
@@ -489,6 +508,18 @@ static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
     if (rq->try_only)
         return dl_fail(EBUSY, "lock %s is held", dl_quote(l->name, l->namelen, q, sizeof q));
     return dl_fail(ETIMEDOUT, "lock %s: timed out", dl_quote(l->name, l->namelen, q, sizeof q));
+}
+
+/* A grant pushed to us (or found ours) lives only its claim window in
+ * Redis: the full lease is posted at once, and the watchdog confirms it at
+ * half the window (at once if the post could not be written, or if we do
+ * not know when the grant was made).  l->mu held. */
+static void claimed_grant(dl_proc_t *p, dl_lock_t *l)
+{
+    uint64_t now = dl_now_ms();
+    int posted = dl_post_renew(p, l) == 0;
+    dl_watchdog_due(p, l, posted && l->valid_until > now
+                              ? now + claim_window(l->lease_ms) / 2 : now);
 }
 
 /* After a Redis acquisition: record it, or undo the local reservation. */
@@ -526,10 +557,8 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             }
             if (l->renew) {
                 dl_watchdog_ensure(p);
-                /* A pushed grant lives only its claim window until renewed;
-                 * holds released before half of it need no renewal at all. */
                 if (g->claimed)
-                    dl_watchdog_due(p, l, dl_now_ms() + claim_window(l->lease_ms) / 2);
+                    claimed_grant(p, l);
             }
         }
     } else {
@@ -605,12 +634,14 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                 took_local(l, tid, quick);
                 if (l->remote_waiting)
                     l->handoffs++;
+                dl_tenure_renew(p, l);
                 DL_STAT_ADD(local_handoffs, 1);
                 pthread_mutex_unlock(&l->mu);
                 return 0;
             }
-            /* A hold we cannot reuse (lost, or others have waited long
-             * enough): end it, then ask Redis like everyone else. */
+            /* A hold we cannot reuse (lost, past its validity, or others
+             * have waited long enough): end it, then ask Redis like
+             * everyone else. */
             release_redis(p, l, 0);
             continue;
         }
@@ -621,6 +652,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
         }
+        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
         wait_until(l, rq->deadline);
     }
     l->wwait--;
@@ -628,7 +660,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
@@ -653,9 +685,10 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         if (!l->writer && !l->busy && !l->wwait) {
             if (!l->rmode)
                 break;
-            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting) ||
+            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting && dl_hold_valid(l)) ||
                 (l->rmode == 'w' && !l->rthreads && may_keep(l) && claim_linger(p, l) == 0) ||
-                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting)) {
+                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting &&
+                 dl_hold_valid(l))) {
                 l->rwait--;
                 if ((rc = dl_holder_push(l, tid, 'r'))) {
                     settle(p, l, 0);
@@ -668,6 +701,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
                     DL_STAT_ADD(local_handoffs, 1);
                 }
                 l->rthreads++;
+                dl_tenure_renew(p, l);
                 pthread_mutex_unlock(&l->mu);
                 return 0;
             }
@@ -684,13 +718,14 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
             pthread_mutex_unlock(&l->mu);
             return busy_code(rq, l);
         }
+        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
         wait_until(l, rq->deadline);
     }
     l->rwait--;
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }

@@ -41,6 +41,27 @@ int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long cut_m
 /* The script of those marks (tests drive it directly). */
 extern const char dl_mark_lua[];
 
+/* tenure.c: what the process knows of its Redis hold's life (l->mu held
+ * for all but dl_hold_valid_until).
+ * Until when a hold is surely still in Redis (monotonic ms), when the call
+ * that set its TTL to ttl_ms was sent at sent_ms: less a clock-drift
+ * allowance (1% + 2 ms, as redlock's); 0 for a TTL too short to count. */
+uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
+/* Whether l's hold is within its validity: only then may it serve another
+ * local holder. */
+int dl_hold_valid(const dl_lock_t *l);
+/* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
+void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
+/* A thread of the process takes over, or waits for, the process's hold:
+ * has the watchdog renew it soon (whose reply says if others wait). */
+void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);
+/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease;
+ * dl_post_restore does the same for a write hold with a small script of its
+ * own (cheap enough for every relock of a lingering hold).  Their reply is
+ * never read: l->valid_until stays.  0 when written. */
+int dl_post_renew(dl_proc_t *p, const dl_lock_t *l);
+int dl_post_restore(dl_proc_t *p, const dl_lock_t *l);
+
 /* notify.c: starts the subscriber if needed and waits until this process's
  * grant channel is subscribed (a waiter should be listening before it
  * registers), at most until `until` (monotonic ms) or the I/O timeout.  0

@@ -70,6 +70,30 @@ static unsigned long arg_ulong(const dl_call_t *c, int i)
     return strtoul(buf, NULL, 10);
 }
 
+/* A renewal held by a majority: 1 + the longest queue a server that renewed
+ * it reports (renew.lua's reply), so a holder hears of waiters as from one
+ * server.  Nobody queues with redlock today, so this is 1. */
+static long long renewed_queue(dl_call_t *per, int n, int j, int nodes)
+{
+    long long most = 1;
+    for (int i = 0; i < nodes; i++) {
+        redisReply *r = per[(size_t)i * n + j].cmd.reply;
+        if (r && r->type == REDIS_REPLY_INTEGER && r->integer > most)
+            most = r->integer;
+    }
+    return most;
+}
+
+/* Each server numbers its holds itself, so one hold's fence differs from
+ * server to server (the caller keeps the largest): a renewal is sent there
+ * without it (renew.lua's ARGV[5] ''), for the caller's hold in its mode. */
+static void unname_renewals(dl_call_t *calls, int n)
+{
+    for (int j = 0; j < n; j++)
+        if (calls[j].script == DL_SCRIPT_RENEW && calls[j].nargs > 4)
+            calls[j].arglen[4] = 0;
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn), need = nodes / 2 + 1;
@@ -88,6 +112,7 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
     uint64_t start = dl_now_ms();
     for (int i = 0; i < nodes; i++) {
         memcpy(per + (size_t)i * n, calls, (size_t)n * sizeof *calls);
+        unname_renewals(per + (size_t)i * n, n);
         dl_script_run_node(conn, i, per + (size_t)i * n, n);
     }
     uint64_t elapsed = dl_now_ms() - start;
@@ -157,8 +182,16 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
                 set_elem(out, 1, 1);
             break;
         }
-        case DL_SCRIPT_RELEASE:
         case DL_SCRIPT_RENEW:
+            if (answered < need) {
+                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
+                break;
+            }
+            out = per[(size_t)(firstyes >= 0 ? firstyes : firstno) * n + j].cmd.reply;
+            out->type = REDIS_REPLY_INTEGER;
+            out->integer = yes >= need ? renewed_queue(per, n, j, nodes) : 0;
+            break;
+        case DL_SCRIPT_RELEASE:
             if (answered < need) {
                 fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
                 break;

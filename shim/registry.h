@@ -74,6 +74,13 @@ typedef struct dl_lock {
     int quick;                /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (lock.c, took_local) */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
+    uint64_t valid_until;     /* the hold surely still exists in Redis before this
+                                 (monotonic ms): when the acquire or renewal that
+                                 confirmed it was sent + the TTL it set - a drift
+                                 margin.  Past it, no local reuse (lock.c) */
+    unsigned long cuts;       /* TTL cuts by lingers, bumped by each, and the */
+    uint64_t cut_until;       /* validity the last one left (ms): a renewal sent
+                                 before a cut confirms no more than that */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
     int undo_checks;          /* withdrawals left to try that may find nothing */
     char undo;                /* 0, or the mode of an acquisition that failed with EIO

@@ -56,6 +56,21 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
     }
 }
 
+/* Scripts known to be in the server's cache, one bit each: set when one
+ * ran, cleared by any NOSCRIPT (the cache was emptied: a restart, SCRIPT
+ * FLUSH, a failover).  A posted call has no reply to fall back on after a
+ * NOSCRIPT, so it goes by EVALSHA only while its script is known cached,
+ * else with its text. */
+static unsigned dl_cached;
+
+static void note_cached(const dl_call_t *call, const redisReply *r)
+{
+    unsigned bit = 1u << call->script;
+    if (r && r->type != REDIS_REPLY_ERROR &&
+        !(__atomic_load_n(&dl_cached, __ATOMIC_RELAXED) & bit))
+        __atomic_fetch_or(&dl_cached, bit, __ATOMIC_RELAXED);
+}
+
 static int exec_on(dl_conn_t *conn, int node, dl_cmd_t *cmds, int n)
 {
     return node < 0 ? dl_conn_exec(conn, cmds, n) : dl_conn_exec_node(conn, node, cmds, n);
@@ -95,6 +110,7 @@ static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_
         if (is_noscript(cmds[i].reply))
             missing++;
     if (missing) {
+        __atomic_store_n(&dl_cached, 0, __ATOMIC_RELAXED);
         dl_cmd_t *again = missing == 1 ? &one : malloc((size_t)missing * sizeof *again);
         int *idx = malloc((size_t)missing * sizeof *idx);
         if (again && idx) {
@@ -129,6 +145,8 @@ static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_
         }
         if (c->err)
             rc = EIO;
+        else
+            note_cached(&calls[i], c->reply);
         calls[i].cmd = *c;
     }
     if (cmds != &one)
@@ -153,6 +171,12 @@ int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n)
     if (dl_conn_nodes(conn) > 1)
         return dl_quorum_run(conn, calls, n);
     return dl_script_run_node(conn, -1, calls, n);
+}
+
+int dl_script_post(dl_conn_t *conn, dl_call_t *call)
+{
+    build(call, (__atomic_load_n(&dl_cached, __ATOMIC_RELAXED) >> call->script) & 1, NULL);
+    return dl_conn_post(conn, call->cmd.argc, call->argv, call->argvlen);
 }
 
 void dl_calls_free(dl_call_t *calls, int n)

@@ -63,6 +63,13 @@ int dl_script_run_undoable(dl_conn_t *conn, dl_call_t *call, dl_call_t *undo);
 /* As dl_script_run, on one redlock server (node -1: as dl_conn_exec). */
 int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n);
 
+/* Posts one call (dl_conn_post: written now, its reply skipped, never
+ * waits): for a call whose outcome nobody needs, which must reach Redis
+ * ahead of what the process does next.  EVALSHA while the script is known
+ * to be in the server's cache, else EVAL with its text.  0 when written;
+ * EAGAIN, ENOTSUP as dl_conn_post. */
+int dl_script_post(dl_conn_t *conn, dl_call_t *call);
+
 /* quorum.c: redlock://.  Runs each call on every server and merges the
  * replies into the one a single server would give: an acquisition counts
  * when a majority granted it within the lease's validity (else it is undone

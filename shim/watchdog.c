@@ -19,6 +19,8 @@ typedef struct held {
     unsigned long holdseq;
     char mode[2];
     char lease[24];           /* renewals; withdrawals: the registration id */
+    char fence[24];           /* names the hold: renew.lua renews only it */
+    unsigned long cuts;       /* l->cuts when collected */
 } held_t;
 
 typedef struct collect {
@@ -139,7 +141,33 @@ static void collect(dl_lock_t *l, void *arg)
     h->mode[0] = l->rmode;
     h->mode[1] = 0;
     snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
+    snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
+    h->cuts = l->cuts;
     l->refs++;
+}
+
+/* Redis renewed h's hold by a call sent at `sent` (ms), and says `queued`
+ * waiters are queued for the lock: the hold is surely there until a lease
+ * from then, or if a linger cut its TTL since we collected it (the cut may
+ * have run after the renewal), until the end of that cut's claim window.
+ * If others wait, local handoffs are bounded from now on (lock.c), pushes
+ * or not. */
+static void renewed(const held_t *h, uint64_t sent, long long queued)
+{
+    dl_lock_t *l = h->l;
+    pthread_mutex_lock(&l->mu);
+    if (l->holdseq == h->holdseq && l->rmode) {
+        uint64_t v = dl_hold_valid_until(sent, l->lease_ms);
+        if (l->cuts != h->cuts && v > l->cut_until)
+            v = l->cut_until;
+        if (v > l->valid_until)
+            l->valid_until = v;
+        if (queued > 0 && !l->remote_waiting) {
+            l->remote_waiting = 1;
+            l->waited_since = dl_now_us();
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
@@ -155,15 +183,18 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
         dl_call_arg(c, p->token, strlen(p->token));
         dl_call_arg(c, v[i].mode, 1);
         dl_call_arg(c, v[i].lease, strlen(v[i].lease));
+        dl_call_arg(c, v[i].fence, strlen(v[i].fence));
     }
+    uint64_t sent = dl_now_ms();
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
         redisReply *r = calls[i].cmd.reply;
         if (!r)
             continue;             /* Redis unreachable: try again next tick */
-        if (r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
+        if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
             DL_STAT_ADD(renewed, 1);
+            renewed(&v[i], sent, r->integer - 1);
             continue;
         }
         dl_lock_t *l = v[i].l;

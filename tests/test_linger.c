@@ -104,6 +104,8 @@ static int looper_main(void *arg)
     th_key(lkey, sizeof lkey, lp->name, "");
     if (lp->url[0])
         setenv("DISTLOCK_URL", lp->url, 1);   /* before this process's first call */
+    if (lp->end == END_HELD_EXIT)             /* it dies holding: the waiter waits a lease */
+        setenv("DISTLOCK_LEASE_MS", "4000", 1);
     dist_mutex_t m;
     init_mutex(&m, lp->name, lp->fair);
     unsigned long l0 = lingers();
@@ -508,7 +510,8 @@ static void test__exit_after_linger_no_ownerdead(void **state)
 }
 
 /* The looper takes its lingering hold back and _exit()s holding it: that
- * is a holder that died, and the next holder is told EOWNERDEAD. */
+ * is a holder that died, and the next holder is told EOWNERDEAD, after the
+ * looper's lease (taking the hold back restored it). */
 static void test_exit_holding_after_relock_is_ownerdead(void **state)
 {
     (void)state;

@@ -1,0 +1,107 @@
+/* tenure.c - how long a process may use its Redis hold without asking
+ * Redis (lock.c decides when; this file keeps the facts it decides on).
+ *
+ * Validity.  A hold passed between the process's own threads, joined by
+ * another reader, or taken back after a lingering unlock, costs no round
+ * trip: the process believes Redis still has it.  That belief holds until
+ * the hold's TTL, counted from when the call that set it was sent, runs
+ * out; a process that stalled longer (a pause, swapping, a stopped
+ * debugger) or whose watchdog could not reach Redis must ask again.  So
+ * each acquisition and each confirmed renewal sets l->valid_until, each
+ * TTL cut by a linger lowers it, and past it no hold is reused locally.
+ *
+ * Tenure.  The process learns that another process waits from a push sent
+ * when that process queues.  A push can be lost (the subscriber was
+ * reconnecting) or never come (the process holds the lock without ever
+ * having subscribed: its first hold came from a trylock).  So while the
+ * process keeps a hold busy among its threads, the watchdog renews it every
+ * DL_TENURE_RENEW_MS, and renew.lua's reply says how many wait.
+ *
+ * Posted renewals.  A hold pushed to a waiter, or cut to a claim window by
+ * a linger, lives only that window (2 s) in Redis: renewed by a post (no
+ * reply read) as soon as it is claimed, it lives the lease again, and a
+ * pause right after a handoff does not lose it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "dl.h"
+#include "lock.h"
+
+/* While the process passes its Redis hold between its own threads (or its
+ * threads wait for one of theirs that holds it), the watchdog renews it at
+ * least this often; a renewal that finds others queued in Redis bounds the
+ * local tenure (lock.c: DL_KEEP_US, DL_HANDOFF_MAX) as the waiter's push
+ * would.  So another process gets the lock within about this plus
+ * DL_KEEP_US of queuing even when its push was lost.  Idle held locks are
+ * renewed at lease/3 as before; a busy one costs one renewal per period. */
+#define DL_TENURE_RENEW_MS 20
+
+uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
+{
+    /* The allowance for clocks running at different rates, as redlock's. */
+    unsigned long drift = ttl_ms / 100 + 2;
+    return ttl_ms > drift ? sent_ms + ttl_ms - drift : 0;
+}
+
+int dl_hold_valid(const dl_lock_t *l)
+{
+    return dl_now_ms() < l->valid_until;
+}
+
+void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
+{
+    uint64_t v = dl_hold_valid_until(dl_now_ms(), ttl_ms);
+    if (v < l->valid_until)
+        l->valid_until = v;
+    l->cut_until = v;
+    l->cuts++;
+}
+
+void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
+{
+    /* redlock: nobody queues, and local handoffs are bounded as if someone
+     * waited (lock.c, took_redis); a renewal would learn nothing. */
+    if (!l->rmode || !l->renew || p->cfg.scheme == DL_SCHEME_REDLOCK)
+        return;
+    uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
+    if (!l->renew_due || l->renew_due > due)
+        dl_watchdog_due(p, l, due);
+}
+
+int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
+{
+    char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
+    dl_call_t c;
+    c.script = DL_SCRIPT_RENEW;
+    c.keys = l->keys;
+    c.keylen = l->keylen;
+    c.nargs = 0;
+    c.deadline = 0;
+    dl_call_arg(&c, p->chanprefix, p->chanprefix_len);
+    dl_call_arg(&c, p->token, strlen(p->token));
+    dl_call_arg(&c, mode, 1);
+    dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", l->lease_ms));
+    dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                             (unsigned long long)l->fence));
+    return dl_script_post(p->conn, &c);
+}
+
+/* renew.lua's write case alone, sent with its text.  A loop relocks a
+ * lingering hold at every iteration; renew.lua, which carries common.lua,
+ * costs Redis several times as much per call (measured on W2: 7k instead of
+ * 14k ops/s).  KEYS: lock.  ARGV: token, fence, lease (ms). */
+static const char RESTORE[] =
+    "local h = redis.call('HMGET', KEYS[1], 'owner', 'fence') "
+    "if h[1] == ARGV[1] and h[2] == ARGV[2] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end";
+
+int dl_post_restore(dl_proc_t *p, const dl_lock_t *l)
+{
+    char lease[24], fence[24];
+    int llen = snprintf(lease, sizeof lease, "%lu", l->lease_ms);
+    int flen = snprintf(fence, sizeof fence, "%llu", (unsigned long long)l->fence);
+    const char *argv[7] = { "EVAL", RESTORE, "1", l->keys[0], p->token, fence, lease };
+    size_t argvlen[7] = { 4, sizeof RESTORE - 1, 1, l->keylen[0], strlen(p->token),
+                          (size_t)flen, (size_t)llen };
+    return dl_conn_post(p->conn, 7, argv, argvlen);
+}
