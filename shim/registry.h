@@ -72,6 +72,9 @@ typedef struct dl_lock {
     pid_t unlock_tid;         /* and which thread's */
     int quick;                /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (lock.c, took_local) */
+    uint64_t held_us;         /* when the writer's hold began (monotonic us) */
+    uint64_t rtt_us;          /* this lock's round trips, smoothed (atomic;
+                                 lock.c: what makes a hold short) */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
     int undo_checks;          /* withdrawals left to try that may find nothing */
