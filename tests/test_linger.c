@@ -147,7 +147,7 @@ static int looper_main(void *arg)
 {
     const looper_t *lp = arg;
     char k_stop[200], k_ctr[200], k_lingers[200], k_last[200], k_tunlock[200], k_ends[200],
-         k_holding[200], qkey[300], lkey[300];
+         k_holding[200], lkey[300];
     rkey(k_stop, sizeof k_stop, lp->name, "stop");
     rkey(k_ctr, sizeof k_ctr, lp->name, "ctr");
     rkey(k_lingers, sizeof k_lingers, lp->name, "lingers");
@@ -155,7 +155,6 @@ static int looper_main(void *arg)
     rkey(k_tunlock, sizeof k_tunlock, lp->name, "t_unlock");
     rkey(k_ends, sizeof k_ends, lp->name, "linger_ends");
     rkey(k_holding, sizeof k_holding, lp->name, "holding");
-    th_key(qkey, sizeof qkey, lp->name, ":q");
     th_key(lkey, sizeof lkey, lp->name, "");
     if (lp->url[0])
         setenv("DISTLOCK_URL", lp->url, 1);   /* before this process's first call */
