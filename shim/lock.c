@@ -4,11 +4,12 @@
  * and only one thread at a time (l->busy) talks to Redis for it.  The
  * process's Redis hold (l->rmode) outlives a local unlock only to be passed
  * to a thread of this process that is already waiting (local handoff), or
- * to the thread that just unlocked, when it has been locking again at once
- * (a loop around the lock: the hold lingers for DL_LINGER_US, and the
- * watchdog releases it if no lock call came).  Local handoffs happen while
- * no other process waits; once one does, both happen (unless fair) for a
- * bounded while only: DL_KEEP_US and DL_HANDOFF_MAX more holds.
+ * to the thread that just unlocked, when it loops over the lock: it locked
+ * again at once after its previous unlock and held the lock briefly (the
+ * hold lingers for DL_LINGER_US, and the watchdog releases it on time if no
+ * lock call came).  Local handoffs happen while no other process waits;
+ * once one does, both happen (unless fair) for a bounded while only:
+ * DL_KEEP_US and DL_HANDOFF_MAX more holds.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -28,16 +29,29 @@
 #define DL_HANDOFF_MAX 32
 #define DL_KEEP_US 5000
 
-/* A thread that locks again within DL_RELOCK_US of its unlock is taken to
- * be looping over the lock (a loop relocks within microseconds; a program
- * that waits for something between the two does not): its next unlock,
- * while another process waits, keeps the Redis hold for its relock instead
- * of passing the lock on at once.  The watchdog ends a linger that no
- * relock claimed, looking every DL_LINGER_US while holds linger (instead
- * of being woken by each unlock), so a wrong guess delays the waiting
- * process by up to twice that, once. */
+/* The lingering unlock is a guess that the unlocking thread loops over the
+ * lock and relocks at once.  Right, it spares the loop a pass of the lock
+ * to the waiting process and back (a release, a push, two wake-ups, a
+ * queued acquire) per iteration; wrong, the waiting process waits for
+ * nothing.  So it is made only where it saves much and costs little:
+ *  - the gap: the thread locked again within DL_RELOCK_US of its previous
+ *    unlock (a loop relocks within microseconds; a program that waits for
+ *    something between the two does not);
+ *  - the hold: the hold that just ended lasted at most DL_LINGER_HOLD_RTTS
+ *    round trips (the lock's own, smoothed: l->rtt_us), and never more
+ *    than DL_LINGER_HOLD_MAX_US.  Against a longer hold the pass saved is
+ *    worth little, and a waiter that is kept out that long is better
+ *    served at once (W3b in docs/PERFORMANCE.md: a thread that relocked at
+ *    once and then held 2 ms cost each handoff 1.3 ms);
+ *  - the cost: the linger lasts DL_LINGER_US, a loop's relock with room to
+ *    spare and no more than a loopback round trip, and the watchdog ends it
+ *    on time (woken for it, with a fine timer slack), so a wrong guess
+ *    delays the waiting process by about one round trip. */
 #define DL_RELOCK_US 50
-#define DL_LINGER_US 1000
+#define DL_LINGER_US (2 * DL_RELOCK_US)
+#define DL_LINGER_HOLD_RTTS 4
+#define DL_LINGER_HOLD_MIN_US 100     /* (also before a round trip is measured) */
+#define DL_LINGER_HOLD_MAX_US 1000
 
 /* A thread that unlocks and locks again at once wins against the threads
  * it just woke; after this many holds in a row while they wait, it lets one
@@ -79,6 +93,26 @@ static int may_keep(const dl_lock_t *l)
     return l->rmode && !l->lost && l->renew && dl_hold_valid(l) &&
            (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
                                    dl_now_us() - l->waited_since < DL_KEEP_US));
+}
+
+/* A round trip of this lock's calls took us: smoothed into l->rtt_us, the
+ * measure of a short hold.  Atomic: redis_take samples it without l->mu. */
+static void rtt_sample(dl_lock_t *l, uint64_t us)
+{
+    uint64_t old = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->rtt_us, old ? (7 * old + us) / 8 : us, __ATOMIC_RELAXED);
+}
+
+/* Was the write hold that just ended short enough to linger after (l->mu
+ * held)?  See DL_LINGER_HOLD_RTTS. */
+static int short_hold(const dl_lock_t *l)
+{
+    uint64_t bound = DL_LINGER_HOLD_RTTS * __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED);
+    if (bound < DL_LINGER_HOLD_MIN_US)
+        bound = DL_LINGER_HOLD_MIN_US;
+    if (bound > DL_LINGER_HOLD_MAX_US)
+        bound = DL_LINGER_HOLD_MAX_US;
+    return dl_now_us() - l->held_us <= bound;
 }
 
 /* Before a lingering hold serves a holder again (l->mu held): Redis must
@@ -143,7 +177,10 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     dl_call_arg(&c, relid, (size_t)relidlen);
     dl_call_arg(&c, relrid, l->hold_rid ? (size_t)relridlen : 0);
     c.deadline = deadline;
+    uint64_t t0 = dl_now_us();
     int rc = dl_script_run(p->conn, &c, 1);
+    if (!rc)
+        rtt_sample(l, dl_now_us() - t0);
     char q[96];
     qname(l, q, sizeof q);
     if (rc && !lost) {
@@ -182,10 +219,11 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 
 /* Called (l->mu held) when a thread stopped holding or waiting: releases
  * the Redis hold once no thread of the process uses or can use it.  linger:
- * the unlocking thread relocks at once (a loop): keep the hold for it, but
- * only while another process waits.  That process would be handed the lock
- * by the release anyway, so nobody else could have taken it meanwhile;
- * were nobody waiting, the release would free the lock for any trylock
+ * the unlocking thread loops (it relocked at once, and its hold was short:
+ * see DL_LINGER_HOLD_RTTS): keep the hold for its next lock call, but only
+ * while another process waits.  That process would be handed the lock by
+ * the release anyway, so nobody else could have taken it meanwhile; were
+ * nobody waiting, the release would free the lock for any trylock
  * elsewhere, which a lingering hold would refuse. */
 static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
@@ -209,7 +247,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
             l->ttl_cut = 1;
         }
         l->linger_until = dl_now_us() + DL_LINGER_US;
-        dl_watchdog_linger(p, l->linger_until, DL_LINGER_US);
+        dl_watchdog_linger(p, l->linger_until);
         DL_STAT_ADD(lingers, 1);
         return 0;
     }
@@ -291,6 +329,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
         call_init(&undo, DL_SCRIPT_WITHDRAW, p, l);
         dl_call_arg(&undo, mode, 1);
         dl_call_arg(&undo, regbuf, (size_t)reglen);
+        uint64_t sent_us = dl_now_us();
         if (dl_script_run_undoable(p->conn, &c, &undo)) {
             /* A time-out says nothing of whether Redis ran it (a stalled
              * server runs it when it resumes): we may hold the lock, or be
@@ -304,6 +343,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                 rc = dl_fail(EIO, "lock %s: %s", qname(l, q, sizeof q), c.cmd.errmsg);
             break;
         }
+        rtt_sample(l, dl_now_us() - sent_us);
         long long ok = elem(c.cmd.reply, 0);
         if (ok == 1 && asked_again)
             DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
@@ -539,6 +579,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     }
     if (rc == 0 || rc == EOWNERDEAD) {
         took_redis(p, l, rq, g);
+        l->held_us = dl_now_us();     /* the write hold starts (see short_hold) */
         int prc = dl_holder_push(l, tid, rq->mode);
         if (prc) {
             /* Could not record the hold: give it back rather than leak it. */
@@ -632,6 +673,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                     return dl_fail(rc, "out of memory");
                 }
                 took_local(l, tid, quick);
+                l->held_us = dl_now_us();
                 if (l->remote_waiting)
                     l->handoffs++;
                 dl_tenure_renew(p, l);
@@ -756,7 +798,7 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         else
             l->rthreads--;
         /* A lost hold is never kept: settle releases it and says ENOLCK. */
-        rc = settle(p, l, wrote && l->quick);
+        rc = settle(p, l, wrote && l->quick && short_hold(l));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;

@@ -75,9 +75,8 @@ void dl_watchdog_ensure(dl_proc_t *p);
  * regular tick.  l->mu held.  Never blocks. */
 void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due);
 /* A hold lingers until `until` (monotonic us): the watchdog looks at the
- * lingering holds by then, and every `every` us for as long as holds keep
- * lingering (so a loop that relocks at once never needs to wake it).
- * Never blocks. */
-void dl_watchdog_linger(dl_proc_t *p, uint64_t until, uint64_t every);
+ * lingering holds then, and ends those that no relock claimed.  Never
+ * blocks. */
+void dl_watchdog_linger(dl_proc_t *p, uint64_t until);
 
 #endif

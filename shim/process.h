@@ -42,8 +42,6 @@ typedef struct dl_proc {
     uint64_t wnext;           /* when the watchdog must look next (monotonic us:
                                  a renew_due or a lingering hold), or DL_FOREVER */
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
-    uint64_t lingered;        /* nonzero: a hold lingered since the last look;
-                                 the watchdog looks again this many us later */
 } dl_proc_t;
 
 extern unsigned long dl_gen;  /* bumped in each forked child */

@@ -73,6 +73,9 @@ typedef struct dl_lock {
     pid_t unlock_tid;         /* and which thread's */
     int quick;                /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (lock.c, took_local) */
+    uint64_t held_us;         /* when the writer's hold began (monotonic us) */
+    uint64_t rtt_us;          /* this lock's round trips, smoothed (atomic;
+                                 lock.c: what makes a hold short) */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
     uint64_t valid_until;     /* the hold surely still exists in Redis before this
                                  (monotonic ms): when the acquire or renewal that

@@ -1,10 +1,10 @@
 /*
  * test_linger.c - a thread that loops over a lock (unlock, then lock again
- * at once) keeps the process's Redis hold across its unlocks while another
- * process waits, for a bounded number of holds; then the lock goes to the
- * waiter.  A linger that no relock claims is ended by the watchdog, by
- * dist_mutex_destroy and at exit.  Without a waiter, and for fair mutexes,
- * an unlock frees the lock in Redis at once, as before.
+ * at once, short holds) keeps the process's Redis hold across its unlocks
+ * while another process waits, for a bounded number of holds; then the lock
+ * goes to the waiter.  A linger that no relock claims is ended by the
+ * watchdog, by dist_mutex_destroy and at exit.  Without a waiter, for fair
+ * mutexes, and after a long hold, an unlock frees the lock in Redis at once.
  *
  * The looping side runs in a forked child; it reports through keys of the
  * suite's server (lingers counted by dl_stats, timestamps on the common
@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* What the library allows (shim/lock.c, DL_HANDOFF_MAX): holds of the
  * looping process after the waiter is known, plus the hold in progress;
@@ -82,17 +83,88 @@ static void init_mutex(dist_mutex_t *m, const char *name, int fair)
     TH_CHECK_RC(dist_mutexattr_destroy(&at), 0);
 }
 
+/* Writes the looper's report (MSET of its keys) without waiting for the
+ * reply: the process is about to end, within its 100 us linger. */
+static void report_now(const char *k_last, unsigned long lingered, const char *k_tunlock,
+                       int64_t t)
+{
+    redisContext *c = th_redis();
+    TH_CHECK(redisAppendCommand(c, "MSET %s %lu %s %lld", k_last, lingered, k_tunlock,
+                                (long long)t) == REDIS_OK);
+    int done = 0;
+    while (!done)
+        TH_CHECK(redisBufferWrite(c, &done) == REDIS_OK);
+}
+
+/* The looper's holds: short (less than the 100 us that lock.c counts as
+ * short in any case, DL_LINGER_HOLD_MIN_US). */
+#define LOOP_HOLD_US 60
+
+/* Set by the parent when its lock call returned, read by the looper's loop
+ * (shared memory, inherited by fork): once the parent has been served,
+ * no unlock of the looper can linger for it. */
+static volatile int *parent_served;
+
+static volatile int *served_flag(void)
+{
+    if (!parent_served) {
+        void *p = mmap(NULL, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                       -1, 0);
+        assert_true(p != MAP_FAILED);
+        parent_served = p;
+    }
+    return parent_served;
+}
+
+/* Lock calls of this process that waited in Redis's queue. */
+static unsigned long queued_locks(void)
+{
+    dl_stats_t s;
+    dl_stats_get(&s);
+    return s.grants + s.fallback_checks;
+}
+
+/* Short holds in a loop (lock again at once; unlock at once) until an
+ * unlock lingers, which takes the parent's request queued and pushed to
+ * us meanwhile.  1 when one did (the hold then lingers), 0 when the parent
+ * got the lock first (our lock call may then have waited in the queue for
+ * it), or nothing lingered in 5 s.  *t: when the last unlock returned. */
+static int loop_until_linger(dist_mutex_t *m, int64_t *t, unsigned long *ends0)
+{
+    int64_t until = th_now_ms() + 5000;
+    unsigned long q0 = queued_locks();
+    for (;;) {
+        unsigned long before = lingers();
+        *ends0 = linger_ends();
+        TH_CHECK_RC(dist_mutex_unlock(m), 0);
+        *t = th_now_us();
+        if (lingers() != before)
+            return 1;
+        if (th_now_ms() > until || (parent_served && *parent_served))
+            return 0;
+        TH_CHECK_RC(dist_mutex_lock(m), 0);
+        if (queued_locks() != q0) {
+            TH_CHECK_RC(dist_mutex_unlock(m), 0);   /* the parent had it */
+            return 0;
+        }
+        /* A short hold still, in which the push of the parent's request,
+         * if it queued now, can reach us before our unlock. */
+        int64_t spin = th_now_us() + LOOP_HOLD_US;
+        while (th_now_us() < spin) {
+        }
+    }
+}
+
 /* The child.  END_RETURN: lock; GET stop; INCR ctr; unlock; again, until
- * it sees stop.  Otherwise it makes one lingering unlock: lock, unlock,
- * lock again at once (a loop, as far as the library can tell), says it
- * holds, waits inside that hold until the parent queues and the push of
- * that has reached it, then unlocks, reports whether that unlock lingered
- * and when it returned, and ends as lp->end says. */
+ * it sees stop.  Otherwise it says it loops, loops over the lock with short
+ * holds until an unlock lingers (loop_until_linger: the parent queues
+ * meanwhile), reports whether one did and when it returned, and ends as
+ * lp->end says. */
 static int looper_main(void *arg)
 {
     const looper_t *lp = arg;
     char k_stop[200], k_ctr[200], k_lingers[200], k_last[200], k_tunlock[200], k_ends[200],
-         k_holding[200], qkey[300], lkey[300];
+         k_holding[200], lkey[300];
     rkey(k_stop, sizeof k_stop, lp->name, "stop");
     rkey(k_ctr, sizeof k_ctr, lp->name, "ctr");
     rkey(k_lingers, sizeof k_lingers, lp->name, "lingers");
@@ -100,7 +172,6 @@ static int looper_main(void *arg)
     rkey(k_tunlock, sizeof k_tunlock, lp->name, "t_unlock");
     rkey(k_ends, sizeof k_ends, lp->name, "linger_ends");
     rkey(k_holding, sizeof k_holding, lp->name, "holding");
-    th_key(qkey, sizeof qkey, lp->name, ":q");
     th_key(lkey, sizeof lkey, lp->name, "");
     if (lp->url[0])
         setenv("DISTLOCK_URL", lp->url, 1);   /* before this process's first call */
@@ -123,23 +194,45 @@ static int looper_main(void *arg)
         return 0;
     }
     TH_CHECK_RC(dist_mutex_lock(&m), 0);
-    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
-    TH_CHECK_RC(dist_mutex_lock(&m), 0);          /* at once: a loop */
     char owner[64] = "";
     redisReply *r = th_cmd("HGET %s owner", lkey);
     if (r->type == REDIS_REPLY_STRING)
         snprintf(owner, sizeof owner, "%s", r->str);
     freeReplyObject(r);
     TH_CHECK(owner[0]);
-    th_cmd_do("SET %s 1", k_holding);
-    TH_CHECK(th_wait_zcard(qkey, 1, 10000));
-    th_sleep_ms(1);                               /* the push of that reaches us */
-    if (lp->end == END_DESTROY_BUSY)
-        th_cmd_do("CLIENT PAUSE %d ALL", PAUSE_MS);   /* holds up the watchdog's release */
-    unsigned long before = lingers(), ends0 = linger_ends();
-    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
-    int64_t t = th_now_us();
-    unsigned long lingered = lingers() - before;
+    th_cmd_do("SET %s 1", k_holding);             /* the parent queues now */
+    int64_t t = 0;
+    unsigned long ends0 = 0, lingered = (unsigned long)loop_until_linger(&m, &t, &ends0);
+    if (lingered && (lp->end == END_DESTROY_BUSY || lp->end == END_DESTROY_FAILS)) {
+        /* Take the hold back at once, and unlock again (a loop), with
+         * Redis made to fail that hold's release first: paused, which
+         * holds up the watchdog's release at the end of the linger; or
+         * without EVALSHA for our user, which fails destroy's release.
+         * The hold includes that one round trip: still short. */
+        TH_CHECK_RC(dist_mutex_lock(&m), 0);
+        if (lp->end == END_DESTROY_BUSY)
+            th_cmd_do("CLIENT PAUSE %d ALL", PAUSE_MS);
+        else
+            th_cmd_do("ACL SETUSER %s -evalsha", lp->user);
+        unsigned long before = lingers();
+        ends0 = linger_ends();
+        int urc = dist_mutex_unlock(&m);
+        t = th_now_us();
+        lingered = lingers() - before;
+        /* (not lingering, the unlock's own release failed without EVALSHA) */
+        if (lingered || lp->end == END_DESTROY_BUSY)
+            TH_CHECK_RC(urc, 0);
+        else
+            TH_CHECK(urc == 0 || urc == EIO);
+    }
+    if (!lingered) {
+        /* The parent got the lock first: a failed attempt, said at once. */
+        if (lp->end == END_DESTROY_FAILS)
+            th_cmd_do("ACL SETUSER %s +evalsha", lp->user);
+        th_cmd_do("MSET %s 0 %s %lld", k_last, k_tunlock, (long long)t);
+        TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+        return 0;
+    }
     if (lp->end == END__EXIT || lp->end == END_HELD_EXIT) {
         dl_stats_t s0, s1;
         dl_stats_get(&s0);
@@ -147,12 +240,11 @@ static int looper_main(void *arg)
             TH_CHECK_RC(dist_mutex_lock(&m), 0);  /* at once: takes the lingering hold */
         dl_stats_get(&s1);
         int kept = lp->end == END__EXIT || s1.local_handoffs == s0.local_handoffs + 1;
-        /* One round trip, well inside the linger, then gone. */
-        th_cmd_do("MSET %s %lu %s %lld", k_last, kept ? lingered : 0, k_tunlock, (long long)t);
+        report_now(k_last, kept ? lingered : 0, k_tunlock, t);
         _exit(0);
     }
-    if (lp->end == END_DESTROY_BUSY && lingered) {
-        /* The watchdog took the linger up 1 ms after the unlock; its
+    if (lp->end == END_DESTROY_BUSY) {
+        /* The watchdog took the linger up 100 us after the unlock; its
          * release waits for the end of the pause.  The destroy must wait
          * for it too: neither EBUSY nor a return with the hold still in
          * Redis (the process may end at once, and the release with it). */
@@ -169,19 +261,18 @@ static int looper_main(void *arg)
         TH_CHECK(!still);
     }
     if (lp->end == END_DESTROY) {
-        /* Well within the linger (the watchdog ends it 1 ms on at the
-         * earliest): the destroy itself must have passed the lock on. */
+        /* Within the linger mostly (the watchdog ends it 100 us on): the
+         * destroy must have passed the lock on, or waited for the
+         * watchdog's release, before it returns. */
         TH_CHECK_RC(dist_mutex_destroy(&m), 0);
         r = th_cmd("HGET %s owner", lkey);
         int still = r->type == REDIS_REPLY_STRING && strcmp(r->str, owner) == 0;
         freeReplyObject(r);
-        if (lingered)
-            TH_CHECK(!still);
+        TH_CHECK(!still);
     }
     if (lp->end == END_DESTROY_FAILS) {
         /* The release that destroy sends now fails (NOPERM): destroy still
          * returns 0, and leaves the last error of our earlier call. */
-        th_cmd_do("ACL SETUSER %s -evalsha", lp->user);
         TH_CHECK_RC(dist_mutex_unlock(&m), EPERM);
         char before_destroy[512];
         snprintf(before_destroy, sizeof before_destroy, "%s", dist_lasterror());
@@ -193,8 +284,12 @@ static int looper_main(void *arg)
         }
         th_cmd_do("ACL SETUSER %s +evalsha", lp->user);
     }
-    th_cmd_do("SET %s %lu", k_last, lingered);
-    th_cmd_do("SET %s %lld", k_tunlock, (long long)t);
+    if (lp->end == END_EXIT) {
+        report_now(k_last, lingered, k_tunlock, t);
+        no_leak_check = 1;                        /* what earlier tests left is not ours */
+        exit(0);                                  /* runs the library's destructor */
+    }
+    th_cmd_do("MSET %s %lu %s %lld", k_last, lingered, k_tunlock, (long long)t);
     switch (lp->end) {
     case END_SLEEP:
         th_sleep_ms(3000);
@@ -206,12 +301,7 @@ static int looper_main(void *arg)
         th_sleep_ms(1000);
         return 0;
     case END_DESTROY_BUSY:
-        if (!lingered)
-            TH_CHECK_RC(dist_mutex_destroy(&m), 0);
         _exit(0);                                 /* as a process that ends right after */
-    case END_EXIT:
-        no_leak_check = 1;                        /* what earlier tests left is not ours */
-        exit(0);                                  /* runs the library's destructor */
     default:
         return 1;
     }
@@ -375,6 +465,13 @@ static void test_no_linger_without_client_command(void **state)
     th_cmd_do("ACL DELUSER lingernocli");
 }
 
+/* Attempts at a lingering unlock: in each, our request reaches Redis at a
+ * random point of the looper's loop, and its unlock lingers only if the
+ * push of that request reached it first (a third of the time or so).  A
+ * failed attempt takes some 50 ms; the test's alarm rings after 50 s. */
+#define LINGER_ATTEMPTS 60
+#define LINGER_ATTEMPTS_MS 30000
+
 /* Runs a looper that ends with a lingering unlock (retrying when the
  * timing did not make it linger) while this process waits in lock; returns
  * how long the wait lasted after the looper's last unlock, in us, and the
@@ -382,7 +479,11 @@ static void test_no_linger_without_client_command(void **state)
 static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, const char *user,
                                     looper_t *lp, int *rcp)
 {
-    for (int attempt = 0; attempt < 10; attempt++) {
+    int64_t budget = th_now_ms() + LINGER_ATTEMPTS_MS;
+    volatile int *served = served_flag();
+    int attempt;
+    for (attempt = 0; attempt < LINGER_ATTEMPTS && th_now_ms() < budget; attempt++) {
+        *served = 0;
         pid_t child = start_looper_as(lp, tag, 0, end, user);
         int64_t until = th_now_ms() + 10000;
         while (get_key(lp->name, "holding") != 1) {
@@ -394,14 +495,19 @@ static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, const ch
         TH_ASSERT_RC(dist_mutex_init(&m, lp->name, NULL), 0);
         int rc = dist_mutex_lock(&m);
         int64_t got = th_now_us();
+        *served = 1;
         if (rc != 0 && rc != EOWNERDEAD)
             fail_msg("lock after the looper stopped: %s (%s)", th_errname(rc), dist_lasterror());
         *rcp = rc;
         TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
         TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
         TH_ASSERT_CHILD_OK(child);
-        if (get_key(lp->name, "last_lingered") == 1)
-            return got - get_key(lp->name, "t_unlock");
+        /* (a lock we got before that unlock came from an earlier one, which
+         * passed the lock on: the looper then lingered later, after a
+         * push of our request read late) */
+        int64_t t = get_key(lp->name, "t_unlock");
+        if (get_key(lp->name, "last_lingered") == 1 && got >= t)
+            return got - t;
     }
     if (getenv("DISTLOCK_TEST_SLOW")) {
         /* Under valgrind a relock takes longer than the 50 us that makes a
@@ -410,7 +516,7 @@ static int64_t wait_after_unlock_rc(enum end_mode end, const char *tag, const ch
         print_message("skipped: the looper's unlocks never lingered (DISTLOCK_TEST_SLOW)\n");
         skip();
     }
-    fail_msg("in 10 attempts the looper's last unlock never lingered");
+    fail_msg("in %d attempts the looper's last unlock never lingered", attempt);
     return -1;
 }
 
@@ -536,6 +642,80 @@ static void test_destroy_keeps_lasterror_when_release_fails(void **state)
     th_cmd_do("ACL DELUSER lingerdf");
 }
 
+/* W3b's exchange (docs/PERFORMANCE.md): each round the child locks,
+ * unlocks, locks again at once (a loop, as far as the library can tell),
+ * holds 2 ms while the parent queues, and unlocks; the parent takes the
+ * lock, gives it back, and says so.  Rounds of the child: key "round". */
+#define LONG_HOLD_ROUNDS 6
+#define LONG_HOLD_US 2000
+
+static int long_hold_main(void *arg)
+{
+    const char *name = arg;
+    char k_round[200], k_done[200], k_lingers[200], qkey[300];
+    rkey(k_round, sizeof k_round, name, "round");
+    rkey(k_done, sizeof k_done, name, "done");
+    rkey(k_lingers, sizeof k_lingers, name, "lingers");
+    th_key(qkey, sizeof qkey, name, ":q");
+    dist_mutex_t m;
+    init_mutex(&m, name, 0);
+    unsigned long l0 = lingers();
+    for (int r = 1; r <= LONG_HOLD_ROUNDS; r++) {
+        TH_CHECK_RC(dist_mutex_lock(&m), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m), 0);      /* at once */
+        int64_t held = th_now_us();
+        th_cmd_do("SET %s %d", k_round, r);       /* the parent queues now */
+        TH_CHECK(th_wait_zcard(qkey, 1, 10000));
+        th_sleep_us(300);                         /* the push of that reaches us */
+        int64_t left = LONG_HOLD_US - (th_now_us() - held);
+        if (left > 0)
+            th_sleep_us(left);
+        TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+        int64_t until = th_now_ms() + 10000;
+        while (th_cmd_ll("GET %s", k_done) < r) {
+            TH_CHECK(th_now_ms() < until);
+            th_sleep_us(200);
+        }
+    }
+    th_cmd_do("SET %s %lu", k_lingers, lingers() - l0);
+    TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+    return 0;
+}
+
+/* A thread that relocks at once and then holds the lock 2 ms does not loop
+ * in any way that a linger would serve: its unlock passes the lock to the
+ * waiting process at once.  Regression test: each of those unlocks
+ * lingered, and the watchdog passed the lock on 1-2 ms later, making every
+ * handoff cost 22 x the PING round trip (W3b). */
+static void test_long_hold_never_lingers(void **state)
+{
+    (void)state;
+    char name[128], k_done[200];
+    th_name(name, sizeof name, "lingerlong");
+    rkey(k_done, sizeof k_done, name, "done");
+    pid_t child = th_fork_child(long_hold_main, name);
+    dist_mutex_t m;
+    init_mutex(&m, name, 0);
+    for (int r = 1; r <= LONG_HOLD_ROUNDS; r++) {
+        int64_t until = th_now_ms() + 10000;
+        while (get_key(name, "round") < r) {
+            if (th_now_ms() > until)
+                fail_msg("round %d: the other process never took the lock", r);
+            th_sleep_us(200);
+        }
+        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
+        th_cmd_do("SET %s %d", k_done, r);
+    }
+    TH_ASSERT_CHILD_OK(child);
+    long long n = get_key(name, "lingers");
+    print_message("%lld of the %d unlocks after a relock and a 2 ms hold lingered\n", n,
+                  LONG_HOLD_ROUNDS);
+    assert_int_equal(n, 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+}
+
 static int lone_loop(void *arg)
 {
     const char *name = arg;
@@ -579,6 +759,7 @@ int main(void)
         TH_TEST(test__exit_after_linger_no_ownerdead),
         TH_TEST(test_exit_holding_after_relock_is_ownerdead),
         TH_TEST(test_no_linger_without_waiter),
+        TH_TEST(test_long_hold_never_lingers),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

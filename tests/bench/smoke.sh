@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
-# and W3 against the redis-server the bench starts itself.  Checks the
-# RESULT line format, that every selected workload reported, and that no
-# counter update was lost; then --json and --help.  Speed is never checked
+# (with its serial ceiling), W3 and W3b against the redis-server the bench
+# starts itself.  Checks the RESULT line format, that every selected
+# workload reported, that no counter update was lost, and that the targets
+# of W2, W3 and W3b are checked against the figures of the same run; then
+# --json and --help.  Speed is never checked
 # here: the targets are figures of the benchmark output.
 set -u
 bench=${1:?usage: smoke.sh path/to/distlock-bench}
@@ -12,10 +14,13 @@ trap 'rm -f "$out" "$out.json" "$svg"' EXIT
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
-"$bench" --help >/dev/null || bad "--help exited with $?"
+help=$("$bench" --help) || bad "--help exited with $?"
+for w in W2 W3 W3b "serial ceiling"; do
+  [[ "$help" == *"$w"* ]] || bad "--help does not mention $w"
+done
 "$bench" --no-such-option >/dev/null 2>&1 && bad "an unknown option was accepted"
 
-"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 >"$out"
+"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 W3b >"$out"
 rc=$?
 cat "$out"
 [ "$rc" -eq 0 ] || bad "distlock-bench exited with $rc"
@@ -31,21 +36,34 @@ while IFS= read -r l; do
   esac
 done <"$out"
 
-for want in "floor EVALSHA" "floor PING" "naive W1" "distlock W1" "naive W2" "distlock W2" \
-            "naive W3" "distlock W3"; do
+for want in "floor EVALSHA" "floor PING" "floor W2serial" "naive W1" "distlock W1" "naive W2" \
+            "distlock W2" "naive W3" "distlock W3" "naive W3b" "distlock W3b"; do
   set -- $want
   grep -Eq "^RESULT peer=$1 workload=$2 " "$out" || bad "no RESULT for peer=$1 workload=$2"
 done
 # a missing redis-benchmark would only skip the floor; this test needs it
 grep -q "^RESULT peer=floor workload=EVALSHA ops_per_s=[0-9]" "$out" || bad "floor not measured"
 
+for p in naive distlock floor; do
+  l=$(grep -E "^RESULT peer=$p workload=W2(serial)? " "$out")
+  [[ "$l" == *"lost_updates=0,"* || "$l" == *"lost_updates=0" ]] || bad "$p W2 lost updates: $l"
+done
 for p in naive distlock; do
   l=$(grep -E "^RESULT peer=$p workload=W2 " "$out")
-  [[ "$l" == *"lost_updates=0,"* || "$l" == *"lost_updates=0" ]] || bad "$p W2 lost updates: $l"
+  [[ "$l" == *"over_serial="* ]] || bad "$p W2 without over_serial"
+  for w in W3 W3b; do
+    l=$(grep -E "^RESULT peer=$p workload=$w " "$out")
+    [[ "$l" == *"ping_p50_us="* ]] || bad "$p $w without the PING p50 of the run"
+  done
   l=$(grep -E "^RESULT peer=$p workload=W1 " "$out")
   [[ "$l" == *"redis_cmds_per_op="* ]] || bad "$p W1 without redis_cmds_per_op"
 done
 grep -q "^TARGET workload=W1 " "$out" || bad "no TARGET line for W1"
+for t in 'W2 check="ops_per_s >= 0.9 \* serial ceiling" value=' 'W2 check="min_share >= 0.9" value=' \
+         'W3 check="p50_us <= 4 \* PING p50" value=' 'W3b check="p50_us <= 4 \* PING p50" value=' \
+         'W3b check="p99_us <= 1000" value='; do
+  grep -q "^TARGET workload=$t" "$out" || bad "no checked TARGET line: $t"
+done
 grep -q "<svg" "$svg" || bad "--svg wrote no chart"
 
 # --json: one document (checked by python3 when there is one)

@@ -12,7 +12,7 @@
  *   output.c    RESULT lines, --json, the progress line
  *   naive.c     the naive lock
  *   floor.c     redis-benchmark floors (EVALSHA "return 1", PING)
- *   w_basic.c   W1 W2 W3 (distlock and naive)
+ *   w_basic.c   W1 W2 W3 W3b (distlock and naive), W2's serial ceiling
  *   w_local.c   W4 and W4b (W2 with local threads)
  *   w_rw.c      W5
  *   w_scale.c   W6 W7
@@ -211,8 +211,12 @@ void naive_fini(naive_t *n);
 /* The floor: fills the results peer=floor EVALSHA and PING. */
 int run_floor(void);
 int run_w1(int peer);
+/* W2's serial ceiling: peer=floor workload=W2serial. */
+int run_w2_serial(void);
 int run_w2(int peer);
 int run_w3(int peer);
+/* W3 with the holder relocking at once, then holding 2 ms. */
+int run_w3b(int peer);
 int run_w4(void);
 int run_w4b(void);
 int run_w5(void);

@@ -1,6 +1,6 @@
-/* w_basic.c - W1 (uncontended), W2 (contended counter), W3 (handoff
- * latency), each for distlock and for the naive lock, exactly as
- * WORKLOADS.md defines them. */
+/* w_basic.c - W1 (uncontended), W2 (contended counter) and its serial
+ * ceiling, W3 and W3b (handoff latency, two shapes of the holder), each for
+ * distlock and for the naive lock, exactly as WORKLOADS.md defines them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -369,6 +369,9 @@ int run_w2(int peer)
         result_extra(r, "fairness", "%.3f", mx > 0 ? mn / mx : 0);
         result_extra(r, "procs", "%d", W2_PROCS);
         result_extra(r, "iters", "%lu", n);
+        const result_t *ceil = result_find("floor", "W2serial");
+        if (ceil && !ceil->skipped && ceil->ops_per_s > 0)
+            result_extra(r, "over_serial", "%.3f", r->ops_per_s / ceil->ops_per_s);
         /* lock + counter (GET/SET) commands, every command Redis ran */
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)calls / (double)total);
         result_extra(r, "lock_sent_cmds_per_op", "%.2f", (double)sent / (double)total);
@@ -391,15 +394,99 @@ int run_w2(int peer)
     return rc ? -1 : 0;
 }
 
+/* The serial ceiling of W2 (WORKLOADS.md): one client doing W2's GET ctr;
+ * SET ctr v+1 back to back on one connection, no lock, as many times as
+ * W2's 4 processes together.  No lock can let W2 go faster: its updates
+ * are serial, each costing the same two round trips. */
+typedef struct w2s {
+    unsigned long n;
+    char ctr[160];
+    progress_t pr;
+    uint64_t t_start, t_end;
+    double lat[];
+} w2s_t;
+
+static int w2s_worker(void *arg, int idx)
+{
+    (void)idx;
+    w2s_t *w = arg;
+    redisContext *c = rc_connect("bench-plain");
+    if (!c)
+        return 1;
+    w->t_start = now_ns();
+    for (unsigned long i = 0; i < w->n; i++) {
+        uint64_t t = now_ns();
+        redisReply *r = rc_cmd(c, "GET %s", w->ctr);
+        if (!r)
+            return 1;
+        long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+        freeReplyObject(r);
+        r = rc_cmd(c, "SET %s %lld", w->ctr, v + 1);
+        if (!r)
+            return 1;
+        freeReplyObject(r);
+        w->lat[i] = (double)(now_ns() - t) / 1e3;
+        w->pr.done = i + 1;
+    }
+    w->t_end = now_ns();
+    redisFree(c);
+    return 0;
+}
+
+int run_w2_serial(void)
+{
+    unsigned long n = W2_PROCS * (g_opt.quick ? 200ul : 2000ul);
+    size_t size = sizeof(w2s_t) + n * sizeof(double);
+    w2s_t *w = shm_alloc(size);
+    w->n = n;
+    w->pr.total = n;
+    char name[128];
+    lock_name(name, sizeof name, "W2", "serial");
+    snprintf(w->ctr, sizeof w->ctr, "%s:ctr", name);
+    redisContext *c = rc_ctl_zeroed(w->ctr);
+    if (!c) {
+        shm_free(w, size);
+        return -1;
+    }
+    pid_t pid = spawn(w2s_worker, w, 0);
+    int rc = wait_workers(&pid, 1, "W2 serial ceiling", &w->pr);
+    if (rc) {
+        output_error("W2serial", "worker failed");
+    } else {
+        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
+        long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
+        if (rr)
+            freeReplyObject(rr);
+        sort_doubles(w->lat, n);
+        result_t *r = result_new("floor", "W2serial");
+        r->ops_per_s = (double)n / ((double)(w->t_end - w->t_start) / 1e9);
+        r->p50_us = pct_sorted(w->lat, n, 0.5);
+        r->p99_us = pct_sorted(w->lat, n, 0.99);
+        result_extra(r, "lost_updates", "%lld", (long long)n - ctr);
+        result_extra(r, "ops", "%lu", n);
+        result_extra(r, "lock", "none");
+        result_emit(r);
+    }
+    redisFree(c);
+    shm_free(w, size);
+    return rc ? -1 : 0;
+}
+
 /* ================================================================ W3 */
+/* W3b: how long the holder holds the relocked lock before its timed
+ * unlock (WORKLOADS.md). */
+#define W3B_HOLD_US 2000
+
 typedef struct w3 {
     int peer;
+    int relock;                      /* W3b: A unlocks and locks again at once, holds 2 ms */
     unsigned long warm, rounds;
     char name[128], qkey[200];
     sem_t a_locked, b_entering, b_done;
     progress_t pr;
     unsigned long unqueued;          /* rounds where B was not seen queued in time */
-    wstats_t ws_b;
+    unsigned long long held_ns;      /* W3b: sum of A's relocked holds (t0 - relock) */
+    wstats_t ws_a, ws_b;
     uint64_t t0[4096], t1[4096];
 } w3_t;
 
@@ -440,20 +527,36 @@ static int w3_worker(void *arg, int idx)
         if (!c)
             return 1;
         srand((unsigned)getpid());
+        dl_stats_t s0;
         for (unsigned long r = 0; r < all; r++) {
+            if (r == w->warm)
+                ws_begin(&w->ws_a, &p, &s0);
             if (pl_lock(&p))
                 return 1;
+            /* W3b: a loop's shape (unlock, lock again at once), but the
+             * hold that follows is long: 2 ms, B queued meanwhile. */
+            if (w->relock && (pl_unlock(&p) || pl_lock(&p)))
+                return 1;
+            uint64_t held = now_ns();
             sem_post(&w->a_locked);
             while (sem_wait(&w->b_entering) && errno == EINTR) {
             }
             w3_wait_b_blocked(w, c);
+            if (w->relock) {
+                uint64_t until = held + W3B_HOLD_US * 1000ull, t = now_ns();
+                if (t < until)
+                    sleep_us((unsigned long)((until - t) / 1000));
+            }
             w->t0[r] = now_ns();
+            if (r >= w->warm)
+                w->held_ns += w->t0[r] - held;
             if (pl_unlock(&p))
                 return 1;
             while (sem_wait(&w->b_done) && errno == EINTR) {
             }
             w->pr.done = r + 1;
         }
+        ws_end(&w->ws_a, &p, &s0);
         redisFree(c);
     } else {                                          /* B */
         dl_stats_t s0;
@@ -478,26 +581,29 @@ static int w3_worker(void *arg, int idx)
 
 w3_samples_t g_w3[2];
 
-int run_w3(int peer)
+/* relock: W3b. */
+static int w3_run(int peer, int relock)
 {
+    const char *wl = relock ? "W3b" : "W3";
     w3_t *w = shm_alloc(sizeof *w);
     w->peer = peer;
+    w->relock = relock;
     w->warm = g_opt.quick ? 3 : 10;
     w->rounds = g_opt.quick ? 30 : 300;
     w->pr.total = w->warm + w->rounds;
-    lock_name(w->name, sizeof w->name, "W3", peer_name(peer));
+    lock_name(w->name, sizeof w->name, wl, peer_name(peer));
     snprintf(w->qkey, sizeof w->qkey, "%s{%s}:q", dl_prefix(), w->name);
     sem_init(&w->a_locked, 1, 0);
     sem_init(&w->b_entering, 1, 0);
     sem_init(&w->b_done, 1, 0);
     char label[32];
-    snprintf(label, sizeof label, "W3 %s", peer_name(peer));
+    snprintf(label, sizeof label, "%s %s", wl, peer_name(peer));
     pid_t pids[2];
     pids[0] = spawn(w3_worker, w, 0);
     pids[1] = spawn(w3_worker, w, 1);
     int rc = wait_workers(pids, 2, label, &w->pr);
     if (rc) {
-        output_error("W3", "%s workers failed", peer_name(peer));
+        output_error(wl, "%s workers failed", peer_name(peer));
     } else {
         size_t n = w->rounds;
         double *v = malloc(n * sizeof *v);
@@ -506,7 +612,7 @@ int run_w3(int peer)
             v[i] = b > a ? (double)(b - a) / 1e3 : 0;
         }
         sort_doubles(v, n);
-        result_t *r = result_new(peer_name(peer), "W3");
+        result_t *r = result_new(peer_name(peer), wl);
         double mean = mean_of(v, n);
         r->ops_per_s = mean > 0 ? 1e6 / mean : 0;    /* back-to-back handoffs per second */
         r->p50_us = pct_sorted(v, n, 0.5);
@@ -523,21 +629,41 @@ int run_w3(int peer)
                 result_extra(r, "ping_p50_us_hiredis", "%.1f", ping);
             result_extra(r, "p50_over_ping", "%.2f", r->p50_us / fp->p50_us);
         }
+        if (relock)
+            result_extra(r, "hold_us", "%.0f", (double)w->held_ns / 1e3 / (double)n);
         if (peer == PEER_DISTLOCK) {
             result_extra(r, "grants", "%lu", w->ws_b.grants);
             result_extra(r, "fallback_checks", "%lu", w->ws_b.fallback_checks);
             result_extra(r, "unqueued_rounds", "%lu", w->unqueued);
+            /* the holder's unlocks that kept the hold (for a relock that
+             * does not come in W3/W3b), and those the library ended */
+            result_extra(r, "lingers", "%lu", w->ws_a.lingers);
+            result_extra(r, "linger_ends", "%lu", w->ws_a.linger_ends);
         } else {
             result_extra(r, "retries_per_round", "%.2f", (double)w->ws_b.retries / (double)n);
         }
         result_emit(r);
-        free(g_w3[peer].v);
-        g_w3[peer].v = v;
-        g_w3[peer].n = n;
+        if (!relock) {
+            free(g_w3[peer].v);
+            g_w3[peer].v = v;
+            g_w3[peer].n = n;
+        } else {
+            free(v);
+        }
     }
     sem_destroy(&w->a_locked);
     sem_destroy(&w->b_entering);
     sem_destroy(&w->b_done);
     shm_free(w, sizeof *w);
     return rc;
+}
+
+int run_w3(int peer)
+{
+    return w3_run(peer, 0);
+}
+
+int run_w3b(int peer)
+{
+    return w3_run(peer, 1);
 }
