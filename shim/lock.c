@@ -122,11 +122,12 @@ static int claim_linger(dl_proc_t *p, dl_lock_t *l)
 {
     if (!l->linger_until)
         return 0;
-    if (dl_mark(p, l, 0, 0) != 0)
+    /* After a cut, the same post restores the lease; the next linger cuts
+     * anew. */
+    if (dl_mark(p, l, 0, l->ttl_cut ? l->lease_ms : 0) != 0)
         return -1;
     l->linger_until = 0;
-    if (l->ttl_cut && dl_post_restore(p, l) == 0)
-        l->ttl_cut = 0;           /* the lease again; the next linger cuts anew */
+    l->ttl_cut = 0;
     return 0;
 }
 

@@ -34,10 +34,11 @@ int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline);
 void dl_lock_flush_lingers(dl_proc_t *p);
 
 /* mark.c: posts the mark that l's Redis hold now lingers (lingering; with
- * cut_ms, its time in Redis is also cut to that) or is held again, so that
- * its lapse means EOWNERDEAD only when held.  0 when written; else the
- * caller must not linger, or relock without Redis. */
-int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long cut_ms);
+ * ms, its time in Redis is also cut to that) or is held again (with ms, its
+ * TTL is restored to that lease), so that its lapse means EOWNERDEAD only
+ * when held.  0 when written; else the caller must not linger, or relock
+ * without Redis. */
+int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long ms);
 /* The script of those marks (tests drive it directly). */
 extern const char dl_mark_lua[];
 
@@ -55,12 +56,10 @@ void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
 /* A thread of the process takes over, or waits for, the process's hold:
  * has the watchdog renew it soon (whose reply says if others wait). */
 void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);
-/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease;
- * dl_post_restore does the same for a write hold with a small script of its
- * own (cheap enough for every relock of a lingering hold).  Their reply is
- * never read: l->valid_until stays.  0 when written. */
+/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease
+ * (a relock of a lingering hold restores it with its mark instead: mark.c).
+ * The reply is never read: l->valid_until stays.  0 when written. */
 int dl_post_renew(dl_proc_t *p, const dl_lock_t *l);
-int dl_post_restore(dl_proc_t *p, const dl_lock_t *l);
 
 /* notify.c: starts the subscriber if needed and waits until this process's
  * grant channel is subscribed (a waiter should be listening before it

@@ -19,8 +19,9 @@
  *
  * Posted renewals.  A hold pushed to a waiter, or cut to a claim window by
  * a linger, lives only that window (2 s) in Redis: renewed by a post (no
- * reply read) as soon as it is claimed, it lives the lease again, and a
- * pause right after a handoff does not lose it.
+ * reply read) as soon as it is claimed (a lingering hold: by the mark that
+ * takes it back, mark.c), it lives the lease again, and a pause right after
+ * a handoff does not lose it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -85,23 +86,4 @@ int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
     dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
                                              (unsigned long long)l->fence));
     return dl_script_post(p->conn, &c);
-}
-
-/* renew.lua's write case alone, sent with its text.  A loop relocks a
- * lingering hold at every iteration; renew.lua, which carries common.lua,
- * costs Redis several times as much per call (measured on W2: 7k instead of
- * 14k ops/s).  KEYS: lock.  ARGV: token, fence, lease (ms). */
-static const char RESTORE[] =
-    "local h = redis.call('HMGET', KEYS[1], 'owner', 'fence') "
-    "if h[1] == ARGV[1] and h[2] == ARGV[2] then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end";
-
-int dl_post_restore(dl_proc_t *p, const dl_lock_t *l)
-{
-    char lease[24], fence[24];
-    int llen = snprintf(lease, sizeof lease, "%lu", l->lease_ms);
-    int flen = snprintf(fence, sizeof fence, "%llu", (unsigned long long)l->fence);
-    const char *argv[7] = { "EVAL", RESTORE, "1", l->keys[0], p->token, fence, lease };
-    size_t argvlen[7] = { 4, sizeof RESTORE - 1, 1, l->keylen[0], strlen(p->token),
-                          (size_t)flen, (size_t)llen };
-    return dl_conn_post(p->conn, 7, argv, argvlen);
 }
