@@ -4,7 +4,7 @@
  *
  *   distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N]
  *                      [--time SECONDS] [--shrink SECONDS] [--full]
- *                      [--with stale-release|stale-cancel|bare-acquire]
+ *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
  *                      [--only INVARIANT] [--verbose] [--replay OPS]
  *
  * Runs seed, seed+1, ... (each --steps ops on fresh keys) until --runs runs
@@ -29,7 +29,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS]\n  KIND: stale-release, stale-cancel, bare-acquire\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -76,6 +76,7 @@ int main(int argc, char **argv)
             if (!strcmp(v, "stale-release")) o.gates &= ~PF_GATE_STALE_RELEASE;
             else if (!strcmp(v, "stale-cancel")) o.gates &= ~PF_GATE_STALE_CANCEL;
             else if (!strcmp(v, "bare-acquire")) o.gates &= ~PF_GATE_BARE_ACQUIRE;
+            else if (!strcmp(v, "stale-mark")) o.gates &= ~PF_GATE_STALE_MARK;
             else usage();
         }
         else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 10);

@@ -19,7 +19,8 @@
 #
 # Options: -t SECONDS in all (600)  -r RUNS at most  -n STEPS per run (5000)
 #   -p PROCS (3, 2..8)  -S FIRST_SEED (the time)  -f every op (--full)
-#   -w KIND lift one gate (stale-release, stale-cancel, bare-acquire)
+#   -w KIND lift one gate (stale-release, stale-cancel, bare-acquire,
+#     stale-mark)
 #   -o INVARIANT report only this one  -k SHRINK_SECONDS (120)
 #   -b BUILD_DIR (build-protofuzz)  -s build with ASan+UBSan
 #   Arguments after -- go to distlock-protofuzz as they are.

@@ -36,12 +36,14 @@ enum pf_kind {
     PF_CANCEL,     /* a timed wait ran out: cancel; lost */
     PF_RELEASE,    /* release a hold the process believes it has; lost */
     PF_RENEW,      /* the watchdog renews it; lost */
-    PF_UNDO,       /* the watchdog withdraws a failed acquisition: cancel + withdraw */
+    PF_UNDO,       /* the watchdog withdraws a failed acquisition (withdraw.lua) */
     PF_BREAK,      /* distlock break */
     PF_DELIVER,    /* the process reads its oldest pushed message */
     PF_DROP,       /* ... or loses it */
     PF_STALE,      /* a request held back on a given-up connection runs now */
     PF_SLEEP,      /* time passes */
+    PF_MARK,       /* a lingering unlock posts its mark: the hold's TTL cut to the
+                      claim window (shim/mark.c); lost */
     PF_NKINDS
 };
 
@@ -70,8 +72,12 @@ typedef struct pf_op {
                                      one never run leaves a registration behind */
 #define PF_GATE_BARE_ACQUIRE  4u  /* an acquire held back without its withdrawal:
                                      a registration its process no longer knows of,
-                                     granted later in the wrong mode (finding 2) */
-#define PF_GATE_ALL 7u
+                                     granted later in the wrong mode (finding 2); and
+                                     the mode of a grant in a reply nobody reads (a
+                                     held-back acquire given its process's waiting
+                                     registration of the other mode) */
+#define PF_GATE_STALE_MARK    8u  /* a linger mark run late cuts a newer hold's TTL */
+#define PF_GATE_ALL 15u
 
 typedef struct pf_opts {
     uint64_t seed;

@@ -20,7 +20,7 @@ static uint64_t next(uint64_t *s)      /* splitmix64 */
 static const struct { int kind, weight; } weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 6 },   { PF_CANCEL, 5 }, { PF_RELEASE, 14 },
     { PF_RENEW, 8 }, { PF_UNDO, 4 },    { PF_BREAK, 1 },  { PF_DELIVER, 14 },
-    { PF_DROP, 3 },  { PF_STALE, 6 },   { PF_SLEEP, 9 },
+    { PF_DROP, 3 },  { PF_STALE, 6 },   { PF_SLEEP, 9 },  { PF_MARK, 3 },
 };
 static const int sleeps[] = { 1, 5, 20, 50, 120 };
 
@@ -46,13 +46,15 @@ pf_op_t *pf_generate(const pf_opts_t *o)
         op->enqueue = ((y >> 2) & 3) != 0;
         int lostdraw = (int)((y >> 4) % 100);
         if (op->kind == PF_ACQ || op->kind == PF_CANCEL || op->kind == PF_RELEASE ||
-            op->kind == PF_RENEW)
+            op->kind == PF_RENEW || op->kind == PF_MARK)
             op->lost = lostdraw < 6 ? PF_LOST_UNDO : lostdraw < 12 ? PF_LOST : PF_SENT;
         if (op->kind != PF_ACQ && op->lost == PF_LOST_UNDO)
             op->lost = PF_LOST;   /* only an acquire has a withdrawal */
         op->sel = (uint8_t)((y >> 12) & 0xff);
         op->ms = (uint16_t)sleeps[(y >> 24) % (sizeof sleeps / sizeof sleeps[0])];
         if ((o->gates & PF_GATE_STALE_RELEASE) && op->kind == PF_RELEASE)
+            op->lost = PF_SENT;
+        if ((o->gates & PF_GATE_STALE_MARK) && op->kind == PF_MARK)
             op->lost = PF_SENT;
         if ((o->gates & PF_GATE_STALE_CANCEL) && op->kind == PF_CANCEL)
             op->lost = PF_SENT;
@@ -64,7 +66,7 @@ pf_op_t *pf_generate(const pf_opts_t *o)
 
 /* ---------------------------------------------------------- compact form */
 
-static const char letters[] = "AQCRNUBDXSZ";   /* by enum pf_kind */
+static const char letters[] = "AQCRNUBDXSZM";   /* by enum pf_kind */
 
 void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
 {
@@ -78,6 +80,7 @@ void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
         case PF_CANCEL:
         case PF_RELEASE:
         case PF_RENEW:
+        case PF_MARK:
             fprintf(f, "%c%d%d", letters[op->kind], op->proc, op->lost);
             break;
         case PF_STALE:
@@ -125,7 +128,8 @@ int pf_ops_parse(const char *s, pf_op_t **out, int *count)
                 op->enqueue = s[1] == 'q';
                 op->lost = (uint8_t)(s[2] - '0');
                 s += 3;
-            } else if (op->kind == PF_CANCEL || op->kind == PF_RELEASE || op->kind == PF_RENEW) {
+            } else if (op->kind == PF_CANCEL || op->kind == PF_RELEASE || op->kind == PF_RENEW ||
+                       op->kind == PF_MARK) {
                 if (*s < '0' || *s > '2')
                     goto bad;
                 op->lost = (uint8_t)(*s++ - '0');
@@ -207,6 +211,24 @@ static int drop_skipped(const pf_opts_t *o, pf_op_t *ops, int n, const uint8_t *
     return n;
 }
 
+/* Leases and waiter ttls are short, so a failure mostly depends on the
+ * last few hundred ops: tries growing tails of the sequence first, each
+ * replay far cheaper than one of the whole.  The new length (the tail
+ * moved to the front). */
+static int tail(const pf_opts_t *o, pf_op_t *ops, int n, const char *what, int *replays)
+{
+    int64_t until = pf_now_ms() + o->shrink_ms / 2;
+    for (int k = 16; k < n / 2 && pf_now_ms() < until; k *= 2) {
+        (*replays)++;
+        int m = still_fails(o, ops + n - k, k, what);
+        if (m) {
+            memmove(ops, ops + n - k, (size_t)m * sizeof *ops);
+            return m;
+        }
+    }
+    return n;
+}
+
 /* Delta debugging over the op list: drop chunks, halving their size,
  * keeping each removal after which the sequence still fails. */
 static int shrink(const pf_opts_t *o, pf_op_t *cur, int n, const char *what, int *replays)
@@ -271,6 +293,7 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     int64_t t = pf_now_ms();
     if (o->shrink_ms > 0) {
         n = drop_skipped(o, ops, n, ran, fail->what, &replays);
+        n = tail(o, ops, n, fail->what, &replays);
         n = shrink(o, ops, n, fail->what, &replays);
         n = drop_skipped(o, ops, n, NULL, fail->what, &replays);
         fprintf(out, "protofuzz: shrunk to %d ops (%d replays, %.1f s)\n", n, replays,
@@ -295,7 +318,9 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
         }
         fprintf(out, "protofuzz: (this replay passed: timing; again)\n");
     }
-    fprintf(out, "protofuzz: replay it with --procs %d --replay '", o->procs);
+    /* The seed too: it sets each process's lease and TTLs. */
+    fprintf(out, "protofuzz: replay it with --seed %llu --procs %d --replay '",
+            (unsigned long long)o->seed, o->procs);
     pf_ops_print_compact(out, ops, n);
     fprintf(out, "'\n");
     fflush(out);

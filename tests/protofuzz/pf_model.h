@@ -85,6 +85,7 @@ typedef struct pf_grant {
     char mode;                 /* the mode asked */
     uint64_t fence;
     const char *how;
+    int unread;                /* in the reply to a held-back request: nobody reads it */
 } pf_grant_t;
 
 typedef struct pf_stats {
@@ -105,6 +106,7 @@ typedef struct pf_run {
     pf_fail_t *fail;
     int step;
     int proc;                  /* the process this step's op applied to, -1 none */
+    int unread;                /* the calls now are held-back requests */
     char line[768];            /* this step, readable */
     pf_stats_t st;
 } pf_run_t;

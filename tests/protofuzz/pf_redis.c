@@ -19,6 +19,15 @@ static const dl_script_t *script_of(int s)
     return &dl_scripts[map[s]];
 }
 
+/* The mark a lingering unlock posts (shim/mark.c, MARK_CUT there, kept
+ * in step with it): KEYS lock, meta; ARGV token, claim window; the hold's
+ * fence as ARGV[3] for a version that names the hold. */
+static const char MARK_CUT[] =
+    "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and "
+    "redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then "
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
+    "redis.call('HSET', KEYS[2], 'wl', ARGV[1])";
+
 /* Everything in one atomic read, numbers as strings (exact above 2^53 is
  * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
  * pttl of the 5 keys but meta, meta fence, readers (count, then token,
@@ -161,8 +170,30 @@ static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const ch
     return NULL;
 }
 
+static redisReply *mark(pf_conn_t *k, const pf_req_t *q)
+{
+    char token[16], claim[24], fence[24];
+    pf_token(q->proc, token, sizeof token);
+    snprintf(claim, sizeof claim, "%d", q->wttl);
+    snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
+    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s %s", MARK_CUT, k->keys[0],
+                                 k->keylen[0], k->keys[5], k->keylen[5], token, claim, fence);
+    if (!r) {
+        snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(k->err, sizeof k->err, "mark script error: %s", r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
 {
+    if (q->script == PF_S_MARK)
+        return mark(k, q);
     char token[16], mode[2] = { q->mode, 0 }, lease[24], wttl[24], claim[24], regid[24],
         fence[24], info[48];
     pf_token(q->proc, token, sizeof token);
@@ -188,8 +219,10 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         args[n++] = wttl;
         args[n++] = claim;
         break;
-    case PF_S_RELEASE:     /* lock.c release_redis: the hold's id, its fence */
+    case PF_S_RELEASE:     /* lock.c release_redis: the hold's id, its fence, and
+                              the registration id it was taken or claimed with */
         args[n++] = fence;
+        args[n++] = q->regid ? regid : "";
         break;
     case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed */
         args[n++] = lease;

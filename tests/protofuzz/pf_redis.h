@@ -5,9 +5,10 @@
  * the lock's six keys.
  *
  * Every call carries the arguments of the scripts' next version too (Lua
- * ignores ARGV it does not read): release's ARGV[4] is the hold's fence,
- * cancel's ARGV[4] the registration id it cancels, renew's ARGV[5] the
- * hold's fence; a renew reply n >= 1 means renewed.  So one fuzzer runs
+ * ignores ARGV it does not read): release's ARGV[4] is the hold's fence and
+ * ARGV[5] the registration id it was taken with, cancel's ARGV[4] the
+ * registration id it cancels, renew's ARGV[5] the hold's fence; a renew
+ * reply n >= 1 means renewed.  So one fuzzer runs
  * against the scripts before and after that change.
  */
 #ifndef PF_REDIS_H
@@ -17,7 +18,8 @@
 
 #include "pf.h"
 
-enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK };
+enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
+                 PF_S_MARK };
 
 /* One script call, complete: a request held back on a given-up connection
  * is kept as this and sent later. */
@@ -26,7 +28,7 @@ typedef struct pf_req {
     int proc;
     char mode;
     int enqueue;
-    uint64_t regid;            /* acquire, cancel, withdraw */
+    uint64_t regid;            /* acquire, cancel, withdraw; release: the hold's */
     uint64_t fence;            /* release, renew: the hold's id */
     int lease, wttl, claim;    /* ms */
 } pf_req_t;

@@ -84,7 +84,7 @@ static void grant_seen(pf_run_t *r, int proc, char mode, uint64_t fence, const c
     r->st.grants++;
     pf_note_fence(r, proc, mode, fence, how);
     if (r->ng < (int)(sizeof r->g / sizeof r->g[0]))
-        r->g[r->ng++] = (pf_grant_t){ proc, mode, fence, how };
+        r->g[r->ng++] = (pf_grant_t){ proc, mode, fence, how, r->unread };
 }
 
 /* Makes one call and records what any reply reports (fences, grants):
@@ -101,9 +101,13 @@ static redisReply *call(pf_run_t *r, const pf_req_t *q, const char *why)
     }
     if ((q->script == PF_S_ACQUIRE || q->script == PF_S_CANCEL) && elem(x, 0) == 1) {
         int claimed = elem(x, 4) == 1;
+        static const char *how[2][3] = {
+            { "acquire reply", "acquire reply (mine)", "cancel reply" },
+            { "reply to a held-back acquire", "reply to a held-back acquire (mine)",
+              "reply to a held-back cancel" },
+        };
         grant_seen(r, q->proc, q->mode, (uint64_t)elem(x, 1),
-                   q->script == PF_S_CANCEL ? "cancel reply" : claimed ? "acquire reply (mine)"
-                                                                        : "acquire reply");
+                   how[r->unread][q->script == PF_S_CANCEL ? 2 : claimed]);
     }
     if (q->script == PF_S_ACQUIRE && q->regid)
         pf_reqinfo(r, q->proc, q->regid)->t_ran = now_ms_hi();
@@ -118,6 +122,8 @@ static const char *reply_str(const redisReply *x, char *buf, size_t size)
         snprintf(buf, size, "%lld", x->integer);
         return buf;
     }
+    if (x->type == REDIS_REPLY_NIL)
+        return "nil";
     if (x->type != REDIS_REPLY_ARRAY)
         return "?";
     size_t at = 0;
@@ -191,6 +197,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
     case PF_CANCEL: return p->wait.active;
     case PF_RELEASE: return p->hold.has;
     case PF_RENEW: return p->hold.has && !p->hold.lost;
+    case PF_MARK: return p->hold.has && !p->hold.lost && p->hold.mode == 'w';
     case PF_UNDO: return p->nab > 0 && !p->hold.has && !p->wait.active;
     case PF_DELIVER:
     case PF_DROP: return p->ninbox > 0;
@@ -201,7 +208,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
 
 static const char *kind_name[PF_NKINDS] = {
     "acquire", "reask", "cancel", "release", "renew", "undo", "break",
-    "deliver", "drop", "stale", "sleep",
+    "deliver", "drop", "stale", "sleep", "mark",
 };
 
 static const char *lost_name(int lost)
@@ -347,6 +354,7 @@ static int op_release(pf_run_t *r, const pf_op_t *op, int i)
     pf_hold_t h = p->hold;
     pf_req_t q = req(r, PF_S_RELEASE, i, h.mode);
     q.fence = h.fence;
+    q.regid = h.rid;
     p->hold.has = 0;              /* whatever comes back, the process is done with it */
     pf_linef(r, "p%d release %c fence %llu%s", i, q.mode, (unsigned long long)q.fence,
              lost_name(op->lost));
@@ -401,10 +409,34 @@ static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     return 0;
 }
 
-/* watchdog.c undo_all for one failed acquisition: leave the queue, and end
- * a hold taken for it.  (The library sends release there; with hold ids a
- * failed acquisition has none to name, so the fuzzer withdraws by
- * registration id, which is what the link's own undo does.) */
+/* lock.c settle: a lingering write unlock posts the mark that cuts the
+ * hold's TTL to the claim window (the library's min(lease, 2 s), here the
+ * process's waiter ttl).  The hold is then believed valid until the cut at
+ * most: the cut happened after t0. */
+static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
+{
+    pf_proc_t *p = &r->p[i];
+    pf_req_t q = req(r, PF_S_MARK, i, 'w');
+    q.fence = p->hold.fence;
+    pf_linef(r, "p%d lingers: mark cuts fence %llu to %d ms%s", i, (unsigned long long)q.fence,
+             p->wttl, lost_name(op->lost));
+    if (op->lost) {
+        limbo_add(r, i, &q, NULL);
+        return 0;
+    }
+    redisReply *x = call(r, &q, "mark");
+    if (!x)
+        return 1;
+    freeReplyObject(x);
+    if (p->hold.valid_until > t0 + p->wttl)
+        p->hold.valid_until = t0 + p->wttl;
+    return 0;
+}
+
+/* watchdog.c undo_all for one failed acquisition, from a new connection:
+ * withdraw exactly what that request made (its place in the queue, or a
+ * hold taken for it), named by its registration id.  The library looks
+ * twice, the second time a little later. */
 static int op_undo(pf_run_t *r, int i)
 {
     pf_proc_t *p = &r->p[i];
@@ -414,18 +446,14 @@ static int op_undo(pf_run_t *r, int i)
         memmove(p->ab, p->ab + 1, (size_t)(p->nab - 1) * sizeof p->ab[0]);
         p->nab--;
     }
-    pf_req_t c = req(r, PF_S_CANCEL, i, mode), w = req(r, PF_S_WITHDRAW, i, mode);
-    c.regid = w.regid = regid;
-    pf_linef(r, "p%d undo %c regid %llu", i, mode, (unsigned long long)regid);
-    char b[96];
-    redisReply *x = call(r, &c, "undo: cancel");
+    pf_req_t w = req(r, PF_S_WITHDRAW, i, mode);
+    w.regid = regid;
+    pf_linef(r, "p%d undo: withdraw %c regid %llu", i, mode, (unsigned long long)regid);
+    redisReply *x = call(r, &w, "undo: withdraw");
     if (!x)
         return 1;
-    pf_linef(r, " -> cancel %s", reply_str(x, b, sizeof b));
-    freeReplyObject(x);
-    if (!(x = call(r, &w, "undo: withdraw")))
-        return 1;
-    pf_linef(r, ", withdraw %s", reply_str(x, b, sizeof b));
+    char b[96];
+    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
     freeReplyObject(x);
     return 0;
 }
@@ -484,7 +512,8 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     memmove(p->limbo + at, p->limbo + at + 1, (size_t)(p->nlimbo - at - 1) * sizeof p->limbo[0]);
     p->nlimbo--;
     r->st.stale++;
-    static const char *sname[] = { "acquire", "release", "renew", "cancel", "withdraw", "break" };
+    static const char *sname[] = { "acquire", "release", "renew", "cancel", "withdraw", "break",
+                                   "mark" };
     pf_linef(r, "p%d's held-back", i);
     for (int j = 0; j < u.n; j++) {
         const pf_req_t *q = &u.r[j];
@@ -496,7 +525,9 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     }
     pf_linef(r, " runs now ->");
     for (int j = 0; j < u.n; j++) {
+        r->unread = 1;
         redisReply *x = call(r, &u.r[j], "held-back request");
+        r->unread = 0;
         if (!x)
             return 1;
         char b[96];
@@ -545,6 +576,7 @@ static int run_step(pf_run_t *r, const pf_op_t *op)
     case PF_UNDO: bad = op_undo(r, i); break;
     case PF_BREAK: bad = op_break(r); break;
     case PF_STALE: bad = op_stale(r, op, i); break;
+    case PF_MARK: bad = op_mark(r, op, i, t0); break;
     default: break;
     }
     if (bad && r->k.c->err)
@@ -569,6 +601,7 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
     case PF_CANCEL:
     case PF_RELEASE:
     case PF_RENEW:
+    case PF_MARK:
         snprintf(buf, size, "p%d %s%s", op->proc, kind_name[op->kind], lost_name(op->lost));
         break;
     case PF_STALE:
