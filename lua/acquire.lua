@@ -4,17 +4,18 @@
 --       ("host\tpid\ttid"), 6 enqueue on failure '1'|'0', 7 registration id,
 --       8 waiter ttl ms (how long the registration lives unrefreshed),
 --       9 claim ms (first ttl of a hold pushed to this waiter)
--- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1} acquired;
+-- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1} acquired
+--        in mode ARGV[3]; waiters still queued: 0 none, else someone is;
 --        claimed: it was granted to us earlier, perhaps with the short claim ttl
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
-local token, mode, lease, info = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
-local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od')
+local token, mode, lease, info, rid = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7]
+local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid')
 local writer = w[1]
 
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
-  claim_hold(token, mode, ARGV[7])
+  mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil)
   dequeue(token)
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end
@@ -22,15 +23,15 @@ end
 if not writer then
   -- Serve the queue first: it holds earlier requests, and after a holder's
   -- lease ran out nobody else would hand the lock on.
-  local g, granted, empty = grant_waiters(token, true)
+  local g, granted, empty = grant_waiters(token, true, mode, rid)
   if g then return {1, g[1], g[2], g[3]} end
   if empty and (granted == 0 or rcall('EXISTS', K_LOCK) == 0)
      and (mode == 'r' or live_readers(now_ms()) == 0) then
     local fence, dead
     if mode == 'w' then
-      fence, dead = take_write(token, lease, info, now_ms(), lease, ARGV[7])
+      fence, dead = take_write(token, lease, info, now_ms(), lease, rid)
     else
-      fence, dead = take_read(token, lease, info, now_ms(), lease, ARGV[7])
+      fence, dead = take_read(token, lease, info, now_ms(), lease, rid)
     end
     return {1, fence, dead, 0}
   end
@@ -41,17 +42,27 @@ local now = now_ms()
 local pttl = holders_pttl(now)
 if ARGV[6] == '1' then
   local ttl = tonumber(ARGV[8])
-  local reg = rcall('HGET', K_W, token)
+  local raw = rcall('HGET', K_W, token)
+  local reg = raw and cmsgpack.unpack(raw)
   -- A stale request (sent before a stall, run after its process asked again)
   -- must not replace the later registration: its withdrawal would then take
   -- the live waiter out of the queue.
-  if reg and tonumber(cmsgpack.unpack(reg)[4]) > tonumber(ARGV[7]) then
+  if reg and tonumber(reg[4]) > tonumber(rid) then
     return {0, pttl}
   end
+  -- A registration of the other mode is a leftover (a withdrawal that never
+  -- ran): granted, it would be a hold this request did not ask for.  It
+  -- goes, and this one queues at the back.
+  if reg and reg[1] ~= mode then
+    dequeue(token)
+    reg = nil
+  end
   if not reg then
-    rcall('ZADD', K_Q, rcall('HINCRBY', K_META, 'seq', 1), token)
-    -- Tell the holders someone waits, so they stop passing the lock between
-    -- their own threads.
+    local seq = rcall('HINCRBY', K_META, 'seq', 1)
+    if seq == 1 then rcall('PEXPIRE', K_META, META_TTL) end
+    rcall('ZADD', K_Q, seq, token)
+    -- Tell the holders someone waits (once, at the first registration), so
+    -- they stop passing the lock between their own threads.
     if writer then
       rcall('PUBLISH', CHAN .. writer, 'w ' .. K_LOCK)
     elseif mode == 'w' then
@@ -60,9 +71,18 @@ if ARGV[6] == '1' then
       end
     end
   end
-  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, ARGV[7], info, ARGV[9]}))
-  extend(K_Q, 2 * ttl)
-  extend(K_W, 2 * ttl)
-  extend(K_META, META_TTL)
+  -- The queue keys only collect what dead waiters leave: they live at least
+  -- QTTL/2 past any live registration, pushed back (never shortened: every
+  -- waiter sets the same) only when that margin runs low, not at each
+  -- refresh.  kexp, kept in each registration, says until when they live.
+  local qttl = math.max(3 * ttl, 600000)
+  local kexp = reg and tonumber(reg[7])
+  local push = not kexp or kexp < now + qttl / 2
+  if push then kexp = now + qttl end
+  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, rid, info, ARGV[9], kexp}))
+  if push then
+    rcall('PEXPIRE', K_Q, qttl)
+    rcall('PEXPIRE', K_W, qttl)
+  end
 end
 return {0, pttl}

@@ -1,39 +1,46 @@
 -- common.lua: helpers shared by every operation script; the build prefixes
 -- it to each lua/<op>.lua, so each embedded script is self-contained.
 --
--- Every operation gets the same six KEYS, all sharing the {name} hash tag:
---   KEYS[1] lock     <prefix>{name}     hash while write-held: owner, info, since,
+-- Every operation gets the same six KEYS, all sharing the lock's hash tag:
+--   KEYS[1] lock     <prefix>{tag}      hash while write-held: owner, info, since,
 --                                       fence, lease, od (acquired after a lapse),
 --                                       rid (the registration id of the request
---                                       the owner last took or claimed it with)
---   KEYS[2] readers  <prefix>{name}:r   zset reader token -> lease deadline (ms)
---   KEYS[3] rinfo    <prefix>{name}:ri  hash reader token -> msgpack {info, since, fence,
+--                                       the owner last took or claimed it with),
+--                                       mx (when the meta hash expires, ms)
+--   KEYS[2] readers  <prefix>{tag}:r    zset reader token -> lease deadline (ms)
+--   KEYS[3] rinfo    <prefix>{tag}:ri   hash reader token -> msgpack {info, since, fence,
 --                                       od, rid}
---   KEYS[4] queue    <prefix>{name}:q   zset waiter token -> arrival sequence
---   KEYS[5] waiters  <prefix>{name}:w   hash waiter token -> msgpack {mode, lease, deadline,
---                                       regid, info, claim}
---   KEYS[6] meta     <prefix>{name}:m   hash fence, seq, wh/wi (the writer whose hold
---                                       has not been released: its lapse means EOWNERDEAD
---                                       unless wl, the writer whose hold lingers after its
---                                       unlock (shim/mark.c), names the same)
+--   KEYS[4] queue    <prefix>{tag}:q    zset waiter token -> arrival sequence
+--   KEYS[5] waiters  <prefix>{tag}:w    hash waiter token -> msgpack {mode, lease, deadline,
+--                                       regid, info, claim, kexp (the queue keys live
+--                                       at least until then, ms)}
+--   KEYS[6] meta     <prefix>{tag}:m    hash fence, seq, exp (when it expires, ms),
+--                                       wh/wi (the writer whose hold has not been
+--                                       released, '' none: its lapse means EOWNERDEAD;
+--                                       a lingering hold is not one, shim/mark.c),
+--                                       x:<token> (the fence of the last hold that
+--                                       process released, release.lua), xp (when
+--                                       old x: fields were last pruned, ms)
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
 local K_LOCK, K_RD, K_RI, K_Q, K_W, K_META = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local CHAN = ARGV[1]
 local META_TTL = 7 * 24 * 3600 * 1000
+local DAY = 24 * 3600 * 1000
 
 -- Lua numbers are doubles: format whole numbers ourselves, tostring() would
 -- print large ones in exponent form.
 local function int(n) return string.format('%.0f', n) end
 
 -- Redis time, read once per script and only if needed (an uncontended
--- release never needs it).
-local NOW
+-- release never needs it), in ms and in us.
+local NOW, NOW_US
 local function now_ms()
   if not NOW then
     local t = rcall('TIME')
     NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
   end
   return NOW
 end
@@ -65,37 +72,84 @@ local function holders_pttl(now)
 end
 
 -- The next fence: above every earlier one, and never below Redis time in us,
--- so fences keep increasing even after the meta hash expired unused.  The
--- meta TTL is pushed back only when a day of it has passed (`exp`), not at
--- every acquisition.
-local function take_meta(now, writer, info)
-  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp', 'wl')
-  local fence = math.max((tonumber(m[1]) or 0) + 1, now * 1000)
-  local dead = 0
-  if m[2] and m[2] ~= m[4] then dead = 1 end
-  if m[4] then rcall('HDEL', K_META, 'wl') end
-  if writer then
-    rcall('HSET', K_META, 'fence', int(fence), 'wh', writer, 'wi', info)
-  else
-    rcall('HSET', K_META, 'fence', int(fence))
-    if m[2] then rcall('HDEL', K_META, 'wh', 'wi') end
-  end
-  if not m[3] or tonumber(m[3]) < now + META_TTL - 86400000 then
-    rcall('HSET', K_META, 'exp', int(now + META_TTL))
-    rcall('PEXPIRE', K_META, META_TTL)
-  end
-  return fence, dead
+-- so fences keep increasing even after the meta hash expired unused (and,
+-- with redlock://, two servers rarely give the same one).
+local function next_fence(last)
+  now_ms()
+  return math.max((tonumber(last) or 0) + 1, NOW_US)
 end
 
--- ttl is the lease, or for a hold pushed to a waiter the shorter claim
--- window: a waiter that died before its grant arrived holds the lock only
--- that long; a live one's watchdog extends it to the lease.  rid is the
--- registration id of the request the hold is for (withdraw.lua).
-local function take_write(token, lease, info, now, ttl, rid)
-  local fence, dead = take_meta(now, token, info)
+-- The meta hash's expiry (ms), pushed back only when a day of it has passed,
+-- not at every acquisition; `set` gets the field to write with the others.
+local function meta_exp(exp, now, set)
+  exp = tonumber(exp)
+  if exp and exp >= now + META_TTL - DAY then return exp end
+  exp = now + META_TTL
+  set[#set + 1] = 'exp'
+  set[#set + 1] = int(exp)
+  return exp, true
+end
+
+-- A new hold's fence and whether the last writer's hold lapsed (EOWNERDEAD).
+local function take_meta(now, writer, info)
+  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
+  local fence, dead = next_fence(m[1]), 0
+  local set = {'fence', int(fence)}
+  if m[2] and m[2] ~= '' then dead = 1 end
+  if writer or dead == 1 then
+    set[#set + 1] = 'wh'
+    set[#set + 1] = writer or ''
+    set[#set + 1] = 'wi'
+    set[#set + 1] = writer and info or ''
+  end
+  local exp, renew = meta_exp(m[3], now, set)
+  rcall('HSET', K_META, unpack(set))
+  if renew then rcall('PEXPIRE', K_META, META_TTL) end
+  return fence, dead, exp
+end
+
+-- The release mark (release.lua): set with the other meta fields in one
+-- HSET, whose reply (fields added) is `added`.  A new field means a process
+-- releasing this lock for the first time: the meta hash may have to be
+-- given its TTL back (it expired under a long hold and HSET made it anew),
+-- and old marks pruned.  A resend comes within the I/O time-out of its
+-- first copy, so only marks of holds taken over an hour ago go (their
+-- fence says when), at most once a minute: never a mark a live resend needs.
+local function marks_added(added)
+  if added == 0 then return end
+  if rcall('PTTL', K_META) < 0 then rcall('PEXPIRE', K_META, META_TTL) end
+  if rcall('HLEN', K_META) <= 256 then return end
+  local now = now_ms()
+  if (tonumber(rcall('HGET', K_META, 'xp')) or 0) > now - 60000 then return end
+  rcall('HSET', K_META, 'xp', int(now))
+  local all, old = rcall('HGETALL', K_META), {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'x:' and (tonumber(all[i + 1]) or 0) < (now - 3600000) * 1000 then
+      old[#old + 1] = all[i]
+      if #old == 1000 then
+        rcall('HDEL', K_META, unpack(old))
+        old = {}
+      end
+    end
+  end
+  if #old > 0 then rcall('HDEL', K_META, unpack(old)) end
+end
+
+-- Writes the write hold (every field: a hold handed on by release.lua
+-- overwrites the last one's without deleting it first).  ttl is the lease,
+-- or for a hold pushed to a waiter the shorter claim window: a waiter that
+-- died before its grant arrived holds the lock only that long; a live one's
+-- watchdog extends it to the lease.  rid is the registration id of the
+-- request the hold is for (withdraw.lua).
+local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
   rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
-        'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid)
+        'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx))
   rcall('PEXPIRE', K_LOCK, ttl)
+end
+
+local function take_write(token, lease, info, now, ttl, rid)
+  local fence, dead, mx = take_meta(now, token, info)
+  put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
   return fence, dead
 end
 
@@ -109,30 +163,36 @@ local function take_read(token, lease, info, now, ttl, rid)
 end
 
 -- The registration id of the caller's hold in this mode (nil: none, or a
--- hold from before ids were kept), and a request `rid` taking it over: a
--- request that finds the hold already its own ("mine") claims it, so that
--- withdrawing an earlier request no longer ends it.  A process numbers its
--- requests in order, so a stale request that arrives late claims nothing
--- from a later one.
+-- hold from before ids were kept).
 local function hold_rid(token, mode)
   if mode == 'w' then return rcall('HGET', K_LOCK, 'rid') end
   local r = rcall('HGET', K_RI, token)
   return r and cmsgpack.unpack(r)[5]
 end
 
-local function claim_hold(token, mode, rid)
-  local cur = tonumber(hold_rid(token, mode))
-  if cur and cur >= tonumber(rid) then return end
+-- A request `rid` that finds the caller's hold already its own ("mine")
+-- takes it over: withdrawing an earlier request no longer ends it, and it
+-- gets a new fence, so that a release of it sent before (on a connection
+-- given up since) no longer names it (release.lua).  A process numbers its
+-- requests in order, so a stale request that arrives late claims nothing
+-- from a later one.  `mine` is held_by's {fence, od}; returns the hold's.
+local function claim_hold(token, mode, rid, mine, cur)
+  if cur == nil then cur = hold_rid(token, mode) end
+  cur = tonumber(cur)
+  if cur and cur >= tonumber(rid) then return mine end
+  local fence = next_fence(rcall('HGET', K_META, 'fence'))
+  rcall('HSET', K_META, 'fence', int(fence))
   if mode == 'w' then
-    rcall('HSET', K_LOCK, 'rid', rid)
-    return
+    rcall('HSET', K_LOCK, 'rid', rid, 'fence', int(fence))
+  else
+    local r = rcall('HGET', K_RI, token)
+    if r then
+      local v = cmsgpack.unpack(r)
+      v[3], v[5] = fence, rid
+      rcall('HSET', K_RI, token, cmsgpack.pack(v))
+    end
   end
-  local r = rcall('HGET', K_RI, token)
-  if r then
-    local v = cmsgpack.unpack(r)
-    v[5] = rid
-    rcall('HSET', K_RI, token, cmsgpack.pack(v))
-  end
+  return {fence, mine[2]}
 end
 
 -- {fence, od} of the caller's hold in this mode, or nil.  `w` is the lock
@@ -156,54 +216,71 @@ local function dequeue(token)
   rcall('HDEL', K_W, token)
 end
 
--- The first waiter whose registration has not expired; expired ones (waiters
--- that died or gave up) are dropped on the way.
-local function head_waiter(now)
+-- The first waiter whose registration has not expired, its registration,
+-- and 1 if someone is queued behind it (perhaps an expired registration:
+-- a hint only), else 0.  Expired ones (waiters that died or gave up) are
+-- dropped on the way.
+local function head_waiter()
   while true do
-    local h = rcall('ZRANGE', K_Q, 0, 0)[1]
+    local q = rcall('ZRANGE', K_Q, 0, 1)
+    local h = q[1]
     if not h then return nil end
     local raw = rcall('HGET', K_W, h)
     if raw then
       local w = cmsgpack.unpack(raw)
-      if w[3] > now then return h, w end
+      if w[3] > now_ms() then return h, w, q[2] and 1 or 0 end
     end
     dequeue(h)
   end
 end
 
+-- Tells grantee h (registration w) of its grant: the push carries its
+-- registration id and fence, so it needs no further round trip.
+local function push_grant(h, w, fence, dead, more)
+  rcall('PUBLISH', CHAN .. h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead ..
+        ' ' .. more .. ' ' .. K_LOCK)
+end
+
 -- Hands the lock, if no writer holds it, to the head of the queue: one
--- writer, or every reader up to the next writer.  Each grantee is told by a
--- push that carries its registration id and fence, so it needs no further
--- round trip.  A grant to `caller` is returned instead of pushed.  Returns
--- that grant (or nil), how many holds were granted, and whether the queue
--- is now empty.  `free` says the caller already knows no writer holds it.
-local function grant_waiters(caller, free)
+-- writer, or every reader up to the next writer.  A grant to `caller` (a
+-- request for mode `cmode` with registration id `crid`) is returned instead
+-- of pushed, and only in that mode: a registration of the caller's in the
+-- other mode (a withdrawal that never ran) is dropped, not granted.  Returns
+-- that grant {fence, od, more} (or nil), how many holds were granted, and
+-- whether the queue is now empty.  `free` says the caller already knows no
+-- writer holds it.
+local function grant_waiters(caller, free, cmode, crid)
   local mine, n = nil, 0
   while free or rcall('EXISTS', K_LOCK) == 0 do
     free = false
-    if n == 0 and rcall('EXISTS', K_Q) == 0 then return nil, 0, true end
-    local now = now_ms()
-    local h, w = head_waiter(now)
+    local h, w, more = head_waiter()
     if not h then return mine, n, true end
-    local fence, dead
-    local ttl = w[6]
-    if h == caller then ttl = w[2] end
-    if w[1] == 'w' then
-      if live_readers(now) > 0 then break end
-      fence, dead = take_write(h, w[2], w[5], now, ttl, w[4])
+    local now = now_ms()
+    -- The caller's registration, unless a later request of the caller made
+    -- it (this one is stale: the grant is that request's, pushed).
+    local me = h == caller and tonumber(w[4]) <= tonumber(crid)
+    if me and w[1] ~= cmode then
+      dequeue(h)
+      free = true
     else
-      fence, dead = take_read(h, w[2], w[5], now, ttl, w[4])
+      local fence, dead
+      local ttl, rid = w[6], w[4]
+      if me then ttl, rid = w[2], crid end
+      if w[1] == 'w' then
+        if live_readers(now) > 0 then break end
+        fence, dead = take_write(h, w[2], w[5], now, ttl, rid)
+      else
+        fence, dead = take_read(h, w[2], w[5], now, ttl, rid)
+      end
+      dequeue(h)
+      n = n + 1
+      if me then
+        mine = {fence, dead, more}
+      else
+        push_grant(h, w, fence, dead, more)
+      end
+      if w[1] == 'w' then break end
     end
-    dequeue(h)
-    n = n + 1
-    local more = rcall('ZCARD', K_Q)
-    if h == caller then
-      mine = {fence, dead, more}
-    else
-      rcall('PUBLISH', CHAN .. h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead ..
-            ' ' .. more .. ' ' .. K_LOCK)
-    end
-    if w[1] == 'w' then break end
   end
   return mine, n, false
 end

@@ -1,18 +1,20 @@
 -- withdraw.lua: undo one acquire request whose reply its caller never got.
 -- shim/link.c writes it right behind that request, on the same connection,
 -- when it gives up on the connection (a stalled server: the request may
--- still run when it resumes), so it runs after the request.  Only what that
--- request made is undone: its place in the queue, or a hold taken for it
--- that no later request of the caller has claimed (hold_rid, common.lua);
--- the caller may meanwhile have asked again on another connection.
+-- still run when it resumes), so it runs after the request; the watchdog
+-- sends it again from a new connection.  Only what that request (or an
+-- earlier one of the caller's: the caller gave up on those too) made is
+-- undone: its place in the queue, or a hold taken for it that no later
+-- request of the caller has claimed (hold_rid, common.lua); the caller may
+-- meanwhile have asked again on another connection.
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 the request's
 --       registration id (acquire.lua's ARGV[7])
 -- Reply: 1 a hold released, 2 a queue place withdrawn, 0 nothing of it left
-local token, mode, rid = ARGV[2], ARGV[3], ARGV[4]
+local token, mode, rid = ARGV[2], ARGV[3], tonumber(ARGV[4])
 
 local raw = rcall('HGET', K_W, token)
-if raw and cmsgpack.unpack(raw)[4] == rid then
+if raw and tonumber(cmsgpack.unpack(raw)[4]) <= rid then
   dequeue(token)
   -- A writer at the head may have been holding back readers behind it.
   grant_waiters(nil, false)
@@ -25,10 +27,11 @@ if mode == 'w' then
 else
   held = rcall('ZSCORE', K_RD, token) ~= false
 end
-if not held or hold_rid(token, mode) ~= rid then return 0 end
+local cur = held and tonumber(hold_rid(token, mode))
+if not cur or cur > rid then return 0 end
 if mode == 'w' then
   rcall('DEL', K_LOCK)
-  rcall('HDEL', K_META, 'wh', 'wi', 'wl')
+  rcall('HSET', K_META, 'wh', '', 'wi', '')
 else
   rcall('ZREM', K_RD, token)
   rcall('HDEL', K_RI, token)

@@ -64,6 +64,7 @@ typedef struct dl_grant {
     int more;
     int claimed;              /* granted while we waited: only the claim ttl */
     int maybe;                /* failed, but an acquire or cancel may have run */
+    uint64_t rid;             /* the registration id the hold was taken or claimed with */
 } dl_grant_t;
 
 static const char *qname(const dl_lock_t *l, char *buf, size_t size)
@@ -124,11 +125,12 @@ static long long elem(const redisReply *r, size_t i)
  * ENOLCK (the hold had lapsed), EIO. */
 static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
-    char mode[2] = { l->rmode, 0 }, relid[24];
+    char mode[2] = { l->rmode, 0 }, relid[24], relrid[24];
     int lost = l->lost, cut = l->ttl_cut;
-    /* Names this hold in every copy of the call, so a resend after a lost
-     * reply is told "already released" (2), not "held nothing" (0). */
+    /* Names this hold, so that a copy of the call that reaches Redis late
+     * (sent on a connection given up since) cannot end a later hold. */
     int relidlen = snprintf(relid, sizeof relid, "%llu", (unsigned long long)l->fence);
+    int relridlen = snprintf(relrid, sizeof relrid, "%llu", (unsigned long long)l->hold_rid);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
@@ -136,6 +138,7 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     call_init(&c, DL_SCRIPT_RELEASE, p, l);
     dl_call_arg(&c, mode, 1);
     dl_call_arg(&c, relid, (size_t)relidlen);
+    dl_call_arg(&c, relrid, l->hold_rid ? (size_t)relridlen : 0);
     c.deadline = deadline;
     int rc = dl_script_run(p->conn, &c, 1);
     char q[96];
@@ -240,6 +243,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
 
     pthread_mutex_lock(&l->mu);
     l->regid = enqueue ? regid : 0;
+    l->undo_rid = regid;
     l->granted = l->recheck = 0;
     pthread_mutex_unlock(&l->mu);
 
@@ -257,6 +261,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
             pthread_mutex_lock(&l->mu);
             l->regid = enqueue ? regid : 0;
+            l->undo_rid = regid;
             l->granted = 0;
             pthread_mutex_unlock(&l->mu);
         }
@@ -371,6 +376,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                                    why);
                 }
             }
+            g->rid = regid;
             return g->dead ? EOWNERDEAD : 0;
         }
         int pushed = l->recheck;
@@ -389,6 +395,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             /* Withdraw; the lock may have been granted meanwhile. */
             call_init(&c, DL_SCRIPT_CANCEL, p, l);
             dl_call_arg(&c, mode, 1);
+            dl_call_arg(&c, regbuf, (size_t)reglen);
             rc = ETIMEDOUT;
             int crc = dl_script_run(p->conn, &c, 1);
             if (crc)
@@ -410,6 +417,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     pthread_mutex_unlock(&l->mu);
     if (rc == 0 && g->dead)
         rc = EOWNERDEAD;
+    g->rid = regid;
     return rc;
 }
 
@@ -431,8 +439,13 @@ static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, cons
     }
     if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
         return 0;
-    call_init(&c, DL_SCRIPT_RELEASE, p, l);
+    /* Undo exactly this acquisition (named by its registration id: the same
+     * on every redlock server, whose fences differ). */
+    char ridbuf[24];
+    call_init(&c, DL_SCRIPT_WITHDRAW, p, l);
     dl_call_arg(&c, mode, 1);
+    dl_call_arg(&c, ridbuf, (size_t)snprintf(ridbuf, sizeof ridbuf, "%llu",
+                                             (unsigned long long)g->rid));
     dl_script_run(p->conn, &c, 1);
     dl_calls_free(&c, 1);
     return dl_fail(EIO, "lock %s: %s; the acquisition was undone", qname(l, q, sizeof q), err);
@@ -454,6 +467,7 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
 {
     l->rmode = rq->mode;
     l->fence = g->fence;
+    l->hold_rid = g->rid;
     l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     l->renew = rq->lease_ms == 0;
     l->fair = rq->fair;
@@ -614,7 +628,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
@@ -676,7 +690,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
-    dl_grant_t g = { 0, 0, 0, 0, 0 };
+    dl_grant_t g = { 0, 0, 0, 0, 0, 0 };
     rc = redis_acquire(p, l, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }

@@ -38,6 +38,8 @@ void dl_lock_flush_lingers(dl_proc_t *p);
  * its lapse means EOWNERDEAD only when held.  0 when written; else the
  * caller must not linger, or relock without Redis. */
 int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long cut_ms);
+/* The script of those marks (tests drive it directly). */
+extern const char dl_mark_lua[];
 
 /* notify.c: starts the subscriber if needed and waits until this process's
  * grant channel is subscribed (a waiter should be listening before it

@@ -39,21 +39,23 @@ static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, co
     snprintf(c->cmd.errmsg, sizeof c->cmd.errmsg, fmt, got, nodes, need, why);
 }
 
-/* The release script with the acquisition's keys, token and mode: undoes a
- * grant on the servers where it may have happened. */
+/* The withdraw script with the acquisition's keys, token, mode and
+ * registration id: undoes exactly that grant on the servers where it may
+ * have happened (the fence would not name it: each server gave its own). */
 static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int nodes)
 {
     for (int i = 0; i < nodes; i++) {
         if (!granted[i])
             continue;
         dl_call_t c;
-        c.script = DL_SCRIPT_RELEASE;
+        c.script = DL_SCRIPT_WITHDRAW;
         c.deadline = 0;
         c.keys = acq->keys;
         c.keylen = acq->keylen;
         c.nargs = 0;
         for (int a = 0; a < 3; a++)        /* channel prefix, token, mode */
             dl_call_arg(&c, acq->args[a], acq->arglen[a]);
+        dl_call_arg(&c, acq->args[6], acq->arglen[6]);   /* registration id */
         dl_script_run_node(conn, i, &c, 1);
         dl_calls_free(&c, 1);
     }

@@ -4,9 +4,10 @@
 #include <string.h>
 
 #include "dl.h"
+#include "keys.h"
 #include "registry.h"
 
-static const char *const dl_key_suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
+_Static_assert(DL_NKEYS == DL_KEYS_N, "the scripts take every key of a lock");
 
 static uint64_t hash(const char *s, size_t n)
 {
@@ -50,11 +51,8 @@ static dl_lock_t *create(const char *prefix, const char *name, size_t len)
     dl_lock_t *l = calloc(1, sizeof *l);
     if (!l)
         return NULL;
-    size_t plen = strlen(prefix);
-    /* <prefix>{<name>}<suffix>: one buffer for the name and all six keys. */
-    size_t base = plen + len + 2, total = len + 1;
-    for (int k = 0; k < DL_NKEYS; k++)
-        total += base + strlen(dl_key_suffix[k]) + 1;
+    /* One buffer for the name and all six keys (keys.h). */
+    size_t total = len + 1 + dl_keys_size(prefix, len);
     char *buf = malloc(total);
     if (!buf) {
         free(l);
@@ -64,18 +62,7 @@ static dl_lock_t *create(const char *prefix, const char *name, size_t len)
     memcpy(buf, name, len);
     buf[len] = 0;
     l->namelen = len;
-    char *p = buf + len + 1;
-    for (int k = 0; k < DL_NKEYS; k++) {
-        size_t slen = strlen(dl_key_suffix[k]);
-        l->keys[k] = p;
-        memcpy(p, prefix, plen);
-        p[plen] = '{';
-        memcpy(p + plen + 1, name, len);
-        p[plen + 1 + len] = '}';
-        memcpy(p + base, dl_key_suffix[k], slen + 1);
-        l->keylen[k] = base + slen;
-        p += base + slen + 1;
-    }
+    dl_keys_write(buf + len + 1, prefix, name, len, l->keys, l->keylen);
     pthread_mutex_init(&l->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -169,11 +156,11 @@ void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), voi
 
 dl_lock_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len)
 {
-    size_t plen = strlen(prefix);
-    if (len < plen + 2 || memcmp(key, prefix, plen) != 0 || key[plen] != '{' || key[len - 1] != '}')
+    const char *name;
+    size_t nlen;
+    int which;
+    if (dl_key_name(prefix, strlen(prefix), key, len, &name, &nlen, &which) || which != 0)
         return NULL;
-    const char *name = key + plen + 1;
-    size_t nlen = len - plen - 2;
     pthread_mutex_lock(&r->mu);
     dl_lock_t *l = NULL;
     if (r->nbuckets) {

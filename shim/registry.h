@@ -56,6 +56,7 @@ typedef struct dl_lock {
     /* What this process holds in Redis. */
     char rmode;               /* 0, 'w' or 'r' */
     uint64_t fence;
+    uint64_t hold_rid;        /* the registration id it was taken or claimed with */
     unsigned long lease_ms;   /* of the Redis hold */
     int renew;                /* the watchdog renews it (default lease) */
     int fair;                 /* taken by a fair request */
@@ -77,6 +78,7 @@ typedef struct dl_lock {
     int undo_checks;          /* withdrawals left to try that may find nothing */
     char undo;                /* 0, or the mode of an acquisition that failed with EIO
                                  but may have run in Redis: the watchdog withdraws it */
+    uint64_t undo_rid;        /* the registration id of the last request sent */
 
     /* A thread waiting in Redis's queue for a grant. */
     uint64_t regid;           /* its registration id, 0 none */

@@ -18,7 +18,7 @@ typedef struct held {
     dl_lock_t *l;
     unsigned long holdseq;
     char mode[2];
-    char lease[24];
+    char lease[24];           /* renewals; withdrawals: the registration id */
 } held_t;
 
 typedef struct collect {
@@ -68,6 +68,7 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
     h->holdseq = l->holdseq;
     h->mode[0] = l->undo;
     h->mode[1] = 0;
+    snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)l->undo_rid);
     l->busy = l->undoing = 1;
     l->refs++;
 }
@@ -195,30 +196,27 @@ static void wake_by(dl_proc_t *p, uint64_t at)
  * would be optimised away with its stores. */
 static void *volatile dl_undo_buf;
 
-/* Withdraws each acquisition of c->u: cancel (leave the queue) then
- * release (end a hold), in one batch per lock. */
+/* Withdraws each acquisition of c->u by its registration id (withdraw.lua):
+ * its place in the queue or the hold taken for it, and nothing the process
+ * asked for since. */
 static void undo_all(dl_proc_t *p, collect_t *c)
 {
     for (size_t i = 0; i < c->un; i++) {
         dl_lock_t *l = c->u[i].l;
-        dl_call_t calls[2];
-        for (int k = 0; k < 2; k++) {
-            calls[k].script = k == 0 ? DL_SCRIPT_CANCEL : DL_SCRIPT_RELEASE;
-            calls[k].deadline = 0;
-            calls[k].keys = l->keys;
-            calls[k].keylen = l->keylen;
-            calls[k].nargs = 0;
-            dl_call_arg(&calls[k], p->chanprefix, p->chanprefix_len);
-            dl_call_arg(&calls[k], p->token, strlen(p->token));
-            dl_call_arg(&calls[k], c->u[i].mode, 1);
-        }
-        int rc = dl_script_run(p->conn, calls, 2);
-        redisReply *r = calls[1].cmd.reply;
-        int had = (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) ||
-                  (calls[0].cmd.reply && calls[0].cmd.reply->type == REDIS_REPLY_ARRAY &&
-                   calls[0].cmd.reply->elements > 0 &&
-                   calls[0].cmd.reply->element[0]->integer == 1);
-        dl_calls_free(calls, 2);
+        dl_call_t call;
+        call.script = DL_SCRIPT_WITHDRAW;
+        call.deadline = 0;
+        call.keys = l->keys;
+        call.keylen = l->keylen;
+        call.nargs = 0;
+        dl_call_arg(&call, p->chanprefix, p->chanprefix_len);
+        dl_call_arg(&call, p->token, strlen(p->token));
+        dl_call_arg(&call, c->u[i].mode, 1);
+        dl_call_arg(&call, c->u[i].lease, strlen(c->u[i].lease));
+        int rc = dl_script_run(p->conn, &call, 1);
+        redisReply *r = call.cmd.reply;
+        int had = r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+        dl_calls_free(&call, 1);
         pthread_mutex_lock(&l->mu);
         /* Found nothing: the request may not have run yet.  A resumed
          * server serves its connections in no set order, so this

@@ -22,6 +22,7 @@
  * Every library call runs in a forked process with its own DISTLOCK_URL.
  */
 #include "harness_topo.h"
+#include "keys.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -314,6 +315,100 @@ static void test_late_grant(void **state)
     assert_int_equal(th_proc_stop(&p1), 0);
 }
 
+/* ------------------------------------------------------------ odd names */
+
+/* Names whose hash tag needs care: one starting with '}' would give the
+ * empty tag "{}" (Redis then hashes each whole key: the lock's keys in
+ * different slots, every call CROSSSLOT), and the escape byte itself. */
+static const char *const odd_names[] = { "}", "}x", "a}b", "{x}", "\x01", "\x01}x" };
+#define NODD (sizeof odd_names / sizeof odd_names[0])
+
+struct odd_arg { th_pipe_t up, down; };
+
+static int odd_child(void *p)
+{
+    struct odd_arg *a = p;
+    setenv("DISTLOCK_URL", strchr(g_url, '=') + 1, 1);
+    static dist_mutex_t m[NODD];
+    static dist_rwlock_t rw[NODD];
+    char name[32];
+    for (size_t i = 0; i < NODD; i++) {
+        snprintf(name, sizeof name, "%s", odd_names[i]);
+        TH_CHECK_RC(dist_mutex_init(&m[i], name, NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_trylock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        /* a rwlock of another name (a rwlock and a mutex of one name
+         * would be one lock) */
+        snprintf(name, sizeof name, "%s.rw", odd_names[i]);
+        TH_CHECK_RC(dist_rwlock_init(&rw[i], name, NULL), 0);
+        TH_CHECK_RC(dist_rwlock_rdlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_rwlock_unlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_rwlock_wrlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_rwlock_unlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_rwlock_tryrdlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_rwlock_unlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+    }
+    th_send(a->up.wr, 1, 0, 0, 0);            /* all held */
+    th_msg_t msg;
+    TH_CHECK(th_recv(a->down.rd, &msg, 20000) == 0);
+    for (size_t i = 0; i < NODD; i++) {
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+        TH_CHECK_RC(dist_rwlock_destroy(&rw[i]), 0);
+    }
+    return 0;
+}
+
+static void test_odd_names(void **state)
+{
+    (void)state;
+    /* each lock's six keys in one slot, as the servers compute it */
+    for (size_t i = 0; i < NODD; i++) {
+        size_t len = strlen(odd_names[i]);
+        char *buf = malloc(dl_keys_size("distlock:", len));
+        const char *k[DL_KEYS_N];
+        size_t kl[DL_KEYS_N];
+        assert_non_null(buf);
+        dl_keys_write(buf, "distlock:", odd_names[i], len, k, kl);
+        long long slot0 = -1;
+        for (int j = 0; j < DL_KEYS_N; j++) {
+            redisReply *r = th_cmd_at(g_c.node[0].port, "CLUSTER KEYSLOT %b", k[j], kl[j]);
+            assert_non_null(r);
+            if (j == 0)
+                slot0 = r->integer;
+            else if (r->integer != slot0)
+                fail_msg("name #%zu: key %d in slot %lld, the main key in %lld", i, j, r->integer, slot0);
+            freeReplyObject(r);
+        }
+        free(buf);
+    }
+    struct odd_arg a;
+    th_pipe_open(&a.up);
+    th_pipe_open(&a.down);
+    pid_t pid = th_fork_child(odd_child, &a);
+    th_msg_t msg;
+    if (th_recv(a.up.rd, &msg, 30000) != 0) {
+        th_wait_child_ms(pid, 100);
+        fail_msg("the locks on odd names failed in the cluster (see the child's message)");
+    }
+    /* each held on the master serving its slot */
+    int *map = slot_map();
+    for (size_t i = 0; i < NODD; i++) {
+        char k[64];
+        snprintf(k, sizeof k, "distlock:{%s%s}",
+                 odd_names[i][0] == '}' || odd_names[i][0] == DL_TAG_ESC ? "\x01" : "", odd_names[i]);
+        unsigned slot = tt_key_slot(k, strlen(k));
+        assert_int_equal(th_cmd_at_ll(map[slot], "EXISTS %b", k, strlen(k)), 1);
+    }
+    th_send(a.down.wr, 1, 0, 0, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    th_pipe_close(&a.up);
+    th_pipe_close(&a.down);
+}
+
 /* ?wait=1 on a cluster: each master has a replica, so acquisitions on
  * every master are confirmed. */
 static void test_wait_query(void **state)
@@ -548,6 +643,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TT_TEST(test_thousand_names),
         TT_TEST(test_wakeup),
+        TT_TEST(test_odd_names),
         TT_TEST(test_wait_query),
         TT_TEST(test_late_grant),
         TT_TEST(test_reshard_stress),

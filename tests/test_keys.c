@@ -390,6 +390,36 @@ static void test_names_are_distinct(void **state)
     assert_int_equal(th_proc_stop(&p), 0);
 }
 
+/* Names starting with '}' get an escape byte in their hash tag (else the
+ * tag would be empty, and in a cluster the lock's keys would spread over
+ * slots), and so do names starting with the escape byte: "}x" and
+ * "\x01}x" are two locks, with keys of their own. */
+static void test_tag_escape(void **state)
+{
+    (void)state;
+    char a[64], b[64], ka[300], kb[300], p_[300];
+    snprintf(a, sizeof a, "}x.%d", (int)getpid());
+    snprintf(b, sizeof b, "\x01}x.%d", (int)getpid());
+    th_proc_t p;
+    assert_int_equal(th_proc_start(&p, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, a), 0);
+    snprintf(ka, sizeof ka, "%s{\x01%s}", th_prefix(), a);
+    snprintf(p_, sizeof p_, "%s{%s}", th_prefix(), a);
+    if (th_cmd_ll("EXISTS %b", ka, strlen(ka)) != 1)
+        fail_msg("the hold of \"}x...\" is not under its escaped tag (unescaped key exists: %lld)",
+                 th_cmd_ll("EXISTS %b", p_, strlen(p_)));
+    dist_mutex_t mb;
+    TH_ASSERT_RC(dist_mutex_init(&mb, b, NULL), 0);
+    TH_ASSERT_RC(dist_mutex_trylock(&mb), 0);          /* another lock */
+    snprintf(kb, sizeof kb, "%s{\x01%s}", th_prefix(), b);
+    assert_int_equal(th_cmd_ll("EXISTS %b", kb, strlen(kb)), 1);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_TRYLOCK, b), EBUSY);
+    TH_ASSERT_RC(dist_mutex_unlock(&mb), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&mb), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, a), 0);
+    assert_int_equal(th_proc_stop(&p), 0);
+}
+
 /* After use, a lock leaves no key without a TTL (fence counters and
  * metadata must not pile up forever). */
 static void test_keys_expire_after_use(void **state)
@@ -446,6 +476,7 @@ int main(void)
         TH_TEST(test_hold_records_holder),
         TH_TEST(test_name_length_limit),
         TH_TEST(test_names_are_distinct),
+        TH_TEST(test_tag_escape),
         TH_TEST(test_keys_expire_after_use),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);

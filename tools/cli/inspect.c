@@ -27,6 +27,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "inspect.h"
+#include "keys.h"
 #include "script.h"
 
 /* KEYS: the six keys of lua/common.lua.  Reply (all strings):
@@ -70,7 +71,6 @@ static const char status_lua[] =
     "local m = redis.call('HMGET', KEYS[6], 'fence', 'wh', 'wi')\n"
     "return {s(now), writer, readers, waiters, {s(m[1]), s(m[2]), s(m[3])}}\n";
 
-static const char *const key_suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
 
 /* ---------------------------------------------------------------- connection */
 
@@ -202,26 +202,12 @@ typedef struct lockkeys {
     size_t len[DL_NKEYS];
 } lockkeys_t;
 
-/* <prefix>{<name>}<suffix>, as shim/registry.c builds them. */
+/* The keys the library uses for name (shim/keys.h). */
 static int keys_make(lockkeys_t *lk, const char *prefix, const char *name, size_t n)
 {
-    size_t plen = strlen(prefix), total = 0;
-    for (int i = 0; i < DL_NKEYS; i++)
-        total += plen + n + 2 + strlen(key_suffix[i]) + 1;
-    if (!(lk->buf = malloc(total)))
+    if (!(lk->buf = malloc(dl_keys_size(prefix, n))))
         return -1;
-    char *p = lk->buf;
-    for (int i = 0; i < DL_NKEYS; i++) {
-        size_t slen = strlen(key_suffix[i]);
-        lk->k[i] = p;
-        memcpy(p, prefix, plen);
-        p[plen] = '{';
-        memcpy(p + plen + 1, name, n);
-        p[plen + 1 + n] = '}';
-        memcpy(p + plen + 2 + n, key_suffix[i], slen + 1);
-        lk->len[i] = plen + 2 + n + slen;
-        p += lk->len[i] + 1;
-    }
+    dl_keys_write(lk->buf, prefix, name, n, lk->k, lk->len);
     return 0;
 }
 
@@ -770,29 +756,16 @@ int cli_lockstat_fetch(cli_redis_t *r, const char *name, size_t len, cli_locksta
 
 /* ---------------------------------------------------------------- list */
 
-/* The lock name of one of its keys: <prefix>{NAME} or <prefix>{NAME}<suffix>.
- * Names are binary-safe and may hold '}' themselves, so the key is read from
- * both ends: the suffix is fixed, and whatever lies between the first '{' and
- * the '}' before it is the name.  *meta: the key is the meta hash (which
- * outlives the holds by 7 days). */
+/* The lock name of one of its keys (shim/keys.h).  *meta: the key is the
+ * meta hash (which outlives the holds by 7 days). */
 static int name_of_key(const char *prefix, size_t plen, const char *key, size_t klen,
                        const char **name, size_t *nlen, int *meta)
 {
-    if (klen < plen + 2 || memcmp(key, prefix, plen) != 0 || key[plen] != '{')
+    int which;
+    if (dl_key_name(prefix, plen, key, klen, name, nlen, &which))
         return -1;
-    const char *rest = key + plen + 1;
-    size_t rlen = klen - plen - 1;
-    for (int i = 0; i < DL_NKEYS; i++) {
-        size_t slen = strlen(key_suffix[i]);
-        if (rlen < slen + 1 || rest[rlen - slen - 1] != '}' ||
-            memcmp(rest + rlen - slen, key_suffix[i], slen) != 0)
-            continue;
-        *name = rest;
-        *nlen = rlen - slen - 1;
-        *meta = i == DL_NKEYS - 1;
-        return *nlen ? 0 : -1;
-    }
-    return -1;
+    *meta = which == DL_KEYS_N - 1;
+    return 0;
 }
 
 typedef struct namelist {
@@ -1195,12 +1168,14 @@ int cli_withdraw(cli_redis_t *r, const char *name, size_t len, const char *token
     }
     char chan[300], m[2] = { mode, 0 };
     snprintf(chan, sizeof chan, "%sn:", r->cfg.prefix);
-    const char *args[] = { chan, token, m };
+    /* Every registration of the process: it is ending (a registration id
+     * above any the process can have made). */
+    const char *args[] = { chan, token, m, "99999999999999999999" };
     int failed = 0;
     /* With redlock nobody queues, but the lock call may have been granted
      * on some servers at that instant: give those back. */
     for (int t = first_target(r); t <= last_target(r); t++) {
-        redisReply *rep = run_lib_script(r, t, DL_SCRIPT_CANCEL, &lk, 3, args);
+        redisReply *rep = run_lib_script(r, t, DL_SCRIPT_CANCEL, &lk, 4, args);
         if (!rep) {
             failed = 1;
             continue;
@@ -1208,13 +1183,19 @@ int cli_withdraw(cli_redis_t *r, const char *name, size_t len, const char *token
         /* {1, ...}: granted to us meanwhile; hand it on rather than let it
          * lapse (which would cost the others a claim window and give the
          * next holder EOWNERDEAD). */
-        int granted = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
+        int granted = rep->type == REDIS_REPLY_ARRAY && rep->elements >= 2 &&
                       rep->element[0]->type == REDIS_REPLY_INTEGER &&
-                      rep->element[0]->integer == 1;
+                      rep->element[0]->integer == 1 &&
+                      rep->element[1]->type == REDIS_REPLY_INTEGER;
+        /* the release names the hold by its fence, which that server gave */
+        char fence[24];
+        if (granted)
+            snprintf(fence, sizeof fence, "%lld", rep->element[1]->integer);
         freeReplyObject(rep);
         if (!granted)
             continue;
-        rep = run_lib_script(r, t, DL_SCRIPT_RELEASE, &lk, 3, args);
+        const char *rargs[] = { chan, token, m, fence };
+        rep = run_lib_script(r, t, DL_SCRIPT_RELEASE, &lk, 4, rargs);
         if (rep)
             freeReplyObject(rep);
         else
