@@ -288,7 +288,7 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
             (unsigned long long)o->seed, o->procs, fail->step + 1, o->steps, fail->what, fail->msg);
     fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s\n",
             (unsigned long long)o->seed, fail->step + 1, o->procs,
-            o->gates == 0 ? " --full" : o->gates == PF_GATE_ALL ? "" : " --with ...");
+            o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated" : " --gated --with ...");
     int n = fail->step + 1, replays = 0;
     int64_t t = pf_now_ms();
     if (o->shrink_ms > 0) {

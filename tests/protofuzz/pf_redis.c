@@ -19,14 +19,10 @@ static const dl_script_t *script_of(int s)
     return &dl_scripts[map[s]];
 }
 
-/* The mark a lingering unlock posts (shim/mark.c, MARK_CUT there, kept
- * in step with it): KEYS lock, meta; ARGV token, claim window; the hold's
- * fence as ARGV[3] for a version that names the hold. */
-static const char MARK_CUT[] =
-    "if redis.call('HGET', KEYS[1], 'owner') == ARGV[1] and "
-    "redis.call('PTTL', KEYS[1]) > tonumber(ARGV[2]) then "
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2]) end "
-    "redis.call('HSET', KEYS[2], 'wl', ARGV[1])";
+/* The marks of a lingering unlock (shim/mark.c): KEYS lock, meta; ARGV
+ * token, fence, 'l' lingers | 'h' held again, cut ms.  The library's own
+ * text, as it posts it. */
+extern const char dl_mark_lua[];
 
 /* Everything in one atomic read, numbers as strings (exact above 2^53 is
  * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
@@ -172,12 +168,12 @@ static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const ch
 
 static redisReply *mark(pf_conn_t *k, const pf_req_t *q)
 {
-    char token[16], claim[24], fence[24];
+    char token[16], cut[24], fence[24];
     pf_token(q->proc, token, sizeof token);
-    snprintf(claim, sizeof claim, "%d", q->wttl);
+    snprintf(cut, sizeof cut, "%d", q->wttl);
     snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
-    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s %s", MARK_CUT, k->keys[0],
-                                 k->keylen[0], k->keys[5], k->keylen[5], token, claim, fence);
+    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s l %s", dl_mark_lua, k->keys[0],
+                                 k->keylen[0], k->keys[5], k->keylen[5], token, fence, cut);
     if (!r) {
         snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
         return NULL;
