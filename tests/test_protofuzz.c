@@ -10,7 +10,6 @@
  * PROTOFUZZ_GATED=1 those that scripts before hold and registration ids
  * mishandle are not (docs/RELIABILITY.md, "Protocol fuzzer").
  * PROTOFUZZ_SEED=N shifts the seeds; PROTOFUZZ_STEPS=N sets each run's length.
- * PROTOFUZZ_OPEN=1 also replays the flaws found and not fixed yet.
  */
 #include "harness.h"
 #include "pf.h"
@@ -52,7 +51,7 @@ static void run(uint64_t seed, int procs, int steps)
 }
 
 /* The shortest sequences the fuzzer found for each flaw of the scripts
- * before hold and registration ids (seed: each process's lease and TTLs;
+ * before hold and registration ids, and two after (seed: each process's lease and TTLs;
  * the ops as distlock-protofuzz --replay takes them).  Each breaks an
  * invariant on those scripts, and must now run with every one held. */
 typedef struct flaw {
@@ -73,19 +72,14 @@ static const flaw_t known[] = {
       "A2rq0,A0wq0,B,A1wq2,S1.234,Z50,A1rq0" },
     { "a late cancel dequeues a later registration", 1, "A0wt0,A2rq0,C22,A2wq0,S2.0" },
     { "a late linger mark cuts a later hold's TTL", 12, "A0wt0,M02,R00,A0wt0,S0.0,Z50" },
-};
-
-/* Flaws found in the scripts of this branch, not fixed yet: run only with
- * PROTOFUZZ_OPEN=1 (each breaks an invariant until its fix lands). */
-static const flaw_t open_flaws[] = {
-    /* p0's acquire, lost and run late, finds the lock free after p0's
-     * pushed grant lapsed (claim window 40 ms) and takes it anew; p0's
-     * renewal of the lapsed grant renews that other hold (renew.lua
-     * without the hold's fence). */
+    /* Found in the scripts after those fixes.  p0's acquire, lost and run
+     * late, finds the lock free after p0's pushed grant lapsed (claim
+     * window 40 ms) and takes it anew; p0's renewal of the lapsed grant
+     * renewed that other hold (renew.lua without the hold's fence). */
     { "a renewal of a lapsed hold renews a later one", 12, "A1wt0,A0wq2,A0wq0,R10,Z50,D0,S0.0,N00" },
-    /* p2's read acquire, lost and run late, finds p2's read hold "mine"
-     * and dequeues p2's later write registration (acquire.lua's mine path
-     * dequeues whatever registration the caller has). */
+    /* p0's read acquire, lost and run late, finds p0's read hold "mine"
+     * and dequeued p0's later write registration (acquire.lua's mine path
+     * dequeued whatever registration the caller had). */
     { "a late acquire that finds its hold dequeues a later registration", 12,
       "A0wq2,A0wq2,S0.0,A0rq0,S0.0" },
 };
@@ -121,14 +115,6 @@ static void test_known_flaws(void **state)
     assert_int_equal(replay_all(known, sizeof known / sizeof known[0]), 0);
 }
 
-static void test_open_flaws(void **state)
-{
-    const char *o = getenv("PROTOFUZZ_OPEN");
-    if (!o || strcmp(o, "1") != 0)
-        skip();
-    assert_int_equal(replay_all(open_flaws, sizeof open_flaws / sizeof open_flaws[0]), 0);
-}
-
 static void test_two_procs(void **state) { run(1, 2, 800); }
 static void test_three_procs(void **state) { run(2, 3, 1200); }
 static void test_four_procs(void **state) { run(3, 4, 1200); }
@@ -138,7 +124,6 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_known_flaws),
-        TH_TEST(test_open_flaws),
         TH_TEST(test_two_procs),
         TH_TEST(test_three_procs),
         TH_TEST(test_four_procs),
