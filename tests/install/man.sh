@@ -24,11 +24,16 @@ for page in "${pages[@]}"; do
 done
 
 IFS=, read -r -a linked <<<"$names"
+whatis=$(lexgrog "$mandir"/*.3 2>/dev/null || true)
 for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$header" | tr -d '( ' | sort -u); do
   printf '%s\n' "${linked[@]}" | grep -qx "$fn" || nok "$fn: no page or link installed"
-  # the NAME section (first lines after .SH NAME) of some section-3 page
-  awk -v fn="$fn" '/^\.SH NAME/{n=1;next} /^\.SH/{n=0} n' "$mandir"/*.3 |
-    tr -d '\\' | grep -qw -- "$fn" || nok "$fn: in no NAME section of $mandir/*.3"
+  # the NAME section of some section-3 page, as mandb reads it (whatis, apropos)
+  if command -v lexgrog >/dev/null 2>&1; then
+    grep -qF "\"$fn - " <<<"$whatis" || nok "$fn: in no NAME section (lexgrog $mandir/*.3)"
+  else
+    awk '/^\.SH NAME/{n=1;next} /^\.SH/{n=0} n' "$mandir"/*.3 | tr -d '\\%' |
+      grep -qw -- "$fn" || nok "$fn: in no NAME section of $mandir/*.3"
+  fi
 done
 [ "$fail" -eq 0 ] && echo "man pages: ${#pages[@]} pages without warnings, every function has a page"
 exit "$fail"
