@@ -48,7 +48,7 @@ bash "$root/tests/install/exports.sh" "$libdir/libdistlock.so" "$prefix/include/
 if command -v man >/dev/null 2>&1; then
   step "man: every function of distlock.h has an installed page"
   for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$prefix/include/distlock.h" | tr -d '( ' | sort -u) \
-            distlock distlock-bench distlock_preload; do
+            DIST_MUTEX_INITIALIZER DIST_RWLOCK_INITIALIZER distlock distlock-bench distlock_preload; do
     page=$(MANPATH=$prefix/share/man man -w "$fn" 2>/dev/null) || {
       echo "man $fn: no page installed under $prefix/share/man" >&2; exit 1; }
     case $page in "$prefix"/*) ;; *) echo "man $fn: $page, not the installed page" >&2; exit 1;; esac
