@@ -88,6 +88,13 @@ static const flaw_t open_flaws[] = {
      * dequeues whatever registration the caller has). */
     { "a late acquire that finds its hold dequeues a later registration", 12,
       "A0wq2,A0wq2,S0.0,A0rq0,S0.0" },
+    /* p0's write registration runs out (40 ms), so p2's read registration
+     * 2 is the head; p2's read acquire 1, lost and run late, serves the
+     * queue (pushes the grant of registration 2 to p2) and then takes a
+     * read hold of its own, overwriting the one just granted: p2's release
+     * of the grant it was told of is told 2 and ends nothing. */
+    { "a late acquire takes a hold over its process's newer grant", 12,
+      "A1rt0,A0wq0,A2rq2,A2rq0,Z50,S2.0,D2,R20" },
 };
 
 /* Replays each sequence on fresh keys: the number that broke an invariant. */
