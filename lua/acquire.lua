@@ -20,6 +20,17 @@ if mine then
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end
 
+-- A stale request (sent before a stall, run after its process asked
+-- again) does nothing: the later request is already queued, and serving
+-- the queue now could push it a grant this request then takes a hold over;
+-- replacing its registration would let this one's withdrawal take the
+-- live waiter out of the queue.
+local raw = rcall('HGET', K_W, token)
+local reg = raw and cmsgpack.unpack(raw)
+if reg and tonumber(reg[4]) > tonumber(rid) then
+  return {0, holders_pttl(now_ms())}
+end
+
 if not writer then
   -- Serve the queue first: it holds earlier requests, and after a holder's
   -- lease ran out nobody else would hand the lock on.
@@ -36,20 +47,18 @@ if not writer then
     return {1, fence, dead, 0}
   end
   writer = rcall('HGET', K_LOCK, 'owner')
+  -- Serving the queue may have dropped our registration (expired, or of
+  -- the other mode): read it again.
+  if reg then
+    raw = rcall('HGET', K_W, token)
+    reg = raw and cmsgpack.unpack(raw)
+  end
 end
 
 local now = now_ms()
 local pttl = holders_pttl(now)
 if ARGV[6] == '1' then
   local ttl = tonumber(ARGV[8])
-  local raw = rcall('HGET', K_W, token)
-  local reg = raw and cmsgpack.unpack(raw)
-  -- A stale request (sent before a stall, run after its process asked again)
-  -- must not replace the later registration: its withdrawal would then take
-  -- the live waiter out of the queue.
-  if reg and tonumber(reg[4]) > tonumber(rid) then
-    return {0, pttl}
-  end
   -- A registration of the other mode is a leftover (a withdrawal that never
   -- ran): granted, it would be a hold this request did not ask for.  It
   -- goes, and this one queues at the back.

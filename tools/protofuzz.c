@@ -3,7 +3,8 @@
  * length (tools/protofuzz.sh builds it and starts a redis-server for it).
  *
  *   distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N]
- *                      [--time SECONDS] [--shrink SECONDS] [--full | --gated]
+ *                      [--time SECONDS] [--shrink SECONDS]
+ *                      [--full | --gated | --no-late-acquire]
  *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
  *                      [--only INVARIANT] [--verbose] [--replay OPS]
  *
@@ -14,7 +15,9 @@
  * --replay runs a sequence printed by an earlier failure.  --gated leaves
  * out the lost requests that the scripts before hold and registration ids
  * mishandle (docs/RELIABILITY.md): they are sent normally; --with KIND
- * then draws one kind of them again.  --full (the default) draws all.  --only reports one invariant and no other
+ * then draws one kind of them again.  --full (the default) draws all.
+ * --no-late-acquire: every kind but lost acquires (what test_protofuzz
+ * runs while acquire.lua's late-request flaws are open).  --only reports one invariant and no other
  * (how soon a flaw is found while others are known).
  * The server: DISTLOCK_URL (redis://HOST:PORT), default 127.0.0.1:6379.
  */
@@ -28,7 +31,7 @@
 static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
-            "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated] [--with KIND] "
+            "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
             "[--only INVARIANT]\n                          [--verbose] [--replay OPS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
@@ -69,6 +72,7 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--full")) { o.gates = 0; continue; }
         if (!strcmp(a, "--gated")) { o.gates = PF_GATE_ALL; continue; }
+        if (!strcmp(a, "--no-late-acquire")) { o.gates = PF_GATE_LATE_ACQUIRE; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
         if (!v)
             usage();

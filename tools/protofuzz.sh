@@ -22,6 +22,7 @@
 #   -g gated: leave out the lost requests that scripts before hold and
 #     registration ids mishandle  -w KIND with -g, draw that kind again
 #     (stale-release, stale-cancel, bare-acquire, stale-mark)
+#   -L no lost acquires (what test_protofuzz runs for now)
 #   -o INVARIANT report only this one  -k SHRINK_SECONDS (120)
 #   -b BUILD_DIR (build-protofuzz)  -s build with ASan+UBSan
 #   Arguments after -- go to distlock-protofuzz as they are.
@@ -32,8 +33,8 @@ cd "$(dirname "$0")/.."
 secs=600 runs="" steps=5000 procs=3 seed=$(date +%s) shrink=120
 build=build-protofuzz sanitize=OFF
 extra=()
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
-while getopts "t:r:n:p:S:gw:o:k:b:sh" opt; do
+usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+while getopts "t:r:n:p:S:gLw:o:k:b:sh" opt; do
   case $opt in
     t) secs=$OPTARG ;;
     r) runs=$OPTARG ;;
@@ -41,6 +42,7 @@ while getopts "t:r:n:p:S:gw:o:k:b:sh" opt; do
     p) procs=$OPTARG ;;
     S) seed=$OPTARG ;;
     g) extra+=(--gated) ;;
+    L) extra+=(--no-late-acquire) ;;
     w) extra+=(--with "$OPTARG") ;;
     o) extra+=(--only "$OPTARG") ;;
     k) shrink=$OPTARG ;;

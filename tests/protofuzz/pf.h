@@ -78,6 +78,10 @@ typedef struct pf_op {
                                      registration of the other mode) */
 #define PF_GATE_STALE_MARK    8u  /* a linger mark run late cuts a newer hold's TTL */
 #define PF_GATE_ALL 15u
+#define PF_GATE_LATE_ACQUIRE 16u  /* no acquire is lost (so none runs late): the
+                                     scripts of fd044c5 let a late acquire act on
+                                     what a later request of its process holds or
+                                     waits for (docs/RELIABILITY.md) */
 
 typedef struct pf_opts {
     uint64_t seed;

@@ -54,6 +54,8 @@ pf_op_t *pf_generate(const pf_opts_t *o)
         op->ms = (uint16_t)sleeps[(y >> 24) % (sizeof sleeps / sizeof sleeps[0])];
         if ((o->gates & PF_GATE_STALE_RELEASE) && op->kind == PF_RELEASE)
             op->lost = PF_SENT;
+        if ((o->gates & PF_GATE_LATE_ACQUIRE) && op->kind == PF_ACQ)
+            op->lost = PF_SENT;
         if ((o->gates & PF_GATE_STALE_MARK) && op->kind == PF_MARK)
             op->lost = PF_SENT;
         if ((o->gates & PF_GATE_STALE_CANCEL) && op->kind == PF_CANCEL)
@@ -288,7 +290,8 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
             (unsigned long long)o->seed, o->procs, fail->step + 1, o->steps, fail->what, fail->msg);
     fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s\n",
             (unsigned long long)o->seed, fail->step + 1, o->procs,
-            o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated" : " --gated --with ...");
+            o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated"
+            : o->gates == PF_GATE_LATE_ACQUIRE ? " --no-late-acquire" : " --gated --with ...");
     int n = fail->step + 1, replays = 0;
     int64_t t = pf_now_ms();
     if (o->shrink_ms > 0) {
