@@ -32,6 +32,7 @@ typedef struct px_pair {
                                    Redis: they go on (TCP delivers what was sent
                                    before a FIN), then the pair closes */
     int tainted;                /* lost bytes in a blackhole */
+    int half_closed;            /* client_eof and all delivered: FIN sent to Redis */
     int used;
     int cport;                  /* the client's port (whose process: th_proc_sockets) */
     int sub;                    /* the client sent SUBSCRIBE: a subscriber connection */
@@ -148,6 +149,7 @@ static void px_cut(th_proxy_t *p, px_pair_t *pr, int counted)
     pr->used = 0;
     pr->tainted = 0;
     pr->client_eof = 0;
+    pr->half_closed = 0;
     p->st.open--;
     if (counted)
         p->st.cuts++;
@@ -464,8 +466,14 @@ static void *px_main(void *arg)
             for (int d = 0; d < 2 && pr->used; d++)
                 if (pr->head[d] && px_write(p, pr, d) < 0)
                     px_cut(p, pr, 0);
-            if (pr->used && pr->client_eof && !pr->head[0])
-                px_cut(p, pr, 0);       /* all it sent is with Redis: close */
+            if (pr->used && pr->client_eof && !pr->head[0] && !pr->half_closed) {
+                /* All it sent is with Redis: pass its FIN on and wait for
+                 * Redis to close.  Closing at once, with a reply of Redis
+                 * unread, would send a reset that can reach Redis before it
+                 * has read the last bytes, which the kernel then drops. */
+                shutdown(pr->fd[1], SHUT_WR);
+                pr->half_closed = 1;
+            }
         }
         pthread_mutex_unlock(&p->mu);
     }
