@@ -59,6 +59,8 @@
 #define CHK_MUTEX 1
 #define CHK_RWLOCK 2
 
+#define CHK_MAX_PROCS 64         /* processes chk_inside() can tell apart */
+
 #define CHK_BLOCKING 1          /* chk_cfg.lock_how */
 #define CHK_TRY_ONLY 2
 
@@ -159,6 +161,10 @@ int chk_keys_left_at(int port, const char *name);
 /* While chk_run runs (from its tick callback): the pid of a process one
  * of whose threads is inside a write hold right now, or 0. */
 pid_t chk_writer_now(void);
+
+/* While chk_run runs: how many threads of process number index (0 ..
+ * procs-1, below CHK_MAX_PROCS) are inside a hold (any mode) right now. */
+int chk_inside(int index);
 
 /* From the tick callback: the threads stop after their current hold (the
  * run ends early; expected becomes the holds begun). */
