@@ -631,12 +631,13 @@ void th_proxy_get_stats(th_proxy_t *p, th_proxy_stats_t *s)
 {
     pthread_mutex_lock(&p->mu);
     *s = p->st;
-    s->frozen_now = s->frozen_bytes = 0;
+    s->frozen_now = s->frozen_bytes = s->frozen_closed = 0;
     for (int i = 0; i < PX_MAX_PAIRS; i++) {
         const px_pair_t *pr = &p->pairs[i];
         if (pr->used && pr->frozen) {
             s->frozen_now++;
             s->frozen_bytes += pr->queued[0];
+            s->frozen_closed += pr->client_eof;
         }
     }
     pthread_mutex_unlock(&p->mu);

@@ -85,6 +85,7 @@ typedef struct th_proxy_stats {
     uint64_t late_conns;        /* thawed after their client had closed them */
     uint64_t late_bytes;        /* bytes delivered after their client closed */
     uint64_t frozen_now, frozen_bytes;  /* connections frozen now, bytes they keep */
+    uint64_t frozen_closed;     /* ... of which their client closed (gave up) */
 } th_proxy_stats_t;
 
 /* Starts the proxy thread; NULL on failure. */
