@@ -534,6 +534,7 @@ uint64_t chk_verify(chk_hold_t *holds, uint64_t n, chk_report_t *rep)
     rep->redis_bad = rep->redis_bad_excused = rep->writes = rep->max_readers = 0;
     rep->ownerdead = rep->unlock_enolck = rep->unlock_eio = rep->unlock_other = 0;
     rep->longest_hold_gap_ms = 0;
+    rep->first_loss[0] = 0;
 
     /* Overlaps: a sweep keeping the hold that ends last, of any mode and of
      * write holds, among all holds and among the holds whose unlock
@@ -555,6 +556,16 @@ uint64_t chk_verify(chk_hold_t *holds, uint64_t n, chk_report_t *rep)
         int vouched = h->unlock_rc == 0;
         if (h->mode == 'w')
             rep->writes++;
+        if ((h->unlock_rc == ENOLCK && !rep->unlock_enolck) ||
+            (h->lock_rc == EOWNERDEAD && !rep->ownerdead)) {
+            size_t len = strlen(rep->first_loss);
+            snprintf(rep->first_loss + len, sizeof rep->first_loss - len,
+                     "%s%s: pid %d tid %d fence %llu, %lld ms from %lld ms", len ? "; " : "",
+                     h->unlock_rc == ENOLCK ? "unlock ENOLCK" : "lock EOWNERDEAD", h->pid, h->tid,
+                     (unsigned long long)h->fence,
+                     (long long)((h->t_end_ns - h->t_start_ns) / 1000000),
+                     (long long)(h->t_start_ns / 1000000));
+        }
         if (h->lock_rc == EOWNERDEAD)
             rep->ownerdead++;
         if (h->unlock_rc == ENOLCK)

@@ -130,6 +130,8 @@ typedef struct chk_report {
     double ops_per_s;
     int64_t longest_hold_gap_ms;/* longest time no hold was running (recovery time) */
     char first[512];            /* the first violation, described */
+    char first_loss[256];       /* the first hold unlocked with ENOLCK, and the
+                                   first lock that said EOWNERDEAD, described */
     char first_error[256];      /* a dist_lasterror() of a failed lock call */
 } chk_report_t;
 

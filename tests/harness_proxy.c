@@ -276,7 +276,9 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
         int64_t due = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0);
         if (d == 0 && p->cur_mode == TH_PROXY_JITTER) {
             long span = p->jitter_hi - p->jitter_lo;
-            due += p->jitter_lo + (span > 0 ? (long)(rand_r(&p->jitter_seed) % (unsigned)(span + 1)) : 0);
+            due += p->jitter_lo;
+            if (span > 0)
+                due += (long)(rand_r(&p->jitter_seed) % (unsigned)(span + 1));
             p->st.jittered++;
         }
         /* one connection's bytes stay in order (TCP); only different

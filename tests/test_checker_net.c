@@ -149,8 +149,9 @@ static void assert_clean(int rc, const chk_cfg_t *c, const chk_report_t *r, int 
     assert_int_equal(r->lock_other + r->unlock_other, 0);
     if (no_loss && (r->unlock_enolck || r->ownerdead))
         fail_msg("%s: %llu hold(s) lost (unlock ENOLCK) and %llu taken over after a lapse "
-                 "(EOWNERDEAD), though nothing stalled for as long as the lease", what,
-                 (unsigned long long)r->unlock_enolck, (unsigned long long)r->ownerdead);
+                 "(EOWNERDEAD), though nothing stalled for as long as the lease (%s)", what,
+                 (unsigned long long)r->unlock_enolck, (unsigned long long)r->ownerdead,
+                 r->first_loss);
     int left = -1;
     for (int i = 0; i < 100 && left != 0; i++) {  /* releases still on their way */
         left = chk_keys_left(c->name);
@@ -166,8 +167,8 @@ static void assert_clean(int rc, const chk_cfg_t *c, const chk_report_t *r, int 
             if (ttl == -2)
                 continue;
             redisReply *o = th_cmd(i == 0 ? "HGET %s info" : "TYPE %s", key);
-            print_message("left: %s (ttl %lld ms): %s\n", key, ttl,
-                          o->type == REDIS_REPLY_STRING || o->type == REDIS_REPLY_STATUS ? o->str : "?");
+            int str = o->type == REDIS_REPLY_STRING || o->type == REDIS_REPLY_STATUS;
+            print_message("left: %s (ttl %lld ms): %s\n", key, ttl, str ? o->str : "?");
             freeReplyObject(o);
         }
         fail_msg("%s: %d key(s) of the lock left in Redis after the run", what, left);
@@ -196,8 +197,9 @@ struct stale_drv {
     int64_t t;
     pid_t victim;
     uint64_t frozen_fence, frozen_rid;  /* the victim's hold when it was frozen */
-    int same_hold;                  /* aim at that very hold, taken back by the
-                                       victim's next lock call ("mine") */
+    int same_hold;                  /* aim at that hold taken back by the victim's
+                                       next lock call ("mine": a new registration
+                                       id; the fence stays, or a fix renews it) */
     int aimed, missed, empty;       /* thaws while the victim held / not / nothing kept */
 };
 
@@ -262,10 +264,10 @@ static void stale_tick(void *arg, int64_t ms, uint64_t done)
         /* Deliver them while the victim holds the lock again: a newer hold
          * (a greater fence), taken on its new connection, or (same_hold)
          * the old hold, which its next lock call found still its own in
-         * Redis and took back; 2 s at most. */
+         * Redis and took back (its registration id changed); 2 s at most. */
         uint64_t f, rid;
         if (redis_holder(d->name, &f, &rid) == d->victim &&
-            (d->same_hold ? f == d->frozen_fence && rid != d->frozen_rid : f > d->frozen_fence))
+            (d->same_hold ? rid != d->frozen_rid : f > d->frozen_fence))
             d->aimed++;
         else if (ms - d->t < 2000)
             return;
@@ -317,7 +319,7 @@ static void run_stale_release(int same_hold, const char *tag, const char *title)
     chk_print(stderr, title, &r);
     print_message("rounds %d: delivered while the victim held %s %d, not %d, nothing kept %d; "
                   "proxy: %llu connections frozen, %llu delivered after their client closed "
-                  "(%llu bytes)\n", d.round, same_hold ? "the same hold" : "a newer hold",
+                  "(%llu bytes)\n", d.round, same_hold ? "the hold taken back" : "a newer hold",
                   d.aimed, d.missed, d.empty, (unsigned long long)s.frozen,
                   (unsigned long long)s.late_conns, (unsigned long long)s.late_bytes);
     print_losses(title, &r);
@@ -355,7 +357,8 @@ static void test_stale_release_after_reconnect(void **state)
  * command connection inside a hold: its release at the end of the hold
  * stays with the proxy, the library gives up (EIO), and its next lock call
  * finds the hold still its own in Redis ("mine") and takes it back, with
- * the same fence.  While that hold is held the old release is delivered.
+ * the same fence (or a new one, if a fix gives it one).  While that hold
+ * is held the old release is delivered.
  * A release that acts on whatever hold the process has, or only on the
  * fence it names, ends it: the other process takes the lock, and the
  * holder's unlock is told "released already" (0) or ENOLCK.  The hold
@@ -381,6 +384,7 @@ struct stop_drv {
     int freeze_on_resume;
     int froze;
     int missed;                     /* stops that found no thread inside the hold */
+    char log[256];                  /* "pid@ms" of each stop (CLOCK_MONOTONIC ms) */
 };
 
 /* Whether every thread of process pid is stopped (group stop complete). */
@@ -466,6 +470,9 @@ static void stop_tick(void *arg, int64_t ms, uint64_t done)
     }
     d->stopped = v;
     d->t = ms;
+    size_t len = strlen(d->log);
+    snprintf(d->log + len, sizeof d->log - len, "%s%d@%lld", len ? " " : "", (int)v,
+             (long long)th_now_ms());
 }
 
 static int run_stops(chk_cfg_t *c, struct stop_drv *d, th_proxy_t *px, chk_report_t *r,
@@ -479,7 +486,8 @@ static int run_stops(chk_cfg_t *c, struct stop_drv *d, th_proxy_t *px, chk_repor
     th_proxy_thaw(px);
     chk_print(stderr, title, r);
     print_message("%d stop(s) of %ld ms inside a hold (%d more let go: the hold had ended), %d "
-                  "with the renewal held back\n", d->round, d->stop_ms, d->missed, d->froze);
+                  "with the renewal held back: %s\n", d->round, d->stop_ms, d->missed, d->froze,
+                  d->log);
     print_losses(title, r);
     return rc;
 }
