@@ -424,6 +424,13 @@ int chk_run(const chk_cfg_t *cfg, chk_report_t *rep)
             rep->holds++;
     rep->unfilled = n - rep->holds;
     chk_verify(sh->holds, n, rep);
+    if (cfg->holds_out && cfg->nholds_out) {
+        /* chk_verify left the complete holds first, sorted by start */
+        *cfg->holds_out = malloc(sizeof(chk_hold_t) * (rep->holds ? rep->holds : 1));
+        *cfg->nholds_out = *cfg->holds_out ? rep->holds : 0;
+        if (*cfg->holds_out)
+            memcpy(*cfg->holds_out, sh->holds, sizeof(chk_hold_t) * rep->holds);
+    }
     rep->counter = __atomic_load_n(&sh->counter, __ATOMIC_RELAXED);
     rep->lost_updates = rep->writes > rep->counter ? rep->writes - rep->counter : 0;
     rep->lock_eio = sh->lock_eio;

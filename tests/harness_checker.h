@@ -104,6 +104,9 @@ typedef struct chk_cfg {
     void *tick_arg;
     long tick_ms;               /* default 20 */
     pid_t *pids_out;            /* if set: receives the children's pids (procs entries) */
+    chk_hold_t **holds_out;     /* if set: receives a malloc'ed copy of the complete
+                                   holds, by start (the caller frees it) ... */
+    uint64_t *nholds_out;       /* ... and their number */
 } chk_cfg_t;
 
 typedef struct chk_shared chk_shared_t;
