@@ -11,9 +11,11 @@
  * What is checked in every case: no two holds overlap where one of them
  * vouched for its time (its unlock returned 0), no fence goes backwards,
  * Redis (asked directly, not through the proxy) has each hold while it
- * runs unless its unlock said ENOLCK/EIO, no update is lost.  Where no
- * stall was longer than the lease, no hold may be lost at all: no unlock
- * says ENOLCK, no lock says EOWNERDEAD.
+ * runs unless its unlock said ENOLCK/EIO, no update is lost.  Where only
+ * the network misbehaves (nothing stalls for a lease), no hold may be lost
+ * at all: no unlock says ENOLCK, no lock says EOWNERDEAD.  Where a holder
+ * is stopped for less than its lease, the hold that ran across the stop
+ * must not be lost, and nobody may take the lock over meanwhile.
  *
  * Cases that need the protocol-hardening fixes (they fail on the code
  * before them; see docs/RELIABILITY.md, "The checker against an adversarial
@@ -32,7 +34,9 @@
  * On code without those fixes, CHECKER_NET_SKIP_FIXES=1 skips these six.
  * Run only some: TH_FILTER='test_jitter*' (a cmocka filter pattern).
  * CHECKER_NET_ROUNDS (default 3) sets the rounds of each scripted case,
- * CHECKER_NET_SEED (default 1) the proxy's random delays.
+ * CHECKER_NET_SEED (default 1) the proxy's random delays, CHECKER_NET_HOW
+ * (1 blocking, 2 trylock loops; default a mix) the lock calls of the jitter
+ * cases.
  */
 #include "harness.h"
 #include "harness_checker.h"
