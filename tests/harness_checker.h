@@ -21,9 +21,15 @@
  *  - overlap: no write hold overlaps any other hold in time (for a mutex
  *    every hold is a write hold); read holds may overlap read holds.  Two
  *    holds overlap when the later one started before the earlier one
- *    ended.  An overlap is "excused" (counted apart) when the earlier hold
- *    was reported lost at its unlock (ENOLCK): the library said so, as the
- *    SPEC allows after a lease lapse or a server that lost its data.
+ *    ended.  Only a hold whose unlock returned 0 vouches for its whole
+ *    time: an overlap is a violation when such a hold was still running as
+ *    the other began (whose lock call said it had the lock then).  It is
+ *    "excused" (counted apart) when the holds still running were all
+ *    unlocked with ENOLCK (the library found the hold lapsed, as the SPEC
+ *    allows after a lease lapse or a server that lost its data) or EIO
+ *    (Redis could not be asked: the hold lapses within a lease).  Whether a
+ *    lapse was allowed at all (no stall longer than the lease) is for the
+ *    caller to judge from unlock_enolck and ownerdead.
  *  - fences: for any two holds A, B where A ended before B started and at
  *    least one of them is a write hold: fence(A) <= fence(B), and
  *    fence(A) < fence(B) when A and B are in different processes (SPEC:
@@ -38,6 +44,10 @@
  *  - with verify_redis: during each hold, the lock hash in Redis names our
  *    fence (write holds) or is absent / ours (read holds); a mismatch on a
  *    hold whose unlock then returned 0 is a "lost hold" the library missed.
+ *
+ * The run lasts cfg->ops holds, or less when the tick callback calls
+ * chk_stop() (a run driven by a fault script): the threads then stop after
+ * their current hold, and every hold recorded is checked.
  */
 #ifndef TH_HARNESS_CHECKER_H
 #define TH_HARNESS_CHECKER_H
@@ -48,6 +58,11 @@
 
 #define CHK_MUTEX 1
 #define CHK_RWLOCK 2
+
+#define CHK_MAX_PROCS 64         /* processes chk_inside() can tell apart */
+
+#define CHK_BLOCKING 1          /* chk_cfg.lock_how */
+#define CHK_TRY_ONLY 2
 
 typedef struct chk_hold {
     int64_t t_start_ns;         /* CLOCK_MONOTONIC after the lock call */
@@ -68,6 +83,11 @@ typedef struct chk_cfg {
     long ops;                   /* total operations, spread over every thread */
     int write_pct;              /* rwlock: percent of write holds (default 25) */
     int fair;                   /* mutex: fair */
+    int lock_how;               /* 0: a mix of blocking, timed and try loops;
+                                   CHK_BLOCKING or CHK_TRY_ONLY: only those */
+    const int *proc_lock_how;   /* if set: lock_how of each process (procs entries) */
+    const int *proc_threads;    /* if set: threads of each process, each <= threads
+                                   (a run that stops early: ops is only a cap) */
     long hold_us;               /* time spent inside each hold (0: none) */
     int no_lock;                /* self-test: do not lock at all (must fail) */
     int retry_errors;           /* lock EIO/ETIMEDOUT: count and retry, else the child fails */
@@ -84,6 +104,9 @@ typedef struct chk_cfg {
     void *tick_arg;
     long tick_ms;               /* default 20 */
     pid_t *pids_out;            /* if set: receives the children's pids (procs entries) */
+    chk_hold_t **holds_out;     /* if set: receives a malloc'ed copy of the complete
+                                   holds, by start (the caller frees it) ... */
+    uint64_t *nholds_out;       /* ... and their number */
 } chk_cfg_t;
 
 typedef struct chk_shared chk_shared_t;
@@ -92,22 +115,26 @@ typedef struct chk_report {
     uint64_t expected, holds;   /* asked for, recorded */
     uint64_t unfilled;          /* records never completed */
     uint64_t overlaps;          /* overlaps not excused: mutual exclusion broken */
-    uint64_t excused;           /* overlaps after a hold reported lost (ENOLCK) */
+    uint64_t excused;           /* overlaps after holds unlocked with ENOLCK or EIO */
     uint64_t fence_inversions;  /* fence order broken */
     uint64_t writes, counter;   /* write holds, final shared counter */
-    uint64_t lost_updates;      /* writes - counter */
+    uint64_t lost_updates;      /* writes - counter (a violation unless overlaps were
+                                   excused: a lapsed holder wrote back a stale count) */
     uint64_t torn_reads;        /* readers that saw the counter change */
     uint64_t redis_bad;         /* verify_redis mismatches on holds unlocked with 0 */
-    uint64_t redis_bad_excused; /* ... on holds unlocked with ENOLCK */
+    uint64_t redis_bad_excused; /* ... on holds unlocked with ENOLCK or EIO */
     uint64_t ownerdead;         /* lock calls that returned EOWNERDEAD */
     uint64_t unlock_enolck, unlock_eio, unlock_other;
     uint64_t lock_eio, lock_timedout, lock_other;   /* failed lock calls (retried) */
     uint64_t max_readers;       /* most read holds seen at once */
     int children_failed;        /* children that did not exit 0 */
+    int stopped;                /* ended by chk_stop() */
     int64_t elapsed_ms;
     double ops_per_s;
     int64_t longest_hold_gap_ms;/* longest time no hold was running (recovery time) */
     char first[512];            /* the first violation, described */
+    char first_loss[256];       /* the first hold unlocked with ENOLCK, and the
+                                   first lock that said EOWNERDEAD, described */
     char first_error[256];      /* a dist_lasterror() of a failed lock call */
 } chk_report_t;
 
@@ -139,6 +166,14 @@ int chk_keys_left_at(int port, const char *name);
 /* While chk_run runs (from its tick callback): the pid of a process one
  * of whose threads is inside a write hold right now, or 0. */
 pid_t chk_writer_now(void);
+
+/* While chk_run runs: how many threads of process number index (0 ..
+ * procs-1, below CHK_MAX_PROCS) are inside a hold (any mode) right now. */
+int chk_inside(int index);
+
+/* From the tick callback: the threads stop after their current hold (the
+ * run ends early; expected becomes the holds begun). */
+void chk_stop(void);
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t chk_now_ns(void);

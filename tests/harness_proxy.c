@@ -32,7 +32,13 @@ typedef struct px_pair {
                                    Redis: they go on (TCP delivers what was sent
                                    before a FIN), then the pair closes */
     int tainted;                /* lost bytes in a blackhole */
+    int half_closed;            /* client_eof and all delivered: FIN sent to Redis */
     int used;
+    int cport;                  /* the client's port (whose process: th_proc_sockets) */
+    int sub;                    /* the client sent SUBSCRIBE: a subscriber connection */
+    int frozen;                 /* client->server bytes are kept, not forwarded */
+    int64_t thaw_at;            /* frozen until then (ms; 0: until th_proxy_thaw) */
+    int64_t last_due;           /* due time of the last client chunk (order kept) */
 } px_pair_t;
 
 #define PX_STACK (2 * 1024 * 1024)
@@ -48,6 +54,8 @@ struct th_proxy {
     int mode, quit, cut_all;
     long delay_ms;
     int cut_replies, cut_requests, mute;
+    long jitter_lo, jitter_hi;  /* JITTER: each client chunk's delay (ms) */
+    unsigned jitter_seed;
     th_proxy_stats_t st;
     /* the thread's own */
     int cur_mode;
@@ -141,6 +149,7 @@ static void px_cut(th_proxy_t *p, px_pair_t *pr, int counted)
     pr->used = 0;
     pr->tainted = 0;
     pr->client_eof = 0;
+    pr->half_closed = 0;
     p->st.open--;
     if (counted)
         p->st.cuts++;
@@ -174,7 +183,10 @@ static void px_nonblock(int fd)
 /* mu held */
 static void px_accept(th_proxy_t *p)
 {
-    int cfd = accept4(p->lfd, NULL, NULL, SOCK_CLOEXEC);
+    struct sockaddr_in ca;
+    socklen_t calen = sizeof ca;
+    memset(&ca, 0, sizeof ca);
+    int cfd = accept4(p->lfd, (struct sockaddr *)&ca, &calen, SOCK_CLOEXEC);
     if (cfd < 0)
         return;
     p->st.accepted++;
@@ -200,6 +212,7 @@ static void px_accept(th_proxy_t *p)
     memset(pr, 0, sizeof *pr);
     pr->fd[0] = cfd;
     pr->fd[1] = sfd;
+    pr->cport = ntohs(ca.sin_port);
     pr->used = 1;
     p->st.open++;
 }
@@ -222,6 +235,15 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
         pr->tainted = 1;
         return 0;
     }
+    if (d == 1 && pr->client_eof) {
+        /* replies to a client that closed (a frozen connection delivered
+         * late): nobody reads them, and writing them would reset the pair
+         * before the rest of what the client sent reached Redis */
+        p->st.discarded += (uint64_t)n;
+        return 0;
+    }
+    if (d == 0 && !pr->sub && memmem(buf, (size_t)n, "SUBSCRIBE", 9))
+        pr->sub = 1;
     static const char push[] = "*3\r\n$7\r\nmessage\r\n";
     if (d == 1 && p->mute && (size_t)n >= sizeof push - 1 && memcmp(buf, push, sizeof push - 1) == 0) {
         p->st.pushes_muted++;
@@ -251,7 +273,22 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
         c->next = NULL;
         c->len = len;
         c->off = 0;
-        c->due_ms = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0);
+        int64_t due = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0);
+        if (d == 0 && p->cur_mode == TH_PROXY_JITTER) {
+            long span = p->jitter_hi - p->jitter_lo;
+            due += p->jitter_lo;
+            if (span > 0)
+                due += (long)(rand_r(&p->jitter_seed) % (unsigned)(span + 1));
+            p->st.jittered++;
+        }
+        /* one connection's bytes stay in order (TCP); only different
+         * connections are reordered */
+        if (d == 0) {
+            if (due < pr->last_due)
+                due = pr->last_due;
+            pr->last_due = due;
+        }
+        c->due_ms = due;
         memcpy(c->data, buf, len);
         if (pr->tail[d])
             pr->tail[d]->next = c;
@@ -287,6 +324,8 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
 static int px_write(th_proxy_t *p, px_pair_t *pr, int d)
 {
     int64_t now = th_now_ms();
+    if (d == 0 && pr->frozen)
+        return 0;
     while (pr->head[d] && pr->head[d]->due_ms <= now) {
         px_chunk_t *c = pr->head[d];
         ssize_t w = send(pr->fd[!d], c->data + c->off, c->len - c->off, MSG_NOSIGNAL);
@@ -296,9 +335,11 @@ static int px_write(th_proxy_t *p, px_pair_t *pr, int d)
             return -1;
         c->off += (size_t)w;
         pr->queued[d] -= (size_t)w;
-        if (d == 0)
+        if (d == 0) {
             p->st.bytes_c2s += (uint64_t)w;
-        else
+            if (pr->client_eof)
+                p->st.late_bytes += (uint64_t)w;
+        } else
             p->st.bytes_s2c += (uint64_t)w;
         if (c->off < c->len)
             return 0;
@@ -308,6 +349,16 @@ static int px_write(th_proxy_t *p, px_pair_t *pr, int d)
         free(c);
     }
     return 0;
+}
+
+/* mu held */
+static void px_thaw_pair(th_proxy_t *p, px_pair_t *pr)
+{
+    pr->frozen = 0;
+    pr->thaw_at = 0;
+    p->st.thawed++;
+    if (pr->client_eof && pr->head[0])
+        p->st.late_conns++;       /* its client gave up on it: what it sent arrives late */
 }
 
 static void *px_main(void *arg)
@@ -345,6 +396,15 @@ static void *px_main(void *arg)
         }
         int n = 0;
         int64_t now = th_now_ms(), next_due = now + 100;
+        for (int i = 0; i < PX_MAX_PAIRS; i++) {
+            px_pair_t *pr = &p->pairs[i];
+            if (!pr->used || !pr->frozen || !pr->thaw_at)
+                continue;
+            if (pr->thaw_at <= now)
+                px_thaw_pair(p, pr);
+            else if (pr->thaw_at < next_due)
+                next_due = pr->thaw_at;
+        }
         pf[n] = (struct pollfd){ p->wake[0], POLLIN, 0 };
         owner[n++] = -1;
         pf[n] = (struct pollfd){ p->lfd, POLLIN, 0 };
@@ -358,7 +418,7 @@ static void *px_main(void *arg)
                 if (pr->queued[d] < PX_QUEUE_MAX)
                     ev |= POLLIN;
                 /* fd[d] is written with what fd[!d] sent */
-                if (pr->head[!d]) {
+                if (pr->head[!d] && !(d == 1 && pr->frozen)) {
                     if (pr->head[!d]->due_ms <= now)
                         ev |= POLLOUT;
                     else if (pr->head[!d]->due_ms < next_due)
@@ -408,8 +468,14 @@ static void *px_main(void *arg)
             for (int d = 0; d < 2 && pr->used; d++)
                 if (pr->head[d] && px_write(p, pr, d) < 0)
                     px_cut(p, pr, 0);
-            if (pr->used && pr->client_eof && !pr->head[0])
-                px_cut(p, pr, 0);       /* all it sent is with Redis: close */
+            if (pr->used && pr->client_eof && !pr->head[0] && !pr->half_closed) {
+                /* All it sent is with Redis: pass its FIN on and wait for
+                 * Redis to close.  Closing at once, with a reply of Redis
+                 * unread, would send a reset that can reach Redis before it
+                 * has read the last bytes, which the kernel then drops. */
+                shutdown(pr->fd[1], SHUT_WR);
+                pr->half_closed = 1;
+            }
         }
         pthread_mutex_unlock(&p->mu);
     }
@@ -567,6 +633,15 @@ void th_proxy_get_stats(th_proxy_t *p, th_proxy_stats_t *s)
 {
     pthread_mutex_lock(&p->mu);
     *s = p->st;
+    s->frozen_now = s->frozen_bytes = s->frozen_closed = 0;
+    for (int i = 0; i < PX_MAX_PAIRS; i++) {
+        const px_pair_t *pr = &p->pairs[i];
+        if (pr->used && pr->frozen) {
+            s->frozen_now++;
+            s->frozen_bytes += pr->queued[0];
+            s->frozen_closed += pr->client_eof;
+        }
+    }
     pthread_mutex_unlock(&p->mu);
 }
 
@@ -576,4 +651,83 @@ void th_proxy_mute_pushes(th_proxy_t *p, int on)
     p->mute = on;
     pthread_mutex_unlock(&p->mu);
     px_wake(p);
+}
+
+void th_proxy_jitter(th_proxy_t *p, long min_ms, long max_ms, unsigned seed)
+{
+    pthread_mutex_lock(&p->mu);
+    p->jitter_lo = min_ms;
+    p->jitter_hi = max_ms > min_ms ? max_ms : min_ms;
+    p->jitter_seed = seed;
+    pthread_mutex_unlock(&p->mu);
+    th_proxy_mode(p, TH_PROXY_JITTER, max_ms);
+}
+
+int th_proxy_freeze(th_proxy_t *p, pid_t pid, int flags, long hold_ms)
+{
+    int ports[64], np = 0;
+    if (pid > 0) {
+        np = th_proc_sockets(pid, p->port, ports, 64);
+        if (np > 64)
+            np = 64;
+        if (np == 0)
+            return 0;
+    }
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    int64_t now = th_now_ms();
+    for (int i = 0; i < PX_MAX_PAIRS; i++) {
+        px_pair_t *pr = &p->pairs[i];
+        if (!pr->used || pr->frozen || pr->client_eof)
+            continue;
+        if ((flags & TH_PROXY_COMMANDS) && pr->sub)
+            continue;
+        int mine = pid <= 0;
+        for (int k = 0; k < np && !mine; k++)
+            mine = ports[k] == pr->cport;
+        if (!mine)
+            continue;
+        pr->frozen = 1;
+        pr->thaw_at = hold_ms > 0 ? now + hold_ms : 0;
+        p->st.frozen++;
+        n++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    return n;
+}
+
+int th_proxy_thaw(th_proxy_t *p)
+{
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < PX_MAX_PAIRS; i++) {
+        px_pair_t *pr = &p->pairs[i];
+        if (pr->used && pr->frozen) {
+            px_thaw_pair(p, pr);
+            n++;
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    return n;
+}
+
+int th_proxy_settled(th_proxy_t *p, long timeout_ms)
+{
+    int64_t end = th_now_ms() + timeout_ms;
+    for (;;) {
+        int busy = 0;
+        pthread_mutex_lock(&p->mu);
+        for (int i = 0; i < PX_MAX_PAIRS && !busy; i++) {
+            px_pair_t *pr = &p->pairs[i];
+            busy = pr->used && !pr->frozen && pr->head[0];
+        }
+        pthread_mutex_unlock(&p->mu);
+        if (!busy)
+            return 1;
+        if (th_now_ms() >= end)
+            return 0;
+        th_sleep_ms(1);
+    }
 }

@@ -17,6 +17,13 @@
  *              client's close reaches Redis after the bytes it sent before
  *              it, as over TCP; a change of mode leaves queued chunks due
  *              when they were)
+ *   JITTER     (th_proxy_jitter) each chunk a client sends is forwarded after
+ *              a random delay in [min_ms, max_ms], never before the chunk
+ *              read before it on the same connection: one connection keeps
+ *              its order, as TCP does, but different connections are
+ *              reordered.  A client that gave a connection up (its I/O
+ *              time-out) and sent again on a new one may see the new bytes
+ *              reach Redis before the old ones.  Replies pass at once.
  *
  * and one-shot cuts at the worst moments:
  *   th_proxy_cut_replies(p, n)   the next n chunks Redis sends are not
@@ -31,6 +38,22 @@
  *                                thrown away, the connection stays up: lost
  *                                notifications without any reconnection
  *
+ * and pauses of single connections, while the others flow:
+ *   th_proxy_freeze(p, pid, flags, hold_ms)  from now on, what the
+ *                                connections of process pid (0: every
+ *                                process) open now send is kept, in order,
+ *                                not forwarded, for hold_ms (0: until
+ *                                th_proxy_thaw).  With TH_PROXY_COMMANDS,
+ *                                subscriber connections (those that sent
+ *                                SUBSCRIBE) go on flowing.  Connections opened
+ *                                later flow: a client that gives up on a
+ *                                frozen connection and reconnects gets its
+ *                                new requests served first, and the old ones
+ *                                reach Redis when the freeze ends, even if the
+ *                                client closed that connection meanwhile (as
+ *                                TCP delivers what was sent before a FIN).
+ *                                Replies to a client that closed are dropped.
+ *
  * Cutting uses shutdown(), so copies of the sockets inherited by forked
  * children do not keep a connection alive.
  */
@@ -38,8 +61,13 @@
 #define TH_HARNESS_PROXY_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
-enum th_proxy_mode { TH_PROXY_PASS, TH_PROXY_DROP, TH_PROXY_BLACKHOLE, TH_PROXY_SLOW };
+enum th_proxy_mode { TH_PROXY_PASS, TH_PROXY_DROP, TH_PROXY_BLACKHOLE, TH_PROXY_SLOW,
+                     TH_PROXY_JITTER };
+
+/* th_proxy_freeze flags */
+#define TH_PROXY_COMMANDS 1     /* leave subscriber connections alone */
 
 typedef struct th_proxy th_proxy_t;
 
@@ -52,6 +80,12 @@ typedef struct th_proxy_stats {
     uint64_t discarded;         /* bytes thrown away (BLACKHOLE, cuts) */
     uint64_t replies_cut, requests_cut;
     uint64_t pushes_muted;      /* chunks of pub/sub messages thrown away */
+    uint64_t jittered;          /* client chunks given a random delay */
+    uint64_t frozen, thawed;    /* connections frozen, thawed (th_proxy_freeze) */
+    uint64_t late_conns;        /* thawed after their client had closed them */
+    uint64_t late_bytes;        /* bytes delivered after their client closed */
+    uint64_t frozen_now, frozen_bytes;  /* connections frozen now, bytes they keep */
+    uint64_t frozen_closed;     /* ... of which their client closed (gave up) */
 } th_proxy_stats_t;
 
 /* Starts the proxy thread; NULL on failure. */
@@ -69,5 +103,14 @@ void th_proxy_cut_replies(th_proxy_t *p, int n);
 void th_proxy_cut_requests(th_proxy_t *p, int n);
 void th_proxy_mute_pushes(th_proxy_t *p, int on);
 void th_proxy_get_stats(th_proxy_t *p, th_proxy_stats_t *s);
+/* JITTER mode with its delays; seed makes the sequence repeatable. */
+void th_proxy_jitter(th_proxy_t *p, long min_ms, long max_ms, unsigned seed);
+/* See above; returns how many connections were frozen. */
+int th_proxy_freeze(th_proxy_t *p, pid_t pid, int flags, long hold_ms);
+/* Ends every freeze now; returns how many connections it ended. */
+int th_proxy_thaw(th_proxy_t *p);
+/* Waits until no connection that is not frozen has client bytes queued
+ * (what was due is with Redis): 1, or 0 after timeout_ms. */
+int th_proxy_settled(th_proxy_t *p, long timeout_ms);
 
 #endif

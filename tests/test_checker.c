@@ -98,6 +98,31 @@ static void test_verify_detects_violations(void **state)
     assert_int_equal(r.excused, 1);
     assert_int_equal(r.unlock_enolck, 1);
 
+    /* ... or EIO (Redis could not be asked: the hold lapses within a lease) */
+    ov[0].unlock_rc = EIO;
+    assert_int_equal(verify(ov, 2, &r), 0);
+    assert_int_equal(r.excused, 1);
+    assert_int_equal(r.unlock_eio, 1);
+    /* but a later hold that turned out lapsed does not excuse the earlier
+     * one unlocked with 0: that one vouched for its whole time */
+    ov[0].unlock_rc = 0;
+    ov[1].unlock_rc = ENOLCK;
+    assert_int_equal(verify(ov, 2, &r), 1);
+    assert_int_equal(r.overlaps, 1);
+    /* a hold unlocked with 0 is not hidden by a lapsed one that ends later:
+     * two readers, the one that ends last lapsed, and a writer inside both */
+    chk_hold_t hid[] = { H(10, 100, 5, 1, 'r'), H(20, 200, 5, 2, 'r'), H(50, 60, 6, 3, 'w') };
+    hid[1].unlock_rc = ENOLCK;
+    assert_int_equal(verify(hid, 3, &r), 1);
+    assert_int_equal(r.overlaps, 1);
+    assert_int_equal(r.excused, 0);
+    assert_non_null(strstr(r.first, "pid 1"));
+    hid[0].unlock_rc = EIO;                 /* both lapsed: excused */
+    hid[1].unlock_rc = ENOLCK;
+    hid[2] = H(50, 60, 6, 3, 'w');
+    assert_int_equal(verify(hid, 3, &r), 0);
+    assert_int_equal(r.excused, 1);
+
     /* fences going down, or equal across processes */
     chk_hold_t inv[] = { H(10, 20, 6, 1, 'w'), H(21, 30, 5, 2, 'w') };
     assert_true(verify(inv, 2, &r) >= 1);
@@ -133,10 +158,21 @@ static void test_verify_detects_violations(void **state)
     tr[0].torn = 1;
     assert_int_equal(verify(tr, 1, &r), 1);
     assert_int_equal(r.torn_reads, 1);
+    /* ... torn by a writer whose hold had lapsed (ENOLCK): excused with
+     * the overlap that explains it */
+    chk_hold_t tw[] = { H(5, 15, 8, 2, 'w'), H(10, 20, 9, 1, 'r') };
+    tw[0].unlock_rc = ENOLCK;
+    tw[1].torn = 1;
+    assert_int_equal(verify(tw, 2, &r), 0);
+    assert_int_equal(r.excused, 1);
+    assert_int_equal(r.torn_reads, 1);
     chk_hold_t rb[] = { H(10, 20, 9, 1, 'w') };
     rb[0].redis_bad = 1;
     assert_int_equal(verify(rb, 1, &r), 1);
     rb[0].unlock_rc = ENOLCK;
+    assert_int_equal(verify(rb, 1, &r), 0);
+    assert_int_equal(r.redis_bad_excused, 1);
+    rb[0].unlock_rc = EIO;
     assert_int_equal(verify(rb, 1, &r), 0);
     assert_int_equal(r.redis_bad_excused, 1);
 

@@ -18,14 +18,20 @@
 #   hold that it has our hold (one extra command per hold)
 #   -b BUILD_DIR (build-soak)  -s build with ASan+UBSan (slower)
 #   -m MAX_SECONDS per run before the children are killed (3600)
+#   -a RUNS: instead, run the checker against an adversarial network and
+#   stopped processes (tests/test_checker_net.c) RUNS times, and count per
+#   case how many runs failed (TH_FILTER picks cases, CHECKER_NET_ROUNDS
+#   the rounds of each, CHECKER_NET_SKIP_FIXES=1 skips the cases that need
+#   the protocol-hardening fixes); each run starts its own redis-server
 # Set DISTLOCK_URL to use a Redis of your own (then nothing is started).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 procs=8 threads=4 ops=100000 kind=both write=25 hold=0 verify=0
 build=build-soak sanitize=OFF max_s=3600
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
-while getopts "p:t:n:k:w:H:Vb:sm:h" opt; do
+adversary=0
+usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+while getopts "p:t:n:k:w:H:Vb:sm:a:h" opt; do
   case $opt in
     p) procs=$OPTARG ;;
     t) threads=$OPTARG ;;
@@ -37,10 +43,35 @@ while getopts "p:t:n:k:w:H:Vb:sm:h" opt; do
     b) build=$OPTARG ;;
     s) sanitize=ON ;;
     m) max_s=$OPTARG ;;
+    a) adversary=$OPTARG ;;
     *) usage ;;
   esac
 done
 case $kind in mutex|rwlock|both) ;; *) echo "soak: -k mutex|rwlock|both" >&2; exit 64 ;; esac
+
+if [ "$adversary" -gt 0 ]; then
+  echo "== building test_checker_net in $build (sanitizers $sanitize)"
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTLOCK_TESTS=ON \
+    -DDISTLOCK_SANITIZE="$sanitize" >/dev/null
+  cmake --build "$build" --target test_checker_net -j "${DISTLOCK_JOBS:-2}" >/dev/null
+  logs="$build/adversary"
+  rm -rf "$logs" && mkdir -p "$logs"
+  log="$logs/summary"
+  : >"$log"
+  for i in $(seq 1 "$adversary"); do
+    # one random-delay seed per run; the scripted cases vary by timing
+    CHECKER_NET_SEED=$i "$build/test_checker_net" >"$logs/run$i.log" 2>&1 || true
+    # "run N STATUS case", once per case (cmocka lists failures twice)
+    sed -nE "s/^\[ +(OK|FAILED|SKIPPED) +\] (test_[a-z0-9_]+).*/run $i \1 \2/p" "$logs/run$i.log" |
+      sort -u >>"$log"
+    echo "run $i: $(grep -c "^run $i FAILED" "$log") case(s) failed ($logs/run$i.log)"
+  done
+  echo "== adversarial checker, $adversary run(s): failed / passed per case"
+  awk '{ st=$3; name=$4; if (st == "FAILED") f[name]++; else if (st == "OK") o[name]++; else s[name]++; n[name]=1 }
+       END { for (k in n) printf "%-40s failed %d  passed %d  skipped %d\n", k, f[k], o[k], s[k] }' "$log" | sort
+  if grep -q FAILED "$log"; then exit 1; fi
+  exit 0
+fi
 
 echo "== building test_checker in $build (sanitizers $sanitize)"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTLOCK_TESTS=ON \
