@@ -779,6 +779,62 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     return rq->mode == 'w' ? acquire_write(p, l, rq, tid) : acquire_read(p, l, rq, tid);
 }
 
+/* A thread ends its part of a hold that other threads of the process keep
+ * (l->mu held): its unlock may return 0 only if the hold was still Redis's
+ * all along.  Within the hold's confirmed validity it was; past it (the
+ * process stalled, or its renewals failed) a renewal asks Redis, which
+ * also makes the hold valid again for the threads that keep it.  0,
+ * ENOLCK (the hold is gone: the others' unlocks say so too), EIO. */
+static int vouch(dl_proc_t *p, dl_lock_t *l)
+{
+    char q[96];
+    if (!l->rmode || dl_hold_valid(l))
+        return 0;
+    if (!l->lost && !l->renew) {
+        /* A fixed lease past its end has lapsed: that is what it is for. */
+        l->lost = 1;
+    }
+    if (!l->lost) {
+        char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
+        unsigned long lease_ms = l->lease_ms;
+        unsigned long holdseq = l->holdseq;
+        dl_call_t c;
+        call_init(&c, DL_SCRIPT_RENEW, p, l);
+        dl_call_arg(&c, mode, 1);
+        dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", lease_ms));
+        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
+                                                 (unsigned long long)l->fence));
+        l->busy = 1;
+        pthread_mutex_unlock(&l->mu);
+        uint64_t sent = dl_now_ms();
+        int rc = dl_script_run(p->conn, &c, 1);
+        long long kept = rc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER ? c.cmd.reply->integer : -1;
+        char why[200];
+        snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
+        dl_calls_free(&c, 1);
+        pthread_mutex_lock(&l->mu);
+        l->busy = 0;
+        pthread_cond_broadcast(&l->cv);
+        if (l->holdseq != holdseq)
+            return 0;             /* (cannot happen while others hold it) */
+        if (kept >= 1) {
+            uint64_t v = dl_hold_valid_until(sent, lease_ms);
+            if (v > l->valid_until)
+                l->valid_until = v;
+            return 0;
+        }
+        if (kept < 0)
+            return dl_fail(EIO, "unlock %s: cannot confirm the hold with Redis: %s",
+                           qname(l, q, sizeof q), why);
+        l->lost = 1;
+        DL_STAT_ADD(lost, 1);
+    }
+    dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
+           "(lease ran out, or the key was deleted)", qname(l, q, sizeof q));
+    return dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
+                   "(lease ran out, or the key was deleted)", q);
+}
+
 int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
 {
     char q[96];
@@ -793,13 +849,22 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
     dl_holder_pop(l, tid, &last);
     int rc = 0;
     if (last) {
+        /* Another thread's vouch() may be asking Redis about this hold:
+         * what it learns decides this unlock too. */
+        while (l->busy && l->rmode)
+            wait_until(l, dl_now_ms() + 100);
         int wrote = l->writer == tid;
         if (wrote)
             l->writer = 0;
         else
             l->rthreads--;
-        /* A lost hold is never kept: settle releases it and says ENOLCK. */
-        rc = settle(p, l, wrote && l->quick && short_hold(l));
+        /* A lost hold is never kept: settle releases it and says ENOLCK.
+         * While other threads of the process still hold it, settle does
+         * not reach Redis: vouch for this thread's part of it here. */
+        if (l->rmode && (l->writer || l->rthreads))
+            rc = vouch(p, l);
+        else
+            rc = settle(p, l, wrote && l->quick && short_hold(l));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;
