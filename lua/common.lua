@@ -310,6 +310,13 @@ local function ww_set(token, ttl, now)
   if left and now + left > until_ms then until_ms = now + left end
   rcall('HSET', K_META, 'ww', token, 'wwx', int(until_ms))
   if rcall('PTTL', K_META) < 0 then rcall('PEXPIRE', K_META, META_TTL) end
+  -- A new mark tells the readers, so they stop letting new readers of
+  -- their process join their hold (as a first registration does).
+  if not left then
+    for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
+      rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+    end
+  end
 end
 
 local function ww_clear(token)

@@ -271,9 +271,17 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
     /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
-    int enqueue = queue && p->cfg.scheme != DL_SCHEME_REDLOCK;
+    int redlock = p->cfg.scheme == DL_SCHEME_REDLOCK;
+    int enqueue = queue && !redlock;
     char q[96];
-    int nrc = enqueue ? dl_notify_ensure(p, rq->deadline) : 0;
+    /* redlock: a reader that may wait subscribes too, to hear of a writer
+     * that starts waiting while it holds (a push from the writer's mark,
+     * acquire.lua), as readers hear of a queued writer elsewhere; only a
+     * hint there (renewals say it too), so no failure to subscribe stops
+     * the call. */
+    int nrc = enqueue || (redlock && queue && rq->mode == 'r') ? dl_notify_ensure(p, rq->deadline) : 0;
+    if (nrc && !enqueue)
+        nrc = 0;
     if (nrc == EAGAIN)
         dl_log(DL_LOG_INFO, "lock %s: the subscriber is still connecting; waiting without "
                "pushes (asking again every %lu ms)", qname(l, q, sizeof q), wttl / 3);
@@ -287,7 +295,6 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
      * a write that will wait marks the servers it finds busy, and every
      * read honours another process's mark. */
-    int redlock = p->cfg.scheme == DL_SCHEME_REDLOCK;
     char markbuf[24] = "0";
     if (redlock && rq->mode == 'w' && queue)
         snprintf(markbuf, sizeof markbuf, "%lu",
