@@ -16,10 +16,13 @@ target_link_libraries(distlock-cli PRIVATE distlock_static)
 # `if(TARGET distlock-cli)` rule), so here only the man page is, and the
 # binary only if that file is absent: nothing is installed twice.
 if(NOT EXISTS ${CMAKE_SOURCE_DIR}/cmake/install.cmake)
-  install(TARGETS distlock-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS distlock-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 endif()
-install(FILES ${CMAKE_SOURCE_DIR}/docs/distlock.1
-        DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+# cmake/man.cmake installs the page with the others (gzipped for Debian).
+if(NOT EXISTS ${CMAKE_SOURCE_DIR}/cmake/man.cmake)
+  install(FILES ${CMAKE_SOURCE_DIR}/docs/distlock.1
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tools)
+endif()
 
 if(DISTLOCK_TESTS)
   enable_testing()

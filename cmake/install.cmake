@@ -5,12 +5,17 @@
 #   find_package(distlock REQUIRED)
 #   target_link_libraries(app distlock::distlock)
 # Included at the end of the top-level CMakeLists.txt.
+#
+# Each file belongs to a component, which cmake/package.cmake makes a Debian
+# package of: lib (libdistlock.so.0), dev (header, libdistlock.a, the .so
+# link, pkg-config, CMake package, man3) and tools (distlock,
+# distlock-bench, the interposer, man1/7/8).
 include(CMakePackageConfigHelpers)
 
 set(DL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/distlock)
 
 install(FILES ${CMAKE_SOURCE_DIR}/include/distlock.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 # distlock::distlock is the shared library; distlock::distlock_static the
 # archive (same file name, libdistlock.a).
@@ -18,17 +23,18 @@ set_target_properties(distlock_static PROPERTIES EXPORT_NAME distlock_static)
 install(TARGETS distlock distlock_static
   EXPORT distlockTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}    # libdistlock.so.0.1.0 + soname links
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    COMPONENT lib NAMELINK_COMPONENT dev         # libdistlock.so: development only
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 # Parts that come later in the project; each is installed once it exists.
 if(TARGET distlock_preload)
-  install(TARGETS distlock_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(TARGETS distlock_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tools)
 endif()
 foreach(tool distlock-cli distlock-bench)
   if(TARGET ${tool})
-    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
   endif()
 endforeach()
 
@@ -38,7 +44,7 @@ endforeach()
 install(EXPORT distlockTargets
   NAMESPACE distlock::
   FILE distlockTargets.cmake
-  DESTINATION ${DL_CMAKE_DIR})
+  DESTINATION ${DL_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(
   ${CMAKE_SOURCE_DIR}/cmake/distlockConfig.cmake.in
   ${CMAKE_BINARY_DIR}/distlockConfig.cmake
@@ -51,7 +57,7 @@ write_basic_package_version_file(
 install(FILES
   ${CMAKE_BINARY_DIR}/distlockConfig.cmake
   ${CMAKE_BINARY_DIR}/distlockConfigVersion.cmake
-  DESTINATION ${DL_CMAKE_DIR})
+  DESTINATION ${DL_CMAKE_DIR} COMPONENT dev)
 
 # --- pkg-config.  Written at install time, so that the prefix given to
 # `cmake --install --prefix P` (not only the configured one) lands in it.
@@ -71,10 +77,10 @@ install(CODE "
   set(DL_PC_LIBDIR [[${DL_PC_LIBDIR}]])
   set(DL_PC_INCLUDEDIR [[${DL_PC_INCLUDEDIR}]])
   set(DL_PC_VERSION [[${PROJECT_VERSION}]])
-")
+" COMPONENT dev)
 install(CODE [[
   set(DL_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   configure_file("${DL_PC_IN}" "${DL_PC_OUT}" @ONLY)
-]])
+]] COMPONENT dev)
 install(FILES ${CMAKE_BINARY_DIR}/distlock.pc
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)

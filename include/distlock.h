@@ -19,12 +19,19 @@
 #ifndef DISTLOCK_H
 #define DISTLOCK_H
 
+#include <errno.h>   /* EOWNERDEAD, ENOLCK, ...: the system's values */
 #include <stdint.h>
 #include <time.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* This header's version; dist_version() gives the library's at run time.
+ * CMake's project(VERSION) must agree (checked at configure time). */
+#define DISTLOCK_VERSION_MAJOR 0
+#define DISTLOCK_VERSION_MINOR 1
+#define DISTLOCK_VERSION_PATCH 0
 
 #define DIST_NAME_MAX 512          /* longest lock name, in bytes */
 #define DIST_MUTEX_RECURSIVE 1     /* default type: reentrant */
@@ -36,7 +43,7 @@ extern "C" {
 #define DIST_API
 #endif
 
-/* Not an errno on every platform: glibc has both. */
+/* POSIX (2008) has EOWNERDEAD; a libc without it gets glibc's value. */
 #ifndef EOWNERDEAD
 #define EOWNERDEAD 130
 #endif
@@ -136,6 +143,8 @@ DIST_API const char *dist_strerror(int err);
 /* This thread's detail of its last failure, e.g.
  * "redis 127.0.0.1:6390: connection refused"; "" if none. */
 DIST_API const char *dist_lasterror(void);
+/* The library's version, "MAJOR.MINOR.PATCH" (a static string). */
+DIST_API const char *dist_version(void);
 
 #ifdef __cplusplus
 }

@@ -20,7 +20,7 @@ local writer = w[1]
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
   mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil)
-  dequeue(token)
+  dequeue_upto(token, rid)
   if marks and mode == 'w' then ww_clear(token) end
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end

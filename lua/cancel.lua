@@ -11,8 +11,7 @@ local token, mode, rid = ARGV[2], ARGV[3], tonumber(ARGV[4])
 if ARGV[5] == 'm' then ww_clear(token) end
 local now = now_ms()
 local mine = held_by(token, mode, now)
-local raw = rcall('HGET', K_W, token)
-if raw and tonumber(cmsgpack.unpack(raw)[4]) <= rid then dequeue(token) end
+dequeue_upto(token, rid)
 if mine then return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1} end
 -- A writer at the head may have been holding back readers behind it.
 grant_waiters(nil, false)

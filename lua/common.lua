@@ -218,6 +218,17 @@ local function dequeue(token)
   rcall('HDEL', K_W, token)
 end
 
+-- Dequeues the caller's registration if it is request `rid`'s or an
+-- earlier one's, never a later one: a request (acquire, cancel, withdraw)
+-- run late, after its process queued again, must leave that place alone.
+-- Returns whether it did.
+local function dequeue_upto(token, rid)
+  local raw = rcall('HGET', K_W, token)
+  if not raw or tonumber(cmsgpack.unpack(raw)[4]) > tonumber(rid) then return false end
+  dequeue(token)
+  return true
+end
+
 -- The first waiter whose registration has not expired, its registration,
 -- and 1 if someone is queued behind it (perhaps an expired registration:
 -- a hint only), else 0.  Expired ones (waiters that died or gave up) are

@@ -13,9 +13,7 @@
 -- Reply: 1 a hold released, 2 a queue place withdrawn, 0 nothing of it left
 local token, mode, rid = ARGV[2], ARGV[3], tonumber(ARGV[4])
 
-local raw = rcall('HGET', K_W, token)
-if raw and tonumber(cmsgpack.unpack(raw)[4]) <= rid then
-  dequeue(token)
+if dequeue_upto(token, rid) then
   -- A writer at the head may have been holding back readers behind it.
   grant_waiters(nil, false)
   return 2

@@ -6,9 +6,11 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
       redis-server redis-tools)
 # The test suite also runs valgrind and the libFuzzer targets (clang; its
-# fuzzer runtime is only a "recommends" of clang on Debian 12).
+# fuzzer runtime is only a "recommends" of clang on Debian 12), checks the
+# manual pages (man-db, groff) and lints the Debian packages (lintian; cpack
+# uses dpkg-shlibdeps of dpkg-dev and file).
 if [ "${1:-}" = --test ]; then
-  pkgs+=(valgrind clang libclang-rt-14-dev)
+  pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file)
 fi
 
 missing=()

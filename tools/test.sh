@@ -4,8 +4,10 @@
 # servers), runs the single-server suites under valgrind memcheck
 # (tests/valgrind.sh) and each libFuzzer target for DISTLOCK_FUZZ_TIME
 # seconds (tests/fuzz/run.sh, default 20), then checks that an installed
-# distlock can be used by another project (tests/install/check.sh).  Exits
-# non-zero on any failure.
+# distlock can be used by another project (tests/install/check.sh) and that
+# the Debian packages build, pass lintian and work unpacked
+# (tests/packages/check.sh).  The manual pages are checked by ctest
+# (man_pages).  Exits non-zero on any failure.
 #
 # Environment: DISTLOCK_CI_BUILD_DIR (default build-ci), DISTLOCK_JOBS
 # (default 2), DISTLOCK_CMAKE_ARGS (extra configure arguments, e.g.
@@ -49,6 +51,11 @@ install_status=0
 bash tests/install/check.sh || install_status=1
 
 echo
+echo "== packages check (cpack DEB, lintian, unpacked and used)"
+packages_status=0
+bash tests/packages/check.sh || packages_status=1
+
+echo
 echo "== summary"
 echo "ctest: ${summary:-no summary (ctest did not run)}"
 if [ "$install_status" -eq 0 ]; then
@@ -56,6 +63,8 @@ if [ "$install_status" -eq 0 ]; then
 else
   echo "install check: FAILED"
 fi
+[ "$packages_status" -eq 0 ] && echo "packages check: passed" || echo "packages check: FAILED"
 [ "$vg_status" -eq 0 ] && echo "valgrind: passed" || echo "valgrind: FAILED"
 [ "$fuzz_status" -eq 0 ] && echo "fuzz: passed" || echo "fuzz: FAILED"
-[ "$status" -eq 0 ] && [ "$install_status" -eq 0 ] && [ "$vg_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]
+[ "$status" -eq 0 ] && [ "$install_status" -eq 0 ] && [ "$packages_status" -eq 0 ] &&
+  [ "$vg_status" -eq 0 ] && [ "$fuzz_status" -eq 0 ]

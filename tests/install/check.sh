@@ -42,15 +42,18 @@ done
 [ -f "$libdir/cmake/distlock/distlockConfig.cmake" ] || {
   echo "missing $libdir/cmake/distlock/distlockConfig.cmake" >&2; exit 1; }
 
-step "every function of distlock.h is exported by libdistlock.so"
-exported=$(nm -D --defined-only "$libdir/libdistlock.so" | awk '{print $NF}')
-missing=""
-for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$prefix/include/distlock.h" | tr -d '( ' | sort -u); do
-  grep -qx "$fn" <<<"$exported" || missing="$missing $fn"
-done
-if [ -n "$missing" ]; then
-  echo "not exported by libdistlock.so:$missing" >&2
-  exit 1
+step "libdistlock.so exports every function of distlock.h, and only dist_*"
+bash "$root/tests/install/exports.sh" "$libdir/libdistlock.so" "$prefix/include/distlock.h"
+
+if command -v man >/dev/null 2>&1; then
+  step "man: every function of distlock.h has an installed page"
+  for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$prefix/include/distlock.h" | tr -d '( ' | sort -u) \
+            DIST_MUTEX_INITIALIZER DIST_RWLOCK_INITIALIZER distlock distlock-bench distlock_preload; do
+    page=$(MANPATH=$prefix/share/man man -w "$fn" 2>/dev/null) || {
+      echo "man $fn: no page installed under $prefix/share/man" >&2; exit 1; }
+    case $page in "$prefix"/*) ;; *) echo "man $fn: $page, not the installed page" >&2; exit 1;; esac
+  done
+  MANPATH=$prefix/share/man man 7 distlock >/dev/null
 fi
 
 export PKG_CONFIG_PATH=$libdir/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}

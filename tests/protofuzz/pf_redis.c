@@ -1,0 +1,343 @@
+/* pf_redis.c - the fuzzer's connection to the server: script calls with
+ * the library's arguments, pushes read through a pattern subscription, and
+ * the snapshot the invariants are judged on. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "pf_redis.h"
+#include "script.h"
+
+/* The library's own scripts, as built from lua/ (generated dl_scripts.c). */
+static const dl_script_t *script_of(int s)
+{
+    static const int map[] = {
+        [PF_S_ACQUIRE] = DL_SCRIPT_ACQUIRE, [PF_S_RELEASE] = DL_SCRIPT_RELEASE,
+        [PF_S_RENEW] = DL_SCRIPT_RENEW,     [PF_S_CANCEL] = DL_SCRIPT_CANCEL,
+        [PF_S_WITHDRAW] = DL_SCRIPT_WITHDRAW, [PF_S_BREAK] = DL_SCRIPT_BREAK,
+    };
+    return &dl_scripts[map[s]];
+}
+
+/* The marks of a lingering unlock (shim/mark.c): KEYS lock, meta; ARGV
+ * token, fence, 'l' lingers | 'h' held again, cut ms.  The library's own
+ * text, as it posts it. */
+extern const char dl_mark_lua[];
+
+/* Everything in one atomic read, numbers as strings (exact above 2^53 is
+ * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
+ * pttl of the 5 keys but meta, meta fence, readers (count, then token,
+ * score, fence), registrations (count, then token, mode, deadline, regid,
+ * queued), queue length. */
+static const char SNAPSHOT[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local function f(n) return string.format('%.0f', tonumber(n) or -1) end\n"
+    "local out = {f(now)}\n"
+    "local lk = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'rid')\n"
+    "out[#out+1] = lk[1] or ''\n"
+    "out[#out+1] = lk[2] or ''\n"
+    "out[#out+1] = lk[3] or ''\n"
+    "for i = 1, 5 do out[#out+1] = f(redis.call('PTTL', KEYS[i])) end\n"
+    "out[#out+1] = redis.call('HGET', KEYS[6], 'fence') or ''\n"
+    "local rd = redis.call('ZRANGE', KEYS[2], 0, -1, 'WITHSCORES')\n"
+    "out[#out+1] = f(#rd / 2)\n"
+    "for i = 1, #rd, 2 do\n"
+    "  local fence = ''\n"
+    "  local raw = redis.call('HGET', KEYS[3], rd[i])\n"
+    "  if raw then fence = f(cmsgpack.unpack(raw)[3]) end\n"
+    "  out[#out+1] = rd[i]; out[#out+1] = f(rd[i+1]); out[#out+1] = fence\n"
+    "end\n"
+    "local w = redis.call('HGETALL', KEYS[5])\n"
+    "out[#out+1] = f(#w / 2)\n"
+    "for i = 1, #w, 2 do\n"
+    "  local v = cmsgpack.unpack(w[i+1])\n"
+    "  out[#out+1] = w[i]; out[#out+1] = tostring(v[1]); out[#out+1] = f(v[3])\n"
+    "  out[#out+1] = tostring(v[4])\n"
+    "  out[#out+1] = redis.call('ZSCORE', KEYS[4], w[i]) and '1' or '0'\n"
+    "end\n"
+    "out[#out+1] = f(redis.call('ZCARD', KEYS[4]))\n"
+    "return out\n";
+
+void pf_token(int proc, char *buf, size_t size)
+{
+    snprintf(buf, size, "t%d", proc);
+}
+
+int pf_token_proc(const char *s, size_t len)
+{
+    if (len < 2 || len > 3 || s[0] != 't')
+        return -2;
+    int v = 0;
+    for (size_t i = 1; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -2;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v < PF_MAX_PROCS ? v : -2;
+}
+
+static redisContext *connect_to(const char *host, int port, char *err, size_t errlen)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (!c || c->err) {
+        snprintf(err, errlen, "connect %s:%d: %s", host, port, c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    return c;
+}
+
+int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix)
+{
+    static const char *const suffix[6] = { "", ":r", ":ri", ":q", ":w", ":m" };
+    memset(k, 0, sizeof *k);
+    snprintf(k->prefix, sizeof k->prefix, "%s", prefix);
+    snprintf(k->chan, sizeof k->chan, "%sn:", prefix);
+    for (int i = 0; i < 6; i++)
+        k->keylen[i] = (size_t)snprintf(k->keys[i], sizeof k->keys[i], "%s{L}%s", prefix, suffix[i]);
+    if (!(k->c = connect_to(host, port, k->err, sizeof k->err)) ||
+        !(k->sub = connect_to(host, port, k->err, sizeof k->err))) {
+        pf_conn_close(k);
+        return -1;
+    }
+    redisReply *r = redisCommand(k->sub, "PSUBSCRIBE %s*", k->chan);
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(k->err, sizeof k->err, "psubscribe: %s", r ? r->str ? r->str : "?" : k->sub->errstr);
+        if (r)
+            freeReplyObject(r);
+        pf_conn_close(k);
+        return -1;
+    }
+    freeReplyObject(r);
+    return 0;
+}
+
+void pf_conn_close(pf_conn_t *k)
+{
+    if (k->c)
+        redisFree(k->c);
+    if (k->sub)
+        redisFree(k->sub);
+    k->c = k->sub = NULL;
+}
+
+/* EVALSHA, and EVAL (which caches it) when the server lacks the script. */
+static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const char **args,
+                        const size_t *lens)
+{
+    const char *argv[3 + 6 + 12];
+    size_t argvlen[3 + 6 + 12];
+    for (int pass = 0; pass < 2; pass++) {
+        int a = 0;
+        argv[a] = pass ? "EVAL" : "EVALSHA";
+        argvlen[a++] = pass ? 4 : 7;
+        argv[a] = pass ? sc->body : sc->sha;
+        argvlen[a++] = pass ? sc->len : strlen(sc->sha);
+        argv[a] = "6";
+        argvlen[a++] = 1;
+        for (int i = 0; i < 6; i++) {
+            argv[a] = k->keys[i];
+            argvlen[a++] = k->keylen[i];
+        }
+        for (int i = 0; i < nargs; i++) {
+            argv[a] = args[i];
+            argvlen[a++] = lens[i];
+        }
+        redisReply *r = redisCommandArgv(k->c, a, argv, argvlen);
+        if (!r) {
+            snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
+            return NULL;
+        }
+        if (r->type == REDIS_REPLY_ERROR && !pass && strncmp(r->str, "NOSCRIPT", 8) == 0) {
+            freeReplyObject(r);
+            continue;
+        }
+        if (r->type == REDIS_REPLY_ERROR) {
+            snprintf(k->err, sizeof k->err, "%s script error: %s", sc->name, r->str);
+            freeReplyObject(r);
+            return NULL;
+        }
+        return r;
+    }
+    return NULL;
+}
+
+static redisReply *mark(pf_conn_t *k, const pf_req_t *q)
+{
+    char token[16], cut[24], fence[24];
+    pf_token(q->proc, token, sizeof token);
+    snprintf(cut, sizeof cut, "%d", q->wttl);
+    snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
+    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s l %s", dl_mark_lua, k->keys[0],
+                                 k->keylen[0], k->keys[5], k->keylen[5], token, fence, cut);
+    if (!r) {
+        snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
+        return NULL;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(k->err, sizeof k->err, "mark script error: %s", r->str);
+        freeReplyObject(r);
+        return NULL;
+    }
+    return r;
+}
+
+redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
+{
+    if (q->script == PF_S_MARK)
+        return mark(k, q);
+    char token[16], mode[2] = { q->mode, 0 }, lease[24], wttl[24], claim[24], regid[24],
+        fence[24], info[48];
+    pf_token(q->proc, token, sizeof token);
+    snprintf(lease, sizeof lease, "%d", q->lease);
+    snprintf(wttl, sizeof wttl, "%d", q->wttl);
+    snprintf(claim, sizeof claim, "%d", q->claim);
+    snprintf(regid, sizeof regid, "%llu", (unsigned long long)q->regid);
+    snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
+    snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
+    const char *args[12];
+    int n = 0;
+    args[n++] = k->chan;
+    if (q->script != PF_S_BREAK) {
+        args[n++] = token;
+        args[n++] = mode;
+    }
+    switch (q->script) {
+    case PF_S_ACQUIRE:     /* lock.c redis_take */
+        args[n++] = lease;
+        args[n++] = info;
+        args[n++] = q->enqueue ? "1" : "0";
+        args[n++] = regid;
+        args[n++] = wttl;
+        args[n++] = claim;
+        break;
+    case PF_S_RELEASE:     /* lock.c release_redis: the hold's id, its fence, and
+                              the registration id it was taken or claimed with */
+        args[n++] = fence;
+        args[n++] = q->regid ? regid : "";
+        break;
+    case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed */
+        args[n++] = lease;
+        args[n++] = fence;
+        break;
+    case PF_S_CANCEL:      /* lock.c redis_take; the registration cancelled */
+    case PF_S_WITHDRAW:    /* link.c: the undo written behind an acquire */
+        args[n++] = regid;
+        break;
+    default:
+        break;
+    }
+    size_t lens[12];
+    for (int i = 0; i < n; i++)
+        lens[i] = strlen(args[i]);
+    return eval(k, script_of(q->script), n, args, lens);
+}
+
+int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)
+{
+    /* A PING on a subscribed connection is answered in order with the
+     * messages: everything published before it has been read once its
+     * answer is. */
+    if (redisAppendCommand(k->sub, "PING") != REDIS_OK) {
+        snprintf(k->err, sizeof k->err, "subscriber: %s", k->sub->errstr);
+        return -1;
+    }
+    int n = 0;
+    for (;;) {
+        void *v;
+        if (redisGetReply(k->sub, &v) != REDIS_OK || !v) {
+            snprintf(k->err, sizeof k->err, "subscriber: %s", k->sub->errstr);
+            return -1;
+        }
+        redisReply *r = v;
+        int pong = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+                   r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "pong") == 0;
+        if (!pong && r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+            strcmp(r->element[0]->str, "pmessage") == 0 && n < max) {
+            const redisReply *ch = r->element[2], *m = r->element[3];
+            size_t cl = strlen(k->chan);
+            out[n].proc = ch->len > cl ? pf_token_proc(ch->str + cl, ch->len - cl) : -1;
+            snprintf(out[n].text, sizeof out[n].text, "%.*s", (int)m->len, m->str);
+            n++;
+        }
+        freeReplyObject(r);
+        if (pong)
+            return n;
+    }
+}
+
+static const char *el(const redisReply *r, size_t *i)
+{
+    if (*i >= r->elements || r->element[*i]->type != REDIS_REPLY_STRING)
+        return "";
+    return r->element[(*i)++]->str;
+}
+
+static long long num(const redisReply *r, size_t *i)
+{
+    const char *s = el(r, i);
+    return *s ? strtoll(s, NULL, 10) : -1;
+}
+
+int pf_snapshot(pf_conn_t *k, pf_snap_t *s)
+{
+    memset(s, 0, sizeof *s);
+    redisReply *r = redisCommand(k->c, "EVAL %s 6 %b %b %b %b %b %b", SNAPSHOT,
+                                 k->keys[0], k->keylen[0], k->keys[1], k->keylen[1],
+                                 k->keys[2], k->keylen[2], k->keys[3], k->keylen[3],
+                                 k->keys[4], k->keylen[4], k->keys[5], k->keylen[5]);
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(k->err, sizeof k->err, "snapshot: %s",
+                 r ? r->type == REDIS_REPLY_ERROR ? r->str : "bad reply" : k->c->errstr);
+        if (r)
+            freeReplyObject(r);
+        return -1;
+    }
+    size_t i = 0;
+    s->now = num(r, &i);
+    const char *owner = el(r, &i);
+    s->writer = *owner ? pf_token_proc(owner, strlen(owner)) : -1;
+    s->wfence = (uint64_t)num(r, &i);
+    s->wrid = (uint64_t)num(r, &i);
+    s->wpttl = num(r, &i);
+    s->pttl_r = num(r, &i);
+    s->pttl_ri = num(r, &i);
+    s->pttl_q = num(r, &i);
+    s->pttl_w = num(r, &i);
+    s->metafence = (uint64_t)num(r, &i);
+    int nrd = (int)num(r, &i);
+    for (int j = 0; j < nrd; j++) {
+        const char *t = el(r, &i);
+        int64_t score = num(r, &i);
+        uint64_t fence = (uint64_t)num(r, &i);
+        if (s->nrd < (int)(sizeof s->rd / sizeof s->rd[0])) {
+            s->rd[s->nrd].proc = pf_token_proc(t, strlen(t));
+            s->rd[s->nrd].score = score;
+            s->rd[s->nrd].fence = fence;
+            s->nrd++;
+        }
+    }
+    int nwt = (int)num(r, &i);
+    for (int j = 0; j < nwt; j++) {
+        const char *t = el(r, &i);
+        const char *mode = el(r, &i);
+        int64_t deadline = num(r, &i);
+        uint64_t regid = (uint64_t)num(r, &i);
+        int queued = (int)num(r, &i);
+        if (s->nwt < (int)(sizeof s->wt / sizeof s->wt[0])) {
+            s->wt[s->nwt].proc = pf_token_proc(t, strlen(t));
+            s->wt[s->nwt].mode = mode[0];
+            s->wt[s->nwt].deadline = deadline;
+            s->wt[s->nwt].regid = regid;
+            s->wt[s->nwt].queued = queued;
+            s->nwt++;
+        }
+    }
+    s->nq = (int)num(r, &i);
+    freeReplyObject(r);
+    return 0;
+}

@@ -1,0 +1,81 @@
+/*
+ * pf_redis.h - the fuzzer's call layer: one command connection and one
+ * subscriber to the server, the script calls exactly as the library makes
+ * them (shim/lock.c, shim/watchdog.c, the CLI's break), and a snapshot of
+ * the lock's six keys.
+ *
+ * Every call carries the arguments of the scripts' next version too (Lua
+ * ignores ARGV it does not read): release's ARGV[4] is the hold's fence and
+ * ARGV[5] the registration id it was taken with, cancel's ARGV[4] the
+ * registration id it cancels, renew's ARGV[5] the hold's fence; a renew
+ * reply n >= 1 means renewed.  So one fuzzer runs
+ * against the scripts before and after that change.
+ */
+#ifndef PF_REDIS_H
+#define PF_REDIS_H
+
+#include <hiredis/hiredis.h>
+
+#include "pf.h"
+
+enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
+                 PF_S_MARK };
+
+/* One script call, complete: a request held back on a given-up connection
+ * is kept as this and sent later. */
+typedef struct pf_req {
+    int script;
+    int proc;
+    char mode;
+    int enqueue;
+    uint64_t regid;            /* acquire, cancel, withdraw; release: the hold's */
+    uint64_t fence;            /* release, renew: the hold's id */
+    int lease, wttl, claim;    /* ms */
+} pf_req_t;
+
+typedef struct pf_conn {
+    redisContext *c;           /* commands */
+    redisContext *sub;         /* PSUBSCRIBE <prefix>n:* */
+    char prefix[64];
+    char chan[80];             /* ARGV[1]: <prefix>n: */
+    char keys[6][96];
+    size_t keylen[6];
+    char err[256];
+} pf_conn_t;
+
+/* A pushed message read from the subscriber. */
+typedef struct pf_msg {
+    int proc;                  /* from the channel; -1 unknown */
+    char text[160];
+} pf_msg_t;
+
+/* The lock's state in Redis, read atomically by one script. */
+typedef struct pf_snap {
+    int64_t now;               /* Redis ms */
+    int writer;                /* proc, -1 none, -2 a token not ours */
+    uint64_t wfence, wrid;
+    long long wpttl;
+    long long pttl_r, pttl_ri, pttl_q, pttl_w;
+    uint64_t metafence;
+    int nrd;
+    struct { int proc; int64_t score; uint64_t fence; } rd[PF_MAX_PROCS + 4];
+    int nwt, nq;
+    struct { int proc; char mode; int64_t deadline; uint64_t regid; int queued; } wt[PF_MAX_PROCS + 4];
+} pf_snap_t;
+
+int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix);
+void pf_conn_close(pf_conn_t *k);
+/* The token of simulated process i ("t<i>"). */
+void pf_token(int proc, char *buf, size_t size);
+int pf_token_proc(const char *s, size_t len);
+
+/* Runs one script call; the reply (never an error reply), or NULL with
+ * k->err set (an error reply: the script failed, which is a finding). */
+redisReply *pf_call(pf_conn_t *k, const pf_req_t *q);
+/* Every message published to our channels so far: a PING on the
+ * subscriber, read up to its answer.  Returns the count (up to max), -1 on
+ * a connection error. */
+int pf_drain(pf_conn_t *k, pf_msg_t *out, int max);
+int pf_snapshot(pf_conn_t *k, pf_snap_t *s);
+
+#endif
