@@ -3,12 +3,16 @@
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms, 5 holder info
 --       ("host\tpid\ttid"), 6 enqueue on failure '1'|'0', 7 registration id,
 --       8 waiter ttl ms (how long the registration lives unrefreshed),
---       9 claim ms (first ttl of a hold pushed to this waiter)
+--       9 claim ms (first ttl of a hold pushed to this waiter),
+--       10 (redlock:// only; absent elsewhere) the writer mark's ttl ms: a
+--       write that finds the lock busy and will wait sets the mark with it
+--       ('0': a request that will not wait); a read refuses while another
+--       process's mark lives (common.lua, ww_live)
 -- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1} acquired
 --        in mode ARGV[3]; waiters still queued: 0 none, else someone is;
 --        claimed: it was granted to us earlier, perhaps with the short claim ttl
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
-local token, mode, lease, info, rid = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7]
+local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid')
 local writer = w[1]
 
@@ -17,6 +21,7 @@ local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
   mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil)
   dequeue_upto(token, rid)
+  if marks and mode == 'w' then ww_clear(token) end
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end
 
@@ -31,6 +36,12 @@ if reg and tonumber(reg[4]) > tonumber(rid) then
   return {0, holders_pttl(now_ms())}
 end
 
+-- redlock: a writer elsewhere waits; a new reader lets it go first.
+if marks and mode == 'r' then
+  local ww, left = ww_live(now_ms())
+  if ww and ww ~= token then return {0, left} end
+end
+
 if not writer then
   -- Serve the queue first: it holds earlier requests, and after a holder's
   -- lease ran out nobody else would hand the lock on.
@@ -41,6 +52,7 @@ if not writer then
     local fence, dead
     if mode == 'w' then
       fence, dead = take_write(token, lease, info, now_ms(), lease, rid)
+      if marks then ww_clear(token) end
     else
       fence, dead = take_read(token, lease, info, now_ms(), lease, rid)
     end
@@ -57,6 +69,7 @@ end
 
 local now = now_ms()
 local pttl = holders_pttl(now)
+if marks and mode == 'w' and tonumber(marks) > 0 then ww_set(token, tonumber(marks), now) end
 if ARGV[6] == '1' then
   local ttl = tonumber(ARGV[8])
   -- A registration of the other mode is a leftover (a withdrawal that never

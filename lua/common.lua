@@ -20,7 +20,9 @@
 --                                       a lingering hold is not one, shim/mark.c),
 --                                       x:<token> (the fence of the last hold that
 --                                       process released, release.lua), xp (when
---                                       old x: fields were last pruned, ms)
+--                                       old x: fields were last pruned, ms),
+--                                       ww/wwx (redlock://: the writer that waits,
+--                                       and until when its mark lives, ms)
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
@@ -294,4 +296,40 @@ local function grant_waiters(caller, free, cmode, crid)
     end
   end
   return mine, n, false
+end
+
+-- redlock:// has no queue, so writer preference rests on a mark: a writer
+-- that finds the lock busy and is going to wait sets ww (its token) and
+-- wwx (until when, ms) in the meta hash, refreshed at each of its retries
+-- and cleared when it gets the lock or gives up; a writer that dies leaves
+-- a mark that lapses by itself within its short ttl.  New readers refuse
+-- while another process's mark lives.  One mark for all writers: the last
+-- to refresh names itself, and the deadline only grows while marks live,
+-- so a writer giving up while another still waits leaves the mark to the
+-- other (its token is no longer there).  Returns the live mark's token and
+-- ms left, or nil.
+local function ww_live(now)
+  local m = rcall('HMGET', K_META, 'ww', 'wwx')
+  local left = (tonumber(m[2]) or 0) - now
+  if m[1] and m[1] ~= '' and left > 0 then return m[1], left end
+  return nil
+end
+
+local function ww_set(token, ttl, now)
+  local _, left = ww_live(now)
+  local until_ms = now + ttl
+  if left and now + left > until_ms then until_ms = now + left end
+  rcall('HSET', K_META, 'ww', token, 'wwx', int(until_ms))
+  if rcall('PTTL', K_META) < 0 then rcall('PEXPIRE', K_META, META_TTL) end
+  -- A new mark tells the readers, so they stop letting new readers of
+  -- their process join their hold (as a first registration does).
+  if not left then
+    for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
+      rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+    end
+  end
+end
+
+local function ww_clear(token)
+  if rcall('HGET', K_META, 'ww') == token then rcall('HDEL', K_META, 'ww', 'wwx') end
 end

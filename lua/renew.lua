@@ -5,16 +5,27 @@
 --       5 the hold's fence: only that hold is renewed, so a renewal that
 --       arrives late (a post, a resend) never extends a later hold; ''
 --       for redlock, whose servers each number a hold themselves (the
---       caller knows only the largest): the caller's hold in that mode
+--       caller knows only the largest): the caller's hold in that mode,
+--       6 (redlock:// only) 'm': a live writer mark of another process
+--       counts as one waiter (common.lua, ww_live)
 -- Reply: 0 the hold is gone (or is another hold than the one named);
 --        n >= 1 renewed, and n - 1 waiters are queued for the lock: a holder
 --        learns that others wait without relying on any push
 local token, mode, lease, fence = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+-- The queued waiters, and redlock's waiting writer (which does not queue).
+local function waiting()
+  local n = rcall('ZCARD', K_Q)
+  if ARGV[6] == 'm' then
+    local ww = ww_live(now_ms())
+    if ww and ww ~= token then n = n + 1 end
+  end
+  return n
+end
 if mode == 'w' then
   local h = rcall('HMGET', K_LOCK, 'owner', 'fence')
   if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
   rcall('PEXPIRE', K_LOCK, lease)
-  return 1 + rcall('ZCARD', K_Q)
+  return 1 + waiting()
 end
 local now = now_ms()
 local s = rcall('ZSCORE', K_RD, token)
@@ -24,4 +35,4 @@ if fence and (not r or tonumber(cmsgpack.unpack(r)[3]) ~= fence) then return 0 e
 rcall('ZADD', K_RD, int(now + lease), token)
 extend(K_RD, lease)
 extend(K_RI, lease)
-return 1 + rcall('ZCARD', K_Q)
+return 1 + waiting()

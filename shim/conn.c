@@ -100,6 +100,24 @@ int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n)
     return dl_link_exec(c->links[node], cmds, n);
 }
 
+void dl_conn_start_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    for (int i = 0; i < n; i++)
+        cmds[i].retried = cmds[i].sent = 0;
+    if (c->cluster) {             /* one node: nothing to overlap */
+        memset(op, 0, sizeof *op);
+        return;
+    }
+    dl_link_start(c->links[node], cmds, n, op);
+}
+
+int dl_conn_finish_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    if (c->cluster)
+        return dl_cluster_exec(c->cluster, cmds, n);
+    return dl_link_finish(c->links[node], cmds, n, op);
+}
+
 int dl_conn_wait(dl_conn_t *c, const char *key, size_t keylen, char *err, size_t errlen)
 {
     const dl_config_t *cfg = c->cfg;
@@ -110,19 +128,25 @@ int dl_conn_wait(dl_conn_t *c, const char *key, size_t keylen, char *err, size_t
     int nodes = dl_conn_nodes(c), ok = 0, need = nodes / 2 + 1;
     long long least = -1;
     err[0] = 0;
+    /* Every server's WAIT at once: a call waits wait_ms at most, not one
+     * wait_ms per lagging server. */
+    dl_cmd_t cmd[DL_MAX_ENDPOINTS];
+    dl_link_op_t op[DL_MAX_ENDPOINTS];
     for (int i = 0; i < nodes; i++) {
-        dl_cmd_t cmd;
-        memset(&cmd, 0, sizeof cmd);
-        cmd.argc = 3;
-        cmd.argv = argv;
-        cmd.argvlen = argvlen;
-        cmd.key = key;
-        cmd.keylen = keylen;
-        if (dl_conn_exec_node(c, i, &cmd, 1)) {
-            snprintf(err, errlen, "%s", cmd.errmsg);
+        memset(&cmd[i], 0, sizeof cmd[i]);
+        cmd[i].argc = 3;
+        cmd[i].argv = argv;
+        cmd[i].argvlen = argvlen;
+        cmd[i].key = key;
+        cmd[i].keylen = keylen;
+        dl_conn_start_node(c, i, &cmd[i], 1, &op[i]);
+    }
+    for (int i = 0; i < nodes; i++) {
+        if (dl_conn_finish_node(c, i, &cmd[i], 1, &op[i])) {
+            snprintf(err, errlen, "%s", cmd[i].errmsg);
             continue;
         }
-        redisReply *r = cmd.reply;
+        redisReply *r = cmd[i].reply;
         if (r->type == REDIS_REPLY_INTEGER) {
             if (r->integer >= (long long)cfg->wait_replicas)
                 ok++;

@@ -12,7 +12,7 @@
  * redis://, unix:// and redis-sentinel:// (whose link finds the master
  * through the sentinels at each connect); one link per node for
  * redis-cluster://, with commands routed by the slot of their key; one link
- * per server for redlock://, where the script layer asks each in turn.
+ * per server for redlock://, where the script layer asks them all at once.
  */
 #ifndef DL_CONN_H
 #define DL_CONN_H
@@ -50,6 +50,17 @@ typedef struct dl_cmd {
 } dl_cmd_t;
 
 typedef struct dl_conn dl_conn_t;
+
+/* A batch started on one link and not yet collected (dl_conn_start_node,
+ * dl_conn_finish_node): whether this thread leads the link for it, and the
+ * batch it took. */
+typedef struct dl_link_op {
+    dl_cmd_t **batch;
+    size_t bn, bcap;
+    int leading;
+    int written;              /* the batch went out on the live connection */
+    int failed;               /* out of memory: the commands failed at once */
+} dl_link_op_t;
 
 /* --- connect.c ------------------------------------------------------- */
 
@@ -100,6 +111,14 @@ int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvle
  * on without it.  Other schemes: 1 node, the one connection. */
 int dl_conn_nodes(const dl_conn_t *c);
 int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n);
+/* dl_conn_exec_node in two halves, so that one thread asks every redlock
+ * server at once: start writes the batch (when no other thread is doing
+ * I/O on that server's link; else it is queued for the next batch), finish
+ * reads its replies, or leads or waits as dl_conn_exec does.  Every start
+ * must be followed by its finish, in the order of the nodes (a thread
+ * leading one link never waits for a link of a lower index). */
+void dl_conn_start_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
+int dl_conn_finish_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
 
 /* ?wait=N: WAIT for the configured replicas after a write on key's server
  * (for redlock, on every server: a quorum of them must confirm).  0, or EIO

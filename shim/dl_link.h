@@ -18,6 +18,9 @@ dl_link_t *dl_link_new(const dl_config_t *cfg, const dl_endpoint_t *ep, int fail
                        unsigned long timeout_ms, unsigned long down_ms);
 /* As dl_conn_exec, on this link only. */
 int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n);
+/* dl_link_exec in two halves (see dl_conn_start_node). */
+void dl_link_start(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op);
+int dl_link_finish(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op);
 /* As dl_conn_post, on this link. */
 int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvlen);
 const dl_endpoint_t *dl_link_ep(const dl_link_t *k);

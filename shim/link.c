@@ -240,7 +240,7 @@ static int probe_post(redisContext *ctx)
 /* The leader's I/O for one batch, without k->mu.  Each command ends with a
  * reply or EIO; a connection failure is retried (reconnect, resend what has
  * no reply yet) until the I/O timeout has passed since it began. */
-static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
+static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
 {
     const dl_config_t *cfg = k->cfg;
     /* The I/O time-out runs from when the batch was sent, not from when a
@@ -289,7 +289,8 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             }
         }
         if (k->ctx) {
-            for (size_t i = first; i < n; i++) {
+            /* (written: dl_link_start sent them on this connection already) */
+            for (size_t i = first; i < n && !written; i++) {
                 redisAppendCommandArgv(k->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
                 cmds[i]->sent = 1;
             }
@@ -302,7 +303,9 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             int cut = dl && dl < t + k->timeout_ms;
             if (cut)
                 set_timeout(k->ctx, dl > t ? dl - t : 1);
-            if (flush_nosignal(k->ctx, 0) == 0) {
+            int ok = written || flush_nosignal(k->ctx, 0) == 0;
+            written = 0;
+            if (ok) {
                 spin_for_reply(k->ctx);
                 for (; first < n; first++) {
                     void *reply = NULL;
@@ -401,8 +404,33 @@ static int dequeue(dl_link_t *k, dl_cmd_t *cmds, int n)
     return 0;
 }
 
-int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
+/* Writes the leader's batch on the live connection without reading (k->mu
+ * not held, leadership ours): 1 if all of it went out.  No connect and no
+ * wait here: a link without a usable connection leaves the batch to
+ * run_batch, which connects and retries as for any batch. */
+static int presend(dl_link_t *k, dl_cmd_t **cmds, size_t n)
 {
+    if (!k->ctx || k->ctx->err || (k->fail_fast && k->down_until))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        redisAppendCommandArgv(k->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
+        cmds[i]->sent = 1;
+    }
+    if (flush_nosignal(k->ctx, 0) == 0)
+        return 1;
+    /* Part of it may have gone out: run_batch reconnects and resends (the
+     * server may have run a first copy: `retried`). */
+    redisFree(k->ctx);
+    k->ctx = NULL;
+    for (size_t i = 0; i < n; i++)
+        cmds[i]->retried = 1;
+    return 0;
+}
+
+/* Queues cmds; with `send`, leads now if nobody does and writes the batch. */
+static void start(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op, int send)
+{
+    memset(op, 0, sizeof *op);
     pthread_mutex_lock(&k->mu);
     if (k->qlen + (size_t)n > k->qcap) {
         size_t cap = (k->qlen + (size_t)n) * 2;
@@ -411,9 +439,11 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
             pthread_mutex_unlock(&k->mu);
             for (int i = 0; i < n; i++) {
                 cmds[i].err = EIO;
+                cmds[i].done = 1;
                 snprintf(cmds[i].errmsg, sizeof cmds[i].errmsg, "out of memory");
             }
-            return EIO;
+            op->failed = 1;
+            return;
         }
         k->queue = q;
         k->qcap = cap;
@@ -423,6 +453,60 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
         cmds[i].err = cmds[i].done = 0;
         cmds[i].errmsg[0] = 0;
         k->queue[k->qlen++] = &cmds[i];
+    }
+    if (!send || k->leader) {
+        pthread_mutex_unlock(&k->mu);
+        return;               /* a leader busy with its batch: ours goes next */
+    }
+    /* Lead now, and write the whole queue as one batch: the caller collects
+     * the replies in dl_link_finish, after starting its calls elsewhere.
+     * Swap buffers so followers can queue while we do I/O. */
+    k->leader = 1;
+    op->leading = 1;
+    op->batch = k->queue;
+    op->bn = k->qlen;
+    op->bcap = k->qcap;
+    k->queue = k->batch;
+    k->qcap = k->bcap;
+    k->qlen = 0;
+    k->batch = NULL;
+    k->bcap = 0;
+    k->inflight = op->batch;
+    pthread_mutex_unlock(&k->mu);
+    op->written = presend(k, op->batch, op->bn);
+}
+
+void dl_link_start(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    start(k, cmds, n, op, 1);
+}
+
+/* The leader's end of a batch (k->mu held): every command of it is done. */
+static void lead_end(dl_link_t *k, dl_cmd_t **batch, size_t bn, size_t bcap)
+{
+    k->inflight = NULL;
+    for (size_t i = 0; i < bn; i++)
+        __atomic_store_n(&batch[i]->done, 1, __ATOMIC_RELEASE);
+    if (!k->batch) {
+        k->batch = batch;
+        k->bcap = bcap;
+    } else {
+        free(batch);
+    }
+    k->leader = 0;
+    pthread_cond_broadcast(&k->cv);
+}
+
+int dl_link_finish(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    if (op->failed)
+        return EIO;
+    if (op->leading) {
+        run_batch(k, op->batch, op->bn, op->written);
+        pthread_mutex_lock(&k->mu);
+        lead_end(k, op->batch, op->bn, op->bcap);
+    } else {
+        pthread_mutex_lock(&k->mu);
     }
     uint64_t deadline = 0;
     for (int i = 0; i < n; i++)
@@ -468,25 +552,23 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
         k->bcap = 0;
         k->inflight = batch;
         pthread_mutex_unlock(&k->mu);
-        run_batch(k, batch, bn);
+        run_batch(k, batch, bn, 0);
         pthread_mutex_lock(&k->mu);
-        k->inflight = NULL;
-        for (size_t i = 0; i < bn; i++)
-            __atomic_store_n(&batch[i]->done, 1, __ATOMIC_RELEASE);
-        if (!k->batch) {
-            k->batch = batch;
-            k->bcap = bcap;
-        } else {
-            free(batch);
-        }
-        k->leader = 0;
-        pthread_cond_broadcast(&k->cv);
+        lead_end(k, batch, bn, bcap);
     }
     pthread_mutex_unlock(&k->mu);
     for (int i = 0; i < n; i++)
         if (cmds[i].err)
             return EIO;
     return 0;
+}
+
+int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
+{
+    /* Alone, it leads (or follows) in dl_link_finish, as it always did. */
+    dl_link_op_t op;
+    start(k, cmds, n, &op, 0);
+    return dl_link_finish(k, cmds, n, &op);
 }
 
 int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvlen)

@@ -66,6 +66,13 @@
  * watchdog extends it. */
 #define DL_WAITER_TTL_MS 2000UL
 
+/* redlock: how long a waiting writer's mark lives on a server unless its
+ * next retry refreshes it (lua/common.lua, ww_set).  A few times the longest
+ * pause between retries (25 ms) and a slow round trip: readers elsewhere
+ * keep refusing while the writer waits, and a writer that died or vanished
+ * holds them back this long at most (capped by the claim window). */
+#define DL_WRITER_MARK_MS 250UL
+
 /* The claim window of a hold with this lease (see above). */
 static unsigned long claim_window(unsigned long lease_ms)
 {
@@ -264,9 +271,17 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
     /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
-    int enqueue = queue && p->cfg.scheme != DL_SCHEME_REDLOCK;
+    int redlock = p->cfg.scheme == DL_SCHEME_REDLOCK;
+    int enqueue = queue && !redlock;
     char q[96];
-    int nrc = enqueue ? dl_notify_ensure(p, rq->deadline) : 0;
+    /* redlock: a reader that may wait subscribes too, to hear of a writer
+     * that starts waiting while it holds (a push from the writer's mark,
+     * acquire.lua), as readers hear of a queued writer elsewhere; only a
+     * hint there (renewals say it too), so no failure to subscribe stops
+     * the call. */
+    int nrc = enqueue || (redlock && queue && rq->mode == 'r') ? dl_notify_ensure(p, rq->deadline) : 0;
+    if (nrc && !enqueue)
+        nrc = 0;
     if (nrc == EAGAIN)
         dl_log(DL_LOG_INFO, "lock %s: the subscriber is still connecting; waiting without "
                "pushes (asking again every %lu ms)", qname(l, q, sizeof q), wttl / 3);
@@ -277,6 +292,13 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     }
 
     char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], mode[2] = { rq->mode, 0 };
+    /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
+     * a write that will wait marks the servers it finds busy, and every
+     * read honours another process's mark. */
+    char markbuf[24] = "0";
+    if (redlock && rq->mode == 'w' && queue)
+        snprintf(markbuf, sizeof markbuf, "%lu",
+                 DL_WRITER_MARK_MS < wttl ? DL_WRITER_MARK_MS : wttl);
     size_t infolen = dl_proc_info(p, info, sizeof info);
     int leaselen = snprintf(leasebuf, sizeof leasebuf, "%lu", lease);
     int wttllen = snprintf(wttlbuf, sizeof wttlbuf, "%lu", wttl);
@@ -317,6 +339,8 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
         dl_call_arg(&c, regbuf, (size_t)reglen);
         dl_call_arg(&c, wttlbuf, (size_t)wttllen);
         dl_call_arg(&c, claimbuf, (size_t)claimlen);
+        if (redlock)
+            dl_call_arg(&c, markbuf, strlen(markbuf));
         /* A timed lock waits for a stalled server no longer than its deadline. */
         if (rq->deadline != DL_FOREVER && !rq->try_only) {
             /* (a round trip's worth at least, for a deadline already past) */
@@ -445,6 +469,17 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
 
         if (dl_now_ms() >= rq->deadline && !enqueue) {
             rc = ETIMEDOUT;
+            if (redlock && rq->mode == 'w') {
+                /* Giving up: take our writer mark away now, rather than
+                 * hold readers back until it lapses.  (Best effort: a
+                 * server that misses it lets the mark lapse.) */
+                call_init(&c, DL_SCRIPT_CANCEL, p, l);
+                dl_call_arg(&c, mode, 1);
+                dl_call_arg(&c, regbuf, (size_t)reglen);
+                dl_call_arg(&c, "m", 1);
+                dl_script_run(p->conn, &c, 1);
+                dl_calls_free(&c, 1);
+            }
             break;
         }
         if (dl_now_ms() >= rq->deadline) {
@@ -536,8 +571,12 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->ttl_cut = 0;
     l->valid_until = g->valid_until;
     /* redlock: nobody queues, so nobody can say they wait: bound local
-     * handoffs as if someone did. */
-    if ((g->more || p->cfg.scheme == DL_SCHEME_REDLOCK) && !l->remote_waiting) {
+     * handoffs of a write hold as if someone did.  A read hold is shared by
+     * the process's readers (as on redis://) until a renewal reports a
+     * writer's mark (renew.lua): the watchdog renews it every
+     * DL_TENURE_RENEW_MS while readers join it (tenure.c). */
+    if ((g->more || (p->cfg.scheme == DL_SCHEME_REDLOCK && rq->mode == 'w')) &&
+        !l->remote_waiting) {
         l->remote_waiting = 1;
         l->waited_since = dl_now_us();
     }

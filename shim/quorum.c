@@ -1,7 +1,7 @@
 /* quorum.c - redlock://: the same scripts on N independent masters, with a
  * majority deciding (the Redlock algorithm).
  *
- * An acquisition asks every server in turn and counts only if a majority
+ * An acquisition asks every server at once and counts only if a majority
  * granted it and time remains of the lease after the elapsed time and an
  * allowance for clock drift; otherwise it is undone on every server (one
  * that failed mid-call may have granted it).  Holders renew and release on
@@ -39,26 +39,41 @@ static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, co
     snprintf(c->cmd.errmsg, sizeof c->cmd.errmsg, fmt, got, nodes, need, why);
 }
 
+/* Runs per[i * n .. i * n + n) on every server i with want[i] (NULL: all)
+ * at once: each server's batch is written before any reply is read, so a
+ * call costs the slowest server's round trip, not the sum of them.  Each
+ * server has its own link (conn.c); a server that is down fails at once. */
+static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const char *want)
+{
+    dl_script_op_t ops[DL_MAX_ENDPOINTS];
+    for (int i = 0; i < nodes; i++)
+        if (!want || want[i])
+            dl_script_start_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+    for (int i = 0; i < nodes; i++)
+        if (!want || want[i])
+            dl_script_finish_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+}
+
 /* The withdraw script with the acquisition's keys, token, mode and
  * registration id: undoes exactly that grant on the servers where it may
  * have happened (the fence would not name it: each server gave its own). */
 static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int nodes)
 {
+    dl_call_t c[DL_MAX_ENDPOINTS];
     for (int i = 0; i < nodes; i++) {
-        if (!granted[i])
-            continue;
-        dl_call_t c;
-        c.script = DL_SCRIPT_WITHDRAW;
-        c.deadline = 0;
-        c.keys = acq->keys;
-        c.keylen = acq->keylen;
-        c.nargs = 0;
+        c[i].script = DL_SCRIPT_WITHDRAW;
+        c[i].deadline = 0;
+        c[i].keys = acq->keys;
+        c[i].keylen = acq->keylen;
+        c[i].nargs = 0;
+        c[i].cmd.reply = NULL;
         for (int a = 0; a < 3; a++)        /* channel prefix, token, mode */
-            dl_call_arg(&c, acq->args[a], acq->arglen[a]);
-        dl_call_arg(&c, acq->args[6], acq->arglen[6]);   /* registration id */
-        dl_script_run_node(conn, i, &c, 1);
-        dl_calls_free(&c, 1);
+            dl_call_arg(&c[i], acq->args[a], acq->arglen[a]);
+        dl_call_arg(&c[i], acq->args[6], acq->arglen[6]);   /* registration id */
     }
+    run_all(conn, c, 1, nodes, granted);
+    for (int i = 0; i < nodes; i++)
+        dl_calls_free(&c[i], 1);
 }
 
 static unsigned long arg_ulong(const dl_call_t *c, int i)
@@ -86,12 +101,17 @@ static long long renewed_queue(dl_call_t *per, int n, int j, int nodes)
 
 /* Each server numbers its holds itself, so one hold's fence differs from
  * server to server (the caller keeps the largest): a renewal is sent there
- * without it (renew.lua's ARGV[5] ''), for the caller's hold in its mode. */
-static void unname_renewals(dl_call_t *calls, int n)
+ * without it (renew.lua's ARGV[5] ''), for the caller's hold in its mode.
+ * And it counts a live writer mark of another process as a waiter
+ * (ARGV[6] 'm'): so a process whose threads share a read hold learns that
+ * a writer elsewhere waits, and stops letting new readers join. */
+static void redlock_renewals(dl_call_t *calls, int n)
 {
     for (int j = 0; j < n; j++)
-        if (calls[j].script == DL_SCRIPT_RENEW && calls[j].nargs > 4)
+        if (calls[j].script == DL_SCRIPT_RENEW && calls[j].nargs == 5) {
             calls[j].arglen[4] = 0;
+            dl_call_arg(&calls[j], "m", 1);
+        }
 }
 
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
@@ -108,13 +128,13 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         }
         return EIO;
     }
-    /* In turn: a server that is down fails at once (see conn.c). */
+    /* All at once: a server that is down fails at once (see conn.c). */
     uint64_t start = dl_now_ms();
     for (int i = 0; i < nodes; i++) {
         memcpy(per + (size_t)i * n, calls, (size_t)n * sizeof *calls);
-        unname_renewals(per + (size_t)i * n, n);
-        dl_script_run_node(conn, i, per + (size_t)i * n, n);
+        redlock_renewals(per + (size_t)i * n, n);
     }
+    run_all(conn, per, n, nodes, NULL);
     uint64_t elapsed = dl_now_ms() - start;
 
     int rc = 0;

@@ -81,27 +81,45 @@ static int is_noscript(const redisReply *r)
     return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
 }
 
-/* undo: for calls[0] (n is then 1), or NULL. */
-static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo)
+/* The first half of a run on one node: builds calls[0..n) (undo: for
+ * calls[0], n is then 1; or NULL) and starts them (dl_conn_start_node), or
+ * with send 0 only queues them for the second half. */
+static void start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                       dl_script_op_t *op, int send)
 {
-    dl_cmd_t *cmds = NULL, one;
     for (int i = 0; i < n; i++)
         build(&calls[i], 1, i == 0 ? undo : NULL);
+    op->send = send;
+    op->failed = 0;
     /* dl_conn_exec takes an array of dl_cmd_t; a call embeds its cmd, so
      * gather them (one call: no allocation). */
     if (n == 1) {
-        cmds = &one;
-    } else if (!(cmds = malloc((size_t)n * sizeof *cmds))) {
+        op->cmds = &op->one;
+    } else if (!(op->cmds = malloc((size_t)n * sizeof *op->cmds))) {
         for (int i = 0; i < n; i++) {
             calls[i].cmd.err = EIO;
             snprintf(calls[i].cmd.errmsg, sizeof calls[i].cmd.errmsg, "out of memory");
             calls[i].cmd.reply = NULL;
         }
-        return EIO;
+        op->failed = 1;
+        return;
     }
     for (int i = 0; i < n; i++)
-        cmds[i] = calls[i].cmd;
-    exec_on(conn, node, cmds, n);
+        op->cmds[i] = calls[i].cmd;
+    if (send && node >= 0)
+        dl_conn_start_node(conn, node, op->cmds, n, &op->link);
+}
+
+static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                       dl_script_op_t *op)
+{
+    if (op->failed)
+        return EIO;
+    dl_cmd_t *cmds = op->cmds, one;
+    if (op->send && node >= 0)
+        dl_conn_finish_node(conn, node, cmds, n, &op->link);
+    else
+        exec_on(conn, node, cmds, n);
 
     /* Scripts missing from the server's cache (restart, SCRIPT FLUSH): send
      * the body, which caches it again for the next EVALSHA. */
@@ -149,9 +167,26 @@ static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_
             note_cached(&calls[i], c->reply);
         calls[i].cmd = *c;
     }
-    if (cmds != &one)
+    if (cmds != &op->one)
         free(cmds);
     return rc;
+}
+
+static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo)
+{
+    dl_script_op_t op;
+    start_node(conn, node, calls, n, undo, &op, 0);
+    return finish_node(conn, node, calls, n, undo, &op);
+}
+
+void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op)
+{
+    start_node(conn, node, calls, n, NULL, op, 1);
+}
+
+int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op)
+{
+    return finish_node(conn, node, calls, n, NULL, op);
 }
 
 int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)

@@ -63,6 +63,18 @@ int dl_script_run_undoable(dl_conn_t *conn, dl_call_t *call, dl_call_t *undo);
 /* As dl_script_run, on one redlock server (node -1: as dl_conn_exec). */
 int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n);
 
+/* dl_script_run_node in two halves (dl_conn_start_node): redlock asks
+ * every server before it reads a reply.  op must stay where it is between
+ * the two; each start is followed by its finish, in the order of nodes. */
+typedef struct dl_script_op {
+    dl_cmd_t one;             /* the command of a single call */
+    dl_cmd_t *cmds;
+    dl_link_op_t link;
+    int send, failed;
+} dl_script_op_t;
+void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op);
+int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op);
+
 /* Posts one call (dl_conn_post: written now, its reply skipped, never
  * waits): for a call whose outcome nobody needs, which must reach Redis
  * ahead of what the process does next.  EVALSHA while the script is known

@@ -61,9 +61,11 @@ void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
 
 void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
 {
-    /* redlock: nobody queues, and local handoffs are bounded as if someone
-     * waited (lock.c, took_redis); a renewal would learn nothing. */
-    if (!l->rmode || !l->renew || p->cfg.scheme == DL_SCHEME_REDLOCK)
+    /* redlock: nobody queues, and local handoffs of a write hold are
+     * bounded as if someone waited (lock.c, took_redis); a renewal would
+     * learn nothing.  A read hold shared by the process's readers learns
+     * of a waiting writer's mark from it (renew.lua). */
+    if (!l->rmode || !l->renew || (p->cfg.scheme == DL_SCHEME_REDLOCK && l->rmode == 'w'))
         return;
     uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
     if (!l->renew_due || l->renew_due > due)

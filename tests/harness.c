@@ -434,10 +434,44 @@ static void stop_at_exit(void)
         th_redis_stop();
 }
 
+/* TH_REDLOCK=N (TH_REDLOCK_DOWN=k): the suite runs against redlock:// over
+ * N servers, the last k of them down (ports nothing listens on); the
+ * first is the suite's server (th_redis_port, th_redis).  So the core
+ * suites' cases run unchanged under redlock (ctest: *_redlock*). */
+#define TH_RL_MAX 8
+static th_server_t th_rl_srv[TH_RL_MAX];
+
+static void rl_stop(void)
+{
+    for (int i = 0; i < TH_RL_MAX; i++)
+        if (th_rl_srv[i].pid)
+            th_server_stop(&th_rl_srv[i]);
+}
+
+static int rl_start(int n, int down)
+{
+    char url[64 + 24 * TH_RL_MAX];
+    size_t o = (size_t)snprintf(url, sizeof url, "redlock://127.0.0.1:%d", th_main_srv.port);
+    for (int i = 1; i < n && i < TH_RL_MAX; i++) {
+        int port;
+        if (i >= n - down) {
+            port = free_port();       /* nothing listens there: a server down */
+        } else {
+            if (th_server_start(&th_rl_srv[i]) != 0)
+                return -1;
+            port = th_rl_srv[i].port;
+        }
+        o += (size_t)snprintf(url + o, sizeof url - o, ",127.0.0.1:%d", port);
+    }
+    setenv("DISTLOCK_URL", url, 1);
+    return 0;
+}
+
 int th_redis_start(void)
 {
     static int registered;
     const char *url = getenv("DISTLOCK_URL");
+    const char *rl = getenv("TH_REDLOCK"), *rldown = getenv("TH_REDLOCK_DOWN");
     if (th_main_srv.pid)
         return 0;
     if (url && *url && !th_owner_pid) {
@@ -452,6 +486,8 @@ int th_redis_start(void)
     th_owner_pid = getpid();
     th_port = th_main_srv.port;
     setenv("DISTLOCK_URL", th_main_srv.url, 1);
+    if (rl && atoi(rl) > 1 && rl_start(atoi(rl), rldown ? atoi(rldown) : 0) != 0)
+        return -1;
     if (!registered) {
         atexit(stop_at_exit);
         registered = 1;
@@ -461,8 +497,10 @@ int th_redis_start(void)
 
 void th_redis_stop(void)
 {
-    if (th_main_srv.pid && getpid() == th_owner_pid)
+    if (th_main_srv.pid && getpid() == th_owner_pid) {
         th_server_stop(&th_main_srv);
+        rl_stop();
+    }
 }
 
 int th_redis_port(void)

@@ -1,8 +1,10 @@
 /*
  * test_redlock.c - redlock://h:p,h:p,h:p: independent masters, a majority
- * decides.  Mutual exclusion across processes, read-write locks, servers
- * down (a minority: still works, and cheaply; a majority: EIO naming the
- * failure), servers back, fair mutexes refused.
+ * decides.  Mutual exclusion across processes, read-write locks (readers
+ * of one process share a hold; a waiting writer's mark keeps new readers
+ * out, and lapses when the writer gives up or dies), servers down (a
+ * minority: still works, and cheaply; a majority: EIO naming the failure),
+ * servers back, fair mutexes refused.
  *
  * Five plain redis-servers (127.0.0.1, free ports, harness_topo); a test
  * uses the first 3 or all 5.  Every library call runs in a helper process
@@ -13,6 +15,7 @@
 #include "harness_topo.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 #define NSRV 5
@@ -173,6 +176,298 @@ static void test_rwlock(void **state)
     assert_int_equal(th_proc_stop(&a), 0);
     assert_int_equal(th_proc_stop(&b), 0);
     assert_int_equal(th_proc_stop(&c), 0);
+}
+
+/* ---------------------------------------------------------------- rwlock */
+
+/* Two threads of one process take read on one lock and meet inside (each
+ * waits up to 5 s for the other): readers of one process run in parallel,
+ * as on redis://.  Runs in a child with the redlock URL. */
+struct meet { dist_rwlock_t rw; pthread_mutex_t mu; pthread_cond_t cv; int inside, met; };
+
+static void *meet_reader(void *p)
+{
+    struct meet *m = p;
+    int rc = dist_rwlock_rdlock(&m->rw);
+    if (rc)
+        return (void *)(intptr_t)rc;
+    pthread_mutex_lock(&m->mu);
+    m->inside++;
+    if (m->inside == 2)
+        m->met = 1;
+    pthread_cond_broadcast(&m->cv);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 5;
+    while (!m->met)
+        if (pthread_cond_timedwait(&m->cv, &m->mu, &ts) == ETIMEDOUT)
+            break;
+    m->inside--;
+    pthread_mutex_unlock(&m->mu);
+    return (void *)(intptr_t)dist_rwlock_unlock(&m->rw);
+}
+
+static const char *const *g_child_env;
+static const char *g_child_name;
+
+static int readers_meet_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_child_env);
+    static struct meet m;
+    memset(&m, 0, sizeof m);
+    pthread_mutex_init(&m.mu, NULL);
+    pthread_cond_init(&m.cv, NULL);
+    TH_CHECK_RC(dist_rwlock_init(&m.rw, g_child_name, NULL), 0);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        TH_CHECK(pthread_create(&t[i], NULL, meet_reader, &m) == 0);
+    for (int i = 0; i < 2; i++) {
+        void *rc;
+        pthread_join(t[i], &rc);
+        TH_CHECK_RC((int)(intptr_t)rc, 0);
+    }
+    if (!m.met) {
+        fprintf(stderr, "the two readers of one process never held the lock at once\n");
+        return 1;
+    }
+    TH_CHECK_RC(dist_rwlock_destroy(&m.rw), 0);
+    return 0;
+}
+
+static void readers_meet(int n, const char *tag)
+{
+    char name[64];
+    th_name(name, sizeof name, tag);
+    g_child_env = env_for(n);
+    g_child_name = name;
+    pid_t pid = th_fork_child(readers_meet_child, NULL);
+    assert_true(pid > 0);
+    int st = th_wait_child_ms(pid, 20000);
+    if (st != 0)
+        fail_msg("redlock %d servers: two readers of one process did not share the lock (child %d)",
+                 n, st);
+}
+
+static void test_readers_share_in_process(void **state)
+{
+    (void)state;
+    all_up();
+    readers_meet(3, "rlmeet3");
+    readers_meet(5, "rlmeet5");
+    srv_down(1);
+    readers_meet(3, "rlmeet3d");
+    all_up();
+}
+
+/* The writer mark of lock `name` on server i: 1 if one lives there. */
+static int mark_on(int i, const char *name)
+{
+    char key[160];
+    th_key(key, sizeof key, name, ":m");
+    redisReply *r = th_cmd_at(g_port[i], "HMGET %s ww wwx", key);
+    int live = 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[0]->len > 0 &&
+        r->element[1]->type == REDIS_REPLY_STRING) {
+        redisReply *t = th_cmd_at(g_port[i], "TIME");
+        long long now = t ? atoll(t->element[0]->str) * 1000 + atoll(t->element[1]->str) / 1000 : 0;
+        live = atoll(r->element[1]->str) > now;
+        if (t)
+            freeReplyObject(t);
+    }
+    if (r)
+        freeReplyObject(r);
+    return live;
+}
+
+struct marks { const char *name; int n, need; };
+
+static int marks_on_majority(void *p)
+{
+    struct marks *m = p;
+    int live = 0;
+    for (int i = 0; i < m->n; i++)
+        live += g_srv[i].pid && mark_on(i, m->name);
+    return live >= m->need;
+}
+
+static int no_marks(void *p)
+{
+    struct marks *m = p;
+    for (int i = 0; i < m->n; i++)
+        if (g_srv[i].pid && mark_on(i, m->name))
+            return 0;
+    return 1;
+}
+
+/* A writer waiting on a read-held lock keeps new readers of other
+ * processes out (tryrdlock EBUSY, rdlock waits), and gets the lock as soon
+ * as the readers it waited for leave, before the readers that came after. */
+static void writer_preference(int n, const char *tag)
+{
+    char name[64];
+    th_name(name, sizeof name, tag);
+    th_proc_t a, b, c, d;
+    start(&a, n);
+    start(&b, n);
+    start(&c, n);
+    start(&d, n);
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_RDLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYRDLOCK, name), 0);     /* readers share */
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&a, TH_RW_WRLOCK, name), 0);
+    struct marks mk = { name, n, n / 2 + 1 };
+    if (!th_wait_until(marks_on_majority, &mk, 5000))
+        fail_msg("redlock %d servers: no writer mark on a majority while a writer waits", n);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYRDLOCK, name), EBUSY); /* the writer goes first */
+    TH_ASSERT_RC(th_proc_op(&d, TH_RW_TRYRDLOCK, name), EBUSY);
+    assert_int_equal(th_proc_op_async(&b, TH_RW_RDLOCK, name), 0);
+    th_sleep_ms(50);                  /* let b ask and be refused a few times */
+    TH_ASSERT_RC(th_proc_op(&d, TH_RW_TRYRDLOCK, name), EBUSY);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_UNLOCK, name), 0);
+    th_res_t r;
+    assert_int_equal(th_proc_recv(&a, &r, 10000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    print_message("redlock %d servers: the waiting writer got the lock %lld ms after the reader "
+                  "left, ahead of the readers that came after it\n", n,
+                  (long long)((r.t_done_us - t_rel) / 1000));
+    TH_ASSERT_RC(th_proc_op(&d, TH_RW_TRYRDLOCK, name), EBUSY); /* the writer holds it */
+    if (!th_wait_until(no_marks, &mk, 2000))
+        fail_msg("redlock %d servers: the writer's mark outlived its wait", n);
+    int64_t t_wunl = th_now_us();
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_UNLOCK, name), 0);
+    assert_int_equal(th_proc_recv(&b, &r, 10000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    if (r.t_done_us < t_wunl)
+        fail_msg("redlock %d servers: a reader that came after the waiting writer got in first", n);
+    TH_ASSERT_RC(th_proc_op(&d, TH_RW_TRYRDLOCK, name), 0);     /* readers share again */
+    TH_ASSERT_RC(th_proc_op(&d, TH_RW_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    assert_int_equal(th_proc_stop(&c), 0);
+    assert_int_equal(th_proc_stop(&d), 0);
+}
+
+static void test_writer_preference(void **state)
+{
+    (void)state;
+    all_up();
+    writer_preference(3, "rlwpref3");
+    writer_preference(5, "rlwpref5");
+    srv_down(2);
+    writer_preference(3, "rlwpref3d");
+    all_up();
+}
+
+/* A writer that gives up (timed lock) or dies leaves no lasting mark:
+ * readers get in at once after a give-up, and within the mark's short
+ * life after a death. */
+static void test_writer_mark_lapses(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlwlapse");
+    th_proc_t a, b, c;
+    start(&a, 3);
+    start(&b, 3);
+    start(&c, 3);
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_RDLOCK, name), 0);
+    /* Gives up: the mark goes with it. */
+    th_res_t r;
+    TH_ASSERT_RC(th_proc_opa(&a, TH_RW_TIMEDWRLOCK, name, 300, &r), ETIMEDOUT);
+    struct marks mk = { name, 3, 2 };
+    assert_true(no_marks(&mk));
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYRDLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, name), 0);
+    /* Dies waiting: the mark lapses by itself. */
+    assert_int_equal(th_proc_op_async(&a, TH_RW_WRLOCK, name), 0);
+    if (!th_wait_until(marks_on_majority, &mk, 5000))
+        fail_msg("no writer mark on a majority while a writer waits");
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_TRYRDLOCK, name), EBUSY);
+    th_proc_kill(&a);
+    int64_t t_kill = th_now_ms();
+    int rc = EBUSY;
+    while (rc == EBUSY && th_now_ms() - t_kill < 5000) {
+        rc = th_proc_op(&b, TH_RW_TRYRDLOCK, name);
+        if (rc == EBUSY)
+            th_sleep_ms(10);
+    }
+    TH_ASSERT_RC(rc, 0);
+    print_message("redlock: a dead writer's mark kept readers out %lld ms after its death\n",
+                  (long long)(th_now_ms() - t_kill));
+    assert_true(no_marks(&mk));
+    TH_ASSERT_RC(th_proc_op(&b, TH_RW_UNLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&c, TH_RW_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    assert_int_equal(th_proc_stop(&c), 0);
+}
+
+/* A process whose threads share a read hold learns of a writer waiting
+ * elsewhere (its renewals count the mark) and stops letting new readers of
+ * its own join: the writer is not starved by a stream of local readers. */
+struct stream_arg { const char *name; };
+
+static int local_stream_child(void *arg)
+{
+    struct stream_arg *sa = arg;
+    th_setenv_list(g_child_env);
+    dist_rwlock_t rw;
+    TH_CHECK_RC(dist_rwlock_init(&rw, sa->name, NULL), 0);
+    /* This thread holds read throughout; others of the process come and go
+     * until one is refused.  The parent starts the writer once we hold. */
+    TH_CHECK_RC(dist_rwlock_rdlock(&rw), 0);
+    th_actor_t *t = th_actor_new();
+    th_lockcall_t lc = { .rw = &rw };
+    int64_t t0 = th_now_ms();
+    int rc = 0, joined = 0;
+    while (th_now_ms() - t0 < 5000) {
+        rc = th_actor_call(t, th_do_tryrdlock, &lc);
+        if (rc != 0)
+            break;
+        joined++;
+        TH_CHECK_RC(th_actor_call(t, th_do_rwunlock, &lc), 0);
+        th_sleep_ms(5);
+    }
+    th_actor_free(t);
+    TH_CHECK_RC(dist_rwlock_unlock(&rw), 0);
+    if (rc != EBUSY) {
+        fprintf(stderr, "local readers kept joining for 5 s while a writer waited (%d joined)\n",
+                joined);
+        return 1;
+    }
+    return 0;
+}
+
+static void test_local_readers_yield(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64];
+    th_name(name, sizeof name, "rlyield");
+    th_proc_t a;
+    start(&a, 3);
+    g_child_env = env_for(3);
+    struct stream_arg sa = { name };
+    pid_t pid = th_fork_child(local_stream_child, &sa);
+    assert_true(pid > 0);
+    /* The writer comes once the child holds read (on every server). */
+    char rkey[160];
+    th_key(rkey, sizeof rkey, name, ":r");
+    for (int i = 0; i < 3; i++)
+        assert_true(th_wait_zcard_at(g_port[i], rkey, 1, 5000));
+    th_res_t r;
+    assert_int_equal(th_proc_opa_async(&a, TH_RW_WRLOCK, name, 0), 0);
+    int st = th_wait_child_ms(pid, 20000);
+    assert_int_equal(th_proc_recv(&a, &r, 10000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    if (st != 0)
+        fail_msg("the process's readers did not let the waiting writer go first (child %d)", st);
+    TH_ASSERT_RC(th_proc_op(&a, TH_RW_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
 }
 
 /* lock+unlock latency of one process, n rounds: median and worst, in us. */
@@ -491,6 +786,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TT_TEST(test_mutual_exclusion),
         TT_TEST(test_rwlock),
+        TT_TEST(test_readers_share_in_process),
+        TT_TEST(test_writer_preference),
+        TT_TEST(test_writer_mark_lapses),
+        TT_TEST(test_local_readers_yield),
         TT_TEST(test_one_of_three_down),
         TT_TEST(test_one_of_three_stalled),
         TT_TEST(test_two_of_five_down),
