@@ -256,6 +256,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
      * restarted, or closed it after `timeout` idle seconds.  A fail-fast
      * link gives it one fresh connection before calling the server down. */
     int may_be_stale = k->ctx != NULL, stale = 0;
+    int fresh = 0;                    /* k->ctx has given no reply yet */
     if (k->fail_fast && k->down_until) {
         if (dl_now_ms() < k->down_until) {
             fail_all(cmds, n, k->down_err);
@@ -274,14 +275,23 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
             sigset_t oldmask;
             int pending;
             dl_sigpipe_block(&oldmask, &pending);
+            /* A retry cut short by what is left of the time-out must not
+             * hide why the first attempt failed (a certificate refused)
+             * behind "timed out". */
+            char cerr[200];
             k->ctx = cfg->scheme == DL_SCHEME_SENTINEL
-                         ? dl_connect(cfg, 0, budget, err, sizeof err)
-                         : dl_connect_ep(cfg, &k->ep, budget, err, sizeof err);
+                         ? dl_connect(cfg, 0, budget, cerr, sizeof cerr)
+                         : dl_connect_ep(cfg, &k->ep, budget, cerr, sizeof cerr);
+            if (!k->ctx && (!err[0] || !strstr(cerr, "timed out")))
+                snprintf(err, sizeof err, "%s", cerr);
             /* (hiredis writes the probe itself: still under the mask) */
-            k->can_post = k->ctx && cfg->scheme != DL_SCHEME_REDLOCK &&
+            /* Over TLS a post would sit in the relay (tls.h), which dies
+             * with the process: it could not promise to reach Redis. */
+            k->can_post = k->ctx && !cfg->tls && cfg->scheme != DL_SCHEME_REDLOCK &&
                           cfg->scheme != DL_SCHEME_CLUSTER && probe_post(k->ctx);
             dl_sigpipe_restore(&oldmask, pending);
             if (k->ctx) {
+                fresh = 1;
                 shortened = budget < k->timeout_ms;
                 DL_STAT_ADD(reconnects, 1);
                 if (give_up)
@@ -316,6 +326,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                         break;
                     }
                     cmds[first]->reply = reply;
+                    fresh = 0;
                 }
             }
             if (first == n) {
@@ -330,8 +341,9 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n)
                 snprintf(name, sizeof name, "master \"%.100s\"", cfg->master);
             else
                 dl_ep_name(&k->ep, cfg->scheme == DL_SCHEME_UNIX, name, sizeof name);
-            snprintf(err, sizeof err, "redis %.120s: %.70s", name,
-                     k->ctx->errstr[0] ? k->ctx->errstr : "connection lost");
+            snprintf(err, sizeof err, "redis %.120s: %.70s%s", name,
+                     k->ctx->errstr[0] ? k->ctx->errstr : "connection lost",
+                     fresh ? dl_plain_hint(cfg, k->ctx) : "");
             stale = may_be_stale && !reroute &&
                     (k->ctx->err == REDIS_ERR_EOF || strstr(k->ctx->errstr, "reset") ||
                      strstr(k->ctx->errstr, "Broken pipe"));

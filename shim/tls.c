@@ -1,0 +1,532 @@
+/* tls.c - the client TLS context, the handshake, and the relay threads
+ * between hiredis's socketpair end and each TLS session (see tls.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "conn.h"
+#include "distlock.h"
+#include "dl.h"
+#include "process.h"
+#include "tls.h"
+
+/* ---------------------------------------------------------------- context */
+
+/* One SSL_CTX per set of files, built once and kept for the process (a
+ * program, or a test, may change the variables between processes' states;
+ * contexts are few and small). */
+typedef struct tls_ctx {
+    struct tls_ctx *next;
+    char ca[1024], cert[1024], key[1024];
+    SSL_CTX *ctx;
+} tls_ctx_t;
+
+static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
+static tls_ctx_t *ctxs;
+
+/* An encrypted key would make OpenSSL prompt on the terminal for its
+ * passphrase: refuse instead (the key then fails to load, and says so). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    return 0;
+}
+
+static int file_readable(const char *var, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char q[200];
+    if (!f)
+        return dl_fail(EINVAL, "%s=%s: cannot read it: %s", var,
+                       dl_quote(path, strlen(path), q, sizeof q), strerror(errno));
+    fclose(f);
+    return 0;
+}
+
+static SSL_CTX *build(const dl_config_t *c)
+{
+    char q[200];
+    if ((c->tls_ca[0] && file_readable("DISTLOCK_TLS_CA_FILE", c->tls_ca)) ||
+        (c->tls_cert[0] && file_readable("DISTLOCK_TLS_CERT_FILE", c->tls_cert)) ||
+        (c->tls_key[0] && file_readable("DISTLOCK_TLS_KEY_FILE", c->tls_key)))
+        return NULL;
+    if (!c->tls_cert[0] != !c->tls_key[0]) {
+        dl_seterr("%s is set without %s: a client certificate needs its key",
+                  c->tls_cert[0] ? "DISTLOCK_TLS_CERT_FILE" : "DISTLOCK_TLS_KEY_FILE",
+                  c->tls_cert[0] ? "DISTLOCK_TLS_KEY_FILE" : "DISTLOCK_TLS_CERT_FILE");
+        return NULL;
+    }
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        dl_seterr("TLS: cannot create a context (out of memory?)");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    /* The relay writes from a buffer that it refills as it goes. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (c->tls_ca[0]) {
+        if (SSL_CTX_load_verify_locations(ctx, c->tls_ca, NULL) != 1) {
+            dl_seterr("DISTLOCK_TLS_CA_FILE=%s: no PEM certificate in it",
+                      dl_quote(c->tls_ca, strlen(c->tls_ca), q, sizeof q));
+            goto fail;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        dl_seterr("TLS: cannot load the system's CA certificates (set DISTLOCK_TLS_CA_FILE)");
+        goto fail;
+    }
+    if (c->tls_cert[0]) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, c->tls_cert) != 1) {
+            dl_seterr("DISTLOCK_TLS_CERT_FILE=%s: no PEM certificate in it",
+                      dl_quote(c->tls_cert, strlen(c->tls_cert), q, sizeof q));
+            goto fail;
+        }
+        /* The message names the file only: never the key's contents. */
+        if (SSL_CTX_use_PrivateKey_file(ctx, c->tls_key, SSL_FILETYPE_PEM) != 1) {
+            if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+                dl_seterr("DISTLOCK_TLS_KEY_FILE: the key does not match DISTLOCK_TLS_CERT_FILE");
+                goto fail;
+            }
+            dl_seterr("DISTLOCK_TLS_KEY_FILE=%s: not a usable PEM private key "
+                      "(an encrypted key must be decrypted first)",
+                      dl_quote(c->tls_key, strlen(c->tls_key), q, sizeof q));
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            dl_seterr("DISTLOCK_TLS_KEY_FILE: the key does not match DISTLOCK_TLS_CERT_FILE");
+            goto fail;
+        }
+    }
+    ERR_clear_error();
+    return ctx;
+fail:
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+static SSL_CTX *get_ctx(const dl_config_t *c)
+{
+    pthread_mutex_lock(&ctx_mu);
+    tls_ctx_t *e;
+    for (e = ctxs; e; e = e->next)
+        if (!strcmp(e->ca, c->tls_ca) && !strcmp(e->cert, c->tls_cert) && !strcmp(e->key, c->tls_key))
+            break;
+    if (!e) {
+        SSL_CTX *ctx = build(c);
+        if (ctx && !(e = calloc(1, sizeof *e))) {
+            SSL_CTX_free(ctx);
+            dl_seterr("out of memory");
+        }
+        if (e) {
+            strcpy(e->ca, c->tls_ca);
+            strcpy(e->cert, c->tls_cert);
+            strcpy(e->key, c->tls_key);
+            e->ctx = ctx;
+            e->next = ctxs;
+            ctxs = e;
+        }
+    }
+    pthread_mutex_unlock(&ctx_mu);
+    return e ? e->ctx : NULL;
+}
+
+int dl_tls_setup(const dl_config_t *c)
+{
+    return get_ctx(c) ? 0 : EINVAL;
+}
+
+/* ----------------------------------------------------------------- relays */
+
+typedef struct relay {
+    struct relay *next;
+    SSL *ssl;
+    int tcp, app;             /* the TLS socket, and our end of the socketpair */
+} relay_t;
+
+/* Live relays, so a forked child can close its copies of their sockets:
+ * it has no relay threads, and must neither write on the parent's TLS
+ * sessions nor keep their connections open.  A relay leaves the list and
+ * closes its sockets under relays_mu, so the child never closes a
+ * descriptor number that was reused meanwhile. */
+static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
+static relay_t *relays;
+
+static void fork_prepare(void)
+{
+    pthread_mutex_lock(&relays_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&relays_mu);
+}
+
+static void fork_child(void)
+{
+    /* The SSL objects stay as they are (reachable, never used): freeing
+     * one the parent's thread was using could touch a half-updated
+     * state, and SSL_free sends nothing anyway. */
+    for (relay_t *r = relays; r; r = r->next) {
+        if (r->tcp >= 0)
+            close(r->tcp);
+        if (r->app >= 0)
+            close(r->app);
+        r->tcp = r->app = -1;
+    }
+    pthread_mutex_init(&relays_mu, NULL);
+}
+
+__attribute__((constructor)) static void tls_register_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void unlink_relay(relay_t *r)
+{
+    for (relay_t **pp = &relays; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+}
+
+static void relay_end(relay_t *r)
+{
+    pthread_mutex_lock(&relays_mu);
+    unlink_relay(r);
+    /* No SSL_shutdown: the connection simply closes, as a plain one does,
+     * and nothing is written once the user is done with it. */
+    close(r->tcp);
+    close(r->app);
+    pthread_mutex_unlock(&relays_mu);
+    SSL_free(r->ssl);
+    ERR_clear_error();
+    free(r);
+}
+
+#define RELAY_BUF 16384
+
+/* Moves bytes both ways until either side closes.  Both sockets are
+ * non-blocking, so a stalled server never keeps the relay from seeing
+ * its user close the connection (hiredis's time-out did it). */
+static void *relay_main(void *arg)
+{
+    relay_t *r = arg;
+    char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
+    size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
+    int app_eof = 0;
+    if (!up || !down)
+        goto out;
+    for (;;) {
+        short tev = 0, aev = 0;
+        int progress = 0;
+        if (!ulen && !app_eof) {
+            ssize_t n = recv(r->app, up, RELAY_BUF, 0);
+            if (n > 0) {
+                ulen = (size_t)n;
+                uoff = 0;
+                progress = 1;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                app_eof = 1;
+            } else {
+                aev |= POLLIN;
+            }
+        }
+        if (ulen) {
+            int w = SSL_write(r->ssl, up + uoff, (int)(ulen - uoff));
+            if (w > 0) {
+                uoff += (size_t)w;
+                if (uoff == ulen)
+                    ulen = 0;
+                progress = 1;
+            } else {
+                int e = SSL_get_error(r->ssl, w);
+                if (e == SSL_ERROR_WANT_READ)
+                    tev |= POLLIN;
+                else if (e == SSL_ERROR_WANT_WRITE)
+                    tev |= POLLOUT;
+                else
+                    goto out;
+            }
+        }
+        if (app_eof && (!ulen || !progress))
+            goto out;         /* what was left is sent, or cannot be now */
+        if (!dlen) {
+            int n = SSL_read(r->ssl, down, RELAY_BUF);
+            if (n > 0) {
+                dlen = (size_t)n;
+                doff = 0;
+                progress = 1;
+            } else {
+                int e = SSL_get_error(r->ssl, n);
+                if (e == SSL_ERROR_WANT_READ)
+                    tev |= POLLIN;
+                else if (e == SSL_ERROR_WANT_WRITE)
+                    tev |= POLLOUT;
+                else
+                    goto out; /* the server closed, or the session failed */
+            }
+        }
+        if (dlen) {
+            ssize_t n = send(r->app, down + doff, dlen - doff, MSG_NOSIGNAL);
+            if (n > 0) {
+                doff += (size_t)n;
+                if (doff == dlen)
+                    dlen = 0;
+                progress = 1;
+            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                aev |= POLLOUT;
+            } else {
+                goto out;
+            }
+        }
+        if (progress)
+            continue;
+        /* The user's end is always watched: its close (POLLHUP) ends the
+         * relay even while the server takes nothing. */
+        struct pollfd pf[2] = { { r->tcp, tev, 0 }, { r->app, aev, 0 } };
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            goto out;
+        if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !dlen &&
+            !(pf[0].revents & (POLLIN | POLLOUT)))
+            goto out;
+    }
+out:
+    free(up);
+    free(down);
+    relay_end(r);
+    return NULL;
+}
+
+/* -------------------------------------------------------------- handshake */
+
+static int is_ip(const char *s)
+{
+    unsigned char b[16];
+    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+/* Waits for fd to be ready for what the last SSL call wanted; 0, or -1
+ * when the deadline passed. */
+static int wait_io(int fd, int want, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = dl_now_ms();
+        if (now >= deadline)
+            return -1;
+        struct pollfd pf = { fd, (short)(want == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN), 0 };
+        int n = poll(&pf, 1, (int)(deadline - now));
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Why the handshake or the first exchange failed, from the verification
+ * result and OpenSSL's error queue, in words that say what to fix. */
+static void explain(SSL *ssl, const dl_config_t *c, const char *name, int sslerr, int sys_errno,
+                    int timed_out, int got_any, char *err, size_t errlen)
+{
+    long vr = SSL_get_verify_result(ssl);
+    unsigned long e = 0, last;
+    while ((last = ERR_get_error()))
+        e = last;
+    int reason = e ? ERR_GET_REASON(e) : 0;
+    if (vr != X509_V_OK) {
+        const char *hint = "";
+        if (vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH)
+            hint = c->tls_name[0] ? " (checked DISTLOCK_TLS_SERVER_NAME)"
+                                  : " (set DISTLOCK_TLS_SERVER_NAME to the name it has)";
+        else if (vr == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+                 vr == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+                 vr == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
+                 vr == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE)
+            hint = c->tls_ca[0] ? " (not signed by a CA of DISTLOCK_TLS_CA_FILE)"
+                                : " (not signed by a system CA: set DISTLOCK_TLS_CA_FILE)";
+        snprintf(err, errlen, "TLS: server certificate rejected for \"%.100s\": %s%s", name,
+                 X509_verify_cert_error_string(vr), hint);
+    } else if (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+               (!c->tls_cert[0] && reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE)) {
+        snprintf(err, errlen, "TLS: the server requires a client certificate%s",
+                 c->tls_cert[0] ? "" : " (set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
+    } else if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED ||
+               reason == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE) {
+        snprintf(err, errlen, "TLS: the server rejected our client certificate "
+                 "(DISTLOCK_TLS_CERT_FILE): %s", ERR_reason_error_string(e));
+    } else if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+               reason == SSL_R_UNEXPECTED_RECORD ||
+               reason == SSL_R_HTTP_REQUEST) {
+        snprintf(err, errlen, "TLS: the server does not speak TLS on this port "
+                 "(a plain port? use redis://)");
+    } else if (timed_out && !got_any) {
+        snprintf(err, errlen, "TLS: handshake timed out with no answer "
+                 "(a plain port? use redis://)");
+    } else if (timed_out) {
+        snprintf(err, errlen, "TLS: handshake timed out");
+    } else if (sslerr == SSL_ERROR_SYSCALL || sslerr == SSL_ERROR_ZERO_RETURN || !e) {
+        snprintf(err, errlen, "TLS: the server closed the connection during the handshake%s%s",
+                 sys_errno ? ": " : "", sys_errno ? strerror(sys_errno) : "");
+    } else {
+        const char *rs = ERR_reason_error_string(e);
+        snprintf(err, errlen, "TLS: handshake failed: %s", rs ? rs : "unknown error");
+    }
+}
+
+/* Whether any byte came from the server: a plain server answers a
+ * ClientHello only when it holds a newline, else waits for more. */
+static int got_bytes(SSL *ssl)
+{
+    return BIO_number_read(SSL_get_rbio(ssl)) > 0;
+}
+
+int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
+                char *err, size_t errlen)
+{
+    SSL_CTX *ctx = get_ctx(c);
+    SSL *ssl = NULL;
+    int sv[2] = { -1, -1 };
+    relay_t *r = NULL;
+    sigset_t oldmask;
+    int pending;
+    /* OpenSSL writes with write(2): keep SIGPIPE away from the host. */
+    dl_sigpipe_block(&oldmask, &pending);
+    ERR_clear_error();
+    if (!ctx) {
+        snprintf(err, errlen, "%s", dist_lasterror());
+        goto fail;
+    }
+    if (!(ssl = SSL_new(ctx))) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
+    const char *name = c->tls_name[0] ? c->tls_name : host;
+    if (is_ip(name)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name);
+    } else {
+        SSL_set_tlsext_host_name(ssl, name);
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        SSL_set1_host(ssl, name);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    SSL_set_fd(ssl, fd);
+
+    int rc, e = 0;
+    while ((rc = SSL_connect(ssl)) != 1) {
+        e = SSL_get_error(ssl, rc);
+        int se = errno;
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
+            int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+            explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, to, got_bytes(ssl), err, errlen);
+            goto fail;
+        }
+    }
+    /* With TLS 1.3 the server judges our certificate after the handshake
+     * is over for us: one PING shows whether it kept the connection, so a
+     * missing client certificate is told here, not as a lost connection
+     * at the first command. */
+    static const char ping[] = "PING\r\n";
+    size_t off = 0;
+    while (off < sizeof ping - 1) {
+        rc = SSL_write(ssl, ping + off, (int)(sizeof ping - 1 - off));
+        if (rc > 0) {
+            off += (size_t)rc;
+            continue;
+        }
+        e = SSL_get_error(ssl, rc);
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline))
+            break;            /* the read below finds the server's alert */
+    }
+    char line[256];
+    size_t got = 0;
+    for (;;) {
+        rc = SSL_read(ssl, line + got, (int)(sizeof line - 1 - got));
+        if (rc > 0) {
+            got += (size_t)rc;
+            if (memmem(line, got, "\r\n", 2))
+                break;
+            if (got == sizeof line - 1) {
+                snprintf(err, errlen, "TLS: unexpected answer to PING");
+                goto fail;
+            }
+            continue;
+        }
+        e = SSL_get_error(ssl, rc);
+        int se = errno;
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
+            int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+            if (to) {
+                snprintf(err, errlen, "TLS: timed out waiting for the server's first answer");
+            } else {
+                explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, 0, 1, err, errlen);
+                if (strstr(err, "closed the connection"))
+                    snprintf(err, errlen, "TLS: the server closed the connection after the "
+                             "handshake%s", c->tls_cert[0] ? "" : " (does it require a client "
+                             "certificate? set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
+            }
+            goto fail;
+        }
+    }
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+        snprintf(err, errlen, "TLS: socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    fl = fcntl(sv[1], F_GETFL);
+    fcntl(sv[1], F_SETFL, fl | O_NONBLOCK);
+    int one = 1, idle = 15;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!(r = calloc(1, sizeof *r))) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
+    r->ssl = ssl;
+    r->tcp = fd;
+    r->app = sv[1];
+    pthread_mutex_lock(&relays_mu);
+    r->next = relays;
+    relays = r;
+    pthread_mutex_unlock(&relays_mu);
+    if (dl_thread_start(relay_main, r)) {
+        pthread_mutex_lock(&relays_mu);
+        unlink_relay(r);
+        pthread_mutex_unlock(&relays_mu);
+        free(r);
+        snprintf(err, errlen, "TLS: cannot start the relay thread");
+        goto fail;
+    }
+    dl_sigpipe_restore(&oldmask, pending);
+    return sv[0];
+fail:
+    if (ssl)
+        SSL_free(ssl);
+    ERR_clear_error();
+    close(fd);
+    if (sv[0] >= 0) {
+        close(sv[0]);
+        close(sv[1]);
+    }
+    dl_sigpipe_restore(&oldmask, pending);
+    return -1;
+}

@@ -1,0 +1,35 @@
+/*
+ * tls.h - TLS to Redis with OpenSSL, under hiredis 0.14 (which has none).
+ *
+ * connect.c makes the TCP connection; dl_tls_wrap() does the handshake on
+ * it and returns one end of a socketpair, which connect.c gives hiredis
+ * (redisConnectFd).  A relay thread per connection moves bytes between the
+ * other end and the TLS session.  So every user of a redisContext (the
+ * command links, the subscriber, sentinel discovery, cluster redirects,
+ * the distlock command) speaks TLS without knowing it, and hiredis's
+ * socket time-outs still bound a stalled server.
+ */
+#ifndef DL_TLS_H
+#define DL_TLS_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "config.h"
+
+/* Builds (once per set of files) the client context for c: CA file or the
+ * system's CAs, client certificate and key.  0, or EINVAL with
+ * dist_lasterror() naming the variable whose file is missing or bad (never
+ * its contents).  Called by dl_config_load() when c->tls. */
+int dl_tls_setup(const dl_config_t *c);
+
+/* Takes over the connected TCP socket fd (closed on failure), does the
+ * handshake, verifies the chain and c->tls_name or host (a name or an IP
+ * address) against the certificate, checks that the server accepts us,
+ * and starts the relay.  Returns the caller's end of the relay (blocking,
+ * close-on-exec), or -1 with the reason in err.  Gives up at `deadline`
+ * (monotonic ms).  Never raises SIGPIPE. */
+int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
+                char *err, size_t errlen);
+
+#endif
