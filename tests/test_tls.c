@@ -443,6 +443,121 @@ static void test_errors(void **state)
     expect_fail(env_good(&e, "unix:///tmp/x.sock?tls=1"), EINVAL, "unknown query item", NULL);
 }
 
+/* Turns TLS on for the topology starters of harness_topo. */
+static void topo_tls(void)
+{
+    char c[400], k[400], ca[400];
+    tt_tls_use(path(c, sizeof c, "srv.pem"), path(k, sizeof k, "srv.key"), path(ca, sizeof ca, "ca.pem"));
+}
+
+static int replica_up(void *arg)
+{
+    char buf[32];
+    return tt_info_field(*(int *)arg, "replication", "master_link_status", buf, sizeof buf) &&
+           strcmp(buf, "up") == 0;
+}
+
+/* Lock and unlock in p, retrying EIO for up to ms (a failover under way). */
+static int lock_cycle(th_proc_t *p, const char *name, long ms)
+{
+    int64_t end = th_now_ms() + ms;
+    int rc;
+    do {
+        rc = th_proc_op(p, TH_M_LOCK, name);
+        if (rc == 0 || rc == EOWNERDEAD)
+            return th_proc_op(p, TH_M_UNLOCK, name);
+        th_sleep_ms(100);
+    } while (th_now_ms() < end);
+    return rc;
+}
+
+/* redis-sentinel://...?tls=1: sentinels, master and replica all over TLS
+ * (tls-replication); when the master dies, the lock follows the sentinels
+ * to the promoted replica. */
+static void test_sentinel_tls(void **state)
+{
+    (void)state;
+    tt_alarm(120);
+    topo_tls();
+    th_server_t m, r;
+    assert_int_equal(tt_server_start(&m, NULL), 0);
+    char mport[16];
+    snprintf(mport, sizeof mport, "%d", m.tls_port);
+    const char *rx[] = { "--replicaof", "127.0.0.1", mport, NULL };
+    assert_int_equal(tt_server_start(&r, rx), 0);
+    assert_true(th_wait_until(replica_up, &r.port, 15000));
+    tt_sentinels_t st;
+    assert_int_equal(tt_sentinels_start(&st, 3, "tlsm", m.tls_port, 2, 1), 0);
+    tt_tls_use(NULL, NULL, NULL);
+
+    char url[400], name[64];
+    size_t o = (size_t)snprintf(url, sizeof url, "redis-sentinel://");
+    for (int i = 0; i < st.n; i++)
+        o += (size_t)snprintf(url + o, sizeof url - o, "%s127.0.0.1:%d", i ? "," : "", st.s[i].tls_port);
+    snprintf(url + o, sizeof url - o, "/tlsm?tls=1");
+    tls_env_t e;
+    th_proc_t p;
+    env_good(&e, url);
+    e.list[1] = "DISTLOCK_IO_TIMEOUT_MS=3000";
+    assert_int_equal(th_proc_start(&p, e.list), 0);
+    th_name(name, sizeof name, "tls-sent");
+    TH_ASSERT_RC(lock_cycle(&p, name, 5000), 0);
+
+    /* the master dies: the sentinels (over TLS) promote the replica */
+    pid_t mpid = m.pid;
+    th_server_kill(&m);
+    tt_forget(mpid);
+    int64_t end = th_now_ms() + 30000;
+    while (tt_sentinel_master_port(&st, 0) != r.tls_port && th_now_ms() < end)
+        th_sleep_ms(50);
+    assert_int_equal(tt_sentinel_master_port(&st, 0), r.tls_port);
+    TH_ASSERT_RC(lock_cycle(&p, name, 15000), 0);
+    char key[200];
+    th_key(key, sizeof key, name, "");
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+    assert_int_equal(th_cmd_at_ll(r.port, "EXISTS %s", key), 1);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&p), 0);
+    tt_sentinels_stop(&st);
+    pid_t rpid = r.pid;
+    th_server_kill(&r);
+    tt_forget(rpid);
+}
+
+/* redis-cluster://...?tls=1: six nodes with tls-cluster; the slot map and
+ * redirects name TLS ports, and locks spread over every master. */
+static void test_cluster_tls(void **state)
+{
+    (void)state;
+    tt_alarm(150);
+    topo_tls();
+    tt_cluster_t c;
+    int ok = tt_cluster_start(&c);
+    tt_tls_use(NULL, NULL, NULL);
+    assert_int_equal(ok, 0);
+    char url[600];
+    /* one seed: every other node is found through CLUSTER SLOTS */
+    snprintf(url, sizeof url, "redis-cluster://127.0.0.1:%d?tls=1", c.node[0].tls_port);
+    tls_env_t e;
+    th_proc_t p;
+    assert_int_equal(th_proc_start(&p, env_good(&e, url)), 0);
+    int masters[TT_CLUSTER_NODES], nm = tt_cluster_masters(&c, masters, TT_CLUSTER_NODES);
+    int seen[TT_CLUSTER_NODES] = { 0 }, distinct = 0;
+    for (int i = 0; i < 40; i++) {
+        char name[64], key[200];
+        th_name(name, sizeof name, "tls-cl");
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+        th_key(key, sizeof key, name, "");
+        for (int k = 0; k < nm; k++)
+            if (th_cmd_at_ll(c.node[masters[k]].port, "EXISTS %s", key) == 1 && !seen[k]++)
+                distinct++;
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
+    }
+    assert_int_equal(distinct, nm);
+    assert_int_equal(th_proc_stop(&p), 0);
+    tt_cluster_stop(&c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -454,6 +569,10 @@ int main(void)
         TT_TEST(test_redlock_tls),
         TT_TEST(test_server_name),
         TT_TEST(test_errors),
+        TT_TEST(test_sentinel_tls),
+        TT_TEST(test_cluster_tls),
     };
+    if (getenv("TLS_TEST"))             /* one test by name, while working on it */
+        cmocka_set_test_filter(getenv("TLS_TEST"));
     return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
 }
