@@ -37,6 +37,7 @@ typedef struct tls_ctx {
 
 static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
 static tls_ctx_t *ctxs;
+static int used;                  /* OpenSSL is in use: there may be relays */
 
 /* An encrypted key would make OpenSSL prompt on the terminal for its
  * passphrase: refuse instead (the key then fails to load, and says so). */
@@ -69,6 +70,12 @@ static SSL_CTX *build(const dl_config_t *c)
                   c->tls_cert[0] ? "DISTLOCK_TLS_KEY_FILE" : "DISTLOCK_TLS_CERT_FILE");
         return NULL;
     }
+    /* OpenSSL would free its state from an atexit handler, while relay
+     * threads may still use it (a program that ends with connections
+     * open): keep it (no effect if the program initialised OpenSSL
+     * itself first). */
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
+    __atomic_store_n(&used, 1, __ATOMIC_RELEASE);
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) {
         dl_seterr("TLS: cannot create a context (out of memory?)");
@@ -119,6 +126,24 @@ fail:
     return NULL;
 }
 
+/* Held (shared) by every thread that is inside OpenSSL on a connection:
+ * the relays between two polls, a handshake between two waits.  fork()
+ * takes it exclusively (prepare handler), so a child never starts with an
+ * OpenSSL lock or a half-done allocation of one of our threads: it may
+ * then make TLS connections of its own with the same context.  Writers
+ * first: busy relays must not keep a fork waiting. */
+static pthread_rwlock_t busy = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/* At the very end of the process (the last destructor: after the
+ * program's atexit handlers, which may still unlock over TLS), stop the
+ * relay threads where they are: none is then inside OpenSSL or halfway
+ * through freeing a session while the process is torn down (leak
+ * checkers saw such a half-freed session). */
+__attribute__((destructor(101))) static void quiesce_at_exit(void)
+{
+    if (__atomic_load_n(&used, __ATOMIC_ACQUIRE))
+        pthread_rwlock_wrlock(&busy);
+}
+
 static SSL_CTX *get_ctx(const dl_config_t *c)
 {
     pthread_mutex_lock(&ctx_mu);
@@ -166,14 +191,19 @@ typedef struct relay {
 static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
 static relay_t *relays;
 
+
+/* busy before relays_mu: a handshake holds busy when it registers its
+ * relay (the other order would deadlock with it). */
 static void fork_prepare(void)
 {
+    pthread_rwlock_wrlock(&busy);
     pthread_mutex_lock(&relays_mu);
 }
 
 static void fork_parent(void)
 {
     pthread_mutex_unlock(&relays_mu);
+    pthread_rwlock_unlock(&busy);
 }
 
 static void fork_child(void)
@@ -188,6 +218,8 @@ static void fork_child(void)
             close(r->app);
         r->tcp = r->app = -1;
     }
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+    busy = fresh;
     pthread_mutex_init(&relays_mu, NULL);
 }
 
@@ -214,8 +246,10 @@ static void relay_end(relay_t *r)
     close(r->tcp);
     close(r->app);
     pthread_mutex_unlock(&relays_mu);
+    pthread_rwlock_rdlock(&busy);
     SSL_free(r->ssl);
     ERR_clear_error();
+    pthread_rwlock_unlock(&busy);
     free(r);
 }
 
@@ -232,6 +266,7 @@ static void *relay_main(void *arg)
     int app_eof = 0;
     if (!up || !down)
         goto out;
+    pthread_rwlock_rdlock(&busy);
     for (;;) {
         short tev = 0, aev = 0;
         int progress = 0;
@@ -300,7 +335,10 @@ static void *relay_main(void *arg)
         /* The user's end is always watched: its close (POLLHUP) ends the
          * relay even while the server takes nothing. */
         struct pollfd pf[2] = { { r->tcp, tev, 0 }, { r->app, aev, 0 } };
-        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+        pthread_rwlock_unlock(&busy);
+        int n = poll(pf, 2, -1);
+        pthread_rwlock_rdlock(&busy);
+        if (n < 0 && errno != EINTR)
             goto out;
         if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !dlen &&
             !(pf[0].revents & (POLLIN | POLLOUT)))
@@ -309,6 +347,8 @@ static void *relay_main(void *arg)
 out:
     free(up);
     free(down);
+    if (up && down)
+        pthread_rwlock_unlock(&busy);
     relay_end(r);
     return NULL;
 }
@@ -330,7 +370,9 @@ static int wait_io(int fd, int want, uint64_t deadline)
         if (now >= deadline)
             return -1;
         struct pollfd pf = { fd, (short)(want == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN), 0 };
+        pthread_rwlock_unlock(&busy);
         int n = poll(&pf, 1, (int)(deadline - now));
+        pthread_rwlock_rdlock(&busy);
         if (n > 0)
             return 0;
         if (n < 0 && errno != EINTR)
@@ -401,7 +443,7 @@ static int got_bytes(SSL *ssl)
 int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
                 char *err, size_t errlen)
 {
-    SSL_CTX *ctx = get_ctx(c);
+    SSL_CTX *ctx;
     SSL *ssl = NULL;
     int sv[2] = { -1, -1 };
     relay_t *r = NULL;
@@ -409,8 +451,9 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
     int pending;
     /* OpenSSL writes with write(2): keep SIGPIPE away from the host. */
     dl_sigpipe_block(&oldmask, &pending);
+    pthread_rwlock_rdlock(&busy);
     ERR_clear_error();
-    if (!ctx) {
+    if (!(ctx = get_ctx(c))) {
         snprintf(err, errlen, "%s", dist_lasterror());
         goto fail;
     }
@@ -516,12 +559,14 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
         snprintf(err, errlen, "TLS: cannot start the relay thread");
         goto fail;
     }
+    pthread_rwlock_unlock(&busy);
     dl_sigpipe_restore(&oldmask, pending);
     return sv[0];
 fail:
     if (ssl)
         SSL_free(ssl);
     ERR_clear_error();
+    pthread_rwlock_unlock(&busy);
     close(fd);
     if (sv[0] >= 0) {
         close(sv[0]);
