@@ -175,12 +175,67 @@ int dl_tls_setup(const dl_config_t *c)
     return get_ctx(c) ? 0 : EINVAL;
 }
 
+/* -------------------------------------------------------------- socket BIO */
+
+/* OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
+ * connection the server closed: ours sends with MSG_NOSIGNAL, so no
+ * thread that does TLS I/O (relay, handshake, link) needs SIGPIPE masked. */
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static int nosig_write(BIO *b, const char *buf, int len)
+{
+    int fd = -1;
+    BIO_get_fd(b, &fd);
+    ssize_t n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (n <= 0 && BIO_sock_should_retry((int)n))
+        BIO_set_retry_write(b);
+    return (int)n;
+}
+
+static void nosig_init(void)
+{
+    const BIO_METHOD *sock = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_TYPE_SOCKET, "distlock socket");
+    if (!m)
+        return;
+    BIO_meth_set_write(m, nosig_write);
+    BIO_meth_set_read(m, BIO_meth_get_read(sock));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(sock));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock));
+    BIO_meth_set_create(m, BIO_meth_get_create(sock));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock));
+    nosig_method = m;
+}
+
+/* SSL_set_fd with our BIO; 0 or -1. */
+static int set_socket(SSL *ssl, int fd)
+{
+    pthread_once(&nosig_once, nosig_init);
+    if (!nosig_method)
+        return SSL_set_fd(ssl, fd) == 1 ? 0 : -1;
+    BIO *b = BIO_new(nosig_method);
+    if (!b)
+        return -1;
+    BIO_set_fd(b, fd, BIO_NOCLOSE);
+    SSL_set_bio(ssl, b, b);
+    return 0;
+}
+
 /* ----------------------------------------------------------------- relays */
 
 typedef struct relay {
     struct relay *next;
     SSL *ssl;
     int tcp, app;             /* the TLS socket, and our end of the socketpair */
+    int user;                 /* the user's end (hiredis's fd) */
+    /* dl_tls_direct(): the user takes the session over; the relay stops
+     * at the user's shutdown without closing it, and says so. */
+    int detach, detached;
+    pthread_t thread;         /* joinable: dl_tls_direct() waits for its end */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
 } relay_t;
 
 /* Live relays, so a forked child can close its copies of their sockets:
@@ -241,6 +296,18 @@ static void relay_end(relay_t *r)
 {
     pthread_mutex_lock(&relays_mu);
     unlink_relay(r);
+    pthread_mutex_lock(&r->mu);
+    if (r->detach) {
+        /* The session and its socket are the user's now. */
+        close(r->app);
+        r->detached = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&relays_mu);
+        return;           /* the user joins this thread and frees r */
+    }
+    pthread_mutex_unlock(&r->mu);
+    pthread_detach(pthread_self());
     /* No SSL_shutdown: the connection simply closes, as a plain one does,
      * and nothing is written once the user is done with it. */
     close(r->tcp);
@@ -471,7 +538,10 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
     }
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-    SSL_set_fd(ssl, fd);
+    if (set_socket(ssl, fd)) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
 
     int rc, e = 0;
     while ((rc = SSL_connect(ssl)) != 1) {
@@ -547,11 +617,24 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
     r->ssl = ssl;
     r->tcp = fd;
     r->app = sv[1];
+    r->user = sv[0];
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
     pthread_mutex_lock(&relays_mu);
     r->next = relays;
     relays = r;
     pthread_mutex_unlock(&relays_mu);
-    if (dl_thread_start(relay_main, r)) {
+    /* Joinable, with every signal blocked (as dl_thread_start): a
+     * connection handed over (dl_tls_direct) waits for its relay's end,
+     * so no half-ended thread is around when the process forks next. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_mutex_lock(&r->mu);
+    int trc = pthread_create(&r->thread, NULL, relay_main, r);
+    pthread_mutex_unlock(&r->mu);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (trc) {
         pthread_mutex_lock(&relays_mu);
         unlink_relay(r);
         pthread_mutex_unlock(&relays_mu);
@@ -574,4 +657,150 @@ fail:
     }
     dl_sigpipe_restore(&oldmask, pending);
     return -1;
+}
+
+/* ------------------------------------------------------------- direct I/O */
+
+int dl_tls_direct(redisContext *ctx, void **out)
+{
+    relay_t *r = NULL;
+    pthread_mutex_lock(&relays_mu);
+    for (relay_t *x = relays; x; x = x->next)
+        if (x->user == ctx->fd)
+            r = x;
+    if (r) {
+        pthread_mutex_lock(&r->mu);
+        r->detach = 1;
+        pthread_mutex_unlock(&r->mu);
+    }
+    pthread_mutex_unlock(&relays_mu);
+    if (!r)
+        return -1;
+    /* The end of our writes: the relay forwards what it has (nothing:
+     * every reply was read), sees the end, and stops without closing. */
+    shutdown(ctx->fd, SHUT_WR);
+    pthread_mutex_lock(&r->mu);
+    while (!r->detached)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    int tcp = r->tcp;
+    SSL *ssl = r->ssl;
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    if (SSL_pending(ssl) > 0) {   /* bytes nobody asked for: do not go on from there */
+        SSL_free(ssl);
+        close(tcp);
+        return -1;
+    }
+    /* hiredis keeps only formatting and parsing; ctx->fd is the TLS
+     * socket from now on (for time-outs, polls and the close). */
+    int fl = fcntl(tcp, F_GETFL);
+    fcntl(tcp, F_SETFL, fl & ~O_NONBLOCK);
+    /* the time-outs set on hiredis's end now bound the TLS socket */
+    static const int opts[2] = { SO_RCVTIMEO, SO_SNDTIMEO };
+    for (int i = 0; i < 2; i++) {
+        struct timeval tv;
+        socklen_t len = sizeof tv;
+        if (getsockopt(ctx->fd, SOL_SOCKET, opts[i], &tv, &len) == 0)
+            setsockopt(tcp, SOL_SOCKET, opts[i], &tv, sizeof tv);
+    }
+    close(ctx->fd);
+    ctx->fd = tcp;
+    *out = ssl;
+    return 0;
+}
+
+static void set_error(redisContext *ctx, int type, const char *msg)
+{
+    ctx->err = type;
+    snprintf(ctx->errstr, sizeof ctx->errstr, "%.127s", msg);
+}
+
+/* After a failed SSL_read or SSL_write: the error hiredis sets for the
+ * same failure of a plain socket. */
+static void io_error(SSL *ssl, redisContext *ctx, int rc)
+{
+    int se = errno;
+    int e = SSL_get_error(ssl, rc);
+    unsigned long q = ERR_get_error();
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        set_error(ctx, REDIS_ERR_IO, strerror(EAGAIN));      /* SO_RCVTIMEO/SO_SNDTIMEO */
+    } else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !q && (rc == 0 || !se))) {
+        set_error(ctx, REDIS_ERR_EOF, "Server closed the connection");
+    } else if (e == SSL_ERROR_SYSCALL && !q) {
+        set_error(ctx, REDIS_ERR_IO, strerror(se));
+    } else {
+        char m[160];
+        const char *rs = q ? ERR_reason_error_string(q) : NULL;
+        snprintf(m, sizeof m, "TLS: %s", rs ? rs : "error");
+        set_error(ctx, REDIS_ERR_IO, m);
+    }
+}
+
+int dl_tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int nonblock)
+{
+    SSL *ssl = s;
+    int fl = 0, rc = 0;
+    if (nonblock) {
+        fl = fcntl(ctx->fd, F_GETFL);
+        fcntl(ctx->fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    size_t done = 0;
+    while (done < len) {
+        size_t chunk = len - done > (1u << 30) ? (1u << 30) : len - done;
+        errno = 0;
+        int n = SSL_write(ssl, buf + done, (int)chunk);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
+            continue;
+        io_error(ssl, ctx, n);
+        rc = -1;
+        break;
+    }
+    if (nonblock)
+        fcntl(ctx->fd, F_SETFL, fl);
+    return rc;
+}
+
+int dl_tls_get_reply(void *s, redisContext *ctx, void **reply)
+{
+    SSL *ssl = s;
+    char buf[16384];
+    *reply = NULL;
+    for (;;) {
+        if (redisGetReplyFromReader(ctx, reply) != REDIS_OK)
+            return REDIS_ERR;
+        if (*reply)
+            return REDIS_OK;
+        errno = 0;
+        int n = SSL_read(ssl, buf, sizeof buf);
+        if (n > 0) {
+            if (redisReaderFeed(ctx->reader, buf, (size_t)n) != REDIS_OK) {
+                set_error(ctx, REDIS_ERR_PROTOCOL, "protocol error");
+                return REDIS_ERR;
+            }
+            continue;
+        }
+        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
+            continue;
+        io_error(ssl, ctx, n);
+        return REDIS_ERR;
+    }
+}
+
+int dl_tls_pending(void *s)
+{
+    return SSL_pending((SSL *)s) > 0;
+}
+
+void dl_tls_free(void *s)
+{
+    SSL_free((SSL *)s);
+    ERR_clear_error();
 }
