@@ -534,7 +534,7 @@ static void test_sentinel_tls(void **state)
 }
 
 /* redis-cluster://...?tls=1: six nodes with tls-cluster; the slot map and
- * redirects name TLS ports, and locks spread over every master. */
+ * redirects (MOVED) name TLS ports, and locks spread over every master. */
 static void test_cluster_tls(void **state)
 {
     (void)state;
@@ -563,6 +563,32 @@ static void test_cluster_tls(void **state)
         TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     }
     assert_int_equal(distinct, nm);
+
+    /* An empty slot handed to another master behind the library's back:
+     * the old owner answers MOVED with the new one's TLS port, and the
+     * library follows it. */
+    static int map[16384];
+    assert_int_equal(tt_cluster_slot_map(&c, 0, map), 0);
+    char name[64], key[200];
+    unsigned slot;
+    int from;
+    do {
+        th_name(name, sizeof name, "tls-mv");
+        th_key(key, sizeof key, name, "");
+        slot = tt_key_slot(key, strlen(key));
+        from = tt_cluster_index(&c, map[slot]);
+    } while (from < 0 || th_cmd_at_ll(c.node[from].port, "CLUSTER COUNTKEYSINSLOT %u", slot) != 0);
+    int to = masters[0] == from ? masters[1] : masters[0];
+    for (int k = 0; k < nm; k++) {
+        redisReply *r = th_cmd_at(c.node[masters[k]].port, "CLUSTER SETSLOT %u NODE %s", slot, c.id[to]);
+        assert_non_null(r);
+        if (r->type == REDIS_REPLY_ERROR)
+            fail_msg("CLUSTER SETSLOT: %s", r->str);
+        freeReplyObject(r);
+    }
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+    assert_int_equal(th_cmd_at_ll(c.node[to].port, "EXISTS %s", key), 1);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
     assert_int_equal(th_proc_stop(&p), 0);
     tt_cluster_stop(&c);
 }
