@@ -21,7 +21,6 @@
 #include "conn.h"
 #include "distlock.h"
 #include "dl.h"
-#include "process.h"
 #include "tls.h"
 
 /* ---------------------------------------------------------------- context */
@@ -516,7 +515,8 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
     relay_t *r = NULL;
     sigset_t oldmask;
     int pending;
-    /* OpenSSL writes with write(2): keep SIGPIPE away from the host. */
+    /* Our BIO sends with MSG_NOSIGNAL; should it be missing (no memory),
+     * OpenSSL's would write(2): keep SIGPIPE away from the host anyway. */
     dl_sigpipe_block(&oldmask, &pending);
     pthread_rwlock_rdlock(&busy);
     ERR_clear_error();
