@@ -330,6 +330,12 @@ static int fork_child_fn(void *arg)
     dist_mutex_t m;
     TH_CHECK_RC(dist_mutex_init(&m, "tls-fork-parent", NULL), 0);
     TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    /* The library's threads (subscriber, watchdog, relays) have just
+     * started.  glibc's malloc survives a fork in the middle of another
+     * thread's allocation, a sanitizer's allocator does not (the child
+     * then hangs on its lock): give them time to go idle.  Not a
+     * synchronisation of the library: the fork is correct either way. */
+    th_sleep_ms(200);
     pid_t pid = fork();
     TH_CHECK(pid >= 0);
     if (pid == 0) {
