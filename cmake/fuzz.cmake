@@ -38,7 +38,9 @@ if(DISTLOCK_FUZZ)
     endif()
   endfunction()
 
-  dl_add_fuzzer(fuzz_url ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c)
-  dl_add_fuzzer(fuzz_env ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c)
+  dl_add_fuzzer(fuzz_url ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c
+    ${DLF_DIR}/tls_stub.c)
+  dl_add_fuzzer(fuzz_env ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c
+    ${DLF_DIR}/tls_stub.c)
   dl_add_fuzzer(fuzz_map ${CMAKE_SOURCE_DIR}/shim/preload/map.c)
 endif()

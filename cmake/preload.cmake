@@ -27,7 +27,7 @@ if(DISTLOCK_SANITIZE OR DISTLOCK_TSAN)
   target_compile_definitions(distlock_preload_core PRIVATE _GNU_SOURCE)
   set_target_properties(distlock_preload_core PROPERTIES
     C_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
-  target_link_libraries(distlock_preload_core PRIVATE PkgConfig::HIREDIS PkgConfig::UUID Threads::Threads)
+  target_link_libraries(distlock_preload_core PRIVATE PkgConfig::HIREDIS PkgConfig::UUID PkgConfig::OPENSSL Threads::Threads)
   dlp_unsanitized(distlock_preload_core)
   set(DLP_CORE_OBJECTS $<TARGET_OBJECTS:distlock_preload_core>)
 else()
@@ -59,7 +59,7 @@ target_include_directories(distlock_preload PRIVATE
   ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}/shim/preload)
 target_compile_definitions(distlock_preload PRIVATE _GNU_SOURCE)
 target_link_libraries(distlock_preload PRIVATE
-  PkgConfig::HIREDIS PkgConfig::UUID Threads::Threads ${CMAKE_DL_LIBS})
+  PkgConfig::HIREDIS PkgConfig::UUID PkgConfig::OPENSSL Threads::Threads ${CMAKE_DL_LIBS})
 dlp_unsanitized(distlock_preload)
 target_link_options(distlock_preload PRIVATE -Wl,--version-script=${DLP_VERSION_SCRIPT} -Wl,-z,defs)
 # install(): cmake/install.cmake installs distlock_preload when the target exists.

@@ -1,12 +1,14 @@
 /* config.c - DISTLOCK_* environment variables -> dl_config_t. */
 #include <ctype.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "config.h"
 #include "dl.h"
+#include "tls.h"
 
 #define DL_DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -158,6 +160,12 @@ static int parse_query(const char *q, dl_config_t *c, int hide, char *err, size_
         if (klen == 2 && memcmp(q, "db", 2) == 0 && c->scheme == DL_SCHEME_UNIX) {
             if (parse_db(eq + 1, vlen, &c->db, hide, err, errlen))
                 return EINVAL;
+        } else if (klen == 3 && memcmp(q, "tls", 3) == 0 && c->scheme != DL_SCHEME_UNIX) {
+            if (!num || (strcmp(val, "0") && strcmp(val, "1"))) {
+                snprintf(err, errlen, "tls=: expected 0 or 1");
+                return EINVAL;
+            }
+            c->tls = val[0] == '1' || c->tls;     /* rediss:// stays TLS */
         } else if (klen == 4 && memcmp(q, "wait", 4) == 0) {
             if (!num || dl_parse_ulong(val, 0, 64, &v)) {
                 snprintf(err, errlen, "wait=: expected a number of replicas from 0 to 64");
@@ -172,8 +180,8 @@ static int parse_query(const char *q, dl_config_t *c, int hide, char *err, size_
             c->wait_ms = v;
             have_wait_ms = 1;
         } else {
-            snprintf(err, errlen, "unknown query item %s (known: %swait, wait_ms)",
-                     piece(hide, q, klen, shown, sizeof shown), c->scheme == DL_SCHEME_UNIX ? "db, " : "");
+            snprintf(err, errlen, "unknown query item %s (known: %s, wait, wait_ms)",
+                     piece(hide, q, klen, shown, sizeof shown), c->scheme == DL_SCHEME_UNIX ? "db" : "tls");
             return EINVAL;
         }
         q += n + (amp ? 1 : 0);
@@ -189,11 +197,13 @@ static const struct {
     const char *prefix;
     int scheme;
     int defport;
+    int tls;
 } schemes[] = {
-    { "redis://", DL_SCHEME_REDIS, 6379 },
-    { "redis-sentinel://", DL_SCHEME_SENTINEL, 26379 },
-    { "redis-cluster://", DL_SCHEME_CLUSTER, 6379 },
-    { "redlock://", DL_SCHEME_REDLOCK, 6379 },
+    { "redis://", DL_SCHEME_REDIS, 6379, 0 },
+    { "rediss://", DL_SCHEME_REDIS, 6379, 1 },
+    { "redis-sentinel://", DL_SCHEME_SENTINEL, 26379, 0 },
+    { "redis-cluster://", DL_SCHEME_CLUSTER, 6379, 0 },
+    { "redlock://", DL_SCHEME_REDLOCK, 6379, 0 },
 };
 
 int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
@@ -203,6 +213,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
     c->user[0] = c->password[0] = c->master[0] = 0;
     c->wait_replicas = 0;
     c->wait_ms = 1000;
+    c->tls = 0;
     if (!url || !*url) {
         snprintf(err, errlen, "empty");
         return EINVAL;
@@ -230,7 +241,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         const char *sep = strstr(url, "://");
         char q[160];
         if (sep && (size_t)(sep - url) < 32)
-            snprintf(err, errlen, "unsupported scheme %s (supported: redis://, unix://, "
+            snprintf(err, errlen, "unsupported scheme %s (supported: redis://, rediss://, unix://, "
                      "redis-sentinel://, redis-cluster://, redlock://)",
                      dl_quote(url, (size_t)(sep - url), q, sizeof q));
         else
@@ -238,6 +249,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         return EINVAL;
     }
     c->scheme = schemes[si].scheme;
+    c->tls = schemes[si].tls;
     const char *p = url + strlen(schemes[si].prefix);
     const char *query = strchr(p, '?');
     size_t rest = query ? (size_t)(query - p) : strlen(p);
@@ -282,8 +294,8 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
         h = comma + 1;
     }
     if (c->nep > 1 && c->scheme == DL_SCHEME_REDIS) {
-        snprintf(err, errlen, "redis:// takes one host (several: redis-sentinel://, "
-                 "redis-cluster:// or redlock://)");
+        snprintf(err, errlen, "%s takes one host (several: redis-sentinel://, "
+                 "redis-cluster:// or redlock://)", c->tls ? "rediss://" : "redis://");
         return EINVAL;
     }
 
@@ -345,6 +357,36 @@ static int env_ulong(const char *var, unsigned long def, unsigned long min,
     return 0;
 }
 
+/* DISTLOCK_TLS_*: read whatever the URL, so a bad value is caught the
+ * same way every time; files are opened (and the client context built,
+ * tls.c) only when the URL asks for TLS. */
+static int load_tls(dl_config_t *c)
+{
+    static const struct {
+        const char *var;
+        size_t off, size;
+    } vars[] = {
+        { "DISTLOCK_TLS_CA_FILE", offsetof(dl_config_t, tls_ca), sizeof c->tls_ca },
+        { "DISTLOCK_TLS_CERT_FILE", offsetof(dl_config_t, tls_cert), sizeof c->tls_cert },
+        { "DISTLOCK_TLS_KEY_FILE", offsetof(dl_config_t, tls_key), sizeof c->tls_key },
+        { "DISTLOCK_TLS_SERVER_NAME", offsetof(dl_config_t, tls_name), sizeof c->tls_name },
+    };
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = secure_getenv(vars[i].var);
+        if (!v || !*v)
+            continue;
+        if (strlen(v) >= vars[i].size)
+            return dl_fail(EINVAL, "%s: longer than %zu bytes", vars[i].var, vars[i].size - 1);
+        strcpy((char *)c + vars[i].off, v);
+    }
+    for (const char *n = c->tls_name; *n; n++)
+        if (!isalnum((unsigned char)*n) && !strchr("-._:*", *n))
+            return dl_fail(EINVAL, "DISTLOCK_TLS_SERVER_NAME: not a host name or IP address");
+    if (!c->tls)
+        return 0;
+    return dl_tls_setup(c);
+}
+
 int dl_config_load(dl_config_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -359,6 +401,9 @@ int dl_config_load(dl_config_t *c)
             return dl_fail(EINVAL, "DISTLOCK_PASSWORD: longer than %zu bytes", sizeof c->password - 1);
         strcpy(c->password, pw);
     }
+
+    if (load_tls(c))
+        return EINVAL;
 
     const char *prefix = secure_getenv("DISTLOCK_PREFIX");
     if (!prefix)

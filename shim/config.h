@@ -29,6 +29,11 @@ typedef struct dl_config {
     unsigned wait_replicas;   /* ?wait=N: replicas that must confirm an acquisition */
     unsigned long wait_ms;    /* ?wait_ms=M: how long WAIT may block */
     int db;
+    int tls;                  /* rediss:// or ?tls=1: every server over TLS */
+    char tls_ca[1024];        /* DISTLOCK_TLS_CA_FILE; empty: the system's CAs */
+    char tls_cert[1024];      /* DISTLOCK_TLS_CERT_FILE */
+    char tls_key[1024];       /* DISTLOCK_TLS_KEY_FILE */
+    char tls_name[256];       /* DISTLOCK_TLS_SERVER_NAME; empty: each server's host */
     char user[128];
     char password[256];       /* never printed */
     char prefix[256];

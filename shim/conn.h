@@ -79,6 +79,10 @@ redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
 redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
                              char *err, size_t errlen);
 
+/* A hint for a plain connection that failed before its first reply, the
+ * way a TLS port treats plain text: " (a TLS port? use rediss://)" or "". */
+const char *dl_plain_hint(const dl_config_t *c, const redisContext *ctx);
+
 /* Block SIGPIPE in this thread around hiredis's own writes (connect-time
  * AUTH/SELECT) and swallow one they raised, so a vanished server never
  * kills the host program.  The command path sends with MSG_NOSIGNAL. */

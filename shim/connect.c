@@ -7,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "dl.h"
+#include "tls.h"
 
 void dl_sigpipe_block(sigset_t *old, int *pending_before)
 {
@@ -36,17 +38,33 @@ void dl_sigpipe_restore(const sigset_t *old, int pending_before)
     pthread_sigmask(SIG_SETMASK, old, NULL);
 }
 
+const char *dl_plain_hint(const dl_config_t *c, const redisContext *ctx)
+{
+    /* A TLS port takes our first command for a broken handshake: it
+     * closes or resets the connection, or answers with a TLS alert (a
+     * record of type 0x15, which hiredis shows as the reply type). */
+    if (c->tls || c->scheme == DL_SCHEME_UNIX || !ctx)
+        return "";
+    if (ctx->err == REDIS_ERR_EOF || (ctx->err == REDIS_ERR_IO && (strstr(ctx->errstr, "reset") || strstr(ctx->errstr, "Broken pipe"))) ||
+        (ctx->err == REDIS_ERR_PROTOCOL && strstr(ctx->errstr, "\\x15")))
+        return " (a TLS port? use rediss://)";
+    return "";
+}
+
 static int reply_ok(redisReply *r)
 {
     return r && r->type != REDIS_REPLY_ERROR;
 }
 
-/* The socket alone: no AUTH or SELECT (sentinels have neither). */
-static redisContext *open_socket(const dl_endpoint_t *ep, int is_unix, unsigned long timeout_ms,
-                                 char *err, size_t errlen)
+/* The socket alone: no AUTH or SELECT (sentinels have neither).  Over
+ * TLS, hiredis gets its end of the relay (tls.h) instead of the TCP
+ * socket, which it connected and hands over. */
+static redisContext *open_socket(const dl_config_t *c, const dl_endpoint_t *ep, int is_unix,
+                                 unsigned long timeout_ms, char *err, size_t errlen)
 {
     char name[300];
     dl_ep_name(ep, is_unix, name, sizeof name);
+    uint64_t deadline = dl_now_ms() + timeout_ms;
     struct timeval tv = { (time_t)(timeout_ms / 1000), (suseconds_t)(timeout_ms % 1000) * 1000 };
     redisContext *ctx = is_unix ? redisConnectUnixWithTimeout(ep->host, tv)
                                 : redisConnectWithTimeout(ep->host, ep->port, tv);
@@ -58,6 +76,31 @@ static redisContext *open_socket(const dl_endpoint_t *ep, int is_unix, unsigned 
         snprintf(err, errlen, "redis %s: %s", name, ctx->errstr);
         redisFree(ctx);
         return NULL;
+    }
+    if (c->tls && !is_unix) {
+        int tcp = fcntl(ctx->fd, F_DUPFD_CLOEXEC, 0);
+        redisFree(ctx);
+        if (tcp < 0) {
+            snprintf(err, errlen, "redis %s: %s", name, strerror(errno));
+            return NULL;
+        }
+        char why[240];
+        int fd = dl_tls_wrap(c, ep->host, tcp, deadline, why, sizeof why);
+        if (fd < 0) {
+            snprintf(err, errlen, "redis %s: %s", name, why);
+            return NULL;
+        }
+        ctx = redisConnectFd(fd);
+        if (!ctx || ctx->err) {
+            snprintf(err, errlen, "redis %s: %s", name, ctx ? ctx->errstr : "out of memory");
+            if (ctx)
+                redisFree(ctx);
+            else
+                close(fd);
+            return NULL;
+        }
+        redisSetTimeout(ctx, tv);     /* bounds a stalled server: the relay only forwards */
+        return ctx;
     }
     /* hiredis leaves the socket inheritable: a forked-and-exec'd child must
      * not keep our connection open. */
@@ -74,7 +117,7 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
                             unsigned long timeout_ms, char *err, size_t errlen)
 {
     int is_unix = c->scheme == DL_SCHEME_UNIX;
-    redisContext *ctx = open_socket(ep, is_unix, timeout_ms, err, errlen);
+    redisContext *ctx = open_socket(c, ep, is_unix, timeout_ms, err, errlen);
     if (!ctx)
         return NULL;
     char name[300];
@@ -87,8 +130,8 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
             r = redisCommand(ctx, "AUTH %s", c->password);
         if (!reply_ok(r)) {
             /* The server's text never contains the password. */
-            snprintf(err, errlen, "redis %s: authentication failed: %s", name,
-                     r ? r->str : ctx->errstr);
+            snprintf(err, errlen, "redis %s: authentication failed: %s%s", name,
+                     r ? r->str : ctx->errstr, r ? "" : dl_plain_hint(c, ctx));
             goto fail;
         }
         freeReplyObject(r);
@@ -116,7 +159,7 @@ static int ask_sentinel(const dl_config_t *c, int i, unsigned long timeout_ms,
 {
     char name[300];
     dl_ep_name(&c->ep[i], 0, name, sizeof name);
-    redisContext *s = open_socket(&c->ep[i], 0, timeout_ms, err, errlen);
+    redisContext *s = open_socket(c, &c->ep[i], 0, timeout_ms, err, errlen);
     if (!s)
         return EIO;
     redisReply *r = redisCommand(s, "SENTINEL get-master-addr-by-name %s", c->master);

@@ -10,6 +10,7 @@
 
 #include "dl.h"
 #include "dl_link.h"
+#include "tls.h"
 
 struct dl_link {
     pthread_mutex_t mu;
@@ -22,6 +23,8 @@ struct dl_link {
     uint64_t down_until;      /* fail_fast: monotonic ms; touched by the leader */
     char down_err[200];
     redisContext *ctx;        /* touched only by the leader */
+    void *tls;                /* over TLS: ctx's session, whose I/O the link
+                                 does itself (tls.h: no relay thread) */
     int leader;               /* a thread is doing I/O */
     dl_cmd_t **queue;         /* commands waiting for the next leader */
     size_t qlen, qcap;
@@ -66,12 +69,23 @@ void dl_link_abandon(dl_link_t *k)
         close(k->ctx->fd);
 }
 
+/* Closes the connection (the TLS session first: redisFree closes its
+ * socket). */
+static void drop(dl_link_t *k)
+{
+    if (k->tls)
+        dl_tls_free(k->tls);
+    k->tls = NULL;
+    if (k->ctx)
+        redisFree(k->ctx);
+    k->ctx = NULL;
+}
+
 void dl_link_free(dl_link_t *k)
 {
     if (!k)
         return;
-    if (k->ctx)
-        redisFree(k->ctx);
+    drop(k);
     free(k->queue);
     free(k->batch);
     pthread_cond_destroy(&k->cv);
@@ -91,9 +105,15 @@ static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
  * that went away gives EPIPE, never a SIGPIPE that would kill the host
  * program, and no signal masking is needed on the hot path.  hiredis then
  * finds nothing left to write and only reads, which raises no signal. */
-static int flush_nosignal(redisContext *ctx, int more)
+static int flush_nosignal(redisContext *ctx, void *tls, int more)
 {
     size_t len = sdslen(ctx->obuf), done = 0;
+    if (tls) {
+        if (dl_tls_write(tls, ctx, ctx->obuf, len, more & MSG_DONTWAIT))
+            return -1;
+        sdsclear(ctx->obuf);
+        return 0;
+    }
     while (done < len) {
         ssize_t n = send(ctx->fd, ctx->obuf + done, len - done, MSG_NOSIGNAL | more);
         if (n < 0) {
@@ -115,8 +135,10 @@ static int flush_nosignal(redisContext *ctx, int more)
  * leader of a link spins, and only this long; then it blocks as usual. */
 #define DL_SPIN_US 40
 
-static void spin_for_reply(redisContext *ctx)
+static void spin_for_reply(redisContext *ctx, void *tls)
 {
+    if (tls && dl_tls_pending(tls))
+        return;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -205,8 +227,8 @@ static int timed_out(const redisContext *ctx)
  * connections (where the caller may have asked again).  Best effort: it
  * never waits for room in the socket (an undo cut short is never run: the
  * server discards an incomplete command at the close). */
-static void write_undos(redisContext *ctx, dl_cmd_t **cmds, size_t first, size_t n, int all,
-                        uint64_t now)
+static void write_undos(redisContext *ctx, void *tls, dl_cmd_t **cmds, size_t first, size_t n,
+                        int all, uint64_t now)
 {
     int any = 0;
     for (size_t i = first; i < n; i++) {
@@ -216,7 +238,7 @@ static void write_undos(redisContext *ctx, dl_cmd_t **cmds, size_t first, size_t
             any = 1;
         }
     }
-    if (any && flush_nosignal(ctx, MSG_DONTWAIT) == 0)
+    if (any && flush_nosignal(ctx, tls, MSG_DONTWAIT) == 0)
         DL_STAT_ADD(undos_written, 1);
 }
 
@@ -256,6 +278,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
      * restarted, or closed it after `timeout` idle seconds.  A fail-fast
      * link gives it one fresh connection before calling the server down. */
     int may_be_stale = k->ctx != NULL, stale = 0;
+    int fresh = 0;                    /* k->ctx has given no reply yet */
     if (k->fail_fast && k->down_until) {
         if (dl_now_ms() < k->down_until) {
             fail_all(cmds, n, k->down_err);
@@ -274,14 +297,31 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
             sigset_t oldmask;
             int pending;
             dl_sigpipe_block(&oldmask, &pending);
+            /* A retry cut short by what is left of the time-out must not
+             * hide why the first attempt failed (a certificate refused)
+             * behind "timed out". */
+            char cerr[200];
             k->ctx = cfg->scheme == DL_SCHEME_SENTINEL
-                         ? dl_connect(cfg, 0, budget, err, sizeof err)
-                         : dl_connect_ep(cfg, &k->ep, budget, err, sizeof err);
+                         ? dl_connect(cfg, 0, budget, cerr, sizeof cerr)
+                         : dl_connect_ep(cfg, &k->ep, budget, cerr, sizeof cerr);
+            if (!k->ctx && (!err[0] || !strstr(cerr, "timed out")))
+                snprintf(err, sizeof err, "%s", cerr);
             /* (hiredis writes the probe itself: still under the mask) */
-            k->can_post = k->ctx && cfg->scheme != DL_SCHEME_REDLOCK &&
+            /* Over TLS a post would sit in the relay (tls.h), which dies
+             * with the process: it could not promise to reach Redis. */
+            k->can_post = k->ctx && !cfg->tls && cfg->scheme != DL_SCHEME_REDLOCK &&
                           cfg->scheme != DL_SCHEME_CLUSTER && probe_post(k->ctx);
             dl_sigpipe_restore(&oldmask, pending);
+            /* Set up through the relay; from here on the link drives the
+             * TLS session itself. */
+            if (k->ctx && cfg->tls && dl_tls_direct(k->ctx, &k->tls)) {
+                redisFree(k->ctx);
+                k->ctx = NULL;
+                if (!err[0])
+                    snprintf(err, sizeof err, "redis: TLS: could not take the connection over");
+            }
             if (k->ctx) {
+                fresh = 1;
                 shortened = budget < k->timeout_ms;
                 DL_STAT_ADD(reconnects, 1);
                 if (give_up)
@@ -303,13 +343,14 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
             int cut = dl && dl < t + k->timeout_ms;
             if (cut)
                 set_timeout(k->ctx, dl > t ? dl - t : 1);
-            int ok = written || flush_nosignal(k->ctx, 0) == 0;
+            int ok = written || flush_nosignal(k->ctx, k->tls, 0) == 0;
             written = 0;
             if (ok) {
-                spin_for_reply(k->ctx);
+                spin_for_reply(k->ctx, k->tls);
                 for (; first < n; first++) {
                     void *reply = NULL;
-                    if (redisGetReply(k->ctx, &reply) != REDIS_OK)
+                    if ((k->tls ? dl_tls_get_reply(k->tls, k->ctx, &reply)
+                                : redisGetReply(k->ctx, &reply)) != REDIS_OK)
                         break;
                     if (must_reroute(cfg, reply)) {
                         snprintf(k->ctx->errstr, sizeof k->ctx->errstr, "%s",
@@ -319,6 +360,7 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
                         break;
                     }
                     cmds[first]->reply = reply;
+                    fresh = 0;
                 }
             }
             if (first == n) {
@@ -333,8 +375,9 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
                 snprintf(name, sizeof name, "master \"%.100s\"", cfg->master);
             else
                 dl_ep_name(&k->ep, cfg->scheme == DL_SCHEME_UNIX, name, sizeof name);
-            snprintf(err, sizeof err, "redis %.120s: %.70s", name,
-                     k->ctx->errstr[0] ? k->ctx->errstr : "connection lost");
+            snprintf(err, sizeof err, "redis %.120s: %.70s%s", name,
+                     k->ctx->errstr[0] ? k->ctx->errstr : "connection lost",
+                     fresh ? dl_plain_hint(cfg, k->ctx) : "");
             stale = may_be_stale && !reroute &&
                     (k->ctx->err == REDIS_ERR_EOF || strstr(k->ctx->errstr, "reset") ||
                      strstr(k->ctx->errstr, "Broken pipe"));
@@ -347,10 +390,9 @@ static void run_batch(dl_link_t *k, dl_cmd_t **cmds, size_t n, int written)
                 int all = !cut_over &&
                           (k->fail_fast || now >= (give_up ? give_up : started + k->timeout_ms));
                 if (cut_over || all)
-                    write_undos(k->ctx, cmds, first, n, all, now);
+                    write_undos(k->ctx, k->tls, cmds, first, n, all, now);
             }
-            redisFree(k->ctx);
-            k->ctx = NULL;
+            drop(k);
             for (size_t i = first; i < n; i++)
                 cmds[i]->retried = !reroute;
             if (cut && dl_now_ms() >= dl) {
@@ -416,12 +458,11 @@ static int presend(dl_link_t *k, dl_cmd_t **cmds, size_t n)
         redisAppendCommandArgv(k->ctx, cmds[i]->argc, cmds[i]->argv, cmds[i]->argvlen);
         cmds[i]->sent = 1;
     }
-    if (flush_nosignal(k->ctx, 0) == 0)
+    if (flush_nosignal(k->ctx, k->tls, 0) == 0)
         return 1;
     /* Part of it may have gone out: run_batch reconnects and resends (the
      * server may have run a first copy: `retried`). */
-    redisFree(k->ctx);
-    k->ctx = NULL;
+    drop(k);
     for (size_t i = 0; i < n; i++)
         cmds[i]->retried = 1;
     return 0;
@@ -587,12 +628,11 @@ int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvle
          * and no wake-up of the server; they arrive in order, before it. */
         redisAppendCommandArgv(k->ctx, 3, skip, skiplen);
         redisAppendCommandArgv(k->ctx, argc, argv, argvlen);
-        if (flush_nosignal(k->ctx, MSG_MORE) == 0) {
+        if (flush_nosignal(k->ctx, k->tls, MSG_MORE) == 0) {
             DL_STAT_ADD(commands, 1);
             rc = 0;
         } else {
-            redisFree(k->ctx);            /* the next batch reconnects */
-            k->ctx = NULL;
+            drop(k);                      /* the next batch reconnects */
         }
     }
     pthread_mutex_unlock(&k->mu);

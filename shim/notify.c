@@ -86,8 +86,9 @@ static void *notify_main(void *arg)
         if (c) {
             r = redisCommand(c, "SUBSCRIBE %b", p->channel, p->channel_len);
             if (!r || r->type != REDIS_REPLY_ARRAY) {
-                snprintf(err, sizeof err, "subscribe failed: %s",
-                         r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+                snprintf(err, sizeof err, "subscribe failed: %s%s",
+                         r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr,
+                         r ? "" : dl_plain_hint(&p->cfg, c));
                 redisFree(c);
                 c = NULL;
             }

@@ -34,6 +34,7 @@ typedef struct th_server {
     int port;
     char url[64];       /* redis://127.0.0.1:PORT */
     int stopped;        /* SIGSTOPped */
+    int tls_port;       /* harness_topo with tt_tls_use(): its TLS port, else 0 */
 } th_server_t;
 
 /* Starts the suite's server unless DISTLOCK_URL is set, and sets

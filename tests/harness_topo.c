@@ -365,11 +365,20 @@ static pid_t start_argv(const char *const *argv, int port, const char *tag)
     return pid;
 }
 
+static char tls_cert[400], tls_key[400], tls_ca[400];
+
+void tt_tls_use(const char *cert, const char *key, const char *ca)
+{
+    snprintf(tls_cert, sizeof tls_cert, "%s", cert ? cert : "");
+    snprintf(tls_key, sizeof tls_key, "%s", cert ? key : "");
+    snprintf(tls_ca, sizeof tls_ca, "%s", cert ? ca : "");
+}
+
 int tt_server_start_on(th_server_t *s, int port, const char *const *extra)
 {
     const char *argv[64];
-    char ports[16], dbfile[32];
-    int a = 0;
+    char ports[16], dbfile[32], tports[16];
+    int a = 0, tls_port = 0;
     snprintf(ports, sizeof ports, "%d", port);
     snprintf(dbfile, sizeof dbfile, "dump-%d.rdb", port);
     argv[a++] = "redis-server";
@@ -389,6 +398,15 @@ int tt_server_start_on(th_server_t *s, int port, const char *const *extra)
     argv[a++] = "0";
     argv[a++] = "--dbfilename";             /* servers share the directory */
     argv[a++] = dbfile;
+    if (tls_cert[0]) {
+        tls_port = tt_free_port();
+        snprintf(tports, sizeof tports, "%d", tls_port);
+        const char *t[] = { "--tls-port", tports, "--tls-cert-file", tls_cert, "--tls-key-file",
+                            tls_key, "--tls-ca-cert-file", tls_ca, "--tls-replication", "yes",
+                            "--tls-cluster", "yes" };
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+            argv[a++] = t[i];
+    }
     for (const char *const *e = extra; e && *e && a < 62; e++)
         argv[a++] = *e;
     argv[a] = NULL;
@@ -398,6 +416,7 @@ int tt_server_start_on(th_server_t *s, int port, const char *const *extra)
     memset(s, 0, sizeof *s);
     s->pid = pid;
     s->port = port;
+    s->tls_port = tls_port;
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", port);
     return 0;
 }
@@ -517,12 +536,19 @@ int tt_sentinels_start(tt_sentinels_t *st, int n, const char *master_name, int m
                     "sentinel parallel-syncs %s 1\n",
                     port, tt_dir(), master_name, master_port, quorum, master_name, master_name,
                     master_name);
+            int tls_port = 0;
+            if (tls_cert[0]) {
+                tls_port = tt_free_port();
+                fprintf(f, "tls-port %d\ntls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\n"
+                        "tls-replication yes\n", tls_port, tls_cert, tls_key, tls_ca);
+            }
             fclose(f);
             const char *argv[] = { "redis-server", conf, "--sentinel", NULL };
             pid_t pid = start_argv(argv, port, "sentinel");
             if (pid > 0) {
                 st->s[i].pid = pid;
                 st->s[i].port = port;
+                st->s[i].tls_port = tls_port;
                 snprintf(st->s[i].url, sizeof st->s[i].url, "redis://127.0.0.1:%d", port);
                 started = 1;
             }

@@ -57,6 +57,12 @@ char *tt_info_field(int port, const char *section, const char *field, char *buf,
 
 /* ------------------------------------------------------------- servers */
 
+/* TLS for what starts from now on (cert NULL: none again): every server
+ * and sentinel also listens on a TLS port of its own (th_server_t.tls_port)
+ * with these files, and speaks TLS to the others (tls-replication,
+ * tls-cluster); the plain port stays for the tests' own inspection. */
+void tt_tls_use(const char *cert, const char *key, const char *ca);
+
 /* redis-server on 127.0.0.1:PORT (a free port) with --save "" --appendonly
  * no --dir <tt_dir()> and then extra (NULL-terminated, may be NULL).
  * Fills s like th_server_start, so th_server_kill/stop/pause/resume work

@@ -416,7 +416,7 @@ static void test_env_urls(void **state)
         { NULL, E("DISTLOCK_URL=://"), EINVAL, "DISTLOCK_URL" },
         { NULL, E("DISTLOCK_URL=redis:/127.0.0.1:6379"), EINVAL, "DISTLOCK_URL" },
         { NULL, E("DISTLOCK_URL=http://127.0.0.1:6379"), EINVAL, "DISTLOCK_URL" },
-        { NULL, E("DISTLOCK_URL=rediss://127.0.0.1:6379"), EINVAL, "DISTLOCK_URL" },
+        { NULL, E("DISTLOCK_URL=redis-cluster://127.0.0.1:6379?tls=yes"), EINVAL, "DISTLOCK_URL" },
         { NULL, E("DISTLOCK_URL=\xff\xfe://x"), EINVAL, "DISTLOCK_URL", 1 },
         /* no host */
         { NULL, E("DISTLOCK_URL=redis://"), EINVAL, "DISTLOCK_URL" },

@@ -3,8 +3,10 @@
 # need.  Does nothing (and needs no root) when everything is already there.
 set -euo pipefail
 
+# libssl-dev: TLS to Redis (rediss://); openssl: the TLS tests make their
+# certificates with it.
 pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
-      redis-server redis-tools)
+      libssl-dev openssl redis-server redis-tools)
 # The test suite also runs valgrind and the libFuzzer targets (clang; its
 # fuzzer runtime is only a "recommends" of clang on Debian 12), checks the
 # manual pages (man-db, groff) and lints the Debian packages (lintian; cpack

@@ -35,6 +35,7 @@ typedef struct bench_opts {
     int quick;                /* smoke-test sizes */
     int json;                 /* JSON document instead of RESULT lines */
     int no_floor, no_naive;
+    int tls;                  /* --tls: the library over TLS (the bench's own server) */
     int progress;             /* progress line on stderr (a terminal) */
     int pin;                  /* redis-server on the last CPU, the bench on the others */
     unsigned long lease_ms;   /* W6 lease (0: the library default) */
@@ -70,6 +71,9 @@ int url_parse(const char *s, redis_url_t *u);
  * g_url.  0 or -1 (message printed). */
 int server_start(void);
 void server_stop(void);
+/* --tls: the rediss:// URL of the run's server (its TLS port), whose CA
+ * file server_start() put in DISTLOCK_TLS_CA_FILE. */
+const char *server_tls_url(void);
 /* on: gives the server the bench started a CPU of its own (the last; this
  * process and the workers it forks then run on the others) and nice -10;
  * off: undoes it.  0, or -1 (no such server, one CPU, or not permitted). */

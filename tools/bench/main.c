@@ -74,6 +74,9 @@ static void usage(FILE *f)
 "  --no-floor           do not run redis-benchmark\n"
 "  --no-naive           do not run the naive lock\n"
 "  --no-progress        no progress line (default: shown when stderr is a terminal)\n"
+"  --tls                the library speaks TLS (rediss://) to the run's server,\n"
+"                       which gets a TLS port and certificates made with openssl;\n"
+"                       the bench's own counters and the naive lock stay plain\n"
 "  --pin                redis-server on the last CPU, the bench and its workers on\n"
 "                       the others (steadier figures on small VMs; see PERFORMANCE.md)\n"
 "  --redis-server PATH  (default: redis-server in PATH)\n"
@@ -120,6 +123,8 @@ static int parse(int argc, char **argv)
             g_opt.no_floor = 1;
         } else if (!strcmp(a, "--no-naive")) {
             g_opt.no_naive = 1;
+        } else if (!strcmp(a, "--tls")) {
+            g_opt.tls = 1;
         } else if (!strcmp(a, "--pin")) {
             g_opt.pin = 1;
         } else if (!strcmp(a, "--no-progress")) {
@@ -385,6 +390,10 @@ int main(int argc, char **argv)
 
     signals_install();
     int user_url = g_opt.url != NULL;
+    if (g_opt.tls && user_url) {
+        fprintf(stderr, "distlock-bench: --tls runs on the bench's own server: not with --url\n");
+        return 2;
+    }
     if (g_opt.url) {
         if (url_parse(g_opt.url, &g_url)) {
             fprintf(stderr, "distlock-bench: --url: expected redis://host[:port][/db] or "
@@ -399,9 +408,10 @@ int main(int argc, char **argv)
     if (g_opt.pin && pin_self())
         fprintf(stderr, "distlock-bench: --pin: needs 2 CPUs or more; not pinned\n");
     /* Every forked worker's library reads it on first use. */
-    setenv("DISTLOCK_URL", g_opt.url, 1);
+    setenv("DISTLOCK_URL", g_opt.tls ? server_tls_url() : g_opt.url, 1);
     if (g_opt.progress)
-        fprintf(stderr, "distlock-bench: redis %s, run %s%s\n", g_opt.url, g_run_id,
+        fprintf(stderr, "distlock-bench: redis %s%s, run %s%s\n", g_opt.url,
+                g_opt.tls ? " (library over TLS)" : "", g_run_id,
                 g_opt.quick ? " (--quick: smoke-test sizes, not a measurement)" : "");
 
     for (g_rep = 1; g_rep <= (int)g_opt.repeat; g_rep++) {

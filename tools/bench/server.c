@@ -26,6 +26,37 @@ static pid_t srv_pid = -1;
 static char srv_dir[128];
 static char srv_url[128];
 static char srv_log[200];
+static char srv_tls_url[128];
+static int srv_tls_port;
+
+const char *server_tls_url(void)
+{
+    return srv_tls_url;
+}
+
+/* --tls: a CA and a certificate for 127.0.0.1, made with openssl in the
+ * run's directory. */
+static int make_certs(void)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd,
+             "cd '%s' && printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > ext.cnf && "
+             "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+             "-subj /CN=distlock-bench-ca -days 2 && "
+             "openssl req -newkey rsa:2048 -nodes -keyout srv.key -out srv.csr -subj /CN=bench && "
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+             "-extfile ext.cnf -out srv.pem", srv_dir);
+    char quiet[1500];
+    snprintf(quiet, sizeof quiet, "(%s) >/dev/null 2>&1", cmd);
+    if (system(quiet) != 0) {
+        fprintf(stderr, "distlock-bench: --tls: making certificates with openssl failed\n");
+        return -1;
+    }
+    char ca[200];
+    snprintf(ca, sizeof ca, "%s/ca.pem", srv_dir);
+    setenv("DISTLOCK_TLS_CA_FILE", ca, 1);
+    return 0;
+}
 
 #define MAX_TRACKED 512
 static volatile pid_t tracked[MAX_TRACKED];
@@ -240,9 +271,23 @@ static int start_on(int port)
             dup2(null, 1);
             dup2(null, 2);
         }
-        execlp(g_opt.redis_server, g_opt.redis_server, "--port", portbuf, "--bind", "127.0.0.1",
-               "--save", "", "--appendonly", "no", "--dir", srv_dir, "--logfile", srv_log,
-               "--daemonize", "no", (char *)NULL);
+        const char *args[32] = { g_opt.redis_server, "--port", portbuf, "--bind", "127.0.0.1",
+                                 "--save", "", "--appendonly", "no", "--dir", srv_dir,
+                                 "--logfile", srv_log, "--daemonize", "no" };
+        int a = 15;
+        char tport[16];
+        if (g_opt.tls) {
+            snprintf(tport, sizeof tport, "%d", srv_tls_port);
+            const char *t[] = { "--tls-port", tport, "--tls-cert-file", "srv.pem",
+                                "--tls-key-file", "srv.key", "--tls-ca-cert-file", "ca.pem",
+                                "--tls-auth-clients", "no" };
+            for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+                args[a++] = t[i];
+            if (chdir(srv_dir) != 0)
+                _exit(127);
+        }
+        args[a] = NULL;
+        execvp(g_opt.redis_server, (char *const *)args);
         _exit(127);
     }
     srv_pid = pid;
@@ -283,12 +328,16 @@ int server_start(void)
         return -1;
     }
     snprintf(srv_log, sizeof srv_log, "%s/redis.log", srv_dir);
+    if (g_opt.tls && make_certs())
+        return -1;
     for (int attempt = 0; attempt < 5; attempt++) {
         int port = free_port();
         if (port <= 0)
             continue;
+        srv_tls_port = g_opt.tls ? free_port() : 0;
         if (start_on(port) == 0) {
             snprintf(srv_url, sizeof srv_url, "redis://127.0.0.1:%d", port);
+            snprintf(srv_tls_url, sizeof srv_tls_url, "rediss://127.0.0.1:%d", srv_tls_port);
             g_opt.url = srv_url;
             url_parse(srv_url, &g_url);
             return 0;
@@ -316,6 +365,13 @@ void server_stop(void)
     }
     if (srv_dir[0]) {
         unlink(srv_log);
+        static const char *const tls_files[] = { "ext.cnf", "ca.key", "ca.pem", "ca.srl",
+                                                 "srv.key", "srv.csr", "srv.pem" };
+        for (size_t i = 0; g_opt.tls && i < sizeof tls_files / sizeof tls_files[0]; i++) {
+            char f[200];
+            snprintf(f, sizeof f, "%s/%s", srv_dir, tls_files[i]);
+            unlink(f);
+        }
         rmdir(srv_dir);
         srv_dir[0] = 0;
     }

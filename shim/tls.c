@@ -1,0 +1,806 @@
+/* tls.c - the client TLS context, the handshake, and the relay threads
+ * between hiredis's socketpair end and each TLS session (see tls.h). */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include "conn.h"
+#include "distlock.h"
+#include "dl.h"
+#include "tls.h"
+
+/* ---------------------------------------------------------------- context */
+
+/* One SSL_CTX per set of files, built once and kept for the process (a
+ * program, or a test, may change the variables between processes' states;
+ * contexts are few and small). */
+typedef struct tls_ctx {
+    struct tls_ctx *next;
+    char ca[1024], cert[1024], key[1024];
+    SSL_CTX *ctx;
+} tls_ctx_t;
+
+static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
+static tls_ctx_t *ctxs;
+static int used;                  /* OpenSSL is in use: there may be relays */
+
+/* An encrypted key would make OpenSSL prompt on the terminal for its
+ * passphrase: refuse instead (the key then fails to load, and says so). */
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    return 0;
+}
+
+static int file_readable(const char *var, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    char q[200];
+    if (!f)
+        return dl_fail(EINVAL, "%s=%s: cannot read it: %s", var,
+                       dl_quote(path, strlen(path), q, sizeof q), strerror(errno));
+    fclose(f);
+    return 0;
+}
+
+static SSL_CTX *build(const dl_config_t *c)
+{
+    char q[200];
+    if ((c->tls_ca[0] && file_readable("DISTLOCK_TLS_CA_FILE", c->tls_ca)) ||
+        (c->tls_cert[0] && file_readable("DISTLOCK_TLS_CERT_FILE", c->tls_cert)) ||
+        (c->tls_key[0] && file_readable("DISTLOCK_TLS_KEY_FILE", c->tls_key)))
+        return NULL;
+    if (!c->tls_cert[0] != !c->tls_key[0]) {
+        dl_seterr("%s is set without %s: a client certificate needs its key",
+                  c->tls_cert[0] ? "DISTLOCK_TLS_CERT_FILE" : "DISTLOCK_TLS_KEY_FILE",
+                  c->tls_cert[0] ? "DISTLOCK_TLS_KEY_FILE" : "DISTLOCK_TLS_CERT_FILE");
+        return NULL;
+    }
+    /* OpenSSL would free its state from an atexit handler, while relay
+     * threads may still use it (a program that ends with connections
+     * open): keep it (no effect if the program initialised OpenSSL
+     * itself first). */
+    OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
+    __atomic_store_n(&used, 1, __ATOMIC_RELEASE);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    if (!ctx) {
+        dl_seterr("TLS: cannot create a context (out of memory?)");
+        return NULL;
+    }
+    SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_default_passwd_cb(ctx, no_passphrase);
+    /* The relay writes from a buffer that it refills as it goes. */
+    SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+    if (c->tls_ca[0]) {
+        if (SSL_CTX_load_verify_locations(ctx, c->tls_ca, NULL) != 1) {
+            dl_seterr("DISTLOCK_TLS_CA_FILE=%s: no PEM certificate in it",
+                      dl_quote(c->tls_ca, strlen(c->tls_ca), q, sizeof q));
+            goto fail;
+        }
+    } else if (SSL_CTX_set_default_verify_paths(ctx) != 1) {
+        dl_seterr("TLS: cannot load the system's CA certificates (set DISTLOCK_TLS_CA_FILE)");
+        goto fail;
+    }
+    if (c->tls_cert[0]) {
+        if (SSL_CTX_use_certificate_chain_file(ctx, c->tls_cert) != 1) {
+            dl_seterr("DISTLOCK_TLS_CERT_FILE=%s: no PEM certificate in it",
+                      dl_quote(c->tls_cert, strlen(c->tls_cert), q, sizeof q));
+            goto fail;
+        }
+        /* The message names the file only: never the key's contents. */
+        if (SSL_CTX_use_PrivateKey_file(ctx, c->tls_key, SSL_FILETYPE_PEM) != 1) {
+            if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH) {
+                dl_seterr("DISTLOCK_TLS_KEY_FILE: the key does not match DISTLOCK_TLS_CERT_FILE");
+                goto fail;
+            }
+            dl_seterr("DISTLOCK_TLS_KEY_FILE=%s: not a usable PEM private key "
+                      "(an encrypted key must be decrypted first)",
+                      dl_quote(c->tls_key, strlen(c->tls_key), q, sizeof q));
+            goto fail;
+        }
+        if (SSL_CTX_check_private_key(ctx) != 1) {
+            dl_seterr("DISTLOCK_TLS_KEY_FILE: the key does not match DISTLOCK_TLS_CERT_FILE");
+            goto fail;
+        }
+    }
+    ERR_clear_error();
+    return ctx;
+fail:
+    ERR_clear_error();
+    SSL_CTX_free(ctx);
+    return NULL;
+}
+
+/* Held (shared) by every thread that is inside OpenSSL on a connection:
+ * the relays between two polls, a handshake between two waits.  fork()
+ * takes it exclusively (prepare handler), so a child never starts with an
+ * OpenSSL lock or a half-done allocation of one of our threads: it may
+ * then make TLS connections of its own with the same context.  Writers
+ * first: busy relays must not keep a fork waiting. */
+static pthread_rwlock_t busy = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+/* At the very end of the process (the last destructor: after the
+ * program's atexit handlers, which may still unlock over TLS), stop the
+ * relay threads where they are: none is then inside OpenSSL or halfway
+ * through freeing a session while the process is torn down (leak
+ * checkers saw such a half-freed session). */
+__attribute__((destructor(101))) static void quiesce_at_exit(void)
+{
+    if (__atomic_load_n(&used, __ATOMIC_ACQUIRE))
+        pthread_rwlock_wrlock(&busy);
+}
+
+static SSL_CTX *get_ctx(const dl_config_t *c)
+{
+    pthread_mutex_lock(&ctx_mu);
+    tls_ctx_t *e;
+    for (e = ctxs; e; e = e->next)
+        if (!strcmp(e->ca, c->tls_ca) && !strcmp(e->cert, c->tls_cert) && !strcmp(e->key, c->tls_key))
+            break;
+    if (!e) {
+        SSL_CTX *ctx = build(c);
+        if (ctx && !(e = calloc(1, sizeof *e))) {
+            SSL_CTX_free(ctx);
+            dl_seterr("out of memory");
+        }
+        if (e) {
+            strcpy(e->ca, c->tls_ca);
+            strcpy(e->cert, c->tls_cert);
+            strcpy(e->key, c->tls_key);
+            e->ctx = ctx;
+            e->next = ctxs;
+            ctxs = e;
+        }
+    }
+    pthread_mutex_unlock(&ctx_mu);
+    return e ? e->ctx : NULL;
+}
+
+int dl_tls_setup(const dl_config_t *c)
+{
+    return get_ctx(c) ? 0 : EINVAL;
+}
+
+/* -------------------------------------------------------------- socket BIO */
+
+/* OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
+ * connection the server closed: ours sends with MSG_NOSIGNAL, so no
+ * thread that does TLS I/O (relay, handshake, link) needs SIGPIPE masked. */
+static BIO_METHOD *nosig_method;
+static pthread_once_t nosig_once = PTHREAD_ONCE_INIT;
+
+static int nosig_write(BIO *b, const char *buf, int len)
+{
+    int fd = -1;
+    BIO_get_fd(b, &fd);
+    ssize_t n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (n <= 0 && BIO_sock_should_retry((int)n))
+        BIO_set_retry_write(b);
+    return (int)n;
+}
+
+static void nosig_init(void)
+{
+    const BIO_METHOD *sock = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_TYPE_SOCKET, "distlock socket");
+    if (!m)
+        return;
+    BIO_meth_set_write(m, nosig_write);
+    BIO_meth_set_read(m, BIO_meth_get_read(sock));
+    BIO_meth_set_puts(m, BIO_meth_get_puts(sock));
+    BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock));
+    BIO_meth_set_create(m, BIO_meth_get_create(sock));
+    BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock));
+    nosig_method = m;
+}
+
+/* SSL_set_fd with our BIO; 0 or -1. */
+static int set_socket(SSL *ssl, int fd)
+{
+    pthread_once(&nosig_once, nosig_init);
+    if (!nosig_method)
+        return SSL_set_fd(ssl, fd) == 1 ? 0 : -1;
+    BIO *b = BIO_new(nosig_method);
+    if (!b)
+        return -1;
+    BIO_set_fd(b, fd, BIO_NOCLOSE);
+    SSL_set_bio(ssl, b, b);
+    return 0;
+}
+
+/* ----------------------------------------------------------------- relays */
+
+typedef struct relay {
+    struct relay *next;
+    SSL *ssl;
+    int tcp, app;             /* the TLS socket, and our end of the socketpair */
+    int user;                 /* the user's end (hiredis's fd) */
+    /* dl_tls_direct(): the user takes the session over; the relay stops
+     * at the user's shutdown without closing it, and says so. */
+    int detach, detached;
+    pthread_t thread;         /* joinable: dl_tls_direct() waits for its end */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} relay_t;
+
+/* Live relays, so a forked child can close its copies of their sockets:
+ * it has no relay threads, and must neither write on the parent's TLS
+ * sessions nor keep their connections open.  A relay leaves the list and
+ * closes its sockets under relays_mu, so the child never closes a
+ * descriptor number that was reused meanwhile. */
+static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
+static relay_t *relays;
+
+
+/* busy before relays_mu: a handshake holds busy when it registers its
+ * relay (the other order would deadlock with it). */
+static void fork_prepare(void)
+{
+    pthread_rwlock_wrlock(&busy);
+    pthread_mutex_lock(&relays_mu);
+}
+
+static void fork_parent(void)
+{
+    pthread_mutex_unlock(&relays_mu);
+    pthread_rwlock_unlock(&busy);
+}
+
+static void fork_child(void)
+{
+    /* The SSL objects stay as they are (reachable, never used): freeing
+     * one the parent's thread was using could touch a half-updated
+     * state, and SSL_free sends nothing anyway. */
+    for (relay_t *r = relays; r; r = r->next) {
+        if (r->tcp >= 0)
+            close(r->tcp);
+        if (r->app >= 0)
+            close(r->app);
+        r->tcp = r->app = -1;
+    }
+    pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
+    busy = fresh;
+    pthread_mutex_init(&relays_mu, NULL);
+}
+
+__attribute__((constructor)) static void tls_register_atfork(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void unlink_relay(relay_t *r)
+{
+    for (relay_t **pp = &relays; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+}
+
+static void relay_end(relay_t *r)
+{
+    pthread_mutex_lock(&relays_mu);
+    unlink_relay(r);
+    pthread_mutex_lock(&r->mu);
+    if (r->detach) {
+        /* The session and its socket are the user's now. */
+        close(r->app);
+        r->detached = 1;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_mutex_unlock(&relays_mu);
+        return;           /* the user joins this thread and frees r */
+    }
+    pthread_mutex_unlock(&r->mu);
+    pthread_detach(pthread_self());
+    /* No SSL_shutdown: the connection simply closes, as a plain one does,
+     * and nothing is written once the user is done with it. */
+    close(r->tcp);
+    close(r->app);
+    pthread_mutex_unlock(&relays_mu);
+    pthread_rwlock_rdlock(&busy);
+    SSL_free(r->ssl);
+    ERR_clear_error();
+    pthread_rwlock_unlock(&busy);
+    free(r);
+}
+
+#define RELAY_BUF 16384
+
+/* Moves bytes both ways until either side closes.  Both sockets are
+ * non-blocking, so a stalled server never keeps the relay from seeing
+ * its user close the connection (hiredis's time-out did it). */
+static void *relay_main(void *arg)
+{
+    relay_t *r = arg;
+    char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
+    size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
+    int app_eof = 0;
+    if (!up || !down)
+        goto out;
+    pthread_rwlock_rdlock(&busy);
+    for (;;) {
+        short tev = 0, aev = 0;
+        int progress = 0;
+        if (!ulen && !app_eof) {
+            ssize_t n = recv(r->app, up, RELAY_BUF, 0);
+            if (n > 0) {
+                ulen = (size_t)n;
+                uoff = 0;
+                progress = 1;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                app_eof = 1;
+            } else {
+                aev |= POLLIN;
+            }
+        }
+        if (ulen) {
+            int w = SSL_write(r->ssl, up + uoff, (int)(ulen - uoff));
+            if (w > 0) {
+                uoff += (size_t)w;
+                if (uoff == ulen)
+                    ulen = 0;
+                progress = 1;
+            } else {
+                int e = SSL_get_error(r->ssl, w);
+                if (e == SSL_ERROR_WANT_READ)
+                    tev |= POLLIN;
+                else if (e == SSL_ERROR_WANT_WRITE)
+                    tev |= POLLOUT;
+                else
+                    goto out;
+            }
+        }
+        if (app_eof && (!ulen || !progress))
+            goto out;         /* what was left is sent, or cannot be now */
+        if (!dlen) {
+            int n = SSL_read(r->ssl, down, RELAY_BUF);
+            if (n > 0) {
+                dlen = (size_t)n;
+                doff = 0;
+                progress = 1;
+            } else {
+                int e = SSL_get_error(r->ssl, n);
+                if (e == SSL_ERROR_WANT_READ)
+                    tev |= POLLIN;
+                else if (e == SSL_ERROR_WANT_WRITE)
+                    tev |= POLLOUT;
+                else
+                    goto out; /* the server closed, or the session failed */
+            }
+        }
+        if (dlen) {
+            ssize_t n = send(r->app, down + doff, dlen - doff, MSG_NOSIGNAL);
+            if (n > 0) {
+                doff += (size_t)n;
+                if (doff == dlen)
+                    dlen = 0;
+                progress = 1;
+            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                aev |= POLLOUT;
+            } else {
+                goto out;
+            }
+        }
+        if (progress)
+            continue;
+        /* The user's end is always watched: its close (POLLHUP) ends the
+         * relay even while the server takes nothing. */
+        struct pollfd pf[2] = { { r->tcp, tev, 0 }, { r->app, aev, 0 } };
+        pthread_rwlock_unlock(&busy);
+        int n = poll(pf, 2, -1);
+        pthread_rwlock_rdlock(&busy);
+        if (n < 0 && errno != EINTR)
+            goto out;
+        if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !dlen &&
+            !(pf[0].revents & (POLLIN | POLLOUT)))
+            goto out;
+    }
+out:
+    free(up);
+    free(down);
+    if (up && down)
+        pthread_rwlock_unlock(&busy);
+    relay_end(r);
+    return NULL;
+}
+
+/* -------------------------------------------------------------- handshake */
+
+static int is_ip(const char *s)
+{
+    unsigned char b[16];
+    return inet_pton(AF_INET, s, b) == 1 || inet_pton(AF_INET6, s, b) == 1;
+}
+
+/* Waits for fd to be ready for what the last SSL call wanted; 0, or -1
+ * when the deadline passed. */
+static int wait_io(int fd, int want, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = dl_now_ms();
+        if (now >= deadline)
+            return -1;
+        struct pollfd pf = { fd, (short)(want == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN), 0 };
+        pthread_rwlock_unlock(&busy);
+        int n = poll(&pf, 1, (int)(deadline - now));
+        pthread_rwlock_rdlock(&busy);
+        if (n > 0)
+            return 0;
+        if (n < 0 && errno != EINTR)
+            return -1;
+    }
+}
+
+/* Why the handshake or the first exchange failed, from the verification
+ * result and OpenSSL's error queue, in words that say what to fix. */
+static void explain(SSL *ssl, const dl_config_t *c, const char *name, int sslerr, int sys_errno,
+                    int timed_out, int got_any, char *err, size_t errlen)
+{
+    long vr = SSL_get_verify_result(ssl);
+    unsigned long e = 0, last;
+    while ((last = ERR_get_error()))
+        e = last;
+    int reason = e ? ERR_GET_REASON(e) : 0;
+    if (vr != X509_V_OK) {
+        const char *hint = "";
+        if (vr == X509_V_ERR_HOSTNAME_MISMATCH || vr == X509_V_ERR_IP_ADDRESS_MISMATCH)
+            hint = c->tls_name[0] ? " (checked DISTLOCK_TLS_SERVER_NAME)"
+                                  : " (set DISTLOCK_TLS_SERVER_NAME to the name it has)";
+        else if (vr == X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY ||
+                 vr == X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN ||
+                 vr == X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT ||
+                 vr == X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE)
+            hint = c->tls_ca[0] ? " (not signed by a CA of DISTLOCK_TLS_CA_FILE)"
+                                : " (not signed by a system CA: set DISTLOCK_TLS_CA_FILE)";
+        snprintf(err, errlen, "TLS: server certificate rejected for \"%.100s\": %s%s", name,
+                 X509_verify_cert_error_string(vr), hint);
+    } else if (reason == SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED ||
+               (!c->tls_cert[0] && reason == SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE)) {
+        snprintf(err, errlen, "TLS: the server requires a client certificate%s",
+                 c->tls_cert[0] ? "" : " (set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
+    } else if (reason == SSL_R_TLSV1_ALERT_UNKNOWN_CA || reason == SSL_R_SSLV3_ALERT_BAD_CERTIFICATE ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN ||
+               reason == SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED ||
+               reason == SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE) {
+        snprintf(err, errlen, "TLS: the server rejected our client certificate "
+                 "(DISTLOCK_TLS_CERT_FILE): %s", ERR_reason_error_string(e));
+    } else if (reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_PACKET_LENGTH_TOO_LONG ||
+               reason == SSL_R_UNEXPECTED_RECORD ||
+               reason == SSL_R_HTTP_REQUEST) {
+        snprintf(err, errlen, "TLS: the server does not speak TLS on this port "
+                 "(a plain port? use redis://)");
+    } else if (timed_out && !got_any) {
+        snprintf(err, errlen, "TLS: handshake timed out with no answer "
+                 "(a plain port? use redis://)");
+    } else if (timed_out) {
+        snprintf(err, errlen, "TLS: handshake timed out");
+    } else if (sslerr == SSL_ERROR_SYSCALL || sslerr == SSL_ERROR_ZERO_RETURN || !e) {
+        snprintf(err, errlen, "TLS: the server closed the connection during the handshake%s%s",
+                 sys_errno ? ": " : "", sys_errno ? strerror(sys_errno) : "");
+    } else {
+        const char *rs = ERR_reason_error_string(e);
+        snprintf(err, errlen, "TLS: handshake failed: %s", rs ? rs : "unknown error");
+    }
+}
+
+/* Whether any byte came from the server: a plain server answers a
+ * ClientHello only when it holds a newline, else waits for more. */
+static int got_bytes(SSL *ssl)
+{
+    return BIO_number_read(SSL_get_rbio(ssl)) > 0;
+}
+
+int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
+                char *err, size_t errlen)
+{
+    SSL_CTX *ctx;
+    SSL *ssl = NULL;
+    int sv[2] = { -1, -1 };
+    relay_t *r = NULL;
+    sigset_t oldmask;
+    int pending;
+    /* Our BIO sends with MSG_NOSIGNAL; should it be missing (no memory),
+     * OpenSSL's would write(2): keep SIGPIPE away from the host anyway. */
+    dl_sigpipe_block(&oldmask, &pending);
+    pthread_rwlock_rdlock(&busy);
+    ERR_clear_error();
+    if (!(ctx = get_ctx(c))) {
+        snprintf(err, errlen, "%s", dist_lasterror());
+        goto fail;
+    }
+    if (!(ssl = SSL_new(ctx))) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
+    const char *name = c->tls_name[0] ? c->tls_name : host;
+    if (is_ip(name)) {
+        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name);
+    } else {
+        SSL_set_tlsext_host_name(ssl, name);
+        SSL_set_hostflags(ssl, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
+        SSL_set1_host(ssl, name);
+    }
+    int fl = fcntl(fd, F_GETFL);
+    fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+    if (set_socket(ssl, fd)) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
+
+    int rc, e = 0;
+    while ((rc = SSL_connect(ssl)) != 1) {
+        e = SSL_get_error(ssl, rc);
+        int se = errno;
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
+            int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+            explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, to, got_bytes(ssl), err, errlen);
+            goto fail;
+        }
+    }
+    /* With TLS 1.3 the server judges our certificate after the handshake
+     * is over for us: one PING shows whether it kept the connection, so a
+     * missing client certificate is told here, not as a lost connection
+     * at the first command. */
+    static const char ping[] = "PING\r\n";
+    size_t off = 0;
+    while (off < sizeof ping - 1) {
+        rc = SSL_write(ssl, ping + off, (int)(sizeof ping - 1 - off));
+        if (rc > 0) {
+            off += (size_t)rc;
+            continue;
+        }
+        e = SSL_get_error(ssl, rc);
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline))
+            break;            /* the read below finds the server's alert */
+    }
+    char line[256];
+    size_t got = 0;
+    for (;;) {
+        rc = SSL_read(ssl, line + got, (int)(sizeof line - 1 - got));
+        if (rc > 0) {
+            got += (size_t)rc;
+            if (memmem(line, got, "\r\n", 2))
+                break;
+            if (got == sizeof line - 1) {
+                snprintf(err, errlen, "TLS: unexpected answer to PING");
+                goto fail;
+            }
+            continue;
+        }
+        e = SSL_get_error(ssl, rc);
+        int se = errno;
+        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
+            int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
+            if (to) {
+                snprintf(err, errlen, "TLS: timed out waiting for the server's first answer");
+            } else {
+                explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, 0, 1, err, errlen);
+                if (strstr(err, "closed the connection"))
+                    snprintf(err, errlen, "TLS: the server closed the connection after the "
+                             "handshake%s", c->tls_cert[0] ? "" : " (does it require a client "
+                             "certificate? set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
+            }
+            goto fail;
+        }
+    }
+
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
+        snprintf(err, errlen, "TLS: socketpair: %s", strerror(errno));
+        goto fail;
+    }
+    fl = fcntl(sv[1], F_GETFL);
+    fcntl(sv[1], F_SETFL, fl | O_NONBLOCK);
+    int one = 1, idle = 15;
+    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (!(r = calloc(1, sizeof *r))) {
+        snprintf(err, errlen, "TLS: out of memory");
+        goto fail;
+    }
+    r->ssl = ssl;
+    r->tcp = fd;
+    r->app = sv[1];
+    r->user = sv[0];
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    pthread_mutex_lock(&relays_mu);
+    r->next = relays;
+    relays = r;
+    pthread_mutex_unlock(&relays_mu);
+    /* Joinable, with every signal blocked (as dl_thread_start): a
+     * connection handed over (dl_tls_direct) waits for its relay's end,
+     * so no half-ended thread is around when the process forks next. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_mutex_lock(&r->mu);
+    int trc = pthread_create(&r->thread, NULL, relay_main, r);
+    pthread_mutex_unlock(&r->mu);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (trc) {
+        pthread_mutex_lock(&relays_mu);
+        unlink_relay(r);
+        pthread_mutex_unlock(&relays_mu);
+        free(r);
+        snprintf(err, errlen, "TLS: cannot start the relay thread");
+        goto fail;
+    }
+    pthread_rwlock_unlock(&busy);
+    dl_sigpipe_restore(&oldmask, pending);
+    return sv[0];
+fail:
+    if (ssl)
+        SSL_free(ssl);
+    ERR_clear_error();
+    pthread_rwlock_unlock(&busy);
+    close(fd);
+    if (sv[0] >= 0) {
+        close(sv[0]);
+        close(sv[1]);
+    }
+    dl_sigpipe_restore(&oldmask, pending);
+    return -1;
+}
+
+/* ------------------------------------------------------------- direct I/O */
+
+int dl_tls_direct(redisContext *ctx, void **out)
+{
+    relay_t *r = NULL;
+    pthread_mutex_lock(&relays_mu);
+    for (relay_t *x = relays; x; x = x->next)
+        if (x->user == ctx->fd)
+            r = x;
+    if (r) {
+        pthread_mutex_lock(&r->mu);
+        r->detach = 1;
+        pthread_mutex_unlock(&r->mu);
+    }
+    pthread_mutex_unlock(&relays_mu);
+    if (!r)
+        return -1;
+    /* The end of our writes: the relay forwards what it has (nothing:
+     * every reply was read), sees the end, and stops without closing. */
+    shutdown(ctx->fd, SHUT_WR);
+    pthread_mutex_lock(&r->mu);
+    while (!r->detached)
+        pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    pthread_join(r->thread, NULL);
+    int tcp = r->tcp;
+    SSL *ssl = r->ssl;
+    pthread_cond_destroy(&r->cv);
+    pthread_mutex_destroy(&r->mu);
+    free(r);
+    if (SSL_pending(ssl) > 0) {   /* bytes nobody asked for: do not go on from there */
+        SSL_free(ssl);
+        close(tcp);
+        return -1;
+    }
+    /* hiredis keeps only formatting and parsing; ctx->fd is the TLS
+     * socket from now on (for time-outs, polls and the close). */
+    int fl = fcntl(tcp, F_GETFL);
+    fcntl(tcp, F_SETFL, fl & ~O_NONBLOCK);
+    /* the time-outs set on hiredis's end now bound the TLS socket */
+    static const int opts[2] = { SO_RCVTIMEO, SO_SNDTIMEO };
+    for (int i = 0; i < 2; i++) {
+        struct timeval tv;
+        socklen_t len = sizeof tv;
+        if (getsockopt(ctx->fd, SOL_SOCKET, opts[i], &tv, &len) == 0)
+            setsockopt(tcp, SOL_SOCKET, opts[i], &tv, sizeof tv);
+    }
+    close(ctx->fd);
+    ctx->fd = tcp;
+    *out = ssl;
+    return 0;
+}
+
+static void set_error(redisContext *ctx, int type, const char *msg)
+{
+    ctx->err = type;
+    snprintf(ctx->errstr, sizeof ctx->errstr, "%.127s", msg);
+}
+
+/* After a failed SSL_read or SSL_write: the error hiredis sets for the
+ * same failure of a plain socket. */
+static void io_error(SSL *ssl, redisContext *ctx, int rc)
+{
+    int se = errno;
+    int e = SSL_get_error(ssl, rc);
+    unsigned long q = ERR_get_error();
+    ERR_clear_error();
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        set_error(ctx, REDIS_ERR_IO, strerror(EAGAIN));      /* SO_RCVTIMEO/SO_SNDTIMEO */
+    } else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !q && (rc == 0 || !se))) {
+        set_error(ctx, REDIS_ERR_EOF, "Server closed the connection");
+    } else if (e == SSL_ERROR_SYSCALL && !q) {
+        set_error(ctx, REDIS_ERR_IO, strerror(se));
+    } else {
+        char m[160];
+        const char *rs = q ? ERR_reason_error_string(q) : NULL;
+        snprintf(m, sizeof m, "TLS: %s", rs ? rs : "error");
+        set_error(ctx, REDIS_ERR_IO, m);
+    }
+}
+
+int dl_tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int nonblock)
+{
+    SSL *ssl = s;
+    int fl = 0, rc = 0;
+    if (nonblock) {
+        fl = fcntl(ctx->fd, F_GETFL);
+        fcntl(ctx->fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    size_t done = 0;
+    while (done < len) {
+        size_t chunk = len - done > (1u << 30) ? (1u << 30) : len - done;
+        errno = 0;
+        int n = SSL_write(ssl, buf + done, (int)chunk);
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
+            continue;
+        io_error(ssl, ctx, n);
+        rc = -1;
+        break;
+    }
+    if (nonblock)
+        fcntl(ctx->fd, F_SETFL, fl);
+    return rc;
+}
+
+int dl_tls_get_reply(void *s, redisContext *ctx, void **reply)
+{
+    SSL *ssl = s;
+    char buf[16384];
+    *reply = NULL;
+    for (;;) {
+        if (redisGetReplyFromReader(ctx, reply) != REDIS_OK)
+            return REDIS_ERR;
+        if (*reply)
+            return REDIS_OK;
+        errno = 0;
+        int n = SSL_read(ssl, buf, sizeof buf);
+        if (n > 0) {
+            if (redisReaderFeed(ctx->reader, buf, (size_t)n) != REDIS_OK) {
+                set_error(ctx, REDIS_ERR_PROTOCOL, "protocol error");
+                return REDIS_ERR;
+            }
+            continue;
+        }
+        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
+            continue;
+        io_error(ssl, ctx, n);
+        return REDIS_ERR;
+    }
+}
+
+int dl_tls_pending(void *s)
+{
+    return SSL_pending((SSL *)s) > 0;
+}
+
+void dl_tls_free(void *s)
+{
+    SSL_free((SSL *)s);
+    ERR_clear_error();
+}
