@@ -15,7 +15,7 @@ local writer = w[1]
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
-  mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil)
+  mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil, lease, info)
   dequeue_upto(token, rid)
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
 end

@@ -1,0 +1,159 @@
+/*
+ * test_review.c - holes found reviewing the protocol of hold and
+ * registration ids (fences naming holds, "mine" claims, validity, posted
+ * marks and renewals).
+ *
+ * Each case drives the scripts directly, as the library sends them, and
+ * checks what Redis keeps: the sequences need a stall (a command written on
+ * a connection the process gave up reaches Redis late), which here is
+ * simply running the late command last.
+ */
+#include "harness.h"
+#include "script.h"
+
+#include <errno.h>
+#include <string.h>
+
+extern const char dl_mark_lua[];    /* shim/mark.c */
+
+static const char *const suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
+
+/* Runs library script `op` on lock `name` with args (its body: a fresh
+ * server needs nothing cached).  Never an error reply. */
+static redisReply *run(int op, const char *name, int nargs, const char *const *args)
+{
+    char keys[DL_NKEYS][300];
+    const char *argv[3 + DL_NKEYS + 12];
+    size_t lens[3 + DL_NKEYS + 12];
+    int a = 0;
+    argv[a] = "EVAL", lens[a++] = 4;
+    argv[a] = dl_scripts[op].body, lens[a++] = dl_scripts[op].len;
+    argv[a] = "6", lens[a++] = 1;
+    for (int k = 0; k < DL_NKEYS; k++) {
+        th_key(keys[k], sizeof keys[k], name, suffix[k]);
+        argv[a] = keys[k], lens[a++] = strlen(keys[k]);
+    }
+    for (int i = 0; i < nargs; i++)
+        argv[a] = args[i], lens[a++] = strlen(args[i]);
+    redisReply *r = redisCommandArgv(th_redis(), a, argv, lens);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s: %s", dl_scripts[op].name, r->str);
+    return r;
+}
+
+/* acquire.lua for token in mode (no queueing); 1 acquired (*fence, *dead,
+ * *claimed set), 0 busy. */
+static int acquire(const char *name, const char *token, const char *mode, const char *lease,
+                   const char *regid, unsigned long long *fence, int *dead, int *claimed)
+{
+    const char *args[] = { "n:", token, mode, lease, "host\t1\t1", "0", regid, "2000", "2000" };
+    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, args);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    int got = (int)r->element[0]->integer;
+    if (got) {
+        if (fence)
+            *fence = (unsigned long long)r->element[1]->integer;
+        if (dead)
+            *dead = r->element[2]->integer == 1;
+        if (claimed)
+            *claimed = r->elements > 4 && r->element[4]->integer == 1;
+    }
+    freeReplyObject(r);
+    return got;
+}
+
+static char *key(char *buf, const char *name, const char *sfx)
+{
+    return th_key(buf, 300, name, sfx);
+}
+
+/* The meta hash's wh: 1 if it names token. */
+static int traced(const char *mk, const char *token)
+{
+    redisReply *wh = th_cmd("HGET %s wh", mk);
+    int is = wh->type == REDIS_REPLY_STRING && strcmp(wh->str, token) == 0;
+    freeReplyObject(wh);
+    return is;
+}
+
+/* A lingering unlock's mark clears the death trace (wh = ''); the release
+ * that would end the lingering hold is written on a connection given up
+ * during a stall, and the process's next lock call, on a new connection,
+ * runs first and claims the hold ("mine").  That hold is held again: if the
+ * process now dies, its lapse must give the next holder EOWNERDEAD, as a
+ * relock of the linger (the 'h' mark) would have set it to. */
+static void test_claim_of_lingering_hold_sets_death_trace(void **state)
+{
+    (void)state;
+    char name[128], k[300], mk[300], f1s[24];
+    th_name(name, sizeof name, "claimtrace");
+    key(k, name, "");
+    key(mk, name, ":m");
+    unsigned long long f1, f2;
+    int dead = 0, claimed = 0;
+    assert_int_equal(acquire(name, "tokP", "w", "30000", "1", &f1, &dead, NULL), 1);
+    snprintf(f1s, sizeof f1s, "%llu", f1);
+    /* the unlock lingers: the mark cuts the TTL and clears the trace */
+    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 2000", dl_mark_lua, k, mk, f1s), 1);
+    assert_false(traced(mk, "tokP"));
+    /* the linger's release is stuck on a dead connection; the next lock call
+     * finds the hold its own and claims it */
+    assert_int_equal(acquire(name, "tokP", "w", "30000", "2", &f2, &dead, &claimed), 1);
+    assert_true(claimed);
+    assert_true(f2 > f1);
+    if (!traced(mk, "tokP"))
+        fail_msg("the hold claimed by a later lock call (fence %llu) is held again, but the "
+                 "trace still says it lingers: its holder's death would go unreported", f2);
+    /* the process dies holding it: the hold lapses */
+    th_cmd_do("DEL %s", k);
+    assert_int_equal(acquire(name, "tokQ", "w", "30000", "1", NULL, &dead, NULL), 1);
+    if (!dead)
+        fail_msg("the hold claimed by fence %llu lapsed without unlock, yet the next holder "
+                 "was not told EOWNERDEAD", f2);
+}
+
+/* A fixed lease is not renewed: the lock call that claims a hold found its
+ * own ("mine": its release still on its way from a connection given up)
+ * must leave it with the lease it asked for, not with what remained of the
+ * old hold's TTL (perhaps a few ms: another process would then get the lock
+ * while this one believes it has a whole lease).  Writers and readers. */
+static void test_claim_restores_lease(void **state)
+{
+    (void)state;
+    char name[128], k[300], rk[300];
+    th_name(name, sizeof name, "claimlease");
+    key(k, name, "");
+    key(rk, name, ":r");
+    unsigned long long f1, f2;
+    int claimed = 0;
+    assert_int_equal(acquire(name, "tokP", "w", "30000", "1", &f1, NULL, NULL), 1);
+    th_cmd_do("PEXPIRE %s 200", k);          /* 29.8 s of the lease have passed */
+    assert_int_equal(acquire(name, "tokP", "w", "30000", "2", &f2, NULL, &claimed), 1);
+    assert_true(claimed);
+    long long pttl = th_cmd_ll("PTTL %s", k);
+    if (pttl <= 200)
+        fail_msg("a write hold claimed for a lease of 30000 ms lives %lld ms", pttl);
+    th_cmd_do("DEL %s", k);
+
+    assert_int_equal(acquire(name, "tokP", "r", "30000", "3", &f1, NULL, NULL), 1);
+    long long now = th_cmd_ll("EVAL %s 0",
+                              "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)");
+    th_cmd_do("ZADD %s %lld tokP", rk, now + 200);
+    assert_int_equal(acquire(name, "tokP", "r", "30000", "4", &f2, NULL, &claimed), 1);
+    assert_true(claimed);
+    long long until = th_cmd_ll("ZSCORE %s tokP", rk);
+    if (until <= now + 200)
+        fail_msg("a read hold claimed for a lease of 30000 ms lives %lld ms", until - now);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_claim_of_lingering_hold_sets_death_trace),
+        TH_TEST(test_claim_restores_lease),
+    };
+    if (getenv("TH_FILTER"))
+        cmocka_set_test_filter(getenv("TH_FILTER"));
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+}
