@@ -3,15 +3,18 @@
  * registration ids (fences naming holds, "mine" claims, validity, posted
  * marks and renewals).
  *
- * Each case drives the scripts directly, as the library sends them, and
- * checks what Redis keeps: the sequences need a stall (a command written on
- * a connection the process gave up reaches Redis late), which here is
- * simply running the late command last.
+ * Most cases drive the scripts directly, as the library sends them, and
+ * check what Redis keeps: the sequences need a stall (a command written on
+ * a connection the process gave up reaches Redis late), which there is
+ * simply running the late command last.  One goes through the library and
+ * a proxy that loses pushes and slows the connection.
  */
 #include "harness.h"
+#include "harness_proxy.h"
 #include "script.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 extern const char dl_mark_lua[];    /* shim/mark.c */
@@ -147,11 +150,120 @@ static void test_claim_restores_lease(void **state)
         fail_msg("a read hold claimed for a lease of 30000 ms lives %lld ms", until - now);
 }
 
+/* ------------------------------------------------------------------------
+ * A read hold found the process's own ("mine": its grant's push was lost)
+ * has no known validity until the watchdog's renewal, sent at once, comes
+ * back.  A second reader thread that asks meanwhile waits; once the
+ * renewal confirms the hold it must be let in, as readers of a pthread
+ * rwlock are: a program whose readers wait for each other (a barrier
+ * inside the read section) would otherwise never get past it. */
+enum { JOIN_WAITING = 1, JOIN_RESULT };
+
+struct join_arg {
+    char name[128], url[200];
+    int up, down;
+};
+
+static dist_rwlock_t join_rw;
+static volatile int join_a_has, join_b_has, join_a_done;
+
+static void *join_b(void *unused)
+{
+    (void)unused;
+    int rc = dist_rwlock_rdlock(&join_rw);
+    join_b_has = rc == 0 ? 1 : -1;
+    if (rc == 0)
+        dist_rwlock_unlock(&join_rw);
+    return NULL;
+}
+
+/* Reads until told to stop; holds the lock meanwhile. */
+static void *join_a(void *unused)
+{
+    (void)unused;
+    int rc = dist_rwlock_rdlock(&join_rw);
+    join_a_has = rc == 0 ? 1 : -1;
+    while (rc == 0 && !join_a_done)
+        th_sleep_ms(5);
+    if (rc == 0 && dist_rwlock_unlock(&join_rw) != 0)
+        join_a_has = -2;
+    return NULL;
+}
+
+static int join_child(void *p)
+{
+    const struct join_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    TH_CHECK_RC(dist_rwlock_init(&join_rw, a->name, NULL), 0);
+    pthread_t ta, tb;
+    TH_CHECK(pthread_create(&ta, NULL, join_a, NULL) == 0);
+    th_sleep_ms(300);                     /* A queues behind the writer */
+    th_send(a->up, JOIN_WAITING, 0, 0, 0);
+    while (!join_a_has)                   /* granted: found "mine" after the lost push */
+        th_sleep_ms(1);
+    TH_CHECK(join_a_has == 1);
+    TH_CHECK(pthread_create(&tb, NULL, join_b, NULL) == 0);
+    /* A holds the read lock and waits for B to read too (the renewal takes
+     * two slowed trips, about 0.2 s) */
+    int64_t until = th_now_ms() + 5000;
+    while (!join_b_has && th_now_ms() < until)
+        th_sleep_ms(5);
+    int joined = join_b_has;
+    th_send(a->up, JOIN_RESULT, joined, 0, 0);
+    join_a_done = 1;
+    pthread_join(ta, NULL);
+    pthread_join(tb, NULL);
+    TH_CHECK(join_a_has == 1);
+    TH_CHECK(join_b_has == 1);
+    TH_CHECK_RC(dist_rwlock_destroy(&join_rw), 0);
+    return 0;
+}
+
+static void test_reader_joins_once_claimed_hold_confirmed(void **state)
+{
+    (void)state;
+    static struct join_arg a;
+    th_name(a.name, sizeof a.name, "joinmine");
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+
+    th_proc_t o;                          /* the writer, straight to Redis */
+    assert_int_equal(th_proc_start(&o, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&o, TH_RW_WRLOCK, a.name), 0);
+    pid_t pid = th_fork_child(join_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, JOIN_WAITING);
+    /* the grant's push is lost; the reader finds the hold its own by asking
+     * again, and the watchdog's renewal of it is slow */
+    th_proxy_mute_pushes(px, 1);
+    th_proxy_mode(px, TH_PROXY_SLOW, 100);
+    TH_ASSERT_RC(th_proc_op(&o, TH_RW_UNLOCK, a.name), 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, JOIN_RESULT);
+    if (msg.a != 1)
+        fail_msg("a second reader thread was kept out of the process's read hold (claimed "
+                 "after a lost push) for 5 s after the watchdog confirmed it: it would get in "
+                 "only once the first reader unlocked");
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&o), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    th_proxy_stop(px);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_claim_of_lingering_hold_sets_death_trace),
         TH_TEST(test_claim_restores_lease),
+        TH_TEST(test_reader_joins_once_claimed_hold_confirmed),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
