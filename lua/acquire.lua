@@ -23,8 +23,13 @@ end
 if not writer then
   -- Serve the queue first: it holds earlier requests, and after a holder's
   -- lease ran out nobody else would hand the lock on.
-  local g, granted, empty = grant_waiters(token, true, mode, rid)
+  local g, granted, empty, stale = grant_waiters(token, true, mode, rid)
   if g then return {1, g[1], g[2], g[3]} end
+  -- A later request of ours was just granted (pushed): this one is stale
+  -- (run late, from a connection given up).  It takes nothing more, nor
+  -- queues: a read hold of its own would overwrite the one pushed, which
+  -- its withdrawal would then end under the waiter that was told it holds.
+  if stale then return {0, holders_pttl(now_ms())} end
   if empty and (granted == 0 or rcall('EXISTS', K_LOCK) == 0)
      and (mode == 'r' or live_readers(now_ms()) == 0) then
     local fence, dead

@@ -266,15 +266,17 @@ end
 -- request for mode `cmode` with registration id `crid`) is returned instead
 -- of pushed, and only in that mode: a registration of the caller's in the
 -- other mode (a withdrawal that never ran) is dropped, not granted.  Returns
--- that grant {fence, od, more} (or nil), how many holds were granted, and
--- whether the queue is now empty.  `free` says the caller already knows no
--- writer holds it.
+-- that grant {fence, od, more} (or nil), how many holds were granted,
+-- whether the queue is now empty, and whether a grant was pushed to a later
+-- registration of the caller's (the caller's request is stale: that hold is
+-- the later request's).  `free` says the caller already knows no writer
+-- holds it.
 local function grant_waiters(caller, free, cmode, crid)
-  local mine, n = nil, 0
+  local mine, n, stale = nil, 0, false
   while free or rcall('EXISTS', K_LOCK) == 0 do
     free = false
     local h, w, more = head_waiter()
-    if not h then return mine, n, true end
+    if not h then return mine, n, true, stale end
     local now = now_ms()
     -- The caller's registration, unless a later request of the caller made
     -- it (this one is stale: the grant is that request's, pushed).
@@ -297,10 +299,11 @@ local function grant_waiters(caller, free, cmode, crid)
       if me then
         mine = {fence, dead, more}
       else
+        if h == caller then stale = true end
         push_grant(h, w, fence, dead, more)
       end
       if w[1] == 'w' then break end
     end
   end
-  return mine, n, false
+  return mine, n, false, stale
 end

@@ -82,6 +82,11 @@ static const flaw_t known[] = {
      * dequeued whatever registration the caller had). */
     { "a late acquire that finds its hold dequeues a later registration", 12,
       "A0wq2,A0wq2,S0.0,A0rq0,S0.0" },
+    /* p1's read trylock, lost and run late, finds the lock free and p1's
+     * later read registration at the head: it pushed that grant, then took
+     * a read hold of its own over it, which its withdrawal ended. */
+    { "a late read trylock takes the read hold pushed to a later registration", 7103,
+      "A1rq0,N12,R10,A1rt1,S1.168,A2wq0,A1rq0,Z120,S1.204,D1" },
 };
 
 /* Replays each sequence on fresh keys: the number that broke an invariant. */

@@ -258,12 +258,59 @@ static void test_reader_joins_once_claimed_hold_confirmed(void **state)
     th_proxy_stop(px);
 }
 
+/* A stale trylock (written on a connection given up, run late) finds the
+ * lock free and the queue headed by a later registration of its own
+ * process, in the same mode.  Serving the queue grants that registration
+ * (pushed: the waiter believes it holds, fence F); the stale request must
+ * not then take a read hold of its own on top (same token: it overwrote the
+ * granted reader's record, and the withdrawal behind the stale request then
+ * ended the hold the waiter had been told it had).  Found by protofuzz,
+ * seed 7103: A1rq0,N12,R10,A1rt1,S1.168,A2wq0,A1rq0,Z120,S1.204,D1. */
+static void test_stale_request_spares_grant_to_later_registration(void **state)
+{
+    (void)state;
+    char name[128], rk[300], k[300];
+    th_name(name, sizeof name, "stalegrant");
+    key(k, name, "");
+    key(rk, name, ":r");
+    unsigned long long fw;
+    /* another process writes; the process queues a read request, id 3 */
+    assert_int_equal(acquire(name, "tokQ", "w", "30000", "1", &fw, NULL, NULL), 1);
+    const char *q3[] = { "n:", "tokP", "r", "30000", "host\t1\t1", "1", "3", "2000", "2000" };
+    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, q3);
+    assert_int_equal(r->element[0]->integer, 0);
+    freeReplyObject(r);
+    /* the writer's hold lapses */
+    th_cmd_do("DEL %s", k);
+    /* the stale trylock, id 2, runs now: it serves the queue (a grant pushed
+     * to registration 3), and must leave that grant alone */
+    long long before = th_cmd_ll("EXISTS %s", rk);
+    assert_int_equal(before, 0);
+    acquire(name, "tokP", "r", "30000", "2", NULL, NULL, NULL);
+    const char *wd[] = { "n:", "tokP", "r", "2" };    /* its withdrawal, right behind it */
+    redisReply *x = run(DL_SCRIPT_WITHDRAW, name, 4, wd);
+    freeReplyObject(x);
+    if (th_cmd_ll("ZSCORE %s tokP", rk) < 0)
+        fail_msg("the read hold granted (and pushed) to registration 3 is gone: the stale "
+                 "request 2 took the reader's place and its withdrawal ended it");
+    /* and it is still the hold pushed to registration 3 */
+    char rik[300];
+    key(rik, name, ":ri");
+    long long rid = th_cmd_ll("EVAL %s 1 %s tokP",
+                              "return tonumber(cmsgpack.unpack(redis.call('HGET', KEYS[1], ARGV[1]))[5])",
+                              rik);
+    if (rid != 3)
+        fail_msg("the reader's record names request %lld, not the registration 3 the grant "
+                 "was pushed to", rid);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_claim_of_lingering_hold_sets_death_trace),
         TH_TEST(test_claim_restores_lease),
         TH_TEST(test_reader_joins_once_claimed_hold_confirmed),
+        TH_TEST(test_stale_request_spares_grant_to_later_registration),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
