@@ -304,6 +304,42 @@ static void test_stale_request_spares_grant_to_later_registration(void **state)
                  "was pushed to", rid);
 }
 
+/* A stale request of the other mode (written on a connection given up; its
+ * withdrawal found no room in the old socket, and the watchdog's is off
+ * once a later lock call of the process succeeds: watchdog.c collect_undo)
+ * runs while a later request of its process holds the lock.  It must not
+ * queue: its registration would come to the head when that hold is
+ * released, be granted to a process that never claims it (the push names a
+ * request nobody waits for), keep everyone out for a claim window, and its
+ * lapse would tell the next holder EOWNERDEAD although nobody died. */
+static void test_stale_request_never_queues_behind_own_hold(void **state)
+{
+    (void)state;
+    char name[128], qk[300];
+    th_name(name, sizeof name, "stalequeue");
+    key(qk, name, ":q");
+    unsigned long long fr;
+    /* the process reads, with request 3 */
+    assert_int_equal(acquire(name, "tokP", "r", "30000", "3", &fr, NULL, NULL), 1);
+    /* its write request 2, sent before and given up, runs now */
+    const char *q2[] = { "n:", "tokP", "w", "30000", "host\t1\t1", "1", "2", "2000", "2000" };
+    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, q2);
+    freeReplyObject(r);
+    if (th_cmd_ll("ZSCORE %s tokP", qk) >= 0) {
+        /* what follows: the read unlock grants the leftover write registration */
+        char f[24];
+        snprintf(f, sizeof f, "%llu", fr);
+        const char *rel[] = { "n:", "tokP", "r", f, "3" };
+        redisReply *x = run(DL_SCRIPT_RELEASE, name, 5, rel);
+        freeReplyObject(x);
+        char k[300];
+        key(k, name, "");
+        fail_msg("the stale write request 2 queued behind its process's read hold (request 3): "
+                 "the read unlock then granted it a write hold nobody claims (owner tokP: %s)",
+                 th_cmd_ll("EXISTS %s", k) ? "held" : "not held");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -311,6 +347,7 @@ int main(void)
         TH_TEST(test_claim_restores_lease),
         TH_TEST(test_reader_joins_once_claimed_hold_confirmed),
         TH_TEST(test_stale_request_spares_grant_to_later_registration),
+        TH_TEST(test_stale_request_never_queues_behind_own_hold),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
