@@ -800,6 +800,11 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
             l->rthreads--;
         /* A lost hold is never kept: settle releases it and says ENOLCK. */
         rc = settle(p, l, wrote && l->quick && short_hold(l));
+        /* Still kept for other threads of ours (readers beside this one):
+         * this thread's hold had lapsed all the same. */
+        if (rc == 0 && l->rmode && l->lost)
+            rc = dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
+                         "(lease ran out, or the key was deleted)", qname(l, q, sizeof q));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;

@@ -11,6 +11,7 @@
  */
 #include "harness.h"
 #include "harness_proxy.h"
+#include "introspect.h"
 #include "script.h"
 
 #include <errno.h>
@@ -340,6 +341,95 @@ static void test_stale_request_never_queues_behind_own_hold(void **state)
     }
 }
 
+/* ------------------------------------------------------------------------
+ * Two reader threads of a process share its Redis read hold; Redis loses it
+ * (the keys deleted) and the watchdog finds out.  Each reader's hold had
+ * lapsed: each unlock says ENOLCK (SPEC), not only the last one, which
+ * releases the process's hold. */
+enum { LOSTR_HELD = 1, LOSTR_DELETED, LOSTR_RESULT };
+
+struct lostr_arg {
+    char name[128];
+    int up, down;
+};
+
+static dist_rwlock_t lostr_rw;
+static volatile int lostr_b_state;        /* 1 holds, 2 told to unlock, 3 done */
+static volatile int lostr_b_rc = -1;
+
+static void *lostr_b(void *unused)
+{
+    (void)unused;
+    if (dist_rwlock_rdlock(&lostr_rw) != 0) {
+        lostr_b_state = -1;
+        return NULL;
+    }
+    lostr_b_state = 1;
+    while (lostr_b_state != 2)
+        th_sleep_ms(2);
+    lostr_b_rc = dist_rwlock_unlock(&lostr_rw);
+    lostr_b_state = 3;
+    return NULL;
+}
+
+static int lostr_child(void *p)
+{
+    const struct lostr_arg *a = p;
+    setenv("DISTLOCK_LEASE_MS", "900", 1);      /* the watchdog looks every 300 ms */
+    TH_CHECK_RC(dist_rwlock_init(&lostr_rw, a->name, NULL), 0);
+    TH_CHECK_RC(dist_rwlock_rdlock(&lostr_rw), 0);
+    pthread_t tb;
+    TH_CHECK(pthread_create(&tb, NULL, lostr_b, NULL) == 0);
+    while (!lostr_b_state)
+        th_sleep_ms(1);
+    TH_CHECK(lostr_b_state == 1);
+    th_send(a->up, LOSTR_HELD, 0, 0, 0);
+    th_msg_t m;
+    TH_CHECK(th_recv(a->down, &m, 20000) == 0);
+    /* wait until the watchdog has found the hold gone */
+    int64_t until = th_now_ms() + 10000;
+    while (dl_rwlock_hold_lost(&lostr_rw) != 1 && th_now_ms() < until)
+        th_sleep_ms(10);
+    TH_CHECK(dl_rwlock_hold_lost(&lostr_rw) == 1);
+    int rc_a = dist_rwlock_unlock(&lostr_rw);
+    lostr_b_state = 2;
+    pthread_join(tb, NULL);
+    th_send(a->up, LOSTR_RESULT, rc_a, lostr_b_rc, 0);
+    TH_CHECK_RC(dist_rwlock_destroy(&lostr_rw), 0);
+    return 0;
+}
+
+static void test_every_reader_of_lost_hold_gets_enolck(void **state)
+{
+    (void)state;
+    static struct lostr_arg a;
+    th_name(a.name, sizeof a.name, "lostreaders");
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(lostr_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, LOSTR_HELD);
+    char rk[300], rik[300];
+    key(rk, a.name, ":r");
+    key(rik, a.name, ":ri");
+    th_cmd_do("DEL %s %s", rk, rik);           /* Redis loses the read hold */
+    th_send(down.wr, LOSTR_DELETED, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, LOSTR_RESULT);
+    if (msg.a != ENOLCK)
+        fail_msg("a reader's unlock of a read hold known lost returned %s (another reader "
+                 "still held it), want ENOLCK; the last reader's: %s",
+                 th_errname((int)msg.a), th_errname((int)msg.b));
+    assert_int_equal(msg.b, ENOLCK);
+    TH_ASSERT_CHILD_OK(pid);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -348,6 +438,7 @@ int main(void)
         TH_TEST(test_reader_joins_once_claimed_hold_confirmed),
         TH_TEST(test_stale_request_spares_grant_to_later_registration),
         TH_TEST(test_stale_request_never_queues_behind_own_hold),
+        TH_TEST(test_every_reader_of_lost_hold_gets_enolck),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
