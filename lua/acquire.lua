@@ -19,7 +19,7 @@ local writer = w[1]
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
-  mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil)
+  mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil, lease, info)
   dequeue_upto(token, rid)
   if marks and mode == 'w' then ww_clear(token) end
   return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
@@ -80,6 +80,18 @@ if ARGV[6] == '1' then
     reg = nil
   end
   if not reg then
+    -- Nor may one queue behind a hold of its process's taken by a later
+    -- request (in the other mode: the same mode is "mine" above).  Its
+    -- registration would be granted when that hold ends, to nobody who
+    -- waits: the lock kept from everyone for a claim window, and its
+    -- lapse taken for a death.
+    local cur
+    if writer == token then
+      cur = rcall('HGET', K_LOCK, 'rid')
+    elseif mode == 'w' then
+      cur = hold_rid(token, 'r')
+    end
+    if cur and tonumber(cur) > tonumber(rid) then return {0, pttl} end
     local seq = rcall('HINCRBY', K_META, 'seq', 1)
     if seq == 1 then rcall('PEXPIRE', K_META, META_TTL) end
     rcall('ZADD', K_Q, seq, token)

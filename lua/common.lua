@@ -175,24 +175,33 @@ end
 -- A request `rid` that finds the caller's hold already its own ("mine")
 -- takes it over: withdrawing an earlier request no longer ends it, and it
 -- gets a new fence, so that a release of it sent before (on a connection
--- given up since) no longer names it (release.lua).  A process numbers its
--- requests in order, so a stale request that arrives late claims nothing
--- from a later one.  `mine` is held_by's {fence, od}; returns the hold's.
-local function claim_hold(token, mode, rid, mine, cur)
+-- given up since) no longer names it (release.lua).  It is a hold as the
+-- request asked for: the lease from now (the old hold's TTL may be nearly
+-- gone, or cut by a linger; a fixed lease is never renewed), and for a
+-- writer the trace that makes its lapse a death (`wh`: a lingering hold's
+-- mark had cleared it, shim/mark.c).  A process numbers its requests in
+-- order, so a stale request that arrives late claims nothing from a later
+-- one.  `mine` is held_by's {fence, od}; returns the hold's.
+local function claim_hold(token, mode, rid, mine, cur, lease, info)
   if cur == nil then cur = hold_rid(token, mode) end
   cur = tonumber(cur)
   if cur and cur >= tonumber(rid) then return mine end
   local fence = next_fence(rcall('HGET', K_META, 'fence'))
-  rcall('HSET', K_META, 'fence', int(fence))
   if mode == 'w' then
-    rcall('HSET', K_LOCK, 'rid', rid, 'fence', int(fence))
+    rcall('HSET', K_META, 'fence', int(fence), 'wh', token, 'wi', info)
+    rcall('HSET', K_LOCK, 'rid', rid, 'fence', int(fence), 'info', info, 'lease', lease)
+    rcall('PEXPIRE', K_LOCK, lease)
   else
+    rcall('HSET', K_META, 'fence', int(fence))
     local r = rcall('HGET', K_RI, token)
     if r then
       local v = cmsgpack.unpack(r)
       v[3], v[5] = fence, rid
       rcall('HSET', K_RI, token, cmsgpack.pack(v))
     end
+    rcall('ZADD', K_RD, int(now_ms() + lease), token)
+    extend(K_RD, lease)
+    extend(K_RI, lease)
   end
   return {fence, mine[2]}
 end

@@ -827,7 +827,7 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 static int vouch(dl_proc_t *p, dl_lock_t *l)
 {
     char q[96];
-    if (!l->rmode || dl_hold_valid(l))
+    if (!l->rmode || (!l->lost && dl_hold_valid(l)))
         return 0;
     if (!l->lost && !l->renew) {
         /* A fixed lease past its end has lapsed: that is what it is for. */

@@ -169,8 +169,13 @@ static void renewed(const held_t *h, uint64_t sent, long long queued)
         uint64_t v = dl_hold_valid_until(sent, l->lease_ms);
         if (l->cuts != h->cuts && v > l->cut_until)
             v = l->cut_until;
+        int was = dl_hold_valid(l);
         if (v > l->valid_until)
             l->valid_until = v;
+        /* Threads that found it past (or without) its validity wait for it
+         * (a reader beside the process's readers): it may serve them now. */
+        if (!was && dl_hold_valid(l))
+            pthread_cond_broadcast(&l->cv);
         if (queued > 0 && !l->remote_waiting) {
             l->remote_waiting = 1;
             l->waited_since = dl_now_us();
