@@ -569,6 +569,7 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
     l->holdseq++;
     l->handoffs = 0;
     l->ttl_cut = 0;
+    l->cut_ttl = 0;
     l->valid_until = g->valid_until;
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs of a write hold as if someone did.  A read hold is shared by
@@ -857,7 +858,7 @@ static int vouch(dl_proc_t *p, dl_lock_t *l)
         if (l->holdseq != holdseq)
             return 0;             /* (cannot happen while others hold it) */
         if (kept >= 1) {
-            uint64_t v = dl_hold_valid_until(sent, lease_ms);
+            uint64_t v = dl_hold_valid_until(sent, dl_hold_ttl(l));
             if (v > l->valid_until)
                 l->valid_until = v;
             return 0;

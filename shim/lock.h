@@ -53,6 +53,9 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
 int dl_hold_valid(const dl_lock_t *l);
 /* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
 void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
+/* The TTL a confirmed renewal of l's hold vouches for: its lease, or once
+ * a linger cut it, no more than the cut (a cut may run after the renewal). */
+unsigned long dl_hold_ttl(const dl_lock_t *l);
 /* A thread of the process takes over, or waits for, the process's hold:
  * has the watchdog renew it soon (whose reply says if others wait). */
 void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);

@@ -84,6 +84,9 @@ typedef struct dl_lock {
     unsigned long cuts;       /* TTL cuts by lingers, bumped by each, and the */
     uint64_t cut_until;       /* validity the last one left (ms): a renewal sent
                                  before a cut confirms no more than that */
+    unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
+                                 renewals then confirm no more than that from
+                                 their sending (tenure.c, dl_hold_ttl) */
     int undoing;              /* the watchdog is withdrawing it (busy is set) */
     int undo_checks;          /* withdrawals left to try that may find nothing */
     char undo;                /* 0, or the mode of an acquisition that failed with EIO

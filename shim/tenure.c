@@ -57,6 +57,17 @@ void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
         l->valid_until = v;
     l->cut_until = v;
     l->cuts++;
+    l->cut_ttl = ttl_ms;
+}
+
+unsigned long dl_hold_ttl(const dl_lock_t *l)
+{
+    /* A cut posted on a connection that was then given up may run in Redis
+     * at any later time, after a renewal sent on the next connection: the
+     * hold then lives a claim window from when the cut runs, which is
+     * after the renewal ran.  So once a hold was cut, a renewal vouches for
+     * a claim window from its sending, whatever the order the two run in. */
+    return l->cut_ttl && l->cut_ttl < l->lease_ms ? l->cut_ttl : l->lease_ms;
 }
 
 void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)

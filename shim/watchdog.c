@@ -166,7 +166,7 @@ static void renewed(const held_t *h, uint64_t sent, long long queued)
     dl_lock_t *l = h->l;
     pthread_mutex_lock(&l->mu);
     if (l->holdseq == h->holdseq && l->rmode) {
-        uint64_t v = dl_hold_valid_until(sent, l->lease_ms);
+        uint64_t v = dl_hold_valid_until(sent, dl_hold_ttl(l));
         if (l->cuts != h->cuts && v > l->cut_until)
             v = l->cut_until;
         int was = dl_hold_valid(l);

@@ -181,6 +181,7 @@ static void believe(pf_run_t *r, int proc, char mode, uint64_t fence, uint64_t r
     h->rid = rid;
     h->valid_until = until;
     h->lost = 0;
+    h->cut = 0;
 }
 
 static int hold_valid(const pf_hold_t *h, int64_t at)
@@ -397,7 +398,8 @@ static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     /* 1 renewed (today); n >= 1 renewed with n-1 queued (next version). */
     long long n = x->type == REDIS_REPLY_INTEGER ? x->integer : elem(x, 0);
     if (n >= 1) {
-        p->hold.valid_until = t0 + p->lease;
+        /* Once cut, the claim window (a held-back cut may run after this). */
+        p->hold.valid_until = t0 + (p->hold.cut && p->wttl < p->lease ? p->wttl : p->lease);
     } else {
         if (hold_valid(&h, t1))
             pf_failf(r, "renew-of-valid-hold",
@@ -425,6 +427,7 @@ static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
      * given up still cuts the TTL when it runs. */
     if (p->hold.valid_until > t0 + p->wttl)
         p->hold.valid_until = t0 + p->wttl;
+    p->hold.cut = 1;
     if (op->lost) {
         limbo_add(r, i, &q, NULL);
         return 0;
