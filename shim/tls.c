@@ -248,20 +248,37 @@ static relay_t *relays;
 
 /* busy before relays_mu: a handshake holds busy when it registers its
  * relay (the other order would deadlock with it). */
+/* Whether fork_prepare took the locks (TLS in use): a program that never
+ * used TLS forks without touching them.  Under the interposer that
+ * matters: its launchers (timeout, sh...) must make no pthread lock call
+ * of their own, and these calls must never be tail calls, whose return
+ * address would be libc's instead of ours (shim/preload/boot.c tells the
+ * library's own calls by it). */
+static int fork_locked;
+
 static void fork_prepare(void)
 {
+    fork_locked = __atomic_load_n(&used, __ATOMIC_ACQUIRE);
+    if (!fork_locked)
+        return;
     pthread_rwlock_wrlock(&busy);
     pthread_mutex_lock(&relays_mu);
+    __asm__ __volatile__("" ::: "memory");
 }
 
 static void fork_parent(void)
 {
+    if (!fork_locked)
+        return;
     pthread_mutex_unlock(&relays_mu);
     pthread_rwlock_unlock(&busy);
+    __asm__ __volatile__("" ::: "memory");
 }
 
 static void fork_child(void)
 {
+    if (!fork_locked)
+        return;
     /* The SSL objects stay as they are (reachable, never used): freeing
      * one the parent's thread was using could touch a half-updated
      * state, and SSL_free sends nothing anyway. */
