@@ -10,6 +10,8 @@
  * PROTOFUZZ_NO_LATE_ACQUIRE=1 leaves lost acquires out, PROTOFUZZ_GATED=1
  * every kind the scripts before hold and registration ids mishandle
  * (docs/RELIABILITY.md, "Protocol fuzzer").
+ * test_redlock_mark runs the processes as redlock:// clients of the one
+ * server (no queue; the waiting writer's mark, ww/wwx).
  * PROTOFUZZ_SEED=N shifts the seeds; PROTOFUZZ_STEPS=N sets each run's length.
  */
 #include "harness.h"
@@ -28,8 +30,9 @@ static unsigned gates(void)
     return 0;
 }
 
-/* One seeded run; fails the test with the fuzzer's report. */
-static void run(uint64_t seed, int procs, int steps)
+/* One seeded run; fails the test with the fuzzer's report.  redlock: every
+ * process a redlock:// client of the one server (the waiting writer's mark). */
+static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_ms)
 {
     const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
     pf_opts_t o = { 0 };
@@ -41,7 +44,8 @@ static void run(uint64_t seed, int procs, int steps)
     o.gates = gates();
     o.out = stderr;
     o.shrink_ms = 15000;          /* within the harness's 50 s per test */
-    o.max_ms = 25000;             /* a slow box runs fewer steps, never times out */
+    o.max_ms = max_ms;            /* a slow box runs fewer steps, never times out */
+    o.redlock = redlock;
     pf_fail_t f;
     int done = 0;
     int rc = pf_fuzz(&o, &done, &f);
@@ -50,9 +54,11 @@ static void run(uint64_t seed, int procs, int steps)
     if (rc > 0)
         fail_msg("protofuzz seed %llu, %d processes: step %d: %s: %s (the sequence is above)",
                  (unsigned long long)o.seed, procs, f.step + 1, f.what, f.msg);
-    print_message("protofuzz seed %llu, %d processes: %d steps, every invariant held\n",
-                  (unsigned long long)o.seed, procs, done);
+    print_message("protofuzz seed %llu, %d processes%s: %d steps, every invariant held\n",
+                  (unsigned long long)o.seed, procs, redlock ? " (redlock)" : "", done);
 }
+
+static void run(uint64_t seed, int procs, int steps) { run_mode(seed, procs, steps, 0, 25000); }
 
 /* The shortest sequences the fuzzer found for each flaw of the scripts
  * before hold and registration ids, and three after them (seed: each
@@ -144,6 +150,10 @@ static void test_two_procs(void **state) { run(1, 2, 800); }
 static void test_three_procs(void **state) { run(2, 3, 1200); }
 static void test_four_procs(void **state) { run(3, 4, 1200); }
 static void test_six_procs(void **state) { run(4, 6, 800); }
+/* redlock: a waiting writer's mark keeps new readers of other processes
+ * out, lapses when its writer dies, and goes when it takes the lock or
+ * gives up; renew 'm' counts it as a waiter.  ~4 s. */
+static void test_redlock_mark(void **state) { run_mode(5, 3, 800, 1, 10000); }
 
 int main(void)
 {
@@ -153,6 +163,7 @@ int main(void)
         TH_TEST(test_three_procs),
         TH_TEST(test_four_procs),
         TH_TEST(test_six_procs),
+        TH_TEST(test_redlock_mark),
     };
     return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -6,7 +6,7 @@
  *                      [--time SECONDS] [--shrink SECONDS]
  *                      [--full | --gated | --no-late-acquire]
  *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
- *                      [--only INVARIANT] [--verbose] [--replay OPS]
+ *                      [--only INVARIANT] [--verbose] [--replay OPS] [--redlock]
  *
  * Runs seed, seed+1, ... (each --steps ops on fresh keys) until --runs runs
  * or --time seconds, whichever comes first; prints a progress line every
@@ -18,7 +18,9 @@
  * then draws one kind of them again.  --full (the default) draws all.
  * --no-late-acquire: every kind but lost acquires (what test_protofuzz
  * runs while acquire.lua's late-request flaws are open).  --only reports one invariant and no other
- * (how soon a flaw is found while others are known).
+ * (how soon a flaw is found while others are known).  --redlock: every
+ * process is a redlock:// client of this one server (no queue; a waiting
+ * writer's mark keeps new readers out), with the mark's invariants.
  * The server: DISTLOCK_URL (redis://HOST:PORT), default 127.0.0.1:6379.
  */
 #include <stdio.h>
@@ -32,7 +34,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -74,6 +76,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--gated")) { o.gates = PF_GATE_ALL; continue; }
         if (!strcmp(a, "--no-late-acquire")) { o.gates = PF_GATE_LATE_ACQUIRE; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
+        if (!strcmp(a, "--redlock")) { o.redlock = 1; continue; }
         if (!v)
             usage();
         i++;
@@ -120,8 +123,8 @@ int main(int argc, char **argv)
         return rc ? 1 : 0;
     }
 
-    printf("protofuzz: seeds from %llu, %d steps each, %d processes, %s, server %s:%d\n",
-           (unsigned long long)o.seed, o.steps, o.procs,
+    printf("protofuzz: seeds from %llu, %d steps each, %d processes%s, %s, server %s:%d\n",
+           (unsigned long long)o.seed, o.steps, o.procs, o.redlock ? " (redlock clients)" : "",
            o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
                                      : o.gates ? "gated, some known-flaw triggers" : "every op", host, o.port);
     o.progress_ms = 2000;

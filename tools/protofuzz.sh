@@ -15,6 +15,7 @@
 #   bash tools/protofuzz.sh -t 3600 -p 4 -n 20000
 #   bash tools/protofuzz.sh -S 1234 -r 1           # one seed
 #   bash tools/protofuzz.sh -g -w stale-release    # scripts before hold ids
+#   bash tools/protofuzz.sh -R -p 4               # processes as redlock clients
 #   bash tools/protofuzz.sh -- --replay 'A0wt0,R01,...'
 #
 # Options: -t SECONDS in all (600)  -r RUNS at most  -n STEPS per run (5000)
@@ -23,6 +24,8 @@
 #     registration ids mishandle  -w KIND with -g, draw that kind again
 #     (stale-release, stale-cancel, bare-acquire, stale-mark)
 #   -L no lost acquires (what test_protofuzz runs for now)
+#   -R redlock: each process a redlock:// client of the one server (no
+#     queue, the waiting writer's mark: acquire ARGV[10], cancel/renew 'm')
 #   -o INVARIANT report only this one  -k SHRINK_SECONDS (120)
 #   -b BUILD_DIR (build-protofuzz)  -s build with ASan+UBSan
 #   Arguments after -- go to distlock-protofuzz as they are.
@@ -33,8 +36,8 @@ cd "$(dirname "$0")/.."
 secs=600 runs="" steps=5000 procs=3 seed=$(date +%s) shrink=120
 build=build-protofuzz sanitize=OFF
 extra=()
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
-while getopts "t:r:n:p:S:gLw:o:k:b:sh" opt; do
+usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+while getopts "t:r:n:p:S:gLRw:o:k:b:sh" opt; do
   case $opt in
     t) secs=$OPTARG ;;
     r) runs=$OPTARG ;;
@@ -43,6 +46,7 @@ while getopts "t:r:n:p:S:gLw:o:k:b:sh" opt; do
     S) seed=$OPTARG ;;
     g) extra+=(--gated) ;;
     L) extra+=(--no-late-acquire) ;;
+    R) extra+=(--redlock) ;;
     w) extra+=(--with "$OPTARG") ;;
     o) extra+=(--only "$OPTARG") ;;
     k) shrink=$OPTARG ;;

@@ -44,6 +44,8 @@ enum pf_kind {
     PF_SLEEP,      /* time passes */
     PF_MARK,       /* a lingering unlock posts its mark: the hold's TTL cut to the
                       claim window (shim/mark.c); lost */
+    PF_DIE,        /* redlock mode: a waiting process dies (stops retrying, sends
+                      nothing more): its writer mark must lapse by itself */
     PF_NKINDS
 };
 
@@ -97,6 +99,9 @@ typedef struct pf_opts {
     long max_ms;               /* >0: stop the run after this long (passes) */
     const char *only;          /* non-NULL: report only this invariant (to measure
                                   how soon one flaw is found while others are known) */
+    int redlock;               /* 1: every process is a redlock:// client of this one
+                                  server: no queue, a waiting writer's mark (acquire's
+                                  ARGV[10], cancel's and renew's 'm'), no lost requests */
 } pf_opts_t;
 
 /* What went wrong, at which step. */

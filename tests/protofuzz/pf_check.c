@@ -13,7 +13,16 @@
  *     registration that ran out;
  *   - a waiter is queued, granted, or was told (pushed) until its
  *     registration runs out;
- *   - Redis never has a writer beside live readers.
+ *   - Redis never has a writer beside live readers;
+ *   - redlock mode (no queue; a waiting writer's mark, ww/wwx in the meta
+ *     hash): while another process's mark lives, a read acquire of a
+ *     process without a live read hold is refused with {0, ms left} and
+ *     ms left <= the largest mark ttl; a mark never lives longer than that
+ *     ttl past Redis time (a writer that died leaves one that lapses); a
+ *     writer's successful write acquire and its cancel leave no mark naming
+ *     it; renew 'm' replies 1 + queued + (1 if another process's mark
+ *     lives);
+ *   - otherwise no script touches the mark (one planted at the start stays).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -242,6 +251,71 @@ static int check_waiters(pf_run_t *r, const pf_snap_t *s, int64_t at)
     return 0;
 }
 
+/* Does snapshot s show a live mark of a process other than proc? */
+static int mark_other(const pf_snap_t *s, int proc)
+{
+    return s->ww != -1 && s->ww != proc && s->wwx > s->now;
+}
+
+static int check_mark(pf_run_t *r, const pf_snap_t *s)
+{
+    if (!r->o->redlock) {
+        if (s->ww != 0 || s->wwx != r->planted_wwx)
+            return pf_failf(r, "mark-touched", "a script without redlock's arguments changed the "
+                            "writer mark: ww p%d wwx %lld, planted p0 wwx %lld", s->ww,
+                            (long long)s->wwx, (long long)r->planted_wwx);
+        return 0;
+    }
+    if (s->ww == -2)
+        return pf_failf(r, "mark-unknown", "the writer mark names no process of ours");
+    if (s->ww >= 0 && s->wwx > s->now + r->maxmttl + PF_MARGIN_MS)
+        return pf_failf(r, "mark-past-deadline", "p%d's writer mark lives %lld ms more, longer "
+                        "than any mark ttl (%d ms)", s->ww, (long long)(s->wwx - s->now),
+                        r->maxmttl);
+    const pf_snap_t *pre = &r->mk.pre;
+    int i = r->mk.proc;
+    switch (r->mk.kind) {
+    case PF_MK_CLEARED:
+        if (s->ww == i)
+            return pf_failf(r, "mark-not-cleared", "p%d took the write hold or gave up, and the "
+                            "writer mark still names it (%lld ms left)", i,
+                            (long long)(s->wwx - s->now));
+        break;
+    case PF_MK_READ:
+        /* Live before and after (a read acquire never moves it): live when
+         * it ran.  A read hold of the process that had lapsed before stays
+         * lapsed. */
+        if (!mark_other(s, i) || pre->ww != s->ww || pre->wwx != s->wwx ||
+            redis_reader(pre, i, 1) >= 0)
+            break;
+        if (r->mk.reply != 0 || r->mk.left <= 0 || r->mk.left > r->maxmttl)
+            return pf_failf(r, "read-past-mark", "p%d's read acquire, while p%d's writer mark "
+                            "lived (%lld ms left after it), was answered {%lld, %lld}, not "
+                            "{0, ms left <= %d}", i, s->ww, (long long)(s->wwx - s->now),
+                            r->mk.reply, r->mk.left, r->maxmttl);
+        break;
+    case PF_MK_RENEW: {
+        if (r->mk.reply < 1)
+            break;                /* the hold was gone: renew-of-valid-hold judges that */
+        long long want;
+        if (mark_other(s, i))
+            want = 2 + s->nq;     /* live after: live when it ran */
+        else if (!mark_other(pre, i))
+            want = 1 + s->nq;     /* not live before: nothing set it since */
+        else
+            break;                /* lapsed in between: either is right */
+        if (r->mk.reply != want)
+            return pf_failf(r, "renew-mark-count", "p%d's renew 'm' said %lld, not %lld "
+                            "(%d queued, mark %s)", i, r->mk.reply, want, s->nq,
+                            want > 1 + s->nq ? "of another process live" : "not another's");
+        break;
+    }
+    default:
+        break;
+    }
+    return 0;
+}
+
 int pf_check(pf_run_t *r, int64_t t_send)
 {
     (void)t_send;
@@ -253,5 +327,5 @@ int pf_check(pf_run_t *r, int64_t t_send)
     int64_t at = now_ms_hi();    /* the snapshot ran before this */
     uint64_t maxfence = r->nf ? r->fv[r->nf - 1].fence : 0;
     return check_grants(r, &s) || check_redis(r, &s, maxfence) || check_beliefs(r, &s, at) ||
-           check_waiters(r, &s, at);
+           (!r->o->redlock && check_waiters(r, &s, at)) || check_mark(r, &s);
 }

@@ -17,18 +17,32 @@ static uint64_t next(uint64_t *s)      /* splitmix64 */
 /* How often each op is drawn.  Acquire and release dominate; lost
  * requests, late deliveries and breaks are rarer, as in life, but common
  * enough that a few thousand steps combine them. */
-static const struct { int kind, weight; } weights[] = {
+typedef struct { int kind, weight; } weight_t;
+
+static const weight_t weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 6 },   { PF_CANCEL, 5 }, { PF_RELEASE, 14 },
     { PF_RENEW, 8 }, { PF_UNDO, 4 },    { PF_BREAK, 1 },  { PF_DELIVER, 14 },
     { PF_DROP, 3 },  { PF_STALE, 6 },   { PF_SLEEP, 9 },  { PF_MARK, 3 },
+};
+/* redlock mode: no queue (no pushes, nothing to undo), no lost requests;
+ * a waiter retries (refreshing its mark), gives up (cancel 'm') or dies. */
+static const weight_t rl_weights[] = {
+    { PF_ACQ, 22 },  { PF_REASK, 12 }, { PF_CANCEL, 4 }, { PF_RELEASE, 12 },
+    { PF_RENEW, 10 }, { PF_BREAK, 1 },  { PF_SLEEP, 8 },  { PF_DIE, 3 },
 };
 static const int sleeps[] = { 1, 5, 20, 50, 120 };
 
 pf_op_t *pf_generate(const pf_opts_t *o)
 {
+    const weight_t *wt = weights;
+    size_t nw = sizeof weights / sizeof weights[0];
+    if (o->redlock) {
+        wt = rl_weights;
+        nw = sizeof rl_weights / sizeof rl_weights[0];
+    }
     int total = 0;
-    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++)
-        total += weights[i].weight;
+    for (size_t i = 0; i < nw; i++)
+        total += wt[i].weight;
     pf_op_t *ops = calloc((size_t)(o->steps > 0 ? o->steps : 1), sizeof *ops);
     if (!ops)
         return NULL;
@@ -38,9 +52,9 @@ pf_op_t *pf_generate(const pf_opts_t *o)
         pf_op_t *op = &ops[n];
         uint64_t x = next(&s), y = next(&s);
         int w = (int)(x % (uint64_t)total), k = 0;
-        while (w >= weights[k].weight)
-            w -= weights[k++].weight;
-        op->kind = (uint8_t)weights[k].kind;
+        while (w >= wt[k].weight)
+            w -= wt[k++].weight;
+        op->kind = (uint8_t)wt[k].kind;
         op->proc = (uint8_t)((x >> 20) % (uint64_t)np);
         op->mode = (y & 3) == 0 ? 'w' : (y & 3) == 1 ? 'w' : 'r';
         op->enqueue = ((y >> 2) & 3) != 0;
@@ -62,13 +76,15 @@ pf_op_t *pf_generate(const pf_opts_t *o)
             op->lost = PF_SENT;
         if ((o->gates & PF_GATE_BARE_ACQUIRE) && op->kind == PF_ACQ && op->lost == PF_LOST)
             op->lost = PF_LOST_UNDO;
+        if (o->redlock)
+            op->lost = PF_SENT;
     }
     return ops;
 }
 
 /* ---------------------------------------------------------- compact form */
 
-static const char letters[] = "AQCRNUBDXSZM";   /* by enum pf_kind */
+static const char letters[] = "AQCRNUBDXSZMK";  /* by enum pf_kind */
 
 void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
 {
@@ -288,8 +304,8 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     }
     fprintf(out, "protofuzz: FAILED: seed %llu, %d processes, step %d of %d: %s: %s\n",
             (unsigned long long)o->seed, o->procs, fail->step + 1, o->steps, fail->what, fail->msg);
-    fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s\n",
-            (unsigned long long)o->seed, fail->step + 1, o->procs,
+    fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s%s\n",
+            (unsigned long long)o->seed, fail->step + 1, o->procs, o->redlock ? " --redlock" : "",
             o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated"
             : o->gates == PF_GATE_LATE_ACQUIRE ? " --no-late-acquire" : " --gated --with ...");
     int n = fail->step + 1, replays = 0;
@@ -322,8 +338,8 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
         fprintf(out, "protofuzz: (this replay passed: timing; again)\n");
     }
     /* The seed too: it sets each process's lease and TTLs. */
-    fprintf(out, "protofuzz: replay it with --seed %llu --procs %d --replay '",
-            (unsigned long long)o->seed, o->procs);
+    fprintf(out, "protofuzz: replay it with --seed %llu --procs %d%s --replay '",
+            (unsigned long long)o->seed, o->procs, o->redlock ? " --redlock" : "");
     pf_ops_print_compact(out, ops, n);
     fprintf(out, "'\n");
     fflush(out);

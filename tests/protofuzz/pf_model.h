@@ -62,6 +62,7 @@ typedef struct pf_reqinfo {    /* per registration id, per process */
 
 typedef struct pf_proc {
     int lease, wttl, claim;    /* this process's lock attributes (ms) */
+    int mttl;                  /* redlock mode: its writer mark's ttl (ms) */
     uint64_t regseq;
     pf_hold_t hold;
     pf_wait_t wait;
@@ -100,6 +101,16 @@ typedef struct pf_run {
     int np;
     pf_proc_t p[PF_MAX_PROCS];
     int maxlease, maxwttl;
+    int maxmttl;               /* the largest mark ttl any process sends */
+    /* What the step's redlock call needs judged against the snapshot after
+     * it (pf_check.c, check_mark): the snapshot before it and the reply. */
+    struct {
+        int kind;              /* PF_MK_* */
+        int proc;
+        pf_snap_t pre;
+        long long reply, left; /* acquire: reply[1] (1 granted), reply[2]; renew: n */
+    } mk;
+    int64_t planted_wwx;       /* not redlock: the mark planted at the start */
     pf_fence_t *fv;            /* every fence seen, sorted */
     size_t nf, capf;
     uint64_t maxfence_before;  /* the largest fence seen before this step */
@@ -112,6 +123,8 @@ typedef struct pf_run {
     char line[768];            /* this step, readable */
     pf_stats_t st;
 } pf_run_t;
+
+enum { PF_MK_NONE, PF_MK_READ, PF_MK_RENEW, PF_MK_CLEARED };
 
 /* pf_run.c */
 int pf_failf(pf_run_t *r, const char *what, const char *fmt, ...)

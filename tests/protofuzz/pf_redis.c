@@ -28,7 +28,7 @@ extern const char dl_mark_lua[];
  * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
  * pttl of the 5 keys but meta, meta fence, readers (count, then token,
  * score, fence), registrations (count, then token, mode, deadline, regid,
- * queued), queue length. */
+ * queued), queue length, the writer mark (ww, wwx). */
 static const char SNAPSHOT[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -57,6 +57,9 @@ static const char SNAPSHOT[] =
     "  out[#out+1] = redis.call('ZSCORE', KEYS[4], w[i]) and '1' or '0'\n"
     "end\n"
     "out[#out+1] = f(redis.call('ZCARD', KEYS[4]))\n"
+    "local m = redis.call('HMGET', KEYS[6], 'ww', 'wwx')\n"
+    "out[#out+1] = m[1] or ''\n"
+    "out[#out+1] = f(m[2])\n"
     "return out\n";
 
 void pf_token(int proc, char *buf, size_t size)
@@ -191,7 +194,7 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     if (q->script == PF_S_MARK)
         return mark(k, q);
     char token[16], mode[2] = { q->mode, 0 }, lease[24], wttl[24], claim[24], regid[24],
-        fence[24], info[48];
+        fence[24], info[48], mark[24];
     pf_token(q->proc, token, sizeof token);
     snprintf(lease, sizeof lease, "%d", q->lease);
     snprintf(wttl, sizeof wttl, "%d", q->wttl);
@@ -214,6 +217,10 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         args[n++] = regid;
         args[n++] = wttl;
         args[n++] = claim;
+        if (q->redlock) {
+            snprintf(mark, sizeof mark, "%d", q->mark);
+            args[n++] = mark;
+        }
         break;
     case PF_S_RELEASE:     /* lock.c release_redis: the hold's id, its fence, and
                               the registration id it was taken or claimed with */
@@ -222,11 +229,15 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         break;
     case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed */
         args[n++] = lease;
-        args[n++] = fence;
+        args[n++] = q->redlock ? "" : fence;   /* redlock: the caller's hold in that mode */
+        if (q->redlock)
+            args[n++] = "m";
         break;
     case PF_S_CANCEL:      /* lock.c redis_take; the registration cancelled */
     case PF_S_WITHDRAW:    /* link.c: the undo written behind an acquire */
         args[n++] = regid;
+        if (q->redlock && q->script == PF_S_CANCEL)
+            args[n++] = "m";
         break;
     default:
         break;
@@ -338,6 +349,27 @@ int pf_snapshot(pf_conn_t *k, pf_snap_t *s)
         }
     }
     s->nq = (int)num(r, &i);
+    const char *ww = el(r, &i);
+    s->ww = *ww ? pf_token_proc(ww, strlen(ww)) : -1;
+    s->wwx = num(r, &i);
     freeReplyObject(r);
     return 0;
+}
+
+int pf_plant_mark(pf_conn_t *k, int proc, int64_t ms)
+{
+    char token[16];
+    pf_token(proc, token, sizeof token);
+    redisReply *r = redisCommand(k->c, "EVAL %s 1 %b %s %lld", "local t = redis.call('TIME')\n"
+                                 "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+                                 "redis.call('HSET', KEYS[1], 'ww', ARGV[1], 'wwx', "
+                                 "string.format('%.0f', now + tonumber(ARGV[2])))\n"
+                                 "redis.call('PEXPIRE', KEYS[1], 3600000)\n",
+                                 k->keys[5], k->keylen[5], token, (long long)ms);
+    int bad = !r || r->type == REDIS_REPLY_ERROR;
+    if (bad)
+        snprintf(k->err, sizeof k->err, "plant mark: %s", r ? r->str : k->c->errstr);
+    if (r)
+        freeReplyObject(r);
+    return bad ? -1 : 0;
 }

@@ -31,6 +31,9 @@ typedef struct pf_req {
     uint64_t regid;            /* acquire, cancel, withdraw; release: the hold's */
     uint64_t fence;            /* release, renew: the hold's id */
     int lease, wttl, claim;    /* ms */
+    int redlock;               /* send redlock's extra argument (acquire: ARGV[10] =
+                                  mark, cancel ARGV[5] / renew ARGV[6] = 'm') */
+    int mark;                  /* acquire: the writer mark's ttl ms, 0 will not wait */
 } pf_req_t;
 
 typedef struct pf_conn {
@@ -59,6 +62,8 @@ typedef struct pf_snap {
     uint64_t metafence;
     int nrd;
     struct { int proc; int64_t score; uint64_t fence; } rd[PF_MAX_PROCS + 4];
+    int ww;                    /* the writer mark's process: -1 none, -2 a token not ours */
+    int64_t wwx;               /* until when it lives (Redis ms), -1 none */
     int nwt, nq;
     struct { int proc; char mode; int64_t deadline; uint64_t regid; int queued; } wt[PF_MAX_PROCS + 4];
 } pf_snap_t;
@@ -77,5 +82,8 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q);
  * a connection error. */
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max);
 int pf_snapshot(pf_conn_t *k, pf_snap_t *s);
+/* Writes a writer mark straight into the meta hash (the non-redlock mode
+ * plants one the scripts must leave alone). */
+int pf_plant_mark(pf_conn_t *k, int proc, int64_t ms);
 
 #endif

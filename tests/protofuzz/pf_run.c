@@ -139,7 +139,7 @@ static const char *reply_str(const redisReply *x, char *buf, size_t size)
 static pf_req_t req(const pf_run_t *r, int script, int proc, char mode)
 {
     const pf_proc_t *p = &r->p[proc];
-    pf_req_t q = { script, proc, mode, 0, 0, 0, p->lease, p->wttl, p->claim };
+    pf_req_t q = { script, proc, mode, 0, 0, 0, p->lease, p->wttl, p->claim, r->o->redlock, 0 };
     return q;
 }
 
@@ -195,6 +195,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
     switch (op->kind) {
     case PF_ACQ: return !p->hold.has && !p->wait.active;
     case PF_REASK:
+    case PF_DIE:
     case PF_CANCEL: return p->wait.active;
     case PF_RELEASE: return p->hold.has;
     case PF_RENEW: return p->hold.has && !p->hold.lost;
@@ -209,7 +210,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
 
 static const char *kind_name[PF_NKINDS] = {
     "acquire", "reask", "cancel", "release", "renew", "undo", "break",
-    "deliver", "drop", "stale", "sleep", "mark",
+    "deliver", "drop", "stale", "sleep", "mark", "dies",
 };
 
 static const char *lost_name(int lost)
@@ -264,17 +265,50 @@ static int drain(pf_run_t *r, int64_t t0)
 
 /* The ops.  Each returns 0, or 1 when a call failed (recorded). */
 
+/* redlock mode: the snapshot before a call whose reply pf_check judges
+ * against the mark (a read acquire, a renew). */
+static int mark_pre(pf_run_t *r, int kind, int proc)
+{
+    if (!r->o->redlock)
+        return 0;
+    if (pf_snapshot(&r->k, &r->mk.pre)) {
+        pf_failf(r, "infrastructure", "%s", r->k.err);
+        return 1;
+    }
+    r->mk.kind = kind;
+    r->mk.proc = proc;
+    return 0;
+}
+
+/* redlock mode: what an acquire's reply says of the mark. */
+static void mark_acquired(pf_run_t *r, int proc, char mode, const redisReply *x)
+{
+    if (!r->o->redlock)
+        return;
+    r->mk.reply = elem(x, 0);
+    r->mk.left = elem(x, 1);
+    if (mode == 'w' && r->mk.reply == 1) {
+        r->mk.kind = PF_MK_CLEARED;
+        r->mk.proc = proc;
+    }
+}
+
 static int op_acquire(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
 {
     pf_proc_t *p = &r->p[i];
     pf_req_t q = req(r, PF_S_ACQUIRE, i, (char)op->mode);
     q.enqueue = op->enqueue;
+    if (q.redlock) {              /* no queue: a request that will wait retries */
+        q.enqueue = 0;
+        q.mark = op->enqueue ? p->mttl : 0;
+    }
     q.regid = ++p->regseq;
     pf_reqinfo_t *ri = pf_reqinfo(r, i, q.regid);
     ri->mode = q.mode;
     ri->t_send = t0;
     p->nab = 0;                   /* a new request: the watchdog's undo is off (collect_undo) */
-    pf_linef(r, "p%d acquire %c %s regid %llu%s", i, q.mode, q.enqueue ? "queue" : "try",
+    pf_linef(r, "p%d acquire %c %s regid %llu%s", i, q.mode,
+             q.redlock ? (op->enqueue ? "wait (mark)" : "try") : q.enqueue ? "queue" : "try",
              (unsigned long long)q.regid, lost_name(op->lost));
     if (op->lost) {
         pf_req_t w = req(r, PF_S_WITHDRAW, i, q.mode);
@@ -283,15 +317,18 @@ static int op_acquire(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
         abandon(r, i, q.mode, q.regid);
         return 0;
     }
+    if (q.mode == 'r' && mark_pre(r, PF_MK_READ, i))
+        return 1;
     redisReply *x = call(r, &q, "acquire");
     if (!x)
         return 1;
     char b[96];
     pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
+    mark_acquired(r, i, q.mode, x);
     if (elem(x, 0) == 1) {
         int claimed = elem(x, 4) == 1;
         believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, claimed ? 0 : t0 + p->lease);
-    } else if (q.enqueue) {
+    } else if (q.enqueue || (q.redlock && op->enqueue)) {
         p->wait = (pf_wait_t){ 1, q.mode, q.regid, t0 + p->wttl, 0 };
     }
     freeReplyObject(x);
@@ -303,16 +340,23 @@ static int op_reask(pf_run_t *r, int i, int64_t t0)
     pf_proc_t *p = &r->p[i];
     pf_req_t q = req(r, PF_S_ACQUIRE, i, p->wait.mode);
     q.enqueue = 1;
+    if (q.redlock) {              /* a retry refreshes the mark */
+        q.enqueue = 0;
+        q.mark = p->mttl;
+    }
     q.regid = ++p->regseq;
     pf_reqinfo_t *ri = pf_reqinfo(r, i, q.regid);
     ri->mode = q.mode;
     ri->t_send = t0;
     pf_linef(r, "p%d asks again %c regid %llu", i, q.mode, (unsigned long long)q.regid);
+    if (q.mode == 'r' && mark_pre(r, PF_MK_READ, i))
+        return 1;
     redisReply *x = call(r, &q, "acquire");
     if (!x)
         return 1;
     char b[96];
     pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
+    mark_acquired(r, i, q.mode, x);
     if (elem(x, 0) == 1) {
         int claimed = elem(x, 4) == 1;
         believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, claimed ? 0 : t0 + p->lease);
@@ -341,6 +385,10 @@ static int op_cancel(pf_run_t *r, const pf_op_t *op, int i)
     redisReply *x = call(r, &q, "cancel");
     if (!x)
         return 1;
+    if (q.redlock) {
+        r->mk.kind = PF_MK_CLEARED;
+        r->mk.proc = i;
+    }
     char b[96];
     pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
     if (elem(x, 0) == 1)
@@ -389,6 +437,8 @@ static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
         limbo_add(r, i, &q, NULL);
         return 0;
     }
+    if (mark_pre(r, PF_MK_RENEW, i))
+        return 1;
     redisReply *x = call(r, &q, "renew");
     if (!x)
         return 1;
@@ -397,6 +447,7 @@ static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
     /* 1 renewed (today); n >= 1 renewed with n-1 queued (next version). */
     long long n = x->type == REDIS_REPLY_INTEGER ? x->integer : elem(x, 0);
+    r->mk.reply = n;
     if (n >= 1) {
         /* Once cut, the claim window (a held-back cut may run after this). */
         p->hold.valid_until = t0 + (p->hold.cut && p->wttl < p->lease ? p->wttl : p->lease);
@@ -543,11 +594,21 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     return 0;
 }
 
+/* redlock mode: a waiting process dies: no retry, no cancel; its mark (if
+ * it was the last to refresh it) must lapse by itself. */
+static void op_die(pf_run_t *r, int i)
+{
+    pf_proc_t *p = &r->p[i];
+    pf_linef(r, "p%d dies waiting (%c)", i, p->wait.mode);
+    p->wait.active = 0;
+}
+
 /* One op: 0 done (or skipped), 1 an invariant broke, -1 the server failed. */
 static int run_step(pf_run_t *r, const pf_op_t *op)
 {
     r->line[0] = 0;
     r->ng = 0;
+    r->mk.kind = PF_MK_NONE;
     int i = -1;
     for (int j = 0; j < r->np; j++) {
         int c = (op->proc + j) % r->np;
@@ -583,6 +644,7 @@ static int run_step(pf_run_t *r, const pf_op_t *op)
     case PF_BREAK: bad = op_break(r); break;
     case PF_STALE: bad = op_stale(r, op, i); break;
     case PF_MARK: bad = op_mark(r, op, i, t0); break;
+    case PF_DIE: op_die(r, i); break;
     default: break;
     }
     if (bad && r->k.c->err)
@@ -630,9 +692,10 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
  * (claim window = waiter ttl) or a fixed lease (claim = lease). */
 static void attrs(pf_run_t *r)
 {
-    static const int leases[] = { 80, 150, 300 }, wttls[] = { 40, 100, 200 };
+    static const int leases[] = { 80, 150, 300 }, wttls[] = { 40, 100, 200 },
+                     mttls[] = { 30, 60, 120 };
     uint64_t x = r->o->seed * 0x9E3779B97F4A7C15ull + 12345;
-    r->maxlease = r->maxwttl = 0;
+    r->maxlease = r->maxwttl = r->maxmttl = 0;
     for (int i = 0; i < r->np; i++) {
         x ^= x >> 29;
         x *= 0xBF58476D1CE4E5B9ull;
@@ -647,6 +710,9 @@ static void attrs(pf_run_t *r)
             r->maxlease = p->lease;
         if (p->wttl > r->maxwttl)
             r->maxwttl = p->wttl;
+        p->mttl = mttls[(x >> 24) % 3];
+        if (p->mttl > r->maxmttl)
+            r->maxmttl = p->mttl;
     }
 }
 
@@ -678,9 +744,21 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
     attrs(r);
     if (trace) {
         for (int i = 0; i < r->np; i++)
-            fprintf(trace, "  p%d: lease %d ms, waiter ttl %d ms, claim window %d ms\n", i,
-                    r->p[i].lease, r->p[i].wttl, r->p[i].claim);
+            fprintf(trace, "  p%d: lease %d ms, waiter ttl %d ms, claim window %d ms%s%.0d\n", i,
+                    r->p[i].lease, r->p[i].wttl, r->p[i].claim,
+                    o->redlock ? ", writer mark ttl (ms) " : "", o->redlock ? r->p[i].mttl : 0);
     }
+    /* Without redlock no script may read or write the mark: plant one (a
+     * process of ours, an hour long) and check it stays as it is. */
+    pf_snap_t ps;
+    if (!o->redlock && (pf_plant_mark(&r->k, 0, 3600000) || pf_snapshot(&r->k, &ps))) {
+        snprintf(fail->what, sizeof fail->what, "infrastructure");
+        snprintf(fail->msg, sizeof fail->msg, "%s", r->k.err);
+        pf_conn_close(&r->k);
+        free(r);
+        return -1;
+    }
+    r->planted_wwx = o->redlock ? -1 : ps.wwx;
     int rc = 0;
     int64_t start = pf_now_ms(), last = start;
     r->step = -1;
