@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # distlock-bench (tools/bench/), the benchmark of SPEC "The benchmark tool",
 # and its smoke test.  Included by the top-level CMakeLists.txt after
 # cmake/preload.cmake (when present) and before cmake/install.cmake, which

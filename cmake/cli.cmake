@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The distlock command-line tool (tools/cli/), its man page and its tests.
 # Included by the top-level CMakeLists.txt before cmake/install.cmake.
 

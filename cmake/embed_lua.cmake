@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Writes OUT: a C file holding each Lua operation script (lua/common.lua
 # followed by lua/<op>.lua) as a string and its SHA1, so the library needs no
 # file at run time and can call EVALSHA first.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # libFuzzer targets for the parsers of untrusted text: DISTLOCK_URL
 # (fuzz_url), the DISTLOCK_* environment (fuzz_env) and the interposer's
 # DISTLOCK_MAP (fuzz_map).  Off by default; needs clang:

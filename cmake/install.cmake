@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installation: the header, both libraries, a pkg-config file and a CMake
 # package, so that after `cmake --install` a program links with either
 #   cc app.c $(pkg-config --cflags --libs distlock)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The LD_PRELOAD interposer (SPEC "The interposer"): libdistlock_preload.so,
 # and its tests.  Included by the top-level CMakeLists.txt after the core
 # library (it uses DL_SOURCES and distlock_objs).

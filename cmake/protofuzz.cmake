@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # The protocol fuzzer (tests/protofuzz/): simulated processes drive the Lua
 # scripts directly against a real redis-server and check the protocol's
 # invariants after every step.  Its core uses hiredis and the embedded

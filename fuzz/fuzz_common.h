@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_common.h - what the libFuzzer targets share: a NUL-terminated copy
  * of the input in a buffer of exactly its size (so ASan sees any read past

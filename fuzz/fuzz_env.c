@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_env.c - libFuzzer target for dl_config_load() (shim/config.c) with
  * the DISTLOCK_* variables taken from the input.

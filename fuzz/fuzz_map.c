@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_map.c - libFuzzer target for the interposer's DISTLOCK_MAP parser,
  * dlp_map_parse() (shim/preload/map.c).  Only the parsing: resolving the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * fuzz_url.c - libFuzzer target for dl_url_parse() (shim/config.c): the
  * whole input is one DISTLOCK_URL value.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * distlock.h - distributed locks that behave like the POSIX locks.
  *

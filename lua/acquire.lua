@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- acquire.lua: take the lock in mode ARGV[3], or queue for it.
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 lease ms, 5 holder info

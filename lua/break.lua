@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- break.lua: delete a stuck lock's holds and hand it to its waiters
 -- (`distlock break`).  The next holder gets EOWNERDEAD.
 -- KEYS: the six keys of common.lua.

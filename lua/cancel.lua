@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- cancel.lua: withdraw the caller's place in the queue (a timed wait ran out).
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 the registration id of

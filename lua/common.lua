@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- common.lua: helpers shared by every operation script; the build prefixes
 -- it to each lua/<op>.lua, so each embedded script is self-contained.
 --

@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- release.lua: end the caller's hold and hand the lock to the next waiters.
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 the hold's fence (its

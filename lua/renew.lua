@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- renew.lua: extend the caller's hold by a lease: the watchdog's call, and
 -- posted (no reply read) when a pushed grant or a lingering hold is claimed.
 -- KEYS: the six keys of common.lua.

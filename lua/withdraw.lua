@@ -1,3 +1,4 @@
+-- SPDX-License-Identifier: BSD-3-Clause
 -- withdraw.lua: undo one acquire request whose reply its caller never got.
 -- shim/link.c writes it right behind that request, on the same connection,
 -- when it gives up on the connection (a stalled server: the request may

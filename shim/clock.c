@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c - monotonic time, deadlines and thread ids. */
 #include <errno.h>
 #include <sys/syscall.h>

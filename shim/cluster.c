@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* cluster.c - redis-cluster://: a link per node, commands routed by the
  * hash slot of their key, the slot map from CLUSTER SLOTS, and the
  * redirections of a live cluster (MOVED, ASK, TRYAGAIN, CLUSTERDOWN).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* config.c - DISTLOCK_* environment variables -> dl_config_t. */
 #include <ctype.h>
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* conn.c - the process's command connections: one link, a cluster's links,
  * or redlock's independent servers (see conn.h). */
 #include <errno.h>

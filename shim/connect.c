@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* connect.c - opening one connection: TCP or unix socket, AUTH, SELECT,
  * close-on-exec, keepalive and timeouts; and finding the master through
  * Redis Sentinel (redis-sentinel://). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dl.h - small internals every file of the library uses: time, the
  * per-thread last error, logging and the statistics counters.

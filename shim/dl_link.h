@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dl_link.h - one auto-pipelined socket to one server (see conn.h), the
  * building block of dl_conn_t.  Internal to conn.c and cluster.c.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dl_stats.h - process-wide counters of what the library sent to Redis.
  *

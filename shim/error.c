@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - dist_strerror, the per-thread last error, and logging. */
 #include <errno.h>
 #include <stdarg.h>

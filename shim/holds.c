@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* holds.c - each thread's stack of holds on a lock, run-length encoded:
  * "unlock releases the calling thread's most recent hold". */
 #include <errno.h>

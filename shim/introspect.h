@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * introspect.h - internal questions about this process's holds, for the
  * distlock tool and the interposer (static linking; not in distlock.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* keys.c - the Redis keys of a lock name (keys.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keys.h - the Redis keys of a lock name, shared by the library and the
  * distlock command (docs/PROTOCOL.md, "Keys of lock NAME").

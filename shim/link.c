@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* link.c - one server's shared, auto-pipelined command connection. */
 #include <errno.h>
 #include <stdio.h>

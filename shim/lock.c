@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* lock.c - the local lock first, then the Redis hold.
  *
  * Inside a process a lock admits one writer thread or many reader threads,

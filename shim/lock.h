@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * lock.h - acquiring and releasing a lock: the local lock first, then the
  * Redis hold (RedisLockRegistry's localLock + obtainLock).  Shared by the

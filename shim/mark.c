@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mark.c - what Redis must know of a lingering hold (lock.c).
  *
  * A hold that lingers after its unlock is, to the application, released:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* mutex.c - the pthread_mutex_* mirror: a write-only use of lock.c. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* notify.c - the process's one subscriber connection.
  *
  * Every waiter of the process listens on one channel, <prefix>n:<token>,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* object.c - what dist_mutex_t and dist_rwlock_t share: validation, the
  * name, and lazy resolution to the process-wide lock state. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* process.c - the per-process state, its creation and its reset in a
  * forked child. */
 #include <errno.h>

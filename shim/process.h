@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * process.h - the library's state in this process: configuration, the
  * process's random owner token, its connections, its lock registry, the

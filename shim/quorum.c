@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* quorum.c - redlock://: the same scripts on N independent masters, with a
  * majority deciding (the Redlock algorithm).
  *

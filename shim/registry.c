@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* registry.c - name -> dl_lock_t, shared by every object of a name. */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * registry.h - the process's lock states, one per lock name: what Spring's
  * RedisLockRegistry keeps in its locks map.  Every object (dist_mutex_t,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rwlock.c - the pthread_rwlock_* mirror over lock.c. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* script.c - EVALSHA with NOSCRIPT fallback, batched. */
 #include <errno.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * script.h - the embedded Lua scripts of lua/ and how they are called:
  * EVALSHA first, EVAL (which also caches the script) on NOSCRIPT.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* status.c - the process's statistics counters. */
 #include "dl.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tenure.c - how long a process may use its Redis hold without asking
  * Redis (lock.c decides when; this file keeps the facts it decides on).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls.c - the client TLS context, the handshake, and the relay threads
  * between hiredis's socketpair end and each TLS session (see tls.h). */
 #include <arpa/inet.h>

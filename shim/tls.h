@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tls.h - TLS to Redis with OpenSSL, under hiredis 0.14 (which has none).
  *

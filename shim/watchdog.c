@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.c - one thread renews every renewable hold of the process, all
  * in one pipelined batch every lease/3, and marks holds Redis says are gone
  * as lost (so their unlock reports ENOLCK).  Between ticks it renews early

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness.c - see harness.h. */
 #include "harness.h"
 #include "dl_stats.h"

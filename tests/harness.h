@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness.h - what every distlock test suite shares: a private redis-server
  * on a free port of 127.0.0.1, a direct hiredis connection to it for

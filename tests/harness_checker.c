@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness_checker.c - see harness_checker.h. */
 #include "harness.h"
 #include "harness_checker.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_checker.h - a mutual-exclusion checker for distlock.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness_proxy.c - see harness_proxy.h. */
 #include "harness.h"
 #include "harness_proxy.h"

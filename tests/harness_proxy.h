@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_proxy.h - a small TCP proxy between the library and Redis, for
  * fault tests: a thread of the test process listening on a free port of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* harness_topo.c - see harness_topo.h. */
 #include "harness_topo.h"
 #include "dl_stats.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * harness_topo.h - Redis topologies for the suites of "Beyond one Redis":
  * servers with extra arguments (replicas, cluster nodes), sentinels run as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_badinput.c - bad input across the whole API and the environment.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_checker.c - mutual exclusion, checked from the outside: P processes
  * x T threads take one lock over and over and record every hold (start,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_checker_net.c - the exclusion checker (harness_checker.h) against an
  * adversary: P processes x T threads reach Redis through the test proxy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_cluster.c - redis-cluster://: a 3-master / 3-replica cluster made
  * with `redis-cli --cluster create` (harness_topo; 127.0.0.1, free ports,

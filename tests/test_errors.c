@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_errors.c - Redis unreachable, lost, stalled or restarted; bad
  * configuration; secrets never printed.  Every case runs in a forked child

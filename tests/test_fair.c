@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fair.c - fair mutexes grant in the order requests reached Redis,
  * across processes, without local handoff past a waiting process, and a

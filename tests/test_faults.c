@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_faults.c - the promises kept when processes and servers fail:
  * a holder SIGKILLed (alone, and in the middle of a busy run), the

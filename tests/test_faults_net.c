@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_faults_net.c - the network between the library and Redis failing,
  * through a loopback TCP proxy (harness_proxy.h) that the processes under

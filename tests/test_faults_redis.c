@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_faults_redis.c - Redis misbehaving while it is up: its script
  * cache flushed, its pub/sub clients killed, writes refused because

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fence.c - fencing tokens: strictly increasing whenever the holding
  * process changes, EPERM without a hold, available on both lock kinds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_fork.c - fork(): the child holds nothing it did not lock itself,
  * may use any lock (the parent's too, once released), and neither its use

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_keys.c - the Redis side: every key of a lock starts with the prefix
  * and carries the {name} hash tag, names are binary-safe and never become

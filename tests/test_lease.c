@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_lease.c - leases: a killed holder frees the lock within one lease
  * and its successor learns it (EOWNERDEAD); a fixed lease lapses and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_linger.c - a thread that loops over a lock (unlock, then lock again
  * at once, short holds) keeps the process's Redis hold across its unlocks

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_mutex.c - dist_mutex_t as a pthread mutex: reentrancy, ownership by
  * thread, exclusion across threads and processes, timedlock, errorcheck,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_protofuzz.c - a short seeded run of the protocol fuzzer
  * (tests/protofuzz/pf.h) against the suite's redis-server: simulated

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_redlock.c - redlock://h:p,h:p,h:p: independent masters, a majority
  * decides.  Mutual exclusion across processes, read-write locks (readers

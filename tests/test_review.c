@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_review.c - holes found reviewing the protocol of hold and
  * registration ids (fences naming holds, "mine" claims, validity, posted

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_rwlock.c - dist_rwlock_t: shared readers across processes and
  * threads, exclusive writers, writer preference, reentrance rules, unlock of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_sentinel.c - redis-sentinel://: a master, one replica and three
  * sentinels (quorum 2, down-after 1000 ms, failover-timeout 3000 ms).

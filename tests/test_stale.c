@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_stale.c - commands that reach Redis late act only on what they were
  * sent for.

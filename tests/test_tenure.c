@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tenure.c - how long a process may use a Redis hold without asking
  * Redis again:

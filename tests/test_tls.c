@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_tls.c - rediss:// and ?tls=1: locks over TLS, and every way a TLS
  * connection can be refused, each told apart in dist_lasterror().

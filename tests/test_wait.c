@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_wait.c - ?wait=N&wait_ms=M: after an acquisition the library WAITs
  * for N replicas; when fewer acknowledge within M ms the acquisition is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * test_wakeup.c - waiters are woken by a push, not by polling: latency of a
  * handoff with the default 30 s lease (fallback every 10 s), recovery from a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/valgrind.sh [--all | SUITE...]: the cmocka suites under valgrind memcheck.
 #
 # Configures a plain build (no sanitizers: valgrind and ASan do not mix) in

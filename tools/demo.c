@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * distlock-demo: processes x threads contending on one dist_mutex_t and one
  * dist_rwlock_t, checking that the locks really exclude.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # demo.sh [distlock-demo options]: installs what is missing (Debian), builds
 # a Release tree in build/ and runs distlock-demo against a private
 # redis-server.  Options go to distlock-demo, e.g. -p 8 -t 4 -n 500 -f.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # deps.sh: installs, on Debian, what building, testing and running the demo
 # need.  Does nothing (and needs no root) when everything is already there.
 set -euo pipefail

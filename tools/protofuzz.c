@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * distlock-protofuzz: the protocol fuzzer of tests/protofuzz/ at any
  * length (tools/protofuzz.sh builds it and starts a redis-server for it).

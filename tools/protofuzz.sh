@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # protofuzz.sh: the protocol fuzzer (tests/protofuzz/) at any length.
 #
 # Builds distlock-protofuzz in its own build directory, starts a private
@@ -36,7 +37,7 @@ cd "$(dirname "$0")/.."
 secs=600 runs="" steps=5000 procs=3 seed=$(date +%s) shrink=120
 build=build-protofuzz sanitize=OFF
 extra=()
-usage() { sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 while getopts "t:r:n:p:S:gLRw:o:k:b:sh" opt; do
   case $opt in
     t) secs=$OPTARG ;;

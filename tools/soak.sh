@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # soak.sh: the mutual-exclusion checker (tests/test_checker.c) at soak size.
 #
 # Builds tests/test_checker in its own build directory, starts a private
@@ -30,7 +31,7 @@ cd "$(dirname "$0")/.."
 procs=8 threads=4 ops=100000 kind=both write=25 hold=0 verify=0
 build=build-soak sanitize=OFF max_s=3600
 adversary=0
-usage() { sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+usage() { sed -n '3,27p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 while getopts "p:t:n:k:w:H:Vb:sm:a:h" opt; do
   case $opt in
     p) procs=$OPTARG ;;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test.sh: installs what is missing (Debian), builds with AddressSanitizer +
 # UndefinedBehaviorSanitizer, runs every test suite (each starts its own
 # servers), runs the single-server suites under valgrind memcheck

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # with-redis.sh CMD [ARG...]
 # Runs CMD with DISTLOCK_URL pointing at a redis-server of its own: started
 # on a free port of 127.0.0.1, without persistence, stopped when CMD ends.

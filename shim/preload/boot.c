@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* boot.c - the interposer's start: the real libc functions, the guard,
  * DISTLOCK_MAP applied before main (or the program stopped with one line;
  * a program without the map's symbols, such as a launcher, goes dormant

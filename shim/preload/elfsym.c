@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* elfsym.c - finding a mapped global in this process.
  *
  * By name: the ELF symbol tables (.symtab, which also has file-static and

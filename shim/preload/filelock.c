@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* filelock.c - the distributed holds behind mapped file locks.
  *
  * A file lock belongs to the process (fcntl/lockf) or to the open file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
  * KIND is mutex, rwlock or flock.  TARGET is a symbol name or exe+0xOFFSET

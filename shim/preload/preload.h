@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * preload.h - internals of libdistlock_preload.so, the LD_PRELOAD
  * interposer that turns chosen pthread mutexes, rwlocks and lock files of

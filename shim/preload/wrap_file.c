@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wrap_file.c - flock, fcntl, fcntl64, lockf, lockf64 and close.
  *
  * A whole-file lock on a descriptor whose real path (/proc/self/fd/N) is a

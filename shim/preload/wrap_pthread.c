@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* wrap_pthread.c - pthread_mutex_*, pthread_cond_*wait and
  * pthread_rwlock_* wrappers.
  *

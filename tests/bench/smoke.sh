@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
 # (with its serial ceiling), W3 and W3b against the redis-server the bench
 # starts itself.  Checks the RESULT line format, that every selected

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - what the CLI test scripts share.  Sourced by tests/cli/test_*.sh,
 # which run under tools/with-redis.sh (DISTLOCK_URL points at a private
 # redis-server) and take the distlock binary as $1.

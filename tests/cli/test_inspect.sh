@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_inspect.sh DISTLOCK: distlock status, list and break, against locks
 # held by running distlock processes.
 . "$(dirname "$0")/lib.sh"

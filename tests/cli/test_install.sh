@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_install.sh BUILD_DIR MANPAGE: the man page renders without warnings,
 # and `cmake --install` puts bin/distlock and share/man/man1/distlock.1 in
 # place, once each.  Needs no Redis.

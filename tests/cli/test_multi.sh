@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_multi.sh DISTLOCK: distlock status, list and break beyond one Redis:
 # a 3-master Redis Cluster (names on different masters), 3 independent
 # servers for redlock:// (with one, then two of them down) and a sentinel

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_run.sh DISTLOCK: distlock NAME -- COMMAND: exit codes, every option,
 # exclusive vs shared, waiting, the lease, losing the hold, EOWNERDEAD.
 . "$(dirname "$0")/lib.sh"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_signals.sh DISTLOCK: signals sent to distlock reach the command and
 # the lock is released when it ends; a signal while waiting ends distlock
 # and takes it out of the queue; a terminal's Ctrl-C is not delivered twice;

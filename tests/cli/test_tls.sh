@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_tls.sh DISTLOCK: the distlock command over rediss:// -- a command run
 # under a lock, status and list of a lock held over TLS, -n against it --
 # and a refused certificate and a missing CA file, each in one line.  The

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_usage.sh DISTLOCK: the command line itself: help, version, every
 # kind of bad input (one line on stderr, exit 64), bad configuration (78),
 # Redis unreachable (69).

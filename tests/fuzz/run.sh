@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # tests/fuzz/run.sh [SECONDS]: builds the libFuzzer targets (cmake/fuzz.cmake)
 # with clang in a build directory of their own, then fuzzes each one for
 # SECONDS (default 20) starting from its committed corpus (fuzz/corpus/<t>/).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # check.sh [BUILD_DIR]: installs distlock into a temporary prefix and builds
 # tests/install/consumer.c against it twice: with pkg-config, and as a CMake
 # project using find_package(distlock).  Runs the consumers against a private

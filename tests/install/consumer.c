@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Uses an installed distlock: takes and releases one mutex.  Built by
  * tests/install/check.sh with pkg-config and with find_package(distlock). */
 #include <distlock.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* engage.c - does each wrapper of libdistlock_preload.so engage on this
  * glibc, for each interposed function (and for the older symbol versions
  * programs built on older glibc reference)?

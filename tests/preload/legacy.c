@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* legacy.c - an old program, written before anyone ran it on two hosts.
  *
  * It protects a ledger (a counter in a file) with a global pthread mutex,

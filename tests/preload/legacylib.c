@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* legacylib.c - a legacy shared library with a file-static mutex guarding
  * a counter file: the interposer must find `lib_lock` in this library's
  * symbol table (it is neither exported nor in the executable). */

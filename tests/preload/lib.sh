@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # lib.sh - shared by the preload test scripts (sourced).
 #   $1: path of libdistlock_preload.so   $2: the build directory (test programs)
 # Provides: LIB, BIN, WORK (a temporary directory removed at exit), ok/fail,

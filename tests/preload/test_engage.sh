@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_engage.sh LIB BUILD_DIR - each wrapper engages on this glibc: every
 # interposed function (and the GLIBC_2.2.5 versions older programs bind
 # to) takes and releases the distributed lock of a mapped object, as Redis

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_launch.sh LIB BUILD_DIR - the interposer through launchers (SPEC
 # "The interposer", "Launchers").  The legacy programs run as 3 processes
 # at once with LD_PRELOAD and DISTLOCK_MAP put on a launcher, not on the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_legacy.sh LIB BUILD_DIR - the legacy program (tests/preload/legacy.c:
 # plain pthreads and file locks, a counter in a file updated by
 # read-modify-write with a sleep inside) run as several processes at once.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_map.sh LIB BUILD_DIR - DISTLOCK_MAP and DISTLOCK_ON_ERROR checked
 # before main: a malformed map, a symbol that is there but is not such a
 # lock, one symbol missing in a program that has the others, stop the

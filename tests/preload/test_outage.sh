@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_outage.sh LIB BUILD_DIR - Redis unreachable under both
 # DISTLOCK_ON_ERROR policies.  abort: the program prints why (one
 # "distlock: ..." line naming the lock and the server) and aborts, from a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # test_w8.sh LIB BUILD_DIR - W8 of bench/WORKLOADS.md: 10^7
 # pthread_mutex_lock/unlock pairs on an unmapped mutex, plain and with the
 # interposer preloaded (with a map, so the address table is not empty).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w8.c - W8 of bench/WORKLOADS.md, one side: 10^7 pthread_mutex_lock/unlock
  * pairs on an unmapped mutex.  Run once plain and once with the interposer
  * preloaded (test_w8.sh); prints `ns_per_pair=X p50_ns=Y p99_ns=Z` over

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pf.h - a protocol fuzzer for the Lua scripts of lua/.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pf_check.c - the invariants, judged after every step on the snapshot of
  * the lock's keys and on the processes' beliefs:
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pf_fuzz.c - the op list of a seed, a whole fuzzing run, shrinking a
  * failing sequence by dropping ops and replaying, and the compact text
  * form of a sequence (printed for --replay). */

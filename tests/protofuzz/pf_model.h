@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pf_model.h - what each simulated process believes, and what the fuzzer
  * itself saw (every request, every grant, every fence), shared by the step

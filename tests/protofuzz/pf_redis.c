@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pf_redis.c - the fuzzer's connection to the server: script calls with
  * the library's arguments, pushes read through a pattern subscription, and
  * the snapshot the invariants are judged on. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pf_redis.h - the fuzzer's call layer: one command connection and one
  * subscriber to the server, the script calls exactly as the library makes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* pf_run.c - runs an op list step by step: each op is resolved against the
  * processes' state (an op that applies to nobody is skipped), its script
  * calls are made (or held back), pushes are read, and pf_check() judges

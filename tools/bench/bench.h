@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * bench.h - distlock-bench: the workloads of SPEC's bench/WORKLOADS.md,
  * run against a redis-server of its own next to two references measured in

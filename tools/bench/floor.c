@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* floor.c - what the server and the loopback allow at best, measured in
  * the same run (WORKLOADS.md):
  *   redis-benchmark -c 1 -P 1 -n 100000 EVALSHA <sha of "return 1"> 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c - distlock-bench: options, which workloads run, and the target
  * checks of the issue, each a ratio between figures of this one run.
  *

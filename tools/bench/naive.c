@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* naive.c - the reference lock most programs start with:
  *   acquire: SET key token NX PX lease, retried every 1 ms until it succeeds
  *   release: a compare-and-delete script (GET == token -> DEL)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.c - the RESULT lines (WORKLOADS.md):
  *   RESULT peer=<name> workload=<W> ops_per_s=<x> p50_us=<y> p99_us=<z> extra=<k=v,...>
  * printed as each result is known; with --json, one JSON document at the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* proc.c - forked workers.  Every workload runs its lock calls in forked
  * processes, so each starts with a clean library state (the library
  * re-reads its configuration in a child) and the parent never holds a

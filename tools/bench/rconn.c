@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rconn.c - plain hiredis connections to the run's server, and the few
  * INFO fields the workloads read. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* server.c - the redis-server of the run: a free port of 127.0.0.1, no
  * persistence, stopped by pid at the end and on SIGINT/SIGTERM; and the
  * parsing of --url. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* stats.c - samples and percentiles.  Latencies are CLOCK_MONOTONIC
  * (now_ns() in bench.h), kept as microseconds in doubles. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* svg.c - the W3 chart: cumulative distributions of the handoff latency
  * t1 - t0 of distlock and of the naive lock, on a log time axis, with the
  * PING p50 of the same server and the 1 ms p99 target marked.  Written

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w_basic.c - W1 (uncontended), W2 (contended counter) and its serial
  * ceiling, W3 and W3b (handoff latency, two shapes of the holder), each for
  * distlock and for the naive lock, exactly as WORKLOADS.md defines them. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w_local.c - W4 (8 threads of one process on one lock: local handoffs)
  * and W4b, the W2 shape with 4 threads in each of the 4 processes, which
  * shows how long other processes wait while a process passes the lock

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w_preload.c - W8: what the interposer costs a program on the mutexes it
  * does not map.  The program is distlock-bench itself, re-executed as
  * `distlock-bench --w8-child PAIRS`: 10^7 pthread_mutex_lock/unlock pairs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w_rw.c - W5: 4 processes x 8 threads hold read on one rwlock in a loop
  * {rdlock; 100 us work; unlock} while 1 writer (a fifth process) takes
  * wrlock once per second; then the same with 1 reader thread.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* w_scale.c - W6 (one process holds 10000 locks for 3 lease periods: the
  * watchdog's batching) and W7 (the W2 shape with 64 threads per process on
  * 64 locks: how many Redis connections a process uses). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * cli.h - what every part of the distlock command-line tool shares: the
  * parsed command line and the exit codes.

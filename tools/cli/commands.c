@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* commands.c - distlock status, list and break: read (or break) the lock
  * state in Redis, print it, and say by the exit code whether it is held. */
 #include <stdio.h>

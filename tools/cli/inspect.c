@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* inspect.c - a lock's state, read from its Redis keys (docs/PROTOCOL.md).
  *
  * The state of one lock is read by one read-only script, so it is a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * inspect.h - reading a lock's state straight from Redis (the keys of
  * docs/PROTOCOL.md), for `distlock status`, `list`, `break` and the

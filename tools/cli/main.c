@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* main.c - distlock: run a command under a distributed lock, or look at
  * and break locks.  See distlock(1) and cli.h for how the parts fit.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* options.c - the command line -> cli_opts_t.
  *
  *   distlock [options] NAME -- COMMAND [ARG...]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* output.c - messages, quoting, durations, JSON and the status views. */
 #include <stdarg.h>
 #include <stdio.h>

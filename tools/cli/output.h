@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * output.h - everything distlock prints: one-line messages on stderr,
  * names and durations for people, JSON for scripts, the status and list

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* run.c - distlock [options] NAME -- COMMAND: take the lock, run the
  * command as a child, keep the hold (the library's watchdog renews it),
  * release it when the child ends however it ends, and exit with the child's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* waiting.c - signals and the terminal status line while the lock call
  * blocks (see waiting.h). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * waiting.h - a helper thread for while the lock call blocks.
  *

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
 # script-cost.sh - what each protocol script costs Redis (docs/PERFORMANCE.md,
 # "Script cost"): the commands it runs (counted by INFO commandstats, which
 # counts the commands a script calls) and Redis CPU per call (usec_per_call
