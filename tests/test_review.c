@@ -13,60 +13,13 @@
 #include "harness.h"
 #include "harness_proxy.h"
 #include "introspect.h"
-#include "script.h"
+#include "harness_script.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 
 extern const char dl_mark_lua[];    /* shim/mark.c */
-
-static const char *const suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
-
-/* Runs library script `op` on lock `name` with args (its body: a fresh
- * server needs nothing cached).  Never an error reply. */
-static redisReply *run(int op, const char *name, int nargs, const char *const *args)
-{
-    char keys[DL_NKEYS][300];
-    const char *argv[3 + DL_NKEYS + 12];
-    size_t lens[3 + DL_NKEYS + 12];
-    int a = 0;
-    argv[a] = "EVAL", lens[a++] = 4;
-    argv[a] = dl_scripts[op].body, lens[a++] = dl_scripts[op].len;
-    argv[a] = "6", lens[a++] = 1;
-    for (int k = 0; k < DL_NKEYS; k++) {
-        th_key(keys[k], sizeof keys[k], name, suffix[k]);
-        argv[a] = keys[k], lens[a++] = strlen(keys[k]);
-    }
-    for (int i = 0; i < nargs; i++)
-        argv[a] = args[i], lens[a++] = strlen(args[i]);
-    redisReply *r = redisCommandArgv(th_redis(), a, argv, lens);
-    assert_non_null(r);
-    if (r->type == REDIS_REPLY_ERROR)
-        fail_msg("%s: %s", dl_scripts[op].name, r->str);
-    return r;
-}
-
-/* acquire.lua for token in mode (no queueing); 1 acquired (*fence, *dead,
- * *claimed set), 0 busy. */
-static int acquire(const char *name, const char *token, const char *mode, const char *lease,
-                   const char *regid, unsigned long long *fence, int *dead, int *claimed)
-{
-    const char *args[] = { "n:", token, mode, lease, "host\t1\t1", "0", regid, "2000", "2000" };
-    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, args);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    int got = (int)r->element[0]->integer;
-    if (got) {
-        if (fence)
-            *fence = (unsigned long long)r->element[1]->integer;
-        if (dead)
-            *dead = r->element[2]->integer == 1;
-        if (claimed)
-            *claimed = r->elements > 4 && r->element[4]->integer == 1;
-    }
-    freeReplyObject(r);
-    return got;
-}
 
 static char *key(char *buf, const char *name, const char *sfx)
 {
@@ -97,14 +50,14 @@ static void test_claim_of_lingering_hold_sets_death_trace(void **state)
     key(mk, name, ":m");
     unsigned long long f1, f2;
     int dead = 0, claimed = 0;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", "1", &f1, &dead, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, &dead, NULL), 1);
     snprintf(f1s, sizeof f1s, "%llu", f1);
     /* the unlock lingers: the mark cuts the TTL and clears the trace */
     assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 2000", dl_mark_lua, k, mk, f1s), 1);
     assert_false(traced(mk, "tokP"));
     /* the linger's release is stuck on a dead connection; the next lock call
      * finds the hold its own and claims it */
-    assert_int_equal(acquire(name, "tokP", "w", "30000", "2", &f2, &dead, &claimed), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f2, &dead, &claimed), 1);
     assert_true(claimed);
     assert_true(f2 > f1);
     if (!traced(mk, "tokP"))
@@ -112,7 +65,7 @@ static void test_claim_of_lingering_hold_sets_death_trace(void **state)
                  "trace still says it lingers: its holder's death would go unreported", f2);
     /* the process dies holding it: the hold lapses */
     th_cmd_do("DEL %s", k);
-    assert_int_equal(acquire(name, "tokQ", "w", "30000", "1", NULL, &dead, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokQ", "w", "30000", 0, "1", NULL, &dead, NULL), 1);
     if (!dead)
         fail_msg("the hold claimed by fence %llu lapsed without unlock, yet the next holder "
                  "was not told EOWNERDEAD", f2);
@@ -132,20 +85,20 @@ static void test_claim_restores_lease(void **state)
     key(rk, name, ":r");
     unsigned long long f1, f2;
     int claimed = 0;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", "1", &f1, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, NULL, NULL), 1);
     th_cmd_do("PEXPIRE %s 200", k);          /* 29.8 s of the lease have passed */
-    assert_int_equal(acquire(name, "tokP", "w", "30000", "2", &f2, NULL, &claimed), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f2, NULL, &claimed), 1);
     assert_true(claimed);
     long long pttl = th_cmd_ll("PTTL %s", k);
     if (pttl <= 200)
         fail_msg("a write hold claimed for a lease of 30000 ms lives %lld ms", pttl);
     th_cmd_do("DEL %s", k);
 
-    assert_int_equal(acquire(name, "tokP", "r", "30000", "3", &f1, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 0, "3", &f1, NULL, NULL), 1);
     long long now = th_cmd_ll("EVAL %s 0",
                               "local t = redis.call('TIME') return t[1] * 1000 + math.floor(t[2] / 1000)");
     th_cmd_do("ZADD %s %lld tokP", rk, now + 200);
-    assert_int_equal(acquire(name, "tokP", "r", "30000", "4", &f2, NULL, &claimed), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 0, "4", &f2, NULL, &claimed), 1);
     assert_true(claimed);
     long long until = th_cmd_ll("ZSCORE %s tokP", rk);
     if (until <= now + 200)
@@ -277,18 +230,18 @@ static void test_stale_request_spares_grant_to_later_registration(void **state)
     key(rk, name, ":r");
     unsigned long long fw;
     /* another process writes; the process queues a read request, id 3 */
-    assert_int_equal(acquire(name, "tokQ", "w", "30000", "1", &fw, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokQ", "w", "30000", 0, "1", &fw, NULL, NULL), 1);
     const char *q3[] = { "n:", "tokP", "r", "30000", "host\t1\t1", "1", "3", "2000", "2000" };
-    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, q3);
+    redisReply *r = th_script(DL_SCRIPT_ACQUIRE, name, 9, q3);
     assert_int_equal(r->element[0]->integer, 0);
     freeReplyObject(r);
     /* the writer's hold lapses */
     th_cmd_do("DEL %s", k);
     /* the stale trylock, id 2, runs now, its withdrawal right behind it */
     assert_int_equal(th_cmd_ll("EXISTS %s", rk), 0);
-    acquire(name, "tokP", "r", "30000", "2", NULL, NULL, NULL);
+    th_script_acquire(name, "tokP", "r", "30000", 0, "2", NULL, NULL, NULL);
     const char *wd[] = { "n:", "tokP", "r", "2" };
-    redisReply *x = run(DL_SCRIPT_WITHDRAW, name, 4, wd);
+    redisReply *x = th_script(DL_SCRIPT_WITHDRAW, name, 4, wd);
     freeReplyObject(x);
     /* Registration 3 must still be waiting, or hold the grant pushed to it
      * (serving the queue may push it one): never dequeued without its hold. */
@@ -325,17 +278,17 @@ static void test_stale_request_never_queues_behind_own_hold(void **state)
     key(qk, name, ":q");
     unsigned long long fr;
     /* the process reads, with request 3 */
-    assert_int_equal(acquire(name, "tokP", "r", "30000", "3", &fr, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 0, "3", &fr, NULL, NULL), 1);
     /* its write request 2, sent before and given up, runs now */
     const char *q2[] = { "n:", "tokP", "w", "30000", "host\t1\t1", "1", "2", "2000", "2000" };
-    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, q2);
+    redisReply *r = th_script(DL_SCRIPT_ACQUIRE, name, 9, q2);
     freeReplyObject(r);
     if (th_cmd_ll("ZSCORE %s tokP", qk) >= 0) {
         /* what follows: the read unlock grants the leftover write registration */
         char f[24];
         snprintf(f, sizeof f, "%llu", fr);
         const char *rel[] = { "n:", "tokP", "r", f, "3" };
-        redisReply *x = run(DL_SCRIPT_RELEASE, name, 5, rel);
+        redisReply *x = th_script(DL_SCRIPT_RELEASE, name, 5, rel);
         freeReplyObject(x);
         char k[300];
         key(k, name, "");

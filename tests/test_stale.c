@@ -15,71 +15,12 @@
  */
 #include "harness.h"
 #include "harness_proxy.h"
-#include "script.h"
+#include "harness_script.h"
 
 #include <errno.h>
 #include <string.h>
 
 extern const char dl_mark_lua[];    /* shim/mark.c */
-
-static const char *const suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
-
-/* Runs library script `op` on lock `name` with args (as the library does:
- * the body, so a fresh server needs nothing cached).  Never an error reply. */
-static redisReply *run(int op, const char *name, int nargs, const char *const *args)
-{
-    char keys[DL_NKEYS][300];
-    const char *argv[3 + DL_NKEYS + 12];
-    size_t lens[3 + DL_NKEYS + 12];
-    int a = 0;
-    argv[a] = "EVAL", lens[a++] = 4;
-    argv[a] = dl_scripts[op].body, lens[a++] = dl_scripts[op].len;
-    argv[a] = "6", lens[a++] = 1;
-    for (int k = 0; k < DL_NKEYS; k++) {
-        th_key(keys[k], sizeof keys[k], name, suffix[k]);
-        argv[a] = keys[k], lens[a++] = strlen(keys[k]);
-    }
-    for (int i = 0; i < nargs; i++)
-        argv[a] = args[i], lens[a++] = strlen(args[i]);
-    redisReply *r = redisCommandArgv(th_redis(), a, argv, lens);
-    assert_non_null(r);
-    if (r->type == REDIS_REPLY_ERROR)
-        fail_msg("%s: %s", dl_scripts[op].name, r->str);
-    return r;
-}
-
-static long long run_ll(int op, const char *name, int nargs, const char *const *args)
-{
-    redisReply *r = run(op, name, nargs, args);
-    long long v = r->type == REDIS_REPLY_INTEGER ? r->integer
-                : r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
-    freeReplyObject(r);
-    return v;
-}
-
-/* acquire.lua for token in mode; *fence set when acquired.  1 acquired,
- * 0 busy. */
-static int acquire(const char *name, const char *token, const char *mode, const char *lease,
-                   int enqueue, const char *regid, unsigned long long *fence)
-{
-    const char *args[] = { "n:", token, mode, lease, "host\t1\t1", enqueue ? "1" : "0", regid,
-                           "2000", "2000" };
-    redisReply *r = run(DL_SCRIPT_ACQUIRE, name, 9, args);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    int got = (int)r->element[0]->integer;
-    if (got && fence)
-        *fence = (unsigned long long)r->element[1]->integer;
-    freeReplyObject(r);
-    return got;
-}
-
-static long long release(const char *name, const char *token, const char *mode, unsigned long long fence)
-{
-    char f[24];
-    snprintf(f, sizeof f, "%llu", fence);
-    const char *args[] = { "n:", token, mode, f };
-    return run_ll(DL_SCRIPT_RELEASE, name, 4, args);
-}
 
 static char *key(char *buf, const char *name, const char *sfx)
 {
@@ -96,29 +37,29 @@ static void test_release_names_its_hold(void **state)
     key(k, name, "");
     key(rk, name, ":r");
     unsigned long long f1, f2;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "1", &f1), 1);
-    assert_int_equal(release(name, "tokP", "w", f1), 1);
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "2", &f2), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, NULL, NULL), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f1), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f2, NULL, NULL), 1);
     assert_true(f2 > f1);
     /* the first hold's release, run again (it reached Redis late) */
-    long long r = release(name, "tokP", "w", f1);
+    long long r = th_script_release(name, "tokP", "w", f1);
     if (th_cmd_ll("EXISTS %s", k) != 1)
         fail_msg("a release sent for fence %llu ended the later hold %llu (reply %lld)", f1, f2, r);
     assert_int_equal(r, 2);
     assert_int_equal(th_cmd_ll("HGET %s fence", k), (long long)f2);
-    assert_int_equal(release(name, "tokP", "w", f2), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f2), 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", k), 0);
-    assert_int_equal(release(name, "tokP", "w", f2), 2);     /* a resend */
+    assert_int_equal(th_script_release(name, "tokP", "w", f2), 2);     /* a resend */
 
     /* readers: the fence recorded for the reader names its hold */
-    assert_int_equal(acquire(name, "tokP", "r", "30000", 0, "3", &f1), 1);
-    assert_int_equal(release(name, "tokP", "r", f1), 1);
-    assert_int_equal(acquire(name, "tokP", "r", "30000", 0, "4", &f2), 1);
-    r = release(name, "tokP", "r", f1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 0, "3", &f1, NULL, NULL), 1);
+    assert_int_equal(th_script_release(name, "tokP", "r", f1), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 0, "4", &f2, NULL, NULL), 1);
+    r = th_script_release(name, "tokP", "r", f1);
     if (th_cmd_ll("ZSCORE %s tokP", rk) < 0)
         fail_msg("a read release sent for fence %llu ended the later read hold %llu (reply %lld)",
                  f1, f2, r);
-    assert_int_equal(release(name, "tokP", "r", f2), 1);
+    assert_int_equal(th_script_release(name, "tokP", "r", f2), 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", rk), 0);
 }
 
@@ -132,17 +73,17 @@ static void test_claim_renames_hold(void **state)
     th_name(name, sizeof name, "relclaim");
     key(k, name, "");
     unsigned long long f1, f2;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "1", &f1), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, NULL, NULL), 1);
     /* the release of f1 is stuck on a dead connection; the process locks again */
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "2", &f2), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f2, NULL, NULL), 1);
     assert_true(f2 > f1);
-    assert_int_equal(release(name, "tokP", "w", f1), 2);
+    assert_int_equal(th_script_release(name, "tokP", "w", f1), 2);
     assert_int_equal(th_cmd_ll("EXISTS %s", k), 1);
     /* a retried copy of the second request claims nothing more */
     unsigned long long f3;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "2", &f3), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f3, NULL, NULL), 1);
     assert_int_equal(f3, f2);
-    assert_int_equal(release(name, "tokP", "w", f2), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f2), 1);
 }
 
 /* A cancel withdraws its own registration (or an earlier one), never a
@@ -154,16 +95,16 @@ static void test_cancel_names_its_registration(void **state)
     th_name(name, sizeof name, "cancelname");
     key(qk, name, ":q");
     unsigned long long f;
-    assert_int_equal(acquire(name, "tokH", "w", "30000", 0, "1", &f), 1);
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 1, "7", NULL), 0);
+    assert_int_equal(th_script_acquire(name, "tokH", "w", "30000", 0, "1", &f, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 1, "7", NULL, NULL, NULL), 0);
     const char *stale[] = { "n:", "tokP", "w", "6" };
-    assert_int_equal(run_ll(DL_SCRIPT_CANCEL, name, 4, stale), 0);
+    assert_int_equal(th_script_ll(DL_SCRIPT_CANCEL, name, 4, stale), 0);
     if (th_cmd_ll("ZSCORE %s tokP", qk) < 0)
         fail_msg("a cancel for registration 6 withdrew the later registration 7");
     const char *own[] = { "n:", "tokP", "w", "7" };
-    assert_int_equal(run_ll(DL_SCRIPT_CANCEL, name, 4, own), 0);
+    assert_int_equal(th_script_ll(DL_SCRIPT_CANCEL, name, 4, own), 0);
     assert_int_equal(th_cmd_ll("ZSCORE %s tokP", qk), -1);
-    assert_int_equal(release(name, "tokH", "w", f), 1);
+    assert_int_equal(th_script_release(name, "tokH", "w", f), 1);
 }
 
 /* The marks of a lingering unlock (shim/mark.c) act only on their hold. */
@@ -175,9 +116,9 @@ static void test_mark_names_its_hold(void **state)
     key(k, name, "");
     key(mk, name, ":m");
     unsigned long long f1, f2;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "1", &f1), 1);
-    assert_int_equal(release(name, "tokP", "w", f1), 1);
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 0, "2", &f2), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, NULL, NULL), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f1), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "2", &f2, NULL, NULL), 1);
     snprintf(f1s, sizeof f1s, "%llu", f1);
     snprintf(f2s, sizeof f2s, "%llu", f2);
     /* the first hold's linger mark with its TTL cut, arriving late */
@@ -202,7 +143,7 @@ static void test_mark_names_its_hold(void **state)
     assert_int_equal(wh->type, REDIS_REPLY_STRING);
     assert_string_equal(wh->str, "tokP");
     freeReplyObject(wh);
-    assert_int_equal(release(name, "tokP", "w", f2), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f2), 1);
 }
 
 /* A leftover read registration of the process (its withdrawal never ran)
@@ -216,10 +157,10 @@ static void test_write_request_gets_write(void **state)
     key(rk, name, ":r");
     unsigned long long f;
     /* W holds for 50 ms; P queues to read, and gives up (its cancel lost) */
-    assert_int_equal(acquire(name, "tokW", "w", "50", 0, "1", &f), 1);
-    assert_int_equal(acquire(name, "tokP", "r", "30000", 1, "1", NULL), 0);
+    assert_int_equal(th_script_acquire(name, "tokW", "w", "50", 0, "1", &f, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 1, "1", NULL, NULL, NULL), 0);
     th_sleep_ms(120);                        /* W's hold lapses */
-    int got = acquire(name, "tokP", "w", "30000", 1, "2", &f);
+    int got = th_script_acquire(name, "tokP", "w", "30000", 1, "2", &f, NULL, NULL);
     redisReply *o = th_cmd("HGET %s owner", k);
     int writer = o->type == REDIS_REPLY_STRING && strcmp(o->str, "tokP") == 0;
     freeReplyObject(o);
@@ -229,14 +170,14 @@ static void test_write_request_gets_write(void **state)
                  reader >= 0 ? "a reader only" : "no holder");
     assert_int_equal(got, 1);
     assert_int_equal(reader, -1);
-    assert_int_equal(release(name, "tokP", "w", f), 1);
+    assert_int_equal(th_script_release(name, "tokP", "w", f), 1);
 
     /* the same with the lock still held when the write request comes:
      * the read registration is replaced, and the grant is a write hold */
-    assert_int_equal(acquire(name, "tokW", "w", "30000", 0, "3", &f), 1);
-    assert_int_equal(acquire(name, "tokP", "r", "30000", 1, "4", NULL), 0);
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 1, "5", NULL), 0);
-    assert_int_equal(release(name, "tokW", "w", f), 1);
+    assert_int_equal(th_script_acquire(name, "tokW", "w", "30000", 0, "3", &f, NULL, NULL), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "r", "30000", 1, "4", NULL, NULL, NULL), 0);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 1, "5", NULL, NULL, NULL), 0);
+    assert_int_equal(th_script_release(name, "tokW", "w", f), 1);
     o = th_cmd("HGET %s owner", k);
     writer = o->type == REDIS_REPLY_STRING && strcmp(o->str, "tokP") == 0;
     freeReplyObject(o);
@@ -244,8 +185,8 @@ static void test_write_request_gets_write(void **state)
         fail_msg("the write request's grant was not a write hold (reader: %lld)",
                  th_cmd_ll("ZSCORE %s tokP", rk));
     unsigned long long fp;
-    assert_int_equal(acquire(name, "tokP", "w", "30000", 1, "6", &fp), 1);    /* "mine" */
-    assert_int_equal(release(name, "tokP", "w", fp), 1);
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 1, "6", &fp, NULL, NULL), 1);    /* "mine" */
+    assert_int_equal(th_script_release(name, "tokP", "w", fp), 1);
 }
 
 /* End to end: an unlock whose release stalls (the connection is given up,
