@@ -294,6 +294,26 @@ static void mark_acquired(pf_run_t *r, int proc, char mode, const redisReply *x)
     }
 }
 
+/* Sends acquire q of process i (sent at t0) and reads its reply; a hold
+ * it acquired is believed (one found ours already: validity unknown).
+ * NULL: the run cannot go on. */
+static redisReply *acquire_call(pf_run_t *r, int i, const pf_req_t *q, int64_t t0)
+{
+    if (q->mode == 'r' && mark_pre(r, PF_MK_READ, i))
+        return NULL;
+    redisReply *x = call(r, q, "acquire");
+    if (!x)
+        return NULL;
+    char b[96];
+    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
+    mark_acquired(r, i, q->mode, x);
+    if (elem(x, 0) == 1) {
+        int claimed = elem(x, 4) == 1;
+        believe(r, i, q->mode, (uint64_t)elem(x, 1), q->regid, claimed ? 0 : t0 + r->p[i].lease);
+    }
+    return x;
+}
+
 static int op_acquire(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
 {
     pf_proc_t *p = &r->p[i];
@@ -318,18 +338,10 @@ static int op_acquire(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
         abandon(r, i, q.mode, q.regid);
         return 0;
     }
-    if (q.mode == 'r' && mark_pre(r, PF_MK_READ, i))
-        return 1;
-    redisReply *x = call(r, &q, "acquire");
+    redisReply *x = acquire_call(r, i, &q, t0);
     if (!x)
         return 1;
-    char b[96];
-    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
-    mark_acquired(r, i, q.mode, x);
-    if (elem(x, 0) == 1) {
-        int claimed = elem(x, 4) == 1;
-        believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, claimed ? 0 : t0 + p->lease);
-    } else if (q.enqueue || (q.redlock && op->enqueue)) {
+    if (elem(x, 0) != 1 && (q.enqueue || (q.redlock && op->enqueue))) {
         p->wait = (pf_wait_t){ 1, q.mode, q.regid, t0 + p->wttl, 0 };
     }
     freeReplyObject(x);
@@ -350,17 +362,10 @@ static int op_reask(pf_run_t *r, int i, int64_t t0)
     ri->mode = q.mode;
     ri->t_send = t0;
     pf_linef(r, "p%d asks again %c regid %llu", i, q.mode, (unsigned long long)q.regid);
-    if (q.mode == 'r' && mark_pre(r, PF_MK_READ, i))
-        return 1;
-    redisReply *x = call(r, &q, "acquire");
+    redisReply *x = acquire_call(r, i, &q, t0);
     if (!x)
         return 1;
-    char b[96];
-    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
-    mark_acquired(r, i, q.mode, x);
     if (elem(x, 0) == 1) {
-        int claimed = elem(x, 4) == 1;
-        believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, claimed ? 0 : t0 + p->lease);
         p->wait.active = 0;
     } else {
         p->wait.regid = q.regid;
