@@ -243,6 +243,22 @@ typedef struct w2 {
     double lat[];
 } w2_t;
 
+/* W2's update: GET ctr, then SET ctr v+1, two round trips on c.  0, or 1
+ * when Redis failed. */
+static int ctr_incr(redisContext *c, const char *ctr)
+{
+    redisReply *r = rc_cmd(c, "GET %s", ctr);
+    if (!r)
+        return 1;
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    r = rc_cmd(c, "SET %s %lld", ctr, v + 1);
+    if (!r)
+        return 1;
+    freeReplyObject(r);
+    return 0;
+}
+
 static int w2_worker(void *arg, int idx)
 {
     w2_t *w = arg;
@@ -261,15 +277,8 @@ static int w2_worker(void *arg, int idx)
         uint64_t t = now_ns();
         if (pl_lock(&p))
             return 1;
-        redisReply *r = rc_cmd(c, "GET %s", w->ctr);
-        if (!r)
+        if (ctr_incr(c, w->ctr))
             return 1;
-        long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-        freeReplyObject(r);
-        r = rc_cmd(c, "SET %s %lld", w->ctr, v + 1);
-        if (!r)
-            return 1;
-        freeReplyObject(r);
         if (pl_unlock(&p))
             return 1;
         lat[i] = (double)(now_ns() - t) / 1e3;
@@ -417,15 +426,8 @@ static int w2s_worker(void *arg, int idx)
     w->t_start = now_ns();
     for (unsigned long i = 0; i < w->n; i++) {
         uint64_t t = now_ns();
-        redisReply *r = rc_cmd(c, "GET %s", w->ctr);
-        if (!r)
+        if (ctr_incr(c, w->ctr))
             return 1;
-        long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-        freeReplyObject(r);
-        r = rc_cmd(c, "SET %s %lld", w->ctr, v + 1);
-        if (!r)
-            return 1;
-        freeReplyObject(r);
         w->lat[i] = (double)(now_ns() - t) / 1e3;
         w->pr.done = i + 1;
     }
