@@ -52,6 +52,16 @@ nomem:
     return NULL;
 }
 
+dl_caps_t dl_conn_caps(const dl_conn_t *c)
+{
+    dl_caps_t caps = { .queue = 1, .quorum = 0 };
+    if (c->cfg->scheme == DL_SCHEME_REDLOCK) {
+        caps.queue = 0;
+        caps.quorum = 1;
+    }
+    return caps;
+}
+
 void dl_conn_abandon(dl_conn_t *c)
 {
     if (!c)

@@ -94,6 +94,21 @@ void dl_sigpipe_restore(const sigset_t *old, int pending_before);
 
 dl_conn_t *dl_conn_new(const dl_config_t *c);
 
+/* What the topology behind a connection can do.  The layers above ask for
+ * these, never for the scheme of the URL. */
+typedef struct dl_caps {
+    /* Waiters queue in Redis (fair mode, pushed grants, renewals that say
+     * another process waits).  Without it (redlock's independent servers
+     * keep no common queue) waiters ask again, and a write hold is handed
+     * on locally as if another process waited. */
+    unsigned queue : 1;
+    /* Holds span several servers, whose quorum decides: a write that waits
+     * marks the servers it finds busy (the writer mark), and read holds
+     * learn of it from their renewals. */
+    unsigned quorum : 1;
+} dl_caps_t;
+dl_caps_t dl_conn_caps(const dl_conn_t *c);
+
 /* Sends cmds[0..n) (pipelined with other threads' commands) and waits for
  * every reply.  Reconnects and resends on connection failure until
  * DISTLOCK_IO_TIMEOUT_MS has passed since the failure began; in a cluster

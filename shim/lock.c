@@ -271,9 +271,11 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
     unsigned long wttl = claim_window(lease);
     unsigned long claim = rq->lease_ms ? lease : wttl;
     int queue = !rq->try_only && rq->deadline > dl_now_ms();
-    /* redlock: nobody queues in Redis (see quorum.c); waiters retry. */
-    int redlock = p->cfg.scheme == DL_SCHEME_REDLOCK;
-    int enqueue = queue && !redlock;
+    /* Without a queue in Redis (redlock, see quorum.c) waiters retry; a
+     * quorum of servers takes the writer mark below. */
+    dl_caps_t caps = dl_conn_caps(p->conn);
+    int redlock = caps.quorum;
+    int enqueue = queue && caps.queue;
     char q[96];
     /* redlock: a reader that may wait subscribes too, to hear of a writer
      * that starts waiting while it holds (a push from the writer's mark,
@@ -577,7 +579,7 @@ static void took_redis(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_
      * the process's readers (as on redis://) until a renewal reports a
      * writer's mark (renew.lua): the watchdog renews it every
      * DL_TENURE_RENEW_MS while readers join it (tenure.c). */
-    if ((g->more || (p->cfg.scheme == DL_SCHEME_REDLOCK && rq->mode == 'w')) &&
+    if ((g->more || (!dl_conn_caps(p->conn).queue && rq->mode == 'w')) &&
         !l->remote_waiting) {
         l->remote_waiting = 1;
         l->waited_since = dl_now_us();

@@ -78,7 +78,7 @@ int dist_mutex_init(dist_mutex_t *m, const char *name, const dist_mutexattr_t *a
         dl_proc_t *p = dl_proc_get(&err);
         if (!p)
             return err;
-        if (p->cfg.scheme == DL_SCHEME_REDLOCK)
+        if (!dl_conn_caps(p->conn).queue)
             return dl_fail(EINVAL, "fair mutexes are not supported with redlock:// "
                            "(independent servers keep no common queue)");
     }

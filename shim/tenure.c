@@ -77,7 +77,7 @@ void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
      * bounded as if someone waited (lock.c, took_redis); a renewal would
      * learn nothing.  A read hold shared by the process's readers learns
      * of a waiting writer's mark from it (renew.lua). */
-    if (!l->rmode || !l->renew || (p->cfg.scheme == DL_SCHEME_REDLOCK && l->rmode == 'w'))
+    if (!l->rmode || !l->renew || (!dl_conn_caps(p->conn).queue && l->rmode == 'w'))
         return;
     uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
     if (!l->renew_due || l->renew_due > due)
