@@ -1,29 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* cluster.c - redis-cluster://: a link per node, commands routed by the
- * hash slot of their key, the slot map from CLUSTER SLOTS, and the
- * redirections of a live cluster (MOVED, ASK, TRYAGAIN, CLUSTERDOWN).
- *
- * Every key of a lock shares its {name} hash tag, so each script call has
- * one slot.  Redirected commands did not run; a command whose node failed
- * mid-flight may have, and is marked retried. */
+/* cluster.c - redis-cluster://: slot routing and redirections (see
+ * cluster.h). */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
+#include "cmdlink.h"
 #include "dl.h"
-#include "dl_link.h"
 
 #define DL_SLOTS 16384
 #define DL_MAX_NODES 128
 
-struct dl_cluster {
+typedef struct dl_cluster {
     const dl_config_t *cfg;
     pthread_mutex_t mu;               /* nodes[] growth and slots[] */
     dl_link_t *nodes[DL_MAX_NODES];   /* never freed before exit: links stay valid */
     int nnodes;
     short slots[DL_SLOTS];            /* node index, -1 unknown */
-};
+} dl_cluster_t;
 
 /* CRC16-CCITT (XMODEM), as Redis Cluster uses it. */
 static unsigned crc16(const char *buf, size_t len)
@@ -60,18 +57,24 @@ static int node_index(dl_cluster_t *cl, const char *host, int port)
     }
     if (cl->nnodes == DL_MAX_NODES || strlen(host) >= sizeof ((dl_endpoint_t *)0)->host)
         return -1;
-    dl_endpoint_t ep;
-    snprintf(ep.host, sizeof ep.host, "%s", host);
-    ep.port = port;
     /* Fail fast: this layer retries, after asking for a new slot map. */
-    dl_link_t *k = dl_link_new(cl->cfg, &ep, 1, cl->cfg->io_timeout_ms, 0);
+    dl_link_conf_t conf = {
+        .cfg = cl->cfg,
+        .dial = dl_connect_ep,
+        .fail_fast = 1,
+        .timeout_ms = cl->cfg->io_timeout_ms,
+    };
+    snprintf(conf.ep.host, sizeof conf.ep.host, "%s", host);
+    conf.ep.port = port;
+    dl_ep_name(&conf.ep, 0, conf.name, sizeof conf.name);
+    dl_link_t *k = dl_link_new(&conf);
     if (!k)
         return -1;
     cl->nodes[cl->nnodes] = k;
     return cl->nnodes++;
 }
 
-dl_cluster_t *dl_cluster_new(const dl_config_t *cfg)
+static void *cluster_open(const dl_config_t *cfg)
 {
     dl_cluster_t *cl = calloc(1, sizeof *cl);
     if (!cl)
@@ -85,18 +88,16 @@ dl_cluster_t *dl_cluster_new(const dl_config_t *cfg)
     return cl;
 }
 
-void dl_cluster_abandon(dl_cluster_t *cl)
+static void cluster_abandon(void *b)
 {
-    if (!cl)
-        return;
+    dl_cluster_t *cl = b;
     for (int i = 0; i < cl->nnodes; i++)
         dl_link_abandon(cl->nodes[i]);
 }
 
-void dl_cluster_free(dl_cluster_t *cl)
+static void cluster_free(void *b)
 {
-    if (!cl)
-        return;
+    dl_cluster_t *cl = b;
     for (int i = 0; i < cl->nnodes; i++)
         dl_link_free(cl->nodes[i]);
     pthread_mutex_destroy(&cl->mu);
@@ -197,7 +198,8 @@ static int starts(const redisReply *r, const char *word)
            (r->str[n] == ' ' || r->str[n] == 0);
 }
 
-int dl_cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
+/* Every command to the node of its slot, in one batch per node. */
+static int cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
 {
     static const char *asking_argv[] = { "ASKING" };
     static const size_t asking_len[] = { 6 };
@@ -348,3 +350,39 @@ int dl_cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
     free(node), free(ask), free(pending), free(tmp), free(idx);
     return rc;
 }
+
+static int cluster_nodes(const void *b)
+{
+    (void)b;
+    return 1;                 /* one keyspace, whatever the number of nodes */
+}
+
+static int cluster_exec_node(void *b, int node, dl_cmd_t *cmds, int n)
+{
+    (void)node;
+    return cluster_exec(b, cmds, n);
+}
+
+static void cluster_start(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    (void)b, (void)node, (void)cmds, (void)n;
+    memset(op, 0, sizeof *op);    /* one node: nothing to overlap */
+}
+
+static int cluster_finish(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
+{
+    (void)node, (void)op;
+    return cluster_exec(b, cmds, n);
+}
+
+const dl_backend_t dl_backend_cluster = {
+    .caps = { .queue = 1, .quorum = 0, .post = 0 },
+    .open = cluster_open,
+    .nodes = cluster_nodes,
+    .exec = cluster_exec_node,
+    .start = cluster_start,
+    .finish = cluster_finish,
+    .connect_any = dl_connect_first,
+    .abandon = cluster_abandon,
+    .free = cluster_free,
+};

@@ -1,24 +1,38 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* conn.c - the process's command connections: one link, a cluster's links,
- * or redlock's independent servers (see conn.h). */
+/* conn.c - the one interface to the process's connections, dispatching to
+ * the backend of its topology (see conn.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "dl.h"
-#include "dl_link.h"
+#include "cluster.h"
+#include "conn.h"
+#include "redlock.h"
+#include "sentinel.h"
+#include "single.h"
 
 struct dl_conn {
     const dl_config_t *cfg;
-    dl_link_t *links[DL_MAX_ENDPOINTS];   /* 1, or redlock's servers */
-    int nlinks;
-    dl_cluster_t *cluster;                /* redis-cluster:// */
+    const dl_backend_t *be;
+    void *b;                  /* the backend's state: its links */
 };
 
-/* A redlock server that failed is skipped this long, so a dead one costs
- * one timeout per second, not one per lock call. */
-#define DL_REDLOCK_DOWN_MS 1000
+/* The backend of c's topology: the one place below config.c that reads
+ * the scheme. */
+static const dl_backend_t *backend_of(const dl_config_t *c)
+{
+    switch (c->scheme) {
+    case DL_SCHEME_SENTINEL:
+        return &dl_backend_sentinel;
+    case DL_SCHEME_CLUSTER:
+        return &dl_backend_cluster;
+    case DL_SCHEME_REDLOCK:
+        return &dl_backend_redlock;
+    default:                  /* redis://, unix://, rediss:// */
+        return &dl_backend_single;
+    }
+}
 
 dl_conn_t *dl_conn_new(const dl_config_t *c)
 {
@@ -26,107 +40,80 @@ dl_conn_t *dl_conn_new(const dl_config_t *c)
     if (!conn)
         return NULL;
     conn->cfg = c;
-    if (c->scheme == DL_SCHEME_CLUSTER) {
-        if (!(conn->cluster = dl_cluster_new(c)))
-            goto nomem;
-        return conn;
+    conn->be = backend_of(c);
+    if (!(conn->b = conn->be->open(c))) {
+        free(conn);
+        return NULL;
     }
-    if (c->scheme == DL_SCHEME_REDLOCK) {
-        /* Each server answers within a tenth of the lease, or the quorum
-         * goes on without it: a slow server must not eat the validity. */
-        unsigned long t = c->lease_ms / 10;
-        if (t < 50)
-            t = 50;
-        if (t > c->io_timeout_ms)
-            t = c->io_timeout_ms;
-        for (int i = 0; i < c->nep; i++)
-            if (!(conn->links[conn->nlinks++] = dl_link_new(c, &c->ep[i], 1, t, DL_REDLOCK_DOWN_MS)))
-                goto nomem;
-        return conn;
-    }
-    if (!(conn->links[conn->nlinks++] = dl_link_new(c, &c->ep[0], 0, c->io_timeout_ms, 0)))
-        goto nomem;
     return conn;
-nomem:
-    dl_conn_free(conn);
-    return NULL;
 }
 
 dl_caps_t dl_conn_caps(const dl_conn_t *c)
 {
-    dl_caps_t caps = { .queue = 1, .quorum = 0 };
-    if (c->cfg->scheme == DL_SCHEME_REDLOCK) {
-        caps.queue = 0;
-        caps.quorum = 1;
-    }
-    return caps;
+    return c->be->caps;
+}
+
+redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
+                             char *err, size_t errlen)
+{
+    return backend_of(c)->connect_any(c, timeout_ms, err, errlen);
 }
 
 void dl_conn_abandon(dl_conn_t *c)
 {
-    if (!c)
-        return;
-    for (int i = 0; i < c->nlinks; i++)
-        dl_link_abandon(c->links[i]);
-    dl_cluster_abandon(c->cluster);
+    if (c)
+        c->be->abandon(c->b);
 }
 
 void dl_conn_free(dl_conn_t *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < c->nlinks; i++)
-        dl_link_free(c->links[i]);
-    dl_cluster_free(c->cluster);
+    c->be->free(c->b);
     free(c);
+}
+
+/* Before a call: whether a command was sent, or sent again, is this
+ * call's news. */
+static void clear_marks(dl_cmd_t *cmds, int n)
+{
+    for (int i = 0; i < n; i++)
+        cmds[i].retried = cmds[i].sent = 0;
 }
 
 int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n)
 {
-    for (int i = 0; i < n; i++)
-        cmds[i].retried = cmds[i].sent = 0;
-    if (c->cluster)
-        return dl_cluster_exec(c->cluster, cmds, n);
-    return dl_link_exec(c->links[0], cmds, n);
+    clear_marks(cmds, n);
+    return c->be->exec(c->b, -1, cmds, n);
 }
 
 int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvlen)
 {
-    if (c->cluster || c->nlinks != 1)
+    if (!c->be->caps.post)
         return ENOTSUP;
-    return dl_link_post(c->links[0], argc, argv, argvlen);
+    return c->be->post(c->b, argc, argv, argvlen);
 }
 
 int dl_conn_nodes(const dl_conn_t *c)
 {
-    return c->cluster ? 1 : c->nlinks;
+    return c->be->nodes(c->b);
 }
 
 int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n)
 {
-    if (c->cluster)
-        return dl_conn_exec(c, cmds, n);
-    for (int i = 0; i < n; i++)
-        cmds[i].retried = cmds[i].sent = 0;
-    return dl_link_exec(c->links[node], cmds, n);
+    clear_marks(cmds, n);
+    return c->be->exec(c->b, node, cmds, n);
 }
 
 void dl_conn_start_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
 {
-    for (int i = 0; i < n; i++)
-        cmds[i].retried = cmds[i].sent = 0;
-    if (c->cluster) {             /* one node: nothing to overlap */
-        memset(op, 0, sizeof *op);
-        return;
-    }
-    dl_link_start(c->links[node], cmds, n, op);
+    clear_marks(cmds, n);
+    c->be->start(c->b, node, cmds, n, op);
 }
 
 int dl_conn_finish_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op)
 {
-    if (c->cluster)
-        return dl_cluster_exec(c->cluster, cmds, n);
-    return dl_link_finish(c->links[node], cmds, n, op);
+    return c->be->finish(c->b, node, cmds, n, op);
 }
 
 int dl_conn_wait(dl_conn_t *c, const char *key, size_t keylen, char *err, size_t errlen)

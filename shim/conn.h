@@ -1,96 +1,41 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * conn.h - the process's command connections to Redis.
+ * conn.h - the process's command connections to Redis: the one interface
+ * the layers above (script.c, quorum.c, lock.c, the distlock command) talk
+ * to, whatever the topology.
  *
- * A link is one socket to one server, shared by every thread of the
- * process and pipelined automatically: a thread that finds no other thread
- * doing I/O on it becomes the leader, writes every queued command at once
- * and hands each reply back to the thread that asked; others wait.  So any
- * number of threads use one socket, and a batch (the watchdog's renewals)
- * costs one round trip.
+ * A dl_conn_t holds one backend, chosen once from the URL's scheme (the
+ * only place below config.c that reads it):
+ *   single.c    redis://, unix://, rediss://: one link (cmdlink.h)
+ *   sentinel.c  redis-sentinel://: one link, to the master the sentinels
+ *               name at each connect, left when it steps down
+ *   cluster.c   redis-cluster://: a link per node, commands routed by the
+ *               slot of their key, following MOVED/ASK/TRYAGAIN
+ *   redlock.c   redlock://: a link per independent server, the script
+ *               layer asks them all at once (quorum.c); a server that
+ *               fails is skipped for a while
+ * The layers above ask what the topology can do (dl_conn_caps), never for
+ * the scheme.  conn.c owns nothing but the choice; each backend owns its
+ * links.
  *
- * A dl_conn_t is what the rest of the library talks to: one link for
- * redis://, unix:// and redis-sentinel:// (whose link finds the master
- * through the sentinels at each connect); one link per node for
- * redis-cluster://, with commands routed by the slot of their key; one link
- * per server for redlock://, where the script layer asks them all at once.
+ * File map of the connection layer:
+ *   cmd.h           dl_cmd_t, one command and its outcome
+ *   conn.c          this interface, dispatching to the backend
+ *   single.c, sentinel.c, cluster.c, redlock.c   the backends
+ *   cmdlink.c       a link: the queue of commands and who leads its I/O
+ *   cmdlink_io.c    a link's connection and one batch's round trip
+ *   connect.c       opening one connection (AUTH, SELECT, TLS)
  */
 #ifndef DL_CONN_H
 #define DL_CONN_H
 
 #include <hiredis/hiredis.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdint.h>
 
+#include "cmd.h"
 #include "config.h"
-
-typedef struct dl_cmd {
-    int argc;
-    const char **argv;
-    const size_t *argvlen;
-    const char *key;          /* routes the command in a cluster; NULL: any node */
-    size_t keylen;
-    redisReply *reply;        /* set on success; the caller frees it */
-    int err;                  /* 0, or EIO when no reply could be had */
-    int retried;              /* sent again after a connection failure: the
-                                 first copy may have run */
-    int sent;                 /* written to a server at least once: with err,
-                                 it may still have run there */
-    uint64_t deadline;        /* monotonic ms: give up waiting for the reply
-                                 then (EIO, errmsg says "timed out"); 0 none */
-    /* What undoes this command, should the link give up on it after sending
-     * it to a server that timed out (a stalled server runs it when it
-     * resumes): written right behind it on the same connection, so the
-     * server runs it right after.  undo_argc 0: none. */
-    int undo_argc;
-    const char **undo_argv;
-    const size_t *undo_argvlen;
-    char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
-    int done;                 /* internal */
-} dl_cmd_t;
+#include "connect.h"    /* for the users that open a connection of their own */
 
 typedef struct dl_conn dl_conn_t;
-
-/* A batch started on one link and not yet collected (dl_conn_start_node,
- * dl_conn_finish_node): whether this thread leads the link for it, and the
- * batch it took. */
-typedef struct dl_link_op {
-    dl_cmd_t **batch;
-    size_t bn, bcap;
-    int leading;
-    int written;              /* the batch went out on the live connection */
-    int failed;               /* out of memory: the commands failed at once */
-} dl_link_op_t;
-
-/* --- connect.c ------------------------------------------------------- */
-
-/* Opens a connection to endpoint ep within `timeout_ms`: connect, AUTH,
- * SELECT, FD_CLOEXEC, keepalive, and a command timeout of timeout_ms.  NULL
- * with a reason in err on failure.  Blocks. */
-redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
-                            unsigned long timeout_ms, char *err, size_t errlen);
-/* Endpoint i of c; for redis-sentinel:// the master the sentinels name
- * (confirmed by ROLE), whatever i. */
-redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
-                         char *err, size_t errlen);
-/* Any server that answers: the (sentinel-resolved) server, or the first
- * reachable cluster node or redlock server.  For the subscriber: classic
- * pub/sub reaches every node of a cluster. */
-redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
-                             char *err, size_t errlen);
-
-/* A hint for a plain connection that failed before its first reply, the
- * way a TLS port treats plain text: " (a TLS port? use rediss://)" or "". */
-const char *dl_plain_hint(const dl_config_t *c, const redisContext *ctx);
-
-/* Block SIGPIPE in this thread around hiredis's own writes (connect-time
- * AUTH/SELECT) and swallow one they raised, so a vanished server never
- * kills the host program.  The command path sends with MSG_NOSIGNAL. */
-void dl_sigpipe_block(sigset_t *old, int *pending_before);
-void dl_sigpipe_restore(const sigset_t *old, int pending_before);
-
-/* --- conn.c ---------------------------------------------------------- */
 
 dl_conn_t *dl_conn_new(const dl_config_t *c);
 
@@ -106,6 +51,11 @@ typedef struct dl_caps {
      * marks the servers it finds busy (the writer mark), and read holds
      * learn of it from their renewals. */
     unsigned quorum : 1;
+    /* Posts (dl_conn_post) can be written: one connection carries every
+     * command of the process, so a post reaches Redis ahead of the next
+     * one.  Holds linger after an unlock only where their mark (mark.c)
+     * can be posted, and renewals are posted only here. */
+    unsigned post : 1;
 } dl_caps_t;
 dl_caps_t dl_conn_caps(const dl_conn_t *c);
 
@@ -123,7 +73,7 @@ int dl_conn_exec(dl_conn_t *c, dl_cmd_t *cmds, int n);
  * the process then ends, but whose outcome nobody needs.  Never connects
  * and never waits for another thread's round trip: EAGAIN when it cannot
  * write at once (no live connection, another thread's round trip under
- * way), ENOTSUP for redis-cluster:// and redlock://.  0 when written. */
+ * way), ENOTSUP without caps.post.  0 when written. */
 int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvlen);
 
 /* redlock://: the number of independent servers, and a batch on one of
@@ -153,9 +103,32 @@ void dl_conn_abandon(dl_conn_t *c);
  * status/list/break; the library keeps its own conn for the process. */
 void dl_conn_free(dl_conn_t *c);
 
-/* --- cluster.c (used by conn.c) -------------------------------------- */
+/* A connection of its own to any server of c's topology that answers: the
+ * server, the master the sentinels name, or the first reachable cluster
+ * node or redlock server.  For the subscriber: classic pub/sub reaches
+ * every node of a cluster.  Blocks. */
+redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
+                             char *err, size_t errlen);
 
-/* The hash slot of a key (CRC16 of its {hash tag}, as Redis computes it). */
-unsigned dl_key_slot(const char *key, size_t len);
+/* --- what a backend provides (single.h, sentinel.h, cluster.h, redlock.h) */
+
+/* Each function gets the state its open returned.  node: which of
+ * nodes() servers (exec: -1 for "route it yourself", as dl_conn_exec).
+ * conn.c clears each command's retried and sent before exec and start. */
+typedef struct dl_backend {
+    dl_caps_t caps;
+    void *(*open)(const dl_config_t *cfg);        /* NULL: ENOMEM */
+    int (*nodes)(const void *b);
+    int (*exec)(void *b, int node, dl_cmd_t *cmds, int n);
+    void (*start)(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
+    int (*finish)(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
+    /* Only with caps.post. */
+    int (*post)(void *b, int argc, const char **argv, const size_t *argvlen);
+    /* dl_connect_any for this topology. */
+    redisContext *(*connect_any)(const dl_config_t *cfg, unsigned long timeout_ms,
+                                 char *err, size_t errlen);
+    void (*abandon)(void *b);
+    void (*free)(void *b);
+} dl_backend_t;
 
 #endif

@@ -1,7 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* connect.c - opening one connection: TCP or unix socket, AUTH, SELECT,
- * close-on-exec, keepalive and timeouts; and finding the master through
- * Redis Sentinel (redis-sentinel://). */
+/* connect.c - opening one connection (see connect.h). */
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -10,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "connect.h"
 #include "dl.h"
 #include "tls.h"
 
@@ -57,10 +55,9 @@ static int reply_ok(redisReply *r)
     return r && r->type != REDIS_REPLY_ERROR;
 }
 
-/* The socket alone: no AUTH or SELECT (sentinels have neither).  Over
- * TLS, hiredis gets its end of the relay (tls.h) instead of the TCP
+/* Over TLS, hiredis gets its end of the relay (tls.h) instead of the TCP
  * socket, which it connected and hands over. */
-static redisContext *open_socket(const dl_config_t *c, const dl_endpoint_t *ep, int is_unix,
+redisContext *dl_connect_socket(const dl_config_t *c, const dl_endpoint_t *ep, int is_unix,
                                  unsigned long timeout_ms, char *err, size_t errlen)
 {
     char name[300];
@@ -118,7 +115,7 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
                             unsigned long timeout_ms, char *err, size_t errlen)
 {
     int is_unix = c->scheme == DL_SCHEME_UNIX;
-    redisContext *ctx = open_socket(c, ep, is_unix, timeout_ms, err, errlen);
+    redisContext *ctx = dl_connect_socket(c, ep, is_unix, timeout_ms, err, errlen);
     if (!ctx)
         return NULL;
     char name[300];
@@ -154,98 +151,9 @@ fail:
     return NULL;
 }
 
-/* Asks one sentinel where the master is. */
-static int ask_sentinel(const dl_config_t *c, int i, unsigned long timeout_ms,
-                        dl_endpoint_t *master, char *err, size_t errlen)
+redisContext *dl_connect_first(const dl_config_t *c, unsigned long timeout_ms,
+                               char *err, size_t errlen)
 {
-    char name[300];
-    dl_ep_name(&c->ep[i], 0, name, sizeof name);
-    redisContext *s = open_socket(c, &c->ep[i], 0, timeout_ms, err, errlen);
-    if (!s)
-        return EIO;
-    redisReply *r = redisCommand(s, "SENTINEL get-master-addr-by-name %s", c->master);
-    int rc = EIO;
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
-        r->element[0]->len < sizeof master->host) {
-        unsigned long port;
-        if (dl_parse_ulong(r->element[1]->str, 1, 65535, &port) == 0) {
-            snprintf(master->host, sizeof master->host, "%s", r->element[0]->str);
-            master->port = (int)port;
-            rc = 0;
-        } else {
-            snprintf(err, errlen, "sentinel %s: bad port for master \"%s\"", name, c->master);
-        }
-    } else if (r && r->type == REDIS_REPLY_NIL) {
-        snprintf(err, errlen, "sentinel %s: no master named \"%s\"", name, c->master);
-    } else {
-        snprintf(err, errlen, "sentinel %s: %s", name,
-                 r && r->type == REDIS_REPLY_ERROR ? r->str : s->errstr[0] ? s->errstr : "unexpected reply");
-    }
-    if (r)
-        freeReplyObject(r);
-    redisFree(s);
-    return rc;
-}
-
-/* Which sentinel answered last: asked first next time. */
-static int sentinel_first;
-
-/* The master as the sentinels see it, connected and confirmed by ROLE: in
- * a failover the sentinels may still name the old master, now a replica. */
-static redisContext *sentinel_connect(const dl_config_t *c, unsigned long timeout_ms,
-                                      char *err, size_t errlen)
-{
-    uint64_t end = dl_now_ms() + timeout_ms;
-    int first = __atomic_load_n(&sentinel_first, __ATOMIC_RELAXED);
-    for (int k = 0; k < c->nep; k++) {
-        int i = (first + k) % c->nep;
-        uint64_t now = dl_now_ms();
-        if (now >= end && k)
-            break;
-        unsigned long left = end > now ? end - now : 1;
-        dl_endpoint_t m;
-        if (ask_sentinel(c, i, left < 1000 ? left : 1000, &m, err, errlen))
-            continue;
-        __atomic_store_n(&sentinel_first, i, __ATOMIC_RELAXED);
-        now = dl_now_ms();
-        left = end > now ? end - now : 1;
-        redisContext *ctx = dl_connect_ep(c, &m, left, err, errlen);
-        if (!ctx)
-            return NULL;          /* the sentinels agree on it: no use asking the others */
-        redisReply *r = redisCommand(ctx, "ROLE");
-        int master = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
-                     r->element[0]->type == REDIS_REPLY_STRING &&
-                     strcmp(r->element[0]->str, "master") == 0;
-        if (!master) {
-            char name[300];
-            snprintf(err, errlen, "redis %s: named master \"%s\" by the sentinels, but %s",
-                     dl_ep_name(&m, 0, name, sizeof name), c->master,
-                     r && r->type == REDIS_REPLY_ERROR ? r->str : "it is not a master (failover under way)");
-            if (r)
-                freeReplyObject(r);
-            redisFree(ctx);
-            return NULL;
-        }
-        freeReplyObject(r);
-        return ctx;
-    }
-    return NULL;
-}
-
-redisContext *dl_connect(const dl_config_t *c, int i, unsigned long timeout_ms,
-                         char *err, size_t errlen)
-{
-    if (c->scheme == DL_SCHEME_SENTINEL)
-        return sentinel_connect(c, timeout_ms, err, errlen);
-    return dl_connect_ep(c, &c->ep[i], timeout_ms, err, errlen);
-}
-
-redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
-                             char *err, size_t errlen)
-{
-    if (c->scheme != DL_SCHEME_CLUSTER && c->scheme != DL_SCHEME_REDLOCK)
-        return dl_connect(c, 0, timeout_ms, err, errlen);
     /* Any node will do: start after the one used last, so a dead node is
      * not the first tried every time. */
     static int next;
