@@ -151,6 +151,19 @@ fail:
     return NULL;
 }
 
+int dl_connect_round(const dl_config_t *c, int first, int k, uint64_t end, unsigned long *left)
+{
+    if (k >= c->nep)
+        return -1;
+    uint64_t now = dl_now_ms();
+    if (now >= end && k)
+        return -1;            /* the first always gets its try */
+    *left = end > now ? end - now : 1;
+    if (*left > 1000)
+        *left = 1000;
+    return (first + k) % c->nep;
+}
+
 redisContext *dl_connect_first(const dl_config_t *c, unsigned long timeout_ms,
                                char *err, size_t errlen)
 {
@@ -158,14 +171,10 @@ redisContext *dl_connect_first(const dl_config_t *c, unsigned long timeout_ms,
      * not the first tried every time. */
     static int next;
     uint64_t end = dl_now_ms() + timeout_ms;
-    int first = __atomic_load_n(&next, __ATOMIC_RELAXED);
-    for (int k = 0; k < c->nep; k++) {
-        int i = (first + k) % c->nep;
-        uint64_t now = dl_now_ms();
-        if (now >= end && k)
-            break;
-        unsigned long left = end > now ? end - now : 1;
-        redisContext *ctx = dl_connect_ep(c, &c->ep[i], left < 1000 ? left : 1000, err, errlen);
+    int first = __atomic_load_n(&next, __ATOMIC_RELAXED), i;
+    unsigned long left;
+    for (int k = 0; (i = dl_connect_round(c, first, k, end, &left)) >= 0; k++) {
+        redisContext *ctx = dl_connect_ep(c, &c->ep[i], left, err, errlen);
         if (ctx) {
             __atomic_store_n(&next, i, __ATOMIC_RELAXED);
             return ctx;

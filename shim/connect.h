@@ -15,6 +15,7 @@
 #include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 
@@ -27,6 +28,11 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
  * neither).  NULL with a reason in err. */
 redisContext *dl_connect_socket(const dl_config_t *c, const dl_endpoint_t *ep, int is_unix,
                                 unsigned long timeout_ms, char *err, size_t errlen);
+/* A round over c's endpoints, one try each, from `first` on: the index of
+ * the k-th to try (k from 0), and in *left how long that try may take (at
+ * most 1 s, and what is left until `end`, a monotonic ms time); -1 when
+ * every one was tried or `end` has passed (the first is always tried). */
+int dl_connect_round(const dl_config_t *c, int first, int k, uint64_t end, unsigned long *left);
 /* The first of c's endpoints that answers (at most 1 s each), starting
  * after the one that answered last, so that a dead one is not the first
  * tried every time. */

@@ -54,18 +54,14 @@ redisContext *dl_sentinel_connect(const dl_config_t *c, const dl_endpoint_t *ep,
 {
     (void)ep;
     uint64_t end = dl_now_ms() + timeout_ms;
-    int first = __atomic_load_n(&sentinel_first, __ATOMIC_RELAXED);
-    for (int k = 0; k < c->nep; k++) {
-        int i = (first + k) % c->nep;
-        uint64_t now = dl_now_ms();
-        if (now >= end && k)
-            break;
-        unsigned long left = end > now ? end - now : 1;
+    int first = __atomic_load_n(&sentinel_first, __ATOMIC_RELAXED), i;
+    unsigned long left;
+    for (int k = 0; (i = dl_connect_round(c, first, k, end, &left)) >= 0; k++) {
         dl_endpoint_t m;
-        if (ask_sentinel(c, i, left < 1000 ? left : 1000, &m, err, errlen))
+        if (ask_sentinel(c, i, left, &m, err, errlen))
             continue;
         __atomic_store_n(&sentinel_first, i, __ATOMIC_RELAXED);
-        now = dl_now_ms();
+        uint64_t now = dl_now_ms();
         left = end > now ? end - now : 1;
         redisContext *ctx = dl_connect_ep(c, &m, left, err, errlen);
         if (!ctx)
