@@ -18,8 +18,9 @@ struct dl_conn {
     void *b;                  /* the backend's state: its links */
 };
 
-/* The backend of c's topology: the one place below config.c that reads
- * the scheme. */
+/* The backend of c's topology: the one place outside config.c that
+ * tells topologies apart by the scheme (connect.c and single.c only tell
+ * a unix socket's path from a TCP host by it). */
 static const dl_backend_t *backend_of(const dl_config_t *c)
 {
     switch (c->scheme) {

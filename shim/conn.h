@@ -5,7 +5,7 @@
  * to, whatever the topology.
  *
  * A dl_conn_t holds one backend, chosen once from the URL's scheme (the
- * only place below config.c that reads it):
+ * only place outside config.c that tells topologies apart by it):
  *   single.c    redis://, unix://, rediss://: one link (cmdlink.h)
  *   sentinel.c  redis-sentinel://: one link, to the master the sentinels
  *               name at each connect, left when it steps down
