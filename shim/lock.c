@@ -960,7 +960,7 @@ static void pin_lingering(dl_lock_t *l, void *arg)
 {
     pinned_t *pn = arg;
     if (l->linger_until && pn->n < 64) {
-        l->refs++;                /* registry mutex held: see dl_registry_each */
+        dl_registry_pin(l);
         pn->v[pn->n++] = l;
     }
 }
@@ -979,4 +979,35 @@ void dl_lock_flush_lingers(dl_proc_t *p)
             dl_registry_put(&p->reg, pn.v[i]);
         }
     } while (pn.n == 64 && dl_now_ms() < until);
+}
+
+/* --- what the subscriber (notify.c) tells a lock; l->mu held --- */
+
+void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more)
+{
+    /* A grant for a registration that gave up is stale: the cancel script
+     * already told that thread. */
+    if (l->regid != regid)
+        return;
+    l->granted = 1;
+    l->grant_fence = fence;
+    l->grant_dead = dead;
+    l->grant_more = more;
+    pthread_cond_broadcast(&l->cv);
+}
+
+void dl_lock_recheck(dl_lock_t *l)
+{
+    if (l->regid) {
+        l->recheck = 1;
+        pthread_cond_broadcast(&l->cv);
+    }
+}
+
+void dl_lock_waited_on(dl_lock_t *l)
+{
+    if ((l->rmode || l->busy) && !l->remote_waiting) {
+        l->remote_waiting = 1;
+        l->waited_since = dl_now_us();
+    }
 }

@@ -34,6 +34,17 @@ int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline);
 /* Ends every lingering hold of the process at once (at exit). */
 void dl_lock_flush_lingers(dl_proc_t *p);
 
+/* What the subscriber (notify.c) learns, told to the lock (l->mu held;
+ * never block).  A grant pushed for registration regid: wakes the thread
+ * waiting in Redis's queue with it, if it still does. */
+void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more);
+/* Pushes may have been lost (the subscriber reconnected): a thread waiting
+ * in Redis's queue asks Redis again. */
+void dl_lock_recheck(dl_lock_t *l);
+/* Another process queued for l: if this process holds it or is taking it,
+ * local handoffs are bounded from now on. */
+void dl_lock_waited_on(dl_lock_t *l);
+
 /* mark.c: posts the mark that l's Redis hold now lingers (lingering; with
  * ms, its time in Redis is also cut to that) or is held again (with ms, its
  * TTL is restored to that lease), so that its lapse means EOWNERDEAD only

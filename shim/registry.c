@@ -116,6 +116,11 @@ void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
     pthread_mutex_unlock(&r->mu);
 }
 
+void dl_registry_pin(dl_lock_t *l)
+{
+    l->refs++;                /* the registry mutex is held: see dl_registry_each */
+}
+
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l)
 {
     pthread_mutex_lock(&r->mu);

@@ -112,8 +112,13 @@ void dl_registry_init(dl_registry_t *r);
 /* The lock state of name (created if needed) with a reference taken; NULL
  * on ENOMEM.  Keys are built from prefix. */
 dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *name, size_t len);
-/* Drops a reference; the state is freed with the last one. */
+/* Drops a reference (dl_registry_get's or dl_registry_pin's); the state is
+ * freed with the last one. */
 void dl_registry_put(dl_registry_t *r, dl_lock_t *l);
+/* Takes a reference on l from within dl_registry_each's fn (the registry
+ * mutex held), so that l outlives the walk: a pin, dropped with
+ * dl_registry_put once its holder is done with l. */
+void dl_registry_pin(dl_lock_t *l);
 /* An object of l was resolved (counted so destroy knows the last one). */
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l);
 /* An object of l is destroyed: EBUSY if it is the last object of a lock

@@ -82,7 +82,7 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
     h->mode[1] = 0;
     snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)l->undo_rid);
     l->busy = l->undoing = 1;
-    l->refs++;
+    dl_registry_pin(l);
 }
 
 /* Registry mutex and l->mu held: a hold kept after an unlock, for a
@@ -102,7 +102,7 @@ static void collect_linger(dl_lock_t *l, collect_t *c)
         return;
     }
     c->g[c->gn++] = l;
-    l->refs++;
+    dl_registry_pin(l);
 }
 
 /* Registry mutex and l->mu held: pin each hold to renew now. */
@@ -153,7 +153,7 @@ static void collect(dl_lock_t *l, void *arg)
     snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
     snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
     h->cuts = l->cuts;
-    l->refs++;
+    dl_registry_pin(l);
 }
 
 /* Redis renewed h's hold by a call sent at `sent` (ms), and says `queued`
