@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* mark.c - what Redis must know of a lingering hold (lock.c).
+/* mark.c - what Redis must know of a lingering hold (hold.c).
  *
  * A hold that lingers after its unlock is, to the application, released:
  * if the process now ends without passing it on (_exit, a crash), the hold
@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "mark.h"
 
 /* KEYS: lock, meta.  ARGV: token, fence, 'l' lingers | 'h' held again, ms
  * ('0': none): lingering, the TTL is cut to it; held again, the lease it is

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "notify.h"
+#include "take.h"
 
 static int next_word(const char **s, const char *end, unsigned long long *v)
 {

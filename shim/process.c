@@ -10,7 +10,8 @@
 #include <uuid/uuid.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "object.h"
 #include "process.h"
 
 unsigned long dl_gen = 1;

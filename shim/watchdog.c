@@ -5,8 +5,13 @@
  * the holds that asked for it (pushed grants, which start with a short
  * claim ttl) if they are still held by then, withdraws acquisitions that
  * failed after being sent, and releases holds that lingered after an
- * unlock for a relock that did not come (lock.c), woken for each so that
- * it does so on time: a linger lasts about one round trip. */
+ * unlock for a relock that did not come (hold.c), woken for each so that
+ * it does so on time: a linger lasts about one round trip.
+ *
+ * Of a lock's state it writes only its schedule (renew_due); what it finds
+ * it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone, dl_lock_undo_*,
+ * dl_lock_linger_end), and it pins the locks it works on in the registry
+ * (dl_registry_pin) for the time of its round trips. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +21,9 @@
 #endif
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "tenure.h"
+#include "watchdog.h"
 
 /* The watchdog's timer slack (ns): the default (50 us) would stretch a
  * linger of 100 us by half; its other timers are milliseconds apart. */
@@ -59,14 +66,11 @@ static void later(collect_t *c, uint64_t at_us)
  * thread talking to Redis (busy) until the reply. */
 static void collect_undo(dl_lock_t *l, collect_t *c)
 {
-    if (l->rmode || l->regid) {
-        l->undo = 0;              /* ours again: the acquire script said "mine" */
-        return;
-    }
-    if (l->busy) {
+    int due = dl_lock_undo_due(l);
+    if (due == DL_UNDO_LATER)
         later(c, c->now_us + 1000);
+    if (due != DL_UNDO_NOW)
         return;
-    }
     if (c->un == c->ucap) {
         size_t cap = c->ucap ? c->ucap * 2 : 16;
         held_t *u = realloc(c->u, cap * sizeof *u);
@@ -76,12 +80,12 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
         c->ucap = cap;
     }
     held_t *h = &c->u[c->un++];
+    uint64_t rid;
     h->l = l;
     h->holdseq = l->holdseq;
-    h->mode[0] = l->undo;
+    dl_lock_undo_begin(l, &h->mode[0], &rid);
     h->mode[1] = 0;
-    snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)l->undo_rid);
-    l->busy = l->undoing = 1;
+    snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)rid);
     dl_registry_pin(l);
 }
 
@@ -136,7 +140,7 @@ static void collect(dl_lock_t *l, void *arg)
         return;
     }
     l->renew_due = 0;
-    l->ttl_cut = 0;               /* renewed to the lease */
+    dl_lock_renewing(l);
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         held_t *v = realloc(c->v, cap * sizeof *v);
@@ -154,35 +158,6 @@ static void collect(dl_lock_t *l, void *arg)
     snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
     h->cuts = l->cuts;
     dl_registry_pin(l);
-}
-
-/* Redis renewed h's hold by a call sent at `sent` (ms), and says `queued`
- * waiters are queued for the lock: the hold is surely there until a lease
- * from then, or if a linger cut its TTL since we collected it (the cut may
- * have run after the renewal), until the end of that cut's claim window.
- * If others wait, local handoffs are bounded from now on (lock.c), pushes
- * or not. */
-static void renewed(const held_t *h, uint64_t sent, long long queued)
-{
-    dl_lock_t *l = h->l;
-    pthread_mutex_lock(&l->mu);
-    if (l->holdseq == h->holdseq && l->rmode) {
-        uint64_t v = dl_hold_valid_until(sent, dl_hold_ttl(l));
-        if (l->cuts != h->cuts && v > l->cut_until)
-            v = l->cut_until;
-        int was = dl_hold_valid(l);
-        if (v > l->valid_until)
-            l->valid_until = v;
-        /* Threads that found it past (or without) its validity wait for it
-         * (a reader beside the process's readers): it may serve them now. */
-        if (!was && dl_hold_valid(l))
-            pthread_cond_broadcast(&l->cv);
-        if (queued > 0 && !l->remote_waiting) {
-            l->remote_waiting = 1;
-            l->waited_since = dl_now_us();
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
@@ -209,22 +184,12 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             continue;             /* Redis unreachable: try again next tick */
         if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
             DL_STAT_ADD(renewed, 1);
-            renewed(&v[i], sent, r->integer - 1);
+            /* Sure to be there until a lease from `sent`, or the end of a
+             * cut made since: others may wait (the count is theirs). */
+            dl_lock_renewed(v[i].l, v[i].holdseq, v[i].cuts, sent, r->integer - 1);
             continue;
         }
-        dl_lock_t *l = v[i].l;
-        pthread_mutex_lock(&l->mu);
-        /* A release of this very hold may have reached Redis first: that
-         * is an unlock, not a loss. */
-        if (l->holdseq == v[i].holdseq && l->rmode && !l->lost && !l->busy) {
-            char q[96];
-            l->lost = 1;
-            DL_STAT_ADD(lost, 1);
-            dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
-                   "or the key was deleted); its unlock will return ENOLCK",
-                   dl_quote(l->name, l->namelen, q, sizeof q));
-        }
-        pthread_mutex_unlock(&l->mu);
+        dl_lock_gone(v[i].l, v[i].holdseq);
     }
     dl_calls_free(calls, (int)n);
 }
@@ -263,27 +228,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         redisReply *r = call.cmd.reply;
         int had = r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
         dl_calls_free(&call, 1);
-        pthread_mutex_lock(&l->mu);
-        /* Found nothing: the request may not have run yet.  A resumed
-         * server serves its connections in no set order, so this
-         * withdrawal (on a new connection) can run before the request left
-         * on the old one: look once more a little later. */
-        int again_later = !rc && !had && --l->undo_checks > 0;
-        if (again_later)
-            rc = -1;
-        else if (!rc) {
-            l->undo = 0;
-            if (had) {
-                char q[96];
-                dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
-                       "after all; that hold is released",
-                       dl_quote(l->name, l->namelen, q, sizeof q));
-            }
-        }
-        l->busy = l->undoing = 0;
-        pthread_cond_broadcast(&l->cv);
-        pthread_mutex_unlock(&l->mu);
-        if (rc) {
+        if (dl_lock_undo_end(l, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
             wake_by(p, dl_now_us() + 200000);
@@ -371,6 +316,11 @@ void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
     pthread_mutex_lock(&p->wmu);
     wake_by(p, due * 1000);
     pthread_mutex_unlock(&p->wmu);
+}
+
+void dl_watchdog_undue(dl_lock_t *l)
+{
+    l->renew_due = 0;
 }
 
 void dl_watchdog_ensure(dl_proc_t *p)
