@@ -146,45 +146,22 @@ static void wait_until(dl_lock_t *l, uint64_t deadline)
     pthread_cond_timedwait(&l->cv, &l->mu, &ts);
 }
 
-static void call_init(dl_call_t *c, int script, const dl_proc_t *p, const dl_lock_t *l)
-{
-    c->script = script;
-    c->keys = l->keys;
-    c->keylen = l->keylen;
-    c->nargs = 0;
-    c->deadline = 0;
-    dl_call_arg(c, p->chanprefix, p->chanprefix_len);
-    dl_call_arg(c, p->token, strlen(p->token));
-}
-
-static long long elem(const redisReply *r, size_t i)
-{
-    if (r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
-        r->element[i]->type != REDIS_REPLY_INTEGER)
-        return -1;
-    return r->element[i]->integer;
-}
-
 /* Ends the process's Redis hold, waiting for Redis until deadline (monotonic
  * ms; 0: the I/O time-out).  l->mu held on entry and exit; released around
  * the round trip while l->busy keeps other threads of the process away.  0,
  * ENOLCK (the hold had lapsed), EIO. */
 static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
-    char mode[2] = { l->rmode, 0 }, relid[24], relrid[24];
     int lost = l->lost, cut = l->ttl_cut;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
-    int relidlen = snprintf(relid, sizeof relid, "%llu", (unsigned long long)l->fence);
-    int relridlen = snprintf(relrid, sizeof relrid, "%llu", (unsigned long long)l->hold_rid);
+    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid };
+    dl_caller_t who = dl_caller(p, l);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
     dl_call_t c;
-    call_init(&c, DL_SCRIPT_RELEASE, p, l);
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, relid, (size_t)relidlen);
-    dl_call_arg(&c, relrid, l->hold_rid ? (size_t)relridlen : 0);
+    dl_call_release(&c, &who, &ra);
     c.deadline = deadline;
     uint64_t t0 = dl_now_us();
     int rc = dl_script_run(p->conn, &c, 1);
@@ -198,13 +175,12 @@ static int release_redis(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
-    } else if (c.cmd.reply->type == REDIS_REPLY_INTEGER && c.cmd.reply->integer == 0) {
+    } else if (c.reply.release.result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under
          * us gives ENOLCK, and a cut connection does not. */
         lost = 1;
     }
-    dl_calls_free(&c, 1);
 
     pthread_mutex_lock(&l->mu);
     if (lost) {
@@ -294,20 +270,16 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
         return dl_fail(EIO, "lock %s: cannot wait for it: %s", qname(l, q, sizeof q), why);
     }
 
-    char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], mode[2] = { rq->mode, 0 };
+    char info[200];
+    dl_caller_t who = dl_caller(p, l);
     /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
      * a write that will wait marks the servers it finds busy, and every
      * read honours another process's mark. */
-    char markbuf[24] = "0";
+    unsigned long markms = 0;
     if (redlock && rq->mode == 'w' && queue)
-        snprintf(markbuf, sizeof markbuf, "%lu",
-                 DL_WRITER_MARK_MS < wttl ? DL_WRITER_MARK_MS : wttl);
+        markms = DL_WRITER_MARK_MS < wttl ? DL_WRITER_MARK_MS : wttl;
     size_t infolen = dl_proc_info(p, info, sizeof info);
-    int leaselen = snprintf(leasebuf, sizeof leasebuf, "%lu", lease);
-    int wttllen = snprintf(wttlbuf, sizeof wttlbuf, "%lu", wttl);
-    int claimlen = snprintf(claimbuf, sizeof claimbuf, "%lu", claim);
     uint64_t regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
-    int reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
 
     pthread_mutex_lock(&l->mu);
     l->regid = enqueue ? regid : 0;
@@ -326,7 +298,6 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
              * lapsed if the ask finds the lock busy.  Either way the push
              * is stale (notify.c drops it). */
             regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
-            reglen = snprintf(regbuf, sizeof regbuf, "%llu", (unsigned long long)regid);
             pthread_mutex_lock(&l->mu);
             l->regid = enqueue ? regid : 0;
             l->undo_rid = regid;
@@ -334,16 +305,10 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             pthread_mutex_unlock(&l->mu);
         }
         asked_at = dl_now_ms();
-        call_init(&c, DL_SCRIPT_ACQUIRE, p, l);
-        dl_call_arg(&c, mode, 1);
-        dl_call_arg(&c, leasebuf, (size_t)leaselen);
-        dl_call_arg(&c, info, infolen);
-        dl_call_arg(&c, enqueue ? "1" : "0", 1);
-        dl_call_arg(&c, regbuf, (size_t)reglen);
-        dl_call_arg(&c, wttlbuf, (size_t)wttllen);
-        dl_call_arg(&c, claimbuf, (size_t)claimlen);
-        if (redlock)
-            dl_call_arg(&c, markbuf, strlen(markbuf));
+        dl_call_acquire(&c, &who, &(dl_acquire_args_t){
+            .mode = rq->mode, .lease_ms = lease, .info = info, .infolen = infolen,
+            .enqueue = enqueue, .regid = regid, .waiter_ttl_ms = wttl, .claim_ms = claim,
+            .redlock = redlock, .writer_mark_ms = markms });
         /* A timed lock waits for a stalled server no longer than its deadline. */
         if (rq->deadline != DL_FOREVER && !rq->try_only) {
             /* (a round trip's worth at least, for a deadline already past) */
@@ -354,9 +319,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
          * the server may run it when it resumes: the withdrawal of exactly
          * this request then runs right after it (lua/withdraw.lua). */
         dl_call_t undo;
-        call_init(&undo, DL_SCRIPT_WITHDRAW, p, l);
-        dl_call_arg(&undo, mode, 1);
-        dl_call_arg(&undo, regbuf, (size_t)reglen);
+        dl_call_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = regid });
         uint64_t sent_us = dl_now_us();
         if (dl_script_run_undoable(p->conn, &c, &undo)) {
             /* A time-out says nothing of whether Redis ran it (a stalled
@@ -372,25 +335,23 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             break;
         }
         rtt_sample(l, dl_now_us() - sent_us);
-        long long ok = elem(c.cmd.reply, 0);
-        if (ok == 1 && asked_again)
+        const dl_acquire_reply_t *ar = &c.reply.acquire;
+        if (ar->got == 1 && asked_again)
             DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
-        if (ok == 1) {
-            g->fence = (uint64_t)elem(c.cmd.reply, 1);
-            g->dead = elem(c.cmd.reply, 2) == 1;
-            g->more = elem(c.cmd.reply, 3) > 0;
-            g->claimed = elem(c.cmd.reply, 4) == 1;
+        if (ar->got == 1) {
+            g->fence = ar->fence;
+            g->dead = ar->dead;
+            g->more = ar->waiters > 0;
+            g->claimed = ar->claimed;
             /* Taken by this ask: it set the lease.  Found ours already (a
              * grant to an earlier request): its TTL is unknown until the
              * watchdog renews it, which finish() has done at once. */
             g->valid_until = g->claimed ? 0 : dl_hold_valid_until(asked_at, lease);
-            dl_calls_free(&c, 1);
             rc = 0;
             break;
         }
-        long long pttl = elem(c.cmd.reply, 1);
-        dl_calls_free(&c, 1);
-        if (ok != 0) {
+        long long pttl = ar->pttl_ms;
+        if (ar->got != 0) {
             rc = dl_fail(EIO, "lock %s: unexpected reply from Redis", qname(l, q, sizeof q));
             break;
         }
@@ -430,19 +391,13 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
              * lapsed, and the lock may be someone else's by now: confirm it
              * with the renewal it needs anyway, or wait again. */
             if (dl_now_ms() - asked_at >= claim / 2) {
-                char fence[24];
                 uint64_t renew_at = dl_now_ms();
-                call_init(&c, DL_SCRIPT_RENEW, p, l);
-                dl_call_arg(&c, mode, 1);
-                dl_call_arg(&c, leasebuf, (size_t)leaselen);
-                dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                                         (unsigned long long)g->fence));
+                dl_call_renew(&c, &who, &(dl_renew_args_t){
+                    .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
                 int rrc = dl_script_run(p->conn, &c, 1);
-                long long kept = rrc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER
-                                                 ? c.cmd.reply->integer : elem(c.cmd.reply, 0);
+                long long kept = rrc ? -1 : c.reply.renew.held;
                 char why[200];
                 snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
-                dl_calls_free(&c, 1);
                 if (kept == 0) {
                     dl_log(DL_LOG_INFO, "lock %s: a grant pushed %llu ms after we asked had lapsed: "
                            "waiting again", qname(l, q, sizeof q),
@@ -476,33 +431,27 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                 /* Giving up: take our writer mark away now, rather than
                  * hold readers back until it lapses.  (Best effort: a
                  * server that misses it lets the mark lapse.) */
-                call_init(&c, DL_SCRIPT_CANCEL, p, l);
-                dl_call_arg(&c, mode, 1);
-                dl_call_arg(&c, regbuf, (size_t)reglen);
-                dl_call_arg(&c, "m", 1);
+                dl_call_cancel(&c, &who, &(dl_cancel_args_t){
+                    .mode = rq->mode, .regid = regid, .clear_mark = 1 });
                 dl_script_run(p->conn, &c, 1);
-                dl_calls_free(&c, 1);
             }
             break;
         }
         if (dl_now_ms() >= rq->deadline) {
             /* Withdraw; the lock may have been granted meanwhile. */
-            call_init(&c, DL_SCRIPT_CANCEL, p, l);
-            dl_call_arg(&c, mode, 1);
-            dl_call_arg(&c, regbuf, (size_t)reglen);
+            dl_call_cancel(&c, &who, &(dl_cancel_args_t){ .mode = rq->mode, .regid = regid });
             rc = ETIMEDOUT;
             int crc = dl_script_run(p->conn, &c, 1);
             if (crc)
                 g->maybe = 1;         /* still queued: a grant may come */
-            if (crc == 0 && elem(c.cmd.reply, 0) == 1) {
-                g->fence = (uint64_t)elem(c.cmd.reply, 1);
-                g->dead = elem(c.cmd.reply, 2) == 1;
-                g->more = elem(c.cmd.reply, 3) > 0;
+            if (crc == 0 && c.reply.cancel.granted == 1) {
+                g->fence = c.reply.cancel.fence;
+                g->dead = c.reply.cancel.dead;
+                g->more = c.reply.cancel.waiters > 0;
                 g->claimed = 1;
                 g->valid_until = dl_hold_valid_until(asked_at, claim);
                 rc = 0;
             }
-            dl_calls_free(&c, 1);
             break;
         }
     }
@@ -520,31 +469,23 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
  * undone, since a failover now could hand the lock to a second holder. */
 static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
-    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], fence[24], err[200];
+    char q[96], err[200];
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
     if (g->claimed) {
         /* Granted by another client's release: WAIT covers only writes made
          * on our connection, so make one (the renewal the grant needs). */
-        call_init(&c, DL_SCRIPT_RENEW, p, l);
-        dl_call_arg(&c, mode, 1);
-        dl_call_arg(&c, leasebuf, (size_t)snprintf(leasebuf, sizeof leasebuf, "%lu", lease));
-        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                                 (unsigned long long)g->fence));
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         dl_script_run(p->conn, &c, 1);
-        dl_calls_free(&c, 1);
     }
     if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
         return 0;
     /* Undo exactly this acquisition (named by its registration id: the same
      * on every redlock server, whose fences differ). */
-    char ridbuf[24];
-    call_init(&c, DL_SCRIPT_WITHDRAW, p, l);
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, ridbuf, (size_t)snprintf(ridbuf, sizeof ridbuf, "%llu",
-                                             (unsigned long long)g->rid));
+    dl_call_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
     dl_script_run(p->conn, &c, 1);
-    dl_calls_free(&c, 1);
     return dl_fail(EIO, "lock %s: %s; the acquisition was undone", qname(l, q, sizeof q), err);
 }
 
@@ -838,23 +779,18 @@ static int vouch(dl_proc_t *p, dl_lock_t *l)
         l->lost = 1;
     }
     if (!l->lost) {
-        char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
-        unsigned long lease_ms = l->lease_ms;
         unsigned long holdseq = l->holdseq;
+        dl_caller_t who = dl_caller(p, l);
         dl_call_t c;
-        call_init(&c, DL_SCRIPT_RENEW, p, l);
-        dl_call_arg(&c, mode, 1);
-        dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", lease_ms));
-        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                                 (unsigned long long)l->fence));
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
         l->busy = 1;
         pthread_mutex_unlock(&l->mu);
         uint64_t sent = dl_now_ms();
         int rc = dl_script_run(p->conn, &c, 1);
-        long long kept = rc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER ? c.cmd.reply->integer : -1;
+        long long kept = rc ? -1 : c.reply.renew.held;
         char why[200];
         snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
-        dl_calls_free(&c, 1);
         pthread_mutex_lock(&l->mu);
         l->busy = 0;
         pthread_cond_broadcast(&l->cv);
