@@ -23,6 +23,7 @@
  */
 #include "dl.h"
 #include "lock.h"
+#include "mark.h"
 
 int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long ms)
 {
