@@ -23,17 +23,6 @@
 #include "tenure.h"
 #include "watchdog.h"
 
-static void call_init(dl_call_t *c, int script, const dl_proc_t *p, const dl_lock_t *l)
-{
-    c->script = script;
-    c->keys = l->keys;
-    c->keylen = l->keylen;
-    c->nargs = 0;
-    c->deadline = 0;
-    dl_call_arg(c, p->chanprefix, p->chanprefix_len);
-    dl_call_arg(c, p->token, strlen(p->token));
-}
-
 void dl_hold_reserve(dl_lock_t *l)
 {
     l->busy = 1;
@@ -119,20 +108,16 @@ void dl_hold_handoff(dl_lock_t *l)
 
 int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
-    char mode[2] = { l->rmode, 0 }, relid[24], relrid[24];
     int lost = l->lost, cut = l->ttl_cut;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
-    int relidlen = snprintf(relid, sizeof relid, "%llu", (unsigned long long)l->fence);
-    int relridlen = snprintf(relrid, sizeof relrid, "%llu", (unsigned long long)l->hold_rid);
+    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid };
+    dl_caller_t who = dl_caller(p, l);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);
 
     dl_call_t c;
-    call_init(&c, DL_SCRIPT_RELEASE, p, l);
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, relid, (size_t)relidlen);
-    dl_call_arg(&c, relrid, l->hold_rid ? (size_t)relridlen : 0);
+    dl_call_release(&c, &who, &ra);
     c.deadline = deadline;
     uint64_t t0 = dl_now_us();
     int rc = dl_script_run(p->conn, &c, 1);
@@ -146,13 +131,12 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
-    } else if (c.cmd.reply->type == REDIS_REPLY_INTEGER && c.cmd.reply->integer == 0) {
+    } else if (c.reply.release.result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under
          * us gives ENOLCK, and a cut connection does not. */
         lost = 1;
     }
-    dl_calls_free(&c, 1);
 
     pthread_mutex_lock(&l->mu);
     if (lost) {
@@ -184,23 +168,18 @@ int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l)
         l->lost = 1;
     }
     if (!l->lost) {
-        char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
-        unsigned long lease_ms = l->lease_ms;
         unsigned long holdseq = l->holdseq;
+        dl_caller_t who = dl_caller(p, l);
         dl_call_t c;
-        call_init(&c, DL_SCRIPT_RENEW, p, l);
-        dl_call_arg(&c, mode, 1);
-        dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", lease_ms));
-        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                                 (unsigned long long)l->fence));
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
         l->busy = 1;
         pthread_mutex_unlock(&l->mu);
         uint64_t sent = dl_now_ms();
         int rc = dl_script_run(p->conn, &c, 1);
-        long long kept = rc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER ? c.cmd.reply->integer : -1;
+        long long kept = rc ? -1 : c.reply.renew.held;
         char why[200];
         snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
-        dl_calls_free(&c, 1);
         pthread_mutex_lock(&l->mu);
         l->busy = 0;
         pthread_cond_broadcast(&l->cv);

@@ -33,36 +33,18 @@ typedef struct take {
     int queue;                /* the caller may wait */
     int enqueue;              /* ... in Redis's queue (else it retries: redlock) */
     int redlock;
-    char mode[2];
-    char info[200], leasebuf[24], regbuf[24], wttlbuf[24], claimbuf[24], markbuf[24];
+    char mode;
+    dl_caller_t who;
+    char info[200];           /* holder info */
     size_t infolen;
-    int leaselen, wttllen, claimlen, reglen;
+    unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
     uint64_t regid;           /* of the last ask */
     uint64_t asked_at;        /* when the last acquire was sent */
     int asked_again;          /* it was sent for want of a push */
 } take_t;
 
-static void call_init(dl_call_t *c, int script, const dl_proc_t *p, const dl_lock_t *l)
-{
-    c->script = script;
-    c->keys = l->keys;
-    c->keylen = l->keylen;
-    c->nargs = 0;
-    c->deadline = 0;
-    dl_call_arg(c, p->chanprefix, p->chanprefix_len);
-    dl_call_arg(c, p->token, strlen(p->token));
-}
-
-static long long elem(const redisReply *r, size_t i)
-{
-    if (r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
-        r->element[i]->type != REDIS_REPLY_INTEGER)
-        return -1;
-    return r->element[i]->integer;
-}
-
 /* What every ask of this taking sends. */
-static void take_init(dl_proc_t *p, const dl_req_t *rq, take_t *t)
+static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
 {
     memset(t, 0, sizeof *t);
     t->lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
@@ -74,18 +56,14 @@ static void take_init(dl_proc_t *p, const dl_req_t *rq, take_t *t)
     dl_caps_t caps = dl_conn_caps(p->conn);
     t->redlock = caps.quorum;
     t->enqueue = t->queue && caps.queue;
-    t->mode[0] = rq->mode;
+    t->mode = rq->mode;
+    t->who = dl_caller(p, l);
     /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
      * a write that will wait marks the servers it finds busy, and every
      * read honours another process's mark. */
-    snprintf(t->markbuf, sizeof t->markbuf, "0");
     if (t->redlock && rq->mode == 'w' && t->queue)
-        snprintf(t->markbuf, sizeof t->markbuf, "%lu",
-                 DL_WRITER_MARK_MS < t->wttl ? DL_WRITER_MARK_MS : t->wttl);
+        t->markms = DL_WRITER_MARK_MS < t->wttl ? DL_WRITER_MARK_MS : t->wttl;
     t->infolen = dl_proc_info(p, t->info, sizeof t->info);
-    t->leaselen = snprintf(t->leasebuf, sizeof t->leasebuf, "%lu", t->lease);
-    t->wttllen = snprintf(t->wttlbuf, sizeof t->wttlbuf, "%lu", t->wttl);
-    t->claimlen = snprintf(t->claimbuf, sizeof t->claimbuf, "%lu", t->claim);
 }
 
 /* A taking that may wait listens for its grant before it registers.  0, or
@@ -118,7 +96,6 @@ static int take_listen(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const tak
 static void take_register(dl_proc_t *p, dl_lock_t *l, take_t *t, int first)
 {
     t->regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
-    t->reglen = snprintf(t->regbuf, sizeof t->regbuf, "%llu", (unsigned long long)t->regid);
     pthread_mutex_lock(&l->mu);
     l->regid = t->enqueue ? t->regid : 0;
     l->undo_rid = t->regid;
@@ -137,16 +114,10 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
     char q[96];
     dl_call_t c;
     t->asked_at = dl_now_ms();
-    call_init(&c, DL_SCRIPT_ACQUIRE, p, l);
-    dl_call_arg(&c, t->mode, 1);
-    dl_call_arg(&c, t->leasebuf, (size_t)t->leaselen);
-    dl_call_arg(&c, t->info, t->infolen);
-    dl_call_arg(&c, t->enqueue ? "1" : "0", 1);
-    dl_call_arg(&c, t->regbuf, (size_t)t->reglen);
-    dl_call_arg(&c, t->wttlbuf, (size_t)t->wttllen);
-    dl_call_arg(&c, t->claimbuf, (size_t)t->claimlen);
-    if (t->redlock)
-        dl_call_arg(&c, t->markbuf, strlen(t->markbuf));
+    dl_call_acquire(&c, &t->who, &(dl_acquire_args_t){
+        .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
+        .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
+        .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
     /* A timed lock waits for a stalled server no longer than its deadline. */
     if (rq->deadline != DL_FOREVER && !rq->try_only) {
         /* (a round trip's worth at least, for a deadline already past) */
@@ -157,9 +128,7 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
      * the server may run it when it resumes: the withdrawal of exactly
      * this request then runs right after it (lua/withdraw.lua). */
     dl_call_t undo;
-    call_init(&undo, DL_SCRIPT_WITHDRAW, p, l);
-    dl_call_arg(&undo, t->mode, 1);
-    dl_call_arg(&undo, t->regbuf, (size_t)t->reglen);
+    dl_call_withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
     uint64_t sent_us = dl_now_us();
     if (dl_script_run_undoable(p->conn, &c, &undo)) {
         /* A time-out says nothing of whether Redis ran it (a stalled
@@ -173,24 +142,22 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
         return dl_fail(EIO, "lock %s: %s", dl_lock_qname(l, q, sizeof q), c.cmd.errmsg);
     }
     dl_hold_rtt(l, dl_now_us() - sent_us);
-    long long ok = elem(c.cmd.reply, 0);
-    if (ok == 1 && t->asked_again)
+    const dl_acquire_reply_t *ar = &c.reply.acquire;
+    if (ar->got == 1 && t->asked_again)
         DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
-    if (ok == 1) {
-        g->fence = (uint64_t)elem(c.cmd.reply, 1);
-        g->dead = elem(c.cmd.reply, 2) == 1;
-        g->more = elem(c.cmd.reply, 3) > 0;
-        g->claimed = elem(c.cmd.reply, 4) == 1;
+    if (ar->got == 1) {
+        g->fence = ar->fence;
+        g->dead = ar->dead;
+        g->more = ar->waiters > 0;
+        g->claimed = ar->claimed;
         /* Taken by this ask: it set the lease.  Found ours already (a
          * grant to an earlier request): its TTL is unknown until the
          * watchdog renews it, which the caller has done at once. */
         g->valid_until = g->claimed ? 0 : dl_hold_valid_until(t->asked_at, t->lease);
-        dl_calls_free(&c, 1);
         return 0;
     }
-    *pttl = elem(c.cmd.reply, 1);
-    dl_calls_free(&c, 1);
-    if (ok != 0)
+    *pttl = ar->pttl_ms;
+    if (ar->got != 0)
         return dl_fail(EIO, "lock %s: unexpected reply from Redis", dl_lock_qname(l, q, sizeof q));
     return EBUSY;
 }
@@ -246,19 +213,13 @@ static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_gra
     if (dl_now_ms() - t->asked_at < t->claim / 2)
         return 0;
     dl_call_t c;
-    char fence[24];
     uint64_t renew_at = dl_now_ms();
-    call_init(&c, DL_SCRIPT_RENEW, p, l);
-    dl_call_arg(&c, t->mode, 1);
-    dl_call_arg(&c, t->leasebuf, (size_t)t->leaselen);
-    dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                             (unsigned long long)g->fence));
+    dl_call_renew(&c, &t->who, &(dl_renew_args_t){
+        .mode = t->mode, .lease_ms = t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
-    long long kept = rrc ? -1 : c.cmd.reply->type == REDIS_REPLY_INTEGER
-                                     ? c.cmd.reply->integer : elem(c.cmd.reply, 0);
+    long long kept = rrc ? -1 : c.reply.renew.held;
     char why[200];
     snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
-    dl_calls_free(&c, 1);
     if (kept == 0) {
         dl_log(DL_LOG_INFO, "lock %s: a grant pushed %llu ms after we asked had lapsed: "
                "waiting again", dl_lock_qname(l, q, sizeof q),
@@ -287,32 +248,26 @@ static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const ta
             /* Giving up: take our writer mark away now, rather than hold
              * readers back until it lapses.  (Best effort: a server that
              * misses it lets the mark lapse.) */
-            call_init(&c, DL_SCRIPT_CANCEL, p, l);
-            dl_call_arg(&c, t->mode, 1);
-            dl_call_arg(&c, t->regbuf, (size_t)t->reglen);
-            dl_call_arg(&c, "m", 1);
+            dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){
+                .mode = t->mode, .regid = t->regid, .clear_mark = 1 });
             dl_script_run(p->conn, &c, 1);
-            dl_calls_free(&c, 1);
         }
         return ETIMEDOUT;
     }
     /* Withdraw; the lock may have been granted meanwhile. */
-    call_init(&c, DL_SCRIPT_CANCEL, p, l);
-    dl_call_arg(&c, t->mode, 1);
-    dl_call_arg(&c, t->regbuf, (size_t)t->reglen);
+    dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){ .mode = t->mode, .regid = t->regid });
     int rc = ETIMEDOUT;
     int crc = dl_script_run(p->conn, &c, 1);
     if (crc)
         g->maybe = 1;             /* still queued: a grant may come */
-    if (crc == 0 && elem(c.cmd.reply, 0) == 1) {
-        g->fence = (uint64_t)elem(c.cmd.reply, 1);
-        g->dead = elem(c.cmd.reply, 2) == 1;
-        g->more = elem(c.cmd.reply, 3) > 0;
+    if (crc == 0 && c.reply.cancel.granted == 1) {
+        g->fence = c.reply.cancel.fence;
+        g->dead = c.reply.cancel.dead;
+        g->more = c.reply.cancel.waiters > 0;
         g->claimed = 1;
         g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
         rc = 0;
     }
-    dl_calls_free(&c, 1);
     return rc;
 }
 
@@ -320,7 +275,7 @@ static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const ta
 static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
 {
     take_t t;
-    take_init(p, rq, &t);
+    take_init(p, l, rq, &t);
     int rc = take_listen(p, l, rq, &t);
     if (rc)
         return rc;
@@ -366,31 +321,23 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
  * undone, since a failover now could hand the lock to a second holder. */
 static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
-    char q[96], mode[2] = { rq->mode, 0 }, leasebuf[24], fence[24], err[200];
+    char q[96], err[200];
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
     if (g->claimed) {
         /* Granted by another client's release: WAIT covers only writes made
          * on our connection, so make one (the renewal the grant needs). */
-        call_init(&c, DL_SCRIPT_RENEW, p, l);
-        dl_call_arg(&c, mode, 1);
-        dl_call_arg(&c, leasebuf, (size_t)snprintf(leasebuf, sizeof leasebuf, "%lu", lease));
-        dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                                 (unsigned long long)g->fence));
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         dl_script_run(p->conn, &c, 1);
-        dl_calls_free(&c, 1);
     }
     if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
         return 0;
     /* Undo exactly this acquisition (named by its registration id: the same
      * on every redlock server, whose fences differ). */
-    char ridbuf[24];
-    call_init(&c, DL_SCRIPT_WITHDRAW, p, l);
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, ridbuf, (size_t)snprintf(ridbuf, sizeof ridbuf, "%llu",
-                                             (unsigned long long)g->rid));
+    dl_call_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
     dl_script_run(p->conn, &c, 1);
-    dl_calls_free(&c, 1);
     return dl_fail(EIO, "lock %s: %s; the acquisition was undone", dl_lock_qname(l, q, sizeof q), err);
 }
 

@@ -102,18 +102,9 @@ void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
 
 int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
 {
-    char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
+    dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
-    c.script = DL_SCRIPT_RENEW;
-    c.keys = l->keys;
-    c.keylen = l->keylen;
-    c.nargs = 0;
-    c.deadline = 0;
-    dl_call_arg(&c, p->chanprefix, p->chanprefix_len);
-    dl_call_arg(&c, p->token, strlen(p->token));
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", l->lease_ms));
-    dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                             (unsigned long long)l->fence));
+    dl_call_renew(&c, &who, &(dl_renew_args_t){
+        .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
     return dl_script_post(p->conn, &c);
 }

@@ -34,9 +34,10 @@
 typedef struct held {
     dl_lock_t *l;
     unsigned long holdseq;
-    char mode[2];
-    char lease[24];           /* renewals; withdrawals: the registration id */
-    char fence[24];           /* names the hold: renew.lua renews only it */
+    char mode;
+    unsigned long lease_ms;   /* renewals */
+    uint64_t fence;           /* names the hold: renew.lua renews only it */
+    uint64_t rid;             /* withdrawals: the registration id */
     unsigned long cuts;       /* l->cuts when collected */
 } held_t;
 
@@ -80,12 +81,9 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
         c->ucap = cap;
     }
     held_t *h = &c->u[c->un++];
-    uint64_t rid;
     h->l = l;
     h->holdseq = l->holdseq;
-    dl_lock_undo_begin(l, &h->mode[0], &rid);
-    h->mode[1] = 0;
-    snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)rid);
+    dl_lock_undo_begin(l, &h->mode, &h->rid);
     dl_registry_pin(l);
 }
 
@@ -152,10 +150,9 @@ static void collect(dl_lock_t *l, void *arg)
     held_t *h = &c->v[c->n++];
     h->l = l;
     h->holdseq = l->holdseq;
-    h->mode[0] = l->rmode;
-    h->mode[1] = 0;
-    snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
-    snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
+    h->mode = l->rmode;
+    h->lease_ms = l->lease_ms;
+    h->fence = l->fence;
     h->cuts = l->cuts;
     dl_registry_pin(l);
 }
@@ -163,35 +160,25 @@ static void collect(dl_lock_t *l, void *arg)
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
 {
     for (size_t i = 0; i < n; i++) {
-        dl_call_t *c = &calls[i];
-        c->script = DL_SCRIPT_RENEW;
-        c->deadline = 0;
-        c->keys = v[i].l->keys;
-        c->keylen = v[i].l->keylen;
-        c->nargs = 0;
-        dl_call_arg(c, p->chanprefix, p->chanprefix_len);
-        dl_call_arg(c, p->token, strlen(p->token));
-        dl_call_arg(c, v[i].mode, 1);
-        dl_call_arg(c, v[i].lease, strlen(v[i].lease));
-        dl_call_arg(c, v[i].fence, strlen(v[i].fence));
+        dl_caller_t who = dl_caller(p, v[i].l);
+        dl_call_renew(&calls[i], &who, &(dl_renew_args_t){
+            .mode = v[i].mode, .lease_ms = v[i].lease_ms, .fence = v[i].fence });
     }
     uint64_t sent = dl_now_ms();
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = calls[i].cmd.reply;
-        if (!r)
+        if (calls[i].cmd.err)
             continue;             /* Redis unreachable: try again next tick */
-        if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+        if (calls[i].reply.renew.held == 1) {
             DL_STAT_ADD(renewed, 1);
             /* Sure to be there until a lease from `sent`, or the end of a
              * cut made since: others may wait (the count is theirs). */
-            dl_lock_renewed(v[i].l, v[i].holdseq, v[i].cuts, sent, r->integer - 1);
+            dl_lock_renewed(v[i].l, v[i].holdseq, v[i].cuts, sent, calls[i].reply.renew.queued);
             continue;
         }
         dl_lock_gone(v[i].l, v[i].holdseq);
     }
-    dl_calls_free(calls, (int)n);
 }
 
 /* The watchdog looks again by `at` (us) at the latest (p->wmu held). */
@@ -215,19 +202,10 @@ static void undo_all(dl_proc_t *p, collect_t *c)
     for (size_t i = 0; i < c->un; i++) {
         dl_lock_t *l = c->u[i].l;
         dl_call_t call;
-        call.script = DL_SCRIPT_WITHDRAW;
-        call.deadline = 0;
-        call.keys = l->keys;
-        call.keylen = l->keylen;
-        call.nargs = 0;
-        dl_call_arg(&call, p->chanprefix, p->chanprefix_len);
-        dl_call_arg(&call, p->token, strlen(p->token));
-        dl_call_arg(&call, c->u[i].mode, 1);
-        dl_call_arg(&call, c->u[i].lease, strlen(c->u[i].lease));
+        dl_caller_t who = dl_caller(p, l);
+        dl_call_withdraw(&call, &who, &(dl_withdraw_args_t){ .mode = c->u[i].mode, .regid = c->u[i].rid });
         int rc = dl_script_run(p->conn, &call, 1);
-        redisReply *r = call.cmd.reply;
-        int had = r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
-        dl_calls_free(&call, 1);
+        int had = !call.cmd.err && call.reply.withdraw.result >= 1;
         if (dl_lock_undo_end(l, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
