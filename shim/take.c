@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* take.c - taking the process's Redis hold on a lock (take.h).
  *
- * One thread of the process at a time takes it (l->busy, set by lock.c),
- * without l->mu held but around the waiter fields it owns.  A taking is a
- * loop of asks (acquire.lua): each ask registers anew; when the lock is busy
- * and the caller may wait, the thread sleeps until the grant is pushed
- * (notify.c: dl_lock_granted), until pushes may have been lost
- * (dl_lock_recheck), or until it is time to ask again.  redlock keeps no
- * queue: its waiters retry after a short random pause.
+ * One thread of the process at a time takes it (l->busy, which lock.c
+ * reserves: dl_hold_reserve), without l->mu held but around the waiter
+ * fields it owns.  A taking is a loop of asks (acquire.lua): each ask
+ * registers anew; when the lock is busy and the caller may wait, the thread
+ * sleeps until the grant is pushed (notify.c: dl_lock_granted), until
+ * pushes may have been lost (dl_lock_recheck), or until it is time to ask
+ * again.  redlock keeps no queue: its waiters retry after a short random
+ * pause.
  */
 #include <errno.h>
 #include <stdio.h>
