@@ -95,17 +95,6 @@ static void put_num(wire_t *w, unsigned long long v)
     put(w, buf, (size_t)snprintf(buf, sizeof w->c->num[0], "%llu", v));
 }
 
-/* A mode, 'w' | 'r': a string of its own in the call. */
-static void put_mode(wire_t *w, const char *mode)
-{
-    put(w, mode, 1);
-}
-
-static const char *mode_str(char m)
-{
-    return m == 'w' ? "w" : m == 'r' ? "r" : "";
-}
-
 /* The six keys and ARGV[1..2], as every operation script starts. */
 static void put_head(wire_t *w, int token)
 {
@@ -128,7 +117,7 @@ void dl_call_wire(dl_call_t *c)
          * 8 waiter ttl, 9 claim, 10 (redlock) writer mark ttl */
         const dl_acquire_args_t *a = &c->arg.acquire;
         put_head(&w, 1);
-        put_mode(&w, mode_str(a->mode));
+        put(&w, &a->mode, 1);     /* (the call holds its arguments) */
         put_num(&w, a->lease_ms);
         put(&w, a->info, a->infolen);
         put(&w, a->enqueue ? "1" : "0", 1);
@@ -143,7 +132,7 @@ void dl_call_wire(dl_call_t *c)
         /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none) */
         const dl_release_args_t *a = &c->arg.release;
         put_head(&w, 1);
-        put_mode(&w, mode_str(a->mode));
+        put(&w, &a->mode, 1);
         put_num(&w, a->fence);
         put_num(&w, a->rid);
         if (!a->rid)
@@ -154,7 +143,7 @@ void dl_call_wire(dl_call_t *c)
         /* 1 prefix, 2 token, 3 mode, 4 lease, 5 fence ('' redlock), 6 (redlock) 'm' */
         const dl_renew_args_t *a = &c->arg.renew;
         put_head(&w, 1);
-        put_mode(&w, mode_str(a->mode));
+        put(&w, &a->mode, 1);
         put_num(&w, a->lease_ms);
         put_num(&w, a->fence);
         if (a->redlock) {
@@ -167,7 +156,7 @@ void dl_call_wire(dl_call_t *c)
         /* 1 prefix, 2 token, 3 mode, 4 registration id, 5 (redlock) 'm' */
         const dl_cancel_args_t *a = &c->arg.cancel;
         put_head(&w, 1);
-        put_mode(&w, mode_str(a->mode));
+        put(&w, &a->mode, 1);
         put_num(&w, a->regid);
         if (a->clear_mark)
             put(&w, "m", 1);
@@ -181,7 +170,7 @@ void dl_call_wire(dl_call_t *c)
         /* 1 prefix, 2 token, 3 mode, 4 registration id */
         const dl_withdraw_args_t *a = &c->arg.withdraw;
         put_head(&w, 1);
-        put_mode(&w, mode_str(a->mode));
+        put(&w, &a->mode, 1);
         put_num(&w, a->regid);
         break;
     }

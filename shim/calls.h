@@ -35,7 +35,7 @@ enum {
 };
 
 #define DL_NKEYS 6                /* the keys of a lock (lua/common.lua) */
-#define DL_MAX_ARGS 12
+#define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 10) */
 #define DL_CALL_NUMS 6            /* numbers a call formats for its ARGV */
 
 /* Who calls, on which lock: every operation script's KEYS (the lock's
