@@ -62,12 +62,14 @@ void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a)
     c->arg.mark = *a;
 }
 
-/* Appends one string to the call's argv. */
+/* A call's wire form being written: the call, and how many of its number
+ * buffers are taken. */
 typedef struct wire {
     dl_call_t *c;
     int nums;
 } wire_t;
 
+/* Appends one string to the call's argv. */
 static void put(wire_t *w, const char *s, size_t len)
 {
     dl_call_t *c = w->c;
@@ -134,9 +136,10 @@ void dl_call_wire(dl_call_t *c)
         put_head(&w, 1);
         put(&w, &a->mode, 1);
         put_num(&w, a->fence);
-        put_num(&w, a->rid);
-        if (!a->rid)
-            c->argvlen[c->argc - 1] = 0;
+        if (a->rid)
+            put_num(&w, a->rid);
+        else
+            put(&w, "", 0);
         break;
     }
     case DL_SCRIPT_RENEW: {
@@ -145,10 +148,11 @@ void dl_call_wire(dl_call_t *c)
         put_head(&w, 1);
         put(&w, &a->mode, 1);
         put_num(&w, a->lease_ms);
-        put_num(&w, a->fence);
         if (a->redlock) {
-            c->argvlen[c->argc - 1] = 0;
+            put(&w, "", 0);
             put(&w, "m", 1);
+        } else {
+            put_num(&w, a->fence);
         }
         break;
     }
