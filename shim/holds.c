@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry.h"
+#include "holds.h"
 
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid)
 {

@@ -5,6 +5,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "lock.h"
+#include "object.h"
 
 #define DL_MAGIC_MUTEXATTR 0x44534d41u   /* "DSMA" */
 #define DL_LEASE_MAX (30UL * 86400000UL)

@@ -15,7 +15,9 @@
 #include <string.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "notify.h"
+#include "take.h"
 
 static int next_word(const char **s, const char *end, unsigned long long *v)
 {
@@ -45,34 +47,20 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!l)
             return;
-        /* A grant for a registration that gave up is stale: the cancel
-         * script already told that thread. */
-        if (l->regid == regid) {
-            l->granted = 1;
-            l->grant_fence = fence;
-            l->grant_dead = dead != 0;
-            l->grant_more = more != 0;
-            pthread_cond_broadcast(&l->cv);
-        }
+        dl_lock_granted(l, regid, fence, dead != 0, more != 0);
         pthread_mutex_unlock(&l->mu);
     } else if (msg[0] == 'w') {
         dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!l)
             return;
-        if ((l->rmode || l->busy) && !l->remote_waiting) {
-            l->remote_waiting = 1;
-            l->waited_since = dl_now_us();
-        }
+        dl_lock_waited_on(l);
         pthread_mutex_unlock(&l->mu);
     }
 }
 
 static void recheck(dl_lock_t *l, void *arg)
 {
-    if (l->regid) {
-        l->recheck = 1;
-        pthread_cond_broadcast(&l->cv);
-    }
+    dl_lock_recheck(l);
 }
 
 static void *notify_main(void *arg)

@@ -8,8 +8,10 @@
 
 #include "distlock.h"
 #include "dl.h"
+#include "hold.h"
+#include "holds.h"
 #include "lock.h"
-#include "process.h"
+#include "object.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 

@@ -10,7 +10,8 @@
 #include <uuid/uuid.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "object.h"
 #include "process.h"
 
 unsigned long dl_gen = 1;
@@ -59,7 +60,7 @@ __attribute__((constructor)) static void dl_register_atfork(void)
     pthread_once(&dl_atfork_once, atfork_register);
 }
 
-/* A hold lingering after an unlock (lock.c) would otherwise outlive the
+/* A hold lingering after an unlock (hold.c) would otherwise outlive the
  * process by a lease, and its next holder would be told EOWNERDEAD. */
 __attribute__((destructor)) static void dl_flush_at_exit(void)
 {

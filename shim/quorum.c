@@ -15,21 +15,28 @@
 #include <string.h>
 
 #include "dl.h"
+#include "quorum.h"
 #include "script.h"
 
-static long long elem(const redisReply *r, size_t i)
+/* Did a server's reply say yes: the call did what it asked for there? */
+static int said_yes(const dl_call_t *c)
 {
-    if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
-        r->element[i]->type != REDIS_REPLY_INTEGER)
-        return -1;
-    return r->element[i]->integer;
-}
-
-static void set_elem(redisReply *r, size_t i, long long v)
-{
-    if (r && r->type == REDIS_REPLY_ARRAY && i < r->elements &&
-        r->element[i]->type == REDIS_REPLY_INTEGER)
-        r->element[i]->integer = v;
+    switch (c->script) {
+    case DL_SCRIPT_ACQUIRE:
+        return c->reply.acquire.got == 1;
+    case DL_SCRIPT_RELEASE:
+        return c->reply.release.result >= 1;
+    case DL_SCRIPT_RENEW:
+        return c->reply.renew.held == 1;
+    case DL_SCRIPT_CANCEL:
+        return c->reply.cancel.granted == 1;
+    case DL_SCRIPT_BREAK:
+        return c->reply.brk.removed >= 1;
+    case DL_SCRIPT_WITHDRAW:
+        return c->reply.withdraw.result >= 1;
+    default:
+        return c->reply.mark.marked >= 1;
+    }
 }
 
 static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, const char *why)
@@ -61,41 +68,22 @@ static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const cha
 static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int nodes)
 {
     dl_call_t c[DL_MAX_ENDPOINTS];
-    for (int i = 0; i < nodes; i++) {
-        c[i].script = DL_SCRIPT_WITHDRAW;
-        c[i].deadline = 0;
-        c[i].keys = acq->keys;
-        c[i].keylen = acq->keylen;
-        c[i].nargs = 0;
-        c[i].cmd.reply = NULL;
-        for (int a = 0; a < 3; a++)        /* channel prefix, token, mode */
-            dl_call_arg(&c[i], acq->args[a], acq->arglen[a]);
-        dl_call_arg(&c[i], acq->args[6], acq->arglen[6]);   /* registration id */
-    }
-    run_all(conn, c, 1, nodes, granted);
+    dl_withdraw_args_t w = { acq->arg.acquire.mode, acq->arg.acquire.regid };
     for (int i = 0; i < nodes; i++)
-        dl_calls_free(&c[i], 1);
+        dl_call_withdraw(&c[i], &acq->who, &w);
+    run_all(conn, c, 1, nodes, granted);
 }
 
-static unsigned long arg_ulong(const dl_call_t *c, int i)
-{
-    char buf[24];
-    size_t n = c->arglen[i] < sizeof buf - 1 ? c->arglen[i] : sizeof buf - 1;
-    memcpy(buf, c->args[i], n);
-    buf[n] = 0;
-    return strtoul(buf, NULL, 10);
-}
-
-/* A renewal held by a majority: 1 + the longest queue a server that renewed
+/* A renewal held by a majority: the longest queue a server that renewed
  * it reports (renew.lua's reply), so a holder hears of waiters as from one
- * server.  Nobody queues with redlock today, so this is 1. */
+ * server.  Nobody queues with redlock today, so this is 0. */
 static long long renewed_queue(dl_call_t *per, int n, int j, int nodes)
 {
-    long long most = 1;
+    long long most = 0;
     for (int i = 0; i < nodes; i++) {
-        redisReply *r = per[(size_t)i * n + j].cmd.reply;
-        if (r && r->type == REDIS_REPLY_INTEGER && r->integer > most)
-            most = r->integer;
+        const dl_call_t *pc = &per[(size_t)i * n + j];
+        if (!pc->cmd.err && pc->reply.renew.held == 1 && pc->reply.renew.queued > most)
+            most = pc->reply.renew.queued;
     }
     return most;
 }
@@ -109,10 +97,8 @@ static long long renewed_queue(dl_call_t *per, int n, int j, int nodes)
 static void redlock_renewals(dl_call_t *calls, int n)
 {
     for (int j = 0; j < n; j++)
-        if (calls[j].script == DL_SCRIPT_RENEW && calls[j].nargs == 5) {
-            calls[j].arglen[4] = 0;
-            dl_call_arg(&calls[j], "m", 1);
-        }
+        if (calls[j].script == DL_SCRIPT_RENEW)
+            calls[j].arg.renew.redlock = 1;
 }
 
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
@@ -141,21 +127,19 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
     int rc = 0;
     for (int j = 0; j < n; j++) {
         dl_call_t *c = &calls[j];
-        int answered = 0, yes = 0, firstyes = -1, firstno = -1;
+        int answered = 0, yes = 0, firstyes = -1, firstno = -1, ok = 1;
         const char *why = "no reply";
         for (int i = 0; i < nodes; i++) {
-            dl_call_t *pc = per + (size_t)i * n + j;
-            redisReply *r = pc->cmd.reply;
+            const dl_call_t *pc = per + (size_t)i * n + j;
             granted[i] = 0;
-            if (!r) {
+            if (pc->cmd.err) {
                 why = pc->cmd.errmsg;
                 /* It may have run before the connection failed. */
                 granted[i] = c->script == DL_SCRIPT_ACQUIRE;
                 continue;
             }
             answered++;
-            int ok = r->type == REDIS_REPLY_INTEGER ? r->integer >= 1 : elem(r, 0) == 1;
-            if (ok) {
+            if (said_yes(pc)) {
                 yes++;
                 granted[i] = 1;
                 if (firstyes < 0)
@@ -164,95 +148,69 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
                 firstno = i;
             }
         }
-        redisReply *out = NULL;
-        switch (c->script) {
-        case DL_SCRIPT_ACQUIRE: {
-            /* Validity: the lease, less the time spent asking and 1% + 2 ms
-             * for the servers' clocks running at different rates. */
-            unsigned long lease = arg_ulong(c, 3);
-            uint64_t drift = lease / 100 + 2;
-            if (yes >= need && elapsed + drift < lease) {
-                out = per[(size_t)firstyes * n + j].cmd.reply;
-                long long fence = 0, dead = 0, more = 0, claimed = 0;
-                for (int i = 0; i < nodes; i++) {
-                    redisReply *r = per[(size_t)i * n + j].cmd.reply;
-                    if (!r || elem(r, 0) != 1)
-                        continue;
-                    fence = elem(r, 1) > fence ? elem(r, 1) : fence;
-                    dead |= elem(r, 2) == 1;
-                    more = elem(r, 3) > more ? elem(r, 3) : more;
-                    claimed |= elem(r, 4) == 1;
-                }
-                set_elem(out, 1, fence);
-                set_elem(out, 2, dead);
-                set_elem(out, 3, more);
-                set_elem(out, 4, claimed);
-                break;
-            }
-            if (yes)
+#define REPLY(i) (per[(size_t)(i) * n + j].reply)
+        if (c->script == DL_SCRIPT_BREAK ? !answered : answered < need) {
+            if (c->script == DL_SCRIPT_ACQUIRE && yes)
                 undo(conn, c, granted, nodes);
-            if (answered < need) {
-                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
+            fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes,
+                 c->script == DL_SCRIPT_BREAK ? 1 : need, why);
+            ok = 0;
+        } else {
+            switch (c->script) {
+            case DL_SCRIPT_ACQUIRE: {
+                /* Validity: the lease, less the time spent asking and 1% + 2 ms
+                 * for the servers' clocks running at different rates. */
+                unsigned long lease = c->arg.acquire.lease_ms;
+                uint64_t drift = lease / 100 + 2;
+                dl_acquire_reply_t *out = &c->reply.acquire;
+                if (yes >= need && elapsed + drift < lease) {
+                    *out = REPLY(firstyes).acquire;
+                    out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
+                    for (int i = 0; i < nodes; i++) {
+                        const dl_acquire_reply_t *r = &REPLY(i).acquire;
+                        if (per[(size_t)i * n + j].cmd.err || r->got != 1)
+                            continue;
+                        out->fence = r->fence > out->fence ? r->fence : out->fence;
+                        out->dead |= r->dead;
+                        out->waiters = r->waiters > out->waiters ? r->waiters : out->waiters;
+                        out->claimed |= r->claimed;
+                    }
+                    break;
+                }
+                if (yes)
+                    undo(conn, c, granted, nodes);
+                /* Busy: report the shortest wait a busy server gave. */
+                *out = REPLY(firstno >= 0 ? firstno : firstyes).acquire;
+                out->got = 0;
+                if (firstno < 0)
+                    out->pttl_ms = 1;
                 break;
             }
-            /* Busy: report the shortest wait a busy server gave. */
-            out = firstno >= 0 ? per[(size_t)firstno * n + j].cmd.reply
-                               : per[(size_t)firstyes * n + j].cmd.reply;
-            set_elem(out, 0, 0);
-            if (firstno < 0)
-                set_elem(out, 1, 1);
-            break;
+            case DL_SCRIPT_RENEW:
+                c->reply.renew.held = yes >= need;
+                c->reply.renew.queued = yes >= need ? renewed_queue(per, n, j, nodes) : 0;
+                break;
+            case DL_SCRIPT_RELEASE:
+                c->reply.release.result = yes >= need;
+                break;
+            case DL_SCRIPT_BREAK:
+                /* The holds removed: as many as the server that had the most
+                 * (each server holds a copy of the same holds). */
+                c->reply.brk.removed = -1;
+                for (int i = 0; i < nodes; i++)
+                    if (!per[(size_t)i * n + j].cmd.err && REPLY(i).brk.removed > c->reply.brk.removed)
+                        c->reply.brk.removed = REPLY(i).brk.removed;
+                break;
+            default:                  /* cancel, withdraw: nobody queues with redlock */
+                c->reply = REPLY(yes >= need ? firstyes : firstno >= 0 ? firstno : firstyes);
+                if (yes < need && c->script == DL_SCRIPT_CANCEL)
+                    c->reply.cancel.granted = 0;
+                break;
+            }
         }
-        case DL_SCRIPT_RENEW:
-            if (answered < need) {
-                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
-                break;
-            }
-            out = per[(size_t)(firstyes >= 0 ? firstyes : firstno) * n + j].cmd.reply;
-            out->type = REDIS_REPLY_INTEGER;
-            out->integer = yes >= need ? renewed_queue(per, n, j, nodes) : 0;
-            break;
-        case DL_SCRIPT_RELEASE:
-            if (answered < need) {
-                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
-                break;
-            }
-            out = per[(size_t)(firstyes >= 0 ? firstyes : firstno) * n + j].cmd.reply;
-            out->type = REDIS_REPLY_INTEGER;
-            out->integer = yes >= need;
-            break;
-        case DL_SCRIPT_BREAK:
-            if (!answered) {
-                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, 1, why);
-                break;
-            }
-            /* The holds removed: as many as the server that had the most
-             * (each server holds a copy of the same holds). */
-            out = per[(size_t)(firstyes >= 0 ? firstyes : firstno) * n + j].cmd.reply;
-            for (int i = 0; i < nodes; i++) {
-                redisReply *r = per[(size_t)i * n + j].cmd.reply;
-                if (r && r->type == REDIS_REPLY_INTEGER && r->integer > out->integer)
-                    out->integer = r->integer;
-            }
-            break;
-        default:                      /* cancel: nobody queues with redlock */
-            if (answered < need) {
-                fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes, need, why);
-                break;
-            }
-            out = per[(size_t)(yes >= need ? firstyes : firstno >= 0 ? firstno : firstyes) * n + j].cmd.reply;
-            if (yes < need)
-                set_elem(out, 0, 0);
-            break;
-        }
-        /* Keep the merged reply, free the others. */
-        for (int i = 0; i < nodes; i++) {
-            redisReply *r = per[(size_t)i * n + j].cmd.reply;
-            if (r && r != out)
-                freeReplyObject(r);
-        }
-        if (out) {
-            c->cmd.reply = out;
+#undef REPLY
+        if (ok) {
+            c->cmd.reply = NULL;
             c->cmd.err = 0;
             c->cmd.errmsg[0] = 0;
         } else {

@@ -6,6 +6,7 @@
 
 #include "dl.h"
 #include "keys.h"
+#include "lock.h"
 #include "registry.h"
 
 _Static_assert(DL_NKEYS == DL_KEYS_N, "the scripts take every key of a lock");
@@ -116,6 +117,11 @@ void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
     pthread_mutex_unlock(&r->mu);
 }
 
+void dl_registry_pin(dl_lock_t *l)
+{
+    l->refs++;                /* the registry mutex is held: see dl_registry_each */
+}
+
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l)
 {
     pthread_mutex_lock(&r->mu);
@@ -128,9 +134,7 @@ int dl_registry_drop_obj(dl_registry_t *r, dl_lock_t *l)
     pthread_mutex_lock(&r->mu);
     if (l->objs == 1) {
         pthread_mutex_lock(&l->mu);
-        /* A withdrawal by the watchdog holds its own reference: it is no
-         * reason to refuse a destroy. */
-        int busy = l->nholders || l->wwait || l->rwait || (l->busy && !l->undoing) || l->regid;
+        int busy = dl_lock_in_use(l);
         pthread_mutex_unlock(&l->mu);
         if (busy) {
             pthread_mutex_unlock(&r->mu);

@@ -6,6 +6,9 @@
  * of one name are one lock, and only one thread at a time talks to Redis
  * for it.
  *
+ * registry.c owns the table and each lock's reference counts; which file
+ * writes each of a lock's other fields is said at the field (dl_lock_t).
+ *
  * Lock order: registry mutex before a lock's mu; a lock's mu before the
  * connection's.
  */
@@ -16,6 +19,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "dl.h"
 #include "script.h"
 
 /* A run of holds of one mode in a thread's stack of holds on a lock. */
@@ -32,52 +36,70 @@ typedef struct dl_holder {
     int nruns, cap;
 } dl_holder_t;
 
+/* One lock of the process.  Its fields are grouped by the one file that
+ * writes them; every other file only reads them (under mu, but for the
+ * registry's own fields and rtt_us), and changes them by calling a
+ * function of the group's file.  The lock module is lock.c (local
+ * admission and handoff), take.c (taking the Redis hold), hold.c (the
+ * Redis hold once taken), tenure.c (how long it may be used without
+ * asking Redis) and holds.c (each thread's stack of holds). */
 typedef struct dl_lock {
-    struct dl_lock *next;     /* hash chain (registry mutex) */
-    unsigned refs;            /* objects and pins using it (registry mutex) */
-    unsigned objs;            /* of which objects (registry mutex) */
+    /* registry.c: the table and the references (registry mutex), and what
+     * is fixed at creation. */
+    struct dl_lock *next;     /* hash chain */
+    unsigned refs;            /* objects and pins using it (dl_registry_pin) */
+    unsigned objs;            /* of which objects */
     char *name;
     size_t namelen;
     const char *keys[DL_NKEYS];
     size_t keylen[DL_NKEYS];
-
     pthread_mutex_t mu;       /* everything below */
     pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
 
-    /* Local holds. */
+    /* holds.c: each thread's stack of holds. */
     dl_holder_t *holders;
     int nholders, capholders;
+
+    /* lock.c: local admission and handoff. */
     pid_t writer;             /* thread holding write locally, 0 none */
     int rthreads;             /* threads holding only read locally */
     int wwait, rwait;         /* threads waiting locally to write / read */
-    int busy;                 /* a thread is talking to Redis for this lock */
     pid_t last_writer;        /* the thread that took write last, and how many */
     unsigned streak;          /* times in a row (while others waited locally) */
+    uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
+    pid_t unlock_tid;         /* and which thread's */
+    int quick;                /* the writer locked again within DL_RELOCK_US of
+                                 its own unlock (took_local) */
+    uint64_t held_us;         /* when the writer's hold began (monotonic us) */
 
-    /* What this process holds in Redis. */
+    /* hold.c: the process's Redis hold, and its one talker. */
+    int busy;                 /* a thread is talking to Redis for this lock
+                                 (dl_hold_reserve; an undo: dl_lock_undo_begin) */
     char rmode;               /* 0, 'w' or 'r' */
     uint64_t fence;
     uint64_t hold_rid;        /* the registration id it was taken or claimed with */
     unsigned long lease_ms;   /* of the Redis hold */
     int renew;                /* the watchdog renews it (default lease) */
     int fair;                 /* taken by a fair request */
-    int lost;                 /* the watchdog found it gone */
-    unsigned long holdseq;    /* bumped at each Redis acquisition */
-    int remote_waiting;       /* another process queues for the lock */
+    int lost;                 /* Redis no longer has it (a renewal, or an
+                                 unlock's check, said so: dl_lock_gone) */
+    unsigned long holdseq;    /* bumped at each Redis acquisition and release */
+    int remote_waiting;       /* another process queues for the lock
+                                 (dl_lock_waited_on) */
     uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
     int ttl_cut;              /* a linger cut the hold's Redis TTL to a claim
                                  window (mark.c); the next renewal restores it */
     uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
                                  for a relock; the watchdog ends it then (us) */
-    uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
-    pid_t unlock_tid;         /* and which thread's */
-    int quick;                /* the writer locked again within DL_RELOCK_US of
-                                 its own unlock (lock.c, took_local) */
-    uint64_t held_us;         /* when the writer's hold began (monotonic us) */
-    uint64_t rtt_us;          /* this lock's round trips, smoothed (atomic;
-                                 lock.c: what makes a hold short) */
-    uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
+    uint64_t rtt_us;          /* this lock's round trips, smoothed (atomic:
+                                 dl_hold_rtt; lock.c: what makes a hold short) */
+    int undoing;              /* the watchdog is withdrawing it (busy is set) */
+    int undo_checks;          /* withdrawals left to try that may find nothing */
+    char undo;                /* 0, or the mode of an acquisition that failed with EIO
+                                 but may have run in Redis: the watchdog withdraws it */
+
+    /* tenure.c: how long the hold may serve without asking Redis. */
     uint64_t valid_until;     /* the hold surely still exists in Redis before this
                                  (monotonic ms): when the acquire or renewal that
                                  confirmed it was sent + the TTL it set - a drift
@@ -87,20 +109,34 @@ typedef struct dl_lock {
                                  before a cut confirms no more than that */
     unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
                                  renewals then confirm no more than that from
-                                 their sending (tenure.c, dl_hold_ttl) */
-    int undoing;              /* the watchdog is withdrawing it (busy is set) */
-    int undo_checks;          /* withdrawals left to try that may find nothing */
-    char undo;                /* 0, or the mode of an acquisition that failed with EIO
-                                 but may have run in Redis: the watchdog withdraws it */
-    uint64_t undo_rid;        /* the registration id of the last request sent */
+                                 their sending (dl_hold_ttl) */
 
-    /* A thread waiting in Redis's queue for a grant. */
+    /* watchdog.c: its schedule for this lock (dl_watchdog_due, _undue). */
+    uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
+
+    /* take.c: a thread waiting in Redis's queue for a grant (notify.c tells
+     * it: dl_lock_granted, dl_lock_recheck). */
     uint64_t regid;           /* its registration id, 0 none */
     int granted;
     uint64_t grant_fence;
     int grant_dead, grant_more;
     int recheck;              /* wake-ups may have been lost: ask Redis again */
+    uint64_t undo_rid;        /* the registration id of the last request sent */
 } dl_lock_t;
+
+/* l's name, quoted for messages (dl_quote). */
+static inline const char *dl_lock_qname(const dl_lock_t *l, char *buf, size_t size)
+{
+    return dl_quote(l->name, l->namelen, buf, size);
+}
+
+/* Waits on l->cv (l->mu held) until signalled or deadline (monotonic ms). */
+static inline void dl_lock_wait(dl_lock_t *l, uint64_t deadline)
+{
+    struct timespec ts;
+    dl_timespec_at(deadline, &ts);
+    pthread_cond_timedwait(&l->cv, &l->mu, &ts);
+}
 
 typedef struct dl_registry {
     pthread_mutex_t mu;
@@ -112,26 +148,23 @@ void dl_registry_init(dl_registry_t *r);
 /* The lock state of name (created if needed) with a reference taken; NULL
  * on ENOMEM.  Keys are built from prefix. */
 dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *name, size_t len);
-/* Drops a reference; the state is freed with the last one. */
+/* Drops a reference (dl_registry_get's or dl_registry_pin's); the state is
+ * freed with the last one. */
 void dl_registry_put(dl_registry_t *r, dl_lock_t *l);
+/* Takes a reference on l from within dl_registry_each's fn (the registry
+ * mutex held), so that l outlives the walk: a pin, dropped with
+ * dl_registry_put once its holder is done with l. */
+void dl_registry_pin(dl_lock_t *l);
 /* An object of l was resolved (counted so destroy knows the last one). */
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l);
 /* An object of l is destroyed: EBUSY if it is the last object of a lock
  * that is held or waited on in this process; else drops its reference. */
 int dl_registry_drop_obj(dl_registry_t *r, dl_lock_t *l);
 /* Calls fn(l, arg) for each lock with its mu held and the registry mutex
- * held (so fn must not block). */
+ * held (so fn must not block; it may pin l). */
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_lock_t *l, void *arg), void *arg);
 /* Finds the lock whose main key is key, and returns it with mu held; NULL if
  * this process has no such lock. */
 dl_lock_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len);
-
-/* --- holds.c: a thread's stack of holds on a lock (l->mu held) --- */
-dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid);
-/* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM. */
-int dl_holder_push(dl_lock_t *l, pid_t tid, char mode);
-/* Pops tid's most recent hold; returns its mode, 0 if tid holds nothing.
- * *last is set when tid now holds nothing on l. */
-char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last);
 
 #endif

@@ -5,6 +5,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "lock.h"
+#include "object.h"
 
 #define DL_MAGIC_RWLOCKATTR 0x44535241u   /* "DSRA" */
 #define DL_LEASE_MAX (30UL * 86400000UL)

@@ -1,50 +1,32 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* script.c - EVALSHA with NOSCRIPT fallback, batched. */
+/* script.c - sends the calls of calls.h: EVALSHA with NOSCRIPT fallback,
+ * batched; each reply read into its call's typed reply (calls.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dl.h"
+#include "quorum.h"
 #include "script.h"
-
-void dl_call_arg(dl_call_t *call, const char *s, size_t len)
-{
-    if (call->nargs >= DL_MAX_ARGS) {        /* a bug of ours: fail loudly, not out of bounds */
-        dl_log(DL_LOG_ERROR, "internal: too many script arguments");
-        return;
-    }
-    call->args[call->nargs] = s;
-    call->arglen[call->nargs] = len;
-    call->nargs++;
-}
 
 /* Builds call->cmd; with undo (built as EVAL: a server that lost the
  * script cache still runs it), as the command's undo (dl_cmd_t). */
 static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
 {
     const dl_script_t *sc = &dl_scripts[call->script];
-    int a = 0;
-    call->argv[a] = by_sha ? "EVALSHA" : "EVAL";
-    call->argvlen[a++] = by_sha ? 7 : 4;
-    call->argv[a] = by_sha ? sc->sha : sc->body;
-    call->argvlen[a++] = by_sha ? 40 : sc->len;
-    call->argv[a] = "6";
-    call->argvlen[a++] = 1;
-    for (int k = 0; k < DL_NKEYS; k++) {
-        call->argv[a] = call->keys[k];
-        call->argvlen[a++] = call->keylen[k];
-    }
-    for (int i = 0; i < call->nargs; i++) {
-        call->argv[a] = call->args[i];
-        call->argvlen[a++] = call->arglen[i];
-    }
-    call->cmd.argc = a;
+    by_sha = by_sha && !sc->by_text;
+    dl_call_wire(call);
+    call->argv[0] = by_sha ? "EVALSHA" : "EVAL";
+    call->argvlen[0] = by_sha ? 7 : 4;
+    call->argv[1] = by_sha ? sc->sha : sc->body;
+    call->argvlen[1] = by_sha ? 40 : sc->len;
+    call->cmd.argc = call->argc;
     call->cmd.argv = call->argv;
     call->cmd.argvlen = call->argvlen;
     /* Every key shares the lock's {name} tag: the first routes the call. */
-    call->cmd.key = call->keys[0];
-    call->cmd.keylen = call->keylen[0];
+    call->cmd.key = call->who.keys[0];
+    call->cmd.keylen = call->who.keylen[0];
     call->cmd.deadline = call->deadline;
     call->cmd.undo_argc = 0;
     call->cmd.undo_argv = NULL;
@@ -162,10 +144,18 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
                 freeReplyObject(c->reply);
             c->reply = NULL;
         }
-        if (c->err)
+        if (c->err) {
             rc = EIO;
-        else
+            if (c->reply)
+                freeReplyObject(c->reply);
+            c->reply = NULL;
+        } else {
+            /* The typed reply (calls.c) is all a caller reads. */
             note_cached(&calls[i], c->reply);
+            dl_call_parse(&calls[i], c->reply);
+            freeReplyObject(c->reply);
+            c->reply = NULL;
+        }
         calls[i].cmd = *c;
     }
     if (cmds != &op->one)
@@ -213,13 +203,4 @@ int dl_script_post(dl_conn_t *conn, dl_call_t *call)
 {
     build(call, (__atomic_load_n(&dl_cached, __ATOMIC_RELAXED) >> call->script) & 1, NULL);
     return dl_conn_post(conn, call->cmd.argc, call->argv, call->argvlen);
-}
-
-void dl_calls_free(dl_call_t *calls, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (calls[i].cmd.reply) {
-            freeReplyObject(calls[i].cmd.reply);
-            calls[i].cmd.reply = NULL;
-        }
 }

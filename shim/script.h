@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "calls.h"
 #include "conn.h"
 
 typedef struct dl_script {
@@ -16,44 +17,18 @@ typedef struct dl_script {
     const char *sha;          /* SHA1 of body, computed at build time */
     const char *body;
     size_t len;
+    int by_text;              /* sent with its text (EVAL) every time */
 } dl_script_t;
 
-/* In the order of cmake's DL_LUA_OPS. */
-enum {
-    DL_SCRIPT_ACQUIRE,
-    DL_SCRIPT_RELEASE,
-    DL_SCRIPT_RENEW,
-    DL_SCRIPT_CANCEL,
-    DL_SCRIPT_BREAK,
-    DL_SCRIPT_WITHDRAW
-};
+/* Indexed by DL_SCRIPT_* (calls.h); generated from lua/. */
 extern const dl_script_t dl_scripts[];
+/* The text of mark.lua (tests drive it directly). */
+extern const char dl_mark_lua[];
 
-#define DL_NKEYS 6
-#define DL_MAX_ARGS 12
-
-/* One script call on one lock. */
-typedef struct dl_call {
-    int script;
-    const char *const *keys;        /* DL_NKEYS keys */
-    const size_t *keylen;
-    int nargs;
-    uint64_t deadline;              /* monotonic ms, 0 none: see dl_cmd_t */
-    const char *args[DL_MAX_ARGS];
-    size_t arglen[DL_MAX_ARGS];
-    /* internal */
-    const char *argv[3 + DL_NKEYS + DL_MAX_ARGS];
-    size_t argvlen[3 + DL_NKEYS + DL_MAX_ARGS];
-    dl_cmd_t cmd;
-} dl_call_t;
-
-/* Adds a string argument to a call. */
-void dl_call_arg(dl_call_t *call, const char *s, size_t len);
-
-/* Runs calls[0..n) as one pipelined batch.  Each call ends with
- * call->cmd.reply set (not an error reply) or call->cmd.err = EIO with
- * errmsg ("redis HOST:PORT: <server's error>" for error replies).  Returns 0
- * if every call has a reply, else EIO.  Blocks. */
+/* Runs calls[0..n) as one pipelined batch (redlock: quorum.c).  Each call
+ * ends with its typed reply (call->reply, call->cmd.err 0) or with
+ * call->cmd.err = EIO and errmsg ("redis HOST:PORT: <server's error>" for
+ * error replies).  Returns 0 if every call has a reply, else EIO.  Blocks. */
 int dl_script_run(dl_conn_t *conn, dl_call_t *calls, int n);
 
 /* As dl_script_run for one call, with the call that undoes it should the
@@ -82,15 +57,5 @@ int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl
  * to be in the server's cache, else EVAL with its text.  0 when written;
  * EAGAIN, ENOTSUP as dl_conn_post. */
 int dl_script_post(dl_conn_t *conn, dl_call_t *call);
-
-/* quorum.c: redlock://.  Runs each call on every server and merges the
- * replies into the one a single server would give: an acquisition counts
- * when a majority granted it within the lease's validity (else it is undone
- * everywhere and reported busy, or EIO when no majority answered); a release
- * or renewal reports the hold held when a majority still had it. */
-int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n);
-
-/* Frees the replies of calls[0..n). */
-void dl_calls_free(dl_call_t *calls, int n);
 
 #endif

@@ -28,7 +28,8 @@
 #include <string.h>
 
 #include "dl.h"
-#include "lock.h"
+#include "tenure.h"
+#include "watchdog.h"
 
 /* While the process passes its Redis hold between its own threads (or its
  * threads wait for one of theirs that holds it), the watchdog renews it at
@@ -49,6 +50,21 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
 int dl_hold_valid(const dl_lock_t *l)
 {
     return dl_now_ms() < l->valid_until;
+}
+
+void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until)
+{
+    l->cut_ttl = 0;
+    l->valid_until = valid_until;
+}
+
+void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts)
+{
+    uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(l));
+    if (l->cuts != cuts && v > l->cut_until)
+        v = l->cut_until;
+    if (v > l->valid_until)
+        l->valid_until = v;
 }
 
 void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
@@ -74,7 +90,7 @@ unsigned long dl_hold_ttl(const dl_lock_t *l)
 void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
 {
     /* redlock: nobody queues, and local handoffs of a write hold are
-     * bounded as if someone waited (lock.c, took_redis); a renewal would
+     * bounded as if someone waited (hold.c, dl_hold_record); a renewal would
      * learn nothing.  A read hold shared by the process's readers learns
      * of a waiting writer's mark from it (renew.lua). */
     if (!l->rmode || !l->renew || (!dl_conn_caps(p->conn).queue && l->rmode == 'w'))
@@ -86,18 +102,9 @@ void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
 
 int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
 {
-    char mode[2] = { l->rmode, 0 }, lease[24], fence[24];
+    dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
-    c.script = DL_SCRIPT_RENEW;
-    c.keys = l->keys;
-    c.keylen = l->keylen;
-    c.nargs = 0;
-    c.deadline = 0;
-    dl_call_arg(&c, p->chanprefix, p->chanprefix_len);
-    dl_call_arg(&c, p->token, strlen(p->token));
-    dl_call_arg(&c, mode, 1);
-    dl_call_arg(&c, lease, (size_t)snprintf(lease, sizeof lease, "%lu", l->lease_ms));
-    dl_call_arg(&c, fence, (size_t)snprintf(fence, sizeof fence, "%llu",
-                                             (unsigned long long)l->fence));
+    dl_call_renew(&c, &who, &(dl_renew_args_t){
+        .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
     return dl_script_post(p->conn, &c);
 }

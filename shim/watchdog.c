@@ -5,8 +5,13 @@
  * the holds that asked for it (pushed grants, which start with a short
  * claim ttl) if they are still held by then, withdraws acquisitions that
  * failed after being sent, and releases holds that lingered after an
- * unlock for a relock that did not come (lock.c), woken for each so that
- * it does so on time: a linger lasts about one round trip. */
+ * unlock for a relock that did not come (hold.c), woken for each so that
+ * it does so on time: a linger lasts about one round trip.
+ *
+ * Of a lock's state it writes only its schedule (renew_due); what it finds
+ * it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone, dl_lock_undo_*,
+ * dl_lock_linger_end), and it pins the locks it works on in the registry
+ * (dl_registry_pin) for the time of its round trips. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +21,9 @@
 #endif
 
 #include "dl.h"
-#include "lock.h"
+#include "hold.h"
+#include "tenure.h"
+#include "watchdog.h"
 
 /* The watchdog's timer slack (ns): the default (50 us) would stretch a
  * linger of 100 us by half; its other timers are milliseconds apart. */
@@ -27,9 +34,10 @@
 typedef struct held {
     dl_lock_t *l;
     unsigned long holdseq;
-    char mode[2];
-    char lease[24];           /* renewals; withdrawals: the registration id */
-    char fence[24];           /* names the hold: renew.lua renews only it */
+    char mode;
+    unsigned long lease_ms;   /* renewals */
+    uint64_t fence;           /* names the hold: renew.lua renews only it */
+    uint64_t rid;             /* withdrawals: the registration id */
     unsigned long cuts;       /* l->cuts when collected */
 } held_t;
 
@@ -59,14 +67,11 @@ static void later(collect_t *c, uint64_t at_us)
  * thread talking to Redis (busy) until the reply. */
 static void collect_undo(dl_lock_t *l, collect_t *c)
 {
-    if (l->rmode || l->regid) {
-        l->undo = 0;              /* ours again: the acquire script said "mine" */
-        return;
-    }
-    if (l->busy) {
+    int due = dl_lock_undo_due(l);
+    if (due == DL_UNDO_LATER)
         later(c, c->now_us + 1000);
+    if (due != DL_UNDO_NOW)
         return;
-    }
     if (c->un == c->ucap) {
         size_t cap = c->ucap ? c->ucap * 2 : 16;
         held_t *u = realloc(c->u, cap * sizeof *u);
@@ -78,11 +83,8 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
     held_t *h = &c->u[c->un++];
     h->l = l;
     h->holdseq = l->holdseq;
-    h->mode[0] = l->undo;
-    h->mode[1] = 0;
-    snprintf(h->lease, sizeof h->lease, "%llu", (unsigned long long)l->undo_rid);
-    l->busy = l->undoing = 1;
-    l->refs++;
+    dl_lock_undo_begin(l, &h->mode, &h->rid);
+    dl_registry_pin(l);
 }
 
 /* Registry mutex and l->mu held: a hold kept after an unlock, for a
@@ -102,7 +104,7 @@ static void collect_linger(dl_lock_t *l, collect_t *c)
         return;
     }
     c->g[c->gn++] = l;
-    l->refs++;
+    dl_registry_pin(l);
 }
 
 /* Registry mutex and l->mu held: pin each hold to renew now. */
@@ -136,7 +138,7 @@ static void collect(dl_lock_t *l, void *arg)
         return;
     }
     l->renew_due = 0;
-    l->ttl_cut = 0;               /* renewed to the lease */
+    dl_lock_renewing(l);
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         held_t *v = realloc(c->v, cap * sizeof *v);
@@ -148,85 +150,35 @@ static void collect(dl_lock_t *l, void *arg)
     held_t *h = &c->v[c->n++];
     h->l = l;
     h->holdseq = l->holdseq;
-    h->mode[0] = l->rmode;
-    h->mode[1] = 0;
-    snprintf(h->lease, sizeof h->lease, "%lu", l->lease_ms);
-    snprintf(h->fence, sizeof h->fence, "%llu", (unsigned long long)l->fence);
+    h->mode = l->rmode;
+    h->lease_ms = l->lease_ms;
+    h->fence = l->fence;
     h->cuts = l->cuts;
-    l->refs++;
-}
-
-/* Redis renewed h's hold by a call sent at `sent` (ms), and says `queued`
- * waiters are queued for the lock: the hold is surely there until a lease
- * from then, or if a linger cut its TTL since we collected it (the cut may
- * have run after the renewal), until the end of that cut's claim window.
- * If others wait, local handoffs are bounded from now on (lock.c), pushes
- * or not. */
-static void renewed(const held_t *h, uint64_t sent, long long queued)
-{
-    dl_lock_t *l = h->l;
-    pthread_mutex_lock(&l->mu);
-    if (l->holdseq == h->holdseq && l->rmode) {
-        uint64_t v = dl_hold_valid_until(sent, dl_hold_ttl(l));
-        if (l->cuts != h->cuts && v > l->cut_until)
-            v = l->cut_until;
-        int was = dl_hold_valid(l);
-        if (v > l->valid_until)
-            l->valid_until = v;
-        /* Threads that found it past (or without) its validity wait for it
-         * (a reader beside the process's readers): it may serve them now. */
-        if (!was && dl_hold_valid(l))
-            pthread_cond_broadcast(&l->cv);
-        if (queued > 0 && !l->remote_waiting) {
-            l->remote_waiting = 1;
-            l->waited_since = dl_now_us();
-        }
-    }
-    pthread_mutex_unlock(&l->mu);
+    dl_registry_pin(l);
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
 {
     for (size_t i = 0; i < n; i++) {
-        dl_call_t *c = &calls[i];
-        c->script = DL_SCRIPT_RENEW;
-        c->deadline = 0;
-        c->keys = v[i].l->keys;
-        c->keylen = v[i].l->keylen;
-        c->nargs = 0;
-        dl_call_arg(c, p->chanprefix, p->chanprefix_len);
-        dl_call_arg(c, p->token, strlen(p->token));
-        dl_call_arg(c, v[i].mode, 1);
-        dl_call_arg(c, v[i].lease, strlen(v[i].lease));
-        dl_call_arg(c, v[i].fence, strlen(v[i].fence));
+        dl_caller_t who = dl_caller(p, v[i].l);
+        dl_call_renew(&calls[i], &who, &(dl_renew_args_t){
+            .mode = v[i].mode, .lease_ms = v[i].lease_ms, .fence = v[i].fence });
     }
     uint64_t sent = dl_now_ms();
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
-        redisReply *r = calls[i].cmd.reply;
-        if (!r)
+        if (calls[i].cmd.err)
             continue;             /* Redis unreachable: try again next tick */
-        if (r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+        if (calls[i].reply.renew.held == 1) {
             DL_STAT_ADD(renewed, 1);
-            renewed(&v[i], sent, r->integer - 1);
+            /* Sure to be there until a lease from `sent`, or the end of a
+             * cut made since: others may wait (the count is theirs). */
+            dl_lock_renewed(v[i].l, v[i].holdseq, v[i].cuts, sent, calls[i].reply.renew.queued);
             continue;
         }
-        dl_lock_t *l = v[i].l;
-        pthread_mutex_lock(&l->mu);
-        /* A release of this very hold may have reached Redis first: that
-         * is an unlock, not a loss. */
-        if (l->holdseq == v[i].holdseq && l->rmode && !l->lost && !l->busy) {
-            char q[96];
-            l->lost = 1;
-            DL_STAT_ADD(lost, 1);
-            dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
-                   "or the key was deleted); its unlock will return ENOLCK",
-                   dl_quote(l->name, l->namelen, q, sizeof q));
-        }
-        pthread_mutex_unlock(&l->mu);
+        dl_lock_gone(v[i].l, v[i].holdseq);
     }
-    dl_calls_free(calls, (int)n);
 }
 
 /* The watchdog looks again by `at` (us) at the latest (p->wmu held). */
@@ -250,40 +202,11 @@ static void undo_all(dl_proc_t *p, collect_t *c)
     for (size_t i = 0; i < c->un; i++) {
         dl_lock_t *l = c->u[i].l;
         dl_call_t call;
-        call.script = DL_SCRIPT_WITHDRAW;
-        call.deadline = 0;
-        call.keys = l->keys;
-        call.keylen = l->keylen;
-        call.nargs = 0;
-        dl_call_arg(&call, p->chanprefix, p->chanprefix_len);
-        dl_call_arg(&call, p->token, strlen(p->token));
-        dl_call_arg(&call, c->u[i].mode, 1);
-        dl_call_arg(&call, c->u[i].lease, strlen(c->u[i].lease));
+        dl_caller_t who = dl_caller(p, l);
+        dl_call_withdraw(&call, &who, &(dl_withdraw_args_t){ .mode = c->u[i].mode, .regid = c->u[i].rid });
         int rc = dl_script_run(p->conn, &call, 1);
-        redisReply *r = call.cmd.reply;
-        int had = r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
-        dl_calls_free(&call, 1);
-        pthread_mutex_lock(&l->mu);
-        /* Found nothing: the request may not have run yet.  A resumed
-         * server serves its connections in no set order, so this
-         * withdrawal (on a new connection) can run before the request left
-         * on the old one: look once more a little later. */
-        int again_later = !rc && !had && --l->undo_checks > 0;
-        if (again_later)
-            rc = -1;
-        else if (!rc) {
-            l->undo = 0;
-            if (had) {
-                char q[96];
-                dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
-                       "after all; that hold is released",
-                       dl_quote(l->name, l->namelen, q, sizeof q));
-            }
-        }
-        l->busy = l->undoing = 0;
-        pthread_cond_broadcast(&l->cv);
-        pthread_mutex_unlock(&l->mu);
-        if (rc) {
+        int had = !call.cmd.err && call.reply.withdraw.result >= 1;
+        if (dl_lock_undo_end(l, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
             wake_by(p, dl_now_us() + 200000);
@@ -371,6 +294,11 @@ void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
     pthread_mutex_lock(&p->wmu);
     wake_by(p, due * 1000);
     pthread_mutex_unlock(&p->wmu);
+}
+
+void dl_watchdog_undue(dl_lock_t *l)
+{
+    l->renew_due = 0;
 }
 
 void dl_watchdog_ensure(dl_proc_t *p)

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* hold.c - the process's Redis hold on a lock once taken (hold.h).
+ *
+ * The hold (l->rmode) is recorded when take.c took it, and ends with a
+ * release (release.lua) when no thread of the process uses or can use it
+ * (lock.c decides when), or lapses in Redis (the watchdog or an unlock
+ * finds it lost).  Between its last unlock and a quick relock it may
+ * linger: to the application released, to Redis still held but marked so
+ * (mark.c), and ended by the watchdog on time if no relock came.
+ *
+ * Only one thread of the process talks to Redis for a lock at a time
+ * (l->busy): a thread taking the hold, a thread releasing or vouching for
+ * it, or the watchdog withdrawing a failed acquisition.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "hold.h"
+#include "mark.h"
+#include "tenure.h"
+#include "watchdog.h"
+
+void dl_hold_reserve(dl_lock_t *l)
+{
+    l->busy = 1;
+}
+
+void dl_hold_unreserve(dl_lock_t *l)
+{
+    l->busy = 0;
+}
+
+void dl_hold_rtt(dl_lock_t *l, uint64_t us)
+{
+    uint64_t old = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&l->rtt_us, old ? (7 * old + us) / 8 : us, __ATOMIC_RELAXED);
+}
+
+/* Another process waits for the lock: from now on local handoffs and
+ * relocks are bounded (lock.c: may_keep). */
+static void waited(dl_lock_t *l)
+{
+    if (!l->remote_waiting) {
+        l->remote_waiting = 1;
+        l->waited_since = dl_now_us();
+    }
+}
+
+void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+{
+    l->undo = 0;              /* whatever a failed call left is ours now */
+    l->rmode = rq->mode;
+    l->fence = g->fence;
+    l->hold_rid = g->rid;
+    l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    l->renew = rq->lease_ms == 0;
+    l->fair = rq->fair;
+    l->lost = 0;
+    l->holdseq++;
+    l->handoffs = 0;
+    l->ttl_cut = 0;
+    dl_hold_fresh(l, g->valid_until);
+    /* redlock: nobody queues, so nobody can say they wait: bound local
+     * handoffs of a write hold as if someone did.  A read hold is shared by
+     * the process's readers (as on redis://) until a renewal reports a
+     * writer's mark (renew.lua): the watchdog renews it every
+     * DL_TENURE_RENEW_MS while readers join it (tenure.c). */
+    if (g->more || (!dl_conn_caps(p->conn).queue && rq->mode == 'w'))
+        waited(l);
+}
+
+void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed)
+{
+    if (!l->renew)
+        return;
+    dl_watchdog_ensure(p);
+    if (!claimed)
+        return;
+    /* A grant pushed to us (or found ours) lives only its claim window in
+     * Redis: the full lease is posted at once, and the watchdog confirms it
+     * at half the window (at once if the post could not be written, or if
+     * we do not know when the grant was made). */
+    uint64_t now = dl_now_ms();
+    int posted = dl_post_renew(p, l) == 0;
+    dl_watchdog_due(p, l, posted && l->valid_until > now
+                              ? now + dl_claim_window(l->lease_ms) / 2 : now);
+}
+
+void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode)
+{
+    if (l->rmode)
+        return;
+    l->undo = mode;
+    l->undo_checks = 2;
+    dl_watchdog_ensure(p);
+    dl_watchdog_due(p, l, dl_now_ms() + 50);
+}
+
+void dl_hold_handoff(dl_lock_t *l)
+{
+    if (l->remote_waiting)
+        l->handoffs++;
+    DL_STAT_ADD(local_handoffs, 1);
+}
+
+int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
+{
+    int lost = l->lost, cut = l->ttl_cut;
+    /* Names this hold, so that a copy of the call that reaches Redis late
+     * (sent on a connection given up since) cannot end a later hold. */
+    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid };
+    dl_caller_t who = dl_caller(p, l);
+    l->busy = 1;
+    pthread_mutex_unlock(&l->mu);
+
+    dl_call_t c;
+    dl_call_release(&c, &who, &ra);
+    c.deadline = deadline;
+    uint64_t t0 = dl_now_us();
+    int rc = dl_script_run(p->conn, &c, 1);
+    if (!rc)
+        dl_hold_rtt(l, dl_now_us() - t0);
+    char q[96];
+    dl_lock_qname(l, q, sizeof q);
+    if (rc && !lost) {
+        rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within %s", q, c.cmd.errmsg,
+                     cut ? "its claim window (a lingering hold)" : "one lease");
+        dl_log(DL_LOG_WARN, "%s", dist_lasterror());
+    } else if (rc) {
+        rc = 0;
+    } else if (c.reply.release.result == 0) {
+        /* Even for a resend: a first copy that ran left the release mark,
+         * and the reply would be 2.  So a server that restarted empty under
+         * us gives ENOLCK, and a cut connection does not. */
+        lost = 1;
+    }
+
+    pthread_mutex_lock(&l->mu);
+    if (lost) {
+        rc = dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
+                     "(lease ran out, or the key was deleted)", q);
+        dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
+               "(lease ran out, or the key was deleted)", q);
+        DL_STAT_ADD(lost, 1);
+    }
+    l->busy = 0;
+    l->rmode = 0;
+    l->holdseq++;             /* late renew replies concern the old hold */
+    dl_watchdog_undue(l);
+    l->lost = 0;
+    l->remote_waiting = 0;
+    l->handoffs = 0;
+    l->linger_until = 0;
+    pthread_cond_broadcast(&l->cv);
+    return rc;
+}
+
+int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l)
+{
+    char q[96];
+    if (!l->rmode || (!l->lost && dl_hold_valid(l)))
+        return 0;
+    if (!l->lost && !l->renew) {
+        /* A fixed lease past its end has lapsed: that is what it is for. */
+        l->lost = 1;
+    }
+    if (!l->lost) {
+        unsigned long holdseq = l->holdseq;
+        dl_caller_t who = dl_caller(p, l);
+        dl_call_t c;
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
+        l->busy = 1;
+        pthread_mutex_unlock(&l->mu);
+        uint64_t sent = dl_now_ms();
+        int rc = dl_script_run(p->conn, &c, 1);
+        long long kept = rc ? -1 : c.reply.renew.held;
+        char why[200];
+        snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
+        pthread_mutex_lock(&l->mu);
+        l->busy = 0;
+        pthread_cond_broadcast(&l->cv);
+        if (l->holdseq != holdseq)
+            return 0;             /* (cannot happen while others hold it) */
+        if (kept >= 1) {
+            dl_hold_confirmed(l, sent, l->cuts);
+            return 0;
+        }
+        if (kept < 0)
+            return dl_fail(EIO, "unlock %s: cannot confirm the hold with Redis: %s",
+                           dl_lock_qname(l, q, sizeof q), why);
+        l->lost = 1;
+        DL_STAT_ADD(lost, 1);
+    }
+    dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
+           "(lease ran out, or the key was deleted)", dl_lock_qname(l, q, sizeof q));
+    return dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
+                   "(lease ran out, or the key was deleted)", q);
+}
+
+/* --- lingering --- */
+
+int dl_hold_linger(dl_proc_t *p, dl_lock_t *l)
+{
+    /* The mark (mark.c) spares the next holder EOWNERDEAD should this
+     * process end without passing the lock on, and cuts the hold's time in
+     * Redis to a claim window: the others would wait that long at most. */
+    unsigned long claim = dl_claim_window(l->lease_ms);
+    if (dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) != 0)
+        return -1;
+    if (!l->ttl_cut) {
+        dl_hold_cut(l, claim);
+        uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
+        if (!l->renew_due || l->renew_due > due)
+            dl_watchdog_due(p, l, due);
+        l->ttl_cut = 1;
+    }
+    l->linger_until = dl_now_us() + DL_LINGER_US;
+    dl_watchdog_linger(p, l->linger_until);
+    DL_STAT_ADD(lingers, 1);
+    return 0;
+}
+
+int dl_hold_claim_linger(dl_proc_t *p, dl_lock_t *l)
+{
+    if (!l->linger_until)
+        return 0;
+    /* After a cut, the same post restores the lease; the next linger cuts
+     * anew. */
+    if (dl_mark(p, l, 0, l->ttl_cut ? l->lease_ms : 0) != 0)
+        return -1;
+    l->linger_until = 0;
+    l->ttl_cut = 0;
+    return 0;
+}
+
+int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline)
+{
+    int rc = 0;
+    pthread_mutex_lock(&l->mu);
+    /* Now (destroy, exit): a release of the lingering hold already under
+     * way (the watchdog's, or a lock call's that could not reuse it) is
+     * waited for, so that the hold is gone when we return, not left to a
+     * thread the process may end before it reaches Redis. */
+    while (now && l->linger_until && l->busy && (!deadline || dl_now_ms() < deadline))
+        dl_lock_wait(l, deadline ? deadline : DL_FOREVER);
+    if (l->linger_until && !l->busy && !l->writer && !l->rthreads && l->rmode &&
+        (now || dl_now_us() >= l->linger_until)) {
+        /* Nobody relocked: pass the lock on, as the unlock would have. */
+        DL_STAT_ADD(linger_ends, 1);
+        rc = dl_hold_release(p, l, deadline);
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+typedef struct pinned {
+    dl_lock_t *v[64];
+    size_t n;
+} pinned_t;
+
+static void pin_lingering(dl_lock_t *l, void *arg)
+{
+    pinned_t *pn = arg;
+    if (l->linger_until && pn->n < 64) {
+        dl_registry_pin(l);
+        pn->v[pn->n++] = l;
+    }
+}
+
+void dl_lock_flush_lingers(dl_proc_t *p)
+{
+    /* Exiting: pass the locks on now, but do not hang on a dead server
+     * (the hold then lapses within its claim window). */
+    uint64_t until = dl_now_ms() + 1000;
+    pinned_t pn;
+    do {                          /* 64 at a time; each release ends its linger */
+        pn.n = 0;
+        dl_registry_each(&p->reg, pin_lingering, &pn);
+        for (size_t i = 0; i < pn.n; i++) {
+            dl_lock_linger_end(p, pn.v[i], 1, until);
+            dl_registry_put(&p->reg, pn.v[i]);
+        }
+    } while (pn.n == 64 && dl_now_ms() < until);
+}
+
+/* --- what the subscriber and the watchdog tell the hold --- */
+
+void dl_lock_waited_on(dl_lock_t *l)
+{
+    if (l->rmode || l->busy)
+        waited(l);
+}
+
+void dl_lock_renewing(dl_lock_t *l)
+{
+    l->ttl_cut = 0;               /* renewed to the lease */
+}
+
+int dl_lock_undo_due(dl_lock_t *l)
+{
+    if (l->rmode || l->regid) {
+        l->undo = 0;              /* ours again: the acquire script said "mine" */
+        return DL_UNDO_NONE;
+    }
+    return l->busy ? DL_UNDO_LATER : DL_UNDO_NOW;
+}
+
+void dl_lock_undo_begin(dl_lock_t *l, char *mode, uint64_t *rid)
+{
+    *mode = l->undo;
+    *rid = l->undo_rid;
+    l->busy = l->undoing = 1;
+}
+
+void dl_lock_renewed(dl_lock_t *l, unsigned long holdseq, unsigned long cuts, uint64_t sent,
+                     long long queued)
+{
+    pthread_mutex_lock(&l->mu);
+    if (l->holdseq == holdseq && l->rmode) {
+        int was = dl_hold_valid(l);
+        dl_hold_confirmed(l, sent, cuts);
+        /* Threads that found it past (or without) its validity wait for it
+         * (a reader beside the process's readers): it may serve them now. */
+        if (!was && dl_hold_valid(l))
+            pthread_cond_broadcast(&l->cv);
+        /* Others wait: local handoffs are bounded from now on, pushes or
+         * not. */
+        if (queued > 0)
+            waited(l);
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+void dl_lock_gone(dl_lock_t *l, unsigned long holdseq)
+{
+    pthread_mutex_lock(&l->mu);
+    /* A release of this very hold may have reached Redis first: that is an
+     * unlock, not a loss. */
+    if (l->holdseq == holdseq && l->rmode && !l->lost && !l->busy) {
+        char q[96];
+        l->lost = 1;
+        DL_STAT_ADD(lost, 1);
+        dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
+               "or the key was deleted); its unlock will return ENOLCK",
+               dl_lock_qname(l, q, sizeof q));
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+int dl_lock_undo_end(dl_lock_t *l, int reached, int had)
+{
+    pthread_mutex_lock(&l->mu);
+    /* Found nothing: the request may not have run yet.  A resumed server
+     * serves its connections in no set order, so this withdrawal (on a new
+     * connection) can run before the request left on the old one: look
+     * once more a little later. */
+    int again = !reached || (!had && --l->undo_checks > 0);
+    if (!again) {
+        l->undo = 0;
+        if (had) {
+            char q[96];
+            dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
+                   "after all; that hold is released", dl_lock_qname(l, q, sizeof q));
+        }
+    }
+    l->busy = l->undoing = 0;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    return again;
+}

@@ -1,0 +1,377 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* take.c - taking the process's Redis hold on a lock (take.h).
+ *
+ * One thread of the process at a time takes it (l->busy, which lock.c
+ * reserves: dl_hold_reserve), without l->mu held but around the waiter
+ * fields it owns.  A taking is a loop of asks (acquire.lua): each ask
+ * registers anew; when the lock is busy and the caller may wait, the thread
+ * sleeps until the grant is pushed (notify.c: dl_lock_granted), until
+ * pushes may have been lost (dl_lock_recheck), or until it is time to ask
+ * again.  redlock keeps no queue: its waiters retry after a short random
+ * pause.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "hold.h"
+#include "notify.h"
+#include "take.h"
+#include "tenure.h"
+
+/* redlock: how long a waiting writer's mark lives on a server unless its
+ * next retry refreshes it (lua/common.lua, ww_set).  A few times the longest
+ * pause between retries (25 ms) and a slow round trip: readers elsewhere
+ * keep refusing while the writer waits, and a writer that died or vanished
+ * holds them back this long at most (capped by the claim window). */
+#define DL_WRITER_MARK_MS 250UL
+
+/* One taking of a hold: what each of its asks sends, and how it went. */
+typedef struct take {
+    unsigned long lease, wttl, claim;
+    int queue;                /* the caller may wait */
+    int enqueue;              /* ... in Redis's queue (else it retries: redlock) */
+    int redlock;
+    char mode;
+    dl_caller_t who;
+    char info[200];           /* holder info */
+    size_t infolen;
+    unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
+    uint64_t regid;           /* of the last ask */
+    uint64_t asked_at;        /* when the last acquire was sent */
+    int asked_again;          /* it was sent for want of a push */
+} take_t;
+
+/* What every ask of this taking sends. */
+static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
+{
+    memset(t, 0, sizeof *t);
+    t->lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    t->wttl = dl_claim_window(t->lease);
+    t->claim = rq->lease_ms ? t->lease : t->wttl;
+    t->queue = !rq->try_only && rq->deadline > dl_now_ms();
+    /* Without a queue in Redis (redlock, see quorum.c) waiters retry; a
+     * quorum of servers takes the writer mark below. */
+    dl_caps_t caps = dl_conn_caps(p->conn);
+    t->redlock = caps.quorum;
+    t->enqueue = t->queue && caps.queue;
+    t->mode = rq->mode;
+    t->who = dl_caller(p, l);
+    /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
+     * a write that will wait marks the servers it finds busy, and every
+     * read honours another process's mark. */
+    if (t->redlock && rq->mode == 'w' && t->queue)
+        t->markms = DL_WRITER_MARK_MS < t->wttl ? DL_WRITER_MARK_MS : t->wttl;
+    t->infolen = dl_proc_info(p, t->info, sizeof t->info);
+}
+
+/* A taking that may wait listens for its grant before it registers.  0, or
+ * EIO. */
+static int take_listen(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const take_t *t)
+{
+    char q[96];
+    /* redlock: a reader that may wait subscribes too, to hear of a writer
+     * that starts waiting while it holds (a push from the writer's mark,
+     * acquire.lua), as readers hear of a queued writer elsewhere; only a
+     * hint there (renewals say it too), so no failure to subscribe stops
+     * the call. */
+    int nrc = t->enqueue || (t->redlock && t->queue && rq->mode == 'r')
+                  ? dl_notify_ensure(p, rq->deadline) : 0;
+    if (nrc && !t->enqueue)
+        nrc = 0;
+    if (nrc == EAGAIN)
+        dl_log(DL_LOG_INFO, "lock %s: the subscriber is still connecting; waiting without "
+               "pushes (asking again every %lu ms)", dl_lock_qname(l, q, sizeof q), t->wttl / 3);
+    else if (nrc) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", dist_lasterror());
+        return dl_fail(EIO, "lock %s: cannot wait for it: %s", dl_lock_qname(l, q, sizeof q), why);
+    }
+    return 0;
+}
+
+/* A new registration id for the next ask; first: of this taking, which
+ * also drops a recheck left from an earlier one.  l->mu not held. */
+static void take_register(dl_proc_t *p, dl_lock_t *l, take_t *t, int first)
+{
+    t->regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+    pthread_mutex_lock(&l->mu);
+    l->regid = t->enqueue ? t->regid : 0;
+    l->undo_rid = t->regid;
+    l->granted = 0;
+    if (first)
+        l->recheck = 0;
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* One ask (acquire.lua).  0: taken, *g says what; EBUSY: busy, for *pttl ms
+ * at most; else the error (ETIMEDOUT unworded: the caller words it), with
+ * g->maybe set if the ask may have run. */
+static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, dl_grant_t *g,
+                    long long *pttl)
+{
+    char q[96];
+    dl_call_t c;
+    t->asked_at = dl_now_ms();
+    dl_call_acquire(&c, &t->who, &(dl_acquire_args_t){
+        .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
+        .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
+        .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
+    /* A timed lock waits for a stalled server no longer than its deadline. */
+    if (rq->deadline != DL_FOREVER && !rq->try_only) {
+        /* (a round trip's worth at least, for a deadline already past) */
+        uint64_t soonest = dl_now_ms() + 50;
+        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
+    }
+    /* Should the link give up on a stalled server after sending this,
+     * the server may run it when it resumes: the withdrawal of exactly
+     * this request then runs right after it (lua/withdraw.lua). */
+    dl_call_t undo;
+    dl_call_withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
+    uint64_t sent_us = dl_now_us();
+    if (dl_script_run_undoable(p->conn, &c, &undo)) {
+        /* A time-out says nothing of whether Redis ran it (a stalled
+         * server runs it when it resumes): we may hold the lock, or be
+         * queued, without knowing.  The caller has that withdrawn as
+         * well, from a new connection: the undo above may not have
+         * found room in the old one. */
+        g->maybe = c.cmd.sent;
+        if (c.deadline && dl_now_ms() >= c.deadline)
+            return ETIMEDOUT;     /* the watchdog withdraws what was sent */
+        return dl_fail(EIO, "lock %s: %s", dl_lock_qname(l, q, sizeof q), c.cmd.errmsg);
+    }
+    dl_hold_rtt(l, dl_now_us() - sent_us);
+    const dl_acquire_reply_t *ar = &c.reply.acquire;
+    if (ar->got == 1 && t->asked_again)
+        DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
+    if (ar->got == 1) {
+        g->fence = ar->fence;
+        g->dead = ar->dead;
+        g->more = ar->waiters > 0;
+        g->claimed = ar->claimed;
+        /* Taken by this ask: it set the lease.  Found ours already (a
+         * grant to an earlier request): its TTL is unknown until the
+         * watchdog renews it, which the caller has done at once. */
+        g->valid_until = g->claimed ? 0 : dl_hold_valid_until(t->asked_at, t->lease);
+        return 0;
+    }
+    *pttl = ar->pttl_ms;
+    if (ar->got != 0)
+        return dl_fail(EIO, "lock %s: unexpected reply from Redis", dl_lock_qname(l, q, sizeof q));
+    return EBUSY;
+}
+
+/* Queued.  Sleeps until the grant is pushed, or until the holders' leases
+ * run out (a holder that died sends nothing), or lease/3 at most, which
+ * also refreshes our registration.  1: granted, *g says what. */
+static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl, dl_grant_t *g)
+{
+    char q[96];
+    uint64_t now = dl_now_ms();
+    uint64_t nap = t->wttl / 3 ? t->wttl / 3 : 1;
+    if (!t->enqueue)              /* redlock: a short random pause */
+        nap = 2 + (uint64_t)(dl_random() % 24);
+    if (pttl > 0 && (uint64_t)pttl + 1 < nap)
+        nap = (uint64_t)pttl + 1;
+    uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
+    pthread_mutex_lock(&l->mu);
+    while (!l->granted && !l->recheck && dl_now_ms() < wake)
+        dl_lock_wait(l, wake);
+    if (l->granted) {
+        g->fence = l->grant_fence;
+        g->dead = l->grant_dead;
+        g->more = l->grant_more;
+        g->claimed = 1;
+        /* Granted after our last ask was sent, for the claim window. */
+        g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        l->granted = 0;
+        l->regid = 0;
+        pthread_mutex_unlock(&l->mu);
+        DL_STAT_ADD(grants, 1);
+        return 1;
+    }
+    int pushed = l->recheck;
+    l->recheck = 0;
+    pthread_mutex_unlock(&l->mu);
+    t->asked_again = !pushed;
+    if (!pushed && t->enqueue)
+        dl_log(DL_LOG_DEBUG, "lock %s: no push after %llu ms (holders' lease %lld ms): asking again",
+               dl_lock_qname(l, q, sizeof q), (unsigned long long)nap, pttl);
+    return 0;
+}
+
+/* The grant was made after our last acquire ran, and lives `claim` ms
+ * unless our watchdog extends it (at claim/2 from now).  A push read late
+ * (this process stalled, a slow subscriber, a cluster bus behind) may carry
+ * a grant that has lapsed, and the lock may be someone else's by now:
+ * confirm it with the renewal it needs anyway.  0: it stands; EAGAIN: it
+ * had lapsed (wait again); EIO. */
+static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_grant_t *g)
+{
+    char q[96];
+    if (dl_now_ms() - t->asked_at < t->claim / 2)
+        return 0;
+    dl_call_t c;
+    uint64_t renew_at = dl_now_ms();
+    dl_call_renew(&c, &t->who, &(dl_renew_args_t){
+        .mode = t->mode, .lease_ms = t->lease, .fence = g->fence });
+    int rrc = dl_script_run(p->conn, &c, 1);
+    long long kept = rrc ? -1 : c.reply.renew.held;
+    char why[200];
+    snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
+    if (kept == 0) {
+        dl_log(DL_LOG_INFO, "lock %s: a grant pushed %llu ms after we asked had lapsed: "
+               "waiting again", dl_lock_qname(l, q, sizeof q),
+               (unsigned long long)(dl_now_ms() - t->asked_at));
+        pthread_mutex_lock(&l->mu);
+        l->regid = t->regid;
+        pthread_mutex_unlock(&l->mu);
+        return EAGAIN;
+    }
+    if (kept < 0) {
+        g->maybe = 1;
+        return dl_fail(EIO, "lock %s: confirming a late grant: %s", dl_lock_qname(l, q, sizeof q), why);
+    }
+    g->valid_until = dl_hold_valid_until(renew_at, t->lease);
+    return 0;
+}
+
+/* The deadline passed while waiting.  ETIMEDOUT (unworded), or 0 if the
+ * lock was granted meanwhile (*g says what). */
+static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const take_t *t,
+                        dl_grant_t *g)
+{
+    dl_call_t c;
+    if (!t->enqueue) {
+        if (t->redlock && rq->mode == 'w') {
+            /* Giving up: take our writer mark away now, rather than hold
+             * readers back until it lapses.  (Best effort: a server that
+             * misses it lets the mark lapse.) */
+            dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){
+                .mode = t->mode, .regid = t->regid, .clear_mark = 1 });
+            dl_script_run(p->conn, &c, 1);
+        }
+        return ETIMEDOUT;
+    }
+    /* Withdraw; the lock may have been granted meanwhile. */
+    dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){ .mode = t->mode, .regid = t->regid });
+    int rc = ETIMEDOUT;
+    int crc = dl_script_run(p->conn, &c, 1);
+    if (crc)
+        g->maybe = 1;             /* still queued: a grant may come */
+    if (crc == 0 && c.reply.cancel.granted == 1) {
+        g->fence = c.reply.cancel.fence;
+        g->dead = c.reply.cancel.dead;
+        g->more = c.reply.cancel.waiters > 0;
+        g->claimed = 1;
+        g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        rc = 0;
+    }
+    return rc;
+}
+
+/* Takes the Redis hold for l, waiting for a grant if rq allows. */
+static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+{
+    take_t t;
+    take_init(p, l, rq, &t);
+    int rc = take_listen(p, l, rq, &t);
+    if (rc)
+        return rc;
+    take_register(p, l, &t, 1);
+    for (;;) {
+        if (t.asked_at) {
+            /* Each ask registers anew: a push for an earlier registration
+             * carries a grant made before this ask ran, which the ask
+             * reports itself if it still stands ("mine") and which has
+             * lapsed if the ask finds the lock busy.  Either way the push
+             * is stale (dl_lock_granted drops it). */
+            take_register(p, l, &t, 0);
+        }
+        long long pttl = 0;
+        rc = take_ask(p, l, rq, &t, g, &pttl);
+        if (rc != EBUSY || !t.queue)
+            break;
+        if (take_wait(l, rq, &t, pttl, g)) {
+            rc = take_confirm_late(p, l, &t, g);
+            if (rc == EAGAIN)
+                continue;
+            if (rc)
+                return rc;
+            g->rid = t.regid;
+            return g->dead ? EOWNERDEAD : 0;
+        }
+        if (dl_now_ms() >= rq->deadline) {
+            rc = take_give_up(p, l, rq, &t, g);
+            break;
+        }
+    }
+    pthread_mutex_lock(&l->mu);
+    l->regid = 0;
+    l->granted = 0;
+    pthread_mutex_unlock(&l->mu);
+    if (rc == 0 && g->dead)
+        rc = EOWNERDEAD;
+    g->rid = t.regid;
+    return rc;
+}
+
+/* ?wait=N: the acquisition counts once N replicas have it; else it is
+ * undone, since a failover now could hand the lock to a second holder. */
+static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+{
+    char q[96], err[200];
+    unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    dl_caller_t who = dl_caller(p, l);
+    dl_call_t c;
+    if (g->claimed) {
+        /* Granted by another client's release: WAIT covers only writes made
+         * on our connection, so make one (the renewal the grant needs). */
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
+        dl_script_run(p->conn, &c, 1);
+    }
+    if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
+        return 0;
+    /* Undo exactly this acquisition (named by its registration id: the same
+     * on every redlock server, whose fences differ). */
+    dl_call_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
+    dl_script_run(p->conn, &c, 1);
+    return dl_fail(EIO, "lock %s: %s; the acquisition was undone", dl_lock_qname(l, q, sizeof q), err);
+}
+
+int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+{
+    int rc = redis_take(p, l, rq, g);
+    if ((rc == 0 || rc == EOWNERDEAD) && p->cfg.wait_replicas) {
+        int wrc = confirm_replicas(p, l, rq, g);
+        if (wrc)
+            return wrc;
+    }
+    return rc;
+}
+
+/* --- what the subscriber (notify.c) tells a waiting lock; l->mu held --- */
+
+void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more)
+{
+    /* A grant for a registration that gave up is stale: the cancel script
+     * already told that thread. */
+    if (l->regid != regid)
+        return;
+    l->granted = 1;
+    l->grant_fence = fence;
+    l->grant_dead = dead;
+    l->grant_more = more;
+    pthread_cond_broadcast(&l->cv);
+}
+
+void dl_lock_recheck(dl_lock_t *l)
+{
+    if (l->regid) {
+        l->recheck = 1;
+        pthread_cond_broadcast(&l->cv);
+    }
+}

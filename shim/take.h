@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * take.h - taking the process's Redis hold on a lock (take.c): one acquire
+ * and, when the lock is busy and the caller may wait, the wait in Redis's
+ * queue for the grant pushed to this process (notify.c), late grants
+ * confirmed, a time-out withdrawn, and ?wait=N's replicas counted.
+ *
+ * take.c writes a lock's waiter fields (regid, granted, grant_*, recheck,
+ * undo_rid: see dl_lock_t); the subscriber changes them only through
+ * dl_lock_granted and dl_lock_recheck.  What was taken comes back in a
+ * dl_grant_t, which hold.c records (dl_hold_record).
+ */
+#ifndef DL_TAKE_H
+#define DL_TAKE_H
+
+#include "lock.h"
+
+/* A waiter's registration lives this long (at most a lease) unless
+ * refreshed, so a waiter that died leaves the queue that soon; a hold pushed
+ * to a waiter first lives as long (its claim window) until the grantee's
+ * watchdog extends it. */
+#define DL_WAITER_TTL_MS 2000UL
+
+/* The claim window of a hold with this lease (see above). */
+static inline unsigned long dl_claim_window(unsigned long lease_ms)
+{
+    return lease_ms < DL_WAITER_TTL_MS ? lease_ms : DL_WAITER_TTL_MS;
+}
+
+/* What taking the hold found. */
+typedef struct dl_grant {
+    uint64_t fence;
+    int dead;
+    int more;
+    int claimed;              /* granted while we waited: only the claim ttl */
+    int maybe;                /* failed, but an acquire or cancel may have run */
+    uint64_t rid;             /* the registration id the hold was taken or claimed with */
+    uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
+} dl_grant_t;
+
+/* Takes the Redis hold for l as rq says, waiting for a grant if rq allows,
+ * then (?wait=N) for replicas.  Called with l->busy set by the caller and
+ * l->mu not held.  0, EOWNERDEAD, EBUSY, ETIMEDOUT (the caller words
+ * those two), EIO; *g says what was taken, or whether a failed call may
+ * have run. */
+int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g);
+
+/* What the subscriber (notify.c) learns, told to the lock (l->mu held;
+ * never block).  A grant pushed for registration regid: wakes the thread
+ * waiting in Redis's queue with it, if it still does. */
+void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more);
+/* Pushes may have been lost (the subscriber reconnected): a thread waiting
+ * in Redis's queue asks Redis again. */
+void dl_lock_recheck(dl_lock_t *l);
+
+#endif

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * tenure.h - what the process knows of its Redis hold's life (tenure.c):
+ * until when it may serve the process's threads without asking Redis, and
+ * how often it is renewed while they pass it around.  tenure.c writes a
+ * lock's validity fields (valid_until, cuts, cut_until, cut_ttl: see
+ * dl_lock_t); l->mu held for all but dl_hold_valid_until.
+ */
+#ifndef DL_TENURE_H
+#define DL_TENURE_H
+
+#include "process.h"
+
+/* Until when a hold is surely still in Redis (monotonic ms), when the call
+ * that set its TTL to ttl_ms was sent at sent_ms: less a clock-drift
+ * allowance (1% + 2 ms, as redlock's); 0 for a TTL too short to count. */
+uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
+/* Whether l's hold is within its validity: only then may it serve another
+ * local holder. */
+int dl_hold_valid(const dl_lock_t *l);
+/* A new hold, surely in Redis until valid_until (0: unknown until renewed). */
+void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until);
+/* A renewal (or an unlock's check) of l's hold, sent at sent_ms when l->cuts
+ * was `cuts`, was confirmed: the hold is valid a TTL from then (no more
+ * than the end of a cut made since: dl_hold_cut). */
+void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts);
+/* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
+void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
+/* The TTL a confirmed renewal of l's hold vouches for: its lease, or once
+ * a linger cut it, no more than the cut (a cut may run after the renewal). */
+unsigned long dl_hold_ttl(const dl_lock_t *l);
+/* A thread of the process takes over, or waits for, the process's hold:
+ * has the watchdog renew it soon (whose reply says if others wait). */
+void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);
+/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease
+ * (a relock of a lingering hold restores it with its mark instead: mark.c).
+ * The reply is never read: l->valid_until stays.  0 when written. */
+int dl_post_renew(dl_proc_t *p, const dl_lock_t *l);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * watchdog.h - the process's renewing thread (watchdog.c): renews held
+ * locks, withdraws failed acquisitions, ends lingering holds.  Of a lock's
+ * state it writes only its schedule (l->renew_due); what its round trips
+ * find it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone,
+ * dl_lock_undo_*; dl_lock_linger_end).  Its own state is the dl_proc_t's
+ * w* fields.
+ */
+#ifndef DL_WATCHDOG_H
+#define DL_WATCHDOG_H
+
+#include "process.h"
+
+/* Starts the renewing thread if needed.  Never blocks. */
+void dl_watchdog_ensure(dl_proc_t *p);
+/* Asks for l's hold to be renewed by `due` (monotonic ms), before the next
+ * regular tick.  l->mu held.  Never blocks. */
+void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due);
+/* l's hold ended: no early renewal is due for it.  l->mu held. */
+void dl_watchdog_undue(dl_lock_t *l);
+/* A hold lingers until `until` (monotonic us): the watchdog looks at the
+ * lingering holds then, and ends those that no relock claimed.  Never
+ * blocks. */
+void dl_watchdog_linger(dl_proc_t *p, uint64_t until);
+
+#endif
