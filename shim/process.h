@@ -4,6 +4,10 @@
  * process's random owner token, its connections, its lock registry, the
  * subscriber and watchdog threads.  Created on first use; a forked child
  * drops its parent's (without sending on its sockets) and starts afresh.
+ *
+ * process.c creates the state and resets it in a forked child; the
+ * subscriber's fields below belong to notify.c, the watchdog's to
+ * watchdog.c.  (The lock objects' calls are in object.h.)
  */
 #ifndef DL_PROCESS_H
 #define DL_PROCESS_H
@@ -57,19 +61,5 @@ size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);
 
 /* Starts a detached thread with all signals blocked. */
 int dl_thread_start(void *(*fn)(void *), void *arg);
-
-/* --- the lock objects (object.c) --- */
-struct dist_lockobj;
-#define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
-#define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
-#define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
-int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
-/* The lock state of an initialized object (resolving it on first use, or
- * anew in a forked child); EINVAL for bad objects and configuration. */
-int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp);
-int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
-/* dist_*_getfence: the calling thread's fence of its hold on o. */
-int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
-void dl_obj_after_fork(void);
 
 #endif
