@@ -106,11 +106,8 @@ This package holds the shared library.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdistlock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # The static library and pkg-config's Requires.private need these.
-set(DL_DEB_DEV_DEPENDS "libdistlock0 (= ${DL_DEB_VERSION}), libhiredis-dev, uuid-dev")
-if(TARGET PkgConfig::OPENSSL)
-  string(APPEND DL_DEB_DEV_DEPENDS ", libssl-dev")
-endif()
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${DL_DEB_DEV_DEPENDS}")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "libdistlock0 (= ${DL_DEB_VERSION}), libhiredis-dev, uuid-dev, libssl-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
 "distributed locks on Redis that behave like pthread locks (development)
