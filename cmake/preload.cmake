@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The LD_PRELOAD interposer (SPEC "The interposer"): libdistlock_preload.so,
 # and its tests.  Included by the top-level CMakeLists.txt after the core
-# library (it uses dl_library_objects and distlock_internal).
+# library (it uses dl_library_objects, dl_internal_library and
+# distlock_internal).
 #
 # A sanitizer runtime cannot be LD_PRELOADed into the uninstrumented
 # programs the interposer exists for, so the interposer and the programs
@@ -17,11 +18,7 @@ set(DLP_SOURCES
 if(DL_SANITIZED)
   dl_library_objects(distlock_objs_plain)
   dl_target_flags(distlock_objs_plain PLAIN)
-  add_library(distlock_internal_plain STATIC $<TARGET_OBJECTS:distlock_objs_plain>)
-  target_include_directories(distlock_internal_plain PUBLIC
-    ${PROJECT_SOURCE_DIR}/include ${PROJECT_SOURCE_DIR}/shim)
-  target_link_libraries(distlock_internal_plain PUBLIC
-    PkgConfig::HIREDIS PkgConfig::UUID PkgConfig::OPENSSL Threads::Threads)
+  dl_internal_library(distlock_internal_plain distlock_objs_plain)
   set(DLP_INTERNAL distlock_internal_plain)
 else()
   set(DLP_INTERNAL distlock_internal)
