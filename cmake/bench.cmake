@@ -1,29 +1,28 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # distlock-bench (tools/bench/), the benchmark of SPEC "The benchmark tool",
 # and its smoke test.  Included by the top-level CMakeLists.txt after
-# cmake/preload.cmake (when present) and before cmake/install.cmake, which
-# installs the program (its `if(TARGET distlock-bench)` rule).
+# cmake/preload.cmake and before cmake/install.cmake, which installs the
+# program.
 #
 # Measure with a Release build and no sanitizers:
 #   cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DDISTLOCK_TESTS=OFF
 #   cmake --build build-bench -j2 && build-bench/distlock-bench
 
-file(GLOB DL_BENCH_SOURCES CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/tools/bench/*.c)
+file(GLOB DL_BENCH_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tools/bench/*.c)
 add_executable(distlock-bench ${DL_BENCH_SOURCES})
 target_compile_definitions(distlock-bench PRIVATE _GNU_SOURCE)
-# Static: the bench reads the library's counters (shim/dl_stats.h) and the
-# SHA1s of its embedded scripts (shim/script.h) to tell them apart in the
-# SLOWLOG; distlock_static carries include/, shim/, hiredis, uuid, pthread.
-target_link_libraries(distlock-bench PRIVATE distlock_static m)
+# The bench reads the library's counters (shim/status.h) and the SHA1s of
+# its embedded scripts (shim/script.h) to tell them apart in the SLOWLOG:
+# distlock_internal, which also brings hiredis.
+target_link_libraries(distlock-bench PRIVATE distlock_internal m)
+dl_target_flags(distlock-bench)
 
-# W8 runs when the interposer is built: the bench finds it in the build
-# tree, or where cmake --install puts it.
-if(TARGET distlock_preload)
-  target_compile_definitions(distlock-bench PRIVATE
-    DISTLOCK_PRELOAD_PATH="$<TARGET_FILE:distlock_preload>"
-    DISTLOCK_PRELOAD_INSTALLED="${CMAKE_INSTALL_FULL_LIBDIR}/$<TARGET_FILE_NAME:distlock_preload>")
-  add_dependencies(distlock-bench distlock_preload)
-endif()
+# W8 preloads the interposer: the bench finds it in the build tree, or
+# where cmake --install puts it.
+target_compile_definitions(distlock-bench PRIVATE
+  DISTLOCK_PRELOAD_PATH="$<TARGET_FILE:distlock_preload>"
+  DISTLOCK_PRELOAD_INSTALLED="${CMAKE_INSTALL_FULL_LIBDIR}/$<TARGET_FILE_NAME:distlock_preload>")
+add_dependencies(distlock-bench distlock_preload)
 
 if(DISTLOCK_TESTS)
   enable_testing()
@@ -34,6 +33,6 @@ if(DISTLOCK_TESTS)
     COMMAND ${CMAKE_COMMAND} -E env --unset=DISTLOCK_URL --unset=DISTLOCK_PREFIX
             --unset=DISTLOCK_LEASE_MS --unset=DISTLOCK_IO_TIMEOUT_MS --unset=DISTLOCK_LOG
             --unset=DISTLOCK_PASSWORD --unset=DISTLOCK_MAP --unset=LD_PRELOAD
-            bash ${CMAKE_SOURCE_DIR}/tests/bench/smoke.sh $<TARGET_FILE:distlock-bench>)
+            bash ${PROJECT_SOURCE_DIR}/tests/bench/smoke.sh $<TARGET_FILE:distlock-bench>)
   set_tests_properties(bench_smoke PROPERTIES TIMEOUT 120)
 endif()

@@ -10,7 +10,9 @@
 # tests/fuzz/run.sh does all of that.  Each fuzzer compiles the few library
 # sources its parser needs directly, instrumented (no Lua, no hiredis, no
 # threads): config.c + error.c (dl_fail, dl_quote) for the URL and the
-# environment, map.c alone for the map.  With DISTLOCK_TESTS on, ctest also
+# environment, map.c alone for the map.  So they take only the include
+# directories of the internal interface (distlock_internal), not its
+# uninstrumented objects.  With DISTLOCK_TESTS on, ctest also
 # replays each committed corpus once (fuzz_*_corpus, no fuzzing).
 include_guard(GLOBAL)
 
@@ -22,13 +24,15 @@ if(DISTLOCK_FUZZ)
                         "-DCMAKE_C_COMPILER=clang (this build uses ${CMAKE_C_COMPILER_ID})")
   endif()
   set(DLF_SAN -fsanitize=fuzzer,address,undefined)
-  set(DLF_DIR ${CMAKE_SOURCE_DIR}/fuzz)
+  set(DLF_DIR ${PROJECT_SOURCE_DIR}/fuzz)
 
   function(dl_add_fuzzer name)
     add_executable(${name} ${DLF_DIR}/${name}.c ${ARGN})
     target_include_directories(${name} PRIVATE ${DLF_DIR}
-      ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}/shim/preload)
+      $<TARGET_PROPERTY:distlock_internal,INTERFACE_INCLUDE_DIRECTORIES>
+      ${PROJECT_SOURCE_DIR}/shim/preload)
     target_compile_definitions(${name} PRIVATE _GNU_SOURCE)
+    dl_target_flags(${name} PLAIN)     # libFuzzer's own sanitizers, below
     target_compile_options(${name} PRIVATE ${DLF_SAN} -fno-sanitize-recover=undefined
       -fno-omit-frame-pointer -g)
     target_link_options(${name} PRIVATE ${DLF_SAN})
@@ -39,9 +43,9 @@ if(DISTLOCK_FUZZ)
     endif()
   endfunction()
 
-  dl_add_fuzzer(fuzz_url ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c
+  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/config.c ${PROJECT_SOURCE_DIR}/shim/error.c
     ${DLF_DIR}/tls_stub.c)
-  dl_add_fuzzer(fuzz_env ${CMAKE_SOURCE_DIR}/shim/config.c ${CMAKE_SOURCE_DIR}/shim/error.c
+  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/config.c ${PROJECT_SOURCE_DIR}/shim/error.c
     ${DLF_DIR}/tls_stub.c)
-  dl_add_fuzzer(fuzz_map ${CMAKE_SOURCE_DIR}/shim/preload/map.c)
+  dl_add_fuzzer(fuzz_map ${PROJECT_SOURCE_DIR}/shim/preload/map.c)
 endif()

@@ -15,7 +15,7 @@ include(CMakePackageConfigHelpers)
 
 set(DL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/distlock)
 
-install(FILES ${CMAKE_SOURCE_DIR}/include/distlock.h
+install(FILES ${PROJECT_SOURCE_DIR}/include/distlock.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
 # distlock::distlock is the shared library; distlock::distlock_static the
@@ -26,38 +26,32 @@ install(TARGETS distlock distlock_static
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}    # libdistlock.so.0.1.0 + soname links
     COMPONENT lib NAMELINK_COMPONENT dev         # libdistlock.so: development only
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 
-# Parts that come later in the project; each is installed once it exists.
-if(TARGET distlock_preload)
-  install(TARGETS distlock_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tools)
-endif()
-foreach(tool distlock-cli distlock-bench)
-  if(TARGET ${tool})
-    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
-  endif()
-endforeach()
+# The tools: the interposer, the distlock command, the benchmark.
+install(TARGETS distlock_preload LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT tools)
+install(TARGETS distlock-cli distlock-bench RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tools)
 
-# --- CMake package.  The exported targets name PkgConfig::HIREDIS,
-# PkgConfig::UUID and Threads::Threads; distlockConfig.cmake finds them again
-# in the consumer's project before loading the targets.
+# --- CMake package.  The exported archive names PkgConfig::HIREDIS,
+# PkgConfig::UUID, PkgConfig::OPENSSL and Threads::Threads (link-only: the
+# shared library keeps them private); distlockConfig.cmake finds them
+# again in the consumer's project before loading the targets.
 install(EXPORT distlockTargets
   NAMESPACE distlock::
   FILE distlockTargets.cmake
   DESTINATION ${DL_CMAKE_DIR} COMPONENT dev)
 configure_package_config_file(
-  ${CMAKE_SOURCE_DIR}/cmake/distlockConfig.cmake.in
-  ${CMAKE_BINARY_DIR}/distlockConfig.cmake
+  ${PROJECT_SOURCE_DIR}/cmake/distlockConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/distlockConfig.cmake
   INSTALL_DESTINATION ${DL_CMAKE_DIR})
 # 0.x: a new minor version may change the interface.
 write_basic_package_version_file(
-  ${CMAKE_BINARY_DIR}/distlockConfigVersion.cmake
+  ${PROJECT_BINARY_DIR}/distlockConfigVersion.cmake
   VERSION ${PROJECT_VERSION}
   COMPATIBILITY SameMinorVersion)
 install(FILES
-  ${CMAKE_BINARY_DIR}/distlockConfig.cmake
-  ${CMAKE_BINARY_DIR}/distlockConfigVersion.cmake
+  ${PROJECT_BINARY_DIR}/distlockConfig.cmake
+  ${PROJECT_BINARY_DIR}/distlockConfigVersion.cmake
   DESTINATION ${DL_CMAKE_DIR} COMPONENT dev)
 
 # --- pkg-config.  Written at install time, so that the prefix given to
@@ -73,8 +67,8 @@ else()
   set(DL_PC_INCLUDEDIR "\${prefix}/${CMAKE_INSTALL_INCLUDEDIR}")
 endif()
 install(CODE "
-  set(DL_PC_IN [[${CMAKE_SOURCE_DIR}/cmake/distlock.pc.in]])
-  set(DL_PC_OUT [[${CMAKE_BINARY_DIR}/distlock.pc]])
+  set(DL_PC_IN [[${PROJECT_SOURCE_DIR}/cmake/distlock.pc.in]])
+  set(DL_PC_OUT [[${PROJECT_BINARY_DIR}/distlock.pc]])
   set(DL_PC_LIBDIR [[${DL_PC_LIBDIR}]])
   set(DL_PC_INCLUDEDIR [[${DL_PC_INCLUDEDIR}]])
   set(DL_PC_VERSION [[${PROJECT_VERSION}]])
@@ -83,5 +77,22 @@ install(CODE [[
   set(DL_PC_PREFIX "${CMAKE_INSTALL_PREFIX}")
   configure_file("${DL_PC_IN}" "${DL_PC_OUT}" @ONLY)
 ]] COMPONENT dev)
-install(FILES ${CMAKE_BINARY_DIR}/distlock.pc
+install(FILES ${PROJECT_BINARY_DIR}/distlock.pc
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig COMPONENT dev)
+
+if(DISTLOCK_TESTS)
+  enable_testing()
+  # The other way in: a project that builds distlock from its sources with
+  # add_subdirectory (tests/install/subdir.sh: its consumers link
+  # distlock::distlock and distlock::distlock_static, see no shim/ and no
+  # flags of ours).  cmake --install and the packages are checked by
+  # tests/install/check.sh and tests/packages/check.sh (tools/test.sh).
+  add_test(NAME install_subdir
+    COMMAND ${CMAKE_COMMAND} -E env --unset=DISTLOCK_URL --unset=DISTLOCK_PREFIX
+            --unset=DISTLOCK_LEASE_MS --unset=DISTLOCK_IO_TIMEOUT_MS --unset=DISTLOCK_LOG
+            --unset=DISTLOCK_PASSWORD --unset=DISTLOCK_MAP --unset=LD_PRELOAD
+            bash ${PROJECT_SOURCE_DIR}/tests/install/subdir.sh add_subdirectory)
+  # A build of its own (plain): no sanitizer's options apply to it.
+  set_tests_properties(install_subdir PROPERTIES TIMEOUT 600
+    ENVIRONMENT "ASAN_OPTIONS=;TSAN_OPTIONS=;UBSAN_OPTIONS=")
+endif()

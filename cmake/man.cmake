@@ -17,8 +17,8 @@ option(DISTLOCK_DEBIAN
   "Install as a Debian package wants: gzipped manual pages, share/doc/PACKAGE/{copyright,changelog.Debian.gz}"
   ${_dl_debian_default})
 
-set(DL_MAN_DIR ${CMAKE_SOURCE_DIR}/docs/man)
-set(DL_MAN_OUT ${CMAKE_BINARY_DIR}/man)
+set(DL_MAN_DIR ${PROJECT_SOURCE_DIR}/docs/man)
+set(DL_MAN_OUT ${PROJECT_BINARY_DIR}/man)
 file(MAKE_DIRECTORY ${DL_MAN_OUT})
 if(DISTLOCK_DEBIAN)
   find_program(DL_GZIP gzip REQUIRED)
@@ -54,7 +54,7 @@ set(DL_MAN3_GROUPS
   "dist_rwlockattr_init:dist_rwlockattr_destroy,dist_rwlockattr_setlease"
   "dist_strerror:dist_lasterror,dist_version")
 
-set(DL_MAN_LINK_DIR ${CMAKE_BINARY_DIR}/man3-links)
+set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)
 file(MAKE_DIRECTORY ${DL_MAN_LINK_DIR})
 set(DL_MAN3_PAGES "")
 set(DL_MAN3_LINKS "")
@@ -83,7 +83,7 @@ install(FILES ${DL_MAN3_PAGES} ${DL_MAN3_LINKS}
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT dev)
 # distlock(1) is the CLI's page (docs/distlock.1); cmake/cli.cmake leaves
 # its installation to this file.
-foreach(src ${CMAKE_SOURCE_DIR}/docs/distlock.1 ${DL_MAN_DIR}/distlock-bench.1
+foreach(src ${PROJECT_SOURCE_DIR}/docs/distlock.1 ${DL_MAN_DIR}/distlock-bench.1
             ${DL_MAN_DIR}/distlock.7 ${DL_MAN_DIR}/distlock_preload.8)
   string(REGEX MATCH "[0-9]$" section ${src})
   dl_man_page(${src} file)
@@ -99,8 +99,8 @@ if(DISTLOCK_TESTS)
   # version, and every function of distlock.h has a page named after it.
   list(JOIN DL_MAN3_NAMES "," DL_MAN3_NAMES_CSV)
   add_test(NAME man_pages
-    COMMAND bash ${CMAKE_SOURCE_DIR}/tests/install/man.sh ${PROJECT_VERSION}
-            ${CMAKE_SOURCE_DIR}/include/distlock.h ${DL_MAN3_NAMES_CSV}
-            ${DL_MAN_DIR} ${CMAKE_SOURCE_DIR}/docs/distlock.1)
+    COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install/man.sh ${PROJECT_VERSION}
+            ${PROJECT_SOURCE_DIR}/include/distlock.h ${DL_MAN3_NAMES_CSV}
+            ${DL_MAN_DIR} ${PROJECT_SOURCE_DIR}/docs/distlock.1)
   set_tests_properties(man_pages PROPERTIES TIMEOUT 60)
 endif()

@@ -22,7 +22,7 @@ set(DL_DEB_PACKAGES lib:libdistlock0 dev:libdistlock-dev tools:distlock-tools)
 # /usr/share/doc/PACKAGE (option DISTLOCK_DEBIAN, cmake/man.cmake).
 if(DISTLOCK_DEBIAN)
   find_program(DL_GZIP gzip REQUIRED)
-  file(READ ${CMAKE_SOURCE_DIR}/LICENSE DL_LICENSE_TEXT)
+  file(READ ${PROJECT_SOURCE_DIR}/LICENSE DL_LICENSE_TEXT)
   string(REGEX REPLACE "^BSD 3-Clause License\n\n[^\n]*\n[^\n]*\n\n" "" DL_LICENSE_BODY
          "${DL_LICENSE_TEXT}")
   # Debian's copyright format: the license text indented, blank lines as " ."
@@ -34,7 +34,7 @@ if(DISTLOCK_DEBIAN)
     string(REPLACE ":" ";" entry "${entry}")
     list(GET entry 0 comp)
     list(GET entry 1 pkg)
-    set(dir ${CMAKE_BINARY_DIR}/debian-doc/${pkg})
+    set(dir ${PROJECT_BINARY_DIR}/debian-doc/${pkg})
     file(MAKE_DIRECTORY ${dir})
     file(WRITE ${dir}/copyright
 "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
@@ -71,7 +71,7 @@ set(CPACK_PACKAGE_CONTACT "${DL_DEB_MAINTAINER}")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 # No CPACK_PACKAGE_DESCRIPTION_SUMMARY: CPack would put it before each
 # component's description, whose first line is that package's synopsis.
-set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_SOURCE_DIR}/LICENSE)
+set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_STRIP_FILES ON)
 set(CPACK_DEB_COMPONENT_INSTALL ON)
 set(CPACK_COMPONENTS_ALL lib dev tools)
@@ -87,11 +87,11 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # trigger too.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
-file(WRITE ${CMAKE_BINARY_DIR}/debian-control/triggers "activate-noawait ldconfig\n")
+file(WRITE ${PROJECT_BINARY_DIR}/debian-control/triggers "activate-noawait ldconfig\n")
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME libdistlock0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
-set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian-control/triggers)
+set(CPACK_DEBIAN_LIB_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/debian-control/triggers)
 set(CPACK_COMPONENT_LIB_DESCRIPTION
 "distributed locks on Redis that behave like pthread locks (library)
 distlock gives C programs a dist_mutex_t and a dist_rwlock_t that mirror
@@ -106,11 +106,8 @@ This package holds the shared library.")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME libdistlock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # The static library and pkg-config's Requires.private need these.
-set(DL_DEB_DEV_DEPENDS "libdistlock0 (= ${DL_DEB_VERSION}), libhiredis-dev, uuid-dev")
-if(TARGET PkgConfig::OPENSSL)
-  string(APPEND DL_DEB_DEV_DEPENDS ", libssl-dev")
-endif()
-set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "${DL_DEB_DEV_DEPENDS}")
+set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
+    "libdistlock0 (= ${DL_DEB_VERSION}), libhiredis-dev, uuid-dev, libssl-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SHLIBDEPS OFF)
 set(CPACK_COMPONENT_DEV_DESCRIPTION
 "distributed locks on Redis that behave like pthread locks (development)
@@ -124,7 +121,7 @@ set(CPACK_DEBIAN_TOOLS_PACKAGE_NAME distlock-tools)
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SECTION utils)
 # libdistlock_preload.so sits in the library path, so that a bare
 # LD_PRELOAD=libdistlock_preload.so finds it.
-set(CPACK_DEBIAN_TOOLS_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/debian-control/triggers)
+set(CPACK_DEBIAN_TOOLS_PACKAGE_CONTROL_EXTRA ${PROJECT_BINARY_DIR}/debian-control/triggers)
 # distlock-bench starts redis-server and runs redis-benchmark.
 set(CPACK_DEBIAN_TOOLS_PACKAGE_SUGGESTS "redis-server, redis-tools")
 set(CPACK_COMPONENT_TOOLS_DESCRIPTION

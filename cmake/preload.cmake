@@ -1,38 +1,27 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The LD_PRELOAD interposer (SPEC "The interposer"): libdistlock_preload.so,
 # and its tests.  Included by the top-level CMakeLists.txt after the core
-# library (it uses DL_SOURCES and distlock_objs).
+# library (it uses dl_library_objects, dl_internal_library and
+# distlock_internal).
 #
 # A sanitizer runtime cannot be LD_PRELOADed into the uninstrumented
 # programs the interposer exists for, so the interposer and the programs
-# its tests preload it into are always built without sanitizers: their
-# compile and link options are reset here, and in sanitized builds the core
-# library is compiled a second time, uninstrumented, for the interposer.
+# its tests preload it into are built without sanitizers
+# (dl_target_flags PLAIN), and in sanitized builds the library is compiled
+# a second time, uninstrumented, for the interposer: distlock_internal_plain,
+# the same internal interface as distlock_internal.
 
 set(DLP_SOURCES
   shim/preload/boot.c shim/preload/map.c shim/preload/elfsym.c
   shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c)
-set(DLP_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 
-# Drops the directory-wide sanitizer flags from a target.
-function(dlp_unsanitized target)
-  set_property(TARGET ${target} PROPERTY COMPILE_OPTIONS ${DLP_WARNINGS})
-  set_property(TARGET ${target} PROPERTY LINK_OPTIONS "")
-endfunction()
-
-if(DISTLOCK_SANITIZE OR DISTLOCK_TSAN)
-  add_library(distlock_preload_core OBJECT ${DL_SOURCES})
-  add_dependencies(distlock_preload_core distlock_lua)
-  target_include_directories(distlock_preload_core PRIVATE
-    ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim)
-  target_compile_definitions(distlock_preload_core PRIVATE _GNU_SOURCE)
-  set_target_properties(distlock_preload_core PROPERTIES
-    C_VISIBILITY_PRESET hidden POSITION_INDEPENDENT_CODE ON)
-  target_link_libraries(distlock_preload_core PRIVATE PkgConfig::HIREDIS PkgConfig::UUID PkgConfig::OPENSSL Threads::Threads)
-  dlp_unsanitized(distlock_preload_core)
-  set(DLP_CORE_OBJECTS $<TARGET_OBJECTS:distlock_preload_core>)
+if(DL_SANITIZED)
+  dl_library_objects(distlock_objs_plain)
+  dl_target_flags(distlock_objs_plain PLAIN)
+  dl_internal_library(distlock_internal_plain distlock_objs_plain)
+  set(DLP_INTERNAL distlock_internal_plain)
 else()
-  set(DLP_CORE_OBJECTS $<TARGET_OBJECTS:distlock_objs>)
+  set(DLP_INTERNAL distlock_internal)
 endif()
 
 # Only the wrappers are exported, and without a symbol version (an
@@ -47,27 +36,25 @@ set(DLP_EXPORTS
   pthread_rwlock_timedwrlock pthread_rwlock_clockwrlock pthread_rwlock_unlock
   flock fcntl fcntl64 lockf lockf64 close)
 list(JOIN DLP_EXPORTS "; " DLP_EXPORTS_TEXT)
-set(DLP_VERSION_SCRIPT ${CMAKE_BINARY_DIR}/generated/preload_exports.map)
+set(DLP_VERSION_SCRIPT ${PROJECT_BINARY_DIR}/generated/preload_exports.map)
 file(WRITE ${DLP_VERSION_SCRIPT}.in "{ global: ${DLP_EXPORTS_TEXT}; local: *; };\n")
 configure_file(${DLP_VERSION_SCRIPT}.in ${DLP_VERSION_SCRIPT} COPYONLY)
 
-add_library(distlock_preload SHARED ${DLP_SOURCES} ${DLP_CORE_OBJECTS})
+add_library(distlock_preload SHARED ${DLP_SOURCES})
 set_target_properties(distlock_preload PROPERTIES
   OUTPUT_NAME distlock_preload
   C_VISIBILITY_PRESET hidden
   LINK_DEPENDS ${DLP_VERSION_SCRIPT})
-target_include_directories(distlock_preload PRIVATE
-  ${CMAKE_SOURCE_DIR}/include ${CMAKE_SOURCE_DIR}/shim ${CMAKE_SOURCE_DIR}/shim/preload)
+target_include_directories(distlock_preload PRIVATE ${PROJECT_SOURCE_DIR}/shim/preload)
 target_compile_definitions(distlock_preload PRIVATE _GNU_SOURCE)
-target_link_libraries(distlock_preload PRIVATE
-  PkgConfig::HIREDIS PkgConfig::UUID PkgConfig::OPENSSL Threads::Threads ${CMAKE_DL_LIBS})
-dlp_unsanitized(distlock_preload)
+target_link_libraries(distlock_preload PRIVATE ${DLP_INTERNAL} ${CMAKE_DL_LIBS})
+dl_target_flags(distlock_preload PLAIN)
 target_link_options(distlock_preload PRIVATE -Wl,--version-script=${DLP_VERSION_SCRIPT} -Wl,-z,defs)
 # install(): cmake/install.cmake installs distlock_preload when the target exists.
 
 if(DISTLOCK_TESTS)
   enable_testing()
-  set(DLP_TDIR ${CMAKE_SOURCE_DIR}/tests/preload)
+  set(DLP_TDIR ${PROJECT_SOURCE_DIR}/tests/preload)
 
   # Legacy code: plain pthreads and file locks, no distlock anywhere.
   add_library(preload_legacylib SHARED ${DLP_TDIR}/legacylib.c)
@@ -92,13 +79,13 @@ if(DISTLOCK_TESTS)
 
   foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
-    dlp_unsanitized(${t})
+    dl_target_flags(${t} PLAIN)
   endforeach()
   # The W8 loop is measured as a release build would run it.
   target_compile_options(preload_w8 PRIVATE -O2)
 
   set(DLP_ARGS $<TARGET_FILE:distlock_preload> ${CMAKE_CURRENT_BINARY_DIR})
-  set(DLP_WITH_REDIS ${CMAKE_SOURCE_DIR}/tools/with-redis.sh)
+  set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "w8;60;0")
     list(GET spec 0 name)

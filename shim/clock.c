@@ -4,7 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "dl.h"
+#include "clock.h"
 
 uint64_t dl_now_ms(void)
 {

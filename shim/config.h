@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * config.h - the environment, read into one validated struct.
+ * config.h - the environment, read into one validated struct (config.c).
+ *
+ * config.c keeps no state: the struct is its caller's (the process's
+ * copy is dl_proc_t.cfg, read once when the process state is created).
  */
 #ifndef DL_CONFIG_H
 #define DL_CONFIG_H

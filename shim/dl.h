@@ -1,49 +1,59 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dl.h - small internals every file of the library uses: time, the
- * per-thread last error, logging and the statistics counters.
+ * dl.h - the library's internal umbrella header: the basics every file
+ * uses (time, the last error and logging, the counters) and the lock
+ * objects' common calls.  Each module's own header declares the rest.
+ *
+ * The files of shim/ (each .c with its .h of the same name, unless said):
+ *
+ *   dl.h          this map, and the basics below
+ *   clock.c       monotonic time, deadlines, sleeping, thread ids, jitter
+ *   error.c       dist_strerror, the per-thread last error, logging, quoting
+ *   status.c      the process's counters of round trips, renewals, handoffs
+ *   version.c     dist_version()
+ *   config.c      DISTLOCK_* environment and DISTLOCK_URL -> dl_config_t
+ *   process.c     the per-process state (dl_proc_t), its reset after fork,
+ *                 library threads
+ *   object.c      what dist_mutex_t and dist_rwlock_t share: validation,
+ *                 the name, lazy resolution to the lock state, fences
+ *   mutex.c       the pthread_mutex_* mirror (declared in distlock.h)
+ *   rwlock.c      the pthread_rwlock_* mirror (declared in distlock.h)
+ *   lock.c        acquiring and releasing: the local lock, then the Redis
+ *                 hold (lock.h)
+ *   holds.c       each thread's stack of holds on a lock (registry.h)
+ *   registry.c    name -> the process's one lock state (dl_lock_t)
+ *   tenure.c      how long a hold may be used without asking Redis (lock.h)
+ *   mark.c        what Redis must know of a lingering hold (lock.h)
+ *   notify.c      the subscriber connection: grants pushed to waiters
+ *                 (lock.h)
+ *   watchdog.c    the thread renewing every hold in one batch (lock.h)
+ *   keys.c        the Redis keys of a lock name
+ *   script.c      the embedded Lua scripts: EVALSHA, NOSCRIPT fallback,
+ *                 batches
+ *   quorum.c      redlock://: the scripts on N masters, a majority decides
+ *                 (script.h)
+ *   conn.c        the process's command connections (one link, a
+ *                 cluster's, redlock's servers)
+ *   connect.c     opening one connection: TCP/unix, AUTH, SELECT,
+ *                 Sentinel (conn.h)
+ *   link.c        one server's shared auto-pipelined connection
+ *                 (dl_link.h)
+ *   cluster.c     redis-cluster://: slot routing, MOVED/ASK (dl_link.h)
+ *   tls.c         TLS: the client contexts and the handshake
+ *   tls_relay.c   TLS: the relay threads, the fork/exit lock (internal to
+ *                 the TLS files)
+ *   tls_direct.c  TLS: the command link's own I/O on its session
+ *   preload/      the LD_PRELOAD interposer (its map: preload/preload.h)
+ *
+ * Generated: dl_scripts.c (cmake/embed_lua.cmake) holds lua/ as strings
+ * with their SHA1s (script.h).
  */
 #ifndef DL_H
 #define DL_H
 
-#include <stddef.h>
-#include <stdint.h>
-#include <sys/types.h>
-#include <time.h>
-
-#include "dl_stats.h"
-
-#define DL_FOREVER UINT64_MAX   /* a deadline that never comes */
-
-/* --- clock.c --- */
-uint64_t dl_now_ms(void);                      /* CLOCK_MONOTONIC */
-uint64_t dl_now_us(void);                      /* the same, in microseconds */
-/* Converts a CLOCK_REALTIME abstime to a monotonic deadline in ms.
- * EINVAL for tv_nsec outside [0, 1e9). */
-int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
-/* CLOCK_MONOTONIC timespec for a deadline in ms (for condvars). */
-void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);
-void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts);   /* the same, us */
-void dl_sleep_ms(unsigned ms);
-pid_t dl_tid(void);                            /* this thread's kernel id */
-uint64_t dl_random(void);                      /* cheap per-thread jitter, not secret */
-void dl_tid_forget(void);                      /* after fork, in the child */
-
-/* --- error.c --- */
-enum { DL_LOG_OFF, DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG };
-extern int dl_log_level;
-/* Size of the per-thread last error (dist_lasterror). */
-#define DL_ERRMAX 512
-/* Sets this thread's dist_lasterror() text. */
-void dl_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Sets it and returns code, for `return dl_fail(EINVAL, "...")`. */
-int dl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void dl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Quotes a lock name for messages: printable, truncated, never binary. */
-const char *dl_quote(const char *name, size_t len, char *buf, size_t size);
-
-/* --- status.c --- */
-extern dl_stats_t dl_stats_g;
-#define DL_STAT_ADD(field, n) __atomic_fetch_add(&dl_stats_g.field, (unsigned long)(n), __ATOMIC_RELAXED)
+#include "clock.h"
+#include "error.h"
+#include "object.h"
+#include "status.h"
 
 #endif

@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "distlock.h"
-#include "dl.h"
+#include "error.h"
 
 int dl_log_level = DL_LOG_WARN;
 

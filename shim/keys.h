@@ -12,6 +12,8 @@
  * name, and a name starting with the escape byte itself (so that the
  * encoding stays one-to-one), get DL_TAG_ESC in front; every other name is
  * its own tag.  The prefix may not hold '{' or '}' (config.c).
+ *
+ * keys.c keeps no state: the caller owns every buffer.
  */
 #ifndef DL_KEYS_H
 #define DL_KEYS_H

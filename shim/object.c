@@ -12,6 +12,7 @@
 #include "holds.h"
 #include "lock.h"
 #include "object.h"
+#include "process.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -141,8 +142,6 @@ int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence)
     int rc = dl_obj_resolve(o, magic, &p, &l);
     return rc ? rc : dl_lock_getfence(l, fence);
 }
-
-#include "introspect.h"
 
 static int hold_lost(struct dist_lockobj *o, unsigned magic)
 {

@@ -1,29 +1,45 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * object.h - what dist_mutex_t and dist_rwlock_t share (object.c):
- * validation, the name, and lazy resolution to the process-wide lock state
- * (registry.h).  object.c writes only the objects (struct dist_lockobj);
- * a lock's reference for its objects is the registry's
- * (dl_registry_add_obj, dl_registry_drop_obj).  It also answers
- * introspect.h's questions.
+ * object.h - what dist_mutex_t and dist_rwlock_t share (object.c): the
+ * magic numbers, the name, lazy resolution of an object to the
+ * process-wide lock state (registry.h), destruction, the fence of the
+ * calling thread's hold, and whether that hold was lost.
+ *
+ * The object (struct dist_lockobj of distlock.h, in the user's memory):
+ * object.c writes its magic, its name, its resolved lock state and the
+ * generation (dl_gen) it was resolved in; mutex.c and rwlock.c set its
+ * attributes (type, fairness, lease) at init.  A lock's reference for its
+ * objects is the registry's (dl_registry_add_obj, dl_registry_drop_obj).
  */
 #ifndef DL_OBJECT_H
 #define DL_OBJECT_H
 
-#include "process.h"
+#include <stdint.h>
 
-struct dist_lockobj;
+#include "distlock.h"
+
+struct dl_proc;               /* dl_proc_t, process.h */
+struct dl_lock;               /* dl_lock_t, registry.h */
+
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
 int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
 /* The lock state of an initialized object (resolving it on first use, or
  * anew in a forked child); EINVAL for bad objects and configuration. */
-int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp);
+int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
+                   struct dl_lock **lp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
 /* dist_*_getfence: the calling thread's fence of its hold on o. */
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
-/* In a forked child: resets object.c's own mutex. */
 void dl_obj_after_fork(void);
+
+/* For the distlock tool and the tests (not in distlock.h): 1 when the
+ * calling thread holds m (or rw) but Redis no longer has the hold (the
+ * watchdog found it gone: lease lapsed, key deleted, server lost it); 0
+ * while it is fine; EPERM-like -1 when the thread holds nothing or the
+ * object is bad.  Never blocks. */
+int dl_mutex_hold_lost(dist_mutex_t *m);
+int dl_rwlock_hold_lost(dist_rwlock_t *rw);
 
 #endif

@@ -4,6 +4,10 @@
  * process's random owner token, its connections, its lock registry, the
  * subscriber and watchdog threads.  Created on first use; a forked child
  * drops its parent's (without sending on its sockets) and starts afresh.
+ *
+ * process.c creates the state and resets it in a forked child; the
+ * subscriber's fields below belong to notify.c, the watchdog's to
+ * watchdog.c.  (The lock objects' calls are in object.h.)
  */
 #ifndef DL_PROCESS_H
 #define DL_PROCESS_H

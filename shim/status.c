@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* status.c - the process's statistics counters. */
-#include "dl.h"
+#include <stddef.h>
+
+#include "status.h"
 
 dl_stats_t dl_stats_g;
 

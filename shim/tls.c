@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tls.c - the client TLS context, the handshake, and the relay threads
- * between hiredis's socketpair end and each TLS session (see tls.h). */
+/* tls.c - the client TLS context and the handshake (see tls.h); the
+ * session then goes to a relay thread (tls_relay.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +23,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "tls.h"
+#include "tls_relay.h"
 
 /* ---------------------------------------------------------------- context */
 
@@ -37,7 +38,6 @@ typedef struct tls_ctx {
 
 static pthread_mutex_t ctx_mu = PTHREAD_MUTEX_INITIALIZER;
 static tls_ctx_t *ctxs;
-static int used;                  /* OpenSSL is in use: there may be relays */
 
 /* An encrypted key would make OpenSSL prompt on the terminal for its
  * passphrase: refuse instead (the key then fails to load, and says so). */
@@ -75,7 +75,7 @@ static SSL_CTX *build(const dl_config_t *c)
      * open): keep it (no effect if the program initialised OpenSSL
      * itself first). */
     OPENSSL_init_ssl(OPENSSL_INIT_NO_ATEXIT, NULL);
-    __atomic_store_n(&used, 1, __ATOMIC_RELEASE);
+    dl_tls_mark_used();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     if (!ctx) {
         dl_seterr("TLS: cannot create a context (out of memory?)");
@@ -125,25 +125,6 @@ fail:
     SSL_CTX_free(ctx);
     return NULL;
 }
-
-/* Held (shared) by every thread that is inside OpenSSL on a connection:
- * the relays between two polls, a handshake between two waits.  fork()
- * takes it exclusively (prepare handler), so a child never starts with an
- * OpenSSL lock or a half-done allocation of one of our threads: it may
- * then make TLS connections of its own with the same context.  Writers
- * first: busy relays must not keep a fork waiting. */
-static pthread_rwlock_t busy = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-/* At the very end of the process (the last destructor: after the
- * program's atexit handlers, which may still unlock over TLS), stop the
- * relay threads where they are: none is then inside OpenSSL or halfway
- * through freeing a session while the process is torn down (leak
- * checkers saw such a half-freed session). */
-__attribute__((destructor(101))) static void quiesce_at_exit(void)
-{
-    if (__atomic_load_n(&used, __ATOMIC_ACQUIRE))
-        pthread_rwlock_wrlock(&busy);
-}
-
 static SSL_CTX *get_ctx(const dl_config_t *c)
 {
     pthread_mutex_lock(&ctx_mu);
@@ -223,219 +204,6 @@ static int set_socket(SSL *ssl, int fd)
     return 0;
 }
 
-/* ----------------------------------------------------------------- relays */
-
-typedef struct relay {
-    struct relay *next;
-    SSL *ssl;
-    int tcp, app;             /* the TLS socket, and our end of the socketpair */
-    int user;                 /* the user's end (hiredis's fd) */
-    /* dl_tls_direct(): the user takes the session over; the relay stops
-     * at the user's shutdown without closing it, and says so. */
-    int detach, detached;
-    pthread_t thread;         /* joinable: dl_tls_direct() waits for its end */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-} relay_t;
-
-/* Live relays, so a forked child can close its copies of their sockets:
- * it has no relay threads, and must neither write on the parent's TLS
- * sessions nor keep their connections open.  A relay leaves the list and
- * closes its sockets under relays_mu, so the child never closes a
- * descriptor number that was reused meanwhile. */
-static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
-static relay_t *relays;
-
-
-/* busy before relays_mu: a handshake holds busy when it registers its
- * relay (the other order would deadlock with it). */
-/* Whether fork_prepare took the locks (TLS in use): a program that never
- * used TLS forks without touching them.  Under the interposer that
- * matters: its launchers (timeout, sh...) must make no pthread lock call
- * of their own, and these calls must never be tail calls, whose return
- * address would be libc's instead of ours (shim/preload/boot.c tells the
- * library's own calls by it). */
-static int fork_locked;
-
-static void fork_prepare(void)
-{
-    fork_locked = __atomic_load_n(&used, __ATOMIC_ACQUIRE);
-    if (!fork_locked)
-        return;
-    pthread_rwlock_wrlock(&busy);
-    pthread_mutex_lock(&relays_mu);
-    __asm__ __volatile__("" ::: "memory");
-}
-
-static void fork_parent(void)
-{
-    if (!fork_locked)
-        return;
-    pthread_mutex_unlock(&relays_mu);
-    pthread_rwlock_unlock(&busy);
-    __asm__ __volatile__("" ::: "memory");
-}
-
-static void fork_child(void)
-{
-    if (!fork_locked)
-        return;
-    /* The SSL objects stay as they are (reachable, never used): freeing
-     * one the parent's thread was using could touch a half-updated
-     * state, and SSL_free sends nothing anyway. */
-    for (relay_t *r = relays; r; r = r->next) {
-        if (r->tcp >= 0)
-            close(r->tcp);
-        if (r->app >= 0)
-            close(r->app);
-        r->tcp = r->app = -1;
-    }
-    pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
-    busy = fresh;
-    pthread_mutex_init(&relays_mu, NULL);
-}
-
-__attribute__((constructor)) static void tls_register_atfork(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-}
-
-static void unlink_relay(relay_t *r)
-{
-    for (relay_t **pp = &relays; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
-}
-
-static void relay_end(relay_t *r)
-{
-    pthread_mutex_lock(&relays_mu);
-    unlink_relay(r);
-    pthread_mutex_lock(&r->mu);
-    if (r->detach) {
-        /* The session and its socket are the user's now. */
-        close(r->app);
-        r->detached = 1;
-        pthread_cond_broadcast(&r->cv);
-        pthread_mutex_unlock(&r->mu);
-        pthread_mutex_unlock(&relays_mu);
-        return;           /* the user joins this thread and frees r */
-    }
-    pthread_mutex_unlock(&r->mu);
-    pthread_detach(pthread_self());
-    /* No SSL_shutdown: the connection simply closes, as a plain one does,
-     * and nothing is written once the user is done with it. */
-    close(r->tcp);
-    close(r->app);
-    pthread_mutex_unlock(&relays_mu);
-    pthread_rwlock_rdlock(&busy);
-    SSL_free(r->ssl);
-    ERR_clear_error();
-    pthread_rwlock_unlock(&busy);
-    free(r);
-}
-
-#define RELAY_BUF 16384
-
-/* Moves bytes both ways until either side closes.  Both sockets are
- * non-blocking, so a stalled server never keeps the relay from seeing
- * its user close the connection (hiredis's time-out did it). */
-static void *relay_main(void *arg)
-{
-    relay_t *r = arg;
-    char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
-    size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
-    int app_eof = 0;
-    if (!up || !down)
-        goto out;
-    pthread_rwlock_rdlock(&busy);
-    for (;;) {
-        short tev = 0, aev = 0;
-        int progress = 0;
-        if (!ulen && !app_eof) {
-            ssize_t n = recv(r->app, up, RELAY_BUF, 0);
-            if (n > 0) {
-                ulen = (size_t)n;
-                uoff = 0;
-                progress = 1;
-            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                app_eof = 1;
-            } else {
-                aev |= POLLIN;
-            }
-        }
-        if (ulen) {
-            int w = SSL_write(r->ssl, up + uoff, (int)(ulen - uoff));
-            if (w > 0) {
-                uoff += (size_t)w;
-                if (uoff == ulen)
-                    ulen = 0;
-                progress = 1;
-            } else {
-                int e = SSL_get_error(r->ssl, w);
-                if (e == SSL_ERROR_WANT_READ)
-                    tev |= POLLIN;
-                else if (e == SSL_ERROR_WANT_WRITE)
-                    tev |= POLLOUT;
-                else
-                    goto out;
-            }
-        }
-        if (app_eof && (!ulen || !progress))
-            goto out;         /* what was left is sent, or cannot be now */
-        if (!dlen) {
-            int n = SSL_read(r->ssl, down, RELAY_BUF);
-            if (n > 0) {
-                dlen = (size_t)n;
-                doff = 0;
-                progress = 1;
-            } else {
-                int e = SSL_get_error(r->ssl, n);
-                if (e == SSL_ERROR_WANT_READ)
-                    tev |= POLLIN;
-                else if (e == SSL_ERROR_WANT_WRITE)
-                    tev |= POLLOUT;
-                else
-                    goto out; /* the server closed, or the session failed */
-            }
-        }
-        if (dlen) {
-            ssize_t n = send(r->app, down + doff, dlen - doff, MSG_NOSIGNAL);
-            if (n > 0) {
-                doff += (size_t)n;
-                if (doff == dlen)
-                    dlen = 0;
-                progress = 1;
-            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                aev |= POLLOUT;
-            } else {
-                goto out;
-            }
-        }
-        if (progress)
-            continue;
-        /* The user's end is always watched: its close (POLLHUP) ends the
-         * relay even while the server takes nothing. */
-        struct pollfd pf[2] = { { r->tcp, tev, 0 }, { r->app, aev, 0 } };
-        pthread_rwlock_unlock(&busy);
-        int n = poll(pf, 2, -1);
-        pthread_rwlock_rdlock(&busy);
-        if (n < 0 && errno != EINTR)
-            goto out;
-        if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !dlen &&
-            !(pf[0].revents & (POLLIN | POLLOUT)))
-            goto out;
-    }
-out:
-    free(up);
-    free(down);
-    if (up && down)
-        pthread_rwlock_unlock(&busy);
-    relay_end(r);
-    return NULL;
-}
 
 /* -------------------------------------------------------------- handshake */
 
@@ -454,9 +222,9 @@ static int wait_io(int fd, int want, uint64_t deadline)
         if (now >= deadline)
             return -1;
         struct pollfd pf = { fd, (short)(want == SSL_ERROR_WANT_WRITE ? POLLOUT : POLLIN), 0 };
-        pthread_rwlock_unlock(&busy);
+        pthread_rwlock_unlock(&dl_tls_busy);
         int n = poll(&pf, 1, (int)(deadline - now));
-        pthread_rwlock_rdlock(&busy);
+        pthread_rwlock_rdlock(&dl_tls_busy);
         if (n > 0)
             return 0;
         if (n < 0 && errno != EINTR)
@@ -529,14 +297,12 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
 {
     SSL_CTX *ctx;
     SSL *ssl = NULL;
-    int sv[2] = { -1, -1 };
-    relay_t *r = NULL;
     sigset_t oldmask;
     int pending;
     /* Our BIO sends with MSG_NOSIGNAL; should it be missing (no memory),
      * OpenSSL's would write(2): keep SIGPIPE away from the host anyway. */
     dl_sigpipe_block(&oldmask, &pending);
-    pthread_rwlock_rdlock(&busy);
+    pthread_rwlock_rdlock(&dl_tls_busy);
     ERR_clear_error();
     if (!(ctx = get_ctx(c))) {
         snprintf(err, errlen, "%s", dist_lasterror());
@@ -618,207 +384,22 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
         }
     }
 
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) {
-        snprintf(err, errlen, "TLS: socketpair: %s", strerror(errno));
-        goto fail;
-    }
-    fl = fcntl(sv[1], F_GETFL);
-    fcntl(sv[1], F_SETFL, fl | O_NONBLOCK);
     int one = 1, idle = 15;
     setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
     setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (!(r = calloc(1, sizeof *r))) {
-        snprintf(err, errlen, "TLS: out of memory");
+    int user = dl_tls_relay_start(ssl, fd, err, errlen);
+    if (user < 0)
         goto fail;
-    }
-    r->ssl = ssl;
-    r->tcp = fd;
-    r->app = sv[1];
-    r->user = sv[0];
-    pthread_mutex_init(&r->mu, NULL);
-    pthread_cond_init(&r->cv, NULL);
-    pthread_mutex_lock(&relays_mu);
-    r->next = relays;
-    relays = r;
-    pthread_mutex_unlock(&relays_mu);
-    /* Joinable, with every signal blocked (as dl_thread_start): a
-     * connection handed over (dl_tls_direct) waits for its relay's end,
-     * so no half-ended thread is around when the process forks next. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_mutex_lock(&r->mu);
-    int trc = pthread_create(&r->thread, NULL, relay_main, r);
-    pthread_mutex_unlock(&r->mu);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (trc) {
-        pthread_mutex_lock(&relays_mu);
-        unlink_relay(r);
-        pthread_mutex_unlock(&relays_mu);
-        free(r);
-        snprintf(err, errlen, "TLS: cannot start the relay thread");
-        goto fail;
-    }
-    pthread_rwlock_unlock(&busy);
+    pthread_rwlock_unlock(&dl_tls_busy);
     dl_sigpipe_restore(&oldmask, pending);
-    return sv[0];
+    return user;
 fail:
     if (ssl)
         SSL_free(ssl);
     ERR_clear_error();
-    pthread_rwlock_unlock(&busy);
+    pthread_rwlock_unlock(&dl_tls_busy);
     close(fd);
-    if (sv[0] >= 0) {
-        close(sv[0]);
-        close(sv[1]);
-    }
     dl_sigpipe_restore(&oldmask, pending);
     return -1;
-}
-
-/* ------------------------------------------------------------- direct I/O */
-
-int dl_tls_direct(redisContext *ctx, void **out)
-{
-    relay_t *r = NULL;
-    pthread_mutex_lock(&relays_mu);
-    for (relay_t *x = relays; x; x = x->next)
-        if (x->user == ctx->fd)
-            r = x;
-    if (r) {
-        pthread_mutex_lock(&r->mu);
-        r->detach = 1;
-        pthread_mutex_unlock(&r->mu);
-    }
-    pthread_mutex_unlock(&relays_mu);
-    if (!r)
-        return -1;
-    /* The end of our writes: the relay forwards what it has (nothing:
-     * every reply was read), sees the end, and stops without closing. */
-    shutdown(ctx->fd, SHUT_WR);
-    pthread_mutex_lock(&r->mu);
-    while (!r->detached)
-        pthread_cond_wait(&r->cv, &r->mu);
-    pthread_mutex_unlock(&r->mu);
-    pthread_join(r->thread, NULL);
-    int tcp = r->tcp;
-    SSL *ssl = r->ssl;
-    pthread_cond_destroy(&r->cv);
-    pthread_mutex_destroy(&r->mu);
-    free(r);
-    if (SSL_pending(ssl) > 0) {   /* bytes nobody asked for: do not go on from there */
-        SSL_free(ssl);
-        close(tcp);
-        return -1;
-    }
-    /* hiredis keeps only formatting and parsing; ctx->fd is the TLS
-     * socket from now on (for time-outs, polls and the close). */
-    int fl = fcntl(tcp, F_GETFL);
-    fcntl(tcp, F_SETFL, fl & ~O_NONBLOCK);
-    /* the time-outs set on hiredis's end now bound the TLS socket */
-    static const int opts[2] = { SO_RCVTIMEO, SO_SNDTIMEO };
-    for (int i = 0; i < 2; i++) {
-        struct timeval tv;
-        socklen_t len = sizeof tv;
-        if (getsockopt(ctx->fd, SOL_SOCKET, opts[i], &tv, &len) == 0)
-            setsockopt(tcp, SOL_SOCKET, opts[i], &tv, sizeof tv);
-    }
-    close(ctx->fd);
-    ctx->fd = tcp;
-    *out = ssl;
-    return 0;
-}
-
-static void set_error(redisContext *ctx, int type, const char *msg)
-{
-    ctx->err = type;
-    snprintf(ctx->errstr, sizeof ctx->errstr, "%.127s", msg);
-}
-
-/* After a failed SSL_read or SSL_write: the error hiredis sets for the
- * same failure of a plain socket. */
-static void io_error(SSL *ssl, redisContext *ctx, int rc)
-{
-    int se = errno;
-    int e = SSL_get_error(ssl, rc);
-    unsigned long q = ERR_get_error();
-    ERR_clear_error();
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
-        set_error(ctx, REDIS_ERR_IO, strerror(EAGAIN));      /* SO_RCVTIMEO/SO_SNDTIMEO */
-    } else if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && !q && (rc == 0 || !se))) {
-        set_error(ctx, REDIS_ERR_EOF, "Server closed the connection");
-    } else if (e == SSL_ERROR_SYSCALL && !q) {
-        set_error(ctx, REDIS_ERR_IO, strerror(se));
-    } else {
-        char m[160];
-        const char *rs = q ? ERR_reason_error_string(q) : NULL;
-        snprintf(m, sizeof m, "TLS: %s", rs ? rs : "error");
-        set_error(ctx, REDIS_ERR_IO, m);
-    }
-}
-
-int dl_tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int nonblock)
-{
-    SSL *ssl = s;
-    int fl = 0, rc = 0;
-    if (nonblock) {
-        fl = fcntl(ctx->fd, F_GETFL);
-        fcntl(ctx->fd, F_SETFL, fl | O_NONBLOCK);
-    }
-    size_t done = 0;
-    while (done < len) {
-        size_t chunk = len - done > (1u << 30) ? (1u << 30) : len - done;
-        errno = 0;
-        int n = SSL_write(ssl, buf + done, (int)chunk);
-        if (n > 0) {
-            done += (size_t)n;
-            continue;
-        }
-        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
-            continue;
-        io_error(ssl, ctx, n);
-        rc = -1;
-        break;
-    }
-    if (nonblock)
-        fcntl(ctx->fd, F_SETFL, fl);
-    return rc;
-}
-
-int dl_tls_get_reply(void *s, redisContext *ctx, void **reply)
-{
-    SSL *ssl = s;
-    char buf[16384];
-    *reply = NULL;
-    for (;;) {
-        if (redisGetReplyFromReader(ctx, reply) != REDIS_OK)
-            return REDIS_ERR;
-        if (*reply)
-            return REDIS_OK;
-        errno = 0;
-        int n = SSL_read(ssl, buf, sizeof buf);
-        if (n > 0) {
-            if (redisReaderFeed(ctx->reader, buf, (size_t)n) != REDIS_OK) {
-                set_error(ctx, REDIS_ERR_PROTOCOL, "protocol error");
-                return REDIS_ERR;
-            }
-            continue;
-        }
-        if (SSL_get_error(ssl, n) == SSL_ERROR_SYSCALL && errno == EINTR)
-            continue;
-        io_error(ssl, ctx, n);
-        return REDIS_ERR;
-    }
-}
-
-int dl_tls_pending(void *s)
-{
-    return SSL_pending((SSL *)s) > 0;
-}
-
-void dl_tls_free(void *s)
-{
-    SSL_free((SSL *)s);
-    ERR_clear_error();
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * tls.h - TLS to Redis with OpenSSL, under hiredis 0.14 (which has none).
+ * tls.h - TLS to Redis with OpenSSL, under hiredis 0.14 (which has none):
+ * the client context and the handshake (tls.c).
  *
  * connect.c makes the TCP connection; dl_tls_wrap() does the handshake on
  * it and returns one end of a socketpair, which connect.c gives hiredis
@@ -11,14 +12,19 @@
  * still bound a stalled server.  The command links, the hot path, take
  * their session over from the relay once set up (dl_tls_direct, below)
  * and spare each message the thread hop.
+ *
+ *   tls.c          the client contexts (one per set of files, kept for the
+ *                  process), the socket BIO without SIGPIPE, the handshake
+ *                  and its first PING, and why it failed in words
+ *   tls_relay.c    the relay threads and the lock that keeps fork() and
+ *                  the end of the process away from them (tls_relay.h)
+ *   tls_direct.c   the command link's own I/O on its session (tls_direct.h)
  */
 #ifndef DL_TLS_H
 #define DL_TLS_H
 
 #include <stdint.h>
 #include <stddef.h>
-
-#include <hiredis/hiredis.h>
 
 #include "config.h"
 
@@ -37,21 +43,7 @@ int dl_tls_setup(const dl_config_t *c);
 int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
                 char *err, size_t errlen);
 
-/* The hot path without the relay's thread hop: the shared command link
- * (link.c) takes the session over once its connection is set up, and
- * does its own TLS I/O, keeping hiredis for formatting and parsing.
- * dl_tls_direct: stops ctx's relay and makes ctx->fd the TLS socket
- * (blocking; hiredis's time-outs apply to it); *tls is the session, for
- * the calls below and dl_tls_free (before redisFree closes the socket).
- * -1: ctx is unusable (free it).  Every reply must have been read. */
-int dl_tls_direct(redisContext *ctx, void **tls);
-/* Writes all of buf (nonblock: only what fits now); 0, or -1 with
- * ctx->err and ctx->errstr as hiredis sets them for a plain socket. */
-int dl_tls_write(void *tls, redisContext *ctx, const char *buf, size_t len, int nonblock);
-/* One reply, as redisGetReply(). */
-int dl_tls_get_reply(void *tls, redisContext *ctx, void **reply);
-/* Decrypted bytes are waiting (a reply may be complete without a read). */
-int dl_tls_pending(void *tls);
-void dl_tls_free(void *tls);
+/* The command link's own TLS I/O, without the relay's thread hop. */
+#include "tls_direct.h"
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* harness.c - see harness.h. */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* harness_topo.c - see harness_topo.h. */
 #include "harness_topo.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * of the library nor its exit disturbs the parent's connections.
  */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <errno.h>
 #include <string.h>

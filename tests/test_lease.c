@@ -7,7 +7,7 @@
  * held is detected.
  */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <errno.h>
 #include <string.h>

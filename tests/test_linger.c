@@ -12,7 +12,7 @@
  * CLOCK_MONOTONIC).
  */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <errno.h>
 #include <string.h>

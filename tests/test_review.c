@@ -12,7 +12,7 @@
  */
 #include "harness.h"
 #include "harness_proxy.h"
-#include "introspect.h"
+#include "object.h"
 #include "harness_script.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  * number of readers, wake-up of readers and writers.
  */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -6,7 +6,7 @@
  * number of connections however many threads wait.
  */
 #include "harness.h"
-#include "dl_stats.h"
+#include "status.h"
 
 #include <errno.h>
 #include <string.h>

@@ -11,7 +11,7 @@
 
 #include "bench.h"
 #include "distlock.h"
-#include "dl_stats.h"
+#include "status.h"
 
 const char *peer_name(int peer)
 {

@@ -11,7 +11,7 @@
 
 #include "bench.h"
 #include "distlock.h"
-#include "dl_stats.h"
+#include "status.h"
 
 /* ================================================================ W4 */
 #define W4_THREADS 8

@@ -16,7 +16,7 @@
 
 #include "bench.h"
 #include "distlock.h"
-#include "dl_stats.h"
+#include "status.h"
 
 /* ================================================================ W6 */
 #define W6_THREADS 4

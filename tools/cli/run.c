@@ -22,7 +22,7 @@
 
 #include "cli.h"
 #include "distlock.h"
-#include "introspect.h"
+#include "object.h"
 #include "output.h"
 #include "process.h"
 #include "waiting.h"

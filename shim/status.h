@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * dl_stats.h - process-wide counters of what the library sent to Redis.
+ * status.h - process-wide counters of what the library sent to Redis
+ * (status.c, which owns them: every file adds with DL_STAT_ADD, relaxed
+ * atomics, and nobody resets them).
  *
  * Internal (not in distlock.h): the tests and distlock-bench link the static
  * library and read these to check protocol costs (round trips per operation,
  * watchdog batching, local handoffs) without guessing from timings.
  */
-#ifndef DL_STATS_H
-#define DL_STATS_H
+#ifndef DL_STATUS_H
+#define DL_STATUS_H
 
 typedef struct dl_stats {
     unsigned long roundtrips;        /* batches written+read on the command connection */
@@ -27,6 +29,9 @@ typedef struct dl_stats {
     unsigned long undos_written;     /* connections given up on with undos written behind
                                         their unanswered requests (link.c) */
 } dl_stats_t;
+
+extern dl_stats_t dl_stats_g;
+#define DL_STAT_ADD(field, n) __atomic_fetch_add(&dl_stats_g.field, (unsigned long)(n), __ATOMIC_RELAXED)
 
 /* Copies the counters of this process (never blocks). */
 void dl_stats_get(dl_stats_t *out);

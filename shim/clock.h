@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * clock.h - monotonic time, deadlines, sleeping and thread ids (clock.c).
+ *
+ * Every deadline inside the library is CLOCK_MONOTONIC, in ms or us;
+ * CLOCK_REALTIME appears only at the API (an abstime), converted here.
+ * clock.c keeps only per-thread caches (the thread id, the jitter seed).
+ */
+#ifndef DL_CLOCK_H
+#define DL_CLOCK_H
+
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define DL_FOREVER UINT64_MAX   /* a deadline that never comes */
+
+uint64_t dl_now_ms(void);                      /* CLOCK_MONOTONIC */
+uint64_t dl_now_us(void);                      /* the same, in microseconds */
+/* Converts a CLOCK_REALTIME abstime to a monotonic deadline in ms.
+ * EINVAL for tv_nsec outside [0, 1e9). */
+int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
+/* CLOCK_MONOTONIC timespec for a deadline in ms (for condvars). */
+void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);
+void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts);   /* the same, us */
+void dl_sleep_ms(unsigned ms);
+pid_t dl_tid(void);                            /* this thread's kernel id */
+uint64_t dl_random(void);                      /* cheap per-thread jitter, not secret */
+void dl_tid_forget(void);                      /* after fork, in the child */
+
+#endif

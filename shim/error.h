@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * error.h - the per-thread last error behind dist_lasterror(), the
+ * messages' quoting of lock names, and logging to stderr (error.c, which
+ * also holds dist_strerror).
+ *
+ * error.c owns the per-thread error text and dl_log_level (set from
+ * DISTLOCK_LOG when the configuration is read).
+ */
+#ifndef DL_ERROR_H
+#define DL_ERROR_H
+
+#include <stddef.h>
+
+enum { DL_LOG_OFF, DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG };
+extern int dl_log_level;
+/* Size of the per-thread last error (dist_lasterror). */
+#define DL_ERRMAX 512
+/* Sets this thread's dist_lasterror() text. */
+void dl_seterr(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Sets it and returns code, for `return dl_fail(EINVAL, "...")`. */
+int dl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void dl_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Quotes a lock name for messages: printable, truncated, never binary. */
+const char *dl_quote(const char *name, size_t len, char *buf, size_t size);
+
+#endif
