@@ -193,8 +193,8 @@ void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a)
 void dl_call_wire(dl_call_t *c);
 
 /* script.c's: reads the script's reply r (not an error reply) into
- * c->reply; a reply of another shape reads as "unexpected" (-1; a status
- * out of its range is unexpected as well). */
+ * c->reply, values as the script gives them; a reply of another shape
+ * reads as "unexpected" (-1). */
 void dl_call_parse(dl_call_t *c, const redisReply *r);
 
 #endif

@@ -74,20 +74,6 @@ static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int
     run_all(conn, c, 1, nodes, granted);
 }
 
-/* A renewal held by a majority: the longest queue a server that renewed
- * it reports (renew.lua's reply), so a holder hears of waiters as from one
- * server.  Nobody queues with redlock today, so this is 0. */
-static long long renewed_queue(dl_call_t *per, int n, int j, int nodes)
-{
-    long long most = 0;
-    for (int i = 0; i < nodes; i++) {
-        const dl_call_t *pc = &per[(size_t)i * n + j];
-        if (!pc->cmd.err && pc->reply.renew.held == 1 && pc->reply.renew.queued > most)
-            most = pc->reply.renew.queued;
-    }
-    return most;
-}
-
 /* Each server numbers its holds itself, so one hold's fence differs from
  * server to server (the caller keeps the largest): a renewal is sent there
  * without it (renew.lua's ARGV[5] ''), for the caller's hold in its mode.
@@ -101,13 +87,114 @@ static void redlock_renewals(dl_call_t *calls, int n)
             calls[j].arg.renew.redlock = 1;
 }
 
+/* What the servers said to one call. */
+typedef struct tally {
+    const dl_call_t *at[DL_MAX_ENDPOINTS];   /* each server's copy of the call */
+    char granted[DL_MAX_ENDPOINTS];          /* may have run there (acquire) */
+    int nodes, need, answered, yes, firstyes, firstno;
+    const char *why;                         /* an error, when one failed */
+} tally_t;
+
+static void count(tally_t *t, const dl_call_t *c)
+{
+    t->answered = t->yes = 0;
+    t->firstyes = t->firstno = -1;
+    t->why = "no reply";
+    for (int i = 0; i < t->nodes; i++) {
+        const dl_call_t *pc = t->at[i];
+        t->granted[i] = 0;
+        if (pc->cmd.err) {
+            t->why = pc->cmd.errmsg;
+            /* It may have run before the connection failed. */
+            t->granted[i] = c->script == DL_SCRIPT_ACQUIRE;
+            continue;
+        }
+        t->answered++;
+        if (said_yes(pc)) {
+            t->yes++;
+            t->granted[i] = 1;
+            if (t->firstyes < 0)
+                t->firstyes = i;
+        } else if (t->firstno < 0) {
+            t->firstno = i;
+        }
+    }
+}
+
+/* An acquisition: granted by a majority within the lease's validity, with
+ * the largest fence (the caller keeps it) and what any granting server said
+ * of a dead holder, waiters, a claim; else undone where it may have run. */
+static void merge_acquire(dl_conn_t *conn, dl_call_t *c, tally_t *t, uint64_t elapsed)
+{
+    /* Validity: the lease, less the time spent asking and 1% + 2 ms for the
+     * servers' clocks running at different rates. */
+    unsigned long lease = c->arg.acquire.lease_ms;
+    uint64_t drift = lease / 100 + 2;
+    dl_acquire_reply_t *out = &c->reply.acquire;
+    if (t->yes >= t->need && elapsed + drift < lease) {
+        *out = t->at[t->firstyes]->reply.acquire;
+        out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
+        for (int i = 0; i < t->nodes; i++) {
+            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
+            if (t->at[i]->cmd.err || r->got != 1)
+                continue;
+            out->fence = r->fence > out->fence ? r->fence : out->fence;
+            out->dead |= r->dead;
+            out->waiters = r->waiters > out->waiters ? r->waiters : out->waiters;
+            out->claimed |= r->claimed;
+        }
+        return;
+    }
+    if (t->yes)
+        undo(conn, c, t->granted, t->nodes);
+    /* Busy: report the shortest wait a busy server gave. */
+    *out = t->at[t->firstno >= 0 ? t->firstno : t->firstyes]->reply.acquire;
+    out->got = 0;
+    if (t->firstno < 0)
+        out->pttl_ms = 1;
+}
+
+/* Any other call, answered by enough servers. */
+static void merge(dl_call_t *c, const tally_t *t)
+{
+    int held = t->yes >= t->need;
+    switch (c->script) {
+    case DL_SCRIPT_RENEW:
+        /* The longest queue a server that renewed it reports, so a holder
+         * hears of waiters as from one server (nobody queues with redlock
+         * today: 0). */
+        c->reply.renew.held = held;
+        c->reply.renew.queued = 0;
+        for (int i = 0; held && i < t->nodes; i++) {
+            const dl_renew_reply_t *r = &t->at[i]->reply.renew;
+            if (!t->at[i]->cmd.err && r->held == 1 && r->queued > c->reply.renew.queued)
+                c->reply.renew.queued = r->queued;
+        }
+        break;
+    case DL_SCRIPT_RELEASE:
+        c->reply.release.result = held;
+        break;
+    case DL_SCRIPT_BREAK:
+        /* The holds removed: as many as the server that had the most (each
+         * server holds a copy of the same holds). */
+        c->reply.brk.removed = -1;
+        for (int i = 0; i < t->nodes; i++)
+            if (!t->at[i]->cmd.err && t->at[i]->reply.brk.removed > c->reply.brk.removed)
+                c->reply.brk.removed = t->at[i]->reply.brk.removed;
+        break;
+    default:                      /* cancel, withdraw: nobody queues with redlock */
+        c->reply = t->at[held ? t->firstyes : t->firstno >= 0 ? t->firstno : t->firstyes]->reply;
+        if (!held && c->script == DL_SCRIPT_CANCEL)
+            c->reply.cancel.granted = 0;
+        break;
+    }
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
-    int nodes = dl_conn_nodes(conn), need = nodes / 2 + 1;
+    int nodes = dl_conn_nodes(conn);
     dl_call_t *per = malloc((size_t)nodes * (size_t)n * sizeof *per);
-    char *granted = malloc((size_t)nodes);
-    if (!per || !granted) {
-        free(per), free(granted);
+    if (!per) {
         for (int j = 0; j < n; j++) {
             calls[j].cmd.err = EIO;
             calls[j].cmd.reply = NULL;
@@ -125,100 +212,32 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
     uint64_t elapsed = dl_now_ms() - start;
 
     int rc = 0;
+    tally_t t = { .nodes = nodes, .need = nodes / 2 + 1 };
     for (int j = 0; j < n; j++) {
         dl_call_t *c = &calls[j];
-        int answered = 0, yes = 0, firstyes = -1, firstno = -1, ok = 1;
-        const char *why = "no reply";
-        for (int i = 0; i < nodes; i++) {
-            const dl_call_t *pc = per + (size_t)i * n + j;
-            granted[i] = 0;
-            if (pc->cmd.err) {
-                why = pc->cmd.errmsg;
-                /* It may have run before the connection failed. */
-                granted[i] = c->script == DL_SCRIPT_ACQUIRE;
-                continue;
-            }
-            answered++;
-            if (said_yes(pc)) {
-                yes++;
-                granted[i] = 1;
-                if (firstyes < 0)
-                    firstyes = i;
-            } else if (firstno < 0) {
-                firstno = i;
-            }
-        }
-#define REPLY(i) (per[(size_t)(i) * n + j].reply)
-        if (c->script == DL_SCRIPT_BREAK ? !answered : answered < need) {
-            if (c->script == DL_SCRIPT_ACQUIRE && yes)
-                undo(conn, c, granted, nodes);
-            fail(c, "redlock: %d of %d servers answered (need %d): %s", answered, nodes,
-                 c->script == DL_SCRIPT_BREAK ? 1 : need, why);
-            ok = 0;
+        for (int i = 0; i < nodes; i++)
+            t.at[i] = per + (size_t)i * n + j;
+        count(&t, c);
+        /* break: what any server removed was removed. */
+        int need = c->script == DL_SCRIPT_BREAK ? 1 : t.need;
+        if (t.answered < need) {
+            if (c->script == DL_SCRIPT_ACQUIRE && t.yes)
+                undo(conn, c, t.granted, nodes);
+            fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
+                 t.why);
+            rc = EIO;
         } else {
-            switch (c->script) {
-            case DL_SCRIPT_ACQUIRE: {
-                /* Validity: the lease, less the time spent asking and 1% + 2 ms
-                 * for the servers' clocks running at different rates. */
-                unsigned long lease = c->arg.acquire.lease_ms;
-                uint64_t drift = lease / 100 + 2;
-                dl_acquire_reply_t *out = &c->reply.acquire;
-                if (yes >= need && elapsed + drift < lease) {
-                    *out = REPLY(firstyes).acquire;
-                    out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
-                    for (int i = 0; i < nodes; i++) {
-                        const dl_acquire_reply_t *r = &REPLY(i).acquire;
-                        if (per[(size_t)i * n + j].cmd.err || r->got != 1)
-                            continue;
-                        out->fence = r->fence > out->fence ? r->fence : out->fence;
-                        out->dead |= r->dead;
-                        out->waiters = r->waiters > out->waiters ? r->waiters : out->waiters;
-                        out->claimed |= r->claimed;
-                    }
-                    break;
-                }
-                if (yes)
-                    undo(conn, c, granted, nodes);
-                /* Busy: report the shortest wait a busy server gave. */
-                *out = REPLY(firstno >= 0 ? firstno : firstyes).acquire;
-                out->got = 0;
-                if (firstno < 0)
-                    out->pttl_ms = 1;
-                break;
-            }
-            case DL_SCRIPT_RENEW:
-                c->reply.renew.held = yes >= need;
-                c->reply.renew.queued = yes >= need ? renewed_queue(per, n, j, nodes) : 0;
-                break;
-            case DL_SCRIPT_RELEASE:
-                c->reply.release.result = yes >= need;
-                break;
-            case DL_SCRIPT_BREAK:
-                /* The holds removed: as many as the server that had the most
-                 * (each server holds a copy of the same holds). */
-                c->reply.brk.removed = -1;
-                for (int i = 0; i < nodes; i++)
-                    if (!per[(size_t)i * n + j].cmd.err && REPLY(i).brk.removed > c->reply.brk.removed)
-                        c->reply.brk.removed = REPLY(i).brk.removed;
-                break;
-            default:                  /* cancel, withdraw: nobody queues with redlock */
-                c->reply = REPLY(yes >= need ? firstyes : firstno >= 0 ? firstno : firstyes);
-                if (yes < need && c->script == DL_SCRIPT_CANCEL)
-                    c->reply.cancel.granted = 0;
-                break;
-            }
-        }
-#undef REPLY
-        if (ok) {
+            if (c->script == DL_SCRIPT_ACQUIRE)
+                merge_acquire(conn, c, &t, elapsed);
+            else
+                merge(c, &t);
             c->cmd.reply = NULL;
             c->cmd.err = 0;
             c->cmd.errmsg[0] = 0;
-        } else {
-            rc = EIO;
         }
         c->cmd.retried = 0;
         c->cmd.sent = 1;
     }
-    free(per), free(granted);
+    free(per);
     return rc;
 }

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_calls.c - the typed calls of shim/calls.h against the real scripts:
+ * each call written by calls.c (dl_call_wire) runs as its lua/ header says,
+ * and its reply read by calls.c (dl_call_parse) says what Redis did.  The
+ * calls are sent as script.c sends them (EVAL with the script's text),
+ * without a connection of the library, so each case is one script at a
+ * time and what Redis keeps is checked after it.
+ */
+#include "harness.h"
+#include "script.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *const suffix[DL_NKEYS] = { "", ":r", ":ri", ":q", ":w", ":m" };
+
+typedef struct lockkeys {
+    char buf[DL_NKEYS][300];
+    const char *keys[DL_NKEYS];
+    size_t keylen[DL_NKEYS];
+    char chanprefix[300];
+} lockkeys_t;
+
+/* The caller token on lock name. */
+static dl_caller_t caller(lockkeys_t *k, const char *name, const char *token)
+{
+    for (int i = 0; i < DL_NKEYS; i++) {
+        th_key(k->buf[i], sizeof k->buf[i], name, suffix[i]);
+        k->keys[i] = k->buf[i];
+        k->keylen[i] = strlen(k->buf[i]);
+    }
+    snprintf(k->chanprefix, sizeof k->chanprefix, "%sn:", th_prefix());
+    return (dl_caller_t){ k->keys, k->keylen, k->chanprefix, strlen(k->chanprefix), token };
+}
+
+/* Runs c as script.c would (with the script's text) and reads its reply. */
+static void run(dl_call_t *c)
+{
+    const dl_script_t *sc = &dl_scripts[c->script];
+    dl_call_wire(c);
+    c->argv[0] = "EVAL";
+    c->argvlen[0] = 4;
+    c->argv[1] = sc->body;
+    c->argvlen[1] = sc->len;
+    redisReply *r = redisCommandArgv(th_redis(), c->argc, c->argv, c->argvlen);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s: %s", sc->name, r->str);
+    dl_call_parse(c, r);
+    freeReplyObject(r);
+}
+
+static long long hget_ll(const char *key, const char *field)
+{
+    redisReply *r = th_cmd("HGET %s %s", key, field);
+    long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+static dl_acquire_args_t ask(char mode, int enqueue, uint64_t regid)
+{
+    return (dl_acquire_args_t){ .mode = mode, .lease_ms = 30000, .info = "h\t1\t1", .infolen = 5,
+                                .enqueue = enqueue, .regid = regid, .waiter_ttl_ms = 2000,
+                                .claim_ms = 2000 };
+}
+
+/* A hold taken, renewed while a waiter queues, handed over by its release;
+ * the waiter's later hold ended once, then a resend of that release. */
+static void test_acquire_renew_release(void **state)
+{
+    (void)state;
+    char name[128];
+    th_name(name, sizeof name, "calls");
+    lockkeys_t ka, kb;
+    dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+    dl_call_t c;
+
+    dl_acquire_args_t aa = ask('w', 0, 1);
+    dl_call_acquire(&c, &a, &aa);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    uint64_t fa = c.reply.acquire.fence;
+    assert_true(fa >= 1);
+    assert_int_equal((long long)fa, hget_ll(ka.keys[0], "fence"));
+    assert_int_equal(c.reply.acquire.dead, 0);
+    assert_int_equal(c.reply.acquire.claimed, 0);
+    assert_int_equal(c.reply.acquire.waiters, 0);
+
+    /* busy, not queued: the holder's lease left */
+    dl_acquire_args_t ab = ask('w', 0, 1);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 0);
+    assert_true(c.reply.acquire.pttl_ms > 0 && c.reply.acquire.pttl_ms <= 30000);
+    assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
+
+    /* busy, queued (registration 2) */
+    ab = ask('w', 1, 2);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
+
+    /* renewed, and one waiter queued */
+    dl_renew_args_t ra = { .mode = 'w', .lease_ms = 30000, .fence = fa };
+    dl_call_renew(&c, &a, &ra);
+    run(&c);
+    assert_int_equal(c.reply.renew.held, 1);
+    assert_int_equal(c.reply.renew.queued, 1);
+    /* a renewal naming another hold renews nothing */
+    ra.fence = fa + 100;
+    dl_call_renew(&c, &a, &ra);
+    run(&c);
+    assert_int_equal(c.reply.renew.held, 0);
+
+    /* released: the waiter holds it now */
+    dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
+    dl_call_release(&c, &a, &rel);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 1);
+    redisReply *owner = th_cmd("HGET %s owner", ka.keys[0]);
+    assert_string_equal(owner->str, "tokB");
+    freeReplyObject(owner);
+    /* the same release again (a resend): released already */
+    dl_call_release(&c, &a, &rel);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 2);
+
+    /* B asks again: the grant is its own ("mine", claimed) */
+    ab = ask('w', 1, 3);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(c.reply.acquire.claimed, 1);
+    uint64_t fb = c.reply.acquire.fence;
+    assert_true(fb > fa);
+    rel = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 0 };
+    dl_call_release(&c, &b, &rel);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
+    /* a hold nobody has: held nothing */
+    rel.fence = fb + 100;
+    dl_call_release(&c, &a, &rel);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 0);
+}
+
+/* A queued wait cancelled, and one granted before its cancel; a request
+ * withdrawn; a stuck lock broken; a read hold. */
+static void test_cancel_withdraw_break(void **state)
+{
+    (void)state;
+    char name[128];
+    th_name(name, sizeof name, "calls2");
+    lockkeys_t ka, kb;
+    dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+    dl_call_t c;
+
+    dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 5);
+    dl_call_acquire(&c, &a, &aa);
+    run(&c);
+    uint64_t fa = c.reply.acquire.fence;
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 0);
+
+    /* B gives up: withdrawn */
+    dl_cancel_args_t cb = { .mode = 'w', .regid = 5 };
+    dl_call_cancel(&c, &b, &cb);
+    run(&c);
+    assert_int_equal(c.reply.cancel.granted, 0);
+    assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
+
+    /* B queues again, A releases: B's cancel finds it granted */
+    ab.regid = 6;
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
+    dl_call_release(&c, &a, &rel);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 1);
+    cb.regid = 6;
+    dl_call_cancel(&c, &b, &cb);
+    run(&c);
+    assert_int_equal(c.reply.cancel.granted, 1);
+    assert_true(c.reply.cancel.fence > fa);
+    assert_int_equal((long long)c.reply.cancel.fence, hget_ll(kb.keys[0], "fence"));
+    assert_int_equal(c.reply.cancel.dead, 0);
+
+    /* withdrawn by its registration id: the hold taken for it goes */
+    dl_withdraw_args_t wb = { .mode = 'w', .regid = 6 };
+    dl_call_withdraw(&c, &b, &wb);
+    run(&c);
+    assert_int_equal(c.reply.withdraw.result, 1);
+    assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
+    dl_call_withdraw(&c, &b, &wb);
+    run(&c);
+    assert_int_equal(c.reply.withdraw.result, 0);
+
+    /* two read holds, broken: both removed */
+    aa = ask('r', 0, 7);
+    ab = ask('r', 0, 8);
+    dl_call_acquire(&c, &a, &aa);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 2);
+    dl_call_break(&c, &a);
+    run(&c);
+    assert_int_equal(c.reply.brk.removed, 2);
+    assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 0);
+}
+
+/* The linger marks: lingering clears the death trace and cuts the TTL,
+ * held again sets the trace and restores the lease; a mark naming another
+ * hold changes nothing. */
+static void test_mark(void **state)
+{
+    (void)state;
+    char name[128];
+    th_name(name, sizeof name, "calls3");
+    lockkeys_t ka;
+    dl_caller_t a = caller(&ka, name, "tokA");
+    dl_call_t c;
+    dl_acquire_args_t aa = ask('w', 0, 1);
+    dl_call_acquire(&c, &a, &aa);
+    run(&c);
+    uint64_t fa = c.reply.acquire.fence;
+
+    dl_mark_args_t m = { .fence = fa, .lingering = 1, .ms = 2000 };
+    dl_call_mark(&c, &a, &m);
+    run(&c);
+    assert_int_equal(c.reply.mark.marked, 1);
+    redisReply *wh = th_cmd("HGET %s wh", ka.keys[5]);
+    assert_string_equal(wh->str, "");
+    freeReplyObject(wh);
+    assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) <= 2000);
+
+    m = (dl_mark_args_t){ .fence = fa, .lingering = 0, .ms = 30000 };
+    dl_call_mark(&c, &a, &m);
+    run(&c);
+    assert_int_equal(c.reply.mark.marked, 1);
+    wh = th_cmd("HGET %s wh", ka.keys[5]);
+    assert_string_equal(wh->str, "tokA");
+    freeReplyObject(wh);
+    assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
+
+    m = (dl_mark_args_t){ .fence = fa + 1, .lingering = 1, .ms = 2000 };
+    dl_call_mark(&c, &a, &m);
+    run(&c);
+    assert_int_equal(c.reply.mark.marked, 0);
+    assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TH_TEST(test_acquire_renew_release),
+        TH_TEST(test_cancel_withdraw_break),
+        TH_TEST(test_mark),
+    };
+    if (getenv("TH_FILTER"))
+        cmocka_set_test_filter(getenv("TH_FILTER"));
+    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+}
