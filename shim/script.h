@@ -25,7 +25,8 @@ enum {
     DL_SCRIPT_RENEW,
     DL_SCRIPT_CANCEL,
     DL_SCRIPT_BREAK,
-    DL_SCRIPT_WITHDRAW
+    DL_SCRIPT_WITHDRAW,
+    DL_SCRIPT_STATUS          /* read-only: distlock status (tools/cli) */
 };
 extern const dl_script_t dl_scripts[];
 

@@ -8,7 +8,11 @@
  *   main.c     dispatch, and the environment the library reads on first use
  *   run.c      NAME -- COMMAND: take the lock, run the child, release
  *   waiting.c  while the lock call blocks: signals and the terminal status line
- *   inspect.c  reading lock state from Redis (status, list, break)
+ *   redis.c    the way to Redis: the library's config, conn, keys and scripts
+ *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting)
+ *   redlock.c  redlock://: the servers' views of a lock, merged by a majority
+ *   scan.c     the names of the locks under the prefix (list)
+ *   break.c    break, and a waiter leaving a queue (the library's scripts)
  *   commands.c the status, list and break subcommands
  *   output.c   messages, quoting, durations, JSON and tables
  */

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "inspect.h"
+#include "break.h"
+#include "lockstat.h"
+#include "scan.h"
 #include "output.h"
 
 static int open_or_fail(cli_redis_t *r)
