@@ -10,7 +10,8 @@
 # library is compiled a second time, uninstrumented, for the interposer.
 
 set(DLP_SOURCES
-  shim/preload/boot.c shim/preload/map.c shim/preload/elfsym.c
+  shim/preload/boot.c shim/preload/real.c shim/preload/table.c shim/preload/policy.c
+  shim/preload/map.c shim/preload/elfsym.c
   shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c)
 set(DLP_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 

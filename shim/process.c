@@ -127,6 +127,12 @@ dl_proc_t *dl_proc_get(int *err)
     return p;
 }
 
+int dl_proc_start(void)
+{
+    int err = 0;
+    return dl_proc_get(&err) ? 0 : err ? err : EINVAL;
+}
+
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size)
 {
     return (size_t)snprintf(buf, size, "%s\t%d\t%d", p->host, (int)p->pid, (int)dl_tid());

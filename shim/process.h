@@ -51,6 +51,11 @@ extern unsigned long dl_gen;  /* bumped in each forked child */
  * dist_lasterror names the variable) or ENOMEM in *err.  Never blocks on
  * the network. */
 dl_proc_t *dl_proc_get(int *err);
+/* The same, for a caller that only needs the state to exist now (the
+ * interposer, before main: the configuration checked, the log level set,
+ * the fork handlers registered ahead of the program's).  0, or EINVAL /
+ * ENOMEM with dist_lasterror set. */
+int dl_proc_start(void);
 
 /* Holder info "host\tpid\ttid" for this thread; returns its length. */
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);

@@ -19,7 +19,6 @@
 #include "dl.h"
 #include "preload.h"
 
-#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
 
 /* How the local lock is asked for: DLP_BLOCK, DLP_TRY, or DLP_TIMED with
  * an abstime on clk (-1: the function's own CLOCK_REALTIME variant). */
@@ -71,11 +70,11 @@ static void unheld(const dlp_entry_t *e)
 static int mutex_local(pthread_mutex_t *m, const how_t *h)
 {
     switch (h->how) {
-    case DLP_TRY: return REAL(mutex_trylock)(m);
+    case DLP_TRY: return DLP_REAL(mutex_trylock)(m);
     case DLP_TIMED:
-        return h->clk == NOCLOCK ? REAL(mutex_timedlock)(m, h->abstime)
-                                 : REAL(mutex_clocklock)(m, h->clk, h->abstime);
-    default: return REAL(mutex_lock)(m);
+        return h->clk == NOCLOCK ? DLP_REAL(mutex_timedlock)(m, h->abstime)
+                                 : DLP_REAL(mutex_clocklock)(m, h->clk, h->abstime);
+    default: return DLP_REAL(mutex_lock)(m);
     }
 }
 
@@ -96,7 +95,7 @@ static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex
     dlp_in = 1;
     int drc = dlp_dist_acquire(e, 'w', h.how, abstime);
     if (drc)
-        REAL(mutex_unlock)(m);
+        DLP_REAL(mutex_unlock)(m);
     else
         __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
     dlp_in = 0;
@@ -107,9 +106,9 @@ static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex
 static int __attribute__((noinline)) mutex_release(dlp_entry_t *e, pthread_mutex_t *m)
 {
     if (e->kind != DLP_MUTEX || dlp_in)
-        return REAL(mutex_unlock)(m);
+        return DLP_REAL(mutex_unlock)(m);
     int saved = errno;
-    int rc = REAL(mutex_unlock)(m);
+    int rc = DLP_REAL(mutex_unlock)(m);
     if (rc)
         return rc;
     dlp_in = 1;
@@ -125,7 +124,7 @@ DLP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL }, __builtin_return_address(0));
-    return REAL(mutex_lock)(m);
+    return DLP_REAL(mutex_lock)(m);
 }
 
 DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
@@ -133,7 +132,7 @@ DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL }, __builtin_return_address(0));
-    return REAL(mutex_trylock)(m);
+    return DLP_REAL(mutex_trylock)(m);
 }
 
 DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
@@ -141,7 +140,7 @@ DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime }, __builtin_return_address(0));
-    return REAL(mutex_timedlock)(m, abstime);
+    return DLP_REAL(mutex_timedlock)(m, abstime);
 }
 
 DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
@@ -149,7 +148,7 @@ DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const 
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime }, __builtin_return_address(0));
-    return REAL(mutex_clocklock)(m, clk, abstime);
+    return DLP_REAL(mutex_clocklock)(m, clk, abstime);
 }
 
 DLP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
@@ -157,7 +156,7 @@ DLP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return mutex_release(e, m);
-    return REAL(mutex_unlock)(m);
+    return DLP_REAL(mutex_unlock)(m);
 }
 
 /* -------------------------------------------------------------- condvar */
@@ -191,9 +190,9 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
 {
     if (e->kind != DLP_MUTEX || dlp_in) {
         if (!abstime)
-            return REAL(cond_wait)(c, m);
-        return clk == NOCLOCK ? REAL(cond_timedwait)(c, m, abstime)
-                              : REAL(cond_clockwait)(c, m, clk, abstime);
+            return DLP_REAL(cond_wait)(c, m);
+        return clk == NOCLOCK ? DLP_REAL(cond_timedwait)(c, m, abstime)
+                              : DLP_REAL(cond_clockwait)(c, m, clk, abstime);
     }
     int saved = errno;
     cwait_t w = { e, 0 };
@@ -203,11 +202,11 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
     int rc;
     pthread_cleanup_push(cond_retake, &w);
     if (!abstime)
-        rc = REAL(cond_wait)(c, m);
+        rc = DLP_REAL(cond_wait)(c, m);
     else if (clk == NOCLOCK)
-        rc = REAL(cond_timedwait)(c, m, abstime);
+        rc = DLP_REAL(cond_timedwait)(c, m, abstime);
     else
-        rc = REAL(cond_clockwait)(c, m, clk, abstime);
+        rc = DLP_REAL(cond_clockwait)(c, m, clk, abstime);
     pthread_cleanup_pop(1);
     errno = saved;
     return rc;
@@ -218,7 +217,7 @@ DLP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, NULL);
-    return REAL(cond_wait)(c, m);
+    return DLP_REAL(cond_wait)(c, m);
 }
 
 DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
@@ -226,7 +225,7 @@ DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, con
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, abstime);
-    return REAL(cond_timedwait)(c, m, abstime);
+    return DLP_REAL(cond_timedwait)(c, m, abstime);
 }
 
 DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
@@ -235,7 +234,7 @@ DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, clk, abstime);
-    return REAL(cond_clockwait)(c, m, clk, abstime);
+    return DLP_REAL(cond_clockwait)(c, m, clk, abstime);
 }
 
 /* --------------------------------------------------------------- rwlock */
@@ -244,19 +243,19 @@ static int rw_local(pthread_rwlock_t *rw, char mode, const how_t *h)
 {
     if (mode == 'r') {
         switch (h->how) {
-        case DLP_TRY: return REAL(rw_tryrdlock)(rw);
+        case DLP_TRY: return DLP_REAL(rw_tryrdlock)(rw);
         case DLP_TIMED:
-            return h->clk == NOCLOCK ? REAL(rw_timedrdlock)(rw, h->abstime)
-                                     : REAL(rw_clockrdlock)(rw, h->clk, h->abstime);
-        default: return REAL(rw_rdlock)(rw);
+            return h->clk == NOCLOCK ? DLP_REAL(rw_timedrdlock)(rw, h->abstime)
+                                     : DLP_REAL(rw_clockrdlock)(rw, h->clk, h->abstime);
+        default: return DLP_REAL(rw_rdlock)(rw);
         }
     }
     switch (h->how) {
-    case DLP_TRY: return REAL(rw_trywrlock)(rw);
+    case DLP_TRY: return DLP_REAL(rw_trywrlock)(rw);
     case DLP_TIMED:
-        return h->clk == NOCLOCK ? REAL(rw_timedwrlock)(rw, h->abstime)
-                                 : REAL(rw_clockwrlock)(rw, h->clk, h->abstime);
-    default: return REAL(rw_wrlock)(rw);
+        return h->clk == NOCLOCK ? DLP_REAL(rw_timedwrlock)(rw, h->abstime)
+                                 : DLP_REAL(rw_clockwrlock)(rw, h->clk, h->abstime);
+    default: return DLP_REAL(rw_wrlock)(rw);
     }
 }
 
@@ -277,7 +276,7 @@ static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t
     dlp_in = 1;
     int drc = dlp_dist_acquire(e, mode, h.how, abstime);
     if (drc)
-        REAL(rw_unlock)(rw);
+        DLP_REAL(rw_unlock)(rw);
     else
         __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
     dlp_in = 0;
@@ -288,9 +287,9 @@ static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t
 static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t *rw)
 {
     if (e->kind != DLP_RWLOCK || dlp_in)
-        return REAL(rw_unlock)(rw);
+        return DLP_REAL(rw_unlock)(rw);
     int saved = errno;
-    int rc = REAL(rw_unlock)(rw);
+    int rc = DLP_REAL(rw_unlock)(rw);
     if (rc)
         return rc;
     dlp_in = 1;
@@ -308,7 +307,7 @@ static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t
         if (DLP_UNLIKELY(e != NULL))                                     \
             return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ },     \
                               __builtin_return_address(0));              \
-        return REAL(field) args;                                         \
+        return DLP_REAL(field) args;                                         \
     }
 
 RW_WRAP(pthread_rwlock_rdlock, rw_rdlock, 'r', (pthread_rwlock_t *rw), (rw),
@@ -337,5 +336,5 @@ DLP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
     dlp_entry_t *e = dlp_lookup(rw);
     if (DLP_UNLIKELY(e != NULL))
         return rw_release(e, rw);
-    return REAL(rw_unlock)(rw);
+    return DLP_REAL(rw_unlock)(rw);
 }
