@@ -93,27 +93,22 @@ static int sys_lockf(int fd, int cmd, off_t len)
 TRAMP(lockf, (int fd, int cmd, off_t len), (fd, cmd, len), sys_lockf(fd, cmd, len))
 TRAMP(lockf64, (int fd, int cmd, off64_t len), (fd, cmd, len), sys_lockf(fd, cmd, (off_t)len))
 
-static int boot_fcntl(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (!dlp_real_resolve())
-        return (int)syscall(SYS_fcntl, fd, cmd, arg);
-    return DLP_REAL(fcntl)(fd, cmd, arg);
-}
+/* fcntl's third argument is an int or a pointer, passed alike: taken as a
+ * pointer and handed on. */
+#define TRAMP_FCNTL(f)                                  \
+    static int boot_##f(int fd, int cmd, ...)           \
+    {                                                   \
+        va_list ap;                                     \
+        va_start(ap, cmd);                              \
+        void *arg = va_arg(ap, void *);                 \
+        va_end(ap);                                     \
+        if (!dlp_real_resolve())                        \
+            return (int)syscall(SYS_fcntl, fd, cmd, arg); \
+        return DLP_REAL(f)(fd, cmd, arg);               \
+    }
 
-static int boot_fcntl64(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (!dlp_real_resolve())
-        return (int)syscall(SYS_fcntl, fd, cmd, arg);
-    return DLP_REAL(fcntl64)(fd, cmd, arg);
-}
+TRAMP_FCNTL(fcntl)
+TRAMP_FCNTL(fcntl64)
 
 dlp_real_t dlp_real = {
     boot_mutex_lock, boot_mutex_trylock, boot_mutex_timedlock, boot_mutex_clocklock,

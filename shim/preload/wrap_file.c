@@ -160,27 +160,22 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
     return err ? -1 : 0;
 }
 
-DLP_EXPORT int fcntl(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
-        return DLP_REAL(fcntl)(fd, cmd, arg);
-    return fcntl_mapped(DLP_REAL(fcntl), fd, cmd, arg);
-}
+/* fcntl's third argument is an int or a pointer, passed alike: taken as a
+ * pointer and handed on. */
+#define FCNTL_WRAP(f)                                                       \
+    DLP_EXPORT int f(int fd, int cmd, ...)                                  \
+    {                                                                       \
+        va_list ap;                                                         \
+        va_start(ap, cmd);                                                  \
+        void *arg = va_arg(ap, void *);                                     \
+        va_end(ap);                                                         \
+        if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)             \
+            return DLP_REAL(f)(fd, cmd, arg);                               \
+        return fcntl_mapped(DLP_REAL(f), fd, cmd, arg);                     \
+    }
 
-DLP_EXPORT int fcntl64(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
-        return DLP_REAL(fcntl64)(fd, cmd, arg);
-    return fcntl_mapped(DLP_REAL(fcntl64), fd, cmd, arg);
-}
+FCNTL_WRAP(fcntl)
+FCNTL_WRAP(fcntl64)
 
 /* ---------------------------------------------------------------- lockf */
 

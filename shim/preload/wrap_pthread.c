@@ -65,6 +65,69 @@ static void unheld(const dlp_entry_t *e)
            e->name);
 }
 
+/* ------------------------------------------------- mutexes and rwlocks */
+
+/* Does a lock call on e go to libc alone?  Yes when e is no lock of this
+ * kind, or when the interposer itself is calling; a dormant program stops
+ * here at its first lock instead (dlp_dormant_check). */
+static int local_only(const dlp_entry_t *e, int kind, const char *what, const void *caller)
+{
+    if (e->kind == kind && !dlp_in)
+        return 0;
+    if (e->kind == DLP_DORMANT && !dlp_in)
+        dlp_dormant_check(what, caller);
+    return 1;
+}
+
+/* The distributed half of an acquisition whose local lock the caller now
+ * holds; if it fails, the local lock is given back with unlock(obj).  0 or
+ * the error of dlp_dist_acquire. */
+static int acquire_dist(dlp_entry_t *e, char mode, const how_t *h, int (*unlock)(void *),
+                        void *obj)
+{
+    struct timespec rt;
+    const struct timespec *abstime = realtime_of(h, &rt);
+    dlp_in = 1;
+    int drc = dlp_dist_acquire(e, mode, h->how, abstime);
+    if (drc)
+        unlock(obj);
+    else
+        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
+    dlp_in = 0;
+    return drc;
+}
+
+/* An unlock of a mapped object: the real unlock(obj) first (it decides
+ * whether the caller may unlock), then the distributed release. */
+static int __attribute__((noinline)) release(dlp_entry_t *e, int kind, int (*unlock)(void *),
+                                            void *obj)
+{
+    if (e->kind != kind || dlp_in)
+        return unlock(obj);
+    int saved = errno;
+    int rc = unlock(obj);
+    if (rc)
+        return rc;
+    dlp_in = 1;
+    if (dlp_dist_release(e) == EPERM)
+        unheld(e);
+    dlp_in = 0;
+    errno = saved;
+    return 0;
+}
+
+/* An exported lock call: a mapped object goes to acquire(e, obj, mode, how,
+ * the caller's address), anything else straight to the real function. */
+#define LOCK_WRAP(fn, real, acquire, obj, mode, params, args, ...)              \
+    DLP_EXPORT int fn params                                                    \
+    {                                                                           \
+        dlp_entry_t *e = dlp_lookup(obj);                                       \
+        if (DLP_UNLIKELY(e != NULL))                                            \
+            return acquire(e, obj, mode, (how_t){ __VA_ARGS__ },                \
+                           __builtin_return_address(0));                        \
+        return DLP_REAL(real) args;                                             \
+    }
+
 /* ---------------------------------------------------------------- mutex */
 
 static int mutex_local(pthread_mutex_t *m, const how_t *h)
@@ -78,84 +141,41 @@ static int mutex_local(pthread_mutex_t *m, const how_t *h)
     }
 }
 
-static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, how_t h,
-                                                  const void *caller)
+static int mutex_unlock_real(void *m)
 {
-    if (e->kind != DLP_MUTEX || dlp_in) {
-        if (e->kind == DLP_DORMANT && !dlp_in)
-            dlp_dormant_check("mutex", caller);
+    return DLP_REAL(mutex_unlock)(m);
+}
+
+static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, char mode,
+                                                  how_t h, const void *caller)
+{
+    if (local_only(e, DLP_MUTEX, "mutex", caller))
         return mutex_local(m, &h);
-    }
     int saved = errno;
     int rc = mutex_local(m, &h);
     if (rc != 0 && rc != EOWNERDEAD)      /* EOWNERDEAD: a robust mutex, now ours */
         return rc;
-    struct timespec rt;
-    const struct timespec *abstime = realtime_of(&h, &rt);
-    dlp_in = 1;
-    int drc = dlp_dist_acquire(e, 'w', h.how, abstime);
-    if (drc)
-        DLP_REAL(mutex_unlock)(m);
-    else
-        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
-    dlp_in = 0;
+    int drc = acquire_dist(e, mode, &h, mutex_unlock_real, m);
     errno = saved;
     return drc ? drc : rc;
 }
 
-static int __attribute__((noinline)) mutex_release(dlp_entry_t *e, pthread_mutex_t *m)
-{
-    if (e->kind != DLP_MUTEX || dlp_in)
-        return DLP_REAL(mutex_unlock)(m);
-    int saved = errno;
-    int rc = DLP_REAL(mutex_unlock)(m);
-    if (rc)
-        return rc;
-    dlp_in = 1;
-    if (dlp_dist_release(e) == EPERM)
-        unheld(e);
-    dlp_in = 0;
-    errno = saved;
-    return 0;
-}
-
-DLP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
-{
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL }, __builtin_return_address(0));
-    return DLP_REAL(mutex_lock)(m);
-}
-
-DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
-{
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL }, __builtin_return_address(0));
-    return DLP_REAL(mutex_trylock)(m);
-}
-
-DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
-{
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime }, __builtin_return_address(0));
-    return DLP_REAL(mutex_timedlock)(m, abstime);
-}
-
-DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
-{
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime }, __builtin_return_address(0));
-    return DLP_REAL(mutex_clocklock)(m, clk, abstime);
-}
+LOCK_WRAP(pthread_mutex_lock, mutex_lock, mutex_acquire, m, 'w', (pthread_mutex_t *m), (m),
+          DLP_BLOCK, NOCLOCK, NULL)
+LOCK_WRAP(pthread_mutex_trylock, mutex_trylock, mutex_acquire, m, 'w', (pthread_mutex_t *m), (m),
+          DLP_TRY, NOCLOCK, NULL)
+LOCK_WRAP(pthread_mutex_timedlock, mutex_timedlock, mutex_acquire, m, 'w',
+          (pthread_mutex_t *m, const struct timespec *abstime), (m, abstime),
+          DLP_TIMED, NOCLOCK, abstime)
+LOCK_WRAP(pthread_mutex_clocklock, mutex_clocklock, mutex_acquire, m, 'w',
+          (pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime), (m, clk, abstime),
+          DLP_TIMED, clk, abstime)
 
 DLP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_release(e, m);
+        return release(e, DLP_MUTEX, mutex_unlock_real, m);
     return DLP_REAL(mutex_unlock)(m);
 }
 
@@ -259,56 +279,27 @@ static int rw_local(pthread_rwlock_t *rw, char mode, const how_t *h)
     }
 }
 
-static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode, how_t h,
-                                               const void *caller)
+static int rw_unlock_real(void *rw)
 {
-    if (e->kind != DLP_RWLOCK || dlp_in) {
-        if (e->kind == DLP_DORMANT && !dlp_in)
-            dlp_dormant_check("rwlock", caller);
+    return DLP_REAL(rw_unlock)(rw);
+}
+
+static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode,
+                                               how_t h, const void *caller)
+{
+    if (local_only(e, DLP_RWLOCK, "rwlock", caller))
         return rw_local(rw, mode, &h);
-    }
     int saved = errno;
     int rc = rw_local(rw, mode, &h);
     if (rc)
         return rc;
-    struct timespec rt;
-    const struct timespec *abstime = realtime_of(&h, &rt);
-    dlp_in = 1;
-    int drc = dlp_dist_acquire(e, mode, h.how, abstime);
-    if (drc)
-        DLP_REAL(rw_unlock)(rw);
-    else
-        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
-    dlp_in = 0;
+    int drc = acquire_dist(e, mode, &h, rw_unlock_real, rw);
     errno = saved;
     return drc;
 }
 
-static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t *rw)
-{
-    if (e->kind != DLP_RWLOCK || dlp_in)
-        return DLP_REAL(rw_unlock)(rw);
-    int saved = errno;
-    int rc = DLP_REAL(rw_unlock)(rw);
-    if (rc)
-        return rc;
-    dlp_in = 1;
-    if (dlp_dist_release(e) == EPERM)
-        unheld(e);
-    dlp_in = 0;
-    errno = saved;
-    return 0;
-}
-
-#define RW_WRAP(fn, field, mode, params, args, ...)                      \
-    DLP_EXPORT int fn params                                             \
-    {                                                                    \
-        dlp_entry_t *e = dlp_lookup(rw);                                 \
-        if (DLP_UNLIKELY(e != NULL))                                     \
-            return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ },     \
-                              __builtin_return_address(0));              \
-        return DLP_REAL(field) args;                                         \
-    }
+#define RW_WRAP(fn, real, mode, params, args, ...) \
+    LOCK_WRAP(fn, real, rw_acquire, rw, mode, params, args, __VA_ARGS__)
 
 RW_WRAP(pthread_rwlock_rdlock, rw_rdlock, 'r', (pthread_rwlock_t *rw), (rw),
         DLP_BLOCK, NOCLOCK, NULL)
@@ -335,6 +326,6 @@ DLP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
     dlp_entry_t *e = dlp_lookup(rw);
     if (DLP_UNLIKELY(e != NULL))
-        return rw_release(e, rw);
+        return release(e, DLP_RWLOCK, rw_unlock_real, rw);
     return DLP_REAL(rw_unlock)(rw);
 }
