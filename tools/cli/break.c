@@ -18,17 +18,26 @@ static void call_arg(dl_call_t *c, const char *s)
     dl_call_arg(c, s, strlen(s));
 }
 
-int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *removed)
+/* What both commands need first: a connection, the lock's keys and the
+ * channel prefix (chan, 300 bytes).  0 or -1 (r->err). */
+static int begin(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len, char *chan)
 {
     if (!r->conn) {
         snprintf(r->err, sizeof r->err, "not connected");
         return -1;
     }
-    cli_keys_t lk;
-    if (cli_keys_make(r, &lk, name, len))
+    if (cli_keys_make(r, lk, name, len))
         return -1;
+    snprintf(chan, 300, "%sn:", r->cfg.prefix);
+    return 0;
+}
+
+int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *removed)
+{
+    cli_keys_t lk;
     char chan[300], last[512] = "no reply";
-    snprintf(chan, sizeof chan, "%sn:", r->cfg.prefix);
+    if (begin(r, &lk, name, len, chan))
+        return -1;
     int got = 0, first, end;
     *removed = 0;
     cli_redis_targets(r, &first, &end);
@@ -57,15 +66,10 @@ int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *remo
 
 int cli_withdraw(cli_redis_t *r, const char *name, size_t len, const char *token, char mode)
 {
-    if (!r->conn) {
-        snprintf(r->err, sizeof r->err, "not connected");
-        return -1;
-    }
     cli_keys_t lk;
-    if (cli_keys_make(r, &lk, name, len))
-        return -1;
     char chan[300], m[2] = { mode, 0 };
-    snprintf(chan, sizeof chan, "%sn:", r->cfg.prefix);
+    if (begin(r, &lk, name, len, chan))
+        return -1;
     int failed = 0, first, end;
     /* With redlock nobody queues, but the lock call may have been granted
      * on some servers at that instant: give those back. */
