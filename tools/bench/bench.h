@@ -11,6 +11,7 @@
  *   proc.c      forked workers: shared memory, start gates, progress, waits
  *   stats.c     clock, samples, percentiles
  *   output.c    RESULT lines, --json, the progress line
+ *   locks.c     the library as the workloads use it: names, keys, warm-up
  *   naive.c     the naive lock
  *   floor.c     redis-benchmark floors (EVALSHA "return 1", PING)
  *   w_basic.c   W1 W2 W3 W3b (distlock and naive), W2's serial ceiling
@@ -27,8 +28,11 @@
 #include <semaphore.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <time.h>
+
+#include "distlock.h"
 
 /* ------------------------------------------------------------ options */
 #define BENCH_MAX_REPEAT 100
@@ -100,6 +104,11 @@ redisContext *rc_connect(const char *name);
 redisContext *rc_ctl_zeroed(const char *ctr);
 /* Runs a command; returns the reply (caller frees) or NULL. */
 redisReply *rc_cmd(redisContext *c, const char *fmt, ...);
+/* The counter workloads' update (W2, its serial ceiling, W4b): GET ctr,
+ * then SET ctr v+1, two round trips on c.  0, or 1 when Redis failed. */
+int rc_ctr_incr(redisContext *c, const char *ctr);
+/* The counter's value, or `none` when it cannot be read. */
+long long rc_ctr_get(redisContext *c, const char *ctr, long long none);
 /* Sum of `calls` over INFO commandstats, without INFO itself (the
  * measuring commands).  Redis counts the commands a script runs as well. */
 long long rc_cmd_calls(redisContext *c);
@@ -123,6 +132,9 @@ double pct_sorted(const double *v, size_t n, double q);
 void sort_doubles(double *v, size_t n);
 double mean_of(const double *v, size_t n);
 double max_of(const double *v, size_t n);
+/* The smallest and largest of snap[0..n) relative to their mean (0 when
+ * the mean is 0): each worker's share of the work done. */
+void shares_of(const unsigned long *snap, int n, double *mn, double *mx);
 
 /* ------------------------------------------------------------ proc.c */
 /* Shared anonymous memory (visible to forked workers); zeroed. */
@@ -148,6 +160,25 @@ void gate_open(gate_t *g);
 /* Has any of pids exited (without reaping it)? */
 int any_exited(const pid_t *pids, int n);
 
+/* After the workers were forked: waits until every one passed gate g,
+ * then measures from now (with c, *calls0 = the server's command count,
+ * rc_cmd_calls; *t0 = now_ns) and opens the gate.  0, or -1 when a worker
+ * ended first (the gate stays shut; *t0 is still set). */
+int gate_start(gate_t *g, const pid_t *pids, int n, redisContext *c, long long *calls0,
+               uint64_t *t0);
+/* Forks pids[0..n), workers fn(arg, i) that pass gate g, and starts them
+ * together (gate_start). */
+int spawn_gated(int (*fn)(void *, int), void *arg, pid_t *pids, int n, gate_t *g,
+                redisContext *c, long long *calls0, uint64_t *t0);
+/* The first worker to finish copies count[0..n) into snap[0..n) (the
+ * others do nothing): the shares while every worker still had work. */
+void snap_first(volatile int *first_done, unsigned long *snap, const volatile unsigned long *count,
+                int n);
+/* Forks a child whose stdout is *out (read end, fdopen'd), and tracks it
+ * (reap it with reap_tool).  In the child: 0 (it execs or _exits);
+ * in the parent its pid; -1 on failure. */
+pid_t fork_piped(FILE **out);
+
 /* Forks a worker running fn(arg, idx); its exit status is fn's return.
  * The child's stdout is not flushed twice: the parent flushes first. */
 pid_t spawn(int (*fn)(void *, int), void *arg, int idx);
@@ -171,6 +202,13 @@ typedef struct result {
 result_t *result_new(const char *peer, const char *workload);
 void result_extra(result_t *r, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* A result of n operations that took ns nanoseconds, lat[0..n) their
+ * latencies (us, sorted here): its ops_per_s, p50_us and p99_us set. */
+result_t *result_timed(const char *peer, const char *workload, double *lat, size_t n, uint64_t ns);
+/* The extra fields of a counter workload: lost_updates, and each worker's
+ * share of the work while all still had some (snap[0..n), shares_of):
+ * min_share, max_share, fairness. */
+void result_shares(result_t *r, long long lost, const unsigned long *snap, int n);
 /* Prints the RESULT line now (unless --json, which prints at the end). */
 void result_emit(result_t *r);
 /* The result of the running repetition, or NULL. */
@@ -242,9 +280,22 @@ typedef struct w3_samples {
 extern w3_samples_t g_w3[2];
 int svg_write_w3(const char *path);
 
+/* ------------------------------------------------------------ locks.c */
 /* Lock names: "bench:<run>:<workload>[:suffix]" */
 void lock_name(char *buf, size_t size, const char *workload, const char *suffix);
-/* The key prefix the library uses (DISTLOCK_PREFIX or "distlock:"). */
-const char *dl_prefix(void);
+/* Key `which` (its index in the scripts' KEYS: 0 the lock hash, 3 the
+ * queue) of lock `name`, as the library names it (its DISTLOCK_PREFIX and
+ * shim/keys.h).  0, or -1 (message printed). */
+int lock_key(char *buf, size_t size, const char *name, int which);
+/* Says on stderr why a lock call `what` failed, when rc is not 0; returns
+ * rc. */
+int lock_err(const char *what, int rc);
+/* Connects a lock before anything is measured (one trylock, given back;
+ * EBUSY is fine): 0, or the error (said). */
+int mutex_connect(dist_mutex_t *m);
+/* dist_*_init and that warm-up (rwlock: a try in `mode`, 'r' or 'w'): 0,
+ * or -1 (said). */
+int mutex_warm(dist_mutex_t *m, const char *name);
+int rwlock_warm(dist_rwlock_t *rw, const char *name, char mode);
 
 #endif
