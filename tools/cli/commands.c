@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "commands.h"
 #include "break.h"
 #include "lockstat.h"
 #include "scan.h"
