@@ -62,6 +62,8 @@ size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);
 
 /* Starts a detached thread with all signals blocked. */
 int dl_thread_start(void *(*fn)(void *), void *arg);
+/* The same with a stack of `stack` bytes (0: the default). */
+int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack);
 
 /* --- the lock objects (object.c) --- */
 struct dist_lockobj;

@@ -25,6 +25,7 @@
 
 #include "dl.h"
 #include "preload.h"
+#include "process.h"
 
 #define MAX_RECS 256
 #define HELPER_STACK (256 * 1024)
@@ -164,21 +165,11 @@ static void *helper(void *arg)
     return NULL;
 }
 
+/* The helper takes none of the program's signals (the library's threads
+ * take none either). */
 static int spawn(frec_t *r)
 {
-    /* The helper takes none of the program's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&a, HELPER_STACK);
-    pthread_t t;
-    int rc = pthread_create(&t, &a, helper, r);
-    pthread_attr_destroy(&a);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    return dl_thread_start_sized(helper, r, HELPER_STACK);
 }
 
 /* fmu held; r held and not busy: lets go of it and frees it. */
