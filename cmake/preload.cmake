@@ -12,7 +12,8 @@
 # the same internal interface as distlock_internal.
 
 set(DLP_SOURCES
-  shim/preload/boot.c shim/preload/map.c shim/preload/elfsym.c
+  shim/preload/boot.c shim/preload/real.c shim/preload/table.c shim/preload/policy.c
+  shim/preload/map.c shim/preload/elfsym.c
   shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c)
 
 if(DL_SANITIZED)

@@ -50,6 +50,20 @@ void dl_call_break(dl_call_t *c, const dl_caller_t *who)
     init(c, DL_SCRIPT_BREAK, who);
 }
 
+void dl_call_status(dl_call_t *c, const dl_caller_t *who)
+{
+    init(c, DL_SCRIPT_STATUS, who);
+    c->reply.status.snapshot = NULL;
+}
+
+void dl_call_free_reply(dl_call_t *c)
+{
+    if (c->script == DL_SCRIPT_STATUS && c->reply.status.snapshot) {
+        freeReplyObject(c->reply.status.snapshot);
+        c->reply.status.snapshot = NULL;
+    }
+}
+
 void dl_call_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a)
 {
     init(c, DL_SCRIPT_WITHDRAW, who);
@@ -170,6 +184,12 @@ void dl_call_wire(dl_call_t *c)
         /* 1 prefix */
         put_head(&w, 0);
         break;
+    case DL_SCRIPT_STATUS:
+        /* the six keys, no ARGV */
+        put(&w, "6", 1);
+        for (int k = 0; k < DL_NKEYS; k++)
+            put(&w, c->who.keys[k], c->who.keylen[k]);
+        break;
     case DL_SCRIPT_WITHDRAW: {
         /* 1 prefix, 2 token, 3 mode, 4 registration id */
         const dl_withdraw_args_t *a = &c->arg.withdraw;
@@ -257,6 +277,9 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
     case DL_SCRIPT_MARK:
         /* 1 marked, 0 not there */
         c->reply.mark.marked = (int)integer(r);
+        break;
+    case DL_SCRIPT_STATUS:
+        /* kept whole: script.c hands it over (dl_status_reply_t) */
         break;
     }
 }

@@ -31,6 +31,7 @@ enum {
     DL_SCRIPT_BREAK,
     DL_SCRIPT_WITHDRAW,
     DL_SCRIPT_MARK,
+    DL_SCRIPT_STATUS,         /* read-only: distlock status (tools/cli) */
     DL_SCRIPT_COUNT
 };
 
@@ -146,6 +147,15 @@ typedef struct dl_mark_reply {
     int marked;                   /* 1 marked, 0 that hold is not there */
 } dl_mark_reply_t;
 
+/* --- status.lua: a read-only snapshot of a lock (the distlock tool).
+ * No ARGV.  Its reply is a nested array of strings with one reader,
+ * tools/cli/lockstat.c, which decodes it into what the tool prints: the
+ * call hands that reader the snapshot as Redis gave it, to be freed with
+ * dl_call_free_reply. */
+typedef struct dl_status_reply {
+    struct redisReply *snapshot;  /* status.lua's reply; NULL without one */
+} dl_status_reply_t;
+
 /* One script call on one lock. */
 typedef struct dl_call {
     int script;                   /* DL_SCRIPT_* */
@@ -168,6 +178,7 @@ typedef struct dl_call {
         dl_break_reply_t brk;
         dl_withdraw_reply_t withdraw;
         dl_mark_reply_t mark;
+        dl_status_reply_t status;
     } reply;
     /* The wire form, script.c's: argv[0..1] EVALSHA sha | EVAL text, then
      * what dl_call_wire writes. */
@@ -185,6 +196,9 @@ void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args
 void dl_call_renew(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
 void dl_call_cancel(dl_call_t *c, const dl_caller_t *who, const dl_cancel_args_t *a);
 void dl_call_break(dl_call_t *c, const dl_caller_t *who);
+void dl_call_status(dl_call_t *c, const dl_caller_t *who);
+/* Frees what a reply owns (the status snapshot); a no-op for the others. */
+void dl_call_free_reply(dl_call_t *c);
 void dl_call_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
 void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
 

@@ -388,6 +388,19 @@ static int load_tls(dl_config_t *c)
     return dl_tls_setup(c);
 }
 
+int dl_config_prefix(char *out, size_t size)
+{
+    const char *prefix = secure_getenv("DISTLOCK_PREFIX");
+    if (!prefix)
+        prefix = "distlock:";
+    if (strlen(prefix) >= size)
+        return dl_fail(EINVAL, "DISTLOCK_PREFIX: longer than %zu bytes", size - 1);
+    if (strpbrk(prefix, "{}"))
+        return dl_fail(EINVAL, "DISTLOCK_PREFIX: must not contain '{' or '}' (they set the hash tag)");
+    strcpy(out, prefix);
+    return 0;
+}
+
 int dl_config_load(dl_config_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -406,14 +419,8 @@ int dl_config_load(dl_config_t *c)
     if (load_tls(c))
         return EINVAL;
 
-    const char *prefix = secure_getenv("DISTLOCK_PREFIX");
-    if (!prefix)
-        prefix = "distlock:";
-    if (strlen(prefix) >= sizeof c->prefix)
-        return dl_fail(EINVAL, "DISTLOCK_PREFIX: longer than %zu bytes", sizeof c->prefix - 1);
-    if (strpbrk(prefix, "{}"))
-        return dl_fail(EINVAL, "DISTLOCK_PREFIX: must not contain '{' or '}' (they set the hash tag)");
-    strcpy(c->prefix, prefix);
+    if (dl_config_prefix(c->prefix, sizeof c->prefix))
+        return EINVAL;
 
     if (env_ulong("DISTLOCK_LEASE_MS", 30000, 30, 86400000UL, &c->lease_ms) ||
         env_ulong("DISTLOCK_IO_TIMEOUT_MS", 5000, 1, 86400000UL, &c->io_timeout_ms))

@@ -49,6 +49,11 @@ typedef struct dl_config {
 /* Reads DISTLOCK_* (secure_getenv) into c.  EINVAL with dist_lasterror()
  * naming the variable when a value is bad.  Never blocks. */
 int dl_config_load(dl_config_t *c);
+/* DISTLOCK_PREFIX alone (the key prefix; "distlock:" when unset), checked
+ * as dl_config_load checks it, into out (size bytes): for a tool that
+ * names a lock's keys (shim/keys.h) without the rest of the
+ * configuration.  0, or EINVAL with dist_lasterror(). */
+int dl_config_prefix(char *out, size_t size);
 
 /* Parses a DISTLOCK_URL value into c's scheme, endpoints, db, user and
  * password.  On error writes a reason (without the password) to err. */

@@ -11,6 +11,18 @@
 
 int dl_log_level = DL_LOG_WARN;
 
+int dl_log_set_level(int level)
+{
+    int old = dl_log_level;
+    dl_log_level = level;
+    return old;
+}
+
+int dl_log_get_level(void)
+{
+    return dl_log_level;
+}
+
 static __thread char dl_lasterr[DL_ERRMAX];
 
 void dl_seterr(const char *fmt, ...)

@@ -14,6 +14,11 @@
 
 enum { DL_LOG_OFF, DL_LOG_ERROR, DL_LOG_WARN, DL_LOG_INFO, DL_LOG_DEBUG };
 extern int dl_log_level;
+/* The level dl_log prints up to: DISTLOCK_LOG as the library loaded it
+ * (process.c), or what a tool or the interposer chose; the setter returns
+ * the level it replaced. */
+int dl_log_set_level(int level);
+int dl_log_get_level(void);
 /* Size of the per-thread last error (dist_lasterror). */
 #define DL_ERRMAX 512
 /* Sets this thread's dist_lasterror() text. */

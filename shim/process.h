@@ -55,11 +55,18 @@ extern unsigned long dl_gen;  /* bumped in each forked child */
  * dist_lasterror names the variable) or ENOMEM in *err.  Never blocks on
  * the network. */
 dl_proc_t *dl_proc_get(int *err);
+/* The same, for a caller that only needs the state to exist now (the
+ * interposer, before main: the configuration checked, the log level set,
+ * the fork handlers registered ahead of the program's).  0, or EINVAL /
+ * ENOMEM with dist_lasterror set. */
+int dl_proc_start(void);
 
 /* Holder info "host\tpid\ttid" for this thread; returns its length. */
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);
 
 /* Starts a detached thread with all signals blocked. */
 int dl_thread_start(void *(*fn)(void *), void *arg);
+/* The same with a stack of `stack` bytes (0: the default). */
+int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack);
 
 #endif

@@ -153,7 +153,10 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
             /* The typed reply (calls.c) is all a caller reads. */
             note_cached(&calls[i], c->reply);
             dl_call_parse(&calls[i], c->reply);
-            freeReplyObject(c->reply);
+            if (calls[i].script == DL_SCRIPT_STATUS)
+                calls[i].reply.status.snapshot = c->reply;   /* its reader's */
+            else
+                freeReplyObject(c->reply);
             c->reply = NULL;
         }
         calls[i].cmd = *c;

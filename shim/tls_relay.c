@@ -72,7 +72,7 @@ static relay_t *relays;
  * used TLS forks without touching them.  Under the interposer that
  * matters: its launchers (timeout, sh...) must make no pthread lock call
  * of their own, and these calls must never be tail calls, whose return
- * address would be libc's instead of ours (shim/preload/boot.c tells the
+ * address would be libc's instead of ours (shim/preload/table.c tells the
  * library's own calls by it). */
 static int fork_locked;
 

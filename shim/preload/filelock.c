@@ -25,8 +25,8 @@
 
 #include "dl.h"
 #include "preload.h"
+#include "process.h"
 
-#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
 #define MAX_RECS 256
 #define HELPER_STACK (256 * 1024)
 #define CHECK_EVERY_MS 1000
@@ -54,8 +54,8 @@ static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fcv;
 int dlp_fheld;
 
-static void lock(void) { REAL(mutex_lock)(&fmu); }
-static void unlock(void) { REAL(mutex_unlock)(&fmu); }
+static void lock(void) { DLP_REAL(mutex_lock)(&fmu); }
+static void unlock(void) { DLP_REAL(mutex_unlock)(&fmu); }
 static void wake(void) { pthread_cond_broadcast(&fcv); }
 static void wait_ms(unsigned ms)
 {
@@ -67,9 +67,9 @@ static void wait_ms(unsigned ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    REAL(cond_timedwait)(&fcv, &fmu, &ts);
+    DLP_REAL(cond_timedwait)(&fcv, &fmu, &ts);
 }
-static void wait_forever(void) { REAL(cond_wait)(&fcv, &fmu); }
+static void wait_forever(void) { DLP_REAL(cond_wait)(&fcv, &fmu); }
 
 void dlp_file_init(void)
 {
@@ -165,21 +165,11 @@ static void *helper(void *arg)
     return NULL;
 }
 
+/* The helper takes none of the program's signals (the library's threads
+ * take none either). */
 static int spawn(frec_t *r)
 {
-    /* The helper takes none of the program's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    pthread_attr_setstacksize(&a, HELPER_STACK);
-    pthread_t t;
-    int rc = pthread_create(&t, &a, helper, r);
-    pthread_attr_destroy(&a);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    return dl_thread_start_sized(helper, r, HELPER_STACK);
 }
 
 /* fmu held; r held and not busy: lets go of it and frees it. */
@@ -320,7 +310,7 @@ void dlp_file_release_all(void)
     /* At exit other threads may still run (and hold fmu): wait a little
      * at most, and never for longer than a few seconds in all. */
     int got = 0;
-    for (int i = 0; i < 100 && !(got = REAL(mutex_trylock)(&fmu) == 0); i++)
+    for (int i = 0; i < 100 && !(got = DLP_REAL(mutex_trylock)(&fmu) == 0); i++)
         dl_sleep_ms(10);
     if (!got)
         return;

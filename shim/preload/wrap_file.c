@@ -26,7 +26,6 @@
 
 #include "preload.h"
 
-#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
 
 /* The mapped entry of fd's file, with its identity; NULL when not mapped.
  * No allocation: the path is read into the stack. */
@@ -74,9 +73,9 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
     int base = op & ~LOCK_NB;
     dlp_entry_t *e = (base == LOCK_SH || base == LOCK_EX || base == LOCK_UN) ? entry_of(fd, &dev, &ino) : NULL;
     if (!e)
-        return REAL(flock)(fd, op);
+        return DLP_REAL(flock)(fd, op);
     int saved = errno;
-    if (REAL(flock)(fd, op) != 0)
+    if (DLP_REAL(flock)(fd, op) != 0)
         return -1;
     dlp_in = 1;
     int err = 0;
@@ -84,7 +83,7 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
         dlp_file_release(DLP_FL_FLOCK, fd, dev, ino);
     else if ((err = dlp_file_acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
                                      (op & LOCK_NB) != 0)))
-        REAL(flock)(fd, LOCK_UN);
+        DLP_REAL(flock)(fd, LOCK_UN);
     dlp_in = 0;
     errno = err ? err : saved;
     return err ? -1 : 0;
@@ -93,7 +92,7 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
 DLP_EXPORT int flock(int fd, int op)
 {
     if (DLP_LIKELY(!dlp_nfile) || dlp_in)
-        return REAL(flock)(fd, op);
+        return DLP_REAL(flock)(fd, op);
     return flock_mapped(fd, op);
 }
 
@@ -161,27 +160,22 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
     return err ? -1 : 0;
 }
 
-DLP_EXPORT int fcntl(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
-        return REAL(fcntl)(fd, cmd, arg);
-    return fcntl_mapped(REAL(fcntl), fd, cmd, arg);
-}
+/* fcntl's third argument is an int or a pointer, passed alike: taken as a
+ * pointer and handed on. */
+#define FCNTL_WRAP(f)                                                       \
+    DLP_EXPORT int f(int fd, int cmd, ...)                                  \
+    {                                                                       \
+        va_list ap;                                                         \
+        va_start(ap, cmd);                                                  \
+        void *arg = va_arg(ap, void *);                                     \
+        va_end(ap);                                                         \
+        if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)             \
+            return DLP_REAL(f)(fd, cmd, arg);                               \
+        return fcntl_mapped(DLP_REAL(f), fd, cmd, arg);                     \
+    }
 
-DLP_EXPORT int fcntl64(int fd, int cmd, ...)
-{
-    va_list ap;
-    va_start(ap, cmd);
-    void *arg = va_arg(ap, void *);
-    va_end(ap);
-    if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)
-        return REAL(fcntl64)(fd, cmd, arg);
-    return fcntl_mapped(REAL(fcntl64), fd, cmd, arg);
-}
+FCNTL_WRAP(fcntl)
+FCNTL_WRAP(fcntl64)
 
 /* ---------------------------------------------------------------- lockf */
 
@@ -196,7 +190,7 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
     if ((cmd == F_LOCK || cmd == F_TLOCK || cmd == F_ULOCK) && len == 0 && lseek(fd, 0, SEEK_CUR) == 0)
         e = entry_of(fd, &dev, &ino);
     errno = saved;
-    int rc = is64 ? REAL(lockf64)(fd, cmd, len) : REAL(lockf)(fd, cmd, (off_t)len);
+    int rc = is64 ? DLP_REAL(lockf64)(fd, cmd, len) : DLP_REAL(lockf)(fd, cmd, (off_t)len);
     if (!e || rc != 0)
         return rc;
     dlp_in = 1;
@@ -204,7 +198,7 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
     if (cmd == F_ULOCK)
         dlp_file_release(DLP_FL_POSIX, fd, dev, ino);
     else if ((err = dlp_file_acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
-        REAL(lockf)(fd, F_ULOCK, 0);
+        DLP_REAL(lockf)(fd, F_ULOCK, 0);
         if (err == EWOULDBLOCK)
             err = EAGAIN;
     }
@@ -216,14 +210,14 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
 DLP_EXPORT int lockf(int fd, int cmd, off_t len)
 {
     if (DLP_LIKELY(!dlp_nfile) || dlp_in)
-        return REAL(lockf)(fd, cmd, len);
+        return DLP_REAL(lockf)(fd, cmd, len);
     return lockf_mapped(fd, cmd, len, 0);
 }
 
 DLP_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
     if (DLP_LIKELY(!dlp_nfile) || dlp_in)
-        return REAL(lockf64)(fd, cmd, len);
+        return DLP_REAL(lockf64)(fd, cmd, len);
     return lockf_mapped(fd, cmd, len, 1);
 }
 
@@ -233,7 +227,7 @@ static int __attribute__((noinline)) close_mapped(int fd)
 {
     struct stat st;
     int known = fstat(fd, &st) == 0;
-    int rc = REAL(close)(fd);
+    int rc = DLP_REAL(close)(fd);
     int saved = errno;
     if (known) {
         dlp_in = 1;
@@ -247,6 +241,6 @@ static int __attribute__((noinline)) close_mapped(int fd)
 DLP_EXPORT int close(int fd)
 {
     if (DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) || dlp_in)
-        return REAL(close)(fd);
+        return DLP_REAL(close)(fd);
     return close_mapped(fd);
 }

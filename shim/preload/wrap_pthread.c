@@ -19,7 +19,6 @@
 #include "dl.h"
 #include "preload.h"
 
-#define REAL(f) __atomic_load_n(&dlp_real.f, __ATOMIC_RELAXED)
 
 /* How the local lock is asked for: DLP_BLOCK, DLP_TRY, or DLP_TIMED with
  * an abstime on clk (-1: the function's own CLOCK_REALTIME variant). */
@@ -66,50 +65,47 @@ static void unheld(const dlp_entry_t *e)
            e->name);
 }
 
-/* ---------------------------------------------------------------- mutex */
+/* ------------------------------------------------- mutexes and rwlocks */
 
-static int mutex_local(pthread_mutex_t *m, const how_t *h)
+/* Does a lock call on e go to libc alone?  Yes when e is no lock of this
+ * kind, or when the interposer itself is calling; a dormant program stops
+ * here at its first lock instead (dlp_dormant_check). */
+static int local_only(const dlp_entry_t *e, int kind, const char *what, const void *caller)
 {
-    switch (h->how) {
-    case DLP_TRY: return REAL(mutex_trylock)(m);
-    case DLP_TIMED:
-        return h->clk == NOCLOCK ? REAL(mutex_timedlock)(m, h->abstime)
-                                 : REAL(mutex_clocklock)(m, h->clk, h->abstime);
-    default: return REAL(mutex_lock)(m);
-    }
+    if (e->kind == kind && !dlp_in)
+        return 0;
+    if (e->kind == DLP_DORMANT && !dlp_in)
+        dlp_dormant_check(what, caller);
+    return 1;
 }
 
-static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, how_t h,
-                                                  const void *caller)
+/* The distributed half of an acquisition whose local lock the caller now
+ * holds; if it fails, the local lock is given back with unlock(obj).  0 or
+ * the error of dlp_dist_acquire. */
+static int acquire_dist(dlp_entry_t *e, char mode, const how_t *h, int (*unlock)(void *),
+                        void *obj)
 {
-    if (e->kind != DLP_MUTEX || dlp_in) {
-        if (e->kind == DLP_DORMANT && !dlp_in)
-            dlp_dormant_check("mutex", caller);
-        return mutex_local(m, &h);
-    }
-    int saved = errno;
-    int rc = mutex_local(m, &h);
-    if (rc != 0 && rc != EOWNERDEAD)      /* EOWNERDEAD: a robust mutex, now ours */
-        return rc;
     struct timespec rt;
-    const struct timespec *abstime = realtime_of(&h, &rt);
+    const struct timespec *abstime = realtime_of(h, &rt);
     dlp_in = 1;
-    int drc = dlp_dist_acquire(e, 'w', h.how, abstime);
+    int drc = dlp_dist_acquire(e, mode, h->how, abstime);
     if (drc)
-        REAL(mutex_unlock)(m);
+        unlock(obj);
     else
         __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
     dlp_in = 0;
-    errno = saved;
-    return drc ? drc : rc;
+    return drc;
 }
 
-static int __attribute__((noinline)) mutex_release(dlp_entry_t *e, pthread_mutex_t *m)
+/* An unlock of a mapped object: the real unlock(obj) first (it decides
+ * whether the caller may unlock), then the distributed release. */
+static int __attribute__((noinline)) release(dlp_entry_t *e, int kind, int (*unlock)(void *),
+                                            void *obj)
 {
-    if (e->kind != DLP_MUTEX || dlp_in)
-        return REAL(mutex_unlock)(m);
+    if (e->kind != kind || dlp_in)
+        return unlock(obj);
     int saved = errno;
-    int rc = REAL(mutex_unlock)(m);
+    int rc = unlock(obj);
     if (rc)
         return rc;
     dlp_in = 1;
@@ -120,44 +116,67 @@ static int __attribute__((noinline)) mutex_release(dlp_entry_t *e, pthread_mutex
     return 0;
 }
 
-DLP_EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+/* An exported lock call: a mapped object goes to acquire(e, obj, mode, how,
+ * the caller's address), anything else straight to the real function. */
+#define LOCK_WRAP(fn, real, acquire, obj, mode, params, args, ...)              \
+    DLP_EXPORT int fn params                                                    \
+    {                                                                           \
+        dlp_entry_t *e = dlp_lookup(obj);                                       \
+        if (DLP_UNLIKELY(e != NULL))                                            \
+            return acquire(e, obj, mode, (how_t){ __VA_ARGS__ },                \
+                           __builtin_return_address(0));                        \
+        return DLP_REAL(real) args;                                             \
+    }
+
+/* ---------------------------------------------------------------- mutex */
+
+static int mutex_local(pthread_mutex_t *m, const how_t *h)
 {
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_BLOCK, NOCLOCK, NULL }, __builtin_return_address(0));
-    return REAL(mutex_lock)(m);
+    switch (h->how) {
+    case DLP_TRY: return DLP_REAL(mutex_trylock)(m);
+    case DLP_TIMED:
+        return h->clk == NOCLOCK ? DLP_REAL(mutex_timedlock)(m, h->abstime)
+                                 : DLP_REAL(mutex_clocklock)(m, h->clk, h->abstime);
+    default: return DLP_REAL(mutex_lock)(m);
+    }
 }
 
-DLP_EXPORT int pthread_mutex_trylock(pthread_mutex_t *m)
+static int mutex_unlock_real(void *m)
 {
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TRY, NOCLOCK, NULL }, __builtin_return_address(0));
-    return REAL(mutex_trylock)(m);
+    return DLP_REAL(mutex_unlock)(m);
 }
 
-DLP_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime)
+static int __attribute__((noinline)) mutex_acquire(dlp_entry_t *e, pthread_mutex_t *m, char mode,
+                                                  how_t h, const void *caller)
 {
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, NOCLOCK, abstime }, __builtin_return_address(0));
-    return REAL(mutex_timedlock)(m, abstime);
+    if (local_only(e, DLP_MUTEX, "mutex", caller))
+        return mutex_local(m, &h);
+    int saved = errno;
+    int rc = mutex_local(m, &h);
+    if (rc != 0 && rc != EOWNERDEAD)      /* EOWNERDEAD: a robust mutex, now ours */
+        return rc;
+    int drc = acquire_dist(e, mode, &h, mutex_unlock_real, m);
+    errno = saved;
+    return drc ? drc : rc;
 }
 
-DLP_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime)
-{
-    dlp_entry_t *e = dlp_lookup(m);
-    if (DLP_UNLIKELY(e != NULL))
-        return mutex_acquire(e, m, (how_t){ DLP_TIMED, clk, abstime }, __builtin_return_address(0));
-    return REAL(mutex_clocklock)(m, clk, abstime);
-}
+LOCK_WRAP(pthread_mutex_lock, mutex_lock, mutex_acquire, m, 'w', (pthread_mutex_t *m), (m),
+          DLP_BLOCK, NOCLOCK, NULL)
+LOCK_WRAP(pthread_mutex_trylock, mutex_trylock, mutex_acquire, m, 'w', (pthread_mutex_t *m), (m),
+          DLP_TRY, NOCLOCK, NULL)
+LOCK_WRAP(pthread_mutex_timedlock, mutex_timedlock, mutex_acquire, m, 'w',
+          (pthread_mutex_t *m, const struct timespec *abstime), (m, abstime),
+          DLP_TIMED, NOCLOCK, abstime)
+LOCK_WRAP(pthread_mutex_clocklock, mutex_clocklock, mutex_acquire, m, 'w',
+          (pthread_mutex_t *m, clockid_t clk, const struct timespec *abstime), (m, clk, abstime),
+          DLP_TIMED, clk, abstime)
 
 DLP_EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 {
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
-        return mutex_release(e, m);
-    return REAL(mutex_unlock)(m);
+        return release(e, DLP_MUTEX, mutex_unlock_real, m);
+    return DLP_REAL(mutex_unlock)(m);
 }
 
 /* -------------------------------------------------------------- condvar */
@@ -191,9 +210,9 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
 {
     if (e->kind != DLP_MUTEX || dlp_in) {
         if (!abstime)
-            return REAL(cond_wait)(c, m);
-        return clk == NOCLOCK ? REAL(cond_timedwait)(c, m, abstime)
-                              : REAL(cond_clockwait)(c, m, clk, abstime);
+            return DLP_REAL(cond_wait)(c, m);
+        return clk == NOCLOCK ? DLP_REAL(cond_timedwait)(c, m, abstime)
+                              : DLP_REAL(cond_clockwait)(c, m, clk, abstime);
     }
     int saved = errno;
     cwait_t w = { e, 0 };
@@ -203,11 +222,11 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
     int rc;
     pthread_cleanup_push(cond_retake, &w);
     if (!abstime)
-        rc = REAL(cond_wait)(c, m);
+        rc = DLP_REAL(cond_wait)(c, m);
     else if (clk == NOCLOCK)
-        rc = REAL(cond_timedwait)(c, m, abstime);
+        rc = DLP_REAL(cond_timedwait)(c, m, abstime);
     else
-        rc = REAL(cond_clockwait)(c, m, clk, abstime);
+        rc = DLP_REAL(cond_clockwait)(c, m, clk, abstime);
     pthread_cleanup_pop(1);
     errno = saved;
     return rc;
@@ -218,7 +237,7 @@ DLP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, NULL);
-    return REAL(cond_wait)(c, m);
+    return DLP_REAL(cond_wait)(c, m);
 }
 
 DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
@@ -226,7 +245,7 @@ DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, con
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, abstime);
-    return REAL(cond_timedwait)(c, m, abstime);
+    return DLP_REAL(cond_timedwait)(c, m, abstime);
 }
 
 DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
@@ -235,7 +254,7 @@ DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clo
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, clk, abstime);
-    return REAL(cond_clockwait)(c, m, clk, abstime);
+    return DLP_REAL(cond_clockwait)(c, m, clk, abstime);
 }
 
 /* --------------------------------------------------------------- rwlock */
@@ -244,72 +263,43 @@ static int rw_local(pthread_rwlock_t *rw, char mode, const how_t *h)
 {
     if (mode == 'r') {
         switch (h->how) {
-        case DLP_TRY: return REAL(rw_tryrdlock)(rw);
+        case DLP_TRY: return DLP_REAL(rw_tryrdlock)(rw);
         case DLP_TIMED:
-            return h->clk == NOCLOCK ? REAL(rw_timedrdlock)(rw, h->abstime)
-                                     : REAL(rw_clockrdlock)(rw, h->clk, h->abstime);
-        default: return REAL(rw_rdlock)(rw);
+            return h->clk == NOCLOCK ? DLP_REAL(rw_timedrdlock)(rw, h->abstime)
+                                     : DLP_REAL(rw_clockrdlock)(rw, h->clk, h->abstime);
+        default: return DLP_REAL(rw_rdlock)(rw);
         }
     }
     switch (h->how) {
-    case DLP_TRY: return REAL(rw_trywrlock)(rw);
+    case DLP_TRY: return DLP_REAL(rw_trywrlock)(rw);
     case DLP_TIMED:
-        return h->clk == NOCLOCK ? REAL(rw_timedwrlock)(rw, h->abstime)
-                                 : REAL(rw_clockwrlock)(rw, h->clk, h->abstime);
-    default: return REAL(rw_wrlock)(rw);
+        return h->clk == NOCLOCK ? DLP_REAL(rw_timedwrlock)(rw, h->abstime)
+                                 : DLP_REAL(rw_clockwrlock)(rw, h->clk, h->abstime);
+    default: return DLP_REAL(rw_wrlock)(rw);
     }
 }
 
-static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode, how_t h,
-                                               const void *caller)
+static int rw_unlock_real(void *rw)
 {
-    if (e->kind != DLP_RWLOCK || dlp_in) {
-        if (e->kind == DLP_DORMANT && !dlp_in)
-            dlp_dormant_check("rwlock", caller);
+    return DLP_REAL(rw_unlock)(rw);
+}
+
+static int __attribute__((noinline)) rw_acquire(dlp_entry_t *e, pthread_rwlock_t *rw, char mode,
+                                               how_t h, const void *caller)
+{
+    if (local_only(e, DLP_RWLOCK, "rwlock", caller))
         return rw_local(rw, mode, &h);
-    }
     int saved = errno;
     int rc = rw_local(rw, mode, &h);
     if (rc)
         return rc;
-    struct timespec rt;
-    const struct timespec *abstime = realtime_of(&h, &rt);
-    dlp_in = 1;
-    int drc = dlp_dist_acquire(e, mode, h.how, abstime);
-    if (drc)
-        REAL(rw_unlock)(rw);
-    else
-        __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);
-    dlp_in = 0;
+    int drc = acquire_dist(e, mode, &h, rw_unlock_real, rw);
     errno = saved;
     return drc;
 }
 
-static int __attribute__((noinline)) rw_release(dlp_entry_t *e, pthread_rwlock_t *rw)
-{
-    if (e->kind != DLP_RWLOCK || dlp_in)
-        return REAL(rw_unlock)(rw);
-    int saved = errno;
-    int rc = REAL(rw_unlock)(rw);
-    if (rc)
-        return rc;
-    dlp_in = 1;
-    if (dlp_dist_release(e) == EPERM)
-        unheld(e);
-    dlp_in = 0;
-    errno = saved;
-    return 0;
-}
-
-#define RW_WRAP(fn, field, mode, params, args, ...)                      \
-    DLP_EXPORT int fn params                                             \
-    {                                                                    \
-        dlp_entry_t *e = dlp_lookup(rw);                                 \
-        if (DLP_UNLIKELY(e != NULL))                                     \
-            return rw_acquire(e, rw, mode, (how_t){ __VA_ARGS__ },     \
-                              __builtin_return_address(0));              \
-        return REAL(field) args;                                         \
-    }
+#define RW_WRAP(fn, real, mode, params, args, ...) \
+    LOCK_WRAP(fn, real, rw_acquire, rw, mode, params, args, __VA_ARGS__)
 
 RW_WRAP(pthread_rwlock_rdlock, rw_rdlock, 'r', (pthread_rwlock_t *rw), (rw),
         DLP_BLOCK, NOCLOCK, NULL)
@@ -336,6 +326,6 @@ DLP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 {
     dlp_entry_t *e = dlp_lookup(rw);
     if (DLP_UNLIKELY(e != NULL))
-        return rw_release(e, rw);
-    return REAL(rw_unlock)(rw);
+        return release(e, DLP_RWLOCK, rw_unlock_real, rw);
+    return DLP_REAL(rw_unlock)(rw);
 }

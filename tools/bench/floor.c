@@ -91,24 +91,15 @@ static int run_bm(const char *const *cmd, int ncmd, unsigned long requests, bm_t
         argv[a++] = cmd[i];
     argv[a] = NULL;
 
-    int fd[2];
-    if (pipe(fd))
-        return -1;
-    fflush(NULL);
-    pid_t pid = fork();
+    FILE *f;
+    pid_t pid = fork_piped(&f);
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
         execvp(argv[0], (char *const *)argv);
         fprintf(stderr, "distlock-bench: %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
-    track_pid(pid);
-    close(fd[1]);
-    FILE *f = fdopen(fd[0], "r");
     char line[1024];
     int found = -1;
     while (f && fgets(line, sizeof line, f)) {
@@ -156,6 +147,24 @@ static int hiredis_ping(redisContext *c, int n, double *p50, double *p99)
     return 0;
 }
 
+/* The result peer=floor of one redis-benchmark run of n requests (script:
+ * the script it ran, or NULL), its extra fields still open. */
+static result_t *bm_result(const char *workload, const bm_t *b, const char *script,
+                           unsigned long n)
+{
+    result_t *res = result_new("floor", workload);
+    res->ops_per_s = b->rps;
+    res->p50_us = b->p50_ms * 1000;
+    res->p99_us = b->p99_ms * 1000;
+    result_extra(res, "tool", "redis-benchmark");
+    if (script)
+        result_extra(res, "script", "%s", script);
+    result_extra(res, "clients", "1");
+    result_extra(res, "pipeline", "1");
+    result_extra(res, "requests", "%lu", n);
+    return res;
+}
+
 int run_floor(void)
 {
     unsigned long n = g_opt.quick ? 10000 : 100000;
@@ -189,15 +198,7 @@ int run_floor(void)
         redisFree(c);
         return 0;
     }
-    result_t *res = result_new("floor", "EVALSHA");
-    res->ops_per_s = b.rps;
-    res->p50_us = b.p50_ms * 1000;
-    res->p99_us = b.p99_ms * 1000;
-    result_extra(res, "tool", "redis-benchmark");
-    result_extra(res, "script", "return_1");
-    result_extra(res, "clients", "1");
-    result_extra(res, "pipeline", "1");
-    result_extra(res, "requests", "%lu", n);
+    result_t *res = bm_result("EVALSHA", &b, "return_1", n);
     result_extra(res, "pair_limit_per_s", "%.0f", b.rps / 2);
     result_extra(res, "redis_cmds_per_op", "1");
     result_emit(res);
@@ -205,14 +206,7 @@ int run_floor(void)
     progress_show("floor PING", NULL);
     const char *pg[] = { "PING" };
     if (run_bm(pg, 1, n, &b) == 0) {
-        res = result_new("floor", "PING");
-        res->ops_per_s = b.rps;
-        res->p50_us = b.p50_ms * 1000;
-        res->p99_us = b.p99_ms * 1000;
-        result_extra(res, "tool", "redis-benchmark");
-        result_extra(res, "clients", "1");
-        result_extra(res, "pipeline", "1");
-        result_extra(res, "requests", "%lu", n);
+        res = bm_result("PING", &b, NULL, n);
         double hp50, hp99;
         if (hiredis_ping(c, g_opt.quick ? 2000 : 20000, &hp50, &hp99) == 0) {
             result_extra(res, "hiredis_p50_us", "%.1f", hp50);

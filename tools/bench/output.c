@@ -55,6 +55,26 @@ result_t *result_new(const char *peer, const char *workload)
     return r;
 }
 
+result_t *result_timed(const char *peer, const char *workload, double *lat, size_t n, uint64_t ns)
+{
+    sort_doubles(lat, n);
+    result_t *r = result_new(peer, workload);
+    r->ops_per_s = (double)n / ((double)ns / 1e9);
+    r->p50_us = pct_sorted(lat, n, 0.5);
+    r->p99_us = pct_sorted(lat, n, 0.99);
+    return r;
+}
+
+void result_shares(result_t *r, long long lost, const unsigned long *snap, int n)
+{
+    double mn, mx;
+    shares_of(snap, n, &mn, &mx);
+    result_extra(r, "lost_updates", "%lld", lost);
+    result_extra(r, "min_share", "%.3f", mn);
+    result_extra(r, "max_share", "%.3f", mx);
+    result_extra(r, "fairness", "%.3f", mx > 0 ? mn / mx : 0);
+}
+
 void result_extra(result_t *r, const char *key, const char *fmt, ...)
 {
     size_t len = strlen(r->extra);

@@ -91,6 +91,60 @@ void gate_open(gate_t *g)
         sem_post(&g->go);
 }
 
+int gate_start(gate_t *g, const pid_t *pids, int n, redisContext *c, long long *calls0,
+               uint64_t *t0)
+{
+    int rc = gate_wait_ready(g, pids, n);
+    if (c)
+        *calls0 = rc_cmd_calls(c);
+    *t0 = now_ns();
+    if (rc == 0)
+        gate_open(g);
+    return rc;
+}
+
+int spawn_gated(int (*fn)(void *, int), void *arg, pid_t *pids, int n, gate_t *g,
+                redisContext *c, long long *calls0, uint64_t *t0)
+{
+    for (int i = 0; i < n; i++)
+        pids[i] = spawn(fn, arg, i);
+    return gate_start(g, pids, n, c, calls0, t0);
+}
+
+void snap_first(volatile int *first_done, unsigned long *snap, const volatile unsigned long *count,
+                int n)
+{
+    int zero = 0;
+    if (__atomic_compare_exchange_n(first_done, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        for (int k = 0; k < n; k++)
+            snap[k] = __atomic_load_n(&count[k], __ATOMIC_RELAXED);
+}
+
+pid_t fork_piped(FILE **out)
+{
+    int fd[2];
+    *out = NULL;
+    if (pipe(fd))
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        close(fd[1]);
+        return 0;
+    }
+    track_pid(pid);
+    close(fd[1]);
+    *out = fdopen(fd[0], "r");
+    return pid;
+}
+
 pid_t spawn(int (*fn)(void *, int), void *arg, int idx)
 {
     fflush(NULL);

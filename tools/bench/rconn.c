@@ -161,3 +161,26 @@ long long rc_info_ll(redisContext *c, const char *section, const char *field)
     freeReplyObject(r);
     return (long long)v;
 }
+
+int rc_ctr_incr(redisContext *c, const char *ctr)
+{
+    redisReply *r = rc_cmd(c, "GET %s", ctr);
+    if (!r)
+        return 1;
+    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+    freeReplyObject(r);
+    r = rc_cmd(c, "SET %s %lld", ctr, v + 1);
+    if (!r)
+        return 1;
+    freeReplyObject(r);
+    return 0;
+}
+
+long long rc_ctr_get(redisContext *c, const char *ctr, long long none)
+{
+    redisReply *r = rc_cmd(c, "GET %s", ctr);
+    long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : none;
+    if (r)
+        freeReplyObject(r);
+    return v;
+}

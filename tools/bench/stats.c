@@ -56,3 +56,20 @@ double max_of(const double *v, size_t n)
             m = v[i];
     return m;
 }
+
+void shares_of(const unsigned long *snap, int n, double *mn, double *mx)
+{
+    double sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += (double)snap[i];
+    double mean = sum / n;
+    *mn = 1e9;
+    *mx = 0;
+    for (int i = 0; i < n; i++) {
+        double s = mean > 0 ? (double)snap[i] / mean : 0;
+        if (s < *mn)
+            *mn = s;
+        if (s > *mx)
+            *mx = s;
+    }
+}

@@ -13,11 +13,6 @@
 #include "distlock.h"
 #include "status.h"
 
-const char *peer_name(int peer)
-{
-    return peer == PEER_NAIVE ? "naive" : "distlock";
-}
-
 /* ------------------------------------------------ a lock of either peer */
 typedef struct plock {
     int peer;
@@ -30,47 +25,21 @@ static int pl_init(plock_t *p, int peer, const char *name)
     p->peer = peer;
     if (peer == PEER_NAIVE)
         return naive_init(&p->n, name);
-    int rc = dist_mutex_init(&p->m, name, NULL);
-    if (rc) {
-        fprintf(stderr, "distlock-bench: dist_mutex_init: %s\n", dist_strerror(rc));
-        return -1;
-    }
-    /* Connect (and load the scripts) before anything is measured: one
-     * trylock, given back at once if it succeeded. */
-    rc = dist_mutex_trylock(&p->m);
-    if (rc == 0)
-        rc = dist_mutex_unlock(&p->m);
-    if (rc && rc != EBUSY) {
-        fprintf(stderr, "distlock-bench: warm-up: %s (%s)\n", dist_strerror(rc), dist_lasterror());
-        return -1;
-    }
-    return 0;
+    return mutex_warm(&p->m, name);
 }
 
 static int pl_lock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_lock(&p->n);
-    int rc = dist_mutex_lock(&p->m);
-    if (rc) {
-        fprintf(stderr, "distlock-bench: dist_mutex_lock: %s (%s)\n", dist_strerror(rc),
-                dist_lasterror());
-        return -1;
-    }
-    return 0;
+    return lock_err("dist_mutex_lock", dist_mutex_lock(&p->m)) ? -1 : 0;
 }
 
 static int pl_unlock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_unlock(&p->n);
-    int rc = dist_mutex_unlock(&p->m);
-    if (rc) {
-        fprintf(stderr, "distlock-bench: dist_mutex_unlock: %s (%s)\n", dist_strerror(rc),
-                dist_lasterror());
-        return -1;
-    }
-    return 0;
+    return lock_err("dist_mutex_unlock", dist_mutex_unlock(&p->m)) ? -1 : 0;
 }
 
 static unsigned long pl_sent(const plock_t *p)
@@ -120,18 +89,6 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
         w->lingers = s.lingers - s0->lingers;
         w->linger_ends = s.linger_ends - s0->linger_ends;
     }
-}
-
-void lock_name(char *buf, size_t size, const char *workload, const char *suffix)
-{
-    snprintf(buf, size, "bench:%s:%s%s%s", g_run_id, workload, suffix ? ":" : "",
-             suffix ? suffix : "");
-}
-
-const char *dl_prefix(void)
-{
-    const char *p = getenv("DISTLOCK_PREFIX");
-    return p && *p ? p : "distlock:";
 }
 
 /* ================================================================ W1 */
@@ -205,12 +162,7 @@ int run_w1(int peer)
     if (rc) {
         output_error("W1", "%s worker failed", peer_name(peer));
     } else {
-        double secs = (double)(w->ws.t_end - w->ws.t_start) / 1e9;
-        sort_doubles(w->lat, n);
-        result_t *r = result_new(peer_name(peer), "W1");
-        r->ops_per_s = (double)n / secs;
-        r->p50_us = pct_sorted(w->lat, n, 0.5);
-        r->p99_us = pct_sorted(w->lat, n, 0.99);
+        result_t *r = result_timed(peer_name(peer), "W1", w->lat, n, w->ws.t_end - w->ws.t_start);
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)w->ws.redis_calls / (double)n);
         result_extra(r, "sent_cmds_per_op", "%.2f", (double)w->ws.sent / (double)n);
         if (peer == PEER_DISTLOCK)
@@ -243,22 +195,6 @@ typedef struct w2 {
     double lat[];
 } w2_t;
 
-/* W2's update: GET ctr, then SET ctr v+1, two round trips on c.  0, or 1
- * when Redis failed. */
-static int ctr_incr(redisContext *c, const char *ctr)
-{
-    redisReply *r = rc_cmd(c, "GET %s", ctr);
-    if (!r)
-        return 1;
-    long long v = r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-    freeReplyObject(r);
-    r = rc_cmd(c, "SET %s %lld", ctr, v + 1);
-    if (!r)
-        return 1;
-    freeReplyObject(r);
-    return 0;
-}
-
 static int w2_worker(void *arg, int idx)
 {
     w2_t *w = arg;
@@ -277,7 +213,7 @@ static int w2_worker(void *arg, int idx)
         uint64_t t = now_ns();
         if (pl_lock(&p))
             return 1;
-        if (ctr_incr(c, w->ctr))
+        if (rc_ctr_incr(c, w->ctr))
             return 1;
         if (pl_unlock(&p))
             return 1;
@@ -286,33 +222,11 @@ static int w2_worker(void *arg, int idx)
         __atomic_add_fetch(&w->pr.done, 1, __ATOMIC_RELAXED);
     }
     w->ws[idx].t_end = now_ns();
-    int zero = 0;
-    if (__atomic_compare_exchange_n(&w->first_done, &zero, 1, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
-        for (int k = 0; k < W2_PROCS; k++)
-            w->snap[k] = __atomic_load_n(&w->count[k], __ATOMIC_RELAXED);
+    snap_first(&w->first_done, w->snap, w->count, W2_PROCS);
     ws_end(&w->ws[idx], &p, &s0);
     redisFree(c);
     pl_fini(&p);
     return 0;
-}
-
-/* Shares of the completions at the time the first worker finished. */
-static void shares(const unsigned long *snap, int n, double *mn, double *mx)
-{
-    double sum = 0;
-    for (int i = 0; i < n; i++)
-        sum += (double)snap[i];
-    double mean = sum / n;
-    *mn = 1e9;
-    *mx = 0;
-    for (int i = 0; i < n; i++) {
-        double s = mean > 0 ? (double)snap[i] / mean : 0;
-        if (s < *mn)
-            *mn = s;
-        if (s > *mx)
-            *mx = s;
-    }
 }
 
 int run_w2(int peer)
@@ -336,22 +250,15 @@ int run_w2(int peer)
         return -1;
     }
     pid_t pids[W2_PROCS];
-    for (int i = 0; i < W2_PROCS; i++)
-        pids[i] = spawn(w2_worker, w, i);
-    int rc = gate_wait_ready(&w->gate, pids, W2_PROCS);
-    long long calls0 = rc_cmd_calls(c);
-    uint64_t t0 = now_ns();
-    if (rc == 0)
-        gate_open(&w->gate);
+    long long calls0;
+    uint64_t t0;
+    int rc = spawn_gated(w2_worker, w, pids, W2_PROCS, &w->gate, c, &calls0, &t0);
     rc = wait_workers(pids, W2_PROCS, label, &w->pr) || rc;
     if (rc) {
         output_error("W2", "%s workers failed", peer_name(peer));
     } else {
         long long calls = rc_cmd_calls(c) - calls0;
-        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
-        long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
-        if (rr)
-            freeReplyObject(rr);
+        long long ctr = rc_ctr_get(c, w->ctr, -1);
         uint64_t tend = 0;
         unsigned long sent = 0, grants = 0, handoffs = 0, fallback = 0, retries = 0;
         unsigned long lingers = 0, linger_ends = 0;
@@ -366,17 +273,8 @@ int run_w2(int peer)
             linger_ends += w->ws[i].linger_ends;
             retries += w->ws[i].retries;
         }
-        double mn, mx;
-        shares(w->snap, W2_PROCS, &mn, &mx);
-        sort_doubles(w->lat, total);
-        result_t *r = result_new(peer_name(peer), "W2");
-        r->ops_per_s = (double)total / ((double)(tend - t0) / 1e9);
-        r->p50_us = pct_sorted(w->lat, total, 0.5);
-        r->p99_us = pct_sorted(w->lat, total, 0.99);
-        result_extra(r, "lost_updates", "%lld", (long long)total - ctr);
-        result_extra(r, "min_share", "%.3f", mn);
-        result_extra(r, "max_share", "%.3f", mx);
-        result_extra(r, "fairness", "%.3f", mx > 0 ? mn / mx : 0);
+        result_t *r = result_timed(peer_name(peer), "W2", w->lat, total, tend - t0);
+        result_shares(r, (long long)total - ctr, w->snap, W2_PROCS);
         result_extra(r, "procs", "%d", W2_PROCS);
         result_extra(r, "iters", "%lu", n);
         const result_t *ceil = result_find("floor", "W2serial");
@@ -426,7 +324,7 @@ static int w2s_worker(void *arg, int idx)
     w->t_start = now_ns();
     for (unsigned long i = 0; i < w->n; i++) {
         uint64_t t = now_ns();
-        if (ctr_incr(c, w->ctr))
+        if (rc_ctr_incr(c, w->ctr))
             return 1;
         w->lat[i] = (double)(now_ns() - t) / 1e3;
         w->pr.done = i + 1;
@@ -456,15 +354,8 @@ int run_w2_serial(void)
     if (rc) {
         output_error("W2serial", "worker failed");
     } else {
-        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
-        long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
-        if (rr)
-            freeReplyObject(rr);
-        sort_doubles(w->lat, n);
-        result_t *r = result_new("floor", "W2serial");
-        r->ops_per_s = (double)n / ((double)(w->t_end - w->t_start) / 1e9);
-        r->p50_us = pct_sorted(w->lat, n, 0.5);
-        r->p99_us = pct_sorted(w->lat, n, 0.99);
+        long long ctr = rc_ctr_get(c, w->ctr, -1);
+        result_t *r = result_timed("floor", "W2serial", w->lat, n, w->t_end - w->t_start);
         result_extra(r, "lost_updates", "%lld", (long long)n - ctr);
         result_extra(r, "ops", "%lu", n);
         result_extra(r, "lock", "none");
@@ -595,7 +486,10 @@ static int w3_run(int peer, int relock)
     w->rounds = g_opt.quick ? 30 : 300;
     w->pr.total = w->warm + w->rounds;
     lock_name(w->name, sizeof w->name, wl, peer_name(peer));
-    snprintf(w->qkey, sizeof w->qkey, "%s{%s}:q", dl_prefix(), w->name);
+    if (lock_key(w->qkey, sizeof w->qkey, w->name, 3)) {
+        shm_free(w, sizeof *w);
+        return -1;
+    }
     sem_init(&w->a_locked, 1, 0);
     sem_init(&w->b_entering, 1, 0);
     sem_init(&w->b_done, 1, 0);

@@ -44,17 +44,12 @@ static void *w4_thread(void *arg)
     pthread_barrier_wait(t->bar);
     for (unsigned long i = 0; i < w->n; i++) {
         uint64_t t0 = now_ns();
-        int rc = dist_mutex_lock(t->m);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W4 lock: %s (%s)\n", dist_strerror(rc), dist_lasterror());
+        if (lock_err("W4 lock", dist_mutex_lock(t->m))) {
             t->failed = 1;
             return NULL;
         }
         w->x++;
-        rc = dist_mutex_unlock(t->m);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W4 unlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W4 unlock", dist_mutex_unlock(t->m))) {
             t->failed = 1;
             return NULL;
         }
@@ -73,12 +68,7 @@ static int w4_worker(void *arg, int idx)
 {
     w4_t *w = arg;
     dist_mutex_t m;
-    if (dist_mutex_init(&m, w->name, NULL))
-        return 1;
-    int rc = dist_mutex_trylock(&m);           /* connect before measuring */
-    if (rc == 0)
-        rc = dist_mutex_unlock(&m);
-    if (rc)
+    if (mutex_warm(&m, w->name))
         return 1;
     redisContext *c = rc_connect("bench-ctl");
     if (!c)
@@ -133,11 +123,7 @@ int run_w4(void)
             if (w->t_end[i] < tfirst)
                 tfirst = w->t_end[i];
         }
-        sort_doubles(w->lat, total);
-        result_t *r = result_new("distlock", "W4");
-        r->ops_per_s = (double)total / ((double)(tend - w->t_start) / 1e9);
-        r->p50_us = pct_sorted(w->lat, total, 0.5);
-        r->p99_us = pct_sorted(w->lat, total, 0.99);
+        result_t *r = result_timed("distlock", "W4", w->lat, total, tend - w->t_start);
         result_extra(r, "redis_cmds_per_op", "%.4f", (double)w->redis_calls / (double)total);
         result_extra(r, "sent_cmds_per_op", "%.4f", (double)w->sent / (double)total);
         result_extra(r, "round_trips_per_op", "%.4f", (double)w->roundtrips / (double)total);
@@ -200,24 +186,13 @@ static void *w4b_thread(void *arg)
         uint64_t t0 = now_ns();
         int rc = dist_mutex_lock(t->m);
         uint64_t t1 = now_ns();
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W4b lock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W4b lock", rc)) {
             t->failed = 1;
             break;
         }
         w->seq[w->seqn++] = (unsigned char)t->proc;
-        redisReply *r = rc_cmd(c, "GET %s", w->ctr);
-        long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-        if (r)
-            freeReplyObject(r);
-        r = rc_cmd(c, "SET %s %lld", w->ctr, v + 1);
-        if (r)
-            freeReplyObject(r);
-        rc = dist_mutex_unlock(t->m);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W4b unlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        rc_ctr_incr(c, w->ctr);     /* a failure shows as lost updates */
+        if (lock_err("W4b unlock", dist_mutex_unlock(t->m))) {
             t->failed = 1;
             break;
         }
@@ -234,12 +209,7 @@ static int w4b_worker(void *arg, int proc)
 {
     w4b_t *w = arg;
     dist_mutex_t m;
-    if (dist_mutex_init(&m, w->name, NULL))
-        return 1;
-    int rc = dist_mutex_trylock(&m);
-    if (rc == 0)
-        rc = dist_mutex_unlock(&m);
-    if (rc && rc != EBUSY)
+    if (mutex_warm(&m, w->name))
         return 1;
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, W4B_THREADS + 1);
@@ -259,11 +229,7 @@ static int w4b_worker(void *arg, int proc)
         failed |= ta[i].failed;
     }
     w->t_end[proc] = now_ns();
-    int zero = 0;
-    if (__atomic_compare_exchange_n(&w->first_done, &zero, 1, 0, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
-        for (int k = 0; k < W4B_PROCS; k++)
-            w->snap[k] = __atomic_load_n(&w->count[k], __ATOMIC_RELAXED);
+    snap_first(&w->first_done, w->snap, w->count, W4B_PROCS);
     dl_stats_get(&s1);
     w->handoffs[proc] = s1.local_handoffs - s0.local_handoffs;
     w->grants[proc] = s1.grants - s0.grants;
@@ -291,20 +257,13 @@ int run_w4b(void)
         return -1;
     }
     pid_t pids[W4B_PROCS];
-    for (int i = 0; i < W4B_PROCS; i++)
-        pids[i] = spawn(w4b_worker, w, i);
-    int rc = gate_wait_ready(&w->gate, pids, W4B_PROCS);
-    uint64_t t0 = now_ns();
-    if (rc == 0)
-        gate_open(&w->gate);
+    uint64_t t0;
+    int rc = spawn_gated(w4b_worker, w, pids, W4B_PROCS, &w->gate, NULL, NULL, &t0);
     rc = wait_workers(pids, W4B_PROCS, "W4b distlock", &w->pr) || rc;
     if (rc) {
         output_error("W4b", "workers failed");
     } else {
-        redisReply *rr = rc_cmd(c, "GET %s", w->ctr);
-        long long ctr = rr && rr->type == REDIS_REPLY_STRING ? atoll(rr->str) : -1;
-        if (rr)
-            freeReplyObject(rr);
+        long long ctr = rc_ctr_get(c, w->ctr, -1);
         uint64_t tend = 0;
         unsigned long handoffs = 0, grants = 0;
         for (int i = 0; i < W4B_PROCS; i++) {
@@ -323,24 +282,9 @@ int run_w4b(void)
             if (run > maxrun)
                 maxrun = run;
         }
-        double sum = 0, mn = 1e9, mx = 0;
-        for (int i = 0; i < W4B_PROCS; i++)
-            sum += (double)w->snap[i];
-        for (int i = 0; i < W4B_PROCS; i++) {
-            double s = sum > 0 ? (double)w->snap[i] / (sum / W4B_PROCS) : 0;
-            mn = s < mn ? s : mn;
-            mx = s > mx ? s : mx;
-        }
-        sort_doubles(w->lat, total);
         sort_doubles(w->wait, total);
-        result_t *r = result_new("distlock", "W4b");
-        r->ops_per_s = (double)total / ((double)(tend - t0) / 1e9);
-        r->p50_us = pct_sorted(w->lat, total, 0.5);
-        r->p99_us = pct_sorted(w->lat, total, 0.99);
-        result_extra(r, "lost_updates", "%lld", (long long)total - ctr);
-        result_extra(r, "min_share", "%.3f", mn);
-        result_extra(r, "max_share", "%.3f", mx);
-        result_extra(r, "fairness", "%.3f", mx > 0 ? mn / mx : 0);
+        result_t *r = result_timed("distlock", "W4b", w->lat, total, tend - t0);
+        result_shares(r, (long long)total - ctr, w->snap, W4B_PROCS);
         result_extra(r, "max_wait_us", "%.0f", w->wait[total - 1]);
         result_extra(r, "wait_p99_us", "%.0f", pct_sorted(w->wait, total, 0.99));
         result_extra(r, "max_run_one_process", "%lu", maxrun);

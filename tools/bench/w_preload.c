@@ -59,19 +59,13 @@ int w8_child_main(unsigned long pairs)
 /* Runs the child; 0 with its figures (ns per pair), or -1. */
 static int run_child(const char *preload, const char *map, unsigned long pairs, double out[3])
 {
-    int fd[2];
-    if (pipe(fd))
-        return -1;
     char pairsbuf[32];
     snprintf(pairsbuf, sizeof pairsbuf, "%lu", pairs);
-    fflush(NULL);
-    pid_t pid = fork();
+    FILE *f;
+    pid_t pid = fork_piped(&f);
     if (pid < 0)
         return -1;
     if (pid == 0) {
-        dup2(fd[1], 1);
-        close(fd[0]);
-        close(fd[1]);
         if (preload) {
             setenv("LD_PRELOAD", preload, 1);
             if (map)
@@ -86,9 +80,6 @@ static int run_child(const char *preload, const char *map, unsigned long pairs, 
         fprintf(stderr, "distlock-bench: exec %s: %s\n", g_opt.self, strerror(errno));
         _exit(127);
     }
-    track_pid(pid);
-    close(fd[1]);
-    FILE *f = fdopen(fd[0], "r");
     char line[256];
     int got = -1;
     while (f && fgets(line, sizeof line, f))

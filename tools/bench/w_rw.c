@@ -75,9 +75,7 @@ static void *w5_reader(void *arg)
         uint64_t t0 = now_ns();
         int rc = dist_rwlock_rdlock(t->rw);
         uint64_t t1 = now_ns();
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W5 rdlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W5 rdlock", rc)) {
             t->failed = 1;
             break;
         }
@@ -85,9 +83,7 @@ static void *w5_reader(void *arg)
         uint64_t t2 = now_ns();
         rc = dist_rwlock_unlock(t->rw);
         uint64_t t3 = now_ns();
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W5 unlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W5 unlock", rc)) {
             t->failed = 1;
             break;
         }
@@ -110,12 +106,7 @@ static int w5_reader_proc(void *arg, int proc)
 {
     w5_t *w = arg;
     dist_rwlock_t rw;
-    if (dist_rwlock_init(&rw, w->name, NULL))
-        return 1;
-    int rc = dist_rwlock_tryrdlock(&rw);       /* connect before measuring */
-    if (rc == 0)
-        rc = dist_rwlock_unlock(&rw);
-    if (rc && rc != EBUSY)
+    if (rwlock_warm(&rw, w->name, 'r'))
         return 1;
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, (unsigned)w->threads + 1);
@@ -140,12 +131,7 @@ static int w5_writer_proc(void *arg, int idx)
 {
     w5_t *w = arg;
     dist_rwlock_t rw;
-    if (dist_rwlock_init(&rw, w->name, NULL))
-        return 1;
-    int rc = dist_rwlock_trywrlock(&rw);
-    if (rc == 0)
-        rc = dist_rwlock_unlock(&rw);
-    if (rc && rc != EBUSY)
+    if (rwlock_warm(&rw, w->name, 'w'))
         return 1;
     prctl(PR_SET_TIMERSLACK, 1UL);
     gate_pass(&w->gate);
@@ -157,20 +143,13 @@ static int w5_writer_proc(void *arg, int idx)
         if (__atomic_load_n(&w->stop, __ATOMIC_RELAXED))
             break;
         uint64_t t0 = now_ns();
-        rc = dist_rwlock_wrlock(&rw);
+        int rc = dist_rwlock_wrlock(&rw);
         uint64_t t1 = now_ns();
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W5 wrlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W5 wrlock", rc))
             return 1;
-        }
         sleep_us(100);
-        rc = dist_rwlock_unlock(&rw);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W5 writer unlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        if (lock_err("W5 writer unlock", dist_rwlock_unlock(&rw)))
             return 1;
-        }
         w->wwait[w->nw++] = (double)(t1 - t0) / 1e3;
     }
     dist_rwlock_destroy(&rw);
@@ -284,10 +263,7 @@ static int run_phase(int procs, int threads, double secs, phase_t *out)
         pids[i] = spawn(w5_reader_proc, w, i);
     pids[procs] = spawn(w5_writer_proc, w, 0);
     int n = procs + 1;
-    int rc = gate_wait_ready(&w->gate, pids, n);
-    w->t_start = now_ns();
-    if (rc == 0)
-        gate_open(&w->gate);
+    int rc = gate_start(&w->gate, pids, n, NULL, NULL, &w->t_start);
 
     if (rc == 0) {
         /* The measuring window: 10% .. 90% of the phase. */

@@ -48,8 +48,7 @@ static void *w6_thread(void *arg)
         uint64_t t0 = now_ns();
         int rc = dist_mutex_lock(&t->m[i]);
         w->lat[i] = (double)(now_ns() - t0) / 1e3;
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W6 lock: %s (%s)\n", dist_strerror(rc), dist_lasterror());
+        if (lock_err("W6 lock", rc)) {
             t->failed = 1;
             break;
         }
@@ -124,9 +123,12 @@ static int w6_worker(void *arg, int idx)
     w->lost = s1.lost - s0.lost;
 
     /* Still held in Redis?  Every lock hash present with a lease left. */
-    const char *prefix = dl_prefix();
-    for (unsigned long i = 0; i < w->nlocks; i++)
-        redisAppendCommand(c, "PTTL %s{%s}", prefix, names + i * 64);
+    for (unsigned long i = 0; i < w->nlocks; i++) {
+        char key[400];
+        if (lock_key(key, sizeof key, names + i * 64, 0))
+            snprintf(key, sizeof key, "?");        /* counts as not held */
+        redisAppendCommand(c, "PTTL %s", key);
+    }
     w->held = 0;
     for (unsigned long i = 0; i < w->nlocks; i++) {
         redisReply *r = NULL;
@@ -239,23 +241,12 @@ static void *w7_thread(void *arg)
     pthread_barrier_wait(t->bar);
     for (unsigned long i = 0; i < w->n; i++) {
         uint64_t t0 = now_ns();
-        int rc = dist_mutex_lock(t->m);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W7 lock: %s (%s)\n", dist_strerror(rc), dist_lasterror());
+        if (lock_err("W7 lock", dist_mutex_lock(t->m))) {
             t->failed = 1;
             return NULL;
         }
-        redisReply *r = rc_cmd(t->c, "GET %s", t->ctr);
-        long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-        if (r)
-            freeReplyObject(r);
-        r = rc_cmd(t->c, "SET %s %lld", t->ctr, v + 1);
-        if (r)
-            freeReplyObject(r);
-        rc = dist_mutex_unlock(t->m);
-        if (rc) {
-            fprintf(stderr, "distlock-bench: W7 unlock: %s (%s)\n", dist_strerror(rc),
-                    dist_lasterror());
+        rc_ctr_incr(t->c, t->ctr);  /* a failure shows as lost updates */
+        if (lock_err("W7 unlock", dist_mutex_unlock(t->m))) {
             t->failed = 1;
             return NULL;
         }
@@ -308,10 +299,7 @@ static int w7_worker(void *arg, int proc)
         if (dist_mutex_init(&m[i], names[i], NULL))
             return 1;
     }
-    int rc = dist_mutex_trylock(&m[0]);             /* connect before measuring */
-    if (rc == 0)
-        rc = dist_mutex_unlock(&m[0]);
-    if (rc && rc != EBUSY)
+    if (mutex_connect(&m[0]))                       /* before measuring */
         return 1;
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, W7_THREADS + 1);
@@ -395,14 +383,11 @@ int run_w7(void)
             freeReplyObject(r);
     }
     pid_t pids[W7_PROCS];
-    for (int i = 0; i < W7_PROCS; i++)
-        pids[i] = spawn(w7_worker, w, i);
-    int rc = gate_wait_ready(&w->gate, pids, W7_PROCS);
-    uint64_t t0 = now_ns();
+    uint64_t t0;
+    int rc = spawn_gated(w7_worker, w, pids, W7_PROCS, &w->gate, NULL, NULL, &t0);
     int conns[W7_PROCS] = { 0 }, socks[W7_PROCS] = { 0 }, snapped = 0;
     long long clients = -1;
     if (rc == 0) {
-        gate_open(&w->gate);
         /* Count while every thread is in its loop: at a quarter of the work. */
         unsigned long last = 0;
         uint64_t moved = now_ns();
@@ -451,11 +436,7 @@ int run_w7(void)
         for (int i = 0; i < W7_THREADS; i++) {
             char ctr[112];
             w7_name(ctr, sizeof ctr, i, 1);
-            redisReply *r = rc_cmd(c, "GET %s", ctr);
-            long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
-            if (r)
-                freeReplyObject(r);
-            lost += (long long)(W7_PROCS * n) - v;
+            lost += (long long)(W7_PROCS * n) - rc_ctr_get(c, ctr, 0);
         }
         uint64_t tend = 0;
         for (int i = 0; i < W7_PROCS; i++)
@@ -464,11 +445,7 @@ int run_w7(void)
         int maxc = 0;
         for (int p = 0; p < W7_PROCS; p++)
             maxc = conns[p] > maxc ? conns[p] : maxc;
-        sort_doubles(w->lat, total);
-        result_t *r = result_new("distlock", "W7");
-        r->ops_per_s = (double)total / ((double)(tend - t0) / 1e9);
-        r->p50_us = pct_sorted(w->lat, total, 0.5);
-        r->p99_us = pct_sorted(w->lat, total, 0.99);
+        result_t *r = result_timed("distlock", "W7", w->lat, total, tend - t0);
         if (snapped) {
             result_extra(r, "connections_per_process", "%d", maxc);
             result_extra(r, "connections", "%d/%d/%d/%d", conns[0], conns[1], conns[2], conns[3]);

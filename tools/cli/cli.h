@@ -3,12 +3,17 @@
  * cli.h - what every part of the distlock command-line tool shares: the
  * parsed command line and the exit codes.
  *
- * The tool is split by concern:
+ * The tool is split by concern, each file with its header of the same name
+ * (options.h, main.h, run.h, ...):
  *   options.c  the command line -> cli_opts_t (usage errors)
  *   main.c     dispatch, and the environment the library reads on first use
  *   run.c      NAME -- COMMAND: take the lock, run the child, release
  *   waiting.c  while the lock call blocks: signals and the terminal status line
- *   inspect.c  reading lock state from Redis (status, list, break)
+ *   redis.c    the way to Redis: the library's config, conn, keys and scripts
+ *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting)
+ *   redlock.c  redlock://: the servers' views of a lock, merged by a majority
+ *   scan.c     the names of the locks under the prefix (list)
+ *   break.c    break, and a waiter leaving a queue (the library's scripts)
  *   commands.c the status, list and break subcommands
  *   output.c   messages, quoting, durations, JSON and tables
  */
@@ -58,23 +63,5 @@ typedef struct cli_opts {
     int all;                  /* list --all: free locks too */
     int force;                /* break --force */
 } cli_opts_t;
-
-/* options.c: parses argv into o.  0, or CLI_EX_USAGE after printing a
- * one-line reason. */
-int cli_parse(int argc, char **argv, cli_opts_t *o);
-/* The --help text. */
-void cli_usage(void);
-
-/* run.c */
-int cli_run(const cli_opts_t *o);
-
-/* commands.c */
-int cli_status(const cli_opts_t *o);
-int cli_list(const cli_opts_t *o);
-int cli_break(const cli_opts_t *o);
-
-/* main.c: the environment as distlock found it, for the child: what --url,
- * --lease and the log level changed is given back (see cli_child_env). */
-char **cli_child_env(const char *fence);
 
 #endif

@@ -6,7 +6,10 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "inspect.h"
+#include "commands.h"
+#include "break.h"
+#include "lockstat.h"
+#include "scan.h"
 #include "output.h"
 
 static int open_or_fail(cli_redis_t *r)
@@ -17,6 +20,21 @@ static int open_or_fail(cli_redis_t *r)
         cli_redis_close(r);
     }
     return rc;
+}
+
+/* Opens r and reads the state of lock NAME into st: 0, or the exit code
+ * after saying why (r is then closed). */
+static int open_and_fetch(cli_redis_t *r, const cli_opts_t *o, cli_lockstat_t *st)
+{
+    int rc = open_or_fail(r);
+    if (rc)
+        return rc;
+    if (cli_lockstat_fetch(r, o->name, o->namelen, st)) {
+        cli_err("%s", r->err);
+        cli_redis_close(r);
+        return CLI_EX_UNAVAILABLE;
+    }
+    return 0;
 }
 
 /* stdout could not be written (a full disk, a closed pipe under SIG_IGN):
@@ -33,15 +51,10 @@ static int flush_stdout(int rc)
 int cli_status(const cli_opts_t *o)
 {
     cli_redis_t r;
-    int rc = open_or_fail(&r);
+    cli_lockstat_t st;
+    int rc = open_and_fetch(&r, o, &st);
     if (rc)
         return rc;
-    cli_lockstat_t st;
-    if (cli_lockstat_fetch(&r, o->name, o->namelen, &st)) {
-        cli_err("%s", r.err);
-        cli_redis_close(&r);
-        return CLI_EX_UNAVAILABLE;
-    }
     cli_redis_close(&r);
     if (o->json) {
         cli_print_status_json(stdout, &st);
@@ -110,16 +123,11 @@ int cli_break(const cli_opts_t *o)
 {
     cli_redis_t r;
     char q[1200], who[600];
-    int rc = open_or_fail(&r);
-    if (rc)
-        return rc;
     /* Who held it, for the report; the break itself is one atomic script. */
     cli_lockstat_t st;
-    if (cli_lockstat_fetch(&r, o->name, o->namelen, &st)) {
-        cli_err("%s", r.err);
-        cli_redis_close(&r);
-        return CLI_EX_UNAVAILABLE;
-    }
+    int rc = open_and_fetch(&r, o, &st);
+    if (rc)
+        return rc;
     long long removed = 0;
     if (cli_break_lock(&r, o->name, o->namelen, &removed)) {
         cli_err("%s", r.err);

@@ -13,6 +13,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "commands.h"
+#include "main.h"
+#include "options.h"
+#include "run.h"
 #include "config.h"
 #include "distlock.h"
 #include "output.h"

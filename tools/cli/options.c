@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 #include "distlock.h"
 #include "output.h"
 

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "inspect.h"
+#include "lockstat.h"
 
 /* -v: cli_note prints. */
 extern int cli_verbose;

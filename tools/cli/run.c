@@ -21,6 +21,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "main.h"
+#include "run.h"
 #include "distlock.h"
 #include "object.h"
 #include "output.h"

@@ -12,7 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "inspect.h"
+#include "break.h"
+#include "lockstat.h"
 #include "output.h"
 #include "waiting.h"
 

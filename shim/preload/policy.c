@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* policy.c - the interposer's messages, and the distributed half of a
+ * wrapped call with the DISTLOCK_ON_ERROR policy applied (policy.h): an
+ * outage is waited out (one warning every few seconds, the library's own
+ * per-attempt warnings quieted meanwhile) or ends the program. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dl.h"
+#include "preload.h"
+
+int dlp_on_error = DLP_ON_ERROR_WAIT;
+
+/* ------------------------------------------------------------ messages */
+
+static void vsay(const char *fmt, va_list ap)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof line, "distlock: ");
+    vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
+    size_t len = strlen(line);
+    line[len++] = '\n';
+    ssize_t w = write(STDERR_FILENO, line, len);
+    (void)w;
+}
+
+void dlp_say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+}
+
+void dlp_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    abort();
+}
+
+/* Before main: one line, and the program does not start. */
+void dlp_stop(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(fmt, ap);
+    va_end(ap);
+    _exit(1);
+}
+
+/* ---------------------------------------------------------- the policy */
+
+#define WARN_EVERY_MS 5000
+
+static uint64_t last_warn;             /* dl_now_ms of the last outage warning */
+static pthread_mutex_t quiet_mu = PTHREAD_MUTEX_INITIALIZER;
+static int quiet_n, quiet_saved;
+
+static void warn_outage(const char *what)
+{
+    uint64_t now = dl_now_ms(), last = __atomic_load_n(&last_warn, __ATOMIC_RELAXED);
+    if (last && now - last < WARN_EVERY_MS)
+        return;
+    if (!__atomic_compare_exchange_n(&last_warn, &last, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        return;
+    dlp_say("%s; waiting for Redis (DISTLOCK_ON_ERROR=wait)", what);
+}
+
+/* While threads retry, the library's own per-attempt warning would repeat
+ * every DISTLOCK_IO_TIMEOUT_MS: ours (every WARN_EVERY_MS) replaces it. */
+static void quiet(int on)
+{
+    DLP_REAL(mutex_lock)(&quiet_mu);
+    if (on && quiet_n++ == 0) {
+        quiet_saved = dl_log_get_level();
+        if (quiet_saved > DL_LOG_ERROR)
+            dl_log_set_level(DL_LOG_ERROR);
+    } else if (!on && --quiet_n == 0) {
+        dl_log_set_level(quiet_saved);
+    }
+    DLP_REAL(mutex_unlock)(&quiet_mu);
+}
+
+/* dist_lasterror(), with the lock's name in front unless it names it. */
+static const char *why(const dlp_entry_t *e, char *buf, size_t size)
+{
+    const char *d = dist_lasterror();
+    if (!d[0])
+        d = "Redis unreachable";
+    if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0)
+        snprintf(buf, size, "%s", d);
+    else
+        snprintf(buf, size, "lock \"%s\": %s", e->name, d);
+    return buf;
+}
+
+static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime)
+{
+    if (e->kind == DLP_MUTEX) {
+        switch (how) {
+        case DLP_TRY: return dist_mutex_trylock(&e->d.m);
+        case DLP_TIMED: return dist_mutex_timedlock(&e->d.m, abstime);
+        default: return dist_mutex_lock(&e->d.m);
+        }
+    }
+    if (mode == 'r') {
+        switch (how) {
+        case DLP_TRY: return dist_rwlock_tryrdlock(&e->d.rw);
+        case DLP_TIMED: return dist_rwlock_timedrdlock(&e->d.rw, abstime);
+        default: return dist_rwlock_rdlock(&e->d.rw);
+        }
+    }
+    switch (how) {
+    case DLP_TRY: return dist_rwlock_trywrlock(&e->d.rw);
+    case DLP_TIMED: return dist_rwlock_timedwrlock(&e->d.rw, abstime);
+    default: return dist_rwlock_wrlock(&e->d.rw);
+    }
+}
+
+static int past(const struct timespec *abstime)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > abstime->tv_sec ||
+           (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+}
+
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime)
+{
+    int quieted = 0, rc;
+    for (;;) {
+        uint64_t t0 = dl_now_ms();
+        rc = dist_call(e, mode, how, abstime);
+        if (rc == EOWNERDEAD) {
+            /* Acquired; legacy code has no way to hear about it. */
+            dl_log(DL_LOG_WARN, "lock \"%s\": acquired after the previous holder's lease ran out "
+                   "(it crashed or stalled); the protected state may be half-updated", e->name);
+            rc = 0;
+        }
+        if (rc != EIO)
+            break;
+        char buf[700];
+        if (dlp_on_error == DLP_ON_ERROR_ABORT)
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
+        warn_outage(why(e, buf, sizeof buf));
+        if (how == DLP_TRY) {
+            rc = EBUSY;               /* a try never waits: "not now" */
+            break;
+        }
+        if (how == DLP_TIMED && past(abstime)) {
+            rc = ETIMEDOUT;
+            break;
+        }
+        if (!quieted) {
+            quiet(1);
+            quieted = 1;
+        }
+        uint64_t spent = dl_now_ms() - t0;
+        if (spent < 100)
+            dl_sleep_ms((unsigned)(100 - spent));
+    }
+    if (quieted) {
+        quiet(0);
+        if (rc == 0)
+            dlp_say("lock \"%s\": Redis reachable again", e->name);
+    }
+    char buf[700];
+    if (rc == EINVAL)
+        dlp_die("%s", why(e, buf, sizeof buf));
+    return rc;
+}
+
+int dlp_dist_release(dlp_entry_t *e)
+{
+    int rc = e->kind == DLP_MUTEX ? dist_mutex_unlock(&e->d.m) : dist_rwlock_unlock(&e->d.rw);
+    char buf[700];
+    switch (rc) {
+    case 0:
+    case ENOLCK:                      /* the library has said so; the hold is gone either way */
+        return 0;
+    case EIO:
+        if (dlp_on_error == DLP_ON_ERROR_ABORT)
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
+        return 0;                     /* logged by the library; the hold lapses within a lease */
+    default:
+        return rc;
+    }
+}
+
+void dlp_policy_after_fork(void)
+{
+    pthread_mutex_init(&quiet_mu, NULL);
+    quiet_n = 0;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * policy.h - the distributed half of a wrapped call, with the
+ * DISTLOCK_ON_ERROR policy applied, and the interposer's messages
+ * (policy.c).  Included through preload.h.
+ */
+#ifndef DLP_POLICY_H
+#define DLP_POLICY_H
+
+#include <time.h>
+
+#pragma GCC visibility push(hidden)
+
+/* DISTLOCK_ON_ERROR */
+enum { DLP_ON_ERROR_WAIT, DLP_ON_ERROR_ABORT };
+extern int dlp_on_error;
+
+/* How a distributed call is made: blocking, one attempt, or until abstime
+ * (CLOCK_REALTIME). */
+enum { DLP_BLOCK, DLP_TRY, DLP_TIMED };
+
+/* The distributed half of an acquisition, with the error policy applied:
+ * EIO (Redis unreachable) is retried (wait) or fatal (abort); EOWNERDEAD
+ * counts as acquired.  Returns 0, EBUSY (try), ETIMEDOUT (timed), EAGAIN,
+ * ENOMEM, EDEADLK.  mode 'w' or 'r'; for DLP_MUTEX entries only 'w'. */
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime);
+/* The distributed half of a release; EIO under `abort` is fatal, ENOLCK
+ * and EIO under `wait` are logged.  Returns 0 or EPERM (this thread held
+ * nothing: the caller decides whether that matters). */
+int dlp_dist_release(dlp_entry_t *e);
+
+/* Prints "distlock: <msg>" as one line on stderr (one write). */
+void dlp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, then abort(). */
+void dlp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Before main: prints as dlp_say, then the program exits with status 1
+ * (it does not start). */
+void dlp_stop(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* In a forked child: the parent's outage state is not its own. */
+void dlp_policy_after_fork(void);
+
+#pragma GCC visibility pop
+
+#endif

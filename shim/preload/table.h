@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * table.h - the entries of the map this program uses, and the read-only
+ * address table every wrapper looks its object up in (table.c).  boot.c
+ * builds the entries and fills the table before main; it is read-only
+ * from then on (an entry's dist_* object and holder_pid are its wrappers').
+ * Included through preload.h.
+ */
+#ifndef DLP_TABLE_H
+#define DLP_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "distlock.h"
+
+#pragma GCC visibility push(hidden)
+
+typedef struct dlp_entry {
+    int kind;
+    char *name;               /* NUL-terminated copy of the lock name */
+    void *addr;               /* DLP_MUTEX / DLP_RWLOCK: the mapped global */
+    char *path;               /* DLP_FLOCK: the canonical path */
+    size_t pathlen;
+    pid_t holder_pid;         /* process of the last distributed acquisition */
+    union {
+        dist_mutex_t m;
+        dist_rwlock_t rw;
+    } d;
+} dlp_entry_t;
+
+/* The address table: mapped mutexes and rwlocks, read-only after the
+ * constructor.  Addresses outside [dlp_lo, dlp_lo + dlp_span) are not
+ * mapped; that one comparison is the whole cost for most calls. */
+extern uintptr_t dlp_lo, dlp_span;
+dlp_entry_t *dlp_lookup_slow(const void *addr);
+
+static inline dlp_entry_t *dlp_lookup(const void *addr)
+{
+    if (DLP_LIKELY((uintptr_t)addr - dlp_lo >= dlp_span))
+        return NULL;
+    return dlp_lookup_slow(addr);
+}
+
+/* A lock call reached a wrapper in a program that has none of the map's
+ * symbols (dlp_lookup gave a DLP_DORMANT entry).  Unless the call is the
+ * interposer's own (dlp_in, or `caller`, the wrapper's return address, is
+ * in this library), the program stops here with the one-line reason (exit
+ * status 1), before the lock is taken.  `what`: "mutex" or "rwlock". */
+void dlp_dormant_check(const char *what, const void *caller);
+
+/* File entries (DLP_FLOCK); dlp_nfile == 0 makes every file wrapper a
+ * plain call. */
+extern int dlp_nfile;
+extern dlp_entry_t *dlp_files[DLP_MAX_ENTRIES];
+
+/* boot.c, before main: enters a mutex or rwlock entry (e->addr set) in
+ * the table; publishes [lo, hi] as the range every lookup checks first
+ * (wrappers see either no table or all of it). */
+void dlp_table_add(dlp_entry_t *e);
+void dlp_table_publish(uintptr_t lo, uintptr_t hi);
+/* boot.c, before main: this program has none of the map's symbols.  From
+ * now on every lookup is the DLP_DORMANT entry, and dlp_dormant_check
+ * stops the program with `why` and `hint` (both copied). */
+void dlp_table_dormant(const char *why, const char *hint);
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * redis.h - the distlock command's way to Redis: the library's own layers,
+ * never copies of them.  The configuration is the library's (DISTLOCK_URL,
+ * DISTLOCK_PREFIX, ...: shim/config.h), commands go through its command
+ * layer (a dl_conn_t: a cluster's commands are routed by the lock's hash
+ * slot and follow redirections, a sentinel-watched master is found again
+ * after a failover), a lock's keys are shim/keys.h's and its scripts run
+ * through shim/script.h (EVALSHA, the body on NOSCRIPT).  redlock:// locks
+ * are read from each server: the callers ask each target in turn.
+ *
+ * A cli_redis_t owns its configuration and connection; the files that read
+ * and change locks (lockstat.c, redlock.c, scan.c, break.c) only borrow
+ * them, and leave the reason of a failure in r->err.
+ */
+#ifndef CLI_REDIS_H
+#define CLI_REDIS_H
+
+#include <hiredis/hiredis.h>
+#include <stddef.h>
+
+#include "config.h"
+#include "conn.h"
+#include "keys.h"
+#include "script.h"
+
+typedef struct cli_redis {
+    dl_config_t cfg;          /* the conn points here: do not move a cli_redis_t */
+    dl_conn_t *conn;
+    int nodes;                /* redlock://: the servers; else 1 */
+    char err[512];            /* the last failure: "redis HOST:PORT: reason" */
+} cli_redis_t;
+
+/* Loads the configuration from the environment and sets up the command
+ * layer (it connects on first use).  timeout_ms: how long Redis may stay
+ * unreachable before a call fails (0: DISTLOCK_IO_TIMEOUT_MS).  0, or
+ * CLI_EX_CONFIG / CLI_EX_OSERR with the reason in r->err. */
+int cli_redis_open(cli_redis_t *r, unsigned long timeout_ms);
+void cli_redis_close(cli_redis_t *r);
+
+/* redlock:// with more than one server: each is asked on its own. */
+int cli_redis_is_redlock(const cli_redis_t *r);
+/* The servers that must answer (redlock: a majority; else 1). */
+int cli_redis_need(const cli_redis_t *r);
+/* The targets a lock's commands go to, first..last: -1 alone (the conn,
+ * which routes each command by its key), or each redlock server. */
+void cli_redis_targets(const cli_redis_t *r, int *first, int *last);
+/* After asking every target: 0 if `got` of them answered and that is
+ * enough, else -1 (redlock: r->err says how many answered, and `last`, the
+ * last failure; else r->err is left as the failure set it). */
+int cli_redis_tally(cli_redis_t *r, int got, const char *last);
+
+/* r->err = "redis <target>: what" (target: redlock server `node`, or with
+ * node -1 where the conn sends its commands).  Returns -1. */
+int cli_redis_fail(cli_redis_t *r, int node, const char *what);
+/* r->err = "out of memory".  Returns -1. */
+int cli_redis_oom(cli_redis_t *r);
+
+/* One command on target `node` (routed by key); the reply (never an error
+ * reply), or NULL with r->err. */
+redisReply *cli_redis_command(cli_redis_t *r, int node, int argc, const char **argv,
+                              const size_t *lens, const char *key, size_t keylen);
+
+/* A lock's keys (shim/keys.h), in one allocation. */
+typedef struct cli_keys {
+    char *buf;
+    const char *k[DL_KEYS_N];
+    size_t len[DL_KEYS_N];
+} cli_keys_t;
+/* 0, or -1 (r->err: out of memory). */
+int cli_keys_make(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len);
+void cli_keys_free(cli_keys_t *lk);
+
+/* Who calls one of the library's scripts (lua/, shim/calls.h) over a
+ * lock's keys: the channel prefix chan and token may be NULL for the
+ * scripts that take none (status).  They must outlive the call. */
+dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token);
+/* Runs calls[0..n) as one pipelined batch on target `node` (-1: the conn,
+ * each routed by its keys; else redlock server `node`).  Take each reply
+ * with cli_call_reply. */
+void cli_calls_run(cli_redis_t *r, int node, dl_call_t *calls, int n);
+/* 0 when c has its typed reply (c->reply); -1 with r->err for an error
+ * reply, an I/O error or no reply. */
+int cli_call_reply(cli_redis_t *r, int node, dl_call_t *c);
+/* One call on target `node`: cli_calls_run and cli_call_reply. */
+int cli_call(cli_redis_t *r, int node, dl_call_t *c);
+
+/* Reading the scripts' replies: element i of array r as a string ("" when
+ * it is none: a missing or non-string element), as a number, or as an
+ * array (NULL when it is none). */
+const char *cli_el_str(const redisReply *r, size_t i, size_t *len);
+long long cli_el_ll(const redisReply *r, size_t i);
+const redisReply *cli_el_arr(const redisReply *r, size_t i);
+
+#endif
