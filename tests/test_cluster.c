@@ -650,5 +650,5 @@ int main(void)
         TT_TEST(test_reshard_stress),
         TT_TEST(test_master_failover),
     };
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -45,8 +45,12 @@ static void srv_down(int i)
 
 static void srv_up(int i)
 {
-    if (g_srv[i].pid)
+    if (th_server_up(&g_srv[i]))
         return;
+    if (g_srv[i].pid) {                     /* killed by an earlier test */
+        tt_forget(g_srv[i].pid);
+        g_srv[i].pid = 0;
+    }
     for (int attempt = 0; attempt < 50; attempt++) {
         if (tt_server_start_on(&g_srv[i], g_port[i], NULL) == 0)
             return;
@@ -800,5 +804,5 @@ int main(void)
         TT_TEST(test_wait_without_replicas),
         TT_TEST(test_fair_einval),
     };
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -272,5 +272,5 @@ int main(void)
         SENTINEL_TEST(test_master_killed_long_timeout),
         SENTINEL_TEST(test_manual_failover),
     };
-    return cmocka_run_group_tests(tests, NULL, tt_group_teardown);
+    return th_run_tests(tests, NULL, tt_group_teardown);
 }

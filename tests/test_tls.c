@@ -616,5 +616,5 @@ int main(void)
     };
     if (getenv("TLS_TEST"))             /* one test by name, while working on it */
         cmocka_set_test_filter(getenv("TLS_TEST"));
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }
