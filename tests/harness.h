@@ -12,10 +12,16 @@
  *   harness_actor    helper threads running lock calls on request
  *   harness_proc     helper processes running lock calls on request
  *
- * and, included by the suites that use them: harness_checker (the
- * mutual-exclusion checker), harness_proxy (a TCP proxy injecting network
- * faults), harness_topo (replicas, sentinels, cluster), harness_script
- * (the library's scripts run directly).
+ * and, included by the suites that use them:
+ *
+ *   harness_checker  the mutual-exclusion checker: processes x threads
+ *                    taking locks and recording every hold (the workload
+ *                    in harness_checker_work, the checks in harness_verify)
+ *   harness_proxy    a TCP proxy injecting network faults (its forwarding
+ *                    thread in harness_proxy_loop)
+ *   harness_topo     replicas and sentinels (harness_topo_proc: processes,
+ *                    ports, registry; harness_cluster: a Redis Cluster)
+ *   harness_script   the library's scripts run directly
  *
  * Tests synchronise on messages (actors, procs, pipes) instead of sleeps.
  */

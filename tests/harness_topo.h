@@ -23,7 +23,6 @@
 #include "harness.h"
 #include "harness_topo_proc.h"
 #include "harness_cluster.h"
-#include "harness_stress.h"
 
 /* ------------------------------------------------------------- servers */
 
