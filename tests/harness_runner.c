@@ -87,9 +87,15 @@ static int child_group_setup(void **state)
     return 0;
 }
 
-static void run_child(const struct CMUnitTest *t, int note_wr)
+static void run_child(const struct CMUnitTest *t, int note_wr, int out_wr)
 {
     setpgid(0, 0);
+    /* stdout and stderr into one pipe, in the order written, through the
+     * runner (see out_filter) */
+    dup2(out_wr, STDOUT_FILENO);
+    dup2(out_wr, STDERR_FILENO);
+    close(out_wr);
+    setvbuf(stdout, NULL, _IOLBF, 0);
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     th_note_fd = note_wr;
     th_note_pid = getpid();
@@ -112,6 +118,90 @@ struct th_outcome {
     char why[160];
 };
 
+/* The child's output (stdout and stderr, in the order written), passed on
+ * to stdout line by line without the summary cmocka prints for its one
+ * test (the runner prints the suite's). */
+struct out_filter {
+    FILE *to;
+    int fd;                     /* the read end, non-blocking; -1 at EOF */
+    char buf[8192];
+    size_t len;
+    int after_list;             /* the line after "listed below:" names the test again */
+    int blank;                  /* an empty line held back: cmocka's before "1 FAILED" */
+};
+
+static int summary_line(struct out_filter *f, const char *l)
+{
+    static const char *const drop[] = {
+        "[==========] Running 1 test(s).", "[==========] 1 test(s) run.",
+        "[  PASSED  ] 1 test(s).", "[  PASSED  ] 0 test(s).",
+    };
+    if (f->after_list) {
+        f->after_list = 0;
+        if (strncmp(l, "[  FAILED  ] ", 13) == 0)
+            return 1;
+    }
+    if (strcmp(l, "[  FAILED  ] 1 test(s), listed below:") == 0) {
+        f->after_list = 1;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof drop / sizeof drop[0]; i++)
+        if (strcmp(l, drop[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* Passes on what is there; at_end: the rest, a last line without its
+ * newline included, and closes. */
+static void out_pump(struct out_filter *f, int at_end)
+{
+    while (f->fd >= 0) {
+        ssize_t n = read(f->fd, f->buf + f->len, sizeof f->buf - 1 - f->len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0) {
+            close(f->fd);
+            f->fd = -1;
+        }
+        if (n <= 0)
+            break;
+        f->len += (size_t)n;
+        f->buf[f->len] = 0;
+        char *line = f->buf, *nl;
+        while ((nl = strchr(line, '\n')) != NULL) {
+            *nl = 0;
+            if (f->blank && strcmp(line, " 1 FAILED TEST(S)") == 0) {
+                f->blank = 0;               /* the end of cmocka's summary */
+            } else if (!summary_line(f, line)) {
+                if (f->blank)
+                    fputc('\n', f->to);
+                f->blank = line[0] == 0;
+                if (!f->blank)
+                    fprintf(f->to, "%s\n", line);
+            }
+            line = nl + 1;
+        }
+        f->len -= (size_t)(line - f->buf);
+        memmove(f->buf, line, f->len);
+        if (f->len == sizeof f->buf - 1) {          /* a very long line: as it is */
+            fwrite(f->buf, 1, f->len, f->to);
+            f->len = 0;
+        }
+    }
+    if (at_end) {
+        if (f->blank)
+            fputc('\n', f->to);
+        f->blank = 0;
+        if (f->len)
+            fprintf(f->to, "%.*s\n", (int)f->len, f->buf);
+        f->len = 0;
+        if (f->fd >= 0)
+            close(f->fd);
+        f->fd = -1;
+    }
+    fflush(f->to);
+}
+
 static const char *signame(int sig)
 {
     const char *s = strsignal(sig);
@@ -120,29 +210,29 @@ static const char *signame(int sig)
 
 static void run_one(const struct CMUnitTest *t, unsigned default_limit, struct th_outcome *o)
 {
-    int fds[2];
+    int fds[2], out[2];
     memset(o, 0, sizeof *o);
-    if (pipe2(fds, O_CLOEXEC) != 0) {
-        o->failed = 1;
-        snprintf(o->why, sizeof o->why, "pipe: %s", strerror(errno));
-        return;
-    }
+    if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0)
+        th_die("pipe2");
     fflush(stdout);
     fflush(stderr);
     pid_t pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        o->failed = 1;
-        snprintf(o->why, sizeof o->why, "fork: %s", strerror(errno));
-        return;
-    }
+    if (pid < 0)
+        th_die("fork");
     if (pid == 0) {
         close(fds[0]);
-        run_child(t, fds[1]);
+        close(out[0]);
+        run_child(t, fds[1], out[1]);
     }
     setpgid(pid, pid);              /* as the child does: no race on who is first */
     close(fds[1]);
+    close(out[1]);
+    struct out_filter *of = calloc(1, sizeof *of);
+    if (!of)
+        th_die("calloc");
+    of->to = stdout;
+    of->fd = out[0];
+    fcntl(of->fd, F_SETFL, fcntl(of->fd, F_GETFL) | O_NONBLOCK);
 
     int64_t deadline = th_now_ms() + (int64_t)default_limit * 1000;
     unsigned limit = default_limit;
@@ -159,13 +249,13 @@ static void run_one(const struct CMUnitTest *t, unsigned default_limit, struct t
             timed_out = 1;
             break;
         }
-        if (!open_fd) {
-            th_sleep_ms(5);
-            continue;
-        }
-        struct pollfd pfd = { fds[0], POLLIN, 0 };
-        int r = poll(&pfd, 1, left > 5 ? 5 : (int)left);
+        struct pollfd pfd[2] = { { open_fd ? fds[0] : -1, POLLIN, 0 }, { of->fd, POLLIN, 0 } };
+        int r = poll(pfd, 2, left > 5 ? 5 : (int)left);
         if (r <= 0)
+            continue;
+        if (pfd[1].revents)
+            out_pump(of, 0);
+        if (!pfd[0].revents)
             continue;
         struct th_note note;
         if (th_read_full(fds[0], &note, sizeof note, 5000) != 0) {
@@ -189,6 +279,15 @@ static void run_one(const struct CMUnitTest *t, unsigned default_limit, struct t
     kill(-pid, SIGKILL);
     if (timed_out)
         kill(pid, SIGKILL);
+    /* the rest of its output (its processes are gone or going: 1 s at most) */
+    int64_t out_end = th_now_ms() + 1000;
+    while (of->fd >= 0 && th_now_ms() < out_end) {
+        struct pollfd op = { of->fd, POLLIN, 0 };
+        if (poll(&op, 1, 10) > 0)
+            out_pump(of, 0);
+    }
+    out_pump(of, 1);
+    free(of);
     int st = 0;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
         ;
@@ -201,9 +300,12 @@ static void run_one(const struct CMUnitTest *t, unsigned default_limit, struct t
                  signame(WTERMSIG(st)));
     } else if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
         o->failed = 1;
-        snprintf(o->why, sizeof o->why, result > 0 ? "failed" : "exit status %d%s",
-                 WEXITSTATUS(st), result == 0 ? " after it passed (a leak or an exit handler)" :
-                                  " (a crash, an abort or a sanitizer report: see above)");
+        if (result > 0)
+            snprintf(o->why, sizeof o->why, "failed");
+        else
+            snprintf(o->why, sizeof o->why, "exit status %d%s", WEXITSTATUS(st),
+                     result == 0 ? " after it passed (a leak or an exit handler)" :
+                                   " (a crash, an abort or a sanitizer report: see above)");
     } else if (result != 0) {
         o->failed = 1;
         snprintf(o->why, sizeof o->why, "ended without a result (status %d)", st);
