@@ -302,6 +302,8 @@ static void run_one(const struct CMUnitTest *t, unsigned default_limit, struct t
         o->failed = 1;
         if (result > 0)
             snprintf(o->why, sizeof o->why, "failed");
+        else if (WEXITSTATUS(st) == 124)
+            snprintf(o->why, sizeof o->why, "hung: ended by its alarm (exit status 124)");
         else
             snprintf(o->why, sizeof o->why, "exit status %d%s", WEXITSTATUS(st),
                      result == 0 ? " after it passed (a leak or an exit handler)" :
