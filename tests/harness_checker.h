@@ -49,6 +49,18 @@
  * The run lasts cfg->ops holds, or less when the tick callback calls
  * chk_stop() (a run driven by a fault script): the threads then stop after
  * their current hold, and every hold recorded is checked.
+ *
+ * Several lock names (cfg->names): each thread takes them in turn, each
+ * name has its own shared counter, and every check above is made for each
+ * name on its own.  A run in the background (chk_start ... chk_finish) is
+ * watched while it runs (chk_live_holds, chk_holds_since: how many holds,
+ * by how many processes, since a fault) and ends when the caller says so;
+ * its report also has the gaps between acquisitions (recovery times), the
+ * longest lock call and the library's redirects and reconnections.
+ *
+ * With fence_vouched_only (a run across a failover, where a hold the
+ * library reported lost may have taken a fence the promoted replica never
+ * saw), fences are compared only after a hold whose unlock returned 0.
  */
 #ifndef TH_HARNESS_CHECKER_H
 #define TH_HARNESS_CHECKER_H
@@ -61,9 +73,13 @@
 #define CHK_RWLOCK 2
 
 #define CHK_MAX_PROCS 64         /* processes chk_inside() can tell apart */
+#define CHK_MAX_NAMES 16         /* chk_cfg.names */
 
 #define CHK_BLOCKING 1          /* chk_cfg.lock_how */
 #define CHK_TRY_ONLY 2
+#define CHK_TIMED 3             /* timed calls only (deadline now + timed_ms) */
+
+#define CHK_RETRY_ALL 2         /* chk_cfg.retry_errors: any failed lock call */
 
 typedef struct chk_hold {
     int64_t t_start_ns;         /* CLOCK_MONOTONIC after the lock call */
@@ -76,28 +92,38 @@ typedef struct chk_hold {
     int8_t redis_bad;           /* verify_redis: Redis disagreed during the hold */
     int8_t torn;                /* reader saw the counter change under it */
     int8_t filled;              /* the record is complete */
+    uint8_t name;               /* index into chk_cfg.names (0 with one name) */
 } chk_hold_t;
 
 typedef struct chk_cfg {
     int kind;                   /* CHK_MUTEX or CHK_RWLOCK */
     int procs, threads;
     long ops;                   /* total operations, spread over every thread */
+    long ops_per_thread;        /* instead: each thread's count; with neither, the
+                                   threads run until chk_finish() */
     int write_pct;              /* rwlock: percent of write holds (default 25) */
     int fair;                   /* mutex: fair */
     int lock_how;               /* 0: a mix of blocking, timed and try loops;
-                                   CHK_BLOCKING or CHK_TRY_ONLY: only those */
+                                   CHK_BLOCKING, CHK_TRY_ONLY, CHK_TIMED: only those */
+    long timed_ms;              /* deadline of timed calls (default 10 s) */
+    long lease_ms;              /* >0: the locks' fixed lease attribute */
     const int *proc_lock_how;   /* if set: lock_how of each process (procs entries) */
     const int *proc_threads;    /* if set: threads of each process, each <= threads
                                    (a run that stops early: ops is only a cap) */
     long hold_us;               /* time spent inside each hold (0: none) */
     int no_lock;                /* self-test: do not lock at all (must fail) */
-    int retry_errors;           /* lock EIO/ETIMEDOUT: count and retry, else the child fails */
+    int retry_errors;           /* lock EIO/ETIMEDOUT (CHK_RETRY_ALL: any error): count
+                                   and retry, else the child fails */
     long retry_sleep_ms;        /* pause after a failed lock call (default 2) */
     int verify_port;            /* >0: verify_redis against 127.0.0.1:port */
     int quiet;                  /* children print no per-error lines */
     long child_alarm_s;         /* child time limit; 0: th_fork_child's 40 s; <0: none */
     long max_ms;                /* parent waits this long for the children (default 35 s) */
-    const char *name;           /* the lock name */
+    const char *name;           /* the lock name ... */
+    int nnames;                 /* ... or several (nnames > 0): names[0..nnames) */
+    char names[CHK_MAX_NAMES][64];
+    uint64_t cap;               /* hold records (default: ops, or 200000) */
+    int fence_vouched_only;     /* see above */
     const char *const *env;     /* "VAR=value" set in each child before its first call */
     /* Called by the parent about every tick_ms while the children run
      * (fault injection, progress): elapsed ms, holds recorded so far. */
@@ -111,6 +137,7 @@ typedef struct chk_cfg {
 } chk_cfg_t;
 
 typedef struct chk_shared chk_shared_t;
+typedef struct chk_live chk_live_t;
 
 typedef struct chk_report {
     uint64_t expected, holds;   /* asked for, recorded */
@@ -132,7 +159,14 @@ typedef struct chk_report {
     int stopped;                /* ended by chk_stop() */
     int64_t elapsed_ms;
     double ops_per_s;
-    int64_t longest_hold_gap_ms;/* longest time no hold was running (recovery time) */
+    int64_t longest_hold_gap_ms;/* longest time no hold was running (recovery time;
+                                   with several names, the longest of one name) */
+    int64_t max_call_ms;        /* longest lock call (any result) */
+    int64_t max_gap_ms;         /* longest time between two acquisitions (any name) */
+    int64_t gap_from_us, gap_to_us;     /* where that gap was (CLOCK_MONOTONIC us) */
+    int64_t name_gap_ms[CHK_MAX_NAMES]; /* the same for each name */
+    uint64_t redirects, reconnects;     /* the children's dl_stats: cluster MOVED/ASK
+                                           followed, reconnections */
     char first[512];            /* the first violation, described */
     char first_loss[256];       /* the first hold unlocked with ENOLCK, and the
                                    first lock that said EOWNERDEAD, described */
@@ -150,19 +184,26 @@ uint64_t chk_done(const chk_shared_t *sh);
  * violation was found (excused overlaps do not count as violations). */
 int chk_run(const chk_cfg_t *cfg, chk_report_t *rep);
 
-/* Verifies holds[0..n) (reordered in place by start) into rep (fields
- * other than those computed from the holds are left alone).  Returns the
- * number of violations (overlaps + fence inversions + torn reads + redis_bad). */
-uint64_t chk_verify(chk_hold_t *holds, uint64_t n, chk_report_t *rep);
+/* The settings of a run in the background, for a caller to complete
+ * (procs, threads, names, ...): mutexes, blocking calls, every failed lock
+ * call counted (lock_eio, ...) and retried after 10 ms, no message per
+ * error, no time limit in the children (the caller ends the run). */
+void chk_cfg_background(chk_cfg_t *cfg);
 
-/* One line per total, for logs and the soak tool. */
-void chk_print(FILE *f, const char *title, const chk_report_t *rep);
-
-/* Keys of lock name (besides the meta hash) that still exist in the
- * suite's server: 0 when nothing is left held or queued. */
-int chk_keys_left(const char *name);
-/* The same on another server (127.0.0.1:port); -1 if it cannot be asked. */
-int chk_keys_left_at(int port, const char *name);
+/* The same workload in the background: forks and returns at once (NULL on
+ * failure); the caller watches it, then ends it with chk_finish(). */
+chk_live_t *chk_start(const chk_cfg_t *cfg);
+/* Holds begun so far. */
+uint64_t chk_live_holds(const chk_live_t *c);
+/* Complete holds whose acquisition came at or after t_us (CLOCK_MONOTONIC
+ * us, th_now_us()), and how many distinct processes made them. */
+uint64_t chk_holds_since(const chk_live_t *c, int64_t t_us, int *procs);
+/* The first acquisition at or after t_us (us), or -1. */
+int64_t chk_first_since(const chk_live_t *c, int64_t t_us);
+/* Tells the threads to stop after their hold, waits (timeout_ms, then
+ * kills) for the processes, verifies into rep as chk_run() does (every
+ * hold begun must be complete), and frees c.  0 when no violation. */
+int chk_finish(chk_live_t *c, long timeout_ms, chk_report_t *rep);
 
 /* While chk_run runs (from its tick callback): the pid of a process one
  * of whose threads is inside a write hold right now, or 0. */
@@ -178,5 +219,7 @@ void chk_stop(void);
 
 /* CLOCK_MONOTONIC in ns. */
 int64_t chk_now_ns(void);
+
+#include "harness_verify.h"
 
 #endif

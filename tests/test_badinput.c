@@ -27,6 +27,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <string.h>
 
 /* The case tables leave trailing fields out. */
@@ -34,7 +35,10 @@
 
 #define SECRET "Sk3Pw"   /* marker in every password of these cases */
 
-static int g_cases, g_failed, g_regress;
+static int g_failed, g_regress;
+/* Cases run by all the tests of the suite: each test runs in a process of
+ * its own, so the count lives in memory they share with the runner. */
+static int *g_cases;
 
 /* Printable version of s for our own output. */
 static const char *esc(const char *s, char *buf, size_t size)
@@ -76,7 +80,7 @@ static int check3(const char *desc, int rc, int want, const char *err, const cha
     char d[400], m[700];
     const char *why = NULL;
     char whybuf[200];
-    g_cases++;
+    (*g_cases)++;
     if (rc != want) {
         snprintf(whybuf, sizeof whybuf, "got %s, want %s", th_errname(rc), th_errname(want));
         why = whybuf;
@@ -110,7 +114,7 @@ static void check_text(const char *desc, const char *text)
 {
     char d[400], m[700];
     const char *why = unreadable(text);
-    g_cases++;
+    (*g_cases)++;
     fprintf(stderr, "[badinput] %s -> \"%s\"%s%s\n", esc(desc, d, sizeof d),
             esc(text ? text : "(null)", m, sizeof m), why ? "  FAILED: " : "", why ? why : "");
     if (why)
@@ -270,7 +274,7 @@ static void run_env_cases(const struct env_case *cases, size_t n, const char *wh
         r.c = &cases[i];
         char *out = NULL;
         int st = th_run_capture_stderr(env_child, &r, &out, 20000);
-        g_cases++;
+        (*g_cases)++;
         /* Everything the child printed (DISTLOCK_LOG=debug included) must
          * be free of the password too. */
         int leaked = secret_outside_report(out);
@@ -763,6 +767,15 @@ struct own { dist_mutex_t *m; dist_rwlock_t *rw; uint64_t fence; };
 
 static int a_mlock(void *p) { return dist_mutex_lock(((struct own *)p)->m); }
 static int a_munlock(void *p) { return dist_mutex_unlock(((struct own *)p)->m); }
+/* The same, keeping the actor thread's dist_lasterror(). */
+struct own_err { struct own o; char err[256]; };
+static int a_munlock_err(void *p)
+{
+    struct own_err *e = p;
+    int rc = dist_mutex_unlock(e->o.m);
+    snprintf(e->err, sizeof e->err, "%s", dist_lasterror());
+    return rc;
+}
 static int a_rdlock(void *p) { return dist_rwlock_rdlock(((struct own *)p)->rw); }
 static int a_wrlock(void *p) { return dist_rwlock_wrlock(((struct own *)p)->rw); }
 static int a_rwunlock(void *p) { return dist_rwlock_unlock(((struct own *)p)->rw); }
@@ -986,9 +999,11 @@ static void test_binary_names(void **state)
     }
     /* EPERM from another thread names the lock, escaped */
     th_actor_t *a = th_actor_new();
-    struct own o = { &m[0], NULL, 0 };
-    int rc = th_actor_call(a, a_munlock, &o);
-    check3("other thread: unlock \"\\xff\" (not its hold)", rc, EPERM, dist_lasterror(), NULL, 0);
+    struct own_err oe = { { &m[0], NULL, 0 }, "" };
+    int rc = th_actor_call(a, a_munlock_err, &oe);
+    /* the message of the thread that got EPERM (dist_lasterror() is per
+     * thread; this one's only held a message left by earlier tests) */
+    check3("other thread: unlock \"\\xff\" (not its hold)", rc, EPERM, oe.err, NULL, 0);
     th_actor_free(a);
     for (size_t i = 0; i < n; i++) {
         dist_mutex_unlock(&m[i]);
@@ -1137,7 +1152,7 @@ static void test_timespec_extremes(void **state)
     pid_t pid = th_fork_child(extreme_child, &a);
     th_msg_t msg;
     int st;
-    g_cases += 5;
+    *g_cases += 5;
     if (th_recv(up.rd, &msg, 10000) == 0) {
         assert_int_equal(th_proc_op(&pr, TH_M_LOCK, a.name), 0);
         th_send(down.wr, 1, 0, 0, 0);
@@ -1243,11 +1258,14 @@ static void test_lasterror_lifetime(void **state)
 
 static void test_summary(void **state)
 {
-    fprintf(stderr, "[badinput] %d cases in this process\n", g_cases);
+    fprintf(stderr, "[badinput] %d cases in this suite\n", *g_cases);
 }
 
 int main(void)
 {
+    g_cases = mmap(NULL, sizeof *g_cases, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (g_cases == MAP_FAILED)
+        return 1;
     const struct CMUnitTest tests[] = {
         /* environment first: before this process runs library threads */
         TH_TEST(test_env_values),
@@ -1264,5 +1282,5 @@ int main(void)
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -201,6 +201,55 @@ static void test_checker_catches_missing_lock(void **state)
     assert_int_equal(r.holds, 2000);
 }
 
+/* Across a failover (fence_vouched_only): a hold the library reported
+ * lost (unlock ENOLCK) may have taken a fence the promoted replica never
+ * saw, so fences are compared only after holds vouched for; a hold
+ * vouched for still bounds every later fence. */
+static void test_verify_fence_after_vouched(void **state)
+{
+    chk_report_t r;
+    chk_hold_t lost[] = { H(10, 20, 11, 1, 'w'), H(30, 40, 9, 2, 'w') };
+    lost[0].unlock_rc = ENOLCK;
+    assert_true(verify(lost, 2, &r) > 0);
+    assert_int_equal(r.fence_inversions, 2);        /* seen from both holds */
+    memset(&r, 0, sizeof r);
+    assert_int_equal(chk_verify_flags(lost, 2, CHK_FENCE_AFTER_VOUCHED, &r), 0);
+    chk_hold_t kept[] = { H(1, 5, 10, 3, 'w'), H(10, 20, 11, 1, 'w'), H(30, 40, 9, 2, 'w') };
+    kept[1].unlock_rc = ENOLCK;
+    memset(&r, 0, sizeof r);
+    assert_true(chk_verify_flags(kept, 3, CHK_FENCE_AFTER_VOUCHED, &r) > 0);
+    assert_true(r.fence_inversions > 0);
+}
+
+/* The same end to end for a run in the background over several names
+ * (chk_start ... chk_finish): overlaps and lost updates on each name. */
+static void test_background_catches_missing_lock(void **state)
+{
+    chk_cfg_t c;
+    chk_cfg_background(&c);
+    c.procs = 2;
+    c.threads = 2;
+    c.nnames = 2;
+    th_name(c.names[0], sizeof c.names[0], "bg-nolock");
+    th_name(c.names[1], sizeof c.names[1], "bg-nolock");
+    c.ops_per_thread = 300;
+    c.hold_us = 20;
+    c.no_lock = 1;
+    chk_live_t *live = chk_start(&c);
+    assert_non_null(live);
+    int64_t end = th_now_ms() + 30000;
+    while (chk_live_holds(live) < 1200 && th_now_ms() < end)
+        th_sleep_ms(5);
+    chk_report_t r;
+    int rc = chk_finish(live, 10000, &r);
+    chk_print(stderr, "no lock at all, two names, in the background (must be caught)", &r);
+    assert_int_equal(rc, -1);
+    assert_int_equal(r.holds, 1200);
+    assert_true(r.overlaps > 0);
+    assert_true(r.lost_updates > 0);
+    assert_true(th_contains(r.first, "lock bg-nolock"));
+}
+
 static void run_and_assert(chk_cfg_t *c, const char *title, chk_report_t *r)
 {
     int rc = chk_run(c, r);
@@ -333,11 +382,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TH_TEST(test_verify_detects_violations),
         TH_TEST(test_checker_catches_missing_lock),
+        TH_TEST(test_verify_fence_after_vouched),
+        TH_TEST(test_background_catches_missing_lock),
         TH_TEST(test_mutex_checker),
         TH_TEST(test_fair_mutex_checker),
         TH_TEST(test_rwlock_checker),
     };
     if (getenv("TH_FILTER"))                 /* run only the tests matching a pattern */
         cmocka_set_test_filter(getenv("TH_FILTER"));
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

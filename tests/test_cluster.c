@@ -23,6 +23,7 @@
  * Every library call runs in a forked process with its own DISTLOCK_URL.
  */
 #include "harness_topo.h"
+#include "harness_checker.h"
 #include "keys.h"
 
 #include <errno.h>
@@ -459,8 +460,8 @@ static void test_reshard_stress(void **state)
                      MOVE_SLOTS);
 
     const char *env[] = { g_url, "DISTLOCK_LOG=error", NULL };
-    tt_stress_cfg_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    chk_cfg_t cfg;
+    chk_cfg_background(&cfg);
     cfg.procs = 3;
     cfg.threads = 3;
     cfg.nnames = 8;
@@ -470,20 +471,20 @@ static void test_reshard_stress(void **state)
     cfg.hold_us = 100;
     cfg.env = env;
     int64_t t0 = th_now_ms();
-    tt_stress_t *s = tt_stress_start(&cfg);
+    chk_live_t *s = chk_start(&cfg);
     assert_non_null(s);
-    while (tt_stress_holds(s) < 200 && th_now_ms() - t0 < 10000)
+    while (chk_live_holds(s) < 200 && th_now_ms() - t0 < 10000)
         th_sleep_ms(10);
 
     char log[400], key0[128];
     snprintf(key0, sizeof key0, "distlock:{%s}:m", cfg.names[0]);
     int64_t r0 = th_now_ms();
-    uint64_t h0 = tt_stress_holds(s);
+    uint64_t h0 = chk_live_holds(s);
     pid_t rp = tt_reshard_start(&g_c, ia, ib, MOVE_SLOTS, 10, log, sizeof log);
     assert_true(rp > 0);
     int st1 = tt_wait_bg(rp, 30000);
     int64_t r1 = th_now_ms();
-    uint64_t h1 = tt_stress_holds(s);
+    uint64_t h1 = chk_live_holds(s);
     long long moved_to_b = th_cmd_at_ll(g_c.node[ib].port, "EXISTS %s", key0);
     /* redis-cli refuses to reshard until every node has the new map. */
     int agreed = tt_cluster_wait_ok(&g_c, 10000);
@@ -492,15 +493,14 @@ static void test_reshard_stress(void **state)
     assert_true(rp2 > 0);
     int st2 = tt_wait_bg(rp2, 30000);
     int64_t r2 = th_now_ms();
-    uint64_t h2 = tt_stress_holds(s);
+    uint64_t h2 = chk_live_holds(s);
     long long back_on_a = th_cmd_at_ll(g_c.node[ia].port, "EXISTS %s", key0);
     th_sleep_ms(300);
 
-    tt_stress_report_t rep;
-    tt_stress_finish(s, 15000, &rep);
-    tt_stress_free(s);
+    chk_report_t rep;
+    chk_finish(s, 15000, &rep);
     int64_t total = th_now_ms() - t0;
-    tt_stress_print("cluster reshard", &rep);
+    chk_print(stdout, "cluster reshard", &rep);
     printf("cluster reshard: %d slots %d->%d in %lld ms (%llu holds meanwhile), back in %lld ms "
            "(%llu holds); run %lld ms, %llu holds, %.0f holds/s\n",
            MOVE_SLOTS, g_c.node[ia].port, g_c.node[ib].port, (long long)(r1 - r0),
@@ -562,8 +562,8 @@ static void test_master_failover(void **state)
     int vport = g_c.node[victim].port;
     const char *env[] = { g_url, "DISTLOCK_IO_TIMEOUT_MS=8000", "DISTLOCK_LEASE_MS=3000",
                           "DISTLOCK_LOG=off", NULL };
-    tt_stress_cfg_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    chk_cfg_t cfg;
+    chk_cfg_background(&cfg);
     cfg.procs = 3;
     cfg.threads = 2;
     cfg.nnames = 6;
@@ -573,12 +573,14 @@ static void test_master_failover(void **state)
         name_where(cfg.names[i], sizeof cfg.names[i], "cf", &n, slot_on, &o);
     }
     cfg.hold_us = 200;
+    cfg.lock_how = CHK_TIMED;
     cfg.timed_ms = 3000;
+    cfg.fence_vouched_only = 1;         /* holds reported lost may precede the failover */
     cfg.env = env;
-    tt_stress_t *s = tt_stress_start(&cfg);
+    chk_live_t *s = chk_start(&cfg);
     assert_non_null(s);
     int64_t t0 = th_now_ms();
-    while ((tt_stress_holds(s) < 300 || th_now_ms() - t0 < 1000) && th_now_ms() - t0 < 10000)
+    while ((chk_live_holds(s) < 300 || th_now_ms() - t0 < 1000) && th_now_ms() - t0 < 10000)
         th_sleep_ms(10);
 
     int64_t t_kill_us = th_now_us();
@@ -600,7 +602,7 @@ static void test_master_failover(void **state)
                 t_promoted = now;
         }
         int procs = 0;
-        if (t_promoted >= 0 && t_back < 0 && tt_stress_holds_since(s, th_now_us() - 200000, &procs) &&
+        if (t_promoted >= 0 && t_back < 0 && chk_holds_since(s, th_now_us() - 200000, &procs) &&
             procs == cfg.procs)
             t_back = now;
         if (t_back >= 0 && now - t_back > 1000)
@@ -609,10 +611,10 @@ static void test_master_failover(void **state)
             break;
         th_sleep_ms(20);
     }
-    tt_stress_report_t rep;
-    tt_stress_finish(s, 15000, &rep);
+    chk_report_t rep;
+    chk_finish(s, 15000, &rep);
     /* Per victim name: the longest time without an acquisition after the kill. */
-    tt_stress_print("cluster failover", &rep);
+    chk_print(stdout, "cluster failover", &rep);
     int64_t vgap = 0;
     for (int i = 0; i < cfg.nnames; i++)
         if (g_masters[i % 3] == victim && rep.name_gap_ms[i] > vgap)
@@ -622,7 +624,6 @@ static void test_master_failover(void **state)
            (long long)(t_promoted >= 0 ? t_promoted - t_kill_us / 1000 : -1), (long long)vgap,
            (long long)rep.max_gap_ms);
     fflush(stdout);
-    tt_stress_free(s);
     if (t_promoted < 0)
         fail_msg("no replica took over the killed master's slots");
     if (t_back < 0)
@@ -650,5 +651,5 @@ int main(void)
         TT_TEST(test_reshard_stress),
         TT_TEST(test_master_failover),
     };
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -423,5 +423,5 @@ int main(void)
         TH_TEST(test_good_environment),
         TH_TEST(test_password_never_printed),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -299,5 +299,5 @@ int main(void)
         TH_TEST(test_fair_expired_dead_waiter_skipped),
         TH_TEST(test_fair_timed_out_waiter_leaves_queue),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

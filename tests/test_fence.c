@@ -212,5 +212,5 @@ int main(void)
         TH_TEST(test_rwlock_fences),
         TH_TEST(test_fence_survives_metadata_loss),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

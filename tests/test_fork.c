@@ -334,5 +334,5 @@ int main(void)
         TH_TEST(test_fork_of_fork),
         TH_TEST(test_child_exit_no_leaks),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -480,5 +480,5 @@ int main(void)
         TH_TEST(test_tag_escape),
         TH_TEST(test_keys_expire_after_use),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -314,5 +314,5 @@ int main(void)
         TH_TEST(test_default_lease_renewed),
         TH_TEST(test_lost_hold_detected),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

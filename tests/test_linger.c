@@ -762,5 +762,5 @@ int main(void)
         TH_TEST(test_no_linger_without_waiter),
         TH_TEST(test_long_hold_never_lingers),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

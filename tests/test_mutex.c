@@ -684,5 +684,5 @@ int main(void)
         TH_TEST(test_bad_names),
         TH_TEST(test_strerror),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

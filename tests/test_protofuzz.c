@@ -166,5 +166,5 @@ int main(void)
         TH_TEST(test_six_procs),
         TH_TEST(test_redlock_mark),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

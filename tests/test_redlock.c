@@ -14,6 +14,7 @@
  * its port is found again.
  */
 #include "harness_topo.h"
+#include "harness_checker.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -45,8 +46,12 @@ static void srv_down(int i)
 
 static void srv_up(int i)
 {
-    if (g_srv[i].pid)
+    if (th_server_up(&g_srv[i]))
         return;
+    if (g_srv[i].pid) {                     /* killed by an earlier test */
+        tt_forget(g_srv[i].pid);
+        g_srv[i].pid = 0;
+    }
     for (int attempt = 0; attempt < 50; attempt++) {
         if (tt_server_start_on(&g_srv[i], g_port[i], NULL) == 0)
             return;
@@ -90,30 +95,29 @@ static void start(th_proc_t *p, int n)
 /* A short stress run: no overlap, no fence inversion, no lost update. */
 static void stress(int n, const char *tag, int procs, int threads, long ops)
 {
-    tt_stress_cfg_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    chk_cfg_t cfg;
+    chk_cfg_background(&cfg);
     cfg.procs = procs;
     cfg.threads = threads;
     cfg.nnames = 2;
     th_name(cfg.names[0], sizeof cfg.names[0], tag);
     th_name(cfg.names[1], sizeof cfg.names[1], tag);
-    cfg.ops = ops;
+    cfg.ops_per_thread = ops;
     cfg.hold_us = 100;
     cfg.env = env_for(n);
     int64_t t0 = th_now_ms();
-    tt_stress_t *s = tt_stress_start(&cfg);
+    chk_live_t *s = chk_start(&cfg);
     assert_non_null(s);
     /* Wait for the workers to finish their ops (not a stop request). */
     int64_t end = t0 + 30000;
-    while (tt_stress_holds(s) < (uint64_t)(procs * threads * ops) && th_now_ms() < end)
+    while (chk_live_holds(s) < (uint64_t)(procs * threads * ops) && th_now_ms() < end)
         th_sleep_ms(10);
-    tt_stress_report_t rep;
-    tt_stress_finish(s, 10000, &rep);
-    tt_stress_free(s);
+    chk_report_t rep;
+    chk_finish(s, 10000, &rep);
     int64_t ms = th_now_ms() - t0;
     char title[160];
     snprintf(title, sizeof title, "redlock %s (%d procs x %d threads)", tag, procs, threads);
-    tt_stress_print(title, &rep);
+    chk_print(stdout, title, &rep);
     print_message("%s: %llu holds in %lld ms (%.0f/s)\n", title, (unsigned long long)rep.holds,
                   (long long)ms, rep.holds * 1000.0 / (double)(ms ? ms : 1));
     if (rep.children_failed)
@@ -800,5 +804,5 @@ int main(void)
         TT_TEST(test_wait_without_replicas),
         TT_TEST(test_fair_einval),
     };
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -572,5 +572,5 @@ int main(void)
         TH_TEST(test_read_unlock_cost_flat),
         TH_TEST(test_release_wakes_readers_and_writer),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -468,5 +468,5 @@ int main(void)
         TH_TEST(test_password_for_open_server),
         TH_TEST(test_owner_tokens),
     };
-    return cmocka_run_group_tests(tests, group_setup, group_teardown);
+    return th_run_tests(tests, group_setup, group_teardown);
 }

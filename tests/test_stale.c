@@ -263,5 +263,5 @@ int main(void)
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -311,5 +311,5 @@ int main(void)
         TH_TEST(test_remote_waiter_not_starved_without_push),
         TH_TEST(test_remote_waiter_not_starved_pushes_muted),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -14,6 +14,7 @@
  * per process).
  */
 #include "harness_topo.h"
+#include "harness_checker.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -240,28 +241,28 @@ static void test_stress_over_tls(void **state)
     (void)state;
     tls_env_t e;
     char url[200];
-    tt_stress_cfg_t cfg;
-    memset(&cfg, 0, sizeof cfg);
+    chk_cfg_t cfg;
+    chk_cfg_background(&cfg);
     cfg.procs = 3;
     cfg.threads = 2;
     cfg.nnames = 2;
     th_name(cfg.names[0], sizeof cfg.names[0], "tls-st");
     th_name(cfg.names[1], sizeof cfg.names[1], "tls-st");
-    cfg.ops = 150;
+    cfg.ops_per_thread = 150;
     cfg.hold_us = 100;
     cfg.env = env_good(&e, url_main(url, sizeof url, "127.0.0.1"));
-    tt_stress_t *s = tt_stress_start(&cfg);
+    chk_live_t *s = chk_start(&cfg);
     assert_non_null(s);
     int64_t end = th_now_ms() + 40000;
-    while (tt_stress_holds(s) < (uint64_t)(cfg.procs * cfg.threads * cfg.ops) && th_now_ms() < end)
+    uint64_t want = (uint64_t)(cfg.procs * cfg.threads * cfg.ops_per_thread);
+    while (chk_live_holds(s) < want && th_now_ms() < end)
         th_sleep_ms(10);
-    tt_stress_report_t rep;
-    tt_stress_finish(s, 10000, &rep);
-    tt_stress_free(s);
-    tt_stress_print("tls stress", &rep);
+    chk_report_t rep;
+    chk_finish(s, 10000, &rep);
+    chk_print(stdout, "tls stress", &rep);
     if (rep.children_failed || rep.overlaps || rep.fence_inversions || rep.lost_updates)
         fail_msg("tls stress: %s", rep.first);
-    if (rep.holds != (uint64_t)(cfg.procs * cfg.threads * cfg.ops))
+    if (rep.holds != want)
         fail_msg("tls stress: %llu holds (a failed call: %s)", (unsigned long long)rep.holds,
                  rep.first_error);
 }
@@ -616,5 +617,5 @@ int main(void)
     };
     if (getenv("TLS_TEST"))             /* one test by name, while working on it */
         cmocka_set_test_filter(getenv("TLS_TEST"));
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -36,6 +36,10 @@ static void ensure_replica(void)
 {
     if (g_replica.pid && g_replica.stopped)
         th_server_resume(&g_replica);
+    if (g_replica.pid && !th_server_up(&g_replica)) {
+        tt_forget(g_replica.pid);           /* killed by an earlier test */
+        g_replica.pid = 0;
+    }
     if (!g_replica.pid) {
         assert_int_equal(tt_replica_start(&g_replica, g_master.port), 0);
         return;
@@ -324,5 +328,5 @@ int main(void)
         TT_TEST(test_replica_killed),
         TT_TEST(test_more_replicas_than_exist),
     };
-    return cmocka_run_group_tests(tests, group_setup, tt_group_teardown);
+    return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -364,5 +364,5 @@ int main(void)
         TH_TEST(test_connections_fixed),
         TH_TEST(test_local_waiters_all_served),
     };
-    return cmocka_run_group_tests(tests, th_group_setup, th_group_teardown);
+    return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* harness_child.c - see harness_child.h. */
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+
+/* ----------------------------------------------------------------- children */
+
+#define TH_MAX_CHILDREN 512
+static pid_t th_children[TH_MAX_CHILDREN];
+static pthread_mutex_t th_children_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void child_add(pid_t pid)
+{
+    pthread_mutex_lock(&th_children_mu);
+    for (int i = 0; i < TH_MAX_CHILDREN; i++)
+        if (!th_children[i]) {
+            th_children[i] = pid;
+            break;
+        }
+    pthread_mutex_unlock(&th_children_mu);
+}
+
+static void child_del(pid_t pid)
+{
+    pthread_mutex_lock(&th_children_mu);
+    for (int i = 0; i < TH_MAX_CHILDREN; i++)
+        if (th_children[i] == pid)
+            th_children[i] = 0;
+    pthread_mutex_unlock(&th_children_mu);
+}
+
+static void atfork_child(void)
+{
+    pthread_mutex_init(&th_children_mu, NULL);
+    memset(th_children, 0, sizeof th_children);
+}
+
+static void atfork_once(void)
+{
+    static int done;
+    if (!done) {
+        done = 1;
+        pthread_atfork(NULL, NULL, atfork_child);
+        th_redis_atfork();
+    }
+}
+
+pid_t th_fork_child(int (*fn)(void *), void *arg)
+{
+    atfork_once();
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        th_die("fork");
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+            _exit(127);
+        signal(SIGALRM, SIG_DFL);
+        alarm(40);
+        int rc = fn(arg);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(rc);
+    }
+    child_add(pid);
+    return pid;
+}
+
+int th_wait_child_ms(pid_t pid, long timeout_ms)
+{
+    int64_t deadline = th_now_ms() + timeout_ms;
+    int st;
+    for (;;) {
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            child_del(pid);
+            return TH_WAIT_TIMEOUT;
+        }
+        if (th_now_ms() >= deadline) {
+            fprintf(stderr, "harness: child %d still running after %ld ms: killed\n",
+                    (int)pid, timeout_ms);
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            child_del(pid);
+            return TH_WAIT_TIMEOUT;
+        }
+        th_sleep_ms(2);
+    }
+    child_del(pid);
+    if (WIFEXITED(st))
+        return WEXITSTATUS(st);
+    if (WIFSIGNALED(st))
+        return 128 + WTERMSIG(st);
+    return 255;
+}
+
+int th_wait_child(pid_t pid)
+{
+    return th_wait_child_ms(pid, 30000);
+}
+
+void th_sigpipe_default(void)
+{
+    signal(SIGPIPE, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+void th_kill_child(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    int st;
+    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+    child_del(pid);
+}
+
+static void on_test_alarm(int sig)
+{
+    static const char msg[] = "harness: the test is still running after 50 s: hung, aborted\n";
+    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
+    (void)w;
+    (void)sig;
+    th_redis_kill_owned();
+    _exit(124);
+}
+
+int th_test_setup(void **state)
+{
+    (void)state;
+    signal(SIGALRM, on_test_alarm);
+    alarm(50);
+    return 0;
+}
+
+int th_test_teardown(void **state)
+{
+    (void)state;
+    alarm(0);
+    for (int i = 0; i < TH_MAX_CHILDREN; i++) {
+        pid_t pid = th_children[i];
+        if (pid)
+            th_kill_child(pid);
+    }
+    return 0;
+}
+
+int th_group_setup(void **state)
+{
+    (void)state;
+    atfork_once();
+    if (th_redis_start() != 0)
+        return -1;
+    (void)th_redis();
+    return 0;
+}
+
+int th_group_teardown(void **state)
+{
+    (void)state;
+    th_test_teardown(NULL);
+    th_redis_stop();
+    return 0;
+}
+
+/* ------------------------------------------------------------------- misc */
+
+struct capture_boot { int (*fn)(void *); void *arg; int wr, rd; };
+
+static int capture_main(void *p)
+{
+    struct capture_boot *b = p;
+    close(b->rd);
+    dup2(b->wr, STDERR_FILENO);
+    close(b->wr);
+    return b->fn(b->arg);
+}
+
+int th_run_capture_stderr(int (*fn)(void *), void *arg, char **err, long timeout_ms)
+{
+    th_pipe_t pp;
+    th_pipe_open(&pp);
+    struct capture_boot b = { fn, arg, pp.wr, pp.rd };
+    pid_t pid = th_fork_child(capture_main, &b);
+    close(pp.wr);
+    char *text = th_read_all(pp.rd, timeout_ms);
+    close(pp.rd);
+    int st = th_wait_child_ms(pid, 5000);
+    if (err)
+        *err = text;
+    else
+        free(text);
+    return st;
+}
+
