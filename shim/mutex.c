@@ -5,6 +5,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "lock.h"
+#include "mutex.h"
 #include "object.h"
 
 #define DL_MAGIC_MUTEXATTR 0x44534d41u   /* "DSMA" */
@@ -138,4 +139,9 @@ int dist_mutex_destroy(dist_mutex_t *m)
 int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence)
 {
     return dl_obj_getfence(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, fence);
+}
+
+int dl_mutex_hold_lost(dist_mutex_t *m)
+{
+    return dl_obj_hold_lost(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX);
 }

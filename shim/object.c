@@ -143,7 +143,7 @@ int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence)
     return rc ? rc : dl_lock_getfence(l, fence);
 }
 
-static int hold_lost(struct dist_lockobj *o, unsigned magic)
+int dl_obj_hold_lost(struct dist_lockobj *o, unsigned magic)
 {
     dl_proc_t *p = NULL;
     dl_lock_t *l = NULL;
@@ -155,14 +155,4 @@ static int hold_lost(struct dist_lockobj *o, unsigned magic)
         rc = l->lost || (!l->rmode && !l->busy);
     pthread_mutex_unlock(&l->mu);
     return rc;
-}
-
-int dl_mutex_hold_lost(dist_mutex_t *m)
-{
-    return hold_lost(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX);
-}
-
-int dl_rwlock_hold_lost(dist_rwlock_t *rw)
-{
-    return hold_lost(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK);
 }

@@ -34,12 +34,9 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
 void dl_obj_after_fork(void);
 
-/* For the distlock tool and the tests (not in distlock.h): 1 when the
- * calling thread holds m (or rw) but Redis no longer has the hold (the
- * watchdog found it gone: lease lapsed, key deleted, server lost it); 0
- * while it is fine; EPERM-like -1 when the thread holds nothing or the
- * object is bad.  Never blocks. */
-int dl_mutex_hold_lost(dist_mutex_t *m);
-int dl_rwlock_hold_lost(dist_rwlock_t *rw);
+/* 1 when the calling thread holds o but Redis no longer has the hold
+ * (the watchdog found it gone); 0 while it is fine; -1 when the thread
+ * holds nothing or the object is bad.  Never blocks.  (mutex.h, rwlock.h) */
+int dl_obj_hold_lost(struct dist_lockobj *o, unsigned magic);
 
 #endif

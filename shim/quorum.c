@@ -7,7 +7,7 @@
  * allowance for clock drift; otherwise it is undone on every server (one
  * that failed mid-call may have granted it).  Holders renew and release on
  * every server.  Nobody queues: redlock waiters retry after a short random
- * pause (lock.c), since grants pushed by independent servers could go to
+ * pause (take.c), since grants pushed by independent servers could go to
  * different waiters and none would reach a majority. */
 #include <errno.h>
 #include <stdio.h>

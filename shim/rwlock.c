@@ -5,6 +5,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "lock.h"
+#include "rwlock.h"
 #include "object.h"
 
 #define DL_MAGIC_RWLOCKATTR 0x44535241u   /* "DSRA" */
@@ -98,4 +99,9 @@ int dist_rwlock_destroy(dist_rwlock_t *rw)
 int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence)
 {
     return dl_obj_getfence(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, fence);
+}
+
+int dl_rwlock_hold_lost(dist_rwlock_t *rw)
+{
+    return dl_obj_hold_lost(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK);
 }

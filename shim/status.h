@@ -27,7 +27,7 @@ typedef struct dl_stats {
     unsigned long fallback_checks;   /* waits that got the lock by asking again after a
                                         timer, not by a push (a missed or absent push) */
     unsigned long undos_written;     /* connections given up on with undos written behind
-                                        their unanswered requests (link.c) */
+                                        their unanswered requests (cmdlink_io.c) */
 } dl_stats_t;
 
 extern dl_stats_t dl_stats_g;

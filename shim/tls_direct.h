@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * tls_direct.h - the hot path without the relay's thread hop (tls_direct.c):
- * the shared command link (link.c) takes its session over from the relay
+ * the shared command link (cmdlink_io.c) takes its session over from the relay
  * (tls_relay.h) once its connection is set up, and does its own TLS I/O,
  * keeping hiredis for formatting and parsing.
  *

@@ -485,7 +485,7 @@ static void stall_end(struct stall *st)
 /* During the stall every call gives EIO, with a dist_lasterror(), within
  * the I/O time-out + 700 ms (the blocked waiter: + its re-check period,
  * min(lease, 2 s)/3, too).
- * Regression test: this found a bug (fixed in shim/link.c;
+ * Regression test: this found a bug (fixed in shim/cmdlink_io.c;
  * /tmp/h1-fix-io-timeout.diff): the calls took twice the I/O time-out,
  * because the time-out was counted from when the failure was noticed, and
  * a stalled server is noticed only when a read times out. */
@@ -544,7 +544,7 @@ static void test_server_stalled_timedlock_deadline(void **state)
  * requests it had buffered when it resumes, so a process that was told
  * EIO held the lock in Redis without knowing it, for a whole lease, and
  * the next holder was told EOWNERDEAD.  Fixed by withdrawing such requests:
- * the link's undo behind each on its own connection (shim/link.c), and
+ * the link's undo behind each on its own connection (shim/cmdlink_io.c), and
  * the watchdog's withdrawal (l->undo) from a new one. */
 static void test_server_stalled_recovers(void **state)
 {

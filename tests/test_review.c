@@ -12,7 +12,8 @@
  */
 #include "harness.h"
 #include "harness_proxy.h"
-#include "object.h"
+#include "mutex.h"
+#include "rwlock.h"
 #include "harness_script.h"
 
 #include <errno.h>

@@ -235,7 +235,7 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
             args[n++] = "m";
         break;
     case PF_S_CANCEL:      /* lock.c redis_take; the registration cancelled */
-    case PF_S_WITHDRAW:    /* link.c: the undo written behind an acquire */
+    case PF_S_WITHDRAW:    /* cmdlink_io.c: the undo written behind an acquire */
         args[n++] = regid;
         if (q->redlock && q->script == PF_S_CANCEL)
             args[n++] = "m";
