@@ -39,16 +39,6 @@ static int free_port(void)
     return port;
 }
 
-static void close_from(int lowfd)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-        return;
-#endif
-    for (int fd = lowfd; fd < 65536; fd++)
-        close(fd);
-}
-
 static pid_t spawn_redis(int port)
 {
     pid_t parent = getpid();
@@ -72,7 +62,7 @@ static pid_t spawn_redis(int port)
             dup2(devnull, 2);
         }
     }
-    close_from(3);
+    th_close_from(3);
     char ports[16];
     snprintf(ports, sizeof ports, "%d", port);
     execlp("redis-server", "redis-server", "--port", ports, "--bind", "127.0.0.1",

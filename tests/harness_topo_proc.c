@@ -209,16 +209,6 @@ int tt_free_ports(int n, int *out)
 
 /* ----------------------------------------------------------- processes */
 
-static void close_from(int lowfd)
-{
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-        return;
-#endif
-    for (int fd = lowfd; fd < 65536; fd++)
-        close(fd);
-}
-
 /* fork + execvp with stdout/stderr appended to logpath; dies with us. */
 pid_t tt_spawn(const char *const *argv, const char *logpath)
 {
@@ -249,7 +239,7 @@ pid_t tt_spawn(const char *const *argv, const char *logpath)
         dup2(out, 1);
         dup2(out, 2);
     }
-    close_from(3);
+    th_close_from(3);
     execvp(argv[0], (char *const *)argv);
     _exit(127);
 }

@@ -9,6 +9,8 @@
 #include <signal.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -242,3 +244,12 @@ char *th_read_all(int fd, long timeout_ms)
     return buf;
 }
 
+void th_close_from(int lowfd)
+{
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
+        return;
+#endif
+    for (int fd = lowfd; fd < 65536; fd++)
+        close(fd);
+}

@@ -59,4 +59,7 @@ int th_write_all(int fd, const void *buf, size_t len);
 /* Reads exactly len bytes, waiting at most timeout_ms (<0: forever).  0 or -1. */
 int th_read_full(int fd, void *buf, size_t len, long timeout_ms);
 
+/* Closes every descriptor from lowfd up (in a child before exec). */
+void th_close_from(int lowfd);
+
 #endif
