@@ -9,9 +9,12 @@
 --       write that finds the lock busy and will wait sets the mark with it
 --       ('0': a request that will not wait); a read refuses while another
 --       process's mark lives (common.lua, ww_live)
--- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1} acquired
---        in mode ARGV[3]; waiters still queued: 0 none, else someone is;
---        claimed: it was granted to us earlier, perhaps with the short claim ttl
+-- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1, was}
+--        acquired in mode ARGV[3]; waiters still queued: 0 none, else someone
+--        is; claimed: it was granted to us earlier, perhaps with the short
+--        claim ttl; was (claimed only): the fence the hold had when found,
+--        so that a process that was told of its EOWNERDEAD already (its
+--        unlock failed, and the hold stayed) is not told again
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
 local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid')
@@ -20,10 +23,11 @@ local writer = w[1]
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
+  local was = mine[1]
   mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil, lease, info)
   dequeue_upto(token, rid)
   if marks and mode == 'w' then ww_clear(token) end
-  return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1}
+  return {1, mine[1], mine[2], rcall('ZCARD', K_Q), 1, was}
 end
 
 -- A stale request (sent before a stall, run after its process asked

@@ -1,11 +1,17 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- break.lua: delete a stuck lock's holds and hand it to its waiters
--- (`distlock break`).  The next holder gets EOWNERDEAD.
+-- (`distlock break`).  The next holder gets EOWNERDEAD.  Each process whose
+-- hold it removes is told ('r KEY' on its channel): its threads must not
+-- pass that hold on among themselves (shim/notify.c, shim/trust.h).
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix
 -- Reply: number of holds removed
 local n = rcall('EXISTS', K_LOCK) + rcall('ZCARD', K_RD)
 if n > 0 then
+  local holders = rcall('ZRANGE', K_RD, 0, -1)
+  local w = rcall('HGET', K_LOCK, 'owner')
+  if w then holders[#holders + 1] = w end
+  for _, t in ipairs(holders) do rcall('PUBLISH', CHAN .. t, 'r ' .. K_LOCK) end
   rcall('DEL', K_LOCK, K_RD, K_RI)
   rcall('HSET', K_META, 'wh', 'broken', 'wi', 'broken by distlock break')
   rcall('PEXPIRE', K_META, META_TTL)

@@ -18,7 +18,10 @@
 --   KEYS[6] meta     <prefix>{tag}:m    hash fence, seq, exp (when it expires, ms),
 --                                       wh/wi (the writer whose hold has not been
 --                                       released, '' none: its lapse means EOWNERDEAD;
---                                       a lingering hold is not one, shim/mark.c),
+--                                       a lingering hold is not one, shim/mark.c;
+--                                       'g:' .. token: granted to a waiter by push
+--                                       and not claimed yet, no death either: see
+--                                       take_meta), mk (the last mark's fence:seq),
 --                                       x:<token> (the fence of the last hold that
 --                                       process released, release.lua), xp (when
 --                                       old x: fields were last pruned, ms),
@@ -30,6 +33,8 @@ local rcall = redis.call
 local K_LOCK, K_RD, K_RI, K_Q, K_W, K_META = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local CHAN = ARGV[1]
 local META_TTL = 7 * 24 * 3600 * 1000
+-- The death trace of a grant not claimed yet (see take_meta).
+local PENDING = 'g:'
 local DAY = 24 * 3600 * 1000
 
 -- Lua numbers are doubles: format whole numbers ourselves, tostring() would
@@ -93,13 +98,33 @@ local function meta_exp(exp, now, set)
   return exp, true
 end
 
+-- Whether a death trace (the meta hash's wh) names a writer whose hold
+-- lapsed: a lingering hold's ('') and a grant's not yet claimed (PENDING)
+-- do not.
+local function traced(wh)
+  return wh and wh ~= '' and string.sub(wh, 1, #PENDING) ~= PENDING
+end
+
 -- A new hold's fence and whether the last writer's hold lapsed (EOWNERDEAD).
-local function take_meta(now, writer, info)
+-- A write hold granted to a waiter by push (`pending`) is traced only as
+-- pending: a waiter that died before its push arrived never held the lock,
+-- and its grant's lapse is no death.  Its holder's claim (touch.lua, a
+-- renewal, or acquire.lua finding it "mine") names it.  A death it is told
+-- of stays traced until then, so that the holder after a grantee that
+-- died unclaimed still hears of it.
+local function take_meta(now, writer, info, pending)
   local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
   local fence, dead = next_fence(m[1]), 0
   local set = {'fence', int(fence)}
-  if m[2] and m[2] ~= '' then dead = 1 end
-  if writer or dead == 1 then
+  if traced(m[2]) then dead = 1 end
+  if pending and writer then
+    if dead == 0 then
+      set[#set + 1] = 'wh'
+      set[#set + 1] = PENDING .. writer
+      set[#set + 1] = 'wi'
+      set[#set + 1] = ''
+    end
+  elseif writer or dead == 1 or (m[2] and m[2] ~= '') then
     set[#set + 1] = 'wh'
     set[#set + 1] = writer or ''
     set[#set + 1] = 'wi'
@@ -150,8 +175,8 @@ local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
   rcall('PEXPIRE', K_LOCK, ttl)
 end
 
-local function take_write(token, lease, info, now, ttl, rid)
-  local fence, dead, mx = take_meta(now, token, info)
+local function take_write(token, lease, info, now, ttl, rid, pending)
+  local fence, dead, mx = take_meta(now, token, info, pending)
   put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
   return fence, dead
 end
@@ -291,7 +316,7 @@ local function grant_waiters(caller, free, cmode, crid)
       if me then ttl, rid = w[2], crid end
       if w[1] == 'w' then
         if live_readers(now) > 0 then break end
-        fence, dead = take_write(h, w[2], w[5], now, ttl, rid)
+        fence, dead = take_write(h, w[2], w[5], now, ttl, rid, not me)
       else
         fence, dead = take_read(h, w[2], w[5], now, ttl, rid)
       end

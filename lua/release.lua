@@ -31,7 +31,8 @@ if mode == 'w' then
       -- (every acquisition sets both), so the next one follows from it.
       local now = now_ms()
       local f = next_fence(h[2])
-      local set = {'fence', int(f), 'wh', hw, 'wi', w[5], MARK, fence}
+      -- (the grantee is traced once it claims the grant: take_meta)
+      local set = {'fence', int(f), 'wh', PENDING .. hw, 'wi', '', MARK, fence}
       local mx, renew = meta_exp(h[4], now, set)
       local added = rcall('HSET', K_META, unpack(set))
       if renew then rcall('PEXPIRE', K_META, META_TTL) end

@@ -76,6 +76,12 @@ void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a)
     c->arg.mark = *a;
 }
 
+void dl_call_touch(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a)
+{
+    init(c, DL_SCRIPT_TOUCH, who);
+    c->arg.touch = *a;
+}
+
 /* A call's wire form being written: the call, and how many of its number
  * buffers are taken. */
 typedef struct wire {
@@ -199,7 +205,7 @@ void dl_call_wire(dl_call_t *c)
         break;
     }
     case DL_SCRIPT_MARK: {
-        /* KEYS: lock, meta.  ARGV: 1 token, 2 fence, 3 'l' | 'h', 4 ms */
+        /* KEYS: lock, meta.  ARGV: 1 token, 2 fence, 3 'l' | 'h', 4 ms, 5 seq */
         const dl_mark_args_t *a = &c->arg.mark;
         put(&w, "2", 1);
         put(&w, c->who.keys[0], c->who.keylen[0]);
@@ -208,6 +214,20 @@ void dl_call_wire(dl_call_t *c)
         put_num(&w, a->fence);
         put(&w, a->lingering ? "l" : "h", 1);
         put_num(&w, a->ms);
+        put_num(&w, a->seq);
+        break;
+    }
+    case DL_SCRIPT_TOUCH: {
+        /* KEYS: lock, readers, rinfo, meta.  ARGV: 1 token, 2 mode, 3 lease, 4 fence */
+        const dl_touch_args_t *a = &c->arg.touch;
+        put(&w, "4", 1);
+        for (int k = 0; k < 3; k++)
+            put(&w, c->who.keys[k], c->who.keylen[k]);
+        put(&w, c->who.keys[5], c->who.keylen[5]);
+        put_str(&w, c->who.token);
+        put(&w, &a->mode, 1);
+        put_num(&w, a->lease_ms);
+        put_num(&w, a->fence);
         break;
     }
     default:
@@ -236,7 +256,7 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
 {
     switch (c->script) {
     case DL_SCRIPT_ACQUIRE: {
-        /* {1, fence, ownerdead, waiters, claimed} acquired; {0, pttl} busy */
+        /* {1, fence, ownerdead, waiters, claimed, was} acquired; {0, pttl} busy */
         dl_acquire_reply_t *x = &c->reply.acquire;
         x->got = (int)elem(r, 0);
         x->fence = (uint64_t)elem(r, 1);
@@ -244,6 +264,7 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
         x->dead = elem(r, 2) == 1;
         x->waiters = elem(r, 3);
         x->claimed = elem(r, 4) == 1;
+        x->was = elem(r, 5) > 0 ? (uint64_t)elem(r, 5) : 0;
         break;
     }
     case DL_SCRIPT_RELEASE:
@@ -276,6 +297,10 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
         break;
     case DL_SCRIPT_MARK:
         /* 1 marked, 0 not there */
+        c->reply.mark.marked = (int)integer(r);
+        break;
+    case DL_SCRIPT_TOUCH:
+        /* 1 renewed, 0 not there (only posted: read by the tests) */
         c->reply.mark.marked = (int)integer(r);
         break;
     case DL_SCRIPT_STATUS:

@@ -31,6 +31,7 @@ enum {
     DL_SCRIPT_BREAK,
     DL_SCRIPT_WITHDRAW,
     DL_SCRIPT_MARK,
+    DL_SCRIPT_TOUCH,
     DL_SCRIPT_STATUS,         /* read-only: distlock status (tools/cli) */
     DL_SCRIPT_COUNT
 };
@@ -74,6 +75,7 @@ typedef struct dl_acquire_reply {
     int dead;                     /* acquired: the last holder's lease ran out */
     long long waiters;            /* acquired: > 0 others still queued */
     int claimed;                  /* acquired: granted earlier (a claim TTL) */
+    uint64_t was;                 /* claimed: the hold's fence when found; 0 unknown */
     long long pttl_ms;            /* busy: until the holders' leases run out */
 } dl_acquire_reply_t;
 
@@ -141,11 +143,21 @@ typedef struct dl_mark_args {
     int lingering;                /* 1 lingers, 0 held again */
     unsigned long ms;             /* lingering: TTL cut to it; held again: the
                                      lease restored; 0 none */
+    uint64_t seq;                 /* the mark's number: a mark that runs after
+                                     a later one of the hold changes nothing */
 } dl_mark_args_t;
 
 typedef struct dl_mark_reply {
     int marked;                   /* 1 marked, 0 that hold is not there */
 } dl_mark_reply_t;
+
+/* --- touch.lua: the renewal posted when a pushed grant is claimed
+ * (tenure.c).  Only posted: no reply is read; sent with its text. */
+typedef struct dl_touch_args {
+    char mode;
+    unsigned long lease_ms;
+    uint64_t fence;               /* with the caller's token, names the hold */
+} dl_touch_args_t;
 
 /* --- status.lua: a read-only snapshot of a lock (the distlock tool).
  * No ARGV.  Its reply is a nested array of strings with one reader,
@@ -168,6 +180,7 @@ typedef struct dl_call {
         dl_cancel_args_t cancel;
         dl_withdraw_args_t withdraw;
         dl_mark_args_t mark;
+        dl_touch_args_t touch;
     } arg;
     /* Set when the run gave this call a reply (cmd.err 0). */
     union {
@@ -201,6 +214,7 @@ void dl_call_status(dl_call_t *c, const dl_caller_t *who);
 void dl_call_free_reply(dl_call_t *c);
 void dl_call_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
 void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
+void dl_call_touch(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
 
 /* script.c's: writes c->argv[2..] (the number of keys, the keys, ARGV in
  * the script's order) and c->argc. */

@@ -17,7 +17,9 @@
  * can still reach Redis late (written on a connection the process gave up
  * on while the server stalled), after the hold was released and taken
  * again, perhaps by this process: so each names its hold by token and
- * fence, and changes nothing unless that very hold is there.  It is one
+ * fence, and changes nothing unless that very hold is there; and each is
+ * numbered, so that a mark that runs after a later one of the same hold
+ * (a linger's, late, after the relock's) changes nothing.  It is one
  * short script, lua/mark.lua, sent with its text (cached by Redis under its
  * SHA1, so a SCRIPT FLUSH cannot make it fail).
  */
@@ -25,10 +27,16 @@
 #include "process.h"
 #include "mark.h"
 
+/* The marks' numbers: only grow, across every lock (and in a forked child,
+ * from its parent's: its holds are its own, whose marks start anew). */
+static uint64_t dl_markseq;
+
 int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long ms)
 {
     dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
-    dl_call_mark(&c, &who, &(dl_mark_args_t){ .fence = l->fence, .lingering = lingering, .ms = ms });
+    dl_call_mark(&c, &who, &(dl_mark_args_t){
+        .fence = l->fence, .lingering = lingering, .ms = ms,
+        .seq = __atomic_add_fetch(&dl_markseq, 1, __ATOMIC_RELAXED) });
     return dl_script_post(p->conn, &c);
 }

@@ -134,6 +134,7 @@ static void merge_acquire(dl_conn_t *conn, dl_call_t *c, tally_t *t, uint64_t el
     if (t->yes >= t->need && elapsed + drift < lease) {
         *out = t->at[t->firstyes]->reply.acquire;
         out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
+        out->was = 0;             /* (each server numbers holds itself) */
         for (int i = 0; i < t->nodes; i++) {
             const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
             if (t->at[i]->cmd.err || r->got != 1)

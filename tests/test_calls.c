@@ -232,7 +232,7 @@ static void test_mark(void **state)
     run(&c);
     uint64_t fa = c.reply.acquire.fence;
 
-    dl_mark_args_t m = { .fence = fa, .lingering = 1, .ms = 2000 };
+    dl_mark_args_t m = { .fence = fa, .lingering = 1, .ms = 2000, .seq = 1 };
     dl_call_mark(&c, &a, &m);
     run(&c);
     assert_int_equal(c.reply.mark.marked, 1);
@@ -241,7 +241,7 @@ static void test_mark(void **state)
     freeReplyObject(wh);
     assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) <= 2000);
 
-    m = (dl_mark_args_t){ .fence = fa, .lingering = 0, .ms = 30000 };
+    m = (dl_mark_args_t){ .fence = fa, .lingering = 0, .ms = 30000, .seq = 2 };
     dl_call_mark(&c, &a, &m);
     run(&c);
     assert_int_equal(c.reply.mark.marked, 1);
@@ -250,7 +250,7 @@ static void test_mark(void **state)
     freeReplyObject(wh);
     assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
 
-    m = (dl_mark_args_t){ .fence = fa + 1, .lingering = 1, .ms = 2000 };
+    m = (dl_mark_args_t){ .fence = fa + 1, .lingering = 1, .ms = 2000, .seq = 3 };
     dl_call_mark(&c, &a, &m);
     run(&c);
     assert_int_equal(c.reply.mark.marked, 0);

@@ -54,7 +54,7 @@ static void test_claim_of_lingering_hold_sets_death_trace(void **state)
     assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f1, &dead, NULL), 1);
     snprintf(f1s, sizeof f1s, "%llu", f1);
     /* the unlock lingers: the mark cuts the TTL and clears the trace */
-    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 2000", dl_mark_lua, k, mk, f1s), 1);
+    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 2000 1", dl_mark_lua, k, mk, f1s), 1);
     assert_false(traced(mk, "tokP"));
     /* the linger's release is stuck on a dead connection; the next lock call
      * finds the hold its own and claims it */

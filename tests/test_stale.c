@@ -122,7 +122,7 @@ static void test_mark_names_its_hold(void **state)
     snprintf(f1s, sizeof f1s, "%llu", f1);
     snprintf(f2s, sizeof f2s, "%llu", f2);
     /* the first hold's linger mark with its TTL cut, arriving late */
-    redisReply *r = th_cmd("EVAL %s 2 %s %s tokP %s l 100", dl_mark_lua, k, mk, f1s);
+    redisReply *r = th_cmd("EVAL %s 2 %s %s tokP %s l 100 1", dl_mark_lua, k, mk, f1s);
     assert_int_equal(r->type, REDIS_REPLY_INTEGER);
     freeReplyObject(r);
     long long pttl = th_cmd_ll("PTTL %s", k);
@@ -133,17 +133,48 @@ static void test_mark_names_its_hold(void **state)
         fail_msg("a linger mark sent for fence %s changed the later hold %s (pttl %lld, wh %s)",
                  f1s, f2s, pttl, traced ? "kept" : "removed");
     /* its own marks work */
-    th_cmd_do("EVAL %s 2 %s %s tokP %s l 100", dl_mark_lua, k, mk, f2s);
+    th_cmd_do("EVAL %s 2 %s %s tokP %s l 100 2", dl_mark_lua, k, mk, f2s);
     assert_true(th_cmd_ll("PTTL %s", k) <= 100);
     wh = th_cmd("HGET %s wh", mk);
     assert_true(wh->type != REDIS_REPLY_STRING || wh->len == 0);     /* no death if it lapses */
     freeReplyObject(wh);
-    th_cmd_do("EVAL %s 2 %s %s tokP %s h 0", dl_mark_lua, k, mk, f2s);
+    th_cmd_do("EVAL %s 2 %s %s tokP %s h 0 3", dl_mark_lua, k, mk, f2s);
     wh = th_cmd("HGET %s wh", mk);
     assert_int_equal(wh->type, REDIS_REPLY_STRING);
     assert_string_equal(wh->str, "tokP");
     freeReplyObject(wh);
     assert_int_equal(th_script_release(name, "tokP", "w", f2), 1);
+}
+
+/* The marks of one hold act in the order the process made them: a linger
+ * mark written on a connection given up since, that runs after the
+ * relock's mark (sent on the next connection), must neither clear the
+ * death trace of the hold that is held again nor cut its TTL. */
+static void test_late_mark_changes_nothing(void **state)
+{
+    (void)state;
+    char name[128], k[300], mk[300], fs[24];
+    th_name(name, sizeof name, "markorder");
+    key(k, name, "");
+    key(mk, name, ":m");
+    unsigned long long f;
+    assert_int_equal(th_script_acquire(name, "tokP", "w", "30000", 0, "1", &f, NULL, NULL), 1);
+    snprintf(fs, sizeof fs, "%llu", f);
+    /* the relock's mark (number 8) runs first, the linger's (7) after it */
+    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s h 30000 8", dl_mark_lua, k, mk, fs), 1);
+    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 100 7", dl_mark_lua, k, mk, fs), 0);
+    redisReply *wh = th_cmd("HGET %s wh", mk);
+    int traced = wh->type == REDIS_REPLY_STRING && strcmp(wh->str, "tokP") == 0;
+    freeReplyObject(wh);
+    long long pttl = th_cmd_ll("PTTL %s", k);
+    if (!traced || pttl <= 100)
+        fail_msg("a linger mark that ran after the relock's mark changed the hold (trace %s, "
+                 "pttl %lld): its holder's death would go unreported", traced ? "kept" : "cleared",
+                 pttl);
+    /* a later linger mark (9) still works */
+    assert_int_equal(th_cmd_ll("EVAL %s 2 %s %s tokP %s l 100 9", dl_mark_lua, k, mk, fs), 1);
+    assert_true(th_cmd_ll("PTTL %s", k) <= 100);
+    assert_int_equal(th_script_release(name, "tokP", "w", f), 1);
 }
 
 /* A leftover read registration of the process (its withdrawal never ran)
@@ -258,6 +289,7 @@ int main(void)
         TH_TEST(test_claim_renames_hold),
         TH_TEST(test_cancel_names_its_registration),
         TH_TEST(test_mark_names_its_hold),
+        TH_TEST(test_late_mark_changes_nothing),
         TH_TEST(test_write_request_gets_write),
         TH_TEST(test_stale_release_spares_new_hold),
     };

@@ -21,7 +21,7 @@ static const dl_script_t *script_of(int s)
 }
 
 /* The marks of a lingering unlock (shim/mark.c): KEYS lock, meta; ARGV
- * token, fence, 'l' lingers | 'h' held again, cut ms.  The library's own
+ * token, fence, 'l' lingers | 'h' held again, cut ms, the mark's number.  The library's own
  * text, as it posts it. */
 extern const char dl_mark_lua[];
 
@@ -172,12 +172,13 @@ static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const ch
 
 static redisReply *mark(pf_conn_t *k, const pf_req_t *q)
 {
-    char token[16], cut[24], fence[24];
+    char token[16], cut[24], fence[24], seq[24];
     pf_token(q->proc, token, sizeof token);
     snprintf(cut, sizeof cut, "%d", q->wttl);
     snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
-    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s l %s", dl_mark_lua, k->keys[0],
-                                 k->keylen[0], k->keys[5], k->keylen[5], token, fence, cut);
+    snprintf(seq, sizeof seq, "%llu", (unsigned long long)q->regid);
+    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s l %s %s", dl_mark_lua, k->keys[0],
+                                 k->keylen[0], k->keys[5], k->keylen[5], token, fence, cut, seq);
     if (!r) {
         snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
         return NULL;

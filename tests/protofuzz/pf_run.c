@@ -477,6 +477,7 @@ static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     pf_proc_t *p = &r->p[i];
     pf_req_t q = req(r, PF_S_MARK, i, 'w');
     q.fence = p->hold.fence;
+    q.regid = ++p->regseq;        /* the mark's number (mark.lua ARGV[5]) */
     pf_linef(r, "p%d lingers: mark cuts fence %llu to %d ms%s", i, (unsigned long long)q.fence,
              p->wttl, lost_name(op->lost));
     /* The library lowers its validity once the mark is written (tenure.c,
