@@ -6,17 +6,24 @@
 
 #include "clock.h"
 
+/* The library's clock.  A hold's validity is counted from when the call
+ * that confirmed it was sent, while Redis counts its TTL on its own host:
+ * a clock that stopped while this host was suspended (CLOCK_MONOTONIC)
+ * would let a hold look valid long after Redis let it lapse.
+ * CLOCK_BOOTTIME goes on counting through a suspend. */
+#define DL_CLOCK CLOCK_BOOTTIME
+
 uint64_t dl_now_ms(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(DL_CLOCK, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
 uint64_t dl_now_us(void)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(DL_CLOCK, &ts);
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
@@ -49,10 +56,17 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 
 void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts)
 {
-    if (deadline_us == DL_FOREVER)
-        deadline_us = dl_now_us() + 3600u * 1000000u;
-    ts->tv_sec = (time_t)(deadline_us / 1000000u);
-    ts->tv_nsec = (long)(deadline_us % 1000000u) * 1000L;
+    /* Condition variables wait on CLOCK_MONOTONIC (the only other clock
+     * they take): the time left on the library's clock, from now on that
+     * one.  A suspend in the middle of a wait ends it late, never early. */
+    uint64_t now = dl_now_us();
+    uint64_t left = deadline_us == DL_FOREVER ? 3600u * 1000000u
+                    : deadline_us > now ? deadline_us - now : 0;
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    uint64_t at = (uint64_t)mono.tv_sec * 1000000u + (uint64_t)mono.tv_nsec / 1000u + left;
+    ts->tv_sec = (time_t)(at / 1000000u);
+    ts->tv_nsec = (long)(at % 1000000u) * 1000L;
 }
 
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts)

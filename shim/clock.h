@@ -2,8 +2,10 @@
 /*
  * clock.h - monotonic time, deadlines, sleeping and thread ids (clock.c).
  *
- * Every deadline inside the library is CLOCK_MONOTONIC, in ms or us;
- * CLOCK_REALTIME appears only at the API (an abstime), converted here.
+ * Every deadline inside the library is on one clock, CLOCK_BOOTTIME (which
+ * counts a suspend, as Redis's TTLs do), in ms or us; CLOCK_REALTIME
+ * appears only at the API (an abstime), and CLOCK_MONOTONIC only in the
+ * condition variables' timespecs (dl_timespec_at), converted here.
  * clock.c keeps only per-thread caches (the thread id, the jitter seed).
  */
 #ifndef DL_CLOCK_H
@@ -15,12 +17,13 @@
 
 #define DL_FOREVER UINT64_MAX   /* a deadline that never comes */
 
-uint64_t dl_now_ms(void);                      /* CLOCK_MONOTONIC */
+uint64_t dl_now_ms(void);                      /* CLOCK_BOOTTIME */
 uint64_t dl_now_us(void);                      /* the same, in microseconds */
-/* Converts a CLOCK_REALTIME abstime to a monotonic deadline in ms.
+/* Converts a CLOCK_REALTIME abstime to a deadline in ms on dl_now_ms's clock.
  * EINVAL for tv_nsec outside [0, 1e9). */
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
-/* CLOCK_MONOTONIC timespec for a deadline in ms (for condvars). */
+/* The CLOCK_MONOTONIC timespec at which a deadline in ms of dl_now_ms's
+ * clock comes (for condvars, whose clock is CLOCK_MONOTONIC). */
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);
 void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts);   /* the same, us */
 void dl_sleep_ms(unsigned ms);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cluster.h"
+#include "trust.h"
 #include "cmdlink.h"
 #include "dl.h"
 
@@ -309,6 +310,9 @@ static int cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
                 pthread_mutex_unlock(&cl->mu);
                 ask[i] = -1;
                 DL_STAT_ADD(redirects, 1);
+                /* The slot moved: after a failover, to a replica that may
+                 * have lacked our holds (trust.h). */
+                dl_trust_end(r->str);
             } else if (starts(r, "ASK") && (to = redirect_target(cl, r->str, &slot)) >= 0) {
                 ask[i] = to;
                 DL_STAT_ADD(redirects, 1);
@@ -318,6 +322,8 @@ static int cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
                 ask[i] = -1;
                 pause = 1;
                 remap |= starts(r, "CLUSTERDOWN");
+                if (starts(r, "CLUSTERDOWN"))
+                    dl_trust_end(r->str);
             } else {
                 pending[i] = 0;
                 continue;

@@ -15,6 +15,7 @@
 #include "connect.h"
 #include "dl.h"
 #include "tls.h"
+#include "trust.h"
 
 void dl_link_io_abandon(dl_link_io_t *io)
 {
@@ -62,6 +63,9 @@ static int flush_nosignal(redisContext *ctx, void *tls, int more)
                 continue;
             snprintf(ctx->errstr, sizeof ctx->errstr, "%s", strerror(errno));
             ctx->err = REDIS_ERR_IO;
+            /* What went out is gone from the buffer: anything written
+             * behind it on this socket (an undo) must not repeat it. */
+            sdsrange(ctx->obuf, (int)done, -1);
             return -1;
         }
         done += (size_t)n;
@@ -317,6 +321,9 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
                     write_undos(io->ctx, io->tls, cmds, first, n, all, now);
             }
             dl_link_io_drop(io);
+            /* The server may have restarted empty, or stepped down to a
+             * replica that lacked our holds: a sign (trust.h). */
+            dl_trust_end(err);
             for (size_t i = first; i < n; i++)
                 cmds[i]->retried = !reroute;
             if (cut && dl_now_ms() >= dl) {
@@ -372,6 +379,7 @@ int dl_link_io_presend(dl_link_io_t *io, dl_cmd_t **cmds, size_t n)
     /* Part of it may have gone out: dl_link_io_run reconnects and resends (the
      * server may have run a first copy: `retried`). */
     dl_link_io_drop(io);
+    dl_trust_end("redis: connection lost while sending");
     for (size_t i = 0; i < n; i++)
         cmds[i]->retried = 1;
     return 0;
@@ -394,6 +402,9 @@ int dl_link_io_post(dl_link_io_t *io, int argc, const char **argv, const size_t 
         DL_STAT_ADD(commands, 1);
         return 0;
     }
+    /* A post that may not have gone out whole: nobody would ever read of
+     * its failure (trust.h). */
     dl_link_io_drop(io);          /* the next batch reconnects */
+    dl_trust_end("redis: connection lost while posting");
     return EAGAIN;
 }

@@ -29,6 +29,7 @@
  *   take.c        taking the Redis hold: ask, wait for a grant, late grants
  *   hold.c        the hold once taken: record, vouch, release, linger
  *   tenure.c      how long a hold may serve without asking Redis
+ *   trust.c       the epoch every sign of lost state moves on
  *   mark.c        what Redis must know of a lingering hold (lua/mark.lua)
  *   notify.c      the subscriber thread: grants pushed to waiters
  *   watchdog.c    the thread renewing every hold in one batch

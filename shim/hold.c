@@ -21,6 +21,7 @@
 #include "hold.h"
 #include "mark.h"
 #include "tenure.h"
+#include "trust.h"
 #include "watchdog.h"
 
 void dl_hold_reserve(dl_lock_t *l)
@@ -51,8 +52,9 @@ static void waited(dl_lock_t *l)
 
 void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
 {
-    l->undo = 0;              /* whatever a failed call left is ours now */
     l->rmode = rq->mode;
+    l->od_told = g->dead;
+    l->told_fence = 0;
     l->fence = g->fence;
     l->hold_rid = g->rid;
     l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
@@ -62,7 +64,7 @@ void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_gra
     l->holdseq++;
     l->handoffs = 0;
     l->ttl_cut = 0;
-    dl_hold_fresh(l, g->valid_until);
+    dl_hold_fresh(l, g->valid_until, g->sent_ms, g->epoch);
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs of a write hold as if someone did.  A read hold is shared by
      * the process's readers (as on redis://) until a renewal reports a
@@ -89,14 +91,17 @@ void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed)
                               ? now + dl_claim_window(l->lease_ms) / 2 : now);
 }
 
-void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode)
+void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode, uint64_t rid)
 {
-    if (l->rmode)
-        return;
-    l->undo = mode;
-    l->undo_checks = 2;
+    /* Kept whatever the process does next: a later request (a hold taken,
+     * a wait) has a greater id, which no withdrawal of this one touches. */
+    int m = mode == 'r';
+    if (rid > l->undo[m])
+        l->undo[m] = rid;
+    l->undo_checks[m] = 2;
+    l->undo_at = dl_now_ms() + 50;
     dl_watchdog_ensure(p);
-    dl_watchdog_due(p, l, dl_now_ms() + 50);
+    dl_watchdog_due(p, l, l->undo_at);
 }
 
 void dl_hold_handoff(dl_lock_t *l)
@@ -125,6 +130,7 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
         dl_hold_rtt(l, dl_now_us() - t0);
     char q[96];
     dl_lock_qname(l, q, sizeof q);
+    int failed = rc != 0;
     if (rc && !lost) {
         rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within %s", q, c.cmd.errmsg,
                      cut ? "its claim window (a lingering hold)" : "one lease");
@@ -146,6 +152,9 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
                "(lease ran out, or the key was deleted)", q);
         DL_STAT_ADD(lost, 1);
     }
+    /* A hold told EOWNERDEAD that may still be in Redis: the next lock call
+     * may claim it back ("mine"), and must not be told again. */
+    l->told_fence = failed && l->od_told ? ra.fence : 0;
     l->busy = 0;
     l->rmode = 0;
     l->holdseq++;             /* late renew replies concern the old hold */
@@ -158,47 +167,69 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     return rc;
 }
 
-int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l)
+static int lost_code(dl_lock_t *l)
 {
     char q[96];
-    if (!l->rmode || (!l->lost && dl_hold_valid(l)))
-        return 0;
-    if (!l->lost && !l->renew) {
-        /* A fixed lease past its end has lapsed: that is what it is for. */
-        l->lost = 1;
-    }
-    if (!l->lost) {
-        unsigned long holdseq = l->holdseq;
-        dl_caller_t who = dl_caller(p, l);
-        dl_call_t c;
-        dl_call_renew(&c, &who, &(dl_renew_args_t){
-            .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
-        l->busy = 1;
-        pthread_mutex_unlock(&l->mu);
-        uint64_t sent = dl_now_ms();
-        int rc = dl_script_run(p->conn, &c, 1);
-        long long kept = rc ? -1 : c.reply.renew.held;
-        char why[200];
-        snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
-        pthread_mutex_lock(&l->mu);
-        l->busy = 0;
-        pthread_cond_broadcast(&l->cv);
-        if (l->holdseq != holdseq)
-            return 0;             /* (cannot happen while others hold it) */
-        if (kept >= 1) {
-            dl_hold_confirmed(l, sent, l->cuts);
-            return 0;
-        }
-        if (kept < 0)
-            return dl_fail(EIO, "unlock %s: cannot confirm the hold with Redis: %s",
-                           dl_lock_qname(l, q, sizeof q), why);
-        l->lost = 1;
-        DL_STAT_ADD(lost, 1);
-    }
     dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
            "(lease ran out, or the key was deleted)", dl_lock_qname(l, q, sizeof q));
     return dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
                    "(lease ran out, or the key was deleted)", q);
+}
+
+int dl_hold_confirm(dl_proc_t *p, dl_lock_t *l)
+{
+    char q[96];
+    if (l->lost)
+        return ENOLCK;
+    unsigned long holdseq = l->holdseq, cuts = l->cuts, epoch = dl_trust_epoch();
+    dl_caller_t who = dl_caller(p, l);
+    dl_call_t c;
+    /* A fixed lease is only checked: renewing it would make it outlive
+     * what its holder asked for. */
+    dl_call_renew(&c, &who, &(dl_renew_args_t){
+        .mode = l->rmode, .lease_ms = l->renew ? l->lease_ms : 0, .fence = l->fence });
+    l->busy = 1;
+    pthread_mutex_unlock(&l->mu);
+    uint64_t sent = dl_now_ms();
+    int rc = dl_script_run(p->conn, &c, 1);
+    DL_STAT_ADD(confirms, 1);
+    long long held = rc ? -1 : c.reply.renew.held;
+    char why[200];
+    snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
+    pthread_mutex_lock(&l->mu);
+    l->busy = 0;
+    pthread_cond_broadcast(&l->cv);
+    if (l->holdseq != holdseq || !l->rmode)
+        return 0;                 /* (cannot happen: busy kept it) */
+    if (held == 1) {
+        if (l->renew)
+            dl_lock_renewing(l);  /* its TTL is the lease again */
+        dl_hold_confirmed(l, sent, cuts, epoch, l->renew);
+        if (c.reply.renew.queued > 0)
+            waited(l);
+        return 0;
+    }
+    if (held < 0)
+        return dl_fail(EIO, "lock %s: cannot confirm the hold with Redis: %s",
+                       dl_lock_qname(l, q, sizeof q), why);
+    l->lost = 1;
+    DL_STAT_ADD(lost, 1);
+    dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out, the key "
+           "was deleted, or the server lost it)", dl_lock_qname(l, q, sizeof q));
+    return ENOLCK;
+}
+
+int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l)
+{
+    if (!l->rmode)
+        return 0;
+    /* Only a sign of lost state, or the end of the hold's validity, makes
+     * an unlock ask: a reader leaving beside others is no reuse of the
+     * hold, and its unlock stays free while Redis gave no sign. */
+    if (!l->lost && dl_hold_valid(l) && l->trust_epoch == dl_trust_epoch())
+        return 0;
+    int rc = dl_hold_confirm(p, l);
+    return rc == ENOLCK ? lost_code(l) : rc;
 }
 
 /* --- lingering --- */
@@ -300,37 +331,38 @@ void dl_lock_renewing(dl_lock_t *l)
     l->ttl_cut = 0;               /* renewed to the lease */
 }
 
-int dl_lock_undo_due(dl_lock_t *l)
+uint64_t dl_lock_undo_due(const dl_lock_t *l)
 {
-    if (l->rmode || l->regid) {
-        l->undo = 0;              /* ours again: the acquire script said "mine" */
-        return DL_UNDO_NONE;
-    }
-    return l->busy ? DL_UNDO_LATER : DL_UNDO_NOW;
+    return (l->undo[0] || l->undo[1]) && !l->undoing ? l->undo_at : 0;
 }
 
 void dl_lock_undo_begin(dl_lock_t *l, char *mode, uint64_t *rid)
 {
-    *mode = l->undo;
-    *rid = l->undo_rid;
-    l->busy = l->undoing = 1;
+    int m = l->undo[0] ? 0 : 1;
+    *mode = m ? 'r' : 'w';
+    *rid = l->undo[m];
+    l->undoing = 1;
 }
 
-void dl_lock_renewed(dl_lock_t *l, unsigned long holdseq, unsigned long cuts, uint64_t sent,
-                     long long queued)
+void dl_lock_renewed(dl_proc_t *p, dl_lock_t *l, unsigned long holdseq, unsigned long cuts,
+                     uint64_t sent, unsigned long epoch, long long queued)
 {
     pthread_mutex_lock(&l->mu);
     if (l->holdseq == holdseq && l->rmode) {
-        int was = dl_hold_valid(l);
-        dl_hold_confirmed(l, sent, cuts);
-        /* Threads that found it past (or without) its validity wait for it
-         * (a reader beside the process's readers): it may serve them now. */
-        if (!was && dl_hold_valid(l))
+        int was = dl_hold_trusted(l, 0);
+        dl_hold_confirmed(l, sent, cuts, epoch, 1);
+        /* Threads that found it untrusted wait for it (a reader beside the
+         * process's readers): it may serve them now. */
+        if (!was && dl_hold_trusted(l, 0))
             pthread_cond_broadcast(&l->cv);
         /* Others wait: local handoffs are bounded from now on, pushes or
          * not. */
         if (queued > 0)
             waited(l);
+        /* Threads of ours still wait for the hold: keep it confirmed (and
+         * keep learning whether other processes wait) while they do. */
+        if (l->wwait || l->rwait)
+            dl_tenure_renew(p, l);
     }
     pthread_mutex_unlock(&l->mu);
 }
@@ -351,24 +383,28 @@ void dl_lock_gone(dl_lock_t *l, unsigned long holdseq)
     pthread_mutex_unlock(&l->mu);
 }
 
-int dl_lock_undo_end(dl_lock_t *l, int reached, int had)
+int dl_lock_undo_end(dl_lock_t *l, char mode, uint64_t rid, int reached, int had)
 {
     pthread_mutex_lock(&l->mu);
+    int m = mode == 'r';
     /* Found nothing: the request may not have run yet.  A resumed server
      * serves its connections in no set order, so this withdrawal (on a new
      * connection) can run before the request left on the old one: look
-     * once more a little later. */
-    int again = !reached || (!had && --l->undo_checks > 0);
-    if (!again) {
-        l->undo = 0;
+     * once more a little later.  A request that failed meanwhile (a later
+     * id) is withdrawn next, with its own checks. */
+    int again = !reached || (!had && --l->undo_checks[m] > 0);
+    if (!again && l->undo[m] == rid) {
+        l->undo[m] = 0;
         if (had) {
             char q[96];
             dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
-                   "after all; that hold is released", dl_lock_qname(l, q, sizeof q));
+                   "after all; what it took is released", dl_lock_qname(l, q, sizeof q));
         }
     }
-    l->busy = l->undoing = 0;
-    pthread_cond_broadcast(&l->cv);
+    l->undoing = 0;
+    again |= l->undo[0] || l->undo[1];
+    if (again)
+        l->undo_at = dl_now_ms() + DL_UNDO_AGAIN_MS;
     pthread_mutex_unlock(&l->mu);
     return again;
 }

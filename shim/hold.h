@@ -5,7 +5,7 @@
  * after the last unlock for a relock, and what the watchdog and the
  * subscriber learn of it.
  *
- * hold.c writes a lock's hold fields (busy, rmode ... undo: see dl_lock_t).
+ * hold.c writes a lock's hold fields (busy, rmode ... undoing: see dl_lock_t).
  * The watchdog and the subscriber change them only through the dl_lock_*
  * functions below; lock.c and take.c through the dl_hold_* ones.  All with
  * l->mu held unless said otherwise.
@@ -32,9 +32,10 @@ void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_gra
 /* A renewable hold was just recorded: the watchdog renews it; a claimed
  * one (a pushed grant) at once. */
 void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed);
-/* An acquisition in mode failed, but may have run in Redis: the watchdog
- * withdraws it soon. */
-void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode);
+/* An acquisition in mode, registration id rid, failed but may have run in
+ * Redis: the watchdog withdraws it soon, whatever the process holds or asks
+ * for meanwhile (withdraw.lua touches no later request). */
+void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode, uint64_t rid);
 /* The hold passed from one local holder to the next (a local handoff):
  * counted while another process waits. */
 void dl_hold_handoff(dl_lock_t *l);
@@ -46,9 +47,16 @@ void dl_hold_rtt(dl_lock_t *l, uint64_t us);
  * l->busy keeps the other threads away.  0, ENOLCK (the hold had lapsed),
  * EIO. */
 int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline);
+/* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
+ * process would take, join or relock it, or hand it to another: asks Redis
+ * whether it is still there (renew.lua: a renewable hold is renewed to its
+ * lease, a fixed lease only checked), as l's one talker (l->mu released
+ * around the round trip).  0: there, and trusted again; ENOLCK: gone
+ * (l->lost set; unworded); EIO: no answer (worded). */
+int dl_hold_confirm(dl_proc_t *p, dl_lock_t *l);
 /* A thread ends its part of a hold that other threads of the process keep:
- * 0 if the hold was Redis's all along (asking Redis past its validity),
- * ENOLCK (it is gone), EIO. */
+ * 0 if the hold was Redis's all along (asking Redis after a sign of lost
+ * state or past its validity), ENOLCK (it is gone), EIO. */
 int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l);
 /* The last unlock keeps the write hold for a relock (lock.c says when):
  * marks it lingering in Redis (mark.c) and has the watchdog end it after
@@ -78,26 +86,29 @@ void dl_lock_waited_on(dl_lock_t *l);
 /* Inside its walk (registry mutex and l->mu held).  A renewal of l's hold
  * to its lease is about to be sent: the TTL is no longer cut. */
 void dl_lock_renewing(dl_lock_t *l);
-/* An acquisition to withdraw (l->undo): DL_UNDO_NONE nothing left to
- * withdraw (the lock is ours again), DL_UNDO_LATER a thread talks to Redis
- * for l now, DL_UNDO_NOW ready (then dl_lock_undo_begin). */
-enum { DL_UNDO_NONE, DL_UNDO_LATER, DL_UNDO_NOW };
-int dl_lock_undo_due(dl_lock_t *l);
-/* The watchdog withdraws it now, as l's one talker to Redis: the mode and
- * registration id of the request to withdraw. */
+/* When an acquisition to withdraw (l->undo) is due (monotonic ms; 0: none,
+ * or a withdrawal is under way): from then, dl_lock_undo_begin gives the
+ * mode and registration id of the one to withdraw.  Withdrawals run beside
+ * the process's other calls on the lock: they touch only what earlier
+ * requests made.  A look that found nothing is tried again
+ * DL_UNDO_AGAIN_MS later (the request may not have run yet). */
+#define DL_UNDO_AGAIN_MS 200
+uint64_t dl_lock_undo_due(const dl_lock_t *l);
 void dl_lock_undo_begin(dl_lock_t *l, char *mode, uint64_t *rid);
 
 /* After its round trips (they take l->mu).  The renewal of the hold
- * numbered holdseq, sent at `sent` (ms) when l->cuts was `cuts`, was
- * confirmed, and Redis says `queued` others wait. */
-void dl_lock_renewed(dl_lock_t *l, unsigned long holdseq, unsigned long cuts, uint64_t sent,
-                     long long queued);
+ * numbered holdseq, sent at `sent` (ms) in trust epoch `epoch` when
+ * l->cuts was `cuts`, was confirmed, and Redis says `queued` others wait.
+ * While threads of the process wait for the hold, the next renewal is
+ * asked for within DL_TENURE_RENEW_MS (tenure.c). */
+void dl_lock_renewed(dl_proc_t *p, dl_lock_t *l, unsigned long holdseq, unsigned long cuts,
+                     uint64_t sent, unsigned long epoch, long long queued);
 /* The renewal found the hold numbered holdseq gone: its unlock will say
  * ENOLCK (unless a release of it got there first). */
 void dl_lock_gone(dl_lock_t *l, unsigned long holdseq);
-/* The withdrawal ended: reached, Redis ran it; had, it found something.
- * 1: look again later (Redis unreachable, or the request may not have run
- * yet). */
-int dl_lock_undo_end(dl_lock_t *l, int reached, int had);
+/* The withdrawal of (mode, rid) ended: reached, Redis ran it; had, it found
+ * something.  1: look again later (Redis unreachable, the request may not
+ * have run yet, or another failed meanwhile). */
+int dl_lock_undo_end(dl_lock_t *l, char mode, uint64_t rid, int reached, int had);
 
 #endif

@@ -70,12 +70,36 @@
  * round trip per call). */
 #define DL_LOCAL_STREAK 8
 
-/* May the process's Redis hold serve another local holder now? */
-static int may_keep(const dl_lock_t *l)
+/* Would the process keep its Redis hold for another local holder, as far
+ * as other processes go?  (Whether it may, without asking Redis first, is
+ * tenure.c's: dl_hold_trusted.) */
+static int keepable(const dl_lock_t *l)
 {
-    return l->rmode && !l->lost && l->renew && dl_hold_valid(l) &&
+    return l->rmode && !l->lost && l->renew &&
            (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
                                    dl_now_us() - l->waited_since < DL_KEEP_US));
+}
+
+/* The hold would serve another thread of the process, but is not trusted
+ * (a sign of lost state, or not confirmed lately): confirm it with Redis
+ * (l->mu released meanwhile; the caller looks at the lock anew after).
+ * A hold that cannot be confirmed and that no thread holds is released,
+ * so that the caller asks Redis like everyone else.  0, ENOLCK, EIO. */
+static int confirm(dl_proc_t *p, dl_lock_t *l)
+{
+    int rc = dl_hold_confirm(p, l);
+    if (rc == EIO && !l->writer && !l->rthreads && !l->busy && l->rmode)
+        dl_hold_release(p, l, 0);
+    return rc;
+}
+
+/* Trusted (tenure.c), or just confirmed by this thread (*fresh), which is
+ * used up by asking. */
+static int trusted(const dl_lock_t *l, int *fresh)
+{
+    int ok = dl_hold_trusted(l, *fresh);
+    *fresh = 0;
+    return ok;
 }
 
 /* Was the write hold that just ended short enough to linger after (l->mu
@@ -100,14 +124,31 @@ static int short_hold(const dl_lock_t *l)
  * elsewhere, which a lingering hold would refuse. */
 static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
-    if (!l->rmode || l->writer || l->rthreads || l->busy)
-        return 0;
-    if ((l->wwait || l->rwait) && may_keep(l)) {
-        pthread_cond_broadcast(&l->cv);      /* a waiting thread takes it over */
-        return 0;
+    int fresh = 0;
+    for (;;) {
+        if (!l->rmode || l->writer || l->rthreads || l->busy)
+            return 0;
+        if (!((l->wwait || l->rwait) && keepable(l)))
+            break;
+        if (dl_hold_trusted(l, fresh)) {
+            /* A waiting thread takes it over (having been confirmed just
+             * now, it is trusted for the next DL_TRUST_MS). */
+            pthread_cond_broadcast(&l->cv);
+            return 0;
+        }
+        if (fresh)
+            break;                /* a sign came during our confirmation */
+        /* Not to be passed on unconfirmed: this (last) unlock confirms it,
+         * and learns so whether its own hold had lapsed. */
+        int rc = dl_hold_confirm(p, l);
+        if (rc == EIO)
+            break;
+        if (rc == ENOLCK)
+            return dl_hold_release(p, l, 0);   /* says ENOLCK */
+        fresh = 1;
     }
-    if (linger && l->rmode == 'w' && l->remote_waiting && may_keep(l) &&
-        dl_hold_linger(p, l) == 0)
+    if (linger && l->rmode == 'w' && l->remote_waiting && keepable(l) &&
+        dl_hold_trusted(l, 0) && dl_hold_linger(p, l) == 0)
         return 0;
     return dl_hold_release(p, l, 0);
 }
@@ -128,6 +169,10 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     char q[96];
     pthread_mutex_lock(&l->mu);
     dl_hold_unreserve(l);
+    /* Our own hold, claimed back after its unlock failed: its EOWNERDEAD
+     * was told to the lock call that took it. */
+    if (rc == EOWNERDEAD && g->claimed && g->was && g->was == l->told_fence)
+        rc = 0;
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, l, rq, g);
         l->held_us = dl_now_us();     /* the write hold starts (see short_hold) */
@@ -151,7 +196,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
         }
     } else {
         if (g->maybe)
-            dl_hold_undo_later(p, l, rq->mode);
+            dl_hold_undo_later(p, l, rq->mode, g->rid);
         if (rq->mode == 'w')
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
@@ -201,19 +246,25 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     }
     /* Relocking at once, as a loop around the lock does?  (see settle) */
     int quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
+    int fresh = 0;            /* this thread confirmed the hold just now */
     l->wwait++;
     for (;;) {
         if (!l->writer && !l->rthreads && !l->busy && l->last_writer == tid &&
             l->streak >= DL_LOCAL_STREAK && l->wwait > 1 && !rq->try_only &&
             dl_now_ms() < rq->deadline) {
             /* Our turn is over: the threads woken by our unlock go first. */
+            fresh = 0;
             dl_lock_wait(l, rq->deadline);
             continue;
         }
         if (!l->writer && !l->rthreads && !l->busy) {
             if (!l->rmode)
                 break;
-            if (l->rmode == 'w' && may_keep(l) && dl_hold_claim_linger(p, l) == 0) {
+            if (l->rmode == 'w' && keepable(l) && !trusted(l, &fresh)) {
+                fresh = confirm(p, l) == 0;
+                continue;
+            }
+            if (l->rmode == 'w' && keepable(l) && dl_hold_claim_linger(p, l) == 0) {
                 /* Local handoff: the process's Redis hold passes to us. */
                 l->wwait--;
                 if ((rc = dl_holder_push(l, tid, 'w'))) {
@@ -228,7 +279,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
                 pthread_mutex_unlock(&l->mu);
                 return 0;
             }
-            /* A hold we cannot reuse (lost, past its validity, or others
+            /* A hold we cannot reuse (lost, a fixed lease, or others
              * have waited long enough): end it, then ask Redis like
              * everyone else. */
             dl_hold_release(p, l, 0);
@@ -242,6 +293,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             return busy_code(rq, l);
         }
         dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
+        fresh = 0;
         dl_lock_wait(l, rq->deadline);
     }
     l->wwait--;
@@ -269,15 +321,29 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         pthread_mutex_unlock(&l->mu);
         return rc;
     }
+    int fresh = 0;            /* this thread confirmed the hold just now */
     l->rwait++;
     for (;;) {
         if (!l->writer && !l->busy && !l->wwait) {
             if (!l->rmode)
                 break;
-            if ((l->rmode == 'r' && !l->lost && !l->remote_waiting && dl_hold_valid(l)) ||
-                (l->rmode == 'w' && !l->rthreads && may_keep(l) && dl_hold_claim_linger(p, l) == 0) ||
-                (l->rmode == 'w' && l->rthreads && !l->lost && !l->remote_waiting &&
-                 dl_hold_valid(l))) {
+            /* Join the process's readers, or take over a write hold that
+             * no thread uses, if other processes allow it... */
+            int joins = l->rmode == 'r' || l->rthreads;
+            int keep = joins ? !l->lost && !l->remote_waiting : keepable(l);
+            /* ... and once Redis has confirmed the hold lately. */
+            if (keep && !trusted(l, &fresh)) {
+                int crc = confirm(p, l);
+                if (crc == EIO && l->rthreads) {
+                    l->rwait--;
+                    pthread_cond_broadcast(&l->cv);
+                    pthread_mutex_unlock(&l->mu);
+                    return EIO;       /* worded by dl_hold_confirm */
+                }
+                fresh = crc == 0;
+                continue;
+            }
+            if (keep && (joins || dl_hold_claim_linger(p, l) == 0)) {
                 l->rwait--;
                 if ((rc = dl_holder_push(l, tid, 'r'))) {
                     settle(p, l, 0);
@@ -305,6 +371,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
             return busy_code(rq, l);
         }
         dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
+        fresh = 0;
         dl_lock_wait(l, rq->deadline);
     }
     l->rwait--;
@@ -379,5 +446,5 @@ int dl_lock_in_use(const dl_lock_t *l)
 {
     /* A withdrawal by the watchdog holds its own reference: it is no use
      * of the lock by the process's threads. */
-    return l->nholders || l->wwait || l->rwait || (l->busy && !l->undoing) || l->regid;
+    return l->nholders || l->wwait || l->rwait || l->busy || l->regid;
 }

@@ -9,7 +9,6 @@
 #include "object.h"
 
 #define DL_MAGIC_MUTEXATTR 0x44534d41u   /* "DSMA" */
-#define DL_LEASE_MAX (30UL * 86400000UL)
 
 int dist_mutexattr_init(dist_mutexattr_t *attr)
 {
@@ -63,6 +62,9 @@ int dist_mutexattr_setlease(dist_mutexattr_t *attr, unsigned long ms)
         return EINVAL;
     if (ms > DL_LEASE_MAX)
         return dl_fail(EINVAL, "lease %lu ms: longer than 30 days", ms);
+    if (ms && ms < DL_LEASE_MIN)
+        return dl_fail(EINVAL, "lease %lu ms: shorter than %lu ms, it would run out before "
+                       "Redis's answer could be trusted", ms, DL_LEASE_MIN);
     attr->dl_lease_ms = ms;
     return 0;
 }

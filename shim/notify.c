@@ -6,6 +6,7 @@
  * subscribing and the last attempt.  Redis pushes there:
  *   "g REGID FENCE DEAD MORE KEY"  the lock KEY was granted to registration REGID
  *   "w KEY"                        another process queued for KEY, which we hold
+ *   "r KEY"                        `distlock break` removed our hold on KEY
  * After a reconnection every waiter asks Redis again, since pushes sent
  * while we were away are lost.
  */
@@ -18,6 +19,7 @@
 #include "hold.h"
 #include "notify.h"
 #include "take.h"
+#include "trust.h"
 
 static int next_word(const char **s, const char *end, unsigned long long *v)
 {
@@ -49,6 +51,14 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
             return;
         dl_lock_granted(l, regid, fence, dead != 0, more != 0);
         pthread_mutex_unlock(&l->mu);
+    } else if (msg[0] == 'r') {
+        /* `distlock break` removed a hold of ours: the process's threads
+         * must not pass it on (lua/break.lua). */
+        char why[160];
+        char q[96];
+        snprintf(why, sizeof why, "lock %s was broken (distlock break)",
+                 dl_quote(s, (size_t)(end - s), q, sizeof q));
+        dl_trust_end(why);
     } else if (msg[0] == 'w') {
         dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!l)
@@ -133,6 +143,9 @@ static void *notify_main(void *arg)
         p->sub = NULL;
         pthread_mutex_unlock(&p->nmu);
         redisFree(c);
+        /* Often the first to see a server restart (it was waiting on the
+         * socket): a sign (trust.h), and pushes sent meanwhile are lost. */
+        dl_trust_end("redis: the subscriber's connection was lost");
     }
     return NULL;
 }

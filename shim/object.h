@@ -24,6 +24,13 @@ struct dl_lock;               /* dl_lock_t, registry.h */
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
+
+/* A fixed lease (setlease) between these, in ms.  The shortest must still
+ * leave a validity (the lease less the clock-drift allowance: tenure.c)
+ * that a reply from Redis can arrive within: a call returns a hold only
+ * within its validity, so a shorter lease could never be returned. */
+#define DL_LEASE_MIN 10UL
+#define DL_LEASE_MAX (30UL * 86400000UL)
 int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
 /* The lock state of an initialized object (resolving it on first use, or
  * anew in a forked child); EINVAL for bad objects and configuration. */

@@ -13,6 +13,8 @@
 #include "hold.h"
 #include "object.h"
 #include "process.h"
+#include "trust.h"
+#include "watchdog.h"
 
 unsigned long dl_gen = 1;
 static dl_proc_t *dl_proc;
@@ -41,6 +43,7 @@ static void child_after_fork(void)
     }
     dl_proc = NULL;
     pthread_mutex_init(&dl_proc_mu, NULL);
+    dl_trust_hook(NULL, NULL);                   /* the parent's watchdog is gone */
     dl_obj_after_fork();
     memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
     __atomic_add_fetch(&dl_gen, 1, __ATOMIC_RELEASE);
@@ -112,6 +115,12 @@ static dl_proc_t *create(int *err)
     return p;
 }
 
+/* A sign of lost state (trust.h): the watchdog confirms every hold now. */
+static void confirm_all(void *arg)
+{
+    dl_watchdog_confirm_all(arg);
+}
+
 dl_proc_t *dl_proc_get(int *err)
 {
     dl_proc_t *p = __atomic_load_n(&dl_proc, __ATOMIC_ACQUIRE);
@@ -122,8 +131,10 @@ dl_proc_t *dl_proc_get(int *err)
     p = dl_proc;
     /* A bad configuration is not cached: each call reports it (to its own
      * thread's dist_lasterror) until the environment is fixed. */
-    if (!p && (p = create(err)))
+    if (!p && (p = create(err))) {
         __atomic_store_n(&dl_proc, p, __ATOMIC_RELEASE);
+        dl_trust_hook(confirm_all, p);
+    }
     pthread_mutex_unlock(&dl_proc_mu);
     return p;
 }

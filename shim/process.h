@@ -47,6 +47,8 @@ typedef struct dl_proc {
     uint64_t wnext;           /* when the watchdog must look next (monotonic us:
                                  a renew_due or a lingering hold), or DL_FOREVER */
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
+    int wall;                 /* a sign of lost state (trust.h): renew every
+                                 hold at once, not at the next tick */
 } dl_proc_t;
 
 extern unsigned long dl_gen;  /* bumped in each forked child */

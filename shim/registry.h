@@ -74,7 +74,7 @@ typedef struct dl_lock {
 
     /* hold.c: the process's Redis hold, and its one talker. */
     int busy;                 /* a thread is talking to Redis for this lock
-                                 (dl_hold_reserve; an undo: dl_lock_undo_begin) */
+                                 (dl_hold_reserve, a release, a confirmation) */
     char rmode;               /* 0, 'w' or 'r' */
     uint64_t fence;
     uint64_t hold_rid;        /* the registration id it was taken or claimed with */
@@ -92,12 +92,23 @@ typedef struct dl_lock {
                                  window (mark.c); the next renewal restores it */
     uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
                                  for a relock; the watchdog ends it then (us) */
+    int od_told;              /* the hold was taken after a lapse (Redis keeps
+                                 saying so at each claim) and its taker told */
+    uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
+                                 still be in Redis, and a claim of it is not
+                                 told EOWNERDEAD again */
     uint64_t rtt_us;          /* this lock's round trips, smoothed (atomic:
                                  dl_hold_rtt; lock.c: what makes a hold short) */
-    int undoing;              /* the watchdog is withdrawing it (busy is set) */
-    int undo_checks;          /* withdrawals left to try that may find nothing */
-    char undo;                /* 0, or the mode of an acquisition that failed with EIO
-                                 but may have run in Redis: the watchdog withdraws it */
+    uint64_t undo[2];         /* [0] write, [1] read: 0, or the registration id of
+                                 the latest request in that mode that failed but
+                                 may have run in Redis (EIO after sending): the
+                                 watchdog withdraws it and every earlier one
+                                 (withdraw.lua), whatever the process holds or
+                                 asks for since (only later requests) */
+    int undo_checks[2];       /* withdrawals left to try that may find nothing */
+    uint64_t undo_at;         /* not before this (monotonic ms): the next look
+                                 must come after the request may have run */
+    int undoing;              /* the watchdog is withdrawing one now (pinned) */
 
     /* tenure.c: how long the hold may serve without asking Redis. */
     uint64_t valid_until;     /* the hold surely still exists in Redis before this
@@ -110,6 +121,11 @@ typedef struct dl_lock {
     unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
                                  renewals then confirm no more than that from
                                  their sending (dl_hold_ttl) */
+    unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
+                                 that last confirmed the hold was sent: a sign of
+                                 lost state since ends the trust (dl_hold_trusted) */
+    uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
+                                 serves other threads only while this is recent */
 
     /* watchdog.c: its schedule for this lock (dl_watchdog_due, _undue). */
     uint64_t renew_due;       /* renew before this (monotonic ms), 0: at the tick */
@@ -121,7 +137,6 @@ typedef struct dl_lock {
     uint64_t grant_fence;
     int grant_dead, grant_more;
     int recheck;              /* wake-ups may have been lost: ask Redis again */
-    uint64_t undo_rid;        /* the registration id of the last request sent */
 } dl_lock_t;
 
 /* l's name, quoted for messages (dl_quote). */

@@ -26,6 +26,9 @@ typedef struct dl_stats {
     unsigned long linger_ends;       /* of which ended by the watchdog (nobody relocked) */
     unsigned long fallback_checks;   /* waits that got the lock by asking again after a
                                         timer, not by a push (a missed or absent push) */
+    unsigned long trust_ends;        /* signs that Redis may have lost state (trust.c) */
+    unsigned long confirms;          /* round trips that confirmed a hold before it
+                                        served another thread (hold.c) */
     unsigned long undos_written;     /* connections given up on with undos written behind
                                         their unanswered requests (cmdlink_io.c) */
 } dl_stats_t;

@@ -20,6 +20,7 @@
 #include "notify.h"
 #include "take.h"
 #include "tenure.h"
+#include "trust.h"
 
 /* redlock: how long a waiting writer's mark lives on a server unless its
  * next retry refreshes it (lua/common.lua, ww_set).  A few times the longest
@@ -34,6 +35,7 @@ typedef struct take {
     int queue;                /* the caller may wait */
     int enqueue;              /* ... in Redis's queue (else it retries: redlock) */
     int redlock;
+    int fixed;                /* a fixed lease: never renewed, only checked */
     char mode;
     dl_caller_t who;
     char info[200];           /* holder info */
@@ -41,6 +43,7 @@ typedef struct take {
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
     uint64_t regid;           /* of the last ask */
     uint64_t asked_at;        /* when the last acquire was sent */
+    unsigned long asked_epoch; /* the trust epoch then (trust.h) */
     int asked_again;          /* it was sent for want of a push */
 } take_t;
 
@@ -50,7 +53,8 @@ static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
     memset(t, 0, sizeof *t);
     t->lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     t->wttl = dl_claim_window(t->lease);
-    t->claim = rq->lease_ms ? t->lease : t->wttl;
+    t->fixed = rq->lease_ms != 0;
+    t->claim = t->fixed ? t->lease : t->wttl;
     t->queue = !rq->try_only && rq->deadline > dl_now_ms();
     /* Without a queue in Redis (redlock, see quorum.c) waiters retry; a
      * quorum of servers takes the writer mark below. */
@@ -99,7 +103,6 @@ static void take_register(dl_proc_t *p, dl_lock_t *l, take_t *t, int first)
     t->regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&l->mu);
     l->regid = t->enqueue ? t->regid : 0;
-    l->undo_rid = t->regid;
     l->granted = 0;
     if (first)
         l->recheck = 0;
@@ -114,6 +117,7 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
 {
     char q[96];
     dl_call_t c;
+    t->asked_epoch = dl_trust_epoch();
     t->asked_at = dl_now_ms();
     dl_call_acquire(&c, &t->who, &(dl_acquire_args_t){
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
@@ -151,10 +155,14 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
         g->dead = ar->dead;
         g->more = ar->waiters > 0;
         g->claimed = ar->claimed;
+        g->was = ar->was;
         /* Taken by this ask: it set the lease.  Found ours already (a
-         * grant to an earlier request): its TTL is unknown until the
-         * watchdog renews it, which the caller has done at once. */
-        g->valid_until = g->claimed ? 0 : dl_hold_valid_until(t->asked_at, t->lease);
+         * grant to an earlier request, now claimed by this one: acquire.lua
+         * set its TTL to the lease; or this very request, resent: the TTL
+         * it set was at least a claim window), after this ask was sent. */
+        g->valid_until = dl_hold_valid_until(t->asked_at, g->claimed ? t->claim : t->lease);
+        g->sent_ms = t->asked_at;
+        g->epoch = t->asked_epoch;
         return 0;
     }
     *pttl = ar->pttl_ms;
@@ -186,6 +194,8 @@ static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl
         g->claimed = 1;
         /* Granted after our last ask was sent, for the claim window. */
         g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        g->sent_ms = t->asked_at;
+        g->epoch = t->asked_epoch;
         l->granted = 0;
         l->regid = 0;
         pthread_mutex_unlock(&l->mu);
@@ -214,9 +224,10 @@ static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_gra
     if (dl_now_ms() - t->asked_at < t->claim / 2)
         return 0;
     dl_call_t c;
+    unsigned long epoch = dl_trust_epoch();
     uint64_t renew_at = dl_now_ms();
     dl_call_renew(&c, &t->who, &(dl_renew_args_t){
-        .mode = t->mode, .lease_ms = t->lease, .fence = g->fence });
+        .mode = t->mode, .lease_ms = t->fixed ? 0 : t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
     long long kept = rrc ? -1 : c.reply.renew.held;
     char why[200];
@@ -234,7 +245,10 @@ static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_gra
         g->maybe = 1;
         return dl_fail(EIO, "lock %s: confirming a late grant: %s", dl_lock_qname(l, q, sizeof q), why);
     }
-    g->valid_until = dl_hold_valid_until(renew_at, t->lease);
+    if (!t->fixed)
+        g->valid_until = dl_hold_valid_until(renew_at, t->lease);
+    g->sent_ms = renew_at;
+    g->epoch = epoch;
     return 0;
 }
 
@@ -267,6 +281,8 @@ static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const ta
         g->more = c.reply.cancel.waiters > 0;
         g->claimed = 1;
         g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        g->sent_ms = t->asked_at;
+        g->epoch = t->asked_epoch;
         rc = 0;
     }
     return rc;
@@ -298,9 +314,9 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             rc = take_confirm_late(p, l, &t, g);
             if (rc == EAGAIN)
                 continue;
+            g->rid = t.regid;
             if (rc)
                 return rc;
-            g->rid = t.regid;
             return g->dead ? EOWNERDEAD : 0;
         }
         if (dl_now_ms() >= rq->deadline) {
@@ -342,10 +358,69 @@ static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, cons
     return dl_fail(EIO, "lock %s: %s; the acquisition was undone", dl_lock_qname(l, q, sizeof q), err);
 }
 
+/* A call returns a hold only within its validity (SPEC "Local trust"): a
+ * reply that came back after it (a slow or stalled server, a process that
+ * stalled) may tell of a hold that has lapsed, and that another process
+ * holds by now.  A renewable hold is renewed, which confirms it; a fixed
+ * lease is never extended, so past its validity it is lapsed as far as
+ * its caller may know.  0: it stands (*g updated); EAGAIN: lapsed, and
+ * released by its fence (which clears the death trace it left: the next
+ * holder is told no EOWNERDEAD for a hold nobody used); EIO. */
+static int take_in_time(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+{
+    char q[96];
+    uint64_t now = dl_now_ms();
+    if (now < g->valid_until)
+        return 0;
+    dl_lock_qname(l, q, sizeof q);
+    dl_caller_t who = dl_caller(p, l);
+    dl_call_t c;
+    if (!rq->lease_ms) {
+        unsigned long lease = p->cfg.lease_ms, epoch = dl_trust_epoch();
+        uint64_t sent = dl_now_ms();
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
+        if (dl_script_run(p->conn, &c, 1)) {
+            g->maybe = 1;
+            return dl_fail(EIO, "lock %s: Redis answered after the hold's validity, and "
+                           "confirming it failed: %s", q, c.cmd.errmsg);
+        }
+        if (c.reply.renew.held == 1) {
+            g->valid_until = dl_hold_valid_until(sent, lease);
+            g->sent_ms = sent;
+            g->epoch = epoch;
+            return 0;
+        }
+    }
+    dl_log(DL_LOG_INFO, "lock %s: Redis answered %llu ms after the hold's validity ended; "
+           "the hold is given up and asked for again", q,
+           (unsigned long long)(now - g->valid_until));
+    dl_call_release(&c, &who, &(dl_release_args_t){ .mode = rq->mode, .fence = g->fence, .rid = g->rid });
+    if (dl_script_run(p->conn, &c, 1)) {
+        pthread_mutex_lock(&l->mu);
+        dl_hold_undo_later(p, l, rq->mode, g->rid);
+        pthread_mutex_unlock(&l->mu);
+    }
+    return EAGAIN;
+}
+
 int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
 {
-    int rc = redis_take(p, l, rq, g);
-    if ((rc == 0 || rc == EOWNERDEAD) && p->cfg.wait_replicas) {
+    int rc;
+    for (;;) {
+        memset(g, 0, sizeof *g);
+        rc = redis_take(p, l, rq, g);
+        if (rc != 0 && rc != EOWNERDEAD)
+            return rc;
+        int trc = take_in_time(p, l, rq, g);
+        if (trc == 0)
+            break;
+        if (trc != EAGAIN)
+            return trc;
+        if (rq->try_only || dl_now_ms() >= rq->deadline)
+            return rq->try_only ? EBUSY : ETIMEDOUT;
+    }
+    if (p->cfg.wait_replicas) {
         int wrc = confirm_replicas(p, l, rq, g);
         if (wrc)
             return wrc;

@@ -36,6 +36,9 @@ typedef struct dl_grant {
     int maybe;                /* failed, but an acquire or cancel may have run */
     uint64_t rid;             /* the registration id the hold was taken or claimed with */
     uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
+    uint64_t was;             /* claimed: the hold's fence when found (acquire.lua) */
+    uint64_t sent_ms;         /* when the call that confirmed it was sent */
+    unsigned long epoch;      /* the trust epoch then (trust.h) */
 } dl_grant_t;
 
 /* Takes the Redis hold for l as rq says, waiting for a grant if rq allows,

@@ -29,6 +29,7 @@
 
 #include "dl.h"
 #include "tenure.h"
+#include "trust.h"
 #include "watchdog.h"
 
 /* While the process passes its Redis hold between its own threads (or its
@@ -39,6 +40,17 @@
  * DL_KEEP_US of queuing even when its push was lost.  Idle held locks are
  * renewed at lease/3 as before; a busy one costs one renewal per period. */
 #define DL_TENURE_RENEW_MS 20
+
+/* A hold serves another thread without a round trip only if its last
+ * confirmation was sent at most this long ago (plus the lock's round trip,
+ * for slow links).  A loss that gives no sign (an operator's DEL,
+ * FLUSHALL, eviction) happened after that confirmation ran, so no thread
+ * of the process gets or joins a lost hold later than this after the loss.
+ * Twice DL_TENURE_RENEW_MS: the watchdog's renewals of a busy hold keep it
+ * trusted with a period to spare, and a thread that finds it stale (the
+ * watchdog late, or the hold idle until now) confirms it itself (hold.c,
+ * dl_hold_confirm) and may then take it. */
+#define DL_TRUST_MS (2 * DL_TENURE_RENEW_MS)
 
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
 {
@@ -52,19 +64,44 @@ int dl_hold_valid(const dl_lock_t *l)
     return dl_now_ms() < l->valid_until;
 }
 
-void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until)
+int dl_hold_trusted(const dl_lock_t *l, int confirmed_now)
+{
+    uint64_t now = dl_now_ms();
+    if (!l->rmode || l->lost || now >= l->valid_until || l->trust_epoch != dl_trust_epoch())
+        return 0;
+    /* A confirmation is as old as its sending; over a slow link it comes
+     * back a round trip later, which the window allows for (on a LAN a
+     * fraction of a millisecond). */
+    uint64_t rtt_ms = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED) / 1000;
+    return confirmed_now || now - l->confirmed_ms <= DL_TRUST_MS + rtt_ms;
+}
+
+void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
 {
     l->cut_ttl = 0;
     l->valid_until = valid_until;
+    l->confirmed_ms = sent_ms;
+    l->trust_epoch = epoch;
 }
 
-void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts)
+void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
+                       int renewed)
 {
-    uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(l));
-    if (l->cuts != cuts && v > l->cut_until)
-        v = l->cut_until;
-    if (v > l->valid_until)
-        l->valid_until = v;
+    if (renewed) {
+        uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(l));
+        if (l->cuts != cuts && v > l->cut_until)
+            v = l->cut_until;
+        if (v > l->valid_until)
+            l->valid_until = v;
+    }
+    /* Epochs only grow: a confirmation sent before a sign restores nothing
+     * (the sign may concern a loss after it ran). */
+    if (epoch > l->trust_epoch) {
+        l->trust_epoch = epoch;
+        l->confirmed_ms = sent_ms;
+    } else if (epoch == l->trust_epoch && sent_ms > l->confirmed_ms) {
+        l->confirmed_ms = sent_ms;
+    }
 }
 
 void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
@@ -104,7 +141,7 @@ int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
 {
     dl_caller_t who = dl_caller(p, l);
     dl_call_t c;
-    dl_call_renew(&c, &who, &(dl_renew_args_t){
+    dl_call_touch(&c, &who, &(dl_touch_args_t){
         .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
     return dl_script_post(p->conn, &c);
 }

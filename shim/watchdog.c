@@ -23,6 +23,7 @@
 #include "dl.h"
 #include "hold.h"
 #include "tenure.h"
+#include "trust.h"
 #include "watchdog.h"
 
 /* The watchdog's timer slack (ns): the default (50 us) would stretch a
@@ -44,7 +45,7 @@ typedef struct held {
 typedef struct collect {
     held_t *v;
     size_t n, cap;
-    held_t *u;                /* acquisitions to withdraw (l->undo) */
+    held_t *u;                /* acquisitions to withdraw (l->undo[]) */
     size_t un, ucap;
     dl_lock_t *g[64];         /* lingering holds that are due (more: next pass);
                                  no heap, so a fork mid-walk leaks nothing */
@@ -63,15 +64,18 @@ static void later(collect_t *c, uint64_t at_us)
 /* Registry mutex and l->mu held: an acquisition that failed with EIO may
  * have run in Redis (a stalled server runs queued commands when it
  * resumes), leaving a hold or a registration nobody knows of, which would
- * keep the others out for a lease.  Withdraw it, as this lock's only
- * thread talking to Redis (busy) until the reply. */
+ * keep the others out for a lease (and the process's own later request
+ * queued behind it).  Withdraw it by its registration id, beside whatever
+ * the process's threads do with the lock meanwhile. */
 static void collect_undo(dl_lock_t *l, collect_t *c)
 {
-    int due = dl_lock_undo_due(l);
-    if (due == DL_UNDO_LATER)
-        later(c, c->now_us + 1000);
-    if (due != DL_UNDO_NOW)
+    uint64_t due = dl_lock_undo_due(l);
+    if (!due)
         return;
+    if (due > c->now) {
+        later(c, due * 1000);
+        return;
+    }
     if (c->un == c->ucap) {
         size_t cap = c->ucap ? c->ucap * 2 : 16;
         held_t *u = realloc(c->u, cap * sizeof *u);
@@ -111,7 +115,7 @@ static void collect_linger(dl_lock_t *l, collect_t *c)
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
-    if (l->undo)
+    if (l->undo[0] || l->undo[1])
         collect_undo(l, c);
     if (l->linger_until)
         collect_linger(l, c);
@@ -165,6 +169,7 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             .mode = v[i].mode, .lease_ms = v[i].lease_ms, .fence = v[i].fence });
     }
     uint64_t sent = dl_now_ms();
+    unsigned long epoch = dl_trust_epoch();
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
@@ -174,7 +179,8 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             DL_STAT_ADD(renewed, 1);
             /* Sure to be there until a lease from `sent`, or the end of a
              * cut made since: others may wait (the count is theirs). */
-            dl_lock_renewed(v[i].l, v[i].holdseq, v[i].cuts, sent, calls[i].reply.renew.queued);
+            dl_lock_renewed(p, v[i].l, v[i].holdseq, v[i].cuts, sent, epoch,
+                            calls[i].reply.renew.queued);
             continue;
         }
         dl_lock_gone(v[i].l, v[i].holdseq);
@@ -206,10 +212,10 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         dl_call_withdraw(&call, &who, &(dl_withdraw_args_t){ .mode = c->u[i].mode, .regid = c->u[i].rid });
         int rc = dl_script_run(p->conn, &call, 1);
         int had = !call.cmd.err && call.reply.withdraw.result >= 1;
-        if (dl_lock_undo_end(l, !rc, had)) {
+        if (dl_lock_undo_end(l, c->u[i].mode, c->u[i].rid, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
-            wake_by(p, dl_now_us() + 200000);
+            wake_by(p, (dl_now_ms() + DL_UNDO_AGAIN_MS) * 1000);
             pthread_mutex_unlock(&p->wmu);
         }
         dl_registry_put(&p->reg, l);
@@ -240,6 +246,8 @@ static void *watchdog_main(void *arg)
             pthread_cond_timedwait(&p->wcv, &p->wmu, &ts);
         }
         p->wnext = DL_FOREVER;
+        int all_now = p->wall;
+        p->wall = 0;
         pthread_mutex_unlock(&p->wmu);
 
         c.n = 0;
@@ -247,9 +255,9 @@ static void *watchdog_main(void *arg)
         c.gn = 0;
         c.now_us = dl_now_us();
         c.now = c.now_us / 1000;
-        c.all = c.now_us >= tick_at;
+        c.all = c.now_us >= tick_at || all_now;
         c.next = DL_FOREVER;
-        if (c.all)
+        if (c.now_us >= tick_at)
             tick_at = c.now_us + tick;
         dl_registry_each(&p->reg, collect, &c);
         p->wbuf[1] = c.v;         /* reachable from the state (leak checkers, forks) */
@@ -299,6 +307,17 @@ void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
 void dl_watchdog_undue(dl_lock_t *l)
 {
     l->renew_due = 0;
+}
+
+void dl_watchdog_confirm_all(dl_proc_t *p)
+{
+    pthread_mutex_lock(&p->wmu);
+    if (p->wstarted) {
+        p->wall = 1;
+        p->wnext = 0;
+        pthread_cond_signal(&p->wcv);
+    }
+    pthread_mutex_unlock(&p->wmu);
 }
 
 void dl_watchdog_ensure(dl_proc_t *p)

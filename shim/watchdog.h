@@ -24,4 +24,10 @@ void dl_watchdog_undue(dl_lock_t *l);
  * blocks. */
 void dl_watchdog_linger(dl_proc_t *p, uint64_t until);
 
+/* A sign of lost state (trust.h): renews every renewable hold now, so that
+ * those Redis lost are found at once (and their threads told), and those it
+ * kept are trusted again without a round trip of their threads' own.  Never
+ * blocks; nothing if the watchdog has not started (no hold was renewable). */
+void dl_watchdog_confirm_all(dl_proc_t *p);
+
 #endif
