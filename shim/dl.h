@@ -33,6 +33,7 @@
  *   mark.c        what Redis must know of a lingering hold (lua/mark.lua)
  *   notify.c      the subscriber thread: grants pushed to waiters
  *   watchdog.c    the thread renewing every hold in one batch
+ *   lingerer.c    the thread ending lingering holds on time
  * the scripts
  *   calls.c       one typed call per script of lua/: ARGV and reply
  *   script.c      running calls: EVALSHA, EVAL on NOSCRIPT, batches, posts

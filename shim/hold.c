@@ -19,6 +19,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
+#include "lingerer.h"
 #include "mark.h"
 #include "tenure.h"
 #include "trust.h"
@@ -250,7 +251,10 @@ int dl_hold_linger(dl_proc_t *p, dl_lock_t *l)
         l->ttl_cut = 1;
     }
     l->linger_until = dl_now_us() + DL_LINGER_US;
-    dl_watchdog_linger(p, l->linger_until);
+    if (dl_lingerer_watch(p, l, l->linger_until)) {
+        l->linger_until = 0;      /* nobody would end it: pass the lock on now */
+        return -1;
+    }
     DL_STAT_ADD(lingers, 1);
     return 0;
 }

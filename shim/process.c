@@ -105,12 +105,15 @@ static dl_proc_t *create(int *err)
     dl_registry_init(&p->reg);
     pthread_mutex_init(&p->nmu, NULL);
     pthread_mutex_init(&p->wmu, NULL);
+    pthread_mutex_init(&p->lmu, NULL);
     p->wnext = DL_FOREVER;
+    p->lnext = DL_FOREVER;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->ncv, &ca);
     pthread_cond_init(&p->wcv, &ca);
+    pthread_cond_init(&p->lcv, &ca);
     pthread_condattr_destroy(&ca);
     return p;
 }

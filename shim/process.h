@@ -19,6 +19,12 @@
 #include "conn.h"
 #include "registry.h"
 
+/* A lingering hold the lingerer watches, and when its linger ends (us). */
+typedef struct dl_linger {
+    dl_lock_t *l;
+    uint64_t until;
+} dl_linger_t;
+
 typedef struct dl_proc {
     dl_config_t cfg;
     char token[40];           /* uuid: this process's owner id in Redis */
@@ -49,6 +55,15 @@ typedef struct dl_proc {
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
     int wall;                 /* a sign of lost state (trust.h): renew every
                                  hold at once, not at the next tick */
+
+    /* lingerer.c: the lingering holds it ends on time (pinned) */
+    pthread_mutex_t lmu;
+    pthread_cond_t lcv;
+    int lstarted;
+    dl_linger_t *lv;
+    size_t ln, lcap;
+    uint64_t lnext;           /* when it wakes next (us; DL_FOREVER: not until
+                                 told), 0 while it ends holds */
 } dl_proc_t;
 
 extern unsigned long dl_gen;  /* bumped in each forked child */

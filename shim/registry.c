@@ -92,7 +92,7 @@ dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *nam
         r->count++;
     }
     if (l)
-        l->refs++;
+        __atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->mu);
     return l;
 }
@@ -100,7 +100,7 @@ dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *nam
 void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
 {
     pthread_mutex_lock(&r->mu);
-    if (--l->refs == 0) {
+    if (__atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) == 0) {
         size_t at = hash(l->name, l->namelen) & (r->nbuckets - 1);
         for (dl_lock_t **pp = &r->buckets[at]; *pp; pp = &(*pp)->next)
             if (*pp == l) {
@@ -119,7 +119,10 @@ void dl_registry_put(dl_registry_t *r, dl_lock_t *l)
 
 void dl_registry_pin(dl_lock_t *l)
 {
-    l->refs++;                /* the registry mutex is held: see dl_registry_each */
+    /* The registry mutex is held (dl_registry_each), or the caller has a
+     * reference of its own: either way the count cannot reach 0 meanwhile,
+     * and an atomic add needs no registry mutex. */
+    __atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
 }
 
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l)

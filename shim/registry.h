@@ -47,7 +47,8 @@ typedef struct dl_lock {
     /* registry.c: the table and the references (registry mutex), and what
      * is fixed at creation. */
     struct dl_lock *next;     /* hash chain */
-    unsigned refs;            /* objects and pins using it (dl_registry_pin) */
+    unsigned refs;            /* objects and pins using it (dl_registry_pin;
+                                 atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     char *name;
     size_t namelen;
@@ -167,8 +168,9 @@ dl_lock_t *dl_registry_get(dl_registry_t *r, const char *prefix, const char *nam
  * freed with the last one. */
 void dl_registry_put(dl_registry_t *r, dl_lock_t *l);
 /* Takes a reference on l from within dl_registry_each's fn (the registry
- * mutex held), so that l outlives the walk: a pin, dropped with
- * dl_registry_put once its holder is done with l. */
+ * mutex held), or for a caller that has a reference of its own (an object
+ * in use; no registry mutex needed), so that l outlives it: a pin, dropped
+ * with dl_registry_put once its holder is done with l. */
 void dl_registry_pin(dl_lock_t *l);
 /* An object of l was resolved (counted so destroy knows the last one). */
 void dl_registry_add_obj(dl_registry_t *r, dl_lock_t *l);

@@ -3,32 +3,24 @@
  * in one pipelined batch every lease/3, and marks holds Redis says are gone
  * as lost (so their unlock reports ENOLCK).  Between ticks it renews early
  * the holds that asked for it (pushed grants, which start with a short
- * claim ttl) if they are still held by then, withdraws acquisitions that
- * failed after being sent, and releases holds that lingered after an
- * unlock for a relock that did not come (hold.c), woken for each so that
- * it does so on time: a linger lasts about one round trip.
+ * claim ttl; holds that threads of the process wait for, every 20 ms;
+ * every hold after a sign of lost state) if they are still held by then,
+ * and withdraws acquisitions that failed after being sent.  (Lingering
+ * holds are ended by a thread of their own: lingerer.c.)
  *
  * Of a lock's state it writes only its schedule (renew_due); what it finds
- * it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone, dl_lock_undo_*,
- * dl_lock_linger_end), and it pins the locks it works on in the registry
- * (dl_registry_pin) for the time of its round trips. */
+ * it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone, dl_lock_undo_*),
+ * and it pins the locks it works on in the registry (dl_registry_pin) for
+ * the time of its round trips. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#ifdef __linux__
-#include <sys/prctl.h>
-#endif
 
 #include "dl.h"
 #include "hold.h"
 #include "tenure.h"
 #include "trust.h"
 #include "watchdog.h"
-
-/* The watchdog's timer slack (ns): the default (50 us) would stretch a
- * linger of 100 us by half; its other timers are milliseconds apart. */
-#define DL_WATCHDOG_SLACK_NS 1000
 
 #define DL_RENEW_CHUNK 2000   /* commands per pipelined round trip */
 
@@ -47,9 +39,6 @@ typedef struct collect {
     size_t n, cap;
     held_t *u;                /* acquisitions to withdraw (l->undo[]) */
     size_t un, ucap;
-    dl_lock_t *g[64];         /* lingering holds that are due (more: next pass);
-                                 no heap, so a fork mid-walk leaks nothing */
-    size_t gn;
     int all;                  /* a regular tick: every hold */
     uint64_t now;             /* ms */
     uint64_t now_us, next;    /* next: earliest due left for later (us) */
@@ -91,34 +80,12 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
     dl_registry_pin(l);
 }
 
-/* Registry mutex and l->mu held: a hold kept after an unlock, for a
- * relock that has not come by its time, is released after the walk. */
-static void collect_linger(dl_lock_t *l, collect_t *c)
-{
-    if (l->linger_until > c->now_us) {
-        later(c, l->linger_until);
-        return;
-    }
-    if (l->busy) {                /* a lock call is ending it anyway */
-        later(c, c->now_us + 1000);
-        return;
-    }
-    if (c->gn == sizeof c->g / sizeof c->g[0]) {
-        later(c, c->now_us);
-        return;
-    }
-    c->g[c->gn++] = l;
-    dl_registry_pin(l);
-}
-
 /* Registry mutex and l->mu held: pin each hold to renew now. */
 static void collect(dl_lock_t *l, void *arg)
 {
     collect_t *c = arg;
     if (l->undo[0] || l->undo[1])
         collect_undo(l, c);
-    if (l->linger_until)
-        collect_linger(l, c);
     if (!l->rmode || !l->renew || l->lost) {
         l->renew_due = 0;
         return;
@@ -136,7 +103,7 @@ static void collect(dl_lock_t *l, void *arg)
     if (l->linger_until) {
         /* Not while it lingers: renewed, it would outlive a process that
          * ends now by a lease instead of a claim window.  It is released
-         * soon (collect_linger), or renewed once taken back. */
+         * soon (lingerer.c), or renewed once taken back. */
         if (l->linger_until > c->now_us)
             later(c, l->linger_until);
         return;
@@ -227,9 +194,6 @@ static void *watchdog_main(void *arg)
 {
     dl_proc_t *p = arg;
     uint64_t tick = (p->cfg.lease_ms / 3 ? p->cfg.lease_ms / 3 : 1) * 1000;   /* us */
-#ifdef __linux__
-    prctl(PR_SET_TIMERSLACK, (unsigned long)DL_WATCHDOG_SLACK_NS, 0, 0, 0);
-#endif
     collect_t c;
     memset(&c, 0, sizeof c);
     dl_call_t *calls = malloc(DL_RENEW_CHUNK * sizeof *calls);
@@ -252,7 +216,6 @@ static void *watchdog_main(void *arg)
 
         c.n = 0;
         c.un = 0;
-        c.gn = 0;
         c.now_us = dl_now_us();
         c.now = c.now_us / 1000;
         c.all = c.now_us >= tick_at || all_now;
@@ -269,10 +232,6 @@ static void *watchdog_main(void *arg)
         }
         if (c.un)
             undo_all(p, &c);
-        for (size_t i = 0; i < c.gn; i++) {
-            dl_lock_linger_end(p, c.g[i], 0, 0);
-            dl_registry_put(&p->reg, c.g[i]);
-        }
         if (!c.n)
             continue;
         if (!calls && !(calls = p->wbuf[0] = malloc(DL_RENEW_CHUNK * sizeof *calls))) {
@@ -287,13 +246,6 @@ static void *watchdog_main(void *arg)
             dl_registry_put(&p->reg, c.v[i].l);
     }
     return NULL;
-}
-
-void dl_watchdog_linger(dl_proc_t *p, uint64_t until)
-{
-    pthread_mutex_lock(&p->wmu);
-    wake_by(p, until);            /* a signal only if it would look later */
-    pthread_mutex_unlock(&p->wmu);
 }
 
 void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)

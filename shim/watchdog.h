@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * watchdog.h - the process's renewing thread (watchdog.c): renews held
- * locks, withdraws failed acquisitions, ends lingering holds.  Of a lock's
+ * locks, withdraws failed acquisitions.  Of a lock's
  * state it writes only its schedule (l->renew_due); what its round trips
  * find it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone,
- * dl_lock_undo_*; dl_lock_linger_end).  Its own state is the dl_proc_t's
+ * dl_lock_undo_*).  Its own state is the dl_proc_t's
  * w* fields.
  */
 #ifndef DL_WATCHDOG_H
@@ -19,10 +19,6 @@ void dl_watchdog_ensure(dl_proc_t *p);
 void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due);
 /* l's hold ended: no early renewal is due for it.  l->mu held. */
 void dl_watchdog_undue(dl_lock_t *l);
-/* A hold lingers until `until` (monotonic us): the watchdog looks at the
- * lingering holds then, and ends those that no relock claimed.  Never
- * blocks. */
-void dl_watchdog_linger(dl_proc_t *p, uint64_t until);
 
 /* A sign of lost state (trust.h): renews every renewable hold now, so that
  * those Redis lost are found at once (and their threads told), and those it
