@@ -117,10 +117,16 @@ int dist_mutex_trylock(dist_mutex_t *m)
 
 int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
 {
-    uint64_t deadline;
-    if (dl_deadline_from_abstime(abstime, &deadline))
-        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return acquire(m, 0, deadline);
+    for (;;) {
+        uint64_t deadline;
+        if (dl_deadline_from_abstime(abstime, &deadline))
+            return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+        int rc = acquire(m, 0, deadline);
+        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
+         * wall clock was set back while we waited. */
+        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+            return rc;
+    }
 }
 
 int dist_mutex_unlock(dist_mutex_t *m)

@@ -70,10 +70,16 @@ static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline
 
 static int timed(dist_rwlock_t *rw, char mode, const struct timespec *abstime)
 {
-    uint64_t deadline;
-    if (dl_deadline_from_abstime(abstime, &deadline))
-        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return acquire(rw, mode, 0, deadline);
+    for (;;) {
+        uint64_t deadline;
+        if (dl_deadline_from_abstime(abstime, &deadline))
+            return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+        int rc = acquire(rw, mode, 0, deadline);
+        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
+         * wall clock was set back while we waited. */
+        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+            return rc;
+    }
 }
 
 int dist_rwlock_rdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 0, DL_FOREVER); }
