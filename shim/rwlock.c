@@ -65,7 +65,11 @@ static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline
     if (rc)
         return rc;
     dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline };
-    return dl_lock_acquire(p, l, &rq);
+    rc = dl_lock_acquire(p, l, &rq);
+    /* As pthread_rwlock_trywrlock: a try is never told EDEADLK, only that
+     * the lock cannot be taken now (a reader's write request); the
+     * blocking and timed calls keep EDEADLK, and dist_lasterror says why. */
+    return try_only && rc == EDEADLK ? EBUSY : rc;
 }
 
 static int timed(dist_rwlock_t *rw, char mode, const struct timespec *abstime)

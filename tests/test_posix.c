@@ -106,11 +106,52 @@ static void test_timed_never_early_local(void **state)
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 
+/* ------------------------------------------------ try*: EBUSY, not EDEADLK */
+
+static void test_try_says_ebusy(void **state)
+{
+    char mname[128], rwname[128];
+    th_name(mname, sizeof mname, "try-ec");
+    th_name(rwname, sizeof rwname, "try-rw");
+    dist_mutexattr_t at;
+    TH_ASSERT_RC(dist_mutexattr_init(&at), 0);
+    TH_ASSERT_RC(dist_mutexattr_settype(&at, DIST_MUTEX_ERRORCHECK), 0);
+    dist_mutex_t m;
+    TH_ASSERT_RC(dist_mutex_init(&m, mname, &at), 0);
+    TH_ASSERT_RC(dist_mutexattr_destroy(&at), 0);
+
+    /* The owner of an errorcheck mutex: the try says EBUSY (as
+     * pthread_mutex_trylock); the blocking and timed calls EDEADLK. */
+    TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    TH_ASSERT_RC(dist_mutex_trylock(&m), EBUSY);
+    TH_ASSERT_RC(dist_mutex_lock(&m), EDEADLK);
+    struct timespec ts = th_abstime_ms(200);
+    TH_ASSERT_RC(dist_mutex_timedlock(&m, &ts), EDEADLK);
+    TH_ASSERT_RC(dist_mutex_unlock(&m), 0);               /* one hold only */
+    TH_ASSERT_RC(dist_mutex_unlock(&m), EPERM);
+
+    /* A reader asking to write: the try says EBUSY (as
+     * pthread_rwlock_trywrlock); the blocking and timed calls EDEADLK. */
+    dist_rwlock_t rw;
+    TH_ASSERT_RC(dist_rwlock_init(&rw, rwname, NULL), 0);
+    TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
+    TH_ASSERT_RC(dist_rwlock_trywrlock(&rw), EBUSY);
+    TH_ASSERT_RC(dist_rwlock_wrlock(&rw), EDEADLK);
+    ts = th_abstime_ms(200);
+    TH_ASSERT_RC(dist_rwlock_timedwrlock(&rw, &ts), EDEADLK);
+    TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);             /* the read hold, intact */
+    TH_ASSERT_RC(dist_rwlock_unlock(&rw), EPERM);
+
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_timed_never_early_remote),
         TH_TEST(test_timed_never_early_local),
+        TH_TEST(test_try_says_ebusy),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }
