@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "objtab.h"
 #include "registry.h"
 
 typedef struct dl_proc {
@@ -30,6 +31,7 @@ typedef struct dl_proc {
     pid_t pid;
     dl_conn_t *conn;
     dl_registry_t reg;
+    dl_objtab_t objs;         /* the objects resolved here (object.c) */
     unsigned long regseq;     /* registration ids (atomic) */
 
     /* notify.c */
@@ -48,8 +50,6 @@ typedef struct dl_proc {
                                  a renew_due or a lingering hold), or DL_FOREVER */
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
 } dl_proc_t;
-
-extern unsigned long dl_gen;  /* bumped in each forked child */
 
 /* The state, created on first use; NULL with EINVAL (bad configuration,
  * dist_lasterror names the variable) or ENOMEM in *err.  Never blocks on

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 /* ----------------------------------------------------- timed: never early */
 
@@ -146,12 +147,171 @@ static void test_try_says_ebusy(void **state)
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 
+/* ------------------------------------ a shared-memory object across fork */
+
+/* What the parent puts in MAP_SHARED memory before it forks. */
+typedef struct shared {
+    dist_mutex_t m;
+    dist_rwlock_t rw;
+    dist_mutex_t late;        /* initialized by child A after the fork */
+    int late_ready;
+} shared_t;
+
+static shared_t *g_sh;
+
+struct sib { int up, down; int late; };
+
+/* Waits for the parent's go-ahead with tag `want`. */
+#define SIB_WAIT(a, want) do { th_msg_t m_; TH_CHECK(th_recv((a)->down, &m_, 20000) == 0); \
+    TH_CHECK(m_.tag == (want)); } while (0)
+
+/* Child A: takes each lock the parent asks for, holds it until told. */
+static int sibling_a(void *p)
+{
+    struct sib *a = p;
+    TH_CHECK_RC(dist_mutex_lock(&g_sh->m), 0);
+    th_send(a->up, 1, 0, 0, 0);                   /* A holds m */
+    SIB_WAIT(a, 2);
+    TH_CHECK_RC(dist_mutex_unlock(&g_sh->m), 0);
+    TH_CHECK_RC(dist_rwlock_wrlock(&g_sh->rw), 0);
+    th_send(a->up, 3, 0, 0, 0);                   /* A writes rw */
+    SIB_WAIT(a, 4);
+    TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+    TH_CHECK_RC(dist_rwlock_rdlock(&g_sh->rw), 0);
+    if (a->late) {
+        /* An object this child initializes in the shared memory now:
+         * its name is in this child's memory only. */
+        TH_CHECK_RC(dist_mutex_init(&g_sh->late, "late-object-of-a", NULL), 0);
+        __atomic_store_n(&g_sh->late_ready, 1, __ATOMIC_RELEASE);
+    }
+    th_send(a->up, 5, 0, 0, 0);                   /* A reads rw */
+    SIB_WAIT(a, 6);
+    TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+    th_send(a->up, 7, 0, 0, 0);                   /* A let go of everything */
+    SIB_WAIT(a, 8);
+    return 0;
+}
+
+/* Child B: while A holds, B's tries must fail; once A let go, succeed. */
+static int sibling_b(void *p)
+{
+    struct sib *a = p;
+    SIB_WAIT(a, 1);                               /* A holds m */
+    TH_CHECK_RC(dist_mutex_trylock(&g_sh->m), EBUSY);
+    struct timespec ts = th_abstime_ms(100);
+    TH_CHECK_RC(dist_mutex_timedlock(&g_sh->m, &ts), ETIMEDOUT);
+    TH_CHECK_RC(dist_mutex_unlock(&g_sh->m), EPERM);
+    th_send(a->up, 1, 0, 0, 0);
+    SIB_WAIT(a, 3);                               /* A writes rw */
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&g_sh->rw), EBUSY);
+    TH_CHECK_RC(dist_rwlock_trywrlock(&g_sh->rw), EBUSY);
+    TH_CHECK_RC(dist_mutex_trylock(&g_sh->m), 0);  /* A let go of m */
+    TH_CHECK_RC(dist_mutex_unlock(&g_sh->m), 0);
+    th_send(a->up, 3, 0, 0, 0);
+    SIB_WAIT(a, 5);                               /* A reads rw */
+    TH_CHECK_RC(dist_rwlock_trywrlock(&g_sh->rw), EBUSY);
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&g_sh->rw), 0);   /* readers share */
+    TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+    if (a->late) {
+        /* A's object: B cannot read its name, and must say so rather
+         * than follow A's pointer. */
+        TH_CHECK(__atomic_load_n(&g_sh->late_ready, __ATOMIC_ACQUIRE));
+        TH_CHECK_RC(dist_mutex_trylock(&g_sh->late), EINVAL);
+        TH_CHECK(th_contains(dist_lasterror(), "initialize a shared lock object before fork"));
+    }
+    th_send(a->up, 5, 0, 0, 0);
+    SIB_WAIT(a, 7);                               /* A let go */
+    TH_CHECK_RC(dist_rwlock_trywrlock(&g_sh->rw), 0);
+    TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+    TH_CHECK_RC(dist_mutex_lock(&g_sh->m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&g_sh->m), 0);
+    return 0;
+}
+
+/* Keys in Redis outside the prefix: the library must never make any. */
+static long long keys_outside_prefix(void)
+{
+    redisReply *r = th_cmd("KEYS *");
+    long long n = 0;
+    size_t plen = strlen(th_prefix());
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        if (r->element[i]->len < plen || memcmp(r->element[i]->str, th_prefix(), plen) != 0)
+            n++;
+    freeReplyObject(r);
+    return n;
+}
+
+static void test_shared_object_siblings(void **state)
+{
+    g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(g_sh != MAP_FAILED);
+    long long outside = keys_outside_prefix();
+    /* Three times, each on fresh keys: a sibling that trusted the other's
+     * process-local state was wrong at its first try. */
+    for (int round = 0; round < 3; round++) {
+        char mname[128], rwname[128];
+        th_name(mname, sizeof mname, "shm-m");
+        th_name(rwname, sizeof rwname, "shm-rw");
+        memset(g_sh, 0, sizeof *g_sh);
+        TH_ASSERT_RC(dist_mutex_init(&g_sh->m, mname, NULL), 0);
+        TH_ASSERT_RC(dist_rwlock_init(&g_sh->rw, rwname, NULL), 0);
+
+        th_pipe_t aup, adown, bup, bdown;
+        th_pipe_open(&aup);
+        th_pipe_open(&adown);
+        th_pipe_open(&bup);
+        th_pipe_open(&bdown);
+        struct sib sa = { aup.wr, adown.rd, round == 0 }, sb = { bup.wr, bdown.rd, round == 0 };
+        pid_t a = th_fork_child(sibling_a, &sa);
+        pid_t b = th_fork_child(sibling_b, &sb);
+        th_msg_t msg;
+        /* Relay each step of A to B, and B's answer back to A. */
+        for (int step = 1; step <= 7; step += 2) {
+            if (th_recv(aup.rd, &msg, 20000) != 0 || msg.tag != step)
+                fail_msg("round %d: child A did not reach step %d (status %d)", round, step,
+                         th_wait_child_ms(a, 1000));
+            th_send(bdown.wr, step, 0, 0, 0);
+            if (step == 7)
+                break;
+            if (th_recv(bup.rd, &msg, 20000) != 0 || msg.tag != step)
+                fail_msg("round %d: child B failed at step %d (status %d)", round, step,
+                         th_wait_child_ms(b, 1000));
+            if (step == 1) {
+                /* The parent, too, is kept out while A holds (asked only
+                 * after B: B must meet the object as A left it). */
+                TH_ASSERT_RC(dist_mutex_trylock(&g_sh->m), EBUSY);
+            }
+            th_send(adown.wr, step + 1, 0, 0, 0);
+        }
+        TH_ASSERT_CHILD_OK(b);
+        th_send(adown.wr, 8, 0, 0, 0);
+        TH_ASSERT_CHILD_OK(a);
+        /* The parent uses the same objects afterwards. */
+        TH_ASSERT_RC(dist_mutex_trylock(&g_sh->m), 0);
+        TH_ASSERT_RC(dist_mutex_unlock(&g_sh->m), 0);
+        TH_ASSERT_RC(dist_rwlock_trywrlock(&g_sh->rw), 0);
+        TH_ASSERT_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+        TH_ASSERT_RC(dist_mutex_destroy(&g_sh->m), 0);
+        TH_ASSERT_RC(dist_rwlock_destroy(&g_sh->rw), 0);
+        th_pipe_close(&aup);
+        th_pipe_close(&adown);
+        th_pipe_close(&bup);
+        th_pipe_close(&bdown);
+        long long now_outside = keys_outside_prefix();
+        if (now_outside != outside)
+            fail_msg("round %d: %lld keys appeared outside the prefix %s", round,
+                     now_outside - outside, th_prefix());
+    }
+    munmap(g_sh, sizeof *g_sh);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_timed_never_early_remote),
         TH_TEST(test_timed_never_early_local),
         TH_TEST(test_try_says_ebusy),
+        TH_TEST(test_shared_object_siblings),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }
