@@ -101,7 +101,7 @@ static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
     if (rc)
         return rc;
     dl_req_t rq = { 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
-                    m->dl_o.dl_lease_ms, try_only, deadline };
+                    m->dl_o.dl_lease_ms, try_only, deadline, NULL };
     rc = dl_lock_acquire(p, l, &rq);
     /* As pthread_mutex_trylock: a try is never told EDEADLK, only that the
      * lock cannot be taken now (the owner's relock of an errorcheck
