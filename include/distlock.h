@@ -74,8 +74,8 @@ struct dist_lockobj {
     int dl_owns_name;
     unsigned long dl_lease_ms;
     const char *dl_name;
-    void *dl_lock;              /* the process-wide lock state, resolved lazily */
-    unsigned long dl_gen;       /* process generation dl_lock belongs to (fork) */
+    uint64_t dl_origin;         /* the process that initialized it (0: static) */
+    uint64_t dl_born;           /* how many times it had forked by then */
 };
 
 typedef struct dist_mutex { struct dist_lockobj dl_o; } dist_mutex_t;
@@ -83,9 +83,9 @@ typedef struct dist_rwlock { struct dist_lockobj dl_o; } dist_rwlock_t;
 
 /* name: a string literal (or any string that outlives the lock). */
 #define DIST_MUTEX_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0UL } }
+    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0 } }
 #define DIST_RWLOCK_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0UL } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0 } }
 
 /* --- mutex attributes (never block) --- */
 DIST_API int dist_mutexattr_init(dist_mutexattr_t *attr);

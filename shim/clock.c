@@ -31,13 +31,16 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 {
     if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
         return EINVAL;
-    struct timespec now;
+    struct timespec now, mono;
     clock_gettime(CLOCK_REALTIME, &now);
     /* The wall clock is read once, here: from now on the wait follows the
-     * monotonic clock, so one deadline covers the local and the Redis wait. */
-    uint64_t mono = dl_now_ms();
+     * library's clock, so one deadline covers the local and the Redis wait.
+     * The library's clock is read second, so the time between the two
+     * reads can only make the deadline later, never earlier. */
+    clock_gettime(DL_CLOCK, &mono);
+    uint64_t mono_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
     /* tv_sec may be anything time_t holds: compare before multiplying, so
-     * neither the difference nor the ms overflow (INT64_MIN/MAX included). */
+     * neither the difference nor the ns overflow (INT64_MIN/MAX included). */
     int64_t dsec;
     if (__builtin_sub_overflow((int64_t)abstime->tv_sec, (int64_t)now.tv_sec, &dsec))
         dsec = abstime->tv_sec < 0 ? INT64_MIN : INT64_MAX;
@@ -45,13 +48,25 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
         *deadline = DL_FOREVER;        /* centuries away: no deadline */
         return 0;
     }
-    int64_t left_ms = dsec < -1 ? -1 : dsec * 1000 +
-                      ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec) / 1000000;
-    if (left_ms <= 0)
-        *deadline = mono;              /* already past: one attempt */
-    else
-        *deadline = mono + (uint64_t)left_ms;
+    int64_t left_ns = dsec < -1 ? -1 : dsec * 1000000000 +
+                      ((int64_t)abstime->tv_nsec - (int64_t)now.tv_nsec);
+    if (left_ns <= 0) {
+        *deadline = mono_ns / 1000000u;    /* already past: one attempt */
+        return 0;
+    }
+    /* Rounded up to the next whole ms: every check against it (now in ms,
+     * rounded down, >= deadline; a condvar wait until it) then holds only
+     * once abstime has passed, never a fraction of a ms before. */
+    *deadline = (mono_ns + (uint64_t)left_ns + 999999u) / 1000000u;
     return 0;
+}
+
+int dl_abstime_passed(const struct timespec *abstime)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    return now.tv_sec > abstime->tv_sec ||
+           (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
 }
 
 void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts)

@@ -19,9 +19,14 @@
 
 uint64_t dl_now_ms(void);                      /* CLOCK_BOOTTIME */
 uint64_t dl_now_us(void);                      /* the same, in microseconds */
-/* Converts a CLOCK_REALTIME abstime to a deadline in ms on dl_now_ms's clock.
- * EINVAL for tv_nsec outside [0, 1e9). */
+/* Converts a CLOCK_REALTIME abstime to a deadline in ms on dl_now_ms's
+ * clock, rounded up: a wait that ends at the deadline never ends before
+ * abstime (unless the wall clock is set back meanwhile: see
+ * dl_abstime_passed).  EINVAL for tv_nsec outside [0, 1e9). */
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline);
+/* Has CLOCK_REALTIME reached abstime?  A timed call asks before it says
+ * ETIMEDOUT, and waits again if the clock was set back during its wait. */
+int dl_abstime_passed(const struct timespec *abstime);
 /* The CLOCK_MONOTONIC timespec at which a deadline in ms of dl_now_ms's
  * clock comes (for condvars, whose clock is CLOCK_MONOTONIC). */
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);

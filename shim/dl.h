@@ -17,11 +17,14 @@
  *   keys.c        the Redis keys of a lock name (shared with the tools)
  *   process.c     the per-process state (dl_proc_t), its reset after fork,
  *                 library threads
+ *   self.c        who this process is: a tag of its own, its forks, its
+ *                 ancestors (what a shared lock object is checked against)
  * the API
  *   mutex.c       the pthread_mutex_* mirror (distlock.h)
  *   rwlock.c      the pthread_rwlock_* mirror (distlock.h)
  *   object.c      what the two share: validation, the name, lazy
  *                 resolution to the lock state, fences
+ *   objtab.c      the objects this process resolved, and their lock states
  * the lock module (one writer per group of dl_lock_t's fields: registry.h)
  *   registry.c    name -> the process's one lock state, references
  *   holds.c       each thread's stack of holds on a lock

@@ -52,7 +52,7 @@ const char *dist_strerror(int err)
     switch (err) {
     case 0: return "success";
     case EINVAL: return "invalid argument, lock object or configuration";
-    case EBUSY: return "lock is held by another thread or process";
+    case EBUSY: return "lock cannot be taken now: held by another thread or process, or by the caller";
     case ETIMEDOUT: return "timed out waiting for the lock";
     case EDEADLK: return "the calling thread already holds the lock";
     case EPERM: return "the calling thread does not hold the lock";

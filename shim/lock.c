@@ -285,7 +285,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             dl_hold_release(p, l, 0);
             continue;
         }
-        if (rq->try_only || dl_now_ms() >= rq->deadline) {
+        if (rq->try_only || dl_req_over(rq)) {
             l->wwait--;
             settle(p, l, 0);
             pthread_cond_broadcast(&l->cv);   /* readers held back by us */
@@ -364,7 +364,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
             /* Readers of this process still hold it, but a writer elsewhere
              * waits: new readers queue behind that writer, in Redis. */
         }
-        if (rq->try_only || dl_now_ms() >= rq->deadline) {
+        if (rq->try_only || dl_req_over(rq)) {
             l->rwait--;
             settle(p, l, 0);
             pthread_mutex_unlock(&l->mu);

@@ -28,7 +28,15 @@ typedef struct dl_req {
     unsigned long lease_ms;   /* 0: DISTLOCK_LEASE_MS, renewed; else fixed */
     int try_only;             /* one attempt, EBUSY */
     uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
+    const int *stop;          /* NULL, or set (atomic) by another thread to end
+                                 the wait as at the deadline: dl_lock_interrupt */
 } dl_req_t;
+
+/* Has rq run out: its deadline passed, or its caller asked it to stop? */
+static inline int dl_req_over(const dl_req_t *rq)
+{
+    return dl_now_ms() >= rq->deadline || (rq->stop && __atomic_load_n(rq->stop, __ATOMIC_ACQUIRE));
+}
 
 /* Blocks as rq says.  0, EOWNERDEAD, EBUSY, ETIMEDOUT, EDEADLK, EAGAIN,
  * EIO, ENOMEM. */

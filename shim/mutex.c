@@ -103,8 +103,12 @@ static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
     if (rc)
         return rc;
     dl_req_t rq = { 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
-                    m->dl_o.dl_lease_ms, try_only, deadline };
-    return dl_lock_acquire(p, l, &rq);
+                    m->dl_o.dl_lease_ms, try_only, deadline, NULL };
+    rc = dl_lock_acquire(p, l, &rq);
+    /* As pthread_mutex_trylock: a try is never told EDEADLK, only that the
+     * lock cannot be taken now (the owner's relock of an errorcheck
+     * mutex); dist_lasterror still says why. */
+    return try_only && rc == EDEADLK ? EBUSY : rc;
 }
 
 int dist_mutex_lock(dist_mutex_t *m)
@@ -119,10 +123,16 @@ int dist_mutex_trylock(dist_mutex_t *m)
 
 int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
 {
-    uint64_t deadline;
-    if (dl_deadline_from_abstime(abstime, &deadline))
-        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return acquire(m, 0, deadline);
+    for (;;) {
+        uint64_t deadline;
+        if (dl_deadline_from_abstime(abstime, &deadline))
+            return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+        int rc = acquire(m, 0, deadline);
+        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
+         * wall clock was set back while we waited. */
+        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+            return rc;
+    }
 }
 
 int dist_mutex_unlock(dist_mutex_t *m)

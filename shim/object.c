@@ -12,7 +12,9 @@
 #include "holds.h"
 #include "lock.h"
 #include "object.h"
+#include "objtab.h"
 #include "process.h"
+#include "self.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -51,6 +53,10 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
     o->dl_type = DIST_MUTEX_RECURSIVE;
     o->dl_name = copy;
     o->dl_owns_name = 1;
+    /* The copy is in this process's memory: only this process and the
+     * children it forks from now on have it (dl_self_inherited). */
+    o->dl_origin = dl_self_tag();
+    o->dl_born = dl_self_forks();
     return 0;
 }
 
@@ -65,6 +71,25 @@ static int valid(const struct dist_lockobj *o, unsigned magic)
     return 0;
 }
 
+/* Is the object's name readable here?  A static object's name is the
+ * program's; an initialized one's is a copy in the memory of the process
+ * that initialized it, which this process has only if it is that process
+ * or was forked from it afterwards.  An object initialized by a sibling or
+ * a child in shared memory names a string this process does not have. */
+static int name_here(const struct dist_lockobj *o)
+{
+    return !o->dl_owns_name || dl_self_inherited(o->dl_origin, o->dl_born);
+}
+
+/* Which object this is, for this process's table (objtab.h). */
+static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
+{
+    k->addr = o;
+    k->name = o->dl_name;
+    k->origin = o->dl_origin;
+    k->born = o->dl_born;
+}
+
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp)
 {
     if (valid(o, magic))
@@ -74,61 +99,77 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
     if (!p)
         return err;
     *pp = p;
-    /* Fast path: resolved in this process generation.  dl_lock is written
-     * before dl_gen (release), so a matching generation means dl_lock is
-     * this generation's. */
-    unsigned long gen = __atomic_load_n(&dl_gen, __ATOMIC_ACQUIRE);
-    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == gen) {
-        *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
+    /* The lock state is looked up in this process's own table, never
+     * taken from the object: the object may be shared with other
+     * processes (MAP_SHARED across fork), whose lock states are theirs. */
+    dl_objkey_t k;
+    key_of(o, &k);
+    if ((*lp = dl_objtab_find(&p->objs, &k)))
         return 0;
-    }
+    if (!name_here(o))
+        return dl_fail(EINVAL, "lock object was initialized by another process (a sibling or a "
+                       "child, in shared memory): its name is in that process's memory; "
+                       "initialize a shared lock object before fork");
     size_t len = 0;
     if (name_ok(o->dl_name, &len))
         return EINVAL;
     dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, o->dl_name, len);
     if (!l)
         return dl_fail(ENOMEM, "out of memory");
-    /* Two threads may race to resolve a static lock: the registry hands
-     * both the same state; the loser drops its extra reference. */
+    /* Two threads may race to resolve an object: the registry hands both
+     * the same state, the first enters it in the table, and the other
+     * drops its extra reference. */
     pthread_mutex_lock(&mu);
-    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == gen) {
-        pthread_mutex_unlock(&mu);
-        dl_registry_put(&p->reg, l);
-        *lp = __atomic_load_n(&o->dl_lock, __ATOMIC_RELAXED);
-        return 0;
+    int added = 0;
+    dl_lock_t *kept = dl_objtab_find(&p->objs, &k);
+    if (!kept && (kept = dl_objtab_add(&p->objs, &k, l))) {
+        added = 1;
+        dl_registry_add_obj(&p->reg, l);
     }
-    dl_registry_add_obj(&p->reg, l);
-    __atomic_store_n(&o->dl_lock, l, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->dl_gen, gen, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&mu);
-    *lp = l;
+    if (!added)
+        dl_registry_put(&p->reg, l);
+    if (!kept)
+        return dl_fail(ENOMEM, "out of memory");
+    *lp = kept;
     return 0;
+}
+
+/* dl_objtab_remove's drop: the object's reference goes, unless it is the
+ * last object of a lock held or waited on here (EBUSY). */
+static int drop_obj(dl_lock_t *l, void *arg)
+{
+    dl_proc_t *p = arg;
+    return dl_registry_drop_obj(&p->reg, l);
 }
 
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
 {
     if (valid(o, magic))
         return EINVAL;
-    if (__atomic_load_n(&o->dl_gen, __ATOMIC_ACQUIRE) == __atomic_load_n(&dl_gen, __ATOMIC_ACQUIRE)) {
-        int err;
-        dl_proc_t *p = dl_proc_get(&err);
-        dl_lock_t *l = o->dl_lock;
-        if (p && l) {
-            /* Unlocked: pass it on now.  Should that release fail, it is
-             * logged and the hold lapses within its claim window; destroy
-             * still succeeds, so the caller's last error stays as it was. */
-            char kept[DL_ERRMAX];
-            snprintf(kept, sizeof kept, "%s", dist_lasterror());
-            dl_lock_linger_end(p, l, 1, 0);
-            dl_seterr("%s", kept);
-        }
-        if (p && l && dl_registry_drop_obj(&p->reg, l))
+    int err;
+    dl_proc_t *p = dl_proc_get(&err);
+    dl_objkey_t k;
+    key_of(o, &k);
+    dl_lock_t *l = p ? dl_objtab_find(&p->objs, &k) : NULL;
+    if (l) {
+        /* Unlocked: pass it on now.  Should that release fail, it is
+         * logged and the hold lapses within its claim window; destroy
+         * still succeeds, so the caller's last error stays as it was. */
+        char kept[DL_ERRMAX];
+        snprintf(kept, sizeof kept, "%s", dist_lasterror());
+        dl_lock_linger_end(p, l, 1, 0);
+        dl_seterr("%s", kept);
+        if (dl_objtab_remove(&p->objs, &k, drop_obj, p))
             return dl_fail(EBUSY, "lock is held or waited on in this process");
     }
-    if (o->dl_owns_name)
+    /* Only this process's copy of the name is freed (never another
+     * process's pointer, which means nothing here). */
+    if (o->dl_owns_name && name_here(o))
         free((void *)o->dl_name);
     o->dl_name = NULL;
-    o->dl_lock = NULL;
+    o->dl_origin = 0;
+    o->dl_born = 0;
     o->dl_magic = DL_MAGIC_DEAD;
     return 0;
 }

@@ -5,11 +5,15 @@
  * process-wide lock state (registry.h), destruction, the fence of the
  * calling thread's hold, and whether that hold was lost.
  *
- * The object (struct dist_lockobj of distlock.h, in the user's memory):
- * object.c writes its magic, its name, its resolved lock state and the
- * generation (dl_gen) it was resolved in; mutex.c and rwlock.c set its
- * attributes (type, fairness, lease) at init.  A lock's reference for its
- * objects is the registry's (dl_registry_add_obj, dl_registry_drop_obj).
+ * The object (struct dist_lockobj of distlock.h, in the user's memory,
+ * which forked processes may share): object.c writes its magic, its name
+ * and who initialized it when (dl_origin: that process's tag, dl_born:
+ * its fork count; self.h), which tells whether the name pointer means
+ * anything in the calling process; mutex.c and rwlock.c set its
+ * attributes (type, fairness, lease) at init.  What an object resolves to
+ * in a process is kept in that process (objtab.h), never in the object.
+ * A lock's reference for its objects is the registry's
+ * (dl_registry_add_obj, dl_registry_drop_obj).
  */
 #ifndef DL_OBJECT_H
 #define DL_OBJECT_H
@@ -32,8 +36,9 @@ struct dl_lock;               /* dl_lock_t, registry.h */
 #define DL_LEASE_MIN 10UL
 #define DL_LEASE_MAX (30UL * 86400000UL)
 int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
-/* The lock state of an initialized object (resolving it on first use, or
- * anew in a forked child); EINVAL for bad objects and configuration. */
+/* The lock state of an initialized object in this process (resolving it
+ * on first use here); EINVAL for bad objects and configuration, and for an
+ * object a sibling or child initialized in shared memory. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
                    struct dl_lock **lp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);

@@ -15,8 +15,8 @@
 #include "process.h"
 #include "trust.h"
 #include "watchdog.h"
+#include "self.h"
 
-unsigned long dl_gen = 1;
 static dl_proc_t *dl_proc;
 static pthread_mutex_t dl_proc_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t dl_atfork_once = PTHREAD_ONCE_INIT;
@@ -32,7 +32,10 @@ static void child_after_fork(void)
 {
     /* Only this thread exists now.  The parent's state may be mid-update
      * by threads that are gone, and its sockets are the parent's: leave it
-     * all alone except for closing our copies of the sockets. */
+     * all alone except for closing our copies of the sockets.  Its table
+     * of resolved objects goes with it: the child resolves each object
+     * anew, into a state of its own. */
+    dl_self_after_fork();
     dl_proc_t *p = dl_proc;
     if (p) {
         dl_conn_abandon(p->conn);
@@ -46,13 +49,12 @@ static void child_after_fork(void)
     dl_trust_hook(NULL, NULL);                   /* the parent's watchdog is gone */
     dl_obj_after_fork();
     memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
-    __atomic_add_fetch(&dl_gen, 1, __ATOMIC_RELEASE);
     dl_tid_forget();
 }
 
 static void atfork_register(void)
 {
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(dl_self_before_fork, NULL, child_after_fork);
 }
 
 /* Registered at load time, before any handler the program registers later:
@@ -103,6 +105,7 @@ static dl_proc_t *create(int *err)
         return NULL;
     }
     dl_registry_init(&p->reg);
+    dl_objtab_init(&p->objs);
     pthread_mutex_init(&p->nmu, NULL);
     pthread_mutex_init(&p->wmu, NULL);
     pthread_mutex_init(&p->lmu, NULL);

@@ -17,6 +17,7 @@
 
 #include "config.h"
 #include "conn.h"
+#include "objtab.h"
 #include "registry.h"
 
 /* A lingering hold the lingerer watches, and when its linger ends (us). */
@@ -36,6 +37,7 @@ typedef struct dl_proc {
     pid_t pid;
     dl_conn_t *conn;
     dl_registry_t reg;
+    dl_objtab_t objs;         /* the objects resolved here (object.c) */
     unsigned long regseq;     /* registration ids (atomic) */
 
     /* notify.c */
@@ -65,8 +67,6 @@ typedef struct dl_proc {
     uint64_t lnext;           /* when it wakes next (us; DL_FOREVER: not until
                                  told), 0 while it ends holds */
 } dl_proc_t;
-
-extern unsigned long dl_gen;  /* bumped in each forked child */
 
 /* The state, created on first use; NULL with EINVAL (bad configuration,
  * dist_lasterror names the variable) or ENOMEM in *err.  Never blocks on

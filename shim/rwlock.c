@@ -6,6 +6,7 @@
 #include "dl.h"
 #include "lock.h"
 #include "rwlock.h"
+#include "take.h"
 #include "object.h"
 
 #define DL_MAGIC_RWLOCKATTR 0x44535241u   /* "DSRA" */
@@ -59,23 +60,53 @@ int dist_rwlock_init(dist_rwlock_t *rw, const char *name, const dist_rwlockattr_
     return rc;
 }
 
-static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline)
+static int acquire_stop(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline,
+                        const int *stop)
 {
     dl_proc_t *p;
     dl_lock_t *l;
     int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
     if (rc)
         return rc;
-    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline };
-    return dl_lock_acquire(p, l, &rq);
+    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline, stop };
+    rc = dl_lock_acquire(p, l, &rq);
+    /* As pthread_rwlock_trywrlock: a try is never told EDEADLK, only that
+     * the lock cannot be taken now (a reader's write request); the
+     * blocking and timed calls keep EDEADLK, and dist_lasterror says why. */
+    return try_only && rc == EDEADLK ? EBUSY : rc;
+}
+
+static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline)
+{
+    return acquire_stop(rw, mode, try_only, deadline, NULL);
+}
+
+int dl_rwlock_lock_stoppable(dist_rwlock_t *rw, char mode, const int *stop)
+{
+    int rc = acquire_stop(rw, mode, 0, DL_FOREVER, stop);
+    return rc == ETIMEDOUT ? EINTR : rc;
+}
+
+void dl_rwlock_interrupt(dist_rwlock_t *rw)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    if (dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l) == 0)
+        dl_lock_interrupt(l);
 }
 
 static int timed(dist_rwlock_t *rw, char mode, const struct timespec *abstime)
 {
-    uint64_t deadline;
-    if (dl_deadline_from_abstime(abstime, &deadline))
-        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return acquire(rw, mode, 0, deadline);
+    for (;;) {
+        uint64_t deadline;
+        if (dl_deadline_from_abstime(abstime, &deadline))
+            return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+        int rc = acquire(rw, mode, 0, deadline);
+        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
+         * wall clock was set back while we waited. */
+        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+            return rc;
+    }
 }
 
 int dist_rwlock_rdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 0, DL_FOREVER); }

@@ -17,4 +17,12 @@
  * bad.  Never blocks. */
 int dl_rwlock_hold_lost(dist_rwlock_t *rw);
 
+/* rdlock (mode 'r') or wrlock ('w') that another thread can stop: once
+ * *stop is set (atomic) and dl_rwlock_interrupt(rw) called, the wait ends
+ * as a timed one would at its deadline (a request queued in Redis is
+ * withdrawn) and the call returns EINTR.  Else as dist_rwlock_rdlock /
+ * _wrlock.  (The interposer's blocking file locks: a signal handler ran.) */
+int dl_rwlock_lock_stoppable(dist_rwlock_t *rw, char mode, const int *stop);
+void dl_rwlock_interrupt(dist_rwlock_t *rw);
+
 #endif

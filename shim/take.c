@@ -185,7 +185,7 @@ static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl
         nap = (uint64_t)pttl + 1;
     uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
     pthread_mutex_lock(&l->mu);
-    while (!l->granted && !l->recheck && dl_now_ms() < wake)
+    while (!l->granted && !l->recheck && dl_now_ms() < wake && !dl_req_over(rq))
         dl_lock_wait(l, wake);
     if (l->granted) {
         g->fence = l->grant_fence;
@@ -319,7 +319,7 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
                 return rc;
             return g->dead ? EOWNERDEAD : 0;
         }
-        if (dl_now_ms() >= rq->deadline) {
+        if (dl_req_over(rq)) {
             rc = take_give_up(p, l, rq, &t, g);
             break;
         }
@@ -441,6 +441,13 @@ void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int
     l->grant_dead = dead;
     l->grant_more = more;
     pthread_cond_broadcast(&l->cv);
+}
+
+void dl_lock_interrupt(dl_lock_t *l)
+{
+    pthread_mutex_lock(&l->mu);
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
 }
 
 void dl_lock_recheck(dl_lock_t *l)

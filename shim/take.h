@@ -48,6 +48,12 @@ typedef struct dl_grant {
  * have run. */
 int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g);
 
+/* A request's stop flag (dl_req_t.stop) was just set: wakes the threads
+ * waiting for l, locally or in Redis's queue, so that the one it stops
+ * gives up as at its deadline (a queued one withdraws: cancel.lua).
+ * l->mu not held; never blocks on the network. */
+void dl_lock_interrupt(dl_lock_t *l);
+
 /* What the subscriber (notify.c) learns, told to the lock (l->mu held;
  * never block).  A grant pushed for registration regid: wakes the thread
  * waiting in Redis's queue with it, if it still does. */

@@ -10,10 +10,13 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
       libssl-dev openssl redis-server redis-tools)
 # The test suite also runs valgrind and the libFuzzer targets (clang; its
 # fuzzer runtime is only a "recommends" of clang on Debian 12), checks the
-# manual pages (man-db, groff) and lints the Debian packages (lintian; cpack
-# uses dpkg-shlibdeps of dpkg-dev and file).
+# manual pages (man-db, groff), lints the Debian packages (lintian; cpack
+# uses dpkg-shlibdeps of dpkg-dev and file), and runs real lock-taking
+# programs under the interposer (tests/preload/test_programs.sh: flock(1)
+# of util-linux, lckdo of moreutils).
 if [ "${1:-}" = --test ]; then
-  pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file)
+  pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
+         util-linux moreutils)
 fi
 
 missing=()

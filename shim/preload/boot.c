@@ -258,6 +258,8 @@ __attribute__((constructor)) static void dlp_start(void)
     if (map && *map) {
         dlp_file_init();
         apply_map(map, program_invocation_name);
+        if (dlp_nfile)
+            dlp_file_check_inherited();
         pthread_atfork(NULL, NULL, atfork_child);
     }
     dlp_in = 0;

@@ -14,11 +14,21 @@
  * another mode converts by release-then-acquire, which is how flock
  * converts too.  The helper also notices, within a second, a descriptor
  * closed behind the wrappers' back (fclose, dup2, close_range) and lets go.
+ *
+ * A blocking request waits for its helper as the kernel waits for a file
+ * lock: interruptibly.  The caller sleeps in read() on an eventfd the
+ * helper writes, so a caught signal ends the wait exactly when it would
+ * end a blocking flock() or F_SETLKW: EINTR after a handler installed
+ * without SA_RESTART, a transparent restart with it (flock(1) -w builds
+ * its time-out on alarm() and EINTR).  On EINTR the caller stops the
+ * helper's acquisition (withdrawn from Redis's queue) and returns; the
+ * helper lets go of whatever it got meanwhile and frees the record.
  */
 #include <errno.h>
 #include <linux/kcmp.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -47,6 +57,9 @@ typedef struct frec {
     int req_try;
     int result;
     int orphan;               /* the helper lets go on its own and frees it */
+    int efd;                  /* a blocking caller waits on it; -1 none */
+    int stop;                 /* the caller was interrupted: stop acquiring (atomic) */
+    int abandoned;            /* ... and has returned: the helper ends it all */
 } frec_t;
 
 static frec_t recs[MAX_RECS];
@@ -107,7 +120,7 @@ static frec_t *find(int kind, int fd, dev_t dev, ino_t ino)
 {
     for (int i = 0; i < MAX_RECS; i++) {
         frec_t *r = &recs[i];
-        if (!r->used || r->kind != kind || r->dev != dev || r->ino != ino)
+        if (!r->used || r->abandoned || r->kind != kind || r->dev != dev || r->ino != ino)
             continue;
         if (kind == DLP_FL_POSIX || same_ofd(r->fd, fd))
             return r;
@@ -132,11 +145,29 @@ static void *helper(void *arg)
     int try_only = r->req_try;
     unlock();
 
-    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, NULL);
+    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, NULL,
+                              try_only ? NULL : &r->stop);
     lock();
+    if (r->abandoned) {
+        /* The caller was interrupted and has returned: nobody wants what
+         * this got, if anything. */
+        unlock();
+        if (rc == 0)
+            dlp_dist_release(e);
+        lock();
+        free_rec(r);
+        wake();
+        unlock();
+        return NULL;
+    }
     r->result = rc;
     r->state = rc ? H_FAILED : H_HELD;
     wake();
+    if (r->efd >= 0) {
+        uint64_t one = 1;
+        ssize_t w = write(r->efd, &one, sizeof one);
+        (void)w;                              /* a counter: it cannot be full */
+    }
     if (rc) {
         unlock();
         return NULL;
@@ -193,6 +224,38 @@ static frec_t *find_idle(int kind, int fd, dev_t dev, ino_t ino)
     return r;
 }
 
+/* fmu held (and on return): waits until the helper of a blocking request
+ * is done, in read() on its eventfd, which a caught signal interrupts as
+ * it would interrupt the kernel's own wait for a file lock.  0, or EINTR:
+ * a handler without SA_RESTART ran while it was still acquiring. */
+static int wait_helper(frec_t *r)
+{
+    while (r->state == H_ACQUIRING) {
+        unlock();
+        uint64_t v;
+        ssize_t n = read(r->efd, &v, sizeof v);
+        int err = errno;
+        lock();
+        if (n < 0 && err == EINTR && r->state == H_ACQUIRING)
+            return EINTR;
+        if (n < 0 && err != EINTR)
+            while (r->state == H_ACQUIRING)
+                wait_forever();
+    }
+    return 0;
+}
+
+/* fmu held: the blocking caller of r was interrupted.  Stops the helper's
+ * acquisition and leaves r to it (it frees r). */
+static void abandon(frec_t *r)
+{
+    __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+    r->abandoned = 1;
+    DLP_REAL(close)(r->efd);
+    r->efd = -1;
+    wake();
+}
+
 int dlp_file_acquire(dlp_entry_t *e, int kind, int fd, dev_t dev, ino_t ino, char mode, int nonblock)
 {
     lock();
@@ -232,12 +295,29 @@ int dlp_file_acquire(dlp_entry_t *e, int kind, int fd, dev_t dev, ino_t ino, cha
     r->state = H_ACQUIRING;
     r->req_mode = mode;
     r->req_try = nonblock;
+    r->stop = 0;
+    r->abandoned = 0;
+    /* Without an eventfd (none left) the wait is as before: not
+     * interruptible. */
+    r->efd = nonblock ? -1 : eventfd(0, EFD_CLOEXEC);
     if (spawn(r)) {
+        if (r->efd >= 0)
+            DLP_REAL(close)(r->efd);
         free_rec(r);
         wake();
         unlock();
         dl_log(DL_LOG_ERROR, "preload: lock \"%s\": cannot start a helper thread", e->name);
         return ENOLCK;
+    }
+    if (r->efd >= 0) {
+        if (wait_helper(r) == EINTR) {
+            abandon(r);
+            unlock();
+            dlp_dist_interrupt(e);
+            return EINTR;
+        }
+        DLP_REAL(close)(r->efd);
+        r->efd = -1;
     }
     while (r->state == H_ACQUIRING)
         wait_forever();
@@ -284,7 +364,7 @@ void dlp_file_closed(int fd, dev_t dev, ino_t ino)
         again = 0;
         for (int i = 0; i < MAX_RECS; i++) {
             frec_t *r = &recs[i];
-            if (!r->used || r->dev != dev || r->ino != ino)
+            if (!r->used || r->abandoned || r->dev != dev || r->ino != ino)
                 continue;
             /* Closing any descriptor of a file ends the process's POSIX
              * locks on it; an flock/OFD lock ends with its descriptor. */
@@ -323,12 +403,34 @@ void dlp_file_release_all(void)
             pending++;
         }
     }
+    /* A blocking request still waiting (the program exits from a signal
+     * handler, as lckdo -W does, or from another thread) or given up on
+     * EINTR (flock(1) -w exits right after) is withdrawn from Redis's
+     * queue by its helper, one round trip: an exit that cut it short
+     * would leave a registration that the next release grants to nobody,
+     * keeping everyone out for a claim window. */
+    dlp_entry_t *stopped[MAX_RECS];
+    int nstopped = 0;
+    for (int i = 0; i < MAX_RECS; i++) {
+        frec_t *r = &recs[i];
+        if (r->used && r->state == H_ACQUIRING && !r->abandoned && !r->req_try) {
+            __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+            r->abandoned = 1;             /* its caller never returns now */
+            stopped[nstopped++] = r->e;
+        }
+        pending += r->used && r->abandoned;
+    }
     wake();
+    unlock();
+    for (int i = 0; i < nstopped; i++)
+        dlp_dist_interrupt(stopped[i]);
+    lock();
     uint64_t give_up = dl_now_ms() + 5000;
     while (pending && dl_now_ms() < give_up) {
         pending = 0;
         for (int i = 0; i < MAX_RECS; i++)
-            if (recs[i].used && recs[i].busy && recs[i].state == H_RELEASE)
+            if (recs[i].used && ((recs[i].busy && recs[i].state == H_RELEASE) ||
+                                 recs[i].abandoned))
                 pending++;
         if (pending)
             wait_ms(100);

@@ -14,6 +14,7 @@
 
 #include "dl.h"
 #include "preload.h"
+#include "rwlock.h"
 
 int dlp_on_error = DLP_ON_ERROR_WAIT;
 
@@ -103,8 +104,11 @@ static const char *why(const dlp_entry_t *e, char *buf, size_t size)
     return buf;
 }
 
-static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime)
+static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
+                     const int *stop)
 {
+    if (stop && e->kind != DLP_MUTEX && how == DLP_BLOCK)
+        return dl_rwlock_lock_stoppable(&e->d.rw, mode, stop);
     if (e->kind == DLP_MUTEX) {
         switch (how) {
         case DLP_TRY: return dist_mutex_trylock(&e->d.m);
@@ -134,12 +138,13 @@ static int past(const struct timespec *abstime)
            (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
 }
 
-int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime)
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
+                     const int *stop)
 {
     int quieted = 0, rc;
     for (;;) {
         uint64_t t0 = dl_now_ms();
-        rc = dist_call(e, mode, how, abstime);
+        rc = dist_call(e, mode, how, abstime, stop);
         if (rc == EOWNERDEAD) {
             /* Acquired; legacy code has no way to hear about it. */
             dl_log(DL_LOG_WARN, "lock \"%s\": acquired after the previous holder's lease ran out "
@@ -160,6 +165,10 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
             rc = ETIMEDOUT;
             break;
         }
+        if (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE)) {
+            rc = EINTR;
+            break;
+        }
         if (!quieted) {
             quiet(1);
             quieted = 1;
@@ -177,6 +186,12 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
     if (rc == EINVAL)
         dlp_die("%s", why(e, buf, sizeof buf));
     return rc;
+}
+
+void dlp_dist_interrupt(dlp_entry_t *e)
+{
+    if (e->kind != DLP_MUTEX)
+        dl_rwlock_interrupt(&e->d.rw);
 }
 
 int dlp_dist_release(dlp_entry_t *e)

@@ -22,8 +22,13 @@ enum { DLP_BLOCK, DLP_TRY, DLP_TIMED };
 /* The distributed half of an acquisition, with the error policy applied:
  * EIO (Redis unreachable) is retried (wait) or fatal (abort); EOWNERDEAD
  * counts as acquired.  Returns 0, EBUSY (try), ETIMEDOUT (timed), EAGAIN,
- * ENOMEM, EDEADLK.  mode 'w' or 'r'; for DLP_MUTEX entries only 'w'. */
-int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime);
+ * ENOMEM, EDEADLK.  mode 'w' or 'r'; for DLP_MUTEX entries only 'w'.
+ * stop (DLP_BLOCK on a file entry only; else NULL): once another thread
+ * sets *stop and calls dlp_dist_interrupt(e), the wait ends with EINTR. */
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
+                     const int *stop);
+/* Wakes a stoppable acquisition of e whose stop flag was just set. */
+void dlp_dist_interrupt(dlp_entry_t *e);
 /* The distributed half of a release; EIO under `abort` is fatal, ENOLCK
  * and EIO under `wait` are logged.  Returns 0 or EPERM (this thread held
  * nothing: the caller decides whether that matters). */
@@ -34,8 +39,8 @@ void dlp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, then abort(). */
 void dlp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
-/* Before main: prints as dlp_say, then the program exits with status 1
- * (it does not start). */
+/* Prints as dlp_say, then the program exits with status 1 (before main:
+ * it does not start; later: a use the interposer cannot make safe). */
 void dlp_stop(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* In a forked child: the parent's outage state is not its own. */
 void dlp_policy_after_fork(void);

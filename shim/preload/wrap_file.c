@@ -11,7 +11,17 @@
  * (flock) or EAGAIN (fcntl, lockf).
  *
  * Byte-range locks, F_GETLK and lockf(F_TEST) stay local.  With no flock
- * entries in the map each wrapper is one test and the real call. */
+ * entries in the map each wrapper is one test and the real call.
+ *
+ * An flock or OFD lock belongs to the open file description, which fork
+ * and exec share: the shell idiom `( flock 9 || exit 1; work ) 9>FILE`
+ * has flock(1) lock the subshell's descriptor and exit, and the kernel
+ * lock lives on in the subshell while the distributed hold ends with
+ * flock(1).  No process with the interposer is there to keep that hold
+ * (the subshell runs no lock call), so such a lock is refused: a lock on
+ * a description the parent process also has open stops the program, with
+ * the one-line reason and the way that works (`distlock NAME -c '...'`),
+ * before anything is locked. */
 /* hiredis's pkg-config sets _FILE_OFFSET_BITS=64, which renames fcntl and
  * lockf to their *64 twins in the headers: both names are defined here. */
 #undef _FILE_OFFSET_BITS
@@ -21,7 +31,11 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
+#include <linux/kcmp.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "preload.h"
@@ -64,6 +78,120 @@ static dlp_entry_t *entry_of(int fd, dev_t *dev, ino_t *ino)
     return e;
 }
 
+/* Does the parent process have fd's open file description (dev, ino) open
+ * too?  Its descriptors are read with getdents64 into the stack (no
+ * allocation) and compared with kcmp; where kcmp is refused (another
+ * user's parent, no CONFIG_KCMP), the same file open there counts. */
+static int shared_with_parent(int fd, dev_t dev, ino_t ino, pid_t *parent)
+{
+    pid_t me = getpid(), pp = getppid();
+    *parent = pp;
+    if (pp <= 1)
+        return 0;
+    char dir[48];
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pp);
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return 0;
+    int shared = 0;
+    char buf[4096];
+    long n;
+    while (!shared && (n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n && !shared;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);   /* d_reclen */
+            const char *nm = buf + off + 19;                  /* d_name */
+            off += reclen;
+            if (nm[0] < '0' || nm[0] > '9')
+                continue;
+            int theirs = atoi(nm);
+            long k = syscall(SYS_kcmp, me, pp, KCMP_FILE, fd, theirs);
+            if (k == 0) {
+                shared = 1;
+            } else if (k < 0) {
+                char path[96];
+                struct stat st;
+                snprintf(path, sizeof path, "%s/%d", dir, theirs);
+                shared = stat(path, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+            }
+        }
+    }
+    DLP_REAL(close)(dfd);
+    return shared;
+}
+
+/* A lock on fd's open file description, which the parent has open too:
+ * stops the program (see the header).  what: "flock" or "fcntl". */
+static void refuse_shared(const dlp_entry_t *e, int fd, dev_t dev, ino_t ino, const char *what)
+{
+    pid_t pp;
+    if (!shared_with_parent(fd, dev, ino, &pp))
+        return;
+    dlp_stop("lock \"%s\" (%s): refused: %s on descriptor %d, which this program shares with "
+             "its parent (pid %d), would leave the file locked after this program ends while "
+             "the distributed lock ends with it (the shell idiom `( flock %d; ... ) %d>FILE`); "
+             "hold it around the commands instead: distlock %s -c '...'",
+             e->name, e->path, what, fd, (int)pp, fd, fd, e->name);
+}
+
+/* Does fdinfo text (/proc/self/fdinfo/N) show an flock or POSIX lock that
+ * process `pid` took?  Its lines read "lock:\t1: FLOCK  ADVISORY  WRITE
+ * PID MAJ:MIN:INO START END" (an OFD lock shows no pid: -1). */
+static int locked_by(const char *info, pid_t pid)
+{
+    for (const char *l = strstr(info, "lock:"); l; l = strstr(l + 5, "lock:")) {
+        char type[16], adv[16], mode[16];
+        int p;
+        if (sscanf(l, "lock: %*d: %15s %15s %15s %d", type, adv, mode, &p) == 4 &&
+            (strcmp(type, "FLOCK") == 0 || strcmp(type, "POSIX") == 0) && p == (int)pid)
+            return 1;
+    }
+    return 0;
+}
+
+void dlp_file_check_inherited(void)
+{
+    int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0)
+        return;
+    pid_t me = getpid();
+    char buf[4096];
+    long n;
+    while ((n = syscall(SYS_getdents64, dfd, buf, sizeof buf)) > 0) {
+        for (long off = 0; off < n;) {
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);   /* d_reclen */
+            const char *nm = buf + off + 19;                  /* d_name */
+            off += reclen;
+            if (nm[0] < '0' || nm[0] > '9' || atoi(nm) == dfd)
+                continue;
+            int fd = atoi(nm);
+            dev_t dev;
+            ino_t ino;
+            const dlp_entry_t *e = entry_of(fd, &dev, &ino);
+            if (!e)
+                continue;
+            char path[64], info[2048];
+            snprintf(path, sizeof path, "/proc/self/fdinfo/%d", fd);
+            int ifd = open(path, O_RDONLY | O_CLOEXEC);
+            ssize_t got = ifd >= 0 ? read(ifd, info, sizeof info - 1) : -1;
+            if (ifd >= 0)
+                DLP_REAL(close)(ifd);
+            if (got <= 0)
+                continue;
+            info[got] = 0;
+            if (locked_by(info, me))
+                dlp_stop("lock \"%s\" (%s): refused: this program was started with the file "
+                         "locked (descriptor %d) by its own process before it executed this "
+                         "program (lock, then exec: setlock, lckdo -e, with-lock-ex); that "
+                         "distributed hold ended with the program that took it, while the file "
+                         "stays locked; hold it around the command instead: distlock %s -- COMMAND",
+                         e->name, e->path, fd, e->name);
+        }
+    }
+    DLP_REAL(close)(dfd);
+}
+
 /* ---------------------------------------------------------------- flock */
 
 static int __attribute__((noinline)) flock_mapped(int fd, int op)
@@ -75,6 +203,11 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
     if (!e)
         return DLP_REAL(flock)(fd, op);
     int saved = errno;
+    if (base != LOCK_UN) {
+        dlp_in = 1;
+        refuse_shared(e, fd, dev, ino, "flock");
+        dlp_in = 0;
+    }
     if (DLP_REAL(flock)(fd, op) != 0)
         return -1;
     dlp_in = 1;
@@ -142,6 +275,12 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
     int ofd = cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW;
     int kind = ofd ? DLP_FL_OFD : DLP_FL_POSIX;
     short type = fl->l_type;
+    if (ofd && type != F_UNLCK) {
+        /* (A POSIX lock belongs to the process and ends with it.) */
+        dlp_in = 1;
+        refuse_shared(e, fd, dev, ino, "an OFD lock");
+        dlp_in = 0;
+    }
     if (real(fd, cmd, arg) == -1)
         return -1;
     dlp_in = 1;

@@ -88,7 +88,7 @@ static int acquire_dist(dlp_entry_t *e, char mode, const how_t *h, int (*unlock)
     struct timespec rt;
     const struct timespec *abstime = realtime_of(h, &rt);
     dlp_in = 1;
-    int drc = dlp_dist_acquire(e, mode, h->how, abstime);
+    int drc = dlp_dist_acquire(e, mode, h->how, abstime, NULL);
     if (drc)
         unlock(obj);
     else
@@ -199,7 +199,7 @@ static void cond_retake(void *arg)
         return;
     int saved = errno;
     dlp_in = 1;
-    dlp_dist_acquire(w->e, 'w', DLP_BLOCK, NULL);
+    dlp_dist_acquire(w->e, 'w', DLP_BLOCK, NULL, NULL);
     dlp_in = 0;
     errno = saved;
 }

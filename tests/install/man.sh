@@ -4,7 +4,8 @@
 # MANDIR (and each EXTRA_PAGE) renders without a warning of
 # `man --warnings`, names VERSION in its .TH line, and every dist_*
 # function declared in HEADER is in NAMES_CSV (the names cmake/man.cmake
-# installs a page or a link for) and in the NAME section of a page.
+# installs a page or a link for) and in the NAME section of a page; and
+# distlock(7) states each difference from pthreads.
 set -uo pipefail
 version=${1:?usage: $0 VERSION HEADER NAMES_CSV MANDIR [PAGE...]}
 header=${2:?}
@@ -34,6 +35,14 @@ for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$header" | tr -d '( ' | sort -u); do
     awk '/^\.SH NAME/{n=1;next} /^\.SH/{n=0} n' "$mandir"/*.3 | tr -d '\\%' |
       grep -qw -- "$fn" || nok "$fn: in no NAME section of $mandir/*.3"
   fi
+done
+# distlock(7) tells a porter, before porting, how the locks differ from
+# pthreads (SPEC "Differences from pthreads"), each difference in words.
+diffs=$(awk '/^\.SH DIFFERENCES FROM PTHREADS/{d=1;next} /^\.SH/{d=0} d' "$mandir/distlock.7" |
+        grep -v '^\.[A-Z]*$' | sed -E 's/^\.[A-Z]+ //' | tr -d '\\' | tr '\n' ' ' | tr -s ' ')
+for w in "default mutex type is reentrant" "relock deadlocks" "prefer writers" "no thread priorities" \
+         "no process-private lock" "Destroying a held lock gives EBUSY" "ENOLCK" "EOWNERDEAD"; do
+  grep -qF -- "$w" <<<"$diffs" || nok "distlock.7: DIFFERENCES FROM PTHREADS does not say \"$w\""
 done
 [ "$fail" -eq 0 ] && echo "man pages: ${#pages[@]} pages without warnings, every function has a page"
 exit "$fail"

@@ -11,8 +11,10 @@
  * a writer hold is the key <prefix>{name}, readers are the members of
  * <prefix>{name}:r (docs/PROTOCOL.md).  A forked child holding the locks
  * shows that a try on a local lock that is free still fails: the
- * distributed half is there.  Prints "ok"/"FAIL" per check and
- * "N passed, N failed". */
+ * distributed half is there.  A signal caught during a blocking file lock
+ * the other process holds interrupts it (EINTR) unless its handler has
+ * SA_RESTART, as with the kernel's own file locks.  Prints "ok"/"FAIL" per
+ * check and "N passed, N failed". */
 /* hiredis's pkg-config sets _FILE_OFFSET_BITS=64 (fcntl would become
  * fcntl64): call each name for itself. */
 #undef _FILE_OFFSET_BITS
@@ -24,8 +26,11 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <poll.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -429,6 +434,136 @@ static void check_contention(void)
     close(fd);
 }
 
+/* ------------------------------- a signal during a blocking file lock */
+
+static volatile sig_atomic_t caught;
+static void on_alarm(int sig) { (void)sig; caught++; }
+
+static void arm(int restart, long ms)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sa.sa_flags = restart ? SA_RESTART : 0;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    caught = 0;
+    struct itimerval it = { { 0, 0 }, { ms / 1000, (ms % 1000) * 1000 } };
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static long long queued(const char *name) { return cmd_int("ZCARD %s{%s}:q", name); }
+
+/* Until nobody of this process is queued for name in Redis (2 s at most):
+ * an interrupted request is withdrawn, not left for a grant to nobody. */
+static int queue_empties(const char *name)
+{
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    while (queued(name) > 0 && ms_since(&t0) < 2000)
+        usleep(5000);
+    return queued(name) == 0;
+}
+
+enum { BY_FLOCK, BY_FCNTL, BY_OFD, BY_LOCKF };
+static const char *by_name[] = { "flock(LOCK_EX)", "fcntl(F_SETLKW)", "fcntl(F_OFD_SETLKW)",
+                                 "lockf(F_LOCK)" };
+
+static int lock_by(int how, int fd)
+{
+    switch (how) {
+    case BY_FLOCK: return flock(fd, LOCK_EX);
+    case BY_FCNTL: return setlk(fcntl, fd, F_SETLKW, F_WRLCK, 0, 0);
+    case BY_OFD: return setlk(fcntl, fd, F_OFD_SETLKW, F_WRLCK, 0, 0);
+    default: return lockf(fd, F_LOCK, 0);
+    }
+}
+
+static void unlock_by(int how, int fd)
+{
+    switch (how) {
+    case BY_FLOCK: flock(fd, LOCK_UN); break;
+    case BY_FCNTL: setlk(fcntl, fd, F_SETLK, F_UNLCK, 0, 0); break;
+    case BY_OFD: setlk(fcntl, fd, F_OFD_SETLK, F_UNLCK, 0, 0); break;
+    default: lockf(fd, F_ULOCK, 0); break;
+    }
+}
+
+static void check_signals(void)
+{
+    int c2p[2], p2c[2];
+    if (pipe(c2p) || pipe(p2c))
+        exit(2);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* Holds a.lock (the name "f") when told 'h'; lets go 600 ms after
+         * 'r', or after 3 s without a word (so that a wait the signal
+         * failed to interrupt ends, and the check says so); 'x': exit. */
+        int fd = open_file("a.lock");
+        char c;
+        while (read(p2c[0], &c, 1) == 1 && c != 'x') {
+            if (c != 'h')
+                continue;
+            flock(fd, LOCK_EX);
+            if (write(c2p[1], &c, 1) != 1)
+                _exit(3);
+            struct pollfd pf = { p2c[0], POLLIN, 0 };
+            if (poll(&pf, 1, 3000) == 1 && read(p2c[0], &c, 1) == 1 && c == 'r')
+                usleep(600 * 1000);
+            flock(fd, LOCK_UN);
+        }
+        exit(0);
+    }
+    char c = 'h';
+    int fd = open_file("b.lock");              /* free locally: only the name is held */
+    struct timespec t0;
+    for (int how = BY_FLOCK; how <= BY_LOCKF; how++) {
+        c = 'h';
+        if (write(p2c[1], &c, 1) != 1 || read(c2p[0], &c, 1) != 1)
+            exit(2);
+        /* A handler without SA_RESTART: EINTR, as the kernel's own wait. */
+        arm(0, 200);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        errno = 0;
+        int rc = lock_by(how, fd);
+        int err = errno;
+        long ms = ms_since(&t0);
+        check(rc == -1 && err == EINTR && caught == 1 && ms >= 150,
+              "%s: a caught signal interrupts the wait: EINTR after %ld ms (rc %d, %s)",
+              by_name[how], ms, rc, strerror(err));
+        struct flock probe = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+        int fd3 = open_file("b.lock");
+        check(fcntl(fd3, F_OFD_GETLK, &probe) == 0 && probe.l_type == F_UNLCK,
+              "%s: EINTR leaves no local lock behind", by_name[how]);
+        close(fd3);
+        check(queue_empties("f"), "%s: EINTR withdraws the request from Redis's queue",
+              by_name[how]);
+        /* With SA_RESTART: the wait goes on and gets the lock once the
+         * other process lets go (600 ms after 'r'). */
+        c = 'r';
+        if (write(p2c[1], &c, 1) != 1)
+            exit(2);
+        arm(1, 200);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        errno = 0;
+        rc = lock_by(how, fd);
+        ms = ms_since(&t0);
+        check(rc == 0 && caught == 1 && ms >= 450 && writer("f"),
+              "%s: with SA_RESTART the wait goes on after the handler and takes the lock "
+              "(%ld ms, rc %d, %s)", by_name[how], ms, rc, strerror(errno));
+        unlock_by(how, fd);
+        check(!writer("f"), "%s: released", by_name[how]);
+    }
+    signal(SIGALRM, SIG_DFL);
+    close(fd);
+    c = 'x';
+    if (write(p2c[1], &c, 1) != 1)
+        exit(2);
+    int st;
+    waitpid(pid, &st, 0);
+    check(WIFEXITED(st) && WEXITSTATUS(st) == 0, "signal holder exited cleanly");
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -469,6 +604,7 @@ int main(void)
     check_rwlock();
     check_files();
     check_contention();
+    check_signals();
     redisFree(rc);
     printf("%d passed, %d failed\n", passed, failed);
     return failed ? 1 : 0;

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * objtab.h - the lock objects this process has resolved (objtab.c): the
+ * object's address and identity -> the process's dl_lock_t, with a
+ * reference on it.
+ *
+ * The lock state a process resolved an object to is the process's own, so
+ * it is kept here, in the process, never in the object: an object may sit
+ * in memory that forked processes share, where a pointer one of them
+ * wrote means nothing (or something else) in another.  The table belongs
+ * to the process state (dl_proc_t), so a forked child starts with an
+ * empty one.  Each thread keeps the few entries it used last (lock-free);
+ * every removal (destroy) invalidates those caches, process-wide.
+ *
+ * objtab.c writes the table under its mutex; object.c is its only user.
+ * Lock order: the table's mutex before the registry's.
+ */
+#ifndef DL_OBJTAB_H
+#define DL_OBJTAB_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct dl_lock;               /* dl_lock_t, registry.h */
+
+/* An object as this process knows it: where it is, and which
+ * initialization of that memory (its name and who initialized it when:
+ * object.h).  Memory initialized again is another object. */
+typedef struct dl_objkey {
+    const void *addr;
+    const char *name;
+    uint64_t origin, born;
+} dl_objkey_t;
+
+typedef struct dl_objent dl_objent_t;
+
+typedef struct dl_objtab {
+    pthread_mutex_t mu;
+    dl_objent_t **buckets;
+    size_t nbuckets, count;
+    unsigned long epoch;      /* bumped by each removal (atomic) */
+} dl_objtab_t;
+
+void dl_objtab_init(dl_objtab_t *t);
+/* The lock state key was resolved to in this process, or NULL. */
+struct dl_lock *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key);
+/* Enters key -> l (the caller found key absent, and keeps others from
+ * entering it meanwhile); returns l, or NULL on ENOMEM. */
+struct dl_lock *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_lock *l);
+/* Removes key if drop(its lock state, arg) says 0 (called under the table
+ * mutex); returns drop's code, or 0 if key is not in the table. */
+int dl_objtab_remove(dl_objtab_t *t, const dl_objkey_t *key,
+                     int (*drop)(struct dl_lock *l, void *arg), void *arg);
+
+#endif
