@@ -76,6 +76,8 @@ struct dist_lockobj {
     const char *dl_name;
     uint64_t dl_origin;         /* the process that initialized it (0: static) */
     uint64_t dl_born;           /* how many times it had forked by then */
+    char dl_iname[64];          /* a name this short, in the object itself: any
+                                   process sharing the object can read it */
 };
 
 typedef struct dist_mutex { struct dist_lockobj dl_o; } dist_mutex_t;
@@ -83,9 +85,9 @@ typedef struct dist_rwlock { struct dist_lockobj dl_o; } dist_rwlock_t;
 
 /* name: a string literal (or any string that outlives the lock). */
 #define DIST_MUTEX_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0 } }
+    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, { 0 } } }
 #define DIST_RWLOCK_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0 } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
 
 /* --- mutex attributes (never block) --- */
 DIST_API int dist_mutexattr_init(dist_mutexattr_t *attr);

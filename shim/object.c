@@ -16,6 +16,10 @@
 #include "process.h"
 #include "self.h"
 
+/* dl_owns_name: where the name of an initialized object is (a static
+ * object's, 0, is the program's string). */
+enum { DL_NAME_COPY = 1, DL_NAME_INLINE = 2 };
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* In a forked child: a thread of the parent may have held mu. */
@@ -44,20 +48,34 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
         return dl_fail(EINVAL, "lock object is NULL");
     if (name_ok(name, &len))
         return EINVAL;
-    char *copy = malloc(len + 1);
-    if (!copy)
+    char *copy = NULL;
+    if (len >= sizeof o->dl_iname && !(copy = malloc(len + 1)))
         return dl_fail(ENOMEM, "out of memory");
-    memcpy(copy, name, len + 1);
     memset(o, 0, sizeof *o);
     o->dl_magic = magic;
     o->dl_type = DIST_MUTEX_RECURSIVE;
-    o->dl_name = copy;
-    o->dl_owns_name = 1;
-    /* The copy is in this process's memory: only this process and the
+    if (copy) {
+        memcpy(copy, name, len + 1);
+        o->dl_name = copy;
+        o->dl_owns_name = DL_NAME_COPY;
+    } else {
+        /* In the object: readable by every process that shares it, however
+         * it came to (a sibling, an unrelated process mapping the same
+         * file), as a pthread object in shared memory is. */
+        memcpy(o->dl_iname, name, len + 1);
+        o->dl_owns_name = DL_NAME_INLINE;
+    }
+    /* A copy is in this process's memory: only this process and the
      * children it forks from now on have it (dl_self_inherited). */
     o->dl_origin = dl_self_tag();
     o->dl_born = dl_self_forks();
     return 0;
+}
+
+/* The object's name, where this process reads it. */
+static const char *name_of(const struct dist_lockobj *o)
+{
+    return o->dl_owns_name == DL_NAME_INLINE ? o->dl_iname : o->dl_name;
 }
 
 static int valid(const struct dist_lockobj *o, unsigned magic)
@@ -78,14 +96,14 @@ static int valid(const struct dist_lockobj *o, unsigned magic)
  * a child in shared memory names a string this process does not have. */
 static int name_here(const struct dist_lockobj *o)
 {
-    return !o->dl_owns_name || dl_self_inherited(o->dl_origin, o->dl_born);
+    return o->dl_owns_name != DL_NAME_COPY || dl_self_inherited(o->dl_origin, o->dl_born);
 }
 
 /* Which object this is, for this process's table (objtab.h). */
 static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
 {
     k->addr = o;
-    k->name = o->dl_name;
+    k->name = name_of(o);
     k->origin = o->dl_origin;
     k->born = o->dl_born;
 }
@@ -108,12 +126,14 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         return 0;
     if (!name_here(o))
         return dl_fail(EINVAL, "lock object was initialized by another process (a sibling or a "
-                       "child, in shared memory): its name is in that process's memory; "
-                       "initialize a shared lock object before fork");
+                       "child, in shared memory) with a name of %zu bytes or more, which is "
+                       "in that process's memory; initialize a shared lock object before "
+                       "fork, or give it a shorter name", sizeof o->dl_iname);
     size_t len = 0;
-    if (name_ok(o->dl_name, &len))
+    const char *name = name_of(o);
+    if (name_ok(name, &len))
         return EINVAL;
-    dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, o->dl_name, len);
+    dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, name, len);
     if (!l)
         return dl_fail(ENOMEM, "out of memory");
     /* Two threads may race to resolve an object: the registry hands both
@@ -165,7 +185,7 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     }
     /* Only this process's copy of the name is freed (never another
      * process's pointer, which means nothing here). */
-    if (o->dl_owns_name && name_here(o))
+    if (o->dl_owns_name == DL_NAME_COPY && name_here(o))
         free((void *)o->dl_name);
     o->dl_name = NULL;
     o->dl_origin = 0;

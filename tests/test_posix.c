@@ -4,7 +4,8 @@
  * conformance suite checks it: a timed call never says ETIMEDOUT before
  * its abstime has passed on CLOCK_REALTIME; a try* call says EBUSY, never
  * EDEADLK; and a lock object in MAP_SHARED memory, initialized before fork
- * and used by forked siblings, excludes one sibling from the other.
+ * and used by forked siblings, excludes one sibling from the other, as does
+ * one that a sibling initializes after the fork (its name in the object).
  */
 #include "harness.h"
 
@@ -154,10 +155,12 @@ typedef struct shared {
     dist_mutex_t m;
     dist_rwlock_t rw;
     dist_mutex_t late;        /* initialized by child A after the fork */
+    dist_mutex_t late_long;   /* the same, with a name too long for the object */
     int late_ready;
 } shared_t;
 
 static shared_t *g_sh;
+static char g_late_tag[64];   /* a fresh name for the late objects of a round */
 
 struct sib { int up, down; int late; };
 
@@ -179,14 +182,21 @@ static int sibling_a(void *p)
     TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
     TH_CHECK_RC(dist_rwlock_rdlock(&g_sh->rw), 0);
     if (a->late) {
-        /* An object this child initializes in the shared memory now:
-         * its name is in this child's memory only. */
-        TH_CHECK_RC(dist_mutex_init(&g_sh->late, "late-object-of-a", NULL), 0);
+        /* Objects this child initializes in the shared memory now: a short
+         * name is in the object, a long one in this child's memory only. */
+        char lname[128], llong[256];
+        snprintf(lname, sizeof lname, "%s-late", g_late_tag);
+        snprintf(llong, sizeof llong, "%s-late-%0100d", g_late_tag, 0);
+        TH_CHECK_RC(dist_mutex_init(&g_sh->late, lname, NULL), 0);
+        TH_CHECK_RC(dist_mutex_init(&g_sh->late_long, llong, NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&g_sh->late), 0);
         __atomic_store_n(&g_sh->late_ready, 1, __ATOMIC_RELEASE);
     }
     th_send(a->up, 5, 0, 0, 0);                   /* A reads rw */
     SIB_WAIT(a, 6);
     TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
+    if (a->late)
+        TH_CHECK_RC(dist_mutex_unlock(&g_sh->late), 0);
     th_send(a->up, 7, 0, 0, 0);                   /* A let go of everything */
     SIB_WAIT(a, 8);
     return 0;
@@ -213,10 +223,12 @@ static int sibling_b(void *p)
     TH_CHECK_RC(dist_rwlock_tryrdlock(&g_sh->rw), 0);   /* readers share */
     TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
     if (a->late) {
-        /* A's object: B cannot read its name, and must say so rather
+        /* A's objects: the one with a short name is A's lock here too (A
+         * holds it); the long name B cannot read, and must say so rather
          * than follow A's pointer. */
         TH_CHECK(__atomic_load_n(&g_sh->late_ready, __ATOMIC_ACQUIRE));
-        TH_CHECK_RC(dist_mutex_trylock(&g_sh->late), EINVAL);
+        TH_CHECK_RC(dist_mutex_trylock(&g_sh->late), EBUSY);
+        TH_CHECK_RC(dist_mutex_trylock(&g_sh->late_long), EINVAL);
         TH_CHECK(th_contains(dist_lasterror(), "initialize a shared lock object before fork"));
     }
     th_send(a->up, 5, 0, 0, 0);
@@ -225,6 +237,10 @@ static int sibling_b(void *p)
     TH_CHECK_RC(dist_rwlock_unlock(&g_sh->rw), 0);
     TH_CHECK_RC(dist_mutex_lock(&g_sh->m), 0);
     TH_CHECK_RC(dist_mutex_unlock(&g_sh->m), 0);
+    if (a->late) {
+        TH_CHECK_RC(dist_mutex_trylock(&g_sh->late), 0);  /* A let go of it */
+        TH_CHECK_RC(dist_mutex_unlock(&g_sh->late), 0);
+    }
     return 0;
 }
 
@@ -251,6 +267,7 @@ static void test_shared_object_siblings(void **state)
     for (int round = 0; round < 3; round++) {
         char mname[128], rwname[128];
         th_name(mname, sizeof mname, "shm-m");
+        th_name(g_late_tag, sizeof g_late_tag, "shm");
         th_name(rwname, sizeof rwname, "shm-rw");
         memset(g_sh, 0, sizeof *g_sh);
         TH_ASSERT_RC(dist_mutex_init(&g_sh->m, mname, NULL), 0);
