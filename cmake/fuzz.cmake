@@ -43,9 +43,9 @@ if(DISTLOCK_FUZZ)
     endif()
   endfunction()
 
-  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/config.c ${PROJECT_SOURCE_DIR}/shim/error.c
+  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
     ${DLF_DIR}/tls_stub.c)
-  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/config.c ${PROJECT_SOURCE_DIR}/shim/error.c
+  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
     ${DLF_DIR}/tls_stub.c)
   dl_add_fuzzer(fuzz_map ${PROJECT_SOURCE_DIR}/shim/preload/map.c)
 endif()
