@@ -3,9 +3,12 @@
  * test_keys.c - the Redis side: every key of a lock starts with the prefix
  * and carries the {name} hash tag, names are binary-safe and never become
  * script text, the hold records who holds it, names up to DIST_NAME_MAX
- * bytes work, and a released lock leaves only keys that expire.
+ * bytes work, and a released lock leaves only keys that expire.  The keys
+ * of each kind of object (keys.h): kinds never share a key, the mapping is
+ * one-to-one, and a lock's keys are those it always had.
  */
 #include "harness.h"
+#include "keys.h"
 
 #include <errno.h>
 #include <string.h>
@@ -421,6 +424,115 @@ static void test_tag_escape(void **state)
     assert_int_equal(th_proc_stop(&p), 0);
 }
 
+/* The hash tag Redis would route key by: what lies between the first '{'
+ * and the first '}' after it; the whole key when that is empty or absent. */
+static void redis_tag(const char *key, size_t len, const char **tag, size_t *tlen)
+{
+    const char *open = memchr(key, '{', len);
+    const char *close = open ? memchr(open + 1, '}', len - (size_t)(open + 1 - key)) : NULL;
+    if (!open || !close || close == open + 1) {
+        *tag = key, *tlen = len;
+        return;
+    }
+    *tag = open + 1, *tlen = (size_t)(close - open - 1);
+}
+
+/* Every (kind, name) of the list gets keys of its own: no key is another
+ * object's, each parses back to its kind, name and suffix, all keys of one
+ * object share one non-empty hash tag, and a lock's keys are
+ * <prefix>{NAME}<suffix> (escaped only for names starting with '}' or the
+ * escape byte), as they were before there were kinds. */
+static void test_kinds_never_clash(void **state)
+{
+    (void)state;
+    /* Names that look like another kind's tag, or like an escape. */
+    static const char *const names[] = {
+        "x", "c", "s", "cx", "sx", "}", "}x", "\x01", "\x01x", "\x01}x", "\x01\x01x",
+        "\x01" "cx", "\x01sx", "\x01" "c", "\x02x", "x}y", "x}:r", "{x}", "x:r", "}:m", "\x01" "c}x",
+    };
+    enum { NN = sizeof names / sizeof names[0], NK = DL_KINDS };
+    const char *prefix = "p:";
+    size_t plen = strlen(prefix);
+    struct { const char *k; size_t len; int kind, name, which; } all[NN * NK * DL_KEYS_MAX];
+    char *bufs[NN * NK];
+    int n = 0, nb = 0;
+    for (int kind = 0; kind < NK; kind++) {
+        const dl_keyset_t *ks = dl_kind_keys(kind);
+        assert_non_null(ks);
+        assert_true(ks->n >= 1 && ks->n <= DL_KEYS_MAX);
+        assert_string_equal(ks->suffix[0], "");
+        for (int i = 0; i < NN; i++) {
+            size_t len = strlen(names[i]);
+            char *buf = bufs[nb++] = malloc(dl_kind_keys_size(kind, prefix, len));
+            const char *keys[DL_KEYS_MAX];
+            size_t keylen[DL_KEYS_MAX];
+            dl_kind_keys_write(kind, buf, prefix, names[i], len, keys, keylen);
+            const char *tag0 = NULL;
+            size_t tlen0 = 0;
+            for (int k = 0; k < ks->n; k++) {
+                char p[200];
+                printable(keys[k], keylen[k], p, sizeof p);
+                assert_int_equal(strlen(keys[k]), keylen[k]);
+                /* one slot per object, never the whole key */
+                const char *tag;
+                size_t tlen;
+                redis_tag(keys[k], keylen[k], &tag, &tlen);
+                if (tag == keys[k])
+                    fail_msg("%s key \"%s\": no hash tag", ks->what, p);
+                if (k == 0)
+                    tag0 = tag, tlen0 = tlen;
+                else if (tlen != tlen0 || memcmp(tag, tag0, tlen) != 0)
+                    fail_msg("%s key \"%s\": another hash tag than its main key's", ks->what, p);
+                /* back to its kind, name and suffix */
+                int pk = -1, which = -1;
+                const char *pn;
+                size_t pnl;
+                if (dl_key_parse(prefix, plen, keys[k], keylen[k], &pk, &pn, &pnl, &which))
+                    fail_msg("%s key \"%s\" does not parse", ks->what, p);
+                if (pk != kind || which != k || pnl != len || memcmp(pn, names[i], len) != 0)
+                    fail_msg("%s key \"%s\" parses as kind %d, suffix %d, another name",
+                             ks->what, p, pk, which);
+                /* the locks' own reader sees locks only */
+                int lrc = dl_key_name(prefix, plen, keys[k], keylen[k], &pn, &pnl, &which);
+                assert_int_equal(lrc == 0, kind == DL_KIND_LOCK);
+                all[n].k = keys[k], all[n].len = keylen[k];
+                all[n].kind = kind, all[n].name = i, all[n].which = k;
+                n++;
+            }
+            if (kind == DL_KIND_LOCK) {
+                /* unchanged: <prefix>{NAME} or, escaped, <prefix>{\x01NAME} */
+                char want[200];
+                int esc = names[i][0] == '}' || names[i][0] == DL_TAG_ESC;
+                int wl = snprintf(want, sizeof want, "%s{%s%s}", prefix, esc ? "\x01" : "", names[i]);
+                assert_int_equal(keylen[0], (size_t)wl);
+                assert_memory_equal(keys[0], want, (size_t)wl);
+            }
+        }
+    }
+    for (int a = 0; a < n; a++)
+        for (int b = a + 1; b < n; b++)
+            if (all[a].len == all[b].len && memcmp(all[a].k, all[b].k, all[a].len) == 0) {
+                char p[200];
+                printable(all[a].k, all[a].len, p, sizeof p);
+                fail_msg("key \"%s\" is both %s %d's and %s %d's", p,
+                         dl_kind_keys(all[a].kind)->what, all[a].name,
+                         dl_kind_keys(all[b].kind)->what, all[b].name);
+            }
+    /* keys no kind writes */
+    static const char *const foreign[] = { "p:{}x}", "p:{\x01x}", "p:{\x01}", "p:{\x01" "c}",
+                                           "p:x", "q:{x}", "p:{x}:zz" };
+    for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) {
+        int pk, which;
+        const char *pn;
+        size_t pnl;
+        if (dl_key_parse(prefix, plen, foreign[i], strlen(foreign[i]), &pk, &pn, &pnl, &which) == 0)
+            fail_msg("foreign key %zu parsed as kind %d", i, pk);
+    }
+    print_message("%d keys of %d names in %d kinds: no clash\n", n, NN, NK);
+    for (int i = 0; i < nb; i++)
+        free(bufs[i]);
+}
+
 /* After use, a lock leaves no key without a TTL (fence counters and
  * metadata must not pile up forever). */
 static void test_keys_expire_after_use(void **state)
@@ -478,6 +590,7 @@ int main(void)
         TH_TEST(test_name_length_limit),
         TH_TEST(test_names_are_distinct),
         TH_TEST(test_tag_escape),
+        TH_TEST(test_kinds_never_clash),
         TH_TEST(test_keys_expire_after_use),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
