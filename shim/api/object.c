@@ -9,7 +9,6 @@
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
-#include "holds.h"
 #include "lock.h"
 #include "object.h"
 #include "objtab.h"
@@ -122,8 +121,11 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
      * processes (MAP_SHARED across fork), whose lock states are theirs. */
     dl_objkey_t k;
     key_of(o, &k);
-    if ((*lp = dl_objtab_find(&p->objs, &k)))
+    dl_core_t *found = dl_objtab_find(&p->objs, &k);
+    if (found) {
+        *lp = dl_lock_of(found);
         return 0;
+    }
     if (!name_here(o))
         return dl_fail(EINVAL, "lock object was initialized by another process (a sibling or a "
                        "child, in shared memory) with a name of %zu bytes or more, which is "
@@ -133,34 +135,34 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
     const char *name = name_of(o);
     if (name_ok(name, &len))
         return EINVAL;
-    dl_lock_t *l = dl_registry_get(&p->reg, p->cfg.prefix, name, len);
-    if (!l)
+    dl_core_t *e = dl_registry_get(&p->reg, &dl_lock_kind, p->cfg.prefix, name, len);
+    if (!e)
         return dl_fail(ENOMEM, "out of memory");
     /* Two threads may race to resolve an object: the registry hands both
      * the same state, the first enters it in the table, and the other
      * drops its extra reference. */
     pthread_mutex_lock(&mu);
     int added = 0;
-    dl_lock_t *kept = dl_objtab_find(&p->objs, &k);
-    if (!kept && (kept = dl_objtab_add(&p->objs, &k, l))) {
+    dl_core_t *kept = dl_objtab_find(&p->objs, &k);
+    if (!kept && (kept = dl_objtab_add(&p->objs, &k, e))) {
         added = 1;
-        dl_registry_add_obj(&p->reg, l);
+        dl_registry_add_obj(&p->reg, e);
     }
     pthread_mutex_unlock(&mu);
     if (!added)
-        dl_registry_put(&p->reg, l);
+        dl_registry_put(&p->reg, e);
     if (!kept)
         return dl_fail(ENOMEM, "out of memory");
-    *lp = kept;
+    *lp = dl_lock_of(kept);
     return 0;
 }
 
-/* dl_objtab_remove's drop: the object's reference goes, unless it is the
- * last object of a lock held or waited on here (EBUSY). */
-static int drop_obj(dl_lock_t *l, void *arg)
+/* dl_objtab_remove's drop: the object's reference to its entry e goes,
+ * unless it is the last object of a lock held or waited on here (EBUSY). */
+static int drop_obj(dl_core_t *e, void *arg)
 {
     dl_proc_t *p = arg;
-    return dl_registry_drop_obj(&p->reg, l);
+    return dl_registry_drop_obj(&p->reg, e);
 }
 
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
@@ -171,14 +173,14 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     dl_proc_t *p = dl_proc_get(&err);
     dl_objkey_t k;
     key_of(o, &k);
-    dl_lock_t *l = p ? dl_objtab_find(&p->objs, &k) : NULL;
-    if (l) {
+    dl_core_t *e = p ? dl_objtab_find(&p->objs, &k) : NULL;
+    if (e) {
         /* Unlocked: pass it on now.  Should that release fail, it is
          * logged and the hold lapses within its claim window; destroy
          * still succeeds, so the caller's last error stays as it was. */
         char kept[DL_ERRMAX];
         snprintf(kept, sizeof kept, "%s", dist_lasterror());
-        dl_lock_linger_end(p, l, 1, 0);
+        dl_hold_linger_end(p, e, 1, 0);
         dl_seterr("%s", kept);
         if (dl_objtab_remove(&p->objs, &k, drop_obj, p))
             return dl_fail(EBUSY, "lock is held or waited on in this process");
@@ -210,10 +212,5 @@ int dl_obj_hold_lost(struct dist_lockobj *o, unsigned magic)
     dl_lock_t *l = NULL;
     if (dl_obj_resolve(o, magic, &p, &l))
         return -1;
-    pthread_mutex_lock(&l->mu);
-    int rc = -1;
-    if (dl_holder_find(l, dl_tid()))
-        rc = l->lost || (!l->rmode && !l->busy);
-    pthread_mutex_unlock(&l->mu);
-    return rc;
+    return dl_lock_hold_lost(l);
 }

@@ -2,7 +2,7 @@
 /*
  * object.h - what dist_mutex_t and dist_rwlock_t share (object.c): the
  * magic numbers, the name, lazy resolution of an object to the
- * process-wide lock state (registry.h), destruction, the fence of the
+ * process-wide lock state (prim/lock.h), destruction, the fence of the
  * calling thread's hold, and whether that hold was lost.
  *
  * The object (struct dist_lockobj of distlock.h, in the user's memory,
@@ -23,7 +23,7 @@
 #include "distlock.h"
 
 struct dl_proc;               /* dl_proc_t, process.h */
-struct dl_lock;               /* dl_lock_t, registry.h */
+struct dl_lock;               /* dl_lock_t, lock.h */
 
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* hold.c - the process's Redis hold on a lock once taken (hold.h).
+/* hold.c - the process's Redis hold on an object once taken (hold.h).
  *
- * The hold (l->rmode) is recorded when take.c took it, and ends with a
- * release (release.lua) when no thread of the process uses or can use it
- * (lock.c decides when), or lapses in Redis (the watchdog or an unlock
- * finds it lost).  Between its last unlock and a quick relock it may
- * linger: to the application released, to Redis still held but marked so
- * (mark.c), and ended by the watchdog on time if no relock came.
+ * The hold (o->hold.rmode) is recorded when take.c took it, and ends with
+ * a release (the kind's release script: release.lua for a lock) when no
+ * thread of the process uses or can use it (the primitive decides when),
+ * or lapses in Redis (the watchdog or an unlock finds it lost).  Between
+ * its last unlock and a quick relock it may linger: to the application
+ * released, to Redis still held but marked so (mark.c), and ended by the
+ * lingerer on time if no relock came.
  *
- * Only one thread of the process talks to Redis for a lock at a time
- * (l->busy): a thread taking the hold, a thread releasing or vouching for
- * it, or the watchdog withdrawing a failed acquisition.
+ * Only one thread of the process talks to Redis for an object at a time
+ * (o->hold.busy): a thread taking the hold, a thread releasing or vouching
+ * for it, or the watchdog withdrawing a failed acquisition.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,59 +26,59 @@
 #include "trust.h"
 #include "watchdog.h"
 
-void dl_hold_reserve(dl_lock_t *l)
+void dl_hold_reserve(dl_core_t *o)
 {
-    l->busy = 1;
+    o->hold.busy = 1;
 }
 
-void dl_hold_unreserve(dl_lock_t *l)
+void dl_hold_unreserve(dl_core_t *o)
 {
-    l->busy = 0;
+    o->hold.busy = 0;
 }
 
-void dl_hold_rtt(dl_lock_t *l, uint64_t us)
+void dl_hold_rtt(dl_core_t *o, uint64_t us)
 {
-    uint64_t old = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED);
-    __atomic_store_n(&l->rtt_us, old ? (7 * old + us) / 8 : us, __ATOMIC_RELAXED);
+    uint64_t old = __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED);
+    __atomic_store_n(&o->hold.rtt_us, old ? (7 * old + us) / 8 : us, __ATOMIC_RELAXED);
 }
 
-/* Another process waits for the lock: from now on local handoffs and
- * relocks are bounded (lock.c: may_keep). */
-static void waited(dl_lock_t *l)
+/* Another process waits for the object: from now on local handoffs and
+ * relocks are bounded (prim/lock.c: keepable). */
+static void waited(dl_core_t *o)
 {
-    if (!l->remote_waiting) {
-        l->remote_waiting = 1;
-        l->waited_since = dl_now_us();
+    if (!o->hold.remote_waiting) {
+        o->hold.remote_waiting = 1;
+        o->hold.waited_since = dl_now_us();
     }
 }
 
-void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g)
 {
-    l->rmode = rq->mode;
-    l->od_told = g->dead;
-    l->told_fence = 0;
-    l->fence = g->fence;
-    l->hold_rid = g->rid;
-    l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
-    l->renew = rq->lease_ms == 0;
-    l->fair = rq->fair;
-    l->lost = 0;
-    l->holdseq++;
-    l->handoffs = 0;
-    l->ttl_cut = 0;
-    dl_hold_fresh(l, g->valid_until, g->sent_ms, g->epoch);
+    o->hold.rmode = rq->mode;
+    o->hold.od_told = g->dead;
+    o->hold.told_fence = 0;
+    o->hold.fence = g->fence;
+    o->hold.rid = g->rid;
+    o->hold.lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    o->hold.renew = rq->lease_ms == 0;
+    o->hold.fair = rq->fair;
+    o->hold.lost = 0;
+    o->hold.seq++;
+    o->hold.handoffs = 0;
+    o->hold.ttl_cut = 0;
+    dl_hold_fresh(o, g->valid_until, g->sent_ms, g->epoch);
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs of a write hold as if someone did.  A read hold is shared by
      * the process's readers (as on redis://) until a renewal reports a
      * writer's mark (renew.lua): the watchdog renews it every
      * DL_TENURE_RENEW_MS while readers join it (tenure.c). */
     if (g->more || (!dl_conn_caps(p->conn).queue && rq->mode == 'w'))
-        waited(l);
+        waited(o);
 }
 
-void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed)
+void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int claimed)
 {
-    if (!l->renew)
+    if (!o->hold.renew)
         return;
     dl_watchdog_ensure(p);
     if (!claimed)
@@ -87,50 +88,51 @@ void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed)
      * at half the window (at once if the post could not be written, or if
      * we do not know when the grant was made). */
     uint64_t now = dl_now_ms();
-    int posted = dl_post_renew(p, l) == 0;
-    dl_watchdog_due(p, l, posted && l->valid_until > now
-                              ? now + dl_claim_window(l->lease_ms) / 2 : now);
+    int posted = dl_post_renew(p, o) == 0;
+    dl_watchdog_due(p, o, posted && o->tenure.valid_until > now
+                              ? now + dl_claim_window(o->hold.lease_ms) / 2 : now);
 }
 
-void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode, uint64_t rid)
+void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid)
 {
     /* Kept whatever the process does next: a later request (a hold taken,
      * a wait) has a greater id, which no withdrawal of this one touches. */
     int m = mode == 'r';
-    if (rid > l->undo[m])
-        l->undo[m] = rid;
-    l->undo_checks[m] = 2;
-    l->undo_at = dl_now_ms() + 50;
+    if (rid > o->hold.undo[m])
+        o->hold.undo[m] = rid;
+    o->hold.undo_checks[m] = 2;
+    o->hold.undo_at = dl_now_ms() + 50;
     dl_watchdog_ensure(p);
-    dl_watchdog_due(p, l, l->undo_at);
+    dl_watchdog_due(p, o, o->hold.undo_at);
 }
 
-void dl_hold_handoff(dl_lock_t *l)
+void dl_hold_handoff(dl_core_t *o)
 {
-    if (l->remote_waiting)
-        l->handoffs++;
+    if (o->hold.remote_waiting)
+        o->hold.handoffs++;
     DL_STAT_ADD(local_handoffs, 1);
 }
 
-int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
+int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
 {
-    int lost = l->lost, cut = l->ttl_cut;
+    int lost = o->hold.lost, cut = o->hold.ttl_cut;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
-    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid };
-    dl_caller_t who = dl_caller(p, l);
-    l->busy = 1;
-    pthread_mutex_unlock(&l->mu);
+    dl_release_args_t ra = { .mode = o->hold.rmode, .fence = o->hold.fence, .rid = o->hold.rid };
+    dl_caller_t who = dl_caller(p, o);
+    o->hold.busy = 1;
+    pthread_mutex_unlock(&o->mu);
 
     dl_call_t c;
-    dl_call_release(&c, &who, &ra);
+    o->kind->calls->release(&c, &who, &ra);
     c.deadline = deadline;
     uint64_t t0 = dl_now_us();
     int rc = dl_script_run(p->conn, &c, 1);
     if (!rc)
-        dl_hold_rtt(l, dl_now_us() - t0);
+        dl_hold_rtt(o, dl_now_us() - t0);
     char q[96];
-    dl_lock_qname(l, q, sizeof q);
+    const char *what = dl_core_what(o);
+    dl_core_qname(o, q, sizeof q);
     int failed = rc != 0;
     if (rc && !lost) {
         rc = dl_fail(EIO, "unlock %s: %s; the hold lapses within %s", q, c.cmd.errmsg,
@@ -145,170 +147,171 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
         lost = 1;
     }
 
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     if (lost) {
-        rc = dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
-                     "(lease ran out, or the key was deleted)", q);
+        rc = dl_fail(ENOLCK, "%s %s: the hold had lapsed in Redis before unlock "
+                     "(lease ran out, or the key was deleted)", what, q);
         dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
                "(lease ran out, or the key was deleted)", q);
         DL_STAT_ADD(lost, 1);
     }
     /* A hold told EOWNERDEAD that may still be in Redis: the next lock call
      * may claim it back ("mine"), and must not be told again. */
-    l->told_fence = failed && l->od_told ? ra.fence : 0;
-    l->busy = 0;
-    l->rmode = 0;
-    l->holdseq++;             /* late renew replies concern the old hold */
-    dl_watchdog_undue(l);
-    l->lost = 0;
-    l->remote_waiting = 0;
-    l->handoffs = 0;
-    l->linger_until = 0;
-    pthread_cond_broadcast(&l->cv);
+    o->hold.told_fence = failed && o->hold.od_told ? ra.fence : 0;
+    o->hold.busy = 0;
+    o->hold.rmode = 0;
+    o->hold.seq++;             /* late renew replies concern the old hold */
+    dl_watchdog_undue(o);
+    o->hold.lost = 0;
+    o->hold.remote_waiting = 0;
+    o->hold.handoffs = 0;
+    o->hold.linger_until = 0;
+    pthread_cond_broadcast(&o->cv);
     return rc;
 }
 
-static int lost_code(dl_lock_t *l)
+static int lost_code(dl_core_t *o)
 {
     char q[96];
     dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
-           "(lease ran out, or the key was deleted)", dl_lock_qname(l, q, sizeof q));
-    return dl_fail(ENOLCK, "lock %s: the hold had lapsed in Redis before unlock "
-                   "(lease ran out, or the key was deleted)", q);
+           "(lease ran out, or the key was deleted)", dl_core_qname(o, q, sizeof q));
+    return dl_fail(ENOLCK, "%s %s: the hold had lapsed in Redis before unlock "
+                   "(lease ran out, or the key was deleted)", dl_core_what(o), q);
 }
 
-int dl_hold_confirm(dl_proc_t *p, dl_lock_t *l)
+int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
 {
     char q[96];
-    if (l->lost)
+    if (o->hold.lost)
         return ENOLCK;
-    unsigned long holdseq = l->holdseq, cuts = l->cuts, epoch = dl_trust_epoch();
-    dl_caller_t who = dl_caller(p, l);
+    unsigned long holdseq = o->hold.seq, cuts = o->tenure.cuts, epoch = dl_trust_epoch();
+    dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     /* A fixed lease is only checked: renewing it would make it outlive
      * what its holder asked for. */
-    dl_call_renew(&c, &who, &(dl_renew_args_t){
-        .mode = l->rmode, .lease_ms = l->renew ? l->lease_ms : 0, .fence = l->fence });
-    l->busy = 1;
-    pthread_mutex_unlock(&l->mu);
+    o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
+        .mode = o->hold.rmode, .lease_ms = o->hold.renew ? o->hold.lease_ms : 0,
+        .fence = o->hold.fence });
+    o->hold.busy = 1;
+    pthread_mutex_unlock(&o->mu);
     uint64_t sent = dl_now_ms();
     int rc = dl_script_run(p->conn, &c, 1);
     DL_STAT_ADD(confirms, 1);
     long long held = rc ? -1 : c.reply.renew.held;
     char why[200];
     snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
-    pthread_mutex_lock(&l->mu);
-    l->busy = 0;
-    pthread_cond_broadcast(&l->cv);
-    if (l->holdseq != holdseq || !l->rmode)
+    pthread_mutex_lock(&o->mu);
+    o->hold.busy = 0;
+    pthread_cond_broadcast(&o->cv);
+    if (o->hold.seq != holdseq || !o->hold.rmode)
         return 0;                 /* (cannot happen: busy kept it) */
     if (held == 1) {
-        if (l->renew)
-            dl_lock_renewing(l);  /* its TTL is the lease again */
-        dl_hold_confirmed(l, sent, cuts, epoch, l->renew);
+        if (o->hold.renew)
+            dl_hold_renewing(o);  /* its TTL is the lease again */
+        dl_hold_confirmed(o, sent, cuts, epoch, o->hold.renew);
         if (c.reply.renew.queued > 0)
-            waited(l);
+            waited(o);
         return 0;
     }
     if (held < 0)
-        return dl_fail(EIO, "lock %s: cannot confirm the hold with Redis: %s",
-                       dl_lock_qname(l, q, sizeof q), why);
-    l->lost = 1;
+        return dl_fail(EIO, "%s %s: cannot confirm the hold with Redis: %s", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q), why);
+    o->hold.lost = 1;
     DL_STAT_ADD(lost, 1);
     dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out, the key "
-           "was deleted, or the server lost it)", dl_lock_qname(l, q, sizeof q));
+           "was deleted, or the server lost it)", dl_core_qname(o, q, sizeof q));
     return ENOLCK;
 }
 
-int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l)
+int dl_hold_vouch(dl_proc_t *p, dl_core_t *o)
 {
-    if (!l->rmode)
+    if (!o->hold.rmode)
         return 0;
     /* Only a sign of lost state, or the end of the hold's validity, makes
      * an unlock ask: a reader leaving beside others is no reuse of the
      * hold, and its unlock stays free while Redis gave no sign. */
-    if (!l->lost && dl_hold_valid(l) && l->trust_epoch == dl_trust_epoch())
+    if (!o->hold.lost && dl_hold_valid(o) && o->tenure.trust_epoch == dl_trust_epoch())
         return 0;
-    int rc = dl_hold_confirm(p, l);
-    return rc == ENOLCK ? lost_code(l) : rc;
+    int rc = dl_hold_confirm(p, o);
+    return rc == ENOLCK ? lost_code(o) : rc;
 }
 
 /* --- lingering --- */
 
-int dl_hold_linger(dl_proc_t *p, dl_lock_t *l)
+int dl_hold_linger(dl_proc_t *p, dl_core_t *o)
 {
     /* The mark (mark.c) spares the next holder EOWNERDEAD should this
-     * process end without passing the lock on, and cuts the hold's time in
+     * process end without passing the hold on, and cuts the hold's time in
      * Redis to a claim window: the others would wait that long at most. */
-    unsigned long claim = dl_claim_window(l->lease_ms);
-    if (dl_mark(p, l, 1, l->ttl_cut ? 0 : claim) != 0)
+    unsigned long claim = dl_claim_window(o->hold.lease_ms);
+    if (dl_mark(p, o, 1, o->hold.ttl_cut ? 0 : claim) != 0)
         return -1;
-    if (!l->ttl_cut) {
-        dl_hold_cut(l, claim);
+    if (!o->hold.ttl_cut) {
+        dl_hold_cut(o, claim);
         uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
-        if (!l->renew_due || l->renew_due > due)
-            dl_watchdog_due(p, l, due);
-        l->ttl_cut = 1;
+        if (!o->renew_due || o->renew_due > due)
+            dl_watchdog_due(p, o, due);
+        o->hold.ttl_cut = 1;
     }
-    l->linger_until = dl_now_us() + DL_LINGER_US;
-    if (dl_lingerer_watch(p, l, l->linger_until)) {
-        l->linger_until = 0;      /* nobody would end it: pass the lock on now */
+    o->hold.linger_until = dl_now_us() + DL_LINGER_US;
+    if (dl_lingerer_watch(p, o, o->hold.linger_until)) {
+        o->hold.linger_until = 0; /* nobody would end it: pass the hold on now */
         return -1;
     }
     DL_STAT_ADD(lingers, 1);
     return 0;
 }
 
-int dl_hold_claim_linger(dl_proc_t *p, dl_lock_t *l)
+int dl_hold_claim_linger(dl_proc_t *p, dl_core_t *o)
 {
-    if (!l->linger_until)
+    if (!o->hold.linger_until)
         return 0;
     /* After a cut, the same post restores the lease; the next linger cuts
      * anew. */
-    if (dl_mark(p, l, 0, l->ttl_cut ? l->lease_ms : 0) != 0)
+    if (dl_mark(p, o, 0, o->hold.ttl_cut ? o->hold.lease_ms : 0) != 0)
         return -1;
-    l->linger_until = 0;
-    l->ttl_cut = 0;
+    o->hold.linger_until = 0;
+    o->hold.ttl_cut = 0;
     return 0;
 }
 
-int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline)
+int dl_hold_linger_end(dl_proc_t *p, dl_core_t *o, int now, uint64_t deadline)
 {
     int rc = 0;
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     /* Now (destroy, exit): a release of the lingering hold already under
-     * way (the watchdog's, or a lock call's that could not reuse it) is
+     * way (the lingerer's, or a lock call's that could not reuse it) is
      * waited for, so that the hold is gone when we return, not left to a
      * thread the process may end before it reaches Redis. */
-    while (now && l->linger_until && l->busy && (!deadline || dl_now_ms() < deadline))
-        dl_lock_wait(l, deadline ? deadline : DL_FOREVER);
-    if (l->linger_until && !l->busy && !l->writer && !l->rthreads && l->rmode &&
-        (now || dl_now_us() >= l->linger_until)) {
-        /* Nobody relocked: pass the lock on, as the unlock would have. */
+    while (now && o->hold.linger_until && o->hold.busy && (!deadline || dl_now_ms() < deadline))
+        dl_core_wait(o, deadline ? deadline : DL_FOREVER);
+    if (o->hold.linger_until && !o->hold.busy && !o->kind->held(o) && o->hold.rmode &&
+        (now || dl_now_us() >= o->hold.linger_until)) {
+        /* Nobody relocked: pass the hold on, as the unlock would have. */
         DL_STAT_ADD(linger_ends, 1);
-        rc = dl_hold_release(p, l, deadline);
+        rc = dl_hold_release(p, o, deadline);
     }
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&o->mu);
     return rc;
 }
 
 typedef struct pinned {
-    dl_lock_t *v[64];
+    dl_core_t *v[64];
     size_t n;
 } pinned_t;
 
-static void pin_lingering(dl_lock_t *l, void *arg)
+static void pin_lingering(dl_core_t *o, void *arg)
 {
     pinned_t *pn = arg;
-    if (l->linger_until && pn->n < 64) {
-        dl_registry_pin(l);
-        pn->v[pn->n++] = l;
+    if (o->hold.linger_until && pn->n < 64) {
+        dl_registry_pin(o);
+        pn->v[pn->n++] = o;
     }
 }
 
-void dl_lock_flush_lingers(dl_proc_t *p)
+void dl_hold_flush_lingers(dl_proc_t *p)
 {
-    /* Exiting: pass the locks on now, but do not hang on a dead server
+    /* Exiting: pass the holds on now, but do not hang on a dead server
      * (the hold then lapses within its claim window). */
     uint64_t until = dl_now_ms() + 1000;
     pinned_t pn;
@@ -316,7 +319,7 @@ void dl_lock_flush_lingers(dl_proc_t *p)
         pn.n = 0;
         dl_registry_each(&p->reg, pin_lingering, &pn);
         for (size_t i = 0; i < pn.n; i++) {
-            dl_lock_linger_end(p, pn.v[i], 1, until);
+            dl_hold_linger_end(p, pn.v[i], 1, until);
             dl_registry_put(&p->reg, pn.v[i]);
         }
     } while (pn.n == 64 && dl_now_ms() < until);
@@ -324,91 +327,92 @@ void dl_lock_flush_lingers(dl_proc_t *p)
 
 /* --- what the subscriber and the watchdog tell the hold --- */
 
-void dl_lock_waited_on(dl_lock_t *l)
+void dl_hold_waited_on(dl_core_t *o)
 {
-    if (l->rmode || l->busy)
-        waited(l);
+    if (o->hold.rmode || o->hold.busy)
+        waited(o);
 }
 
-void dl_lock_renewing(dl_lock_t *l)
+void dl_hold_renewing(dl_core_t *o)
 {
-    l->ttl_cut = 0;               /* renewed to the lease */
+    o->hold.ttl_cut = 0;               /* renewed to the lease */
 }
 
-uint64_t dl_lock_undo_due(const dl_lock_t *l)
+uint64_t dl_hold_undo_due(const dl_core_t *o)
 {
-    return (l->undo[0] || l->undo[1]) && !l->undoing ? l->undo_at : 0;
+    return (o->hold.undo[0] || o->hold.undo[1]) && !o->hold.undoing ? o->hold.undo_at : 0;
 }
 
-void dl_lock_undo_begin(dl_lock_t *l, char *mode, uint64_t *rid)
+void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid)
 {
-    int m = l->undo[0] ? 0 : 1;
+    int m = o->hold.undo[0] ? 0 : 1;
     *mode = m ? 'r' : 'w';
-    *rid = l->undo[m];
-    l->undoing = 1;
+    *rid = o->hold.undo[m];
+    o->hold.undoing = 1;
 }
 
-void dl_lock_renewed(dl_proc_t *p, dl_lock_t *l, unsigned long holdseq, unsigned long cuts,
+void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
                      uint64_t sent, unsigned long epoch, long long queued)
 {
-    pthread_mutex_lock(&l->mu);
-    if (l->holdseq == holdseq && l->rmode) {
-        int was = dl_hold_trusted(l, 0);
-        dl_hold_confirmed(l, sent, cuts, epoch, 1);
+    pthread_mutex_lock(&o->mu);
+    if (o->hold.seq == seq && o->hold.rmode) {
+        int was = dl_hold_trusted(o, 0);
+        dl_hold_confirmed(o, sent, cuts, epoch, 1);
         /* Threads that found it untrusted wait for it (a reader beside the
          * process's readers): it may serve them now. */
-        if (!was && dl_hold_trusted(l, 0))
-            pthread_cond_broadcast(&l->cv);
+        if (!was && dl_hold_trusted(o, 0))
+            pthread_cond_broadcast(&o->cv);
         /* Others wait: local handoffs are bounded from now on, pushes or
          * not. */
         if (queued > 0)
-            waited(l);
+            waited(o);
         /* Threads of ours still wait for the hold: keep it confirmed (and
          * keep learning whether other processes wait) while they do. */
-        if (l->wwait || l->rwait)
-            dl_tenure_renew(p, l);
+        if (o->kind->waiting(o))
+            dl_tenure_renew(p, o);
     }
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&o->mu);
 }
 
-void dl_lock_gone(dl_lock_t *l, unsigned long holdseq)
+void dl_hold_gone(dl_core_t *o, unsigned long seq)
 {
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     /* A release of this very hold may have reached Redis first: that is an
      * unlock, not a loss. */
-    if (l->holdseq == holdseq && l->rmode && !l->lost && !l->busy) {
+    if (o->hold.seq == seq && o->hold.rmode && !o->hold.lost && !o->hold.busy) {
         char q[96];
-        l->lost = 1;
+        o->hold.lost = 1;
         DL_STAT_ADD(lost, 1);
         dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
                "or the key was deleted); its unlock will return ENOLCK",
-               dl_lock_qname(l, q, sizeof q));
+               dl_core_qname(o, q, sizeof q));
     }
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&o->mu);
 }
 
-int dl_lock_undo_end(dl_lock_t *l, char mode, uint64_t rid, int reached, int had)
+int dl_hold_undo_end(dl_core_t *o, char mode, uint64_t rid, int reached, int had)
 {
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     int m = mode == 'r';
     /* Found nothing: the request may not have run yet.  A resumed server
      * serves its connections in no set order, so this withdrawal (on a new
      * connection) can run before the request left on the old one: look
      * once more a little later.  A request that failed meanwhile (a later
      * id) is withdrawn next, with its own checks. */
-    int again = !reached || (!had && --l->undo_checks[m] > 0);
-    if (!again && l->undo[m] == rid) {
-        l->undo[m] = 0;
+    int again = !reached || (!had && --o->hold.undo_checks[m] > 0);
+    if (!again && o->hold.undo[m] == rid) {
+        o->hold.undo[m] = 0;
         if (had) {
             char q[96];
-            dl_log(DL_LOG_INFO, "lock %s: a lock call that failed (EIO) had reached Redis "
-                   "after all; what it took is released", dl_lock_qname(l, q, sizeof q));
+            dl_log(DL_LOG_INFO, "%s %s: a lock call that failed (EIO) had reached Redis "
+                   "after all; what it took is released", dl_core_what(o),
+                   dl_core_qname(o, q, sizeof q));
         }
     }
-    l->undoing = 0;
-    again |= l->undo[0] || l->undo[1];
+    o->hold.undoing = 0;
+    again |= o->hold.undo[0] || o->hold.undo[1];
     if (again)
-        l->undo_at = dl_now_ms() + DL_UNDO_AGAIN_MS;
-    pthread_mutex_unlock(&l->mu);
+        o->hold.undo_at = dl_now_ms() + DL_UNDO_AGAIN_MS;
+    pthread_mutex_unlock(&o->mu);
     return again;
 }

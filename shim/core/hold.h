@@ -1,114 +1,117 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * hold.h - the process's Redis hold on a lock once taken (hold.c):
+ * hold.h - the process's Redis hold on an object once taken (hold.c):
  * recording it, vouching for it at an unlock, releasing it, lingering
  * after the last unlock for a relock, and what the watchdog and the
  * subscriber learn of it.
  *
- * hold.c writes a lock's hold fields (busy, rmode ... undoing: see dl_lock_t).
- * The watchdog and the subscriber change them only through the dl_lock_*
- * functions below; lock.c and take.c through the dl_hold_* ones.  All with
- * l->mu held unless said otherwise.
+ * hold.c writes an object's hold fields (o->hold: core.h).  The watchdog,
+ * the lingerer and the subscriber change them only through the functions
+ * of their sections below; a primitive (prim/lock.c) and take.c through
+ * the others.  All with o->mu held unless said otherwise.
  */
 #ifndef DL_HOLD_H
 #define DL_HOLD_H
 
-#include "lock.h"
 #include "take.h"
 
-/* How long a lingering hold waits for its relock (see lock.c, DL_RELOCK_US,
- * for when a hold lingers at all). */
+/* How long a lingering hold waits for its relock (see prim/lock.c,
+ * DL_RELOCK_US, for when a hold lingers at all). */
 #define DL_LINGER_US 100
 
-/* --- lock.c and take.c's --- */
+/* --- a primitive's and take.c's --- */
 
-/* This thread talks to Redis for l: the other threads of the process wait
- * (l->busy) until dl_hold_unreserve. */
-void dl_hold_reserve(dl_lock_t *l);
-/* ... done (the caller broadcasts l->cv). */
-void dl_hold_unreserve(dl_lock_t *l);
+/* This thread talks to Redis for o: the other threads of the process wait
+ * (o->hold.busy) until dl_hold_unreserve. */
+void dl_hold_reserve(dl_core_t *o);
+/* ... done (the caller broadcasts o->cv). */
+void dl_hold_unreserve(dl_core_t *o);
 /* Records the hold rq took, as g says. */
-void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g);
+void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g);
 /* A renewable hold was just recorded: the watchdog renews it; a claimed
  * one (a pushed grant) at once. */
-void dl_hold_watch(dl_proc_t *p, dl_lock_t *l, int claimed);
+void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int claimed);
 /* An acquisition in mode, registration id rid, failed but may have run in
  * Redis: the watchdog withdraws it soon, whatever the process holds or asks
  * for meanwhile (withdraw.lua touches no later request). */
-void dl_hold_undo_later(dl_proc_t *p, dl_lock_t *l, char mode, uint64_t rid);
+void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid);
 /* The hold passed from one local holder to the next (a local handoff):
  * counted while another process waits. */
-void dl_hold_handoff(dl_lock_t *l);
-/* A round trip of this lock's calls took us: smoothed into l->rtt_us (the
- * measure of a short hold).  Atomic: l->mu need not be held. */
-void dl_hold_rtt(dl_lock_t *l, uint64_t us);
-/* Ends the process's Redis hold, waiting for Redis until deadline (monotonic
- * ms; 0: the I/O time-out); l->mu is released around the round trip while
- * l->busy keeps the other threads away.  0, ENOLCK (the hold had lapsed),
- * EIO. */
-int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline);
+void dl_hold_handoff(dl_core_t *o);
+/* A round trip of this object's calls took us: smoothed into
+ * o->hold.rtt_us (the measure of a short hold).  Atomic: o->mu need not be
+ * held. */
+void dl_hold_rtt(dl_core_t *o, uint64_t us);
+/* Ends the process's Redis hold, waiting for Redis until deadline
+ * (monotonic ms; 0: the I/O time-out); o->mu is released around the round
+ * trip while o->hold.busy keeps the other threads away.  0, ENOLCK (the
+ * hold had lapsed), EIO. */
+int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
 /* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
  * process would take, join or relock it, or hand it to another: asks Redis
  * whether it is still there (renew.lua: a renewable hold is renewed to its
- * lease, a fixed lease only checked), as l's one talker (l->mu released
+ * lease, a fixed lease only checked), as o's one talker (o->mu released
  * around the round trip).  0: there, and trusted again; ENOLCK: gone
- * (l->lost set; unworded); EIO: no answer (worded). */
-int dl_hold_confirm(dl_proc_t *p, dl_lock_t *l);
+ * (o->hold.lost set; unworded); EIO: no answer (worded). */
+int dl_hold_confirm(dl_proc_t *p, dl_core_t *o);
 /* A thread ends its part of a hold that other threads of the process keep:
  * 0 if the hold was Redis's all along (asking Redis after a sign of lost
  * state or past its validity), ENOLCK (it is gone), EIO. */
-int dl_hold_vouch(dl_proc_t *p, dl_lock_t *l);
-/* The last unlock keeps the write hold for a relock (lock.c says when):
- * marks it lingering in Redis (mark.c) and has the watchdog end it after
- * DL_LINGER_US.  0 lingering; -1 the mark could not be posted (release it). */
-int dl_hold_linger(dl_proc_t *p, dl_lock_t *l);
+int dl_hold_vouch(dl_proc_t *p, dl_core_t *o);
+/* The last unlock keeps the write hold for a relock (the primitive says
+ * when): marks it lingering in Redis (mark.c) and has the lingerer end it
+ * after DL_LINGER_US.  0 lingering; -1 the mark could not be posted
+ * (release it). */
+int dl_hold_linger(dl_proc_t *p, dl_core_t *o);
 /* Before a lingering hold serves a holder again: Redis must know it is held
  * once more, for EOWNERDEAD.  0 (also when it does not linger); -1 if that
  * cannot be posted now: the caller then ends the hold and asks Redis like
  * everyone else. */
-int dl_hold_claim_linger(dl_proc_t *p, dl_lock_t *l);
+int dl_hold_claim_linger(dl_proc_t *p, dl_core_t *o);
 
-/* Ends l's lingering hold if it is due, or at once if now, waiting for
- * Redis until deadline (ms, 0: the I/O time-out).  Takes l->mu.  0, ENOLCK,
- * EIO (logged: no caller waits for it).  The watchdog's, and destroy's. */
-int dl_lock_linger_end(dl_proc_t *p, dl_lock_t *l, int now, uint64_t deadline);
+/* --- the lingerer's (lingerer.c), and destroy's and exit's --- */
+
+/* Ends o's lingering hold if it is due, or at once if now, waiting for
+ * Redis until deadline (ms, 0: the I/O time-out).  Takes o->mu.  0,
+ * ENOLCK, EIO (logged: no caller waits for it). */
+int dl_hold_linger_end(dl_proc_t *p, dl_core_t *o, int now, uint64_t deadline);
 /* Ends every lingering hold of the process at once (at exit). */
-void dl_lock_flush_lingers(dl_proc_t *p);
+void dl_hold_flush_lingers(dl_proc_t *p);
 
 /* --- the subscriber's (notify.c) --- */
 
-/* Another process queued for l: if this process holds it or is taking it,
+/* Another process queued for o: if this process holds it or is taking it,
  * local handoffs are bounded from now on.  Never blocks. */
-void dl_lock_waited_on(dl_lock_t *l);
+void dl_hold_waited_on(dl_core_t *o);
 
 /* --- the watchdog's (watchdog.c) --- */
 
-/* Inside its walk (registry mutex and l->mu held).  A renewal of l's hold
+/* Inside its walk (registry mutex and o->mu held).  A renewal of o's hold
  * to its lease is about to be sent: the TTL is no longer cut. */
-void dl_lock_renewing(dl_lock_t *l);
-/* When an acquisition to withdraw (l->undo) is due (monotonic ms; 0: none,
- * or a withdrawal is under way): from then, dl_lock_undo_begin gives the
- * mode and registration id of the one to withdraw.  Withdrawals run beside
- * the process's other calls on the lock: they touch only what earlier
- * requests made.  A look that found nothing is tried again
+void dl_hold_renewing(dl_core_t *o);
+/* When an acquisition to withdraw (o->hold.undo) is due (monotonic ms; 0:
+ * none, or a withdrawal is under way): from then, dl_hold_undo_begin gives
+ * the mode and registration id of the one to withdraw.  Withdrawals run
+ * beside the process's other calls on the object: they touch only what
+ * earlier requests made.  A look that found nothing is tried again
  * DL_UNDO_AGAIN_MS later (the request may not have run yet). */
 #define DL_UNDO_AGAIN_MS 200
-uint64_t dl_lock_undo_due(const dl_lock_t *l);
-void dl_lock_undo_begin(dl_lock_t *l, char *mode, uint64_t *rid);
+uint64_t dl_hold_undo_due(const dl_core_t *o);
+void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid);
 
-/* After its round trips (they take l->mu).  The renewal of the hold
- * numbered holdseq, sent at `sent` (ms) in trust epoch `epoch` when
- * l->cuts was `cuts`, was confirmed, and Redis says `queued` others wait.
- * While threads of the process wait for the hold, the next renewal is
- * asked for within DL_TENURE_RENEW_MS (tenure.c). */
-void dl_lock_renewed(dl_proc_t *p, dl_lock_t *l, unsigned long holdseq, unsigned long cuts,
+/* After its round trips (they take o->mu).  The renewal of the hold
+ * numbered seq, sent at `sent` (ms) in trust epoch `epoch` when
+ * o->tenure.cuts was `cuts`, was confirmed, and Redis says `queued` others
+ * wait.  While threads of the process wait for the hold, the next renewal
+ * is asked for within DL_TENURE_RENEW_MS (tenure.c). */
+void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
                      uint64_t sent, unsigned long epoch, long long queued);
-/* The renewal found the hold numbered holdseq gone: its unlock will say
+/* The renewal found the hold numbered seq gone: its unlock will say
  * ENOLCK (unless a release of it got there first). */
-void dl_lock_gone(dl_lock_t *l, unsigned long holdseq);
+void dl_hold_gone(dl_core_t *o, unsigned long seq);
 /* The withdrawal of (mode, rid) ended: reached, Redis ran it; had, it found
  * something.  1: look again later (Redis unreachable, the request may not
  * have run yet, or another failed meanwhile). */
-int dl_lock_undo_end(dl_lock_t *l, char mode, uint64_t rid, int reached, int had);
+int dl_hold_undo_end(dl_core_t *o, char mode, uint64_t rid, int reached, int had);
 
 #endif

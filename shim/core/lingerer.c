@@ -14,11 +14,11 @@
  * linger of 100 us by half. */
 #define DL_LINGERER_SLACK_NS 1000
 
-/* p->lmu held: the entry of l, or the end of the list. */
-static size_t find(const dl_proc_t *p, const dl_lock_t *l)
+/* p->lmu held: the entry of o, or the end of the list. */
+static size_t find(const dl_proc_t *p, const dl_core_t *o)
 {
     size_t i = 0;
-    while (i < p->ln && p->lv[i].l != l)
+    while (i < p->ln && p->lv[i].o != o)
         i++;
     return i;
 }
@@ -59,17 +59,17 @@ static void *lingerer_main(void *arg)
         p->lnext = 0;             /* busy: watch() need not wake us */
         pthread_mutex_unlock(&p->lmu);
         for (size_t i = 0; i < nd; i++) {
-            dl_lock_t *l = due[i].l;
+            dl_core_t *o = due[i].o;
             /* Ends it if it is still due; a relock claimed it meanwhile,
              * or it lingers anew (watched again by dl_hold_linger). */
-            dl_lock_linger_end(p, l, 0, 0);
-            dl_registry_put(&p->reg, l);
+            dl_hold_linger_end(p, o, 0, 0);
+            dl_registry_put(&p->reg, o);
         }
     }
     return NULL;
 }
 
-int dl_lingerer_watch(dl_proc_t *p, dl_lock_t *l, uint64_t until)
+int dl_lingerer_watch(dl_proc_t *p, dl_core_t *o, uint64_t until)
 {
     int rc = 0;
     pthread_mutex_lock(&p->lmu);
@@ -80,7 +80,7 @@ int dl_lingerer_watch(dl_proc_t *p, dl_lock_t *l, uint64_t until)
         }
         p->lstarted = 1;
     }
-    size_t i = find(p, l);
+    size_t i = find(p, o);
     if (i == p->ln) {
         if (p->ln == p->lcap) {
             size_t cap = p->lcap ? p->lcap * 2 : 16;
@@ -92,8 +92,8 @@ int dl_lingerer_watch(dl_proc_t *p, dl_lock_t *l, uint64_t until)
             p->lv = v;
             p->lcap = cap;
         }
-        dl_registry_pin(l);
-        p->lv[p->ln++].l = l;
+        dl_registry_pin(o);
+        p->lv[p->ln++].o = o;
     }
     p->lv[i].until = until;
     if (p->lnext && until < p->lnext)

@@ -12,7 +12,7 @@
  * knows the lingering holds without walking the registry and waits for no
  * batch but the one on the connection when its release is sent.
  *
- * Its state is the dl_proc_t's l* fields; it pins the locks it watches
+ * Its state is the dl_proc_t's l* fields; it pins the objects it watches
  * (dl_registry_pin) until their linger ended.
  */
 #ifndef DL_LINGERER_H
@@ -20,10 +20,10 @@
 
 #include "process.h"
 
-/* l's hold lingers until `until` (us; l->linger_until): ends it then if no
- * relock claimed it.  l->mu held.  Never blocks on the network; starts the
- * thread if needed.  0, or -1 if the thread could not start or out of
- * memory (the caller does not linger). */
-int dl_lingerer_watch(dl_proc_t *p, dl_lock_t *l, uint64_t until);
+/* o's hold lingers until `until` (us; o->hold.linger_until): ends it then
+ * if no relock claimed it.  o->mu held.  Never blocks on the network;
+ * starts the thread if needed.  0, or -1 if the thread could not start or
+ * out of memory (the caller does not linger). */
+int dl_lingerer_watch(dl_proc_t *p, dl_core_t *o, uint64_t until);
 
 #endif

@@ -27,16 +27,16 @@
 #include "process.h"
 #include "mark.h"
 
-/* The marks' numbers: only grow, across every lock (and in a forked child,
+/* The marks' numbers: only grow, across every hold (and in a forked child,
  * from its parent's: its holds are its own, whose marks start anew). */
 static uint64_t dl_markseq;
 
-int dl_mark(dl_proc_t *p, const dl_lock_t *l, int lingering, unsigned long ms)
+int dl_mark(dl_proc_t *p, const dl_core_t *o, int lingering, unsigned long ms)
 {
-    dl_caller_t who = dl_caller(p, l);
+    dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    dl_call_mark(&c, &who, &(dl_mark_args_t){
-        .fence = l->fence, .lingering = lingering, .ms = ms,
+    o->kind->calls->mark(&c, &who, &(dl_mark_args_t){
+        .fence = o->hold.fence, .lingering = lingering, .ms = ms,
         .seq = __atomic_add_fetch(&dl_markseq, 1, __ATOMIC_RELAXED) });
     return dl_script_post(p->conn, &c);
 }

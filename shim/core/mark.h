@@ -1,20 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * mark.h - the marks that tell Redis a hold lingers or is held again
- * (mark.c, lua/mark.lua).  mark.c owns no state: each mark is one posted
- * call, built from the lock's fence and the process's token.
+ * (mark.c; the kind's mark script, lua/mark.lua for a lock).  mark.c owns
+ * no state: each mark is one posted call, built from the hold's fence and
+ * the process's token.
  */
 #ifndef DL_MARK_H
 #define DL_MARK_H
 
 struct dl_proc;
-struct dl_lock;
+struct dl_core;
 
-/* Posts the mark that l's Redis hold now lingers (lingering; with ms, its
+/* Posts the mark that o's Redis hold now lingers (lingering; with ms, its
  * time in Redis is also cut to that) or is held again (with ms, its TTL is
  * restored to that lease), so that its lapse means EOWNERDEAD only when
  * held.  0 when written; else the caller must not linger, or relock
  * without Redis. */
-int dl_mark(struct dl_proc *p, const struct dl_lock *l, int lingering, unsigned long ms);
+int dl_mark(struct dl_proc *p, const struct dl_core *o, int lingering, unsigned long ms);
 
 #endif

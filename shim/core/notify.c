@@ -4,11 +4,14 @@
  * Every waiter of the process listens on one channel, <prefix>n:<token>,
  * subscribed once before any registration, so there is no race between
  * subscribing and the last attempt.  Redis pushes there:
- *   "g REGID FENCE DEAD MORE KEY"  the lock KEY was granted to registration REGID
+ *   "g REGID FENCE DEAD MORE KEY"  the object whose main key is KEY was
+ *                                  granted to registration REGID
  *   "w KEY"                        another process queued for KEY, which we hold
  *   "r KEY"                        `distlock break` removed our hold on KEY
  * After a reconnection every waiter asks Redis again, since pushes sent
- * while we were away are lost.
+ * while we were away are lost.  A key names its object's kind and name
+ * (keys.h), so one dispatch serves every kind: the registry finds the
+ * object, and its waiter or hold (take.c, hold.c) is told.
  */
 #include <errno.h>
 #include <poll.h>
@@ -46,11 +49,11 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         if (next_word(&s, end, &regid) || next_word(&s, end, &fence) ||
             next_word(&s, end, &dead) || next_word(&s, end, &more))
             return;
-        dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
-        if (!l)
+        dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!o)
             return;
-        dl_lock_granted(l, regid, fence, dead != 0, more != 0);
-        pthread_mutex_unlock(&l->mu);
+        dl_waiter_granted(o, regid, fence, dead != 0, more != 0);
+        pthread_mutex_unlock(&o->mu);
     } else if (msg[0] == 'r') {
         /* `distlock break` removed a hold of ours: the process's threads
          * must not pass it on (lua/break.lua). */
@@ -60,17 +63,17 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
                  dl_quote(s, (size_t)(end - s), q, sizeof q));
         dl_trust_end(why);
     } else if (msg[0] == 'w') {
-        dl_lock_t *l = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
-        if (!l)
+        dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!o)
             return;
-        dl_lock_waited_on(l);
-        pthread_mutex_unlock(&l->mu);
+        dl_hold_waited_on(o);
+        pthread_mutex_unlock(&o->mu);
     }
 }
 
-static void recheck(dl_lock_t *l, void *arg)
+static void recheck(dl_core_t *o, void *arg)
 {
-    dl_lock_recheck(l);
+    dl_waiter_recheck(o);
 }
 
 static void *notify_main(void *arg)

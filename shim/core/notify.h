@@ -2,9 +2,9 @@
 /*
  * notify.h - the process's one subscriber connection (notify.c) and its
  * thread, which hears grants and waiting processes pushed by Redis and
- * tells the locks (dl_lock_granted, dl_lock_recheck: take.h;
- * dl_lock_waited_on: hold.h).  It writes no lock state itself; its own
- * state is the dl_proc_t's n* fields.
+ * tells the objects (dl_waiter_granted, dl_waiter_recheck: take.h;
+ * dl_hold_waited_on: hold.h).  It writes no object's state itself; its
+ * own state is the dl_proc_t's n* fields.
  */
 #ifndef DL_NOTIFY_H
 #define DL_NOTIFY_H

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* objtab.c - the lock objects this process has resolved (objtab.h). */
+/* objtab.c - the API objects this process has resolved (objtab.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,7 +8,7 @@
 struct dl_objent {
     dl_objent_t *next;
     dl_objkey_t key;
-    struct dl_lock *l;
+    struct dl_core *o;
 };
 
 /* Each thread's last few lookups: the hot path of every lock call is one
@@ -19,7 +19,7 @@ typedef struct cached {
     const dl_objtab_t *t;     /* the table it came from (the process's) */
     unsigned long epoch;      /* valid while the table's epoch is this */
     dl_objkey_t key;
-    struct dl_lock *l;
+    struct dl_core *o;
 } cached_t;
 
 static __thread cached_t cache[DL_OBJCACHE];
@@ -73,32 +73,32 @@ static int grow(dl_objtab_t *t)
 }
 
 static void remember(const dl_objtab_t *t, unsigned long epoch, const dl_objkey_t *key,
-                     struct dl_lock *l)
+                     struct dl_core *o)
 {
     cached_t *c = &cache[hash_addr(key->addr) % DL_OBJCACHE];
     c->t = t;
     c->epoch = epoch;
     c->key = *key;
-    c->l = l;
+    c->o = o;
 }
 
-struct dl_lock *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key)
+struct dl_core *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key)
 {
     unsigned long epoch = __atomic_load_n(&t->epoch, __ATOMIC_ACQUIRE);
     const cached_t *c = &cache[hash_addr(key->addr) % DL_OBJCACHE];
-    if (c->t == t && c->epoch == epoch && c->l && same(&c->key, key))
-        return c->l;
+    if (c->t == t && c->epoch == epoch && c->o && same(&c->key, key))
+        return c->o;
     pthread_mutex_lock(&t->mu);
     dl_objent_t **pp = slot(t, key);
-    struct dl_lock *l = pp && *pp ? (*pp)->l : NULL;
+    struct dl_core *o = pp && *pp ? (*pp)->o : NULL;
     epoch = t->epoch;
     pthread_mutex_unlock(&t->mu);
-    if (l)
-        remember(t, epoch, key, l);
-    return l;
+    if (o)
+        remember(t, epoch, key, o);
+    return o;
 }
 
-struct dl_lock *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_lock *l)
+struct dl_core *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_core *o)
 {
     pthread_mutex_lock(&t->mu);
     dl_objent_t *e = malloc(sizeof *e);
@@ -108,29 +108,29 @@ struct dl_lock *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_
         return NULL;
     }
     e->key = *key;
-    e->l = l;
+    e->o = o;
     dl_objent_t **pp = &t->buckets[hash_addr(key->addr) & (t->nbuckets - 1)];
     e->next = *pp;
     *pp = e;
     t->count++;
     unsigned long epoch = t->epoch;
     pthread_mutex_unlock(&t->mu);
-    remember(t, epoch, key, l);
-    return l;
+    remember(t, epoch, key, o);
+    return o;
 }
 
 int dl_objtab_remove(dl_objtab_t *t, const dl_objkey_t *key,
-                     int (*drop)(struct dl_lock *l, void *arg), void *arg)
+                     int (*drop)(struct dl_core *o, void *arg), void *arg)
 {
     pthread_mutex_lock(&t->mu);
     dl_objent_t **pp = slot(t, key);
     int rc = 0;
-    if (pp && *pp && (rc = drop((*pp)->l, arg)) == 0) {
+    if (pp && *pp && (rc = drop((*pp)->o, arg)) == 0) {
         dl_objent_t *e = *pp;
         *pp = e->next;
         t->count--;
         /* Every thread's cached entries go: this one may be among them,
-         * and its lock state may be freed now. */
+         * and its state may be freed now. */
         __atomic_add_fetch(&t->epoch, 1, __ATOMIC_ACQ_REL);
         free(e);
     }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * objtab.h - the lock objects this process has resolved (objtab.c): the
- * object's address and identity -> the process's dl_lock_t, with a
+ * objtab.h - the API objects this process has resolved (objtab.c): the
+ * object's address and identity -> the process's state of it (a
+ * primitive's, which begins with its dl_core_t: core.h), with a
  * reference on it.
  *
- * The lock state a process resolved an object to is the process's own, so
+ * The state a process resolved an object to is the process's own, so
  * it is kept here, in the process, never in the object: an object may sit
  * in memory that forked processes share, where a pointer one of them
  * wrote means nothing (or something else) in another.  The table belongs
@@ -21,7 +22,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-struct dl_lock;               /* dl_lock_t, registry.h */
+struct dl_core;               /* dl_core_t, core.h */
 
 /* An object as this process knows it: where it is, and which
  * initialization of that memory (its name and who initialized it when:
@@ -42,14 +43,14 @@ typedef struct dl_objtab {
 } dl_objtab_t;
 
 void dl_objtab_init(dl_objtab_t *t);
-/* The lock state key was resolved to in this process, or NULL. */
-struct dl_lock *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key);
-/* Enters key -> l (the caller found key absent, and keeps others from
- * entering it meanwhile); returns l, or NULL on ENOMEM. */
-struct dl_lock *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_lock *l);
-/* Removes key if drop(its lock state, arg) says 0 (called under the table
+/* The state key was resolved to in this process, or NULL. */
+struct dl_core *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key);
+/* Enters key -> o (the caller found key absent, and keeps others from
+ * entering it meanwhile); returns o, or NULL on ENOMEM. */
+struct dl_core *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_core *o);
+/* Removes key if drop(its state, arg) says 0 (called under the table
  * mutex); returns drop's code, or 0 if key is not in the table. */
 int dl_objtab_remove(dl_objtab_t *t, const dl_objkey_t *key,
-                     int (*drop)(struct dl_lock *l, void *arg), void *arg);
+                     int (*drop)(struct dl_core *o, void *arg), void *arg);
 
 #endif

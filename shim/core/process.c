@@ -71,7 +71,7 @@ __attribute__((destructor)) static void dl_flush_at_exit(void)
 {
     dl_proc_t *p = __atomic_load_n(&dl_proc, __ATOMIC_ACQUIRE);
     if (p && p->pid == getpid())
-        dl_lock_flush_lingers(p);
+        dl_hold_flush_lingers(p);
 }
 
 static dl_proc_t *create(int *err)
@@ -149,6 +149,11 @@ int dl_proc_start(void)
 {
     int err = 0;
     return dl_proc_get(&err) ? 0 : err ? err : EINVAL;
+}
+
+dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o)
+{
+    return (dl_caller_t){ o->keys, o->keylen, p->chanprefix, p->chanprefix_len, p->token };
 }
 
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size)

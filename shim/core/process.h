@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * process.h - the library's state in this process: configuration, the
- * process's random owner token, its connections, its lock registry, the
- * subscriber and watchdog threads.  Created on first use; a forked child
- * drops its parent's (without sending on its sockets) and starts afresh.
+ * process's random owner token, its connections, its registry of objects,
+ * the subscriber, watchdog and lingerer threads.  Created on first use; a
+ * forked child drops its parent's (without sending on its sockets) and
+ * starts afresh.
  *
  * process.c creates the state and resets it in a forked child; the
  * subscriber's fields below belong to notify.c, the watchdog's to
- * watchdog.c.  (The lock objects' calls are in object.h.)
+ * watchdog.c, the lingerer's to lingerer.c.  (The lock objects' calls are
+ * in object.h.)
  */
 #ifndef DL_PROCESS_H
 #define DL_PROCESS_H
@@ -22,7 +24,7 @@
 
 /* A lingering hold the lingerer watches, and when its linger ends (us). */
 typedef struct dl_linger {
-    dl_lock_t *l;
+    dl_core_t *o;
     uint64_t until;
 } dl_linger_t;
 
@@ -77,6 +79,10 @@ dl_proc_t *dl_proc_get(int *err);
  * the fork handlers registered ahead of the program's).  0, or EINVAL /
  * ENOMEM with dist_lasterror set. */
 int dl_proc_start(void);
+
+/* The process p calling a script on its object o: o's keys, p's channel
+ * prefix and token (calls.h). */
+dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o);
 
 /* Holder info "host\tpid\ttid" for this thread; returns its length. */
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);

@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* take.c - taking the process's Redis hold on a lock (take.h).
+/* take.c - taking the process's Redis hold on an object (take.h).
  *
- * One thread of the process at a time takes it (l->busy, which lock.c
- * reserves: dl_hold_reserve), without l->mu held but around the waiter
- * fields it owns.  A taking is a loop of asks (acquire.lua): each ask
- * registers anew; when the lock is busy and the caller may wait, the thread
- * sleeps until the grant is pushed (notify.c: dl_lock_granted), until
- * pushes may have been lost (dl_lock_recheck), or until it is time to ask
- * again.  redlock keeps no queue: its waiters retry after a short random
- * pause.
+ * One thread of the process at a time takes it (o->hold.busy, which the
+ * primitive reserves: dl_hold_reserve), without o->mu held but around the
+ * waiter fields it owns.  A taking is a loop of asks (the kind's acquire
+ * script: acquire.lua for a lock): each ask registers anew; when the
+ * object is busy and the caller may wait, the thread sleeps until the
+ * grant is pushed (notify.c: dl_waiter_granted), until pushes may have been
+ * lost (dl_waiter_recheck), or until it is time to ask again.  redlock
+ * keeps no queue: its waiters retry after a short random pause.
+ *
+ * Every call is built by the object's kind (o->kind->calls: core.h), so
+ * another primitive's hold is taken here with its own scripts.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -38,6 +41,7 @@ typedef struct take {
     int fixed;                /* a fixed lease: never renewed, only checked */
     char mode;
     dl_caller_t who;
+    const dl_hold_calls_t *calls; /* the kind's scripts */
     char info[200];           /* holder info */
     size_t infolen;
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
@@ -48,7 +52,7 @@ typedef struct take {
 } take_t;
 
 /* What every ask of this taking sends. */
-static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
+static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
 {
     memset(t, 0, sizeof *t);
     t->lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
@@ -62,7 +66,8 @@ static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
     t->redlock = caps.quorum;
     t->enqueue = t->queue && caps.queue;
     t->mode = rq->mode;
-    t->who = dl_caller(p, l);
+    t->who = dl_caller(p, o);
+    t->calls = o->kind->calls;
     /* redlock: writer preference without a queue (acquire.lua's ARGV[10]):
      * a write that will wait marks the servers it finds busy, and every
      * read honours another process's mark. */
@@ -73,7 +78,7 @@ static void take_init(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t)
 
 /* A taking that may wait listens for its grant before it registers.  0, or
  * EIO. */
-static int take_listen(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const take_t *t)
+static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const take_t *t)
 {
     char q[96];
     /* redlock: a reader that may wait subscribes too, to hear of a writer
@@ -86,40 +91,42 @@ static int take_listen(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const tak
     if (nrc && !t->enqueue)
         nrc = 0;
     if (nrc == EAGAIN)
-        dl_log(DL_LOG_INFO, "lock %s: the subscriber is still connecting; waiting without "
-               "pushes (asking again every %lu ms)", dl_lock_qname(l, q, sizeof q), t->wttl / 3);
+        dl_log(DL_LOG_INFO, "%s %s: the subscriber is still connecting; waiting without "
+               "pushes (asking again every %lu ms)", dl_core_what(o), dl_core_qname(o, q, sizeof q),
+               t->wttl / 3);
     else if (nrc) {
         char why[200];
         snprintf(why, sizeof why, "%s", dist_lasterror());
-        return dl_fail(EIO, "lock %s: cannot wait for it: %s", dl_lock_qname(l, q, sizeof q), why);
+        return dl_fail(EIO, "%s %s: cannot wait for it: %s", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q), why);
     }
     return 0;
 }
 
 /* A new registration id for the next ask; first: of this taking, which
- * also drops a recheck left from an earlier one.  l->mu not held. */
-static void take_register(dl_proc_t *p, dl_lock_t *l, take_t *t, int first)
+ * also drops a recheck left from an earlier one.  o->mu not held. */
+static void take_register(dl_proc_t *p, dl_core_t *o, take_t *t, int first)
 {
     t->regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
-    pthread_mutex_lock(&l->mu);
-    l->regid = t->enqueue ? t->regid : 0;
-    l->granted = 0;
+    pthread_mutex_lock(&o->mu);
+    o->wait.regid = t->enqueue ? t->regid : 0;
+    o->wait.granted = 0;
     if (first)
-        l->recheck = 0;
-    pthread_mutex_unlock(&l->mu);
+        o->wait.recheck = 0;
+    pthread_mutex_unlock(&o->mu);
 }
 
 /* One ask (acquire.lua).  0: taken, *g says what; EBUSY: busy, for *pttl ms
  * at most; else the error (ETIMEDOUT unworded: the caller words it), with
  * g->maybe set if the ask may have run. */
-static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, dl_grant_t *g,
+static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, dl_grant_t *g,
                     long long *pttl)
 {
     char q[96];
     dl_call_t c;
     t->asked_epoch = dl_trust_epoch();
     t->asked_at = dl_now_ms();
-    dl_call_acquire(&c, &t->who, &(dl_acquire_args_t){
+    t->calls->acquire(&c, &t->who, &(dl_acquire_args_t){
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
         .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
@@ -133,7 +140,7 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
      * the server may run it when it resumes: the withdrawal of exactly
      * this request then runs right after it (lua/withdraw.lua). */
     dl_call_t undo;
-    dl_call_withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
+    t->calls->withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
     uint64_t sent_us = dl_now_us();
     if (dl_script_run_undoable(p->conn, &c, &undo)) {
         /* A time-out says nothing of whether Redis ran it (a stalled
@@ -144,9 +151,10 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
         g->maybe = c.cmd.sent;
         if (c.deadline && dl_now_ms() >= c.deadline)
             return ETIMEDOUT;     /* the watchdog withdraws what was sent */
-        return dl_fail(EIO, "lock %s: %s", dl_lock_qname(l, q, sizeof q), c.cmd.errmsg);
+        return dl_fail(EIO, "%s %s: %s", dl_core_what(o), dl_core_qname(o, q, sizeof q),
+                       c.cmd.errmsg);
     }
-    dl_hold_rtt(l, dl_now_us() - sent_us);
+    dl_hold_rtt(o, dl_now_us() - sent_us);
     const dl_acquire_reply_t *ar = &c.reply.acquire;
     if (ar->got == 1 && t->asked_again)
         DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
@@ -167,14 +175,15 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
     }
     *pttl = ar->pttl_ms;
     if (ar->got != 0)
-        return dl_fail(EIO, "lock %s: unexpected reply from Redis", dl_lock_qname(l, q, sizeof q));
+        return dl_fail(EIO, "%s %s: unexpected reply from Redis", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q));
     return EBUSY;
 }
 
 /* Queued.  Sleeps until the grant is pushed, or until the holders' leases
  * run out (a holder that died sends nothing), or lease/3 at most, which
  * also refreshes our registration.  1: granted, *g says what. */
-static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl, dl_grant_t *g)
+static int take_wait(dl_core_t *o, const dl_req_t *rq, take_t *t, long long pttl, dl_grant_t *g)
 {
     char q[96];
     uint64_t now = dl_now_ms();
@@ -184,31 +193,31 @@ static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl
     if (pttl > 0 && (uint64_t)pttl + 1 < nap)
         nap = (uint64_t)pttl + 1;
     uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
-    pthread_mutex_lock(&l->mu);
-    while (!l->granted && !l->recheck && dl_now_ms() < wake && !dl_req_over(rq))
-        dl_lock_wait(l, wake);
-    if (l->granted) {
-        g->fence = l->grant_fence;
-        g->dead = l->grant_dead;
-        g->more = l->grant_more;
+    pthread_mutex_lock(&o->mu);
+    while (!o->wait.granted && !o->wait.recheck && dl_now_ms() < wake && !dl_req_over(rq))
+        dl_core_wait(o, wake);
+    if (o->wait.granted) {
+        g->fence = o->wait.grant_fence;
+        g->dead = o->wait.grant_dead;
+        g->more = o->wait.grant_more;
         g->claimed = 1;
         /* Granted after our last ask was sent, for the claim window. */
         g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
         g->sent_ms = t->asked_at;
         g->epoch = t->asked_epoch;
-        l->granted = 0;
-        l->regid = 0;
-        pthread_mutex_unlock(&l->mu);
+        o->wait.granted = 0;
+        o->wait.regid = 0;
+        pthread_mutex_unlock(&o->mu);
         DL_STAT_ADD(grants, 1);
         return 1;
     }
-    int pushed = l->recheck;
-    l->recheck = 0;
-    pthread_mutex_unlock(&l->mu);
+    int pushed = o->wait.recheck;
+    o->wait.recheck = 0;
+    pthread_mutex_unlock(&o->mu);
     t->asked_again = !pushed;
     if (!pushed && t->enqueue)
-        dl_log(DL_LOG_DEBUG, "lock %s: no push after %llu ms (holders' lease %lld ms): asking again",
-               dl_lock_qname(l, q, sizeof q), (unsigned long long)nap, pttl);
+        dl_log(DL_LOG_DEBUG, "%s %s: no push after %llu ms (holders' lease %lld ms): asking again",
+               dl_core_what(o), dl_core_qname(o, q, sizeof q), (unsigned long long)nap, pttl);
     return 0;
 }
 
@@ -218,7 +227,7 @@ static int take_wait(dl_lock_t *l, const dl_req_t *rq, take_t *t, long long pttl
  * a grant that has lapsed, and the lock may be someone else's by now:
  * confirm it with the renewal it needs anyway.  0: it stands; EAGAIN: it
  * had lapsed (wait again); EIO. */
-static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_grant_t *g)
+static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_grant_t *g)
 {
     char q[96];
     if (dl_now_ms() - t->asked_at < t->claim / 2)
@@ -226,24 +235,25 @@ static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_gra
     dl_call_t c;
     unsigned long epoch = dl_trust_epoch();
     uint64_t renew_at = dl_now_ms();
-    dl_call_renew(&c, &t->who, &(dl_renew_args_t){
+    t->calls->renew(&c, &t->who, &(dl_renew_args_t){
         .mode = t->mode, .lease_ms = t->fixed ? 0 : t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
     long long kept = rrc ? -1 : c.reply.renew.held;
     char why[200];
     snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
     if (kept == 0) {
-        dl_log(DL_LOG_INFO, "lock %s: a grant pushed %llu ms after we asked had lapsed: "
-               "waiting again", dl_lock_qname(l, q, sizeof q),
+        dl_log(DL_LOG_INFO, "%s %s: a grant pushed %llu ms after we asked had lapsed: "
+               "waiting again", dl_core_what(o), dl_core_qname(o, q, sizeof q),
                (unsigned long long)(dl_now_ms() - t->asked_at));
-        pthread_mutex_lock(&l->mu);
-        l->regid = t->regid;
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_lock(&o->mu);
+        o->wait.regid = t->regid;
+        pthread_mutex_unlock(&o->mu);
         return EAGAIN;
     }
     if (kept < 0) {
         g->maybe = 1;
-        return dl_fail(EIO, "lock %s: confirming a late grant: %s", dl_lock_qname(l, q, sizeof q), why);
+        return dl_fail(EIO, "%s %s: confirming a late grant: %s", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q), why);
     }
     if (!t->fixed)
         g->valid_until = dl_hold_valid_until(renew_at, t->lease);
@@ -254,7 +264,7 @@ static int take_confirm_late(dl_proc_t *p, dl_lock_t *l, const take_t *t, dl_gra
 
 /* The deadline passed while waiting.  ETIMEDOUT (unworded), or 0 if the
  * lock was granted meanwhile (*g says what). */
-static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const take_t *t,
+static int take_give_up(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const take_t *t,
                         dl_grant_t *g)
 {
     dl_call_t c;
@@ -263,14 +273,14 @@ static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const ta
             /* Giving up: take our writer mark away now, rather than hold
              * readers back until it lapses.  (Best effort: a server that
              * misses it lets the mark lapse.) */
-            dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){
+            t->calls->cancel(&c, &t->who, &(dl_cancel_args_t){
                 .mode = t->mode, .regid = t->regid, .clear_mark = 1 });
             dl_script_run(p->conn, &c, 1);
         }
         return ETIMEDOUT;
     }
     /* Withdraw; the lock may have been granted meanwhile. */
-    dl_call_cancel(&c, &t->who, &(dl_cancel_args_t){ .mode = t->mode, .regid = t->regid });
+    t->calls->cancel(&c, &t->who, &(dl_cancel_args_t){ .mode = t->mode, .regid = t->regid });
     int rc = ETIMEDOUT;
     int crc = dl_script_run(p->conn, &c, 1);
     if (crc)
@@ -288,30 +298,30 @@ static int take_give_up(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const ta
     return rc;
 }
 
-/* Takes the Redis hold for l, waiting for a grant if rq allows. */
-static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+/* Takes the Redis hold for o, waiting for a grant if rq allows. */
+static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 {
     take_t t;
-    take_init(p, l, rq, &t);
-    int rc = take_listen(p, l, rq, &t);
+    take_init(p, o, rq, &t);
+    int rc = take_listen(p, o, rq, &t);
     if (rc)
         return rc;
-    take_register(p, l, &t, 1);
+    take_register(p, o, &t, 1);
     for (;;) {
         if (t.asked_at) {
             /* Each ask registers anew: a push for an earlier registration
              * carries a grant made before this ask ran, which the ask
              * reports itself if it still stands ("mine") and which has
              * lapsed if the ask finds the lock busy.  Either way the push
-             * is stale (dl_lock_granted drops it). */
-            take_register(p, l, &t, 0);
+             * is stale (dl_waiter_granted drops it). */
+            take_register(p, o, &t, 0);
         }
         long long pttl = 0;
-        rc = take_ask(p, l, rq, &t, g, &pttl);
+        rc = take_ask(p, o, rq, &t, g, &pttl);
         if (rc != EBUSY || !t.queue)
             break;
-        if (take_wait(l, rq, &t, pttl, g)) {
-            rc = take_confirm_late(p, l, &t, g);
+        if (take_wait(o, rq, &t, pttl, g)) {
+            rc = take_confirm_late(p, o, &t, g);
             if (rc == EAGAIN)
                 continue;
             g->rid = t.regid;
@@ -320,14 +330,14 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
             return g->dead ? EOWNERDEAD : 0;
         }
         if (dl_req_over(rq)) {
-            rc = take_give_up(p, l, rq, &t, g);
+            rc = take_give_up(p, o, rq, &t, g);
             break;
         }
     }
-    pthread_mutex_lock(&l->mu);
-    l->regid = 0;
-    l->granted = 0;
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_lock(&o->mu);
+    o->wait.regid = 0;
+    o->wait.granted = 0;
+    pthread_mutex_unlock(&o->mu);
     if (rc == 0 && g->dead)
         rc = EOWNERDEAD;
     g->rid = t.regid;
@@ -336,26 +346,27 @@ static int redis_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t
 
 /* ?wait=N: the acquisition counts once N replicas have it; else it is
  * undone, since a failover now could hand the lock to a second holder. */
-static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_grant_t *g)
+static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g)
 {
     char q[96], err[200];
     unsigned long lease = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
-    dl_caller_t who = dl_caller(p, l);
+    dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     if (g->claimed) {
         /* Granted by another client's release: WAIT covers only writes made
          * on our connection, so make one (the renewal the grant needs). */
-        dl_call_renew(&c, &who, &(dl_renew_args_t){
+        o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
             .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         dl_script_run(p->conn, &c, 1);
     }
-    if (dl_conn_wait(p->conn, l->keys[0], l->keylen[0], err, sizeof err) == 0)
+    if (dl_conn_wait(p->conn, o->keys[0], o->keylen[0], err, sizeof err) == 0)
         return 0;
     /* Undo exactly this acquisition (named by its registration id: the same
      * on every redlock server, whose fences differ). */
-    dl_call_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
+    o->kind->calls->withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
     dl_script_run(p->conn, &c, 1);
-    return dl_fail(EIO, "lock %s: %s; the acquisition was undone", dl_lock_qname(l, q, sizeof q), err);
+    return dl_fail(EIO, "%s %s: %s; the acquisition was undone", dl_core_what(o),
+                   dl_core_qname(o, q, sizeof q), err);
 }
 
 /* A call returns a hold only within its validity (SPEC "Local trust"): a
@@ -366,24 +377,24 @@ static int confirm_replicas(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, cons
  * its caller may know.  0: it stands (*g updated); EAGAIN: lapsed, and
  * released by its fence (which clears the death trace it left: the next
  * holder is told no EOWNERDEAD for a hold nobody used); EIO. */
-static int take_in_time(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 {
     char q[96];
     uint64_t now = dl_now_ms();
     if (now < g->valid_until)
         return 0;
-    dl_lock_qname(l, q, sizeof q);
-    dl_caller_t who = dl_caller(p, l);
+    dl_core_qname(o, q, sizeof q);
+    dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     if (!rq->lease_ms) {
         unsigned long lease = p->cfg.lease_ms, epoch = dl_trust_epoch();
         uint64_t sent = dl_now_ms();
-        dl_call_renew(&c, &who, &(dl_renew_args_t){
+        o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
             .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         if (dl_script_run(p->conn, &c, 1)) {
             g->maybe = 1;
-            return dl_fail(EIO, "lock %s: Redis answered after the hold's validity, and "
-                           "confirming it failed: %s", q, c.cmd.errmsg);
+            return dl_fail(EIO, "%s %s: Redis answered after the hold's validity, and "
+                           "confirming it failed: %s", dl_core_what(o), q, c.cmd.errmsg);
         }
         if (c.reply.renew.held == 1) {
             g->valid_until = dl_hold_valid_until(sent, lease);
@@ -392,27 +403,28 @@ static int take_in_time(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant
             return 0;
         }
     }
-    dl_log(DL_LOG_INFO, "lock %s: Redis answered %llu ms after the hold's validity ended; "
-           "the hold is given up and asked for again", q,
+    dl_log(DL_LOG_INFO, "%s %s: Redis answered %llu ms after the hold's validity ended; "
+           "the hold is given up and asked for again", dl_core_what(o), q,
            (unsigned long long)(now - g->valid_until));
-    dl_call_release(&c, &who, &(dl_release_args_t){ .mode = rq->mode, .fence = g->fence, .rid = g->rid });
+    o->kind->calls->release(&c, &who, &(dl_release_args_t){
+        .mode = rq->mode, .fence = g->fence, .rid = g->rid });
     if (dl_script_run(p->conn, &c, 1)) {
-        pthread_mutex_lock(&l->mu);
-        dl_hold_undo_later(p, l, rq->mode, g->rid);
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_lock(&o->mu);
+        dl_hold_undo_later(p, o, rq->mode, g->rid);
+        pthread_mutex_unlock(&o->mu);
     }
     return EAGAIN;
 }
 
-int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
+int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 {
     int rc;
     for (;;) {
         memset(g, 0, sizeof *g);
-        rc = redis_take(p, l, rq, g);
+        rc = redis_take(p, o, rq, g);
         if (rc != 0 && rc != EOWNERDEAD)
             return rc;
-        int trc = take_in_time(p, l, rq, g);
+        int trc = take_in_time(p, o, rq, g);
         if (trc == 0)
             break;
         if (trc != EAGAIN)
@@ -421,39 +433,39 @@ int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g)
             return rq->try_only ? EBUSY : ETIMEDOUT;
     }
     if (p->cfg.wait_replicas) {
-        int wrc = confirm_replicas(p, l, rq, g);
+        int wrc = confirm_replicas(p, o, rq, g);
         if (wrc)
             return wrc;
     }
     return rc;
 }
 
-/* --- what the subscriber (notify.c) tells a waiting lock; l->mu held --- */
+/* --- what the subscriber (notify.c) tells a waiting object; o->mu held --- */
 
-void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more)
+void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more)
 {
     /* A grant for a registration that gave up is stale: the cancel script
      * already told that thread. */
-    if (l->regid != regid)
+    if (o->wait.regid != regid)
         return;
-    l->granted = 1;
-    l->grant_fence = fence;
-    l->grant_dead = dead;
-    l->grant_more = more;
-    pthread_cond_broadcast(&l->cv);
+    o->wait.granted = 1;
+    o->wait.grant_fence = fence;
+    o->wait.grant_dead = dead;
+    o->wait.grant_more = more;
+    pthread_cond_broadcast(&o->cv);
 }
 
-void dl_lock_interrupt(dl_lock_t *l)
+void dl_waiter_interrupt(dl_core_t *o)
 {
-    pthread_mutex_lock(&l->mu);
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_lock(&o->mu);
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
 }
 
-void dl_lock_recheck(dl_lock_t *l)
+void dl_waiter_recheck(dl_core_t *o)
 {
-    if (l->regid) {
-        l->recheck = 1;
-        pthread_cond_broadcast(&l->cv);
+    if (o->wait.regid) {
+        o->wait.recheck = 1;
+        pthread_cond_broadcast(&o->cv);
     }
 }

@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * take.h - taking the process's Redis hold on a lock (take.c): one acquire
- * and, when the lock is busy and the caller may wait, the wait in Redis's
- * queue for the grant pushed to this process (notify.c), late grants
- * confirmed, a time-out withdrawn, and ?wait=N's replicas counted.
+ * take.h - taking the process's Redis hold on an object (take.c): one
+ * acquire and, when the object is busy and the caller may wait, the wait
+ * in Redis's queue for the grant pushed to this process (notify.c), late
+ * grants confirmed, a time-out withdrawn, and ?wait=N's replicas counted.
  *
- * take.c writes a lock's waiter fields (regid, granted, grant_*, recheck,
- * undo_rid: see dl_lock_t); the subscriber changes them only through
- * dl_lock_granted and dl_lock_recheck.  What was taken comes back in a
- * dl_grant_t, which hold.c records (dl_hold_record).
+ * take.c writes an object's waiter fields (o->wait: core.h); the
+ * subscriber changes them only through dl_waiter_granted and
+ * dl_waiter_recheck.  What was taken comes back in a dl_grant_t, which
+ * hold.c records (dl_hold_record).
  */
 #ifndef DL_TAKE_H
 #define DL_TAKE_H
 
-#include "lock.h"
+#include "process.h"
 
 /* A waiter's registration lives this long (at most a lease) unless
  * refreshed, so a waiter that died leaves the queue that soon; a hold pushed
@@ -27,6 +27,25 @@ static inline unsigned long dl_claim_window(unsigned long lease_ms)
     return lease_ms < DL_WAITER_TTL_MS ? lease_ms : DL_WAITER_TTL_MS;
 }
 
+/* A request for the hold, as a primitive's call asks it. */
+typedef struct dl_req {
+    char mode;                /* 'w' or 'r' */
+    int errorcheck;           /* (the lock's admission) relock by the owner ->
+                                 EDEADLK */
+    int fair;                 /* no local handoff past a waiting process */
+    unsigned long lease_ms;   /* 0: DISTLOCK_LEASE_MS, renewed; else fixed */
+    int try_only;             /* one attempt, EBUSY */
+    uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
+    const int *stop;          /* NULL, or set (atomic) by another thread to end
+                                 the wait as at the deadline: dl_waiter_interrupt */
+} dl_req_t;
+
+/* Has rq run out: its deadline passed, or its caller asked it to stop? */
+static inline int dl_req_over(const dl_req_t *rq)
+{
+    return dl_now_ms() >= rq->deadline || (rq->stop && __atomic_load_n(rq->stop, __ATOMIC_ACQUIRE));
+}
+
 /* What taking the hold found. */
 typedef struct dl_grant {
     uint64_t fence;
@@ -35,31 +54,31 @@ typedef struct dl_grant {
     int claimed;              /* granted while we waited: only the claim ttl */
     int maybe;                /* failed, but an acquire or cancel may have run */
     uint64_t rid;             /* the registration id the hold was taken or claimed with */
-    uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
+    uint64_t valid_until;     /* see dl_tenure_t; 0: unknown until renewed */
     uint64_t was;             /* claimed: the hold's fence when found (acquire.lua) */
     uint64_t sent_ms;         /* when the call that confirmed it was sent */
     unsigned long epoch;      /* the trust epoch then (trust.h) */
 } dl_grant_t;
 
-/* Takes the Redis hold for l as rq says, waiting for a grant if rq allows,
- * then (?wait=N) for replicas.  Called with l->busy set by the caller and
- * l->mu not held.  0, EOWNERDEAD, EBUSY, ETIMEDOUT (the caller words
+/* Takes the Redis hold for o as rq says, waiting for a grant if rq allows,
+ * then (?wait=N) for replicas.  Called with o->hold.busy set by the caller
+ * and o->mu not held.  0, EOWNERDEAD, EBUSY, ETIMEDOUT (the caller words
  * those two), EIO; *g says what was taken, or whether a failed call may
  * have run. */
-int dl_take(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant_t *g);
+int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g);
 
 /* A request's stop flag (dl_req_t.stop) was just set: wakes the threads
- * waiting for l, locally or in Redis's queue, so that the one it stops
+ * waiting for o, locally or in Redis's queue, so that the one it stops
  * gives up as at its deadline (a queued one withdraws: cancel.lua).
- * l->mu not held; never blocks on the network. */
-void dl_lock_interrupt(dl_lock_t *l);
+ * o->mu not held; never blocks on the network. */
+void dl_waiter_interrupt(dl_core_t *o);
 
-/* What the subscriber (notify.c) learns, told to the lock (l->mu held;
+/* What the subscriber (notify.c) learns, told to the waiter (o->mu held;
  * never block).  A grant pushed for registration regid: wakes the thread
  * waiting in Redis's queue with it, if it still does. */
-void dl_lock_granted(dl_lock_t *l, uint64_t regid, uint64_t fence, int dead, int more);
+void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more);
 /* Pushes may have been lost (the subscriber reconnected): a thread waiting
  * in Redis's queue asks Redis again. */
-void dl_lock_recheck(dl_lock_t *l);
+void dl_waiter_recheck(dl_core_t *o);
 
 #endif

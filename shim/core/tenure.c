@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tenure.c - how long a process may use its Redis hold without asking
- * Redis (lock.c decides when; this file keeps the facts it decides on).
+ * Redis (the primitive decides when; this file keeps the facts it decides
+ * on).
  *
  * Validity.  A hold passed between the process's own threads, joined by
  * another reader, or taken back after a lingering unlock, costs no round
@@ -8,8 +9,9 @@
  * the hold's TTL, counted from when the call that set it was sent, runs
  * out; a process that stalled longer (a pause, swapping, a stopped
  * debugger) or whose watchdog could not reach Redis must ask again.  So
- * each acquisition and each confirmed renewal sets l->valid_until, each
- * TTL cut by a linger lowers it, and past it no hold is reused locally.
+ * each acquisition and each confirmed renewal sets o->tenure.valid_until,
+ * each TTL cut by a linger lowers it, and past it no hold is reused
+ * locally.
  *
  * Tenure.  The process learns that another process waits from a push sent
  * when that process queues.  A push can be lost (the subscriber was
@@ -35,14 +37,14 @@
 /* While the process passes its Redis hold between its own threads (or its
  * threads wait for one of theirs that holds it), the watchdog renews it at
  * least this often; a renewal that finds others queued in Redis bounds the
- * local tenure (lock.c: DL_KEEP_US, DL_HANDOFF_MAX) as the waiter's push
+ * local tenure (prim/lock.c: DL_KEEP_US, DL_HANDOFF_MAX) as the waiter's push
  * would.  So another process gets the lock within about this plus
  * DL_KEEP_US of queuing even when its push was lost.  Idle held locks are
  * renewed at lease/3 as before; a busy one costs one renewal per period. */
 #define DL_TENURE_RENEW_MS 20
 
 /* A hold serves another thread without a round trip only if its last
- * confirmation was sent at most this long ago (plus the lock's round trip,
+ * confirmation was sent at most this long ago (plus the object's round trip,
  * for slow links).  A loss that gives no sign (an operator's DEL,
  * FLUSHALL, eviction) happened after that confirmation ran, so no thread
  * of the process gets or joins a lost hold later than this after the loss.
@@ -59,89 +61,91 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
     return ttl_ms > drift ? sent_ms + ttl_ms - drift : 0;
 }
 
-int dl_hold_valid(const dl_lock_t *l)
+int dl_hold_valid(const dl_core_t *o)
 {
-    return dl_now_ms() < l->valid_until;
+    return dl_now_ms() < o->tenure.valid_until;
 }
 
-int dl_hold_trusted(const dl_lock_t *l, int confirmed_now)
+int dl_hold_trusted(const dl_core_t *o, int confirmed_now)
 {
     uint64_t now = dl_now_ms();
-    if (!l->rmode || l->lost || now >= l->valid_until || l->trust_epoch != dl_trust_epoch())
+    if (!o->hold.rmode || o->hold.lost || now >= o->tenure.valid_until ||
+        o->tenure.trust_epoch != dl_trust_epoch())
         return 0;
     /* A confirmation is as old as its sending; over a slow link it comes
      * back a round trip later, which the window allows for (on a LAN a
      * fraction of a millisecond). */
-    uint64_t rtt_ms = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED) / 1000;
-    return confirmed_now || now - l->confirmed_ms <= DL_TRUST_MS + rtt_ms;
+    uint64_t rtt_ms = __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED) / 1000;
+    return confirmed_now || now - o->tenure.confirmed_ms <= DL_TRUST_MS + rtt_ms;
 }
 
-void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
+void dl_hold_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
 {
-    l->cut_ttl = 0;
-    l->valid_until = valid_until;
-    l->confirmed_ms = sent_ms;
-    l->trust_epoch = epoch;
+    o->tenure.cut_ttl = 0;
+    o->tenure.valid_until = valid_until;
+    o->tenure.confirmed_ms = sent_ms;
+    o->tenure.trust_epoch = epoch;
 }
 
-void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
+void dl_hold_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
                        int renewed)
 {
     if (renewed) {
-        uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(l));
-        if (l->cuts != cuts && v > l->cut_until)
-            v = l->cut_until;
-        if (v > l->valid_until)
-            l->valid_until = v;
+        uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(o));
+        if (o->tenure.cuts != cuts && v > o->tenure.cut_until)
+            v = o->tenure.cut_until;
+        if (v > o->tenure.valid_until)
+            o->tenure.valid_until = v;
     }
     /* Epochs only grow: a confirmation sent before a sign restores nothing
      * (the sign may concern a loss after it ran). */
-    if (epoch > l->trust_epoch) {
-        l->trust_epoch = epoch;
-        l->confirmed_ms = sent_ms;
-    } else if (epoch == l->trust_epoch && sent_ms > l->confirmed_ms) {
-        l->confirmed_ms = sent_ms;
+    if (epoch > o->tenure.trust_epoch) {
+        o->tenure.trust_epoch = epoch;
+        o->tenure.confirmed_ms = sent_ms;
+    } else if (epoch == o->tenure.trust_epoch && sent_ms > o->tenure.confirmed_ms) {
+        o->tenure.confirmed_ms = sent_ms;
     }
 }
 
-void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms)
+void dl_hold_cut(dl_core_t *o, unsigned long ttl_ms)
 {
     uint64_t v = dl_hold_valid_until(dl_now_ms(), ttl_ms);
-    if (v < l->valid_until)
-        l->valid_until = v;
-    l->cut_until = v;
-    l->cuts++;
-    l->cut_ttl = ttl_ms;
+    if (v < o->tenure.valid_until)
+        o->tenure.valid_until = v;
+    o->tenure.cut_until = v;
+    o->tenure.cuts++;
+    o->tenure.cut_ttl = ttl_ms;
 }
 
-unsigned long dl_hold_ttl(const dl_lock_t *l)
+unsigned long dl_hold_ttl(const dl_core_t *o)
 {
     /* A cut posted on a connection that was then given up may run in Redis
      * at any later time, after a renewal sent on the next connection: the
      * hold then lives a claim window from when the cut runs, which is
      * after the renewal ran.  So once a hold was cut, a renewal vouches for
      * a claim window from its sending, whatever the order the two run in. */
-    return l->cut_ttl && l->cut_ttl < l->lease_ms ? l->cut_ttl : l->lease_ms;
+    unsigned long cut = o->tenure.cut_ttl;
+    return cut && cut < o->hold.lease_ms ? cut : o->hold.lease_ms;
 }
 
-void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
+void dl_tenure_renew(dl_proc_t *p, dl_core_t *o)
 {
     /* redlock: nobody queues, and local handoffs of a write hold are
      * bounded as if someone waited (hold.c, dl_hold_record); a renewal would
      * learn nothing.  A read hold shared by the process's readers learns
      * of a waiting writer's mark from it (renew.lua). */
-    if (!l->rmode || !l->renew || (!dl_conn_caps(p->conn).queue && l->rmode == 'w'))
+    if (!o->hold.rmode || !o->hold.renew || (!dl_conn_caps(p->conn).queue && o->hold.rmode == 'w'))
         return;
     uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
-    if (!l->renew_due || l->renew_due > due)
-        dl_watchdog_due(p, l, due);
+    if (!o->renew_due || o->renew_due > due)
+        dl_watchdog_due(p, o, due);
 }
 
-int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
+int dl_post_renew(dl_proc_t *p, const dl_core_t *o)
 {
-    dl_caller_t who = dl_caller(p, l);
+    dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    dl_call_touch(&c, &who, &(dl_touch_args_t){
-        .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
+    o->kind->calls->touch(&c, &who, &(dl_touch_args_t){
+        .mode = o->hold.rmode, .lease_ms = o->hold.lease_ms, .fence = o->hold.fence });
     return dl_script_post(p->conn, &c);
 }

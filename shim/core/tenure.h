@@ -2,9 +2,9 @@
 /*
  * tenure.h - what the process knows of its Redis hold's life (tenure.c):
  * until when it may serve the process's threads without asking Redis, and
- * how often it is renewed while they pass it around.  tenure.c writes a
- * lock's validity fields (valid_until, cuts, cut_until, cut_ttl: see
- * dl_lock_t); l->mu held for all but dl_hold_valid_until.
+ * how often it is renewed while they pass it around.  tenure.c writes an
+ * object's validity fields (o->tenure: core.h); o->mu held for all but
+ * dl_hold_valid_until.
  */
 #ifndef DL_TENURE_H
 #define DL_TENURE_H
@@ -15,9 +15,9 @@
  * that set its TTL to ttl_ms was sent at sent_ms: less a clock-drift
  * allowance (1% + 2 ms, as redlock's); 0 for a TTL too short to count. */
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
-/* Whether l's hold is within its validity (a call may return it). */
-int dl_hold_valid(const dl_lock_t *l);
-/* Whether l's hold may serve another thread of the process without a round
+/* Whether o's hold is within its validity (a call may return it). */
+int dl_hold_valid(const dl_core_t *o);
+/* Whether o's hold may serve another thread of the process without a round
  * trip (a local handoff, a reader joining, a relock of a lingering hold):
  * within its validity, not known lost, no sign of lost state since it was
  * last confirmed (trust.h), and confirmed within the last DL_TRUST_MS, so
@@ -25,33 +25,33 @@ int dl_hold_valid(const dl_lock_t *l);
  * within that bound while the process's threads keep the hold busy.
  * confirmed_now: the calling thread has just confirmed it itself
  * (dl_hold_confirm), which is as recent as any confirmation can be. */
-int dl_hold_trusted(const dl_lock_t *l, int confirmed_now);
+int dl_hold_trusted(const dl_core_t *o, int confirmed_now);
 /* A new hold, surely in Redis until valid_until (0: unknown until renewed),
  * taken by a call sent at sent_ms in trust epoch `epoch`. */
-void dl_hold_fresh(dl_lock_t *l, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch);
-/* A renewal (or a check) of l's hold, sent at sent_ms in trust epoch
- * `epoch` when l->cuts was `cuts`, found it there: it is trusted as of
+void dl_hold_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch);
+/* A renewal (or a check) of o's hold, sent at sent_ms in trust epoch
+ * `epoch` when o->tenure.cuts was `cuts`, found it there: it is trusted as of
  * then, and if `renewed`, valid a TTL from then (no more than the end of a
  * cut made since: dl_hold_cut); a check that did not renew (a fixed lease)
  * leaves its validity. */
-void dl_hold_confirmed(dl_lock_t *l, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
+void dl_hold_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
                        int renewed);
 /* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
-void dl_hold_cut(dl_lock_t *l, unsigned long ttl_ms);
-/* The TTL a confirmed renewal of l's hold vouches for: its lease, or once
+void dl_hold_cut(dl_core_t *o, unsigned long ttl_ms);
+/* The TTL a confirmed renewal of o's hold vouches for: its lease, or once
  * a linger cut it, no more than the cut (a cut may run after the renewal). */
-unsigned long dl_hold_ttl(const dl_lock_t *l);
+unsigned long dl_hold_ttl(const dl_core_t *o);
 /* A thread of the process takes over, or waits for, the process's hold:
  * has the watchdog renew it within DL_TENURE_RENEW_MS (whose reply says if
  * others wait, and which keeps the hold trusted).  The watchdog renews it
  * again as often while threads of the process wait for it (hold.c,
- * dl_lock_renewed). */
-void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l);
-/* Posts (conn.h) the renewal of l's hold, named by its fence, to its lease
+ * dl_hold_renewed). */
+void dl_tenure_renew(dl_proc_t *p, dl_core_t *o);
+/* Posts (conn.h) the renewal of o's hold, named by its fence, to its lease
  * (a relock of a lingering hold restores it with its mark instead: mark.c).
- * It is sent with its text (lua/touch.lua), so that no emptied script
- * cache can make it fail unseen; its reply is never read, so l->valid_until
- * stays.  0 when written. */
-int dl_post_renew(dl_proc_t *p, const dl_lock_t *l);
+ * It is sent with its text (lua/touch.lua for a lock), so that no emptied
+ * script cache can make it fail unseen; its reply is never read, so
+ * o->tenure.valid_until stays.  0 when written. */
+int dl_post_renew(dl_proc_t *p, const dl_core_t *o);
 
 #endif

@@ -8,10 +8,11 @@
  * and withdraws acquisitions that failed after being sent.  (Lingering
  * holds are ended by a thread of their own: lingerer.c.)
  *
- * Of a lock's state it writes only its schedule (renew_due); what it finds
- * it tells the lock (hold.h: dl_lock_renewed, dl_lock_gone, dl_lock_undo_*),
- * and it pins the locks it works on in the registry (dl_registry_pin) for
- * the time of its round trips. */
+ * Of an object's state it writes only its schedule (renew_due); what it
+ * finds it tells the hold (hold.h: dl_hold_renewed, dl_hold_gone,
+ * dl_hold_undo_*), and it pins the objects it works on in the registry
+ * (dl_registry_pin) for the time of its round trips.  Each call is built
+ * by the object's kind (o->kind->calls: core.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,19 +26,19 @@
 #define DL_RENEW_CHUNK 2000   /* commands per pipelined round trip */
 
 typedef struct held {
-    dl_lock_t *l;
-    unsigned long holdseq;
+    dl_core_t *o;
+    unsigned long seq;
     char mode;
     unsigned long lease_ms;   /* renewals */
     uint64_t fence;           /* names the hold: renew.lua renews only it */
     uint64_t rid;             /* withdrawals: the registration id */
-    unsigned long cuts;       /* l->cuts when collected */
+    unsigned long cuts;       /* o->tenure.cuts when collected */
 } held_t;
 
 typedef struct collect {
     held_t *v;
     size_t n, cap;
-    held_t *u;                /* acquisitions to withdraw (l->undo[]) */
+    held_t *u;                /* acquisitions to withdraw (o->hold.undo[]) */
     size_t un, ucap;
     int all;                  /* a regular tick: every hold */
     uint64_t now;             /* ms */
@@ -50,15 +51,15 @@ static void later(collect_t *c, uint64_t at_us)
         c->next = at_us;
 }
 
-/* Registry mutex and l->mu held: an acquisition that failed with EIO may
+/* Registry mutex and o->mu held: an acquisition that failed with EIO may
  * have run in Redis (a stalled server runs queued commands when it
  * resumes), leaving a hold or a registration nobody knows of, which would
  * keep the others out for a lease (and the process's own later request
  * queued behind it).  Withdraw it by its registration id, beside whatever
- * the process's threads do with the lock meanwhile. */
-static void collect_undo(dl_lock_t *l, collect_t *c)
+ * the process's threads do with the object meanwhile. */
+static void collect_undo(dl_core_t *o, collect_t *c)
 {
-    uint64_t due = dl_lock_undo_due(l);
+    uint64_t due = dl_hold_undo_due(o);
     if (!due)
         return;
     if (due > c->now) {
@@ -74,42 +75,42 @@ static void collect_undo(dl_lock_t *l, collect_t *c)
         c->ucap = cap;
     }
     held_t *h = &c->u[c->un++];
-    h->l = l;
-    h->holdseq = l->holdseq;
-    dl_lock_undo_begin(l, &h->mode, &h->rid);
-    dl_registry_pin(l);
+    h->o = o;
+    h->seq = o->hold.seq;
+    dl_hold_undo_begin(o, &h->mode, &h->rid);
+    dl_registry_pin(o);
 }
 
-/* Registry mutex and l->mu held: pin each hold to renew now. */
-static void collect(dl_lock_t *l, void *arg)
+/* Registry mutex and o->mu held: pin each hold to renew now. */
+static void collect(dl_core_t *o, void *arg)
 {
     collect_t *c = arg;
-    if (l->undo[0] || l->undo[1])
-        collect_undo(l, c);
-    if (!l->rmode || !l->renew || l->lost) {
-        l->renew_due = 0;
+    if (o->hold.undo[0] || o->hold.undo[1])
+        collect_undo(o, c);
+    if (!o->hold.rmode || !o->hold.renew || o->hold.lost) {
+        o->renew_due = 0;
         return;
     }
-    if (!c->all && (!l->renew_due || l->renew_due > c->now)) {
-        if (l->renew_due)
-            later(c, l->renew_due * 1000);
+    if (!c->all && (!o->renew_due || o->renew_due > c->now)) {
+        if (o->renew_due)
+            later(c, o->renew_due * 1000);
         return;
     }
-    if (l->busy) {                /* being released, or re-acquired */
-        if (l->renew_due)
+    if (o->hold.busy) {                /* being released, or re-acquired */
+        if (o->renew_due)
             later(c, c->now_us + 1000);
         return;
     }
-    if (l->linger_until) {
+    if (o->hold.linger_until) {
         /* Not while it lingers: renewed, it would outlive a process that
          * ends now by a lease instead of a claim window.  It is released
          * soon (lingerer.c), or renewed once taken back. */
-        if (l->linger_until > c->now_us)
-            later(c, l->linger_until);
+        if (o->hold.linger_until > c->now_us)
+            later(c, o->hold.linger_until);
         return;
     }
-    l->renew_due = 0;
-    dl_lock_renewing(l);
+    o->renew_due = 0;
+    dl_hold_renewing(o);
     if (c->n == c->cap) {
         size_t cap = c->cap ? c->cap * 2 : 64;
         held_t *v = realloc(c->v, cap * sizeof *v);
@@ -119,20 +120,20 @@ static void collect(dl_lock_t *l, void *arg)
         c->cap = cap;
     }
     held_t *h = &c->v[c->n++];
-    h->l = l;
-    h->holdseq = l->holdseq;
-    h->mode = l->rmode;
-    h->lease_ms = l->lease_ms;
-    h->fence = l->fence;
-    h->cuts = l->cuts;
-    dl_registry_pin(l);
+    h->o = o;
+    h->seq = o->hold.seq;
+    h->mode = o->hold.rmode;
+    h->lease_ms = o->hold.lease_ms;
+    h->fence = o->hold.fence;
+    h->cuts = o->tenure.cuts;
+    dl_registry_pin(o);
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
 {
     for (size_t i = 0; i < n; i++) {
-        dl_caller_t who = dl_caller(p, v[i].l);
-        dl_call_renew(&calls[i], &who, &(dl_renew_args_t){
+        dl_caller_t who = dl_caller(p, v[i].o);
+        v[i].o->kind->calls->renew(&calls[i], &who, &(dl_renew_args_t){
             .mode = v[i].mode, .lease_ms = v[i].lease_ms, .fence = v[i].fence });
     }
     uint64_t sent = dl_now_ms();
@@ -146,11 +147,11 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             DL_STAT_ADD(renewed, 1);
             /* Sure to be there until a lease from `sent`, or the end of a
              * cut made since: others may wait (the count is theirs). */
-            dl_lock_renewed(p, v[i].l, v[i].holdseq, v[i].cuts, sent, epoch,
+            dl_hold_renewed(p, v[i].o, v[i].seq, v[i].cuts, sent, epoch,
                             calls[i].reply.renew.queued);
             continue;
         }
-        dl_lock_gone(v[i].l, v[i].holdseq);
+        dl_hold_gone(v[i].o, v[i].seq);
     }
 }
 
@@ -173,19 +174,20 @@ static void *volatile dl_undo_buf;
 static void undo_all(dl_proc_t *p, collect_t *c)
 {
     for (size_t i = 0; i < c->un; i++) {
-        dl_lock_t *l = c->u[i].l;
+        dl_core_t *o = c->u[i].o;
         dl_call_t call;
-        dl_caller_t who = dl_caller(p, l);
-        dl_call_withdraw(&call, &who, &(dl_withdraw_args_t){ .mode = c->u[i].mode, .regid = c->u[i].rid });
+        dl_caller_t who = dl_caller(p, o);
+        o->kind->calls->withdraw(&call, &who, &(dl_withdraw_args_t){
+            .mode = c->u[i].mode, .regid = c->u[i].rid });
         int rc = dl_script_run(p->conn, &call, 1);
         int had = !call.cmd.err && call.reply.withdraw.result >= 1;
-        if (dl_lock_undo_end(l, c->u[i].mode, c->u[i].rid, !rc, had)) {
+        if (dl_hold_undo_end(o, c->u[i].mode, c->u[i].rid, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);
             wake_by(p, (dl_now_ms() + DL_UNDO_AGAIN_MS) * 1000);
             pthread_mutex_unlock(&p->wmu);
         }
-        dl_registry_put(&p->reg, l);
+        dl_registry_put(&p->reg, o);
     }
     c->un = 0;
 }
@@ -243,22 +245,22 @@ static void *watchdog_main(void *arg)
                 DL_STAT_ADD(watchdog_ticks, 1);
         }
         for (size_t i = 0; i < c.n; i++)
-            dl_registry_put(&p->reg, c.v[i].l);
+            dl_registry_put(&p->reg, c.v[i].o);
     }
     return NULL;
 }
 
-void dl_watchdog_due(dl_proc_t *p, dl_lock_t *l, uint64_t due)
+void dl_watchdog_due(dl_proc_t *p, dl_core_t *o, uint64_t due)
 {
-    l->renew_due = due;
+    o->renew_due = due;
     pthread_mutex_lock(&p->wmu);
     wake_by(p, due * 1000);
     pthread_mutex_unlock(&p->wmu);
 }
 
-void dl_watchdog_undue(dl_lock_t *l)
+void dl_watchdog_undue(dl_core_t *o)
 {
-    l->renew_due = 0;
+    o->renew_due = 0;
 }
 
 void dl_watchdog_confirm_all(dl_proc_t *p)

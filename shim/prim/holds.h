@@ -2,12 +2,12 @@
 /*
  * holds.h - each thread's stack of holds on a lock (holds.c), the only
  * writer of l->holders: "unlock releases the calling thread's most recent
- * hold".  All with l->mu held.
+ * hold".  All with l->core.mu held.
  */
 #ifndef DL_HOLDS_H
 #define DL_HOLDS_H
 
-#include "registry.h"
+#include "lock.h"
 
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid);
 /* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM. */

@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* lock.c - the local lock first, then the Redis hold: local admission and
- * handoff (lock.h).
+/* lock.c - the lock primitive: the local lock first, then the Redis hold
+ * (lock.h).  Local admission and handoff on top of the hold core.
  *
  * Inside a process a lock admits one writer thread or many reader threads,
- * and only one thread at a time (l->busy) talks to Redis for it.  The
- * process's Redis hold (l->rmode, hold.c) outlives a local unlock only to be
- * passed to a thread of this process that is already waiting (local
- * handoff), or to the thread that just unlocked, when it loops over the
- * lock: it locked again at once after its previous unlock and held the lock
- * briefly (the hold lingers for DL_LINGER_US, and the watchdog releases it
- * on time if no lock call came).  Local handoffs happen while no other
- * process waits; once one does, both happen (unless fair) for a bounded
- * while only: DL_KEEP_US and DL_HANDOFF_MAX more holds.
+ * and only one thread at a time (o->hold.busy) talks to Redis for it.  The
+ * process's Redis hold (o->hold.rmode, core/hold.c) outlives a local
+ * unlock only to be passed to a thread of this process that is already
+ * waiting (local handoff), or to the thread that just unlocked, when it
+ * loops over the lock: it locked again at once after its previous unlock
+ * and held the lock briefly (the hold lingers for DL_LINGER_US, and the
+ * lingerer releases it on time if no lock call came).  Local handoffs
+ * happen while no other process waits; once one does, both happen (unless
+ * fair) for a bounded while only: DL_KEEP_US and DL_HANDOFF_MAX more holds.
  *
  * This file writes the lock's local fields (writer ... held_us: see
- * dl_lock_t); the hold is taken by take.c, and recorded, released, vouched
- * for and made to linger by hold.c.
+ * dl_lock_t); the hold core takes the hold (take.c) and records, releases,
+ * vouches for it and makes it linger (hold.c).  Here o is the lock's core
+ * (&l->core).  The lock's kind (dl_lock_kind, at the end) tells the core
+ * which scripts carry out its hold and what its admission knows.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -48,7 +50,7 @@
  *    unlock (a loop relocks within microseconds; a program that waits for
  *    something between the two does not);
  *  - the hold: the hold that just ended lasted at most DL_LINGER_HOLD_RTTS
- *    round trips (the lock's own, smoothed: l->rtt_us), and never more
+ *    round trips (the lock's own, smoothed: o->hold.rtt_us), and never more
  *    than DL_LINGER_HOLD_MAX_US.  Against a longer hold the pass saved is
  *    worth little, and a waiter that is kept out that long is better
  *    served at once (W3b in docs/PERFORMANCE.md: a thread that relocked at
@@ -75,21 +77,24 @@
  * tenure.c's: dl_hold_trusted.) */
 static int keepable(const dl_lock_t *l)
 {
-    return l->rmode && !l->lost && l->renew &&
-           (!l->remote_waiting || (!l->fair && l->handoffs < DL_HANDOFF_MAX &&
-                                   dl_now_us() - l->waited_since < DL_KEEP_US));
+    const dl_core_t *o = &l->core;
+    const dl_hold_t *h = &o->hold;
+    return h->rmode && !h->lost && h->renew &&
+           (!h->remote_waiting || (!h->fair && h->handoffs < DL_HANDOFF_MAX &&
+                                   dl_now_us() - h->waited_since < DL_KEEP_US));
 }
 
 /* The hold would serve another thread of the process, but is not trusted
  * (a sign of lost state, or not confirmed lately): confirm it with Redis
- * (l->mu released meanwhile; the caller looks at the lock anew after).
+ * (o->mu released meanwhile; the caller looks at the lock anew after).
  * A hold that cannot be confirmed and that no thread holds is released,
  * so that the caller asks Redis like everyone else.  0, ENOLCK, EIO. */
 static int confirm(dl_proc_t *p, dl_lock_t *l)
 {
-    int rc = dl_hold_confirm(p, l);
-    if (rc == EIO && !l->writer && !l->rthreads && !l->busy && l->rmode)
-        dl_hold_release(p, l, 0);
+    dl_core_t *o = &l->core;
+    int rc = dl_hold_confirm(p, o);
+    if (rc == EIO && !l->writer && !l->rthreads && !o->hold.busy && o->hold.rmode)
+        dl_hold_release(p, o, 0);
     return rc;
 }
 
@@ -97,16 +102,18 @@ static int confirm(dl_proc_t *p, dl_lock_t *l)
  * used up by asking. */
 static int trusted(const dl_lock_t *l, int *fresh)
 {
-    int ok = dl_hold_trusted(l, *fresh);
+    const dl_core_t *o = &l->core;
+    int ok = dl_hold_trusted(o, *fresh);
     *fresh = 0;
     return ok;
 }
 
-/* Was the write hold that just ended short enough to linger after (l->mu
+/* Was the write hold that just ended short enough to linger after (o->mu
  * held)?  See DL_LINGER_HOLD_RTTS. */
 static int short_hold(const dl_lock_t *l)
 {
-    uint64_t bound = DL_LINGER_HOLD_RTTS * __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED);
+    const dl_core_t *o = &l->core;
+    uint64_t bound = DL_LINGER_HOLD_RTTS * __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED);
     if (bound < DL_LINGER_HOLD_MIN_US)
         bound = DL_LINGER_HOLD_MIN_US;
     if (bound > DL_LINGER_HOLD_MAX_US)
@@ -114,7 +121,7 @@ static int short_hold(const dl_lock_t *l)
     return dl_now_us() - l->held_us <= bound;
 }
 
-/* Called (l->mu held) when a thread stopped holding or waiting: releases
+/* Called (o->mu held) when a thread stopped holding or waiting: releases
  * the Redis hold once no thread of the process uses or can use it.  linger:
  * the unlocking thread loops (it relocked at once, and its hold was short:
  * see DL_LINGER_HOLD_RTTS): keep the hold for its next lock call, but only
@@ -124,41 +131,43 @@ static int short_hold(const dl_lock_t *l)
  * elsewhere, which a lingering hold would refuse. */
 static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
+    dl_core_t *o = &l->core;
     int fresh = 0;
     for (;;) {
-        if (!l->rmode || l->writer || l->rthreads || l->busy)
+        if (!o->hold.rmode || l->writer || l->rthreads || o->hold.busy)
             return 0;
         if (!((l->wwait || l->rwait) && keepable(l)))
             break;
-        if (dl_hold_trusted(l, fresh)) {
+        if (dl_hold_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
-            pthread_cond_broadcast(&l->cv);
+            pthread_cond_broadcast(&o->cv);
             return 0;
         }
         if (fresh)
             break;                /* a sign came during our confirmation */
         /* Not to be passed on unconfirmed: this (last) unlock confirms it,
          * and learns so whether its own hold had lapsed. */
-        int rc = dl_hold_confirm(p, l);
+        int rc = dl_hold_confirm(p, o);
         if (rc == EIO)
             break;
         if (rc == ENOLCK)
-            return dl_hold_release(p, l, 0);   /* says ENOLCK */
+            return dl_hold_release(p, o, 0);   /* says ENOLCK */
         fresh = 1;
     }
-    if (linger && l->rmode == 'w' && l->remote_waiting && keepable(l) &&
-        dl_hold_trusted(l, 0) && dl_hold_linger(p, l) == 0)
+    if (linger && o->hold.rmode == 'w' && o->hold.remote_waiting && keepable(l) &&
+        dl_hold_trusted(o, 0) && dl_hold_linger(p, o) == 0)
         return 0;
-    return dl_hold_release(p, l, 0);
+    return dl_hold_release(p, o, 0);
 }
 
 static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
 {
+    const dl_core_t *o = &l->core;
     char q[96];
     if (rq->try_only)
-        return dl_fail(EBUSY, "lock %s is held", dl_lock_qname(l, q, sizeof q));
-    return dl_fail(ETIMEDOUT, "lock %s: timed out", dl_lock_qname(l, q, sizeof q));
+        return dl_fail(EBUSY, "lock %s is held", dl_core_qname(o, q, sizeof q));
+    return dl_fail(ETIMEDOUT, "lock %s: timed out", dl_core_qname(o, q, sizeof q));
 }
 
 /* After taking the Redis hold (take.c): record it, or undo the local
@@ -166,22 +175,23 @@ static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
 static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int rc,
                   const dl_grant_t *g)
 {
+    dl_core_t *o = &l->core;
     char q[96];
-    pthread_mutex_lock(&l->mu);
-    dl_hold_unreserve(l);
+    pthread_mutex_lock(&o->mu);
+    dl_hold_unreserve(o);
     /* Our own hold, claimed back after its unlock failed: its EOWNERDEAD
      * was told to the lock call that took it. */
-    if (rc == EOWNERDEAD && g->claimed && g->was && g->was == l->told_fence)
+    if (rc == EOWNERDEAD && g->claimed && g->was && g->was == o->hold.told_fence)
         rc = 0;
     if (rc == 0 || rc == EOWNERDEAD) {
-        dl_hold_record(p, l, rq, g);
+        dl_hold_record(p, o, rq, g);
         l->held_us = dl_now_us();     /* the write hold starts (see short_hold) */
         int prc = dl_holder_push(l, tid, rq->mode);
         if (prc) {
             /* Could not record the hold: give it back rather than leak it. */
             if (rq->mode == 'w')
                 l->writer = 0;
-            dl_hold_release(p, l, 0);
+            dl_hold_release(p, o, 0);
             rc = dl_fail(prc, "out of memory");
         } else {
             if (rq->mode == 'r')
@@ -189,22 +199,22 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             if (rc == EOWNERDEAD) {
                 dl_seterr("lock %s: acquired, but the previous holder's lease ran out "
                           "before it unlocked; the protected state may be half-updated",
-                          dl_lock_qname(l, q, sizeof q));
+                          dl_core_qname(o, q, sizeof q));
                 dl_log(DL_LOG_INFO, "%s", dist_lasterror());
             }
-            dl_hold_watch(p, l, g->claimed);
+            dl_hold_watch(p, o, g->claimed);
         }
     } else {
         if (g->maybe)
-            dl_hold_undo_later(p, l, rq->mode, g->rid);
+            dl_hold_undo_later(p, o, rq->mode, g->rid);
         if (rq->mode == 'w')
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
         settle(p, l, 0);
     }
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
+    pthread_cond_broadcast(&o->cv);
+    pthread_mutex_unlock(&o->mu);
     return rc;
 }
 
@@ -226,139 +236,143 @@ static void took_local(dl_lock_t *l, pid_t tid, int quick)
 
 static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
 {
+    dl_core_t *o = &l->core;
     char q[96];
     int rc;
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, tid);
     if (h && h->wcount) {
         if (rq->errorcheck)
-            rc = dl_fail(EDEADLK, "lock %s: already held by this thread", dl_lock_qname(l, q, sizeof q));
+            rc = dl_fail(EDEADLK, "lock %s: already held by this thread",
+                         dl_core_qname(o, q, sizeof q));
         else if ((rc = dl_holder_push(l, tid, 'w')))
-            dl_seterr("lock %s: %s", dl_lock_qname(l, q, sizeof q),
+            dl_seterr("lock %s: %s", dl_core_qname(o, q, sizeof q),
                       rc == EAGAIN ? "reentrancy count overflow" : "out of memory");
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_unlock(&o->mu);
         return rc;
     }
     if (h && h->rcount) {
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_unlock(&o->mu);
         return dl_fail(EDEADLK, "lock %s: this thread holds it for reading; "
-                       "a write request would wait forever (no upgrades)", dl_lock_qname(l, q, sizeof q));
+                       "a write request would wait forever (no upgrades)",
+                       dl_core_qname(o, q, sizeof q));
     }
     /* Relocking at once, as a loop around the lock does?  (see settle) */
     int quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
     int fresh = 0;            /* this thread confirmed the hold just now */
     l->wwait++;
     for (;;) {
-        if (!l->writer && !l->rthreads && !l->busy && l->last_writer == tid &&
+        if (!l->writer && !l->rthreads && !o->hold.busy && l->last_writer == tid &&
             l->streak >= DL_LOCAL_STREAK && l->wwait > 1 && !rq->try_only &&
             dl_now_ms() < rq->deadline) {
             /* Our turn is over: the threads woken by our unlock go first. */
             fresh = 0;
-            dl_lock_wait(l, rq->deadline);
+            dl_core_wait(o, rq->deadline);
             continue;
         }
-        if (!l->writer && !l->rthreads && !l->busy) {
-            if (!l->rmode)
+        if (!l->writer && !l->rthreads && !o->hold.busy) {
+            if (!o->hold.rmode)
                 break;
-            if (l->rmode == 'w' && keepable(l) && !trusted(l, &fresh)) {
+            if (o->hold.rmode == 'w' && keepable(l) && !trusted(l, &fresh)) {
                 fresh = confirm(p, l) == 0;
                 continue;
             }
-            if (l->rmode == 'w' && keepable(l) && dl_hold_claim_linger(p, l) == 0) {
+            if (o->hold.rmode == 'w' && keepable(l) && dl_hold_claim_linger(p, o) == 0) {
                 /* Local handoff: the process's Redis hold passes to us. */
                 l->wwait--;
                 if ((rc = dl_holder_push(l, tid, 'w'))) {
                     settle(p, l, 0);
-                    pthread_mutex_unlock(&l->mu);
+                    pthread_mutex_unlock(&o->mu);
                     return dl_fail(rc, "out of memory");
                 }
                 took_local(l, tid, quick);
                 l->held_us = dl_now_us();
-                dl_hold_handoff(l);
-                dl_tenure_renew(p, l);
-                pthread_mutex_unlock(&l->mu);
+                dl_hold_handoff(o);
+                dl_tenure_renew(p, o);
+                pthread_mutex_unlock(&o->mu);
                 return 0;
             }
             /* A hold we cannot reuse (lost, a fixed lease, or others
              * have waited long enough): end it, then ask Redis like
              * everyone else. */
-            dl_hold_release(p, l, 0);
+            dl_hold_release(p, o, 0);
             continue;
         }
         if (rq->try_only || dl_req_over(rq)) {
             l->wwait--;
             settle(p, l, 0);
-            pthread_cond_broadcast(&l->cv);   /* readers held back by us */
-            pthread_mutex_unlock(&l->mu);
+            pthread_cond_broadcast(&o->cv);   /* readers held back by us */
+            pthread_mutex_unlock(&o->mu);
             return busy_code(rq, l);
         }
-        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
+        dl_tenure_renew(p, o);           /* held by a thread of ours: kept busy */
         fresh = 0;
-        dl_lock_wait(l, rq->deadline);
+        dl_core_wait(o, rq->deadline);
     }
     l->wwait--;
     took_local(l, tid, quick);
-    dl_hold_reserve(l);
-    pthread_mutex_unlock(&l->mu);
+    dl_hold_reserve(o);
+    pthread_mutex_unlock(&o->mu);
 
     dl_grant_t g = { 0 };
-    rc = dl_take(p, l, rq, &g);
+    rc = dl_take(p, o, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
 
 static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
 {
+    dl_core_t *o = &l->core;
     char q[96];
     int rc;
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, tid);
     if (h && (h->wcount || h->rcount)) {
         /* A thread that holds the lock may always read it again, even past
          * a waiting writer. */
         if ((rc = dl_holder_push(l, tid, 'r')))
-            dl_seterr("lock %s: %s", dl_lock_qname(l, q, sizeof q),
+            dl_seterr("lock %s: %s", dl_core_qname(o, q, sizeof q),
                       rc == EAGAIN ? "reader count overflow" : "out of memory");
-        pthread_mutex_unlock(&l->mu);
+        pthread_mutex_unlock(&o->mu);
         return rc;
     }
     int fresh = 0;            /* this thread confirmed the hold just now */
     l->rwait++;
     for (;;) {
-        if (!l->writer && !l->busy && !l->wwait) {
-            if (!l->rmode)
+        if (!l->writer && !o->hold.busy && !l->wwait) {
+            if (!o->hold.rmode)
                 break;
             /* Join the process's readers, or take over a write hold that
              * no thread uses, if other processes allow it... */
-            int joins = l->rmode == 'r' || l->rthreads;
-            int keep = joins ? !l->lost && !l->remote_waiting : keepable(l);
+            int joins = o->hold.rmode == 'r' || l->rthreads;
+            int keep = joins ? !o->hold.lost && !o->hold.remote_waiting : keepable(l);
             /* ... and once Redis has confirmed the hold lately. */
             if (keep && !trusted(l, &fresh)) {
                 int crc = confirm(p, l);
                 if (crc == EIO && l->rthreads) {
                     l->rwait--;
-                    pthread_cond_broadcast(&l->cv);
-                    pthread_mutex_unlock(&l->mu);
+                    pthread_cond_broadcast(&o->cv);
+                    pthread_mutex_unlock(&o->mu);
                     return EIO;       /* worded by dl_hold_confirm */
                 }
                 fresh = crc == 0;
                 continue;
             }
-            if (keep && (joins || dl_hold_claim_linger(p, l) == 0)) {
+            if (keep && (joins || dl_hold_claim_linger(p, o) == 0)) {
                 l->rwait--;
                 if ((rc = dl_holder_push(l, tid, 'r'))) {
                     settle(p, l, 0);
-                    pthread_mutex_unlock(&l->mu);
+                    pthread_mutex_unlock(&o->mu);
                     return dl_fail(rc, "out of memory");
                 }
-                if (l->rmode == 'w' && !l->rthreads)
-                    dl_hold_handoff(l);
+                if (o->hold.rmode == 'w' && !l->rthreads)
+                    dl_hold_handoff(o);
                 l->rthreads++;
-                dl_tenure_renew(p, l);
-                pthread_mutex_unlock(&l->mu);
+                dl_tenure_renew(p, o);
+                pthread_mutex_unlock(&o->mu);
                 return 0;
             }
             if (!l->rthreads) {
-                dl_hold_release(p, l, 0);
+                dl_hold_release(p, o, 0);
                 continue;
             }
             /* Readers of this process still hold it, but a writer elsewhere
@@ -367,19 +381,19 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         if (rq->try_only || dl_req_over(rq)) {
             l->rwait--;
             settle(p, l, 0);
-            pthread_mutex_unlock(&l->mu);
+            pthread_mutex_unlock(&o->mu);
             return busy_code(rq, l);
         }
-        dl_tenure_renew(p, l);           /* held by a thread of ours: kept busy */
+        dl_tenure_renew(p, o);           /* held by a thread of ours: kept busy */
         fresh = 0;
-        dl_lock_wait(l, rq->deadline);
+        dl_core_wait(o, rq->deadline);
     }
     l->rwait--;
-    dl_hold_reserve(l);
-    pthread_mutex_unlock(&l->mu);
+    dl_hold_reserve(o);
+    pthread_mutex_unlock(&o->mu);
 
     dl_grant_t g = { 0 };
-    rc = dl_take(p, l, rq, &g);
+    rc = dl_take(p, o, rq, &g);
     return finish(p, l, rq, tid, rc, &g);
 }
 
@@ -391,13 +405,14 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 
 int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
 {
+    dl_core_t *o = &l->core;
     char q[96];
     pid_t tid = dl_tid();
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, tid);
     if (!h || (write_only && !h->wcount)) {
-        pthread_mutex_unlock(&l->mu);
-        return dl_fail(EPERM, "lock %s: not held by this thread", dl_lock_qname(l, q, sizeof q));
+        pthread_mutex_unlock(&o->mu);
+        return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     }
     int last;
     dl_holder_pop(l, tid, &last);
@@ -405,8 +420,8 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
     if (last) {
         /* Another thread's dl_hold_vouch may be asking Redis about this hold:
          * what it learns decides this unlock too. */
-        while (l->busy && l->rmode)
-            dl_lock_wait(l, dl_now_ms() + 100);
+        while (o->hold.busy && o->hold.rmode)
+            dl_core_wait(o, dl_now_ms() + 100);
         int wrote = l->writer == tid;
         if (wrote)
             l->writer = 0;
@@ -415,8 +430,8 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         /* A lost hold is never kept: settle releases it and says ENOLCK.
          * While other threads of the process still hold it, settle does
          * not reach Redis: vouch for this thread's part of it here. */
-        if (l->rmode && (l->writer || l->rthreads))
-            rc = dl_hold_vouch(p, l);
+        if (o->hold.rmode && (l->writer || l->rthreads))
+            rc = dl_hold_vouch(p, o);
         else
             rc = settle(p, l, wrote && l->quick && short_hold(l));
         if (wrote) {              /* when the unlock returns, not when it began */
@@ -424,27 +439,83 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
             l->unlock_tid = tid;
         }
     }
-    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_unlock(&o->mu);
     return rc;
 }
 
 int dl_lock_getfence(dl_lock_t *l, uint64_t *fence)
 {
+    dl_core_t *o = &l->core;
     char q[96];
-    pthread_mutex_lock(&l->mu);
+    pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     int held = h != NULL;
     if (held)
-        *fence = l->fence;
-    pthread_mutex_unlock(&l->mu);
+        *fence = o->hold.fence;
+    pthread_mutex_unlock(&o->mu);
     if (!held)
-        return dl_fail(EPERM, "lock %s: not held by this thread", dl_lock_qname(l, q, sizeof q));
+        return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     return 0;
 }
 
-int dl_lock_in_use(const dl_lock_t *l)
+int dl_lock_hold_lost(dl_lock_t *l)
 {
-    /* A withdrawal by the watchdog holds its own reference: it is no use
-     * of the lock by the process's threads. */
-    return l->nholders || l->wwait || l->rwait || l->busy || l->regid;
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    int rc = -1;
+    if (dl_holder_find(l, dl_tid()))
+        rc = o->hold.lost || (!o->hold.rmode && !o->hold.busy);
+    pthread_mutex_unlock(&o->mu);
+    return rc;
 }
+
+/* --- the lock's kind: what the registry and the hold core ask of it --- */
+
+static const dl_hold_calls_t lock_calls = {
+    .acquire = dl_call_acquire,
+    .cancel = dl_call_cancel,
+    .withdraw = dl_call_withdraw,
+    .renew = dl_call_renew,
+    .touch = dl_call_touch,
+    .release = dl_call_release,
+    .mark = dl_call_mark,
+};
+
+static void lock_fini(dl_core_t *o)
+{
+    dl_lock_t *l = dl_lock_of(o);
+    free(l->holders);
+}
+
+/* A thread of the process holds the lock now (a lingering hold stays). */
+static int lock_held(const dl_core_t *o)
+{
+    const dl_lock_t *l = dl_lock_of((dl_core_t *)o);
+    return l->writer || l->rthreads;
+}
+
+/* Threads of the process wait for it locally (the watchdog keeps the
+ * hold confirmed while they do). */
+static int lock_waiting(const dl_core_t *o)
+{
+    const dl_lock_t *l = dl_lock_of((dl_core_t *)o);
+    return l->wwait || l->rwait;
+}
+
+/* A thread holds it or waits for it locally (the core adds a thread
+ * talking to Redis for it, or waiting in Redis's queue: dl_core_in_use). */
+static int lock_in_use(const dl_core_t *o)
+{
+    const dl_lock_t *l = dl_lock_of((dl_core_t *)o);
+    return l->nholders || l->wwait || l->rwait;
+}
+
+const dl_kind_t dl_lock_kind = {
+    .id = DL_KIND_LOCK,
+    .size = sizeof(dl_lock_t),
+    .calls = &lock_calls,
+    .fini = lock_fini,
+    .held = lock_held,
+    .waiting = lock_waiting,
+    .in_use = lock_in_use,
+};

@@ -1,41 +1,76 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * lock.h - acquiring and releasing a lock: the local lock first, then the
- * Redis hold (RedisLockRegistry's localLock + obtainLock).  Shared by the
- * mutex (write mode only) and the rwlock: the entry of the lock module.
+ * lock.h - the lock primitive: the local lock first, then the Redis hold
+ * (RedisLockRegistry's localLock + obtainLock).  Shared by the mutex
+ * (write mode only) and the rwlock.
  *
- * The lock module, by file (each writes its own group of dl_lock_t's
- * fields, registry.h):
+ * A lock of the process is a dl_lock_t: the hold core (dl_core_t, core.h:
+ * the registry's entry, the Redis hold, its validity, the waiter) and the
+ * lock's own local admission on top of it.  The core's files take, keep,
+ * renew and release the hold; lock.c decides which of the process's
+ * threads holds the lock, and when the process asks Redis for it:
  *   lock.c     local admission and handoff: holders, local waiters,
- *              handoff fairness, quick relocks (this header)
- *   take.c     taking the Redis hold: asks, the wait for a grant, late
- *              grants, time-outs, ?wait=N's replicas (take.h)
- *   hold.c     the Redis hold once taken: record, vouch, release, linger,
- *              what the watchdog and the subscriber learn of it (hold.h)
- *   tenure.c   how long the hold serves without asking Redis (tenure.h)
- *   mark.c     the lingering mark posted to Redis (mark.h)
+ *              handoff fairness, quick relocks; the lock's kind (this
+ *              header)
  *   holds.c    each thread's stack of holds (holds.h)
+ * and, in core/, take.c (taking the Redis hold), hold.c (the hold once
+ * taken: record, vouch, release, linger), tenure.c (how long it serves
+ * without asking Redis), mark.c (the lingering mark).
+ *
+ * One writer per group of fields, as in core.h.
  */
 #ifndef DL_LOCK_H
 #define DL_LOCK_H
 
+#include <stddef.h>
+
 #include "process.h"
+#include "take.h"
 
-typedef struct dl_req {
+/* A run of holds of one mode in a thread's stack of holds on a lock. */
+typedef struct dl_run {
     char mode;                /* 'w' or 'r' */
-    int errorcheck;           /* relock by the owner -> EDEADLK */
-    int fair;                 /* no local handoff past a waiting process */
-    unsigned long lease_ms;   /* 0: DISTLOCK_LEASE_MS, renewed; else fixed */
-    int try_only;             /* one attempt, EBUSY */
-    uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
-    const int *stop;          /* NULL, or set (atomic) by another thread to end
-                                 the wait as at the deadline: dl_lock_interrupt */
-} dl_req_t;
+    unsigned count;
+} dl_run_t;
 
-/* Has rq run out: its deadline passed, or its caller asked it to stop? */
-static inline int dl_req_over(const dl_req_t *rq)
+/* One thread's holds on one lock, most recent last. */
+typedef struct dl_holder {
+    pid_t tid;
+    unsigned wcount, rcount;
+    dl_run_t *runs;
+    int nruns, cap;
+} dl_holder_t;
+
+/* One lock of the process (a registry entry of kind dl_lock_kind).  Its
+ * fields below the core are the lock's own, under core.mu. */
+typedef struct dl_lock {
+    dl_core_t core;           /* first: the registry's entry is the lock */
+
+    /* holds.c: each thread's stack of holds. */
+    dl_holder_t *holders;
+    int nholders, capholders;
+
+    /* lock.c: local admission and handoff. */
+    pid_t writer;             /* thread holding write locally, 0 none */
+    int rthreads;             /* threads holding only read locally */
+    int wwait, rwait;         /* threads waiting locally to write / read */
+    pid_t last_writer;        /* the thread that took write last, and how many */
+    unsigned streak;          /* times in a row (while others waited locally) */
+    uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
+    pid_t unlock_tid;         /* and which thread's */
+    int quick;                /* the writer locked again within DL_RELOCK_US of
+                                 its own unlock (took_local) */
+    uint64_t held_us;         /* when the writer's hold began (monotonic us) */
+} dl_lock_t;
+
+/* The lock's kind: its keys (keys.h), its scripts (lua/acquire.lua ...),
+ * and what the core asks of its admission. */
+extern const dl_kind_t dl_lock_kind;
+
+/* The lock an entry of dl_lock_kind is. */
+static inline dl_lock_t *dl_lock_of(dl_core_t *o)
 {
-    return dl_now_ms() >= rq->deadline || (rq->stop && __atomic_load_n(rq->stop, __ATOMIC_ACQUIRE));
+    return (dl_lock_t *)((char *)o - offsetof(dl_lock_t, core));
 }
 
 /* Blocks as rq says.  0, EOWNERDEAD, EBUSY, ETIMEDOUT, EDEADLK, EAGAIN,
@@ -46,8 +81,9 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq);
 int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only);
 /* The caller's fence; EPERM if it holds nothing.  Never blocks. */
 int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
-/* Whether a thread of the process holds l, waits for it or talks to Redis
- * for it (l->mu held): then its last object may not be destroyed. */
-int dl_lock_in_use(const dl_lock_t *l);
+/* 1 when the calling thread holds l but Redis no longer has the hold (the
+ * watchdog found it gone); 0 while it is fine; -1 when the thread holds
+ * nothing.  Never blocks. */
+int dl_lock_hold_lost(dl_lock_t *l);
 
 #endif

@@ -6,12 +6,6 @@
 
 #include "calls.h"
 #include "dl.h"
-#include "lock.h"
-
-dl_caller_t dl_caller(const struct dl_proc *p, const struct dl_lock *l)
-{
-    return (dl_caller_t){ l->keys, l->keylen, p->chanprefix, p->chanprefix_len, p->token };
-}
 
 static void init(dl_call_t *c, int script, const dl_caller_t *who)
 {

@@ -50,10 +50,7 @@ typedef struct dl_caller {
     const char *token;            /* NUL-terminated */
 } dl_caller_t;
 
-struct dl_proc;
-struct dl_lock;
-/* The process p calling on its lock l. */
-dl_caller_t dl_caller(const struct dl_proc *p, const struct dl_lock *l);
+/* (The process calling on one of its objects: dl_caller, process.h.) */
 
 /* --- acquire.lua: take the lock, or queue for it. */
 typedef struct dl_acquire_args {

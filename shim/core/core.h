@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * core.h - the hold core: what every object of the process that holds or
+ * waits in Redis has, whatever its kind (a lock today; a condition or a
+ * semaphore next), and what each kind tells the core of itself.
+ *
+ * An object of the process is a kind's own state (a primitive: prim/)
+ * that begins with a dl_core_t: the registry's entry (its kind, name and
+ * keys, its mutex and condition variable), its Redis hold (mode, fence,
+ * lease, renewal, linger, the undo of failed requests), what the process
+ * knows of that hold's life (validity and trust), the watchdog's schedule
+ * for it, and a thread's registration in Redis's queue.  The core's files
+ * take and keep the hold, renew it, wait for grants pushed by Redis and
+ * release it; each primitive decides, under its own rules (its local
+ * admission), which of its threads uses the hold and when the process
+ * asks Redis for it, and calls the core for that.
+ *
+ * One writer per group of fields: each group below names the one file
+ * that writes it; every other file only reads it (under mu, but for the
+ * registry's own fields and the atomic rtt_us) and changes it by calling a
+ * function of that file.  A primitive's own fields follow the dl_core_t
+ * in its state, with their writers named there (prim/lock.h).
+ *
+ * Lock order: the registry mutex before an object's mu; an object's mu
+ * before a connection's.  No thread holds mu across a round trip: the one
+ * thread talking to Redis for an object holds hold.busy instead, and the
+ * others wait on cv.
+ */
+#ifndef DL_CORE_H
+#define DL_CORE_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "dl.h"
+#include "keys.h"
+#include "script.h"
+
+typedef struct dl_core dl_core_t;
+
+/* The scripts that carry out a kind's hold: each builds the call for one
+ * step of the hold's life, with the step's typed arguments and reply
+ * (script/call_<name>.h).  The lock's are acquire.lua, release.lua ...
+ * (prim/lock.c); a kind with other scripts gives its own builders, whose
+ * calls take the same arguments and give the same replies. */
+typedef struct dl_hold_calls {
+    void (*acquire)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_args_t *a);
+    void (*cancel)(dl_call_t *c, const dl_caller_t *who, const dl_cancel_args_t *a);
+    void (*withdraw)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
+    void (*renew)(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
+    void (*touch)(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
+    void (*release)(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
+    void (*mark)(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
+} dl_hold_calls_t;
+
+/* A kind of object: what the registry and the hold core need to know of
+ * a primitive.  One constant per kind, defined by its primitive. */
+typedef struct dl_kind {
+    int id;                   /* DL_KIND_* (keys.h): its keys and its names */
+    size_t size;              /* of the primitive's state, which starts with
+                                 its dl_core_t */
+    const dl_hold_calls_t *calls;
+    /* Frees what the primitive's own fields own (the state itself is the
+     * registry's); NULL: nothing. */
+    void (*fini)(dl_core_t *o);
+    /* mu held; never block.  Does a thread of the process use the hold
+     * now (held: a lingering hold is then not ended), wait for it locally
+     * (waiting: the watchdog keeps the hold confirmed meanwhile), or hold,
+     * wait for or use the object in any way (in_use: its last object may
+     * not be destroyed)? */
+    int (*held)(const dl_core_t *o);
+    int (*waiting)(const dl_core_t *o);
+    int (*in_use)(const dl_core_t *o);
+} dl_kind_t;
+
+/* hold.c: the process's Redis hold, and its one talker. */
+typedef struct dl_hold {
+    int busy;                 /* a thread is talking to Redis for this object
+                                 (dl_hold_reserve, a release, a confirmation) */
+    char rmode;               /* 0, or the mode held ('w', 'r') */
+    uint64_t fence;
+    uint64_t rid;             /* the registration id it was taken or claimed with */
+    unsigned long lease_ms;   /* of the Redis hold */
+    int renew;                /* the watchdog renews it (default lease) */
+    int fair;                 /* taken by a fair request */
+    int lost;                 /* Redis no longer has it (a renewal, or an
+                                 unlock's check, said so: dl_hold_gone) */
+    unsigned long seq;        /* bumped at each Redis acquisition and release */
+    int remote_waiting;       /* another process queues for it
+                                 (dl_hold_waited_on) */
+    uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
+    unsigned handoffs;        /* local handoffs since remote_waiting was set */
+    int ttl_cut;              /* a linger cut the hold's Redis TTL to a claim
+                                 window (mark.c); the next renewal restores it */
+    uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
+                                 for a relock; the lingerer ends it then (us) */
+    int od_told;              /* the hold was taken after a lapse (Redis keeps
+                                 saying so at each claim) and its taker told */
+    uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
+                                 still be in Redis, and a claim of it is not
+                                 told EOWNERDEAD again */
+    uint64_t rtt_us;          /* this object's round trips, smoothed (atomic:
+                                 dl_hold_rtt; what makes a hold short) */
+    uint64_t undo[2];         /* [0] write, [1] read: 0, or the registration id of
+                                 the latest request in that mode that failed but
+                                 may have run in Redis (EIO after sending): the
+                                 watchdog withdraws it and every earlier one
+                                 (withdraw.lua), whatever the process holds or
+                                 asks for since (only later requests) */
+    int undo_checks[2];       /* withdrawals left to try that may find nothing */
+    uint64_t undo_at;         /* not before this (monotonic ms): the next look
+                                 must come after the request may have run */
+    int undoing;              /* the watchdog is withdrawing one now (pinned) */
+} dl_hold_t;
+
+/* tenure.c: how long the hold may serve without asking Redis. */
+typedef struct dl_tenure {
+    uint64_t valid_until;     /* the hold surely still exists in Redis before this
+                                 (monotonic ms): when the acquire or renewal that
+                                 confirmed it was sent + the TTL it set - a drift
+                                 margin.  Past it, no local reuse */
+    unsigned long cuts;       /* TTL cuts by lingers, bumped by each, and the */
+    uint64_t cut_until;       /* validity the last one left (ms): a renewal sent
+                                 before a cut confirms no more than that */
+    unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
+                                 renewals then confirm no more than that from
+                                 their sending (dl_hold_ttl) */
+    unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
+                                 that last confirmed the hold was sent: a sign of
+                                 lost state since ends the trust (dl_hold_trusted) */
+    uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
+                                 serves other threads only while this is recent */
+} dl_tenure_t;
+
+/* take.c: a thread waiting in Redis's queue for a grant (the subscriber
+ * tells it: dl_waiter_granted, dl_waiter_recheck). */
+typedef struct dl_waiter {
+    uint64_t regid;           /* its registration id, 0 none */
+    int granted;
+    uint64_t grant_fence;
+    int grant_dead, grant_more;
+    int recheck;              /* wake-ups may have been lost: ask Redis again */
+} dl_waiter_t;
+
+struct dl_core {
+    /* registry.c: the table and the references (registry mutex), and what
+     * is fixed at creation. */
+    struct dl_core *next;     /* hash chain */
+    unsigned refs;            /* objects and pins using it (dl_registry_pin;
+                                 atomic, changed to 0 under the registry mutex) */
+    unsigned objs;            /* of which objects */
+    const dl_kind_t *kind;
+    char *name;
+    size_t namelen;
+    int nkeys;                /* its kind's (keys.h) */
+    const char *keys[DL_KEYS_MAX];
+    size_t keylen[DL_KEYS_MAX];
+    pthread_mutex_t mu;       /* everything below, and the primitive's fields */
+    pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
+
+    dl_hold_t hold;           /* hold.c */
+    dl_tenure_t tenure;       /* tenure.c */
+    uint64_t renew_due;       /* watchdog.c: renew before this (monotonic ms),
+                                 0: at the tick (dl_watchdog_due, _undue) */
+    dl_waiter_t wait;         /* take.c */
+};
+
+/* The word for o's kind in messages ("lock"). */
+static inline const char *dl_core_what(const dl_core_t *o)
+{
+    return dl_kind_keys(o->kind->id)->what;
+}
+
+/* o's name, quoted for messages (dl_quote). */
+static inline const char *dl_core_qname(const dl_core_t *o, char *buf, size_t size)
+{
+    return dl_quote(o->name, o->namelen, buf, size);
+}
+
+/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms). */
+static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
+{
+    struct timespec ts;
+    dl_timespec_at(deadline, &ts);
+    pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+}
+
+/* Whether a thread of the process holds o, waits for it or talks to Redis
+ * for it (o->mu held): then its last object may not be destroyed.  (A
+ * withdrawal by the watchdog holds a reference of its own: it is no use
+ * by the process's threads.) */
+static inline int dl_core_in_use(const dl_core_t *o)
+{
+    return o->hold.busy || o->wait.regid || o->kind->in_use(o);
+}
+
+#endif
