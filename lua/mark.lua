@@ -1,4 +1,5 @@
 -- SPDX-License-Identifier: BSD-3-Clause
+--! sent with its text
 -- mark.lua: what Redis must know of a lingering hold (shim/mark.c): a
 -- linger clears the meta hash's `wh` (the lapse of a lingering hold is no
 -- death: the next holder is not told EOWNERDEAD), a relock sets it again.

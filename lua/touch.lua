@@ -1,4 +1,5 @@
 -- SPDX-License-Identifier: BSD-3-Clause
+--! sent with its text
 -- touch.lua: the renewal posted when a hold granted by push is claimed
 -- (shim/tenure.c, dl_post_renew): the grant lives a claim window in Redis
 -- until its holder renews it to its lease.  Posted, so its reply is never

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * test_calls.c - the typed calls of shim/calls.h against the real scripts:
- * each call written by calls.c (dl_call_wire) runs as its lua/ header says,
- * and its reply read by calls.c (dl_call_parse) says what Redis did.  The
+ * test_calls.c - the typed calls of shim/script/calls.h against the real
+ * scripts: each call written by its script's entry (call_<name>.c, through
+ * dl_call_wire) runs as its lua/ header says, and its reply read by the
+ * entry (dl_call_parse) says what Redis did.  The
  * calls are sent as script.c sends them (EVAL with the script's text),
  * without a connection of the library, so each case is one script at a
  * time and what Redis keeps is checked after it.

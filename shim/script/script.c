@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* script.c - sends the calls of calls.h: EVALSHA with NOSCRIPT fallback,
- * batched; each reply read into its call's typed reply (calls.c). */
+ * batched; each reply read into its call's typed reply (the script's
+ * entry, calls.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@
 
 /* Builds call->cmd; with undo (built as EVAL: a server that lost the
  * script cache still runs it), as the command's undo (dl_cmd_t). */
-static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
+void dl_script_argv(dl_call_t *call, int by_sha)
 {
     const dl_script_t *sc = &dl_scripts[call->script];
     by_sha = by_sha && !sc->by_text;
@@ -22,6 +23,11 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
     call->argvlen[0] = by_sha ? 7 : 4;
     call->argv[1] = by_sha ? sc->sha : sc->body;
     call->argvlen[1] = by_sha ? 40 : sc->len;
+}
+
+static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
+{
+    dl_script_argv(call, by_sha);
     call->cmd.argc = call->argc;
     call->cmd.argv = call->argv;
     call->cmd.argvlen = call->argvlen;
@@ -46,6 +52,7 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
  * NOSCRIPT, so it goes by EVALSHA only while its script is known cached,
  * else with its text. */
 static unsigned dl_cached;
+_Static_assert(DL_SCRIPT_COUNT <= 32, "dl_cached holds one bit per script");
 
 static void note_cached(const dl_call_t *call, const redisReply *r)
 {
@@ -165,12 +172,11 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
                 freeReplyObject(c->reply);
             c->reply = NULL;
         } else {
-            /* The typed reply (calls.c) is all a caller reads. */
+            /* The typed reply (the script's entry, calls.h) is all a
+             * caller reads; an entry may keep the reply for its reader
+             * (the status snapshot). */
             note_cached(&calls[i], c->reply);
-            dl_call_parse(&calls[i], c->reply);
-            if (calls[i].script == DL_SCRIPT_STATUS)
-                calls[i].reply.status.snapshot = c->reply;   /* its reader's */
-            else
+            if (!dl_call_parse(&calls[i], c->reply))
                 freeReplyObject(c->reply);
             c->reply = NULL;
         }

@@ -12,18 +12,27 @@
 #include "calls.h"
 #include "conn.h"
 
+/* One script: its text, as embedded, and its entry (calls.h). */
 typedef struct dl_script {
-    const char *name;
+    const char *name;         /* lua/<name>.lua */
     const char *sha;          /* SHA1 of body, computed at build time */
     const char *body;
     size_t len;
     int by_text;              /* sent with its text (EVAL) every time */
+    const dl_script_entry_t *entry;
 } dl_script_t;
 
-/* Indexed by DL_SCRIPT_* (calls.h); generated from lua/. */
+/* Indexed by DL_SCRIPT_* (calls.h); generated from lua/ by
+ * cmake/embed_lua.cmake (dl_scripts.c). */
 extern const dl_script_t dl_scripts[];
 /* The text of mark.lua (tests drive it directly). */
 extern const char dl_mark_lua[];
+
+/* Writes call's command as the library sends it: argv[0..1] EVALSHA sha
+ * (by_sha, unless the script is sent with its text) or EVAL text, then
+ * its keys and ARGV (dl_call_wire); call->argc.  For a caller that sends
+ * it itself (the protocol fuzzer, the tests). */
+void dl_script_argv(dl_call_t *call, int by_sha);
 
 /* Runs calls[0..n) as one pipelined batch (redlock: quorum.c).  Each call
  * ends with its typed reply (call->reply, call->cmd.err 0) or with

@@ -9,22 +9,6 @@
 #include "pf_redis.h"
 #include "script.h"
 
-/* The library's own scripts, as built from lua/ (generated dl_scripts.c). */
-static const dl_script_t *script_of(int s)
-{
-    static const int map[] = {
-        [PF_S_ACQUIRE] = DL_SCRIPT_ACQUIRE, [PF_S_RELEASE] = DL_SCRIPT_RELEASE,
-        [PF_S_RENEW] = DL_SCRIPT_RENEW,     [PF_S_CANCEL] = DL_SCRIPT_CANCEL,
-        [PF_S_WITHDRAW] = DL_SCRIPT_WITHDRAW, [PF_S_BREAK] = DL_SCRIPT_BREAK,
-    };
-    return &dl_scripts[map[s]];
-}
-
-/* The marks of a lingering unlock (shim/mark.c): KEYS lock, meta; ARGV
- * token, fence, 'l' lingers | 'h' held again, cut ms, the mark's number.  The library's own
- * text, as it posts it. */
-extern const char dl_mark_lua[];
-
 /* Everything in one atomic read, numbers as strings (exact above 2^53 is
  * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
  * pttl of the 5 keys but meta, meta fence, readers (count, then token,
@@ -129,29 +113,15 @@ void pf_conn_close(pf_conn_t *k)
     k->c = k->sub = NULL;
 }
 
-/* EVALSHA, and EVAL (which caches it) when the server lacks the script. */
-static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const char **args,
-                        const size_t *lens)
+/* Runs c as the library sends it: EVALSHA, and EVAL (which caches it)
+ * when the server lacks the script; a script sent with its text (mark)
+ * goes by EVAL at once. */
+static redisReply *run(pf_conn_t *k, dl_call_t *c)
 {
-    const char *argv[3 + 6 + 12];
-    size_t argvlen[3 + 6 + 12];
+    const char *name = dl_scripts[c->script].name;
     for (int pass = 0; pass < 2; pass++) {
-        int a = 0;
-        argv[a] = pass ? "EVAL" : "EVALSHA";
-        argvlen[a++] = pass ? 4 : 7;
-        argv[a] = pass ? sc->body : sc->sha;
-        argvlen[a++] = pass ? sc->len : strlen(sc->sha);
-        argv[a] = "6";
-        argvlen[a++] = 1;
-        for (int i = 0; i < 6; i++) {
-            argv[a] = k->keys[i];
-            argvlen[a++] = k->keylen[i];
-        }
-        for (int i = 0; i < nargs; i++) {
-            argv[a] = args[i];
-            argvlen[a++] = lens[i];
-        }
-        redisReply *r = redisCommandArgv(k->c, a, argv, argvlen);
+        dl_script_argv(c, !pass);
+        redisReply *r = redisCommandArgv(k->c, c->argc, c->argv, c->argvlen);
         if (!r) {
             snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
             return NULL;
@@ -161,7 +131,7 @@ static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const ch
             continue;
         }
         if (r->type == REDIS_REPLY_ERROR) {
-            snprintf(k->err, sizeof k->err, "%s script error: %s", sc->name, r->str);
+            snprintf(k->err, sizeof k->err, "%s script error: %s", name, r->str);
             freeReplyObject(r);
             return NULL;
         }
@@ -170,84 +140,58 @@ static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const ch
     return NULL;
 }
 
-static redisReply *mark(pf_conn_t *k, const pf_req_t *q)
-{
-    char token[16], cut[24], fence[24], seq[24];
-    pf_token(q->proc, token, sizeof token);
-    snprintf(cut, sizeof cut, "%d", q->wttl);
-    snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
-    snprintf(seq, sizeof seq, "%llu", (unsigned long long)q->regid);
-    redisReply *r = redisCommand(k->c, "EVAL %s 2 %b %b %s %s l %s %s", dl_mark_lua, k->keys[0],
-                                 k->keylen[0], k->keys[5], k->keylen[5], token, fence, cut, seq);
-    if (!r) {
-        snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
-        return NULL;
-    }
-    if (r->type == REDIS_REPLY_ERROR) {
-        snprintf(k->err, sizeof k->err, "mark script error: %s", r->str);
-        freeReplyObject(r);
-        return NULL;
-    }
-    return r;
-}
-
+/* The request as the library's typed call (script/call_<name>.h), so that
+ * its KEYS and ARGV are written as the library writes them: the fuzzer
+ * chooses the arguments, never their order. */
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
 {
-    if (q->script == PF_S_MARK)
-        return mark(k, q);
-    char token[16], mode[2] = { q->mode, 0 }, lease[24], wttl[24], claim[24], regid[24],
-        fence[24], info[48], mark[24];
+    char token[16], info[48];
     pf_token(q->proc, token, sizeof token);
-    snprintf(lease, sizeof lease, "%d", q->lease);
-    snprintf(wttl, sizeof wttl, "%d", q->wttl);
-    snprintf(claim, sizeof claim, "%d", q->claim);
-    snprintf(regid, sizeof regid, "%llu", (unsigned long long)q->regid);
-    snprintf(fence, sizeof fence, "%llu", (unsigned long long)q->fence);
-    snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
-    const char *args[12];
-    int n = 0;
-    args[n++] = k->chan;
-    if (q->script != PF_S_BREAK) {
-        args[n++] = token;
-        args[n++] = mode;
-    }
+    int infolen = snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
+    const char *keys[6];
+    for (int i = 0; i < 6; i++)
+        keys[i] = k->keys[i];
+    dl_caller_t who = { keys, k->keylen, k->chan, strlen(k->chan), token };
+    unsigned long lease = (unsigned long)q->lease;
+    dl_call_t c;
     switch (q->script) {
-    case PF_S_ACQUIRE:     /* lock.c redis_take */
-        args[n++] = lease;
-        args[n++] = info;
-        args[n++] = q->enqueue ? "1" : "0";
-        args[n++] = regid;
-        args[n++] = wttl;
-        args[n++] = claim;
-        if (q->redlock) {
-            snprintf(mark, sizeof mark, "%d", q->mark);
-            args[n++] = mark;
-        }
+    case PF_S_ACQUIRE:     /* take.c take_ask */
+        dl_call_acquire(&c, &who, &(dl_acquire_args_t){
+            .mode = q->mode, .lease_ms = lease, .info = info, .infolen = (size_t)infolen,
+            .enqueue = q->enqueue, .regid = q->regid, .waiter_ttl_ms = (unsigned long)q->wttl,
+            .claim_ms = (unsigned long)q->claim, .redlock = q->redlock,
+            .writer_mark_ms = (unsigned long)q->mark });
         break;
-    case PF_S_RELEASE:     /* lock.c release_redis: the hold's id, its fence, and
-                              the registration id it was taken or claimed with */
-        args[n++] = fence;
-        args[n++] = q->regid ? regid : "";
+    case PF_S_RELEASE:     /* hold.c dl_hold_release: the hold's fence, and the
+                              registration id it was taken or claimed with */
+        dl_call_release(&c, &who, &(dl_release_args_t){
+            .mode = q->mode, .fence = q->fence, .rid = q->regid });
         break;
-    case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed */
-        args[n++] = lease;
-        args[n++] = q->redlock ? "" : fence;   /* redlock: the caller's hold in that mode */
-        if (q->redlock)
-            args[n++] = "m";
+    case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed
+                              (redlock: the caller's hold in that mode) */
+        dl_call_renew(&c, &who, &(dl_renew_args_t){
+            .mode = q->mode, .lease_ms = lease, .fence = q->fence, .redlock = q->redlock });
         break;
-    case PF_S_CANCEL:      /* lock.c redis_take; the registration cancelled */
+    case PF_S_CANCEL:      /* take.c take_give_up; the registration cancelled */
+        dl_call_cancel(&c, &who, &(dl_cancel_args_t){
+            .mode = q->mode, .regid = q->regid, .clear_mark = q->redlock });
+        break;
     case PF_S_WITHDRAW:    /* cmdlink_io.c: the undo written behind an acquire */
-        args[n++] = regid;
-        if (q->redlock && q->script == PF_S_CANCEL)
-            args[n++] = "m";
+        dl_call_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = q->mode, .regid = q->regid });
+        break;
+    case PF_S_BREAK:
+        dl_call_break(&c, &who);
+        break;
+    case PF_S_MARK:        /* mark.c: a linger's mark, its TTL cut to wttl, its
+                              number the request's */
+        dl_call_mark(&c, &who, &(dl_mark_args_t){
+            .fence = q->fence, .lingering = 1, .ms = (unsigned long)q->wttl, .seq = q->regid });
         break;
     default:
-        break;
+        snprintf(k->err, sizeof k->err, "no such script %d", q->script);
+        return NULL;
     }
-    size_t lens[12];
-    for (int i = 0; i < n; i++)
-        lens[i] = strlen(args[i]);
-    return eval(k, script_of(q->script), n, args, lens);
+    return run(k, &c);
 }
 
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)

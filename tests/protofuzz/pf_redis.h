@@ -1,16 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * pf_redis.h - the fuzzer's call layer: one command connection and one
- * subscriber to the server, the script calls exactly as the library makes
- * them (shim/lock.c, shim/watchdog.c, the CLI's break), and a snapshot of
- * the lock's six keys.
- *
- * Every call carries the arguments of the scripts' next version too (Lua
- * ignores ARGV it does not read): release's ARGV[4] is the hold's fence and
- * ARGV[5] the registration id it was taken with, cancel's ARGV[4] the
- * registration id it cancels, renew's ARGV[5] the hold's fence; a renew
- * reply n >= 1 means renewed.  So one fuzzer runs
- * against the scripts before and after that change.
+ * subscriber to the server, the script calls made with the library's own
+ * typed calls (shim/script/call_<name>.h: the fuzzer picks the arguments,
+ * the library writes KEYS and ARGV, as the library's take.c, hold.c,
+ * watchdog.c and mark.c and the CLI's break do), and a snapshot of the
+ * lock's six keys.
  */
 #ifndef PF_REDIS_H
 #define PF_REDIS_H

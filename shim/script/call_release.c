@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_release.c - lua/release.lua's entry (calls.h). */
+#include "calls.h"
+#include "quorum.h"
+
+void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a)
+{
+    dl_call_init(c, DL_SCRIPT_RELEASE, who);
+    c->arg.release = *a;
+}
+
+static void wire(dl_wire_t *w, const dl_call_t *c)
+{
+    /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none) */
+    const dl_release_args_t *a = &c->arg.release;
+    dl_wire_lock(w, 1);
+    dl_wire_put(w, &a->mode, 1);
+    dl_wire_num(w, a->fence);
+    if (a->rid)
+        dl_wire_num(w, a->rid);
+    else
+        dl_wire_put(w, "", 0);
+}
+
+static int parse(dl_call_t *c, redisReply *r)
+{
+    /* 1 released, 0 held nothing, 2 released already */
+    c->reply.release.result = (int)dl_reply_int(r);
+    return 0;
+}
+
+static int said_yes(const dl_call_t *c)
+{
+    return c->reply.release.result >= 1;
+}
+
+/* Released: a majority had the hold. */
+static void merge(dl_call_t *c, const dl_tally_t *t)
+{
+    c->reply.release.result = t->yes >= t->need;
+}
+
+static const dl_quorum_op_t quorum = { .said_yes = said_yes, .merge = merge };
+
+const dl_script_entry_t dl_entry_release = { .wire = wire, .parse = parse, .quorum = &quorum };

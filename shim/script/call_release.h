@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_release.h - lua/release.lua: end the caller's hold, hand the lock
+ * on (call_release.c). */
+#ifndef DL_CALL_RELEASE_H
+#define DL_CALL_RELEASE_H
+
+#include "caller.h"
+
+typedef struct dl_release_args {
+    char mode;
+    uint64_t fence;               /* names the hold */
+    uint64_t rid;                 /* registration id it was taken with; 0: none */
+} dl_release_args_t;
+
+typedef struct dl_release_reply {
+    int result;                   /* 1 released, 0 held nothing, 2 released
+                                     already (a resend, a late copy), -1 unexpected */
+} dl_release_reply_t;
+
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_release dl_release_args_t release;
+#define DL_CALL_REPLY_release dl_release_reply_t release;
+
+void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
+
+#endif

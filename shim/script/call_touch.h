@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_touch.h - lua/touch.lua: the renewal posted when a pushed grant is
+ * claimed (core/tenure.c; call_touch.c).  Only posted: no reply is read
+ * but by the tests. */
+#ifndef DL_CALL_TOUCH_H
+#define DL_CALL_TOUCH_H
+
+#include "caller.h"
+
+typedef struct dl_touch_args {
+    char mode;
+    unsigned long lease_ms;
+    uint64_t fence;               /* with the caller's token, names the hold */
+} dl_touch_args_t;
+
+typedef struct dl_touch_reply {
+    int renewed;                  /* 1 renewed, 0 that hold is not there */
+} dl_touch_reply_t;
+
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_touch dl_touch_args_t touch;
+#define DL_CALL_REPLY_touch dl_touch_reply_t touch;
+
+void dl_call_touch(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
+
+#endif

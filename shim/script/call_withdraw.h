@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_withdraw.h - lua/withdraw.lua: undo one acquire request whose
+ * reply was lost (call_withdraw.c). */
+#ifndef DL_CALL_WITHDRAW_H
+#define DL_CALL_WITHDRAW_H
+
+#include "caller.h"
+
+typedef struct dl_withdraw_args {
+    char mode;
+    uint64_t regid;               /* the request's registration id */
+} dl_withdraw_args_t;
+
+typedef struct dl_withdraw_reply {
+    int result;                   /* 1 a hold released, 2 a queue place
+                                     withdrawn, 0 nothing left, -1 unexpected */
+} dl_withdraw_reply_t;
+
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_withdraw dl_withdraw_args_t withdraw;
+#define DL_CALL_REPLY_withdraw dl_withdraw_reply_t withdraw;
+
+void dl_call_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
+
+#endif
