@@ -11,8 +11,8 @@
 file(GLOB DL_BENCH_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tools/bench/*.c)
 add_executable(distlock-bench ${DL_BENCH_SOURCES})
 target_compile_definitions(distlock-bench PRIVATE _GNU_SOURCE)
-# The bench reads the library's counters (shim/status.h) and the SHA1s of
-# its embedded scripts (shim/script.h) to tell them apart in the SLOWLOG:
+# The bench reads the library's counters (shim/base/status.h) and the SHA1s of
+# its embedded scripts (shim/script/script.h) to tell them apart in the SLOWLOG:
 # distlock_internal, which also brings hiredis.
 target_link_libraries(distlock-bench PRIVATE distlock_internal m)
 dl_target_flags(distlock-bench)

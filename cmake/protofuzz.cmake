@@ -2,7 +2,7 @@
 # The protocol fuzzer (tests/protofuzz/): simulated processes drive the Lua
 # scripts directly against a real redis-server and check the protocol's
 # invariants after every step.  Its core uses hiredis and the embedded
-# scripts only (distlock_internal: dl_scripts[] and shim/script.h).
+# scripts only (distlock_internal: dl_scripts[] and shim/script/script.h).
 #   - tests/test_protofuzz.c, a ctest suite: a short seeded run;
 #   - distlock-protofuzz (tools/protofuzz.c), long runs: tools/protofuzz.sh.
 # Included by the top-level CMakeLists.txt.

@@ -2,7 +2,7 @@
 # The version: project(distlock VERSION ...) is the one source; the public
 # header spells it out (DISTLOCK_VERSION_*), so users read a plain file, and
 # configuring fails if the two disagree.  Also the linker version script of
-# libdistlock.so (dist_version() is shim/version.c, among the library's
+# libdistlock.so (dist_version() is shim/base/version.c, among the library's
 # sources).  Included by the top-level CMakeLists.txt.
 
 file(STRINGS ${PROJECT_SOURCE_DIR}/include/distlock.h DL_VERSION_LINES

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_env.c - libFuzzer target for dl_config_load() (shim/config.c) with
+ * fuzz_env.c - libFuzzer target for dl_config_load() (shim/base/config.c) with
  * the DISTLOCK_* variables taken from the input.
  *
  * Input: byte 0 is a mask saying which variables are set (bit 0

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * fuzz_url.c - libFuzzer target for dl_url_parse() (shim/config.c): the
+ * fuzz_url.c - libFuzzer target for dl_url_parse() (shim/base/config.c): the
  * whole input is one DISTLOCK_URL value.
  *
  * Checks, besides what ASan/UBSan catch: the result is 0 or EINVAL; on

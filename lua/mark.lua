@@ -1,6 +1,6 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 --! sent with its text
--- mark.lua: what Redis must know of a lingering hold (shim/mark.c): a
+-- mark.lua: what Redis must know of a lingering hold (shim/core/mark.c): a
 -- linger clears the meta hash's `wh` (the lapse of a lingering hold is no
 -- death: the next holder is not told EOWNERDEAD), a relock sets it again.
 -- Posted, and sent with its text every time (EVAL: a SCRIPT FLUSH cannot

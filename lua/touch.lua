@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 --! sent with its text
 -- touch.lua: the renewal posted when a hold granted by push is claimed
--- (shim/tenure.c, dl_post_renew): the grant lives a claim window in Redis
+-- (shim/core/tenure.c, dl_post_renew): the grant lives a claim window in Redis
 -- until its holder renews it to its lease.  Posted, so its reply is never
 -- read: it is sent with its text every time (EVAL), so that an emptied
 -- script cache (SCRIPT FLUSH, a restart, a failover) cannot make it fail

@@ -182,7 +182,7 @@ const char *th_prefix(void)
 
 char *th_key(char *buf, size_t size, const char *name, const char *suffix)
 {
-    /* the library's hash tag (shim/keys.h): names starting with '}' or
+    /* the library's hash tag (shim/base/keys.h): names starting with '}' or
      * the escape byte get the escape byte in front */
     const char *esc = name[0] == '}' || name[0] == '\x01' ? "\x01" : "";
     snprintf(buf, size, "%s{%s%s}%s", th_prefix(), esc, name, suffix ? suffix : "");

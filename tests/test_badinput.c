@@ -1090,7 +1090,7 @@ static void test_timespecs(void **state)
 
 /* tv_sec at the ends of time_t.  Was a bug (fixed in 71e59f6):
  * dl_deadline_from_abstime() computed (tv_sec - now) * 1000 in int64_t,
- * which overflowed: UBSan aborted (signed-integer-overflow, shim/clock.c),
+ * which overflowed: UBSan aborted (signed-integer-overflow, shim/base/clock.c),
  * and without it the far-future deadline wrapped into the past, so a timed
  * wait gave ETIMEDOUT at once instead of waiting.  Run in a child, so an
  * abort fails this test and not the whole suite. */
@@ -1166,7 +1166,7 @@ static void test_timespec_extremes(void **state)
     if (st != 0)
         fail_msg("abstime with tv_sec INT64_MIN / INT64_MAX: child status %d%s (regression of "
                  "the overflow fixed in 71e59f6?)", st,
-                 st > 128 ? ", killed: UBSan abort (signed overflow in shim/clock.c)" : "");
+                 st > 128 ? ", killed: UBSan abort (signed overflow in shim/base/clock.c)" : "");
 }
 
 /* ------------------------------------------------------------- attributes */

@@ -485,7 +485,7 @@ static void stall_end(struct stall *st)
 /* During the stall every call gives EIO, with a dist_lasterror(), within
  * the I/O time-out + 700 ms (the blocked waiter: + its re-check period,
  * min(lease, 2 s)/3, too).
- * Regression test: this found a bug (fixed in shim/cmdlink_io.c;
+ * Regression test: this found a bug (fixed in shim/conn/cmdlink_io.c;
  * /tmp/h1-fix-io-timeout.diff): the calls took twice the I/O time-out,
  * because the time-out was counted from when the failure was noticed, and
  * a stalled server is noticed only when a read times out. */
@@ -519,7 +519,7 @@ static void test_server_stalled_eio_bound(void **state)
  * short at the caller's deadline.  Fixing it needs a per-call deadline in
  * dl_link_exec (the leader's socket time-out, or a follower leaving the
  * queue, at min(deadline, I/O time-out)); the acquisition that may have
- * run is then withdrawn like any other failed one (l->undo). */
+ * run is then withdrawn like any other failed one (o->hold.undo). */
 static void test_server_stalled_timedlock_deadline(void **state)
 {
     static struct stall st;
@@ -544,8 +544,9 @@ static void test_server_stalled_timedlock_deadline(void **state)
  * requests it had buffered when it resumes, so a process that was told
  * EIO held the lock in Redis without knowing it, for a whole lease, and
  * the next holder was told EOWNERDEAD.  Fixed by withdrawing such requests:
- * the link's undo behind each on its own connection (shim/cmdlink_io.c), and
- * the watchdog's withdrawal (l->undo) from a new one. */
+ * the link's undo behind each on its own connection
+ * (shim/conn/cmdlink_io.c), and the watchdog's withdrawal (o->hold.undo)
+ * from a new one. */
 static void test_server_stalled_recovers(void **state)
 {
     static struct stall st;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* What the library allows (shim/lock.c, DL_HANDOFF_MAX): holds of the
+/* What the library allows (shim/prim/lock.c, DL_HANDOFF_MAX): holds of the
  * looping process after the waiter is known, plus the hold in progress;
  * slack for the holds made before the waiter's queueing was pushed to it. */
 #define BOUND_HOLDS 33

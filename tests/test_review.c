@@ -20,7 +20,7 @@
 #include <pthread.h>
 #include <string.h>
 
-extern const char dl_mark_lua[];    /* shim/mark.c */
+extern const char dl_mark_lua[];    /* shim/core/mark.c */
 
 static char *key(char *buf, const char *name, const char *sfx)
 {

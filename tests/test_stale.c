@@ -20,7 +20,7 @@
 #include <errno.h>
 #include <string.h>
 
-extern const char dl_mark_lua[];    /* shim/mark.c */
+extern const char dl_mark_lua[];    /* shim/core/mark.c */
 
 static char *key(char *buf, const char *name, const char *sfx)
 {
@@ -107,7 +107,7 @@ static void test_cancel_names_its_registration(void **state)
     assert_int_equal(th_script_release(name, "tokH", "w", f), 1);
 }
 
-/* The marks of a lingering unlock (shim/mark.c) act only on their hold. */
+/* The marks of a lingering unlock (shim/core/mark.c) act only on their hold. */
 static void test_mark_names_its_hold(void **state)
 {
     (void)state;

@@ -4,7 +4,7 @@
  * one (include/distlock.h: dist_mutex_*, dist_mutexattr_*), and what
  * the distlock tool and the tests ask of a mutex beyond it.  mutex.c
  * writes only its attribute objects and, at init, the object's
- * attributes; the lock state is the lock module's (lock.h).
+ * attributes; the lock state is the lock primitive's (prim/lock.h).
  */
 #ifndef DL_MUTEX_H
 #define DL_MUTEX_H

@@ -4,7 +4,7 @@
  * one (include/distlock.h: dist_rwlock_*, dist_rwlockattr_*), and what
  * the distlock tool and the tests ask of a rwlock beyond it.  rwlock.c
  * writes only its attribute objects and, at init, the object's
- * attributes; the lock state is the lock module's (lock.h).
+ * attributes; the lock state is the lock primitive's (prim/lock.h).
  */
 #ifndef DL_RWLOCK_H
 #define DL_RWLOCK_H

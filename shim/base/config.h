@@ -51,7 +51,7 @@ typedef struct dl_config {
 int dl_config_load(dl_config_t *c);
 /* DISTLOCK_PREFIX alone (the key prefix; "distlock:" when unset), checked
  * as dl_config_load checks it, into out (size bytes): for a tool that
- * names a lock's keys (shim/keys.h) without the rest of the
+ * names a lock's keys (shim/base/keys.h) without the rest of the
  * configuration.  0, or EINVAL with dist_lasterror(). */
 int dl_config_prefix(char *out, size_t size);
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * conn.h - the process's command connections to Redis: the one interface
- * the layers above (script.c, quorum.c, lock.c, the distlock command) talk
- * to, whatever the topology.
+ * the layers above (script/, core/, prim/, the distlock command) talk to,
+ * whatever the topology.
  *
  * A dl_conn_t holds one backend, chosen once from the URL's scheme (the
  * only place outside config.c that tells topologies apart by it):
@@ -18,7 +18,7 @@
  * the scheme.  conn.c owns nothing but the choice; each backend owns its
  * links.
  *
- * File map of the connection layer:
+ * File map of the connection layer (shim/conn/):
  *   cmd.h           dl_cmd_t, one command and its outcome
  *   conn.c          this interface, dispatching to the backend
  *   single.c, sentinel.c, cluster.c, redlock.c   the backends

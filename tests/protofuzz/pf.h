@@ -44,7 +44,7 @@ enum pf_kind {
     PF_STALE,      /* a request held back on a given-up connection runs now */
     PF_SLEEP,      /* time passes */
     PF_MARK,       /* a lingering unlock posts its mark: the hold's TTL cut to the
-                      claim window (shim/mark.c); lost */
+                      claim window (shim/core/mark.c); lost */
     PF_DIE,        /* redlock mode: a waiting process dies (stops retrying, sends
                       nothing more): its writer mark must lapse by itself */
     PF_NKINDS

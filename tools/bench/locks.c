@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* locks.c - the library as the workloads use it, through its own
  * interfaces rather than copies: lock names and their Redis keys (the
- * library's prefix, shim/config.h, and key layout, shim/keys.h), locks
- * connected before anything is measured, failed lock calls said on stderr,
- * and the library's counters (shim/status.h). */
+ * library's prefix, shim/base/config.h, and key layout,
+ * shim/base/keys.h), locks connected before anything is measured, failed
+ * lock calls said on stderr, and the library's counters
+ * (shim/base/status.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

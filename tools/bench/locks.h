@@ -15,7 +15,7 @@ const char *peer_name(int peer);
 void lock_name(char *buf, size_t size, const char *workload, const char *suffix);
 /* Key `which` (its index in the scripts' KEYS: 0 the lock hash, 3 the
  * queue) of lock `name`, as the library names it (its DISTLOCK_PREFIX and
- * shim/keys.h).  0, or -1 (message printed). */
+ * shim/base/keys.h).  0, or -1 (message printed). */
 int lock_key(char *buf, size_t size, const char *name, int which);
 /* Says on stderr why a lock call `what` failed, when rc is not 0; returns
  * rc. */

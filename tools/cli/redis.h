@@ -2,12 +2,13 @@
 /*
  * redis.h - the distlock command's way to Redis: the library's own layers,
  * never copies of them.  The configuration is the library's (DISTLOCK_URL,
- * DISTLOCK_PREFIX, ...: shim/config.h), commands go through its command
- * layer (a dl_conn_t: a cluster's commands are routed by the lock's hash
- * slot and follow redirections, a sentinel-watched master is found again
- * after a failover), a lock's keys are shim/keys.h's and its scripts run
- * through shim/script.h (EVALSHA, the body on NOSCRIPT).  redlock:// locks
- * are read from each server: the callers ask each target in turn.
+ * DISTLOCK_PREFIX, ...: shim/base/config.h), commands go through its
+ * command layer (a dl_conn_t: a cluster's commands are routed by the
+ * lock's hash slot and follow redirections, a sentinel-watched master is
+ * found again after a failover), a lock's keys are shim/base/keys.h's and
+ * its scripts run through shim/script/script.h (EVALSHA, the body on
+ * NOSCRIPT).  redlock:// locks are read from each server: the callers ask
+ * each target in turn.
  *
  * A cli_redis_t owns its configuration and connection; the files that read
  * and change locks (lockstat.c, redlock.c, scan.c, break.c) only borrow
@@ -61,7 +62,7 @@ int cli_redis_oom(cli_redis_t *r);
 redisReply *cli_redis_command(cli_redis_t *r, int node, int argc, const char **argv,
                               const size_t *lens, const char *key, size_t keylen);
 
-/* A lock's keys (shim/keys.h), in one allocation. */
+/* A lock's keys (shim/base/keys.h), in one allocation. */
 typedef struct cli_keys {
     char *buf;
     const char *k[DL_KEYS_N];
@@ -71,7 +72,7 @@ typedef struct cli_keys {
 int cli_keys_make(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len);
 void cli_keys_free(cli_keys_t *lk);
 
-/* Who calls one of the library's scripts (lua/, shim/calls.h) over a
+/* Who calls one of the library's scripts (lua/, shim/script/calls.h) over a
  * lock's keys: the channel prefix chan and token may be NULL for the
  * scripts that take none (status).  They must outlive the call. */
 dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token);

@@ -11,7 +11,7 @@
 #include "dl.h"
 #include "scan.h"
 
-/* The lock name of one of its keys (shim/keys.h).  *meta: the key is the
+/* The lock name of one of its keys (shim/base/keys.h).  *meta: the key is the
  * meta hash (which outlives the holds by 7 days). */
 static int name_of_key(const char *prefix, size_t plen, const char *key, size_t klen,
                        const char **name, size_t *nlen, int *meta)
