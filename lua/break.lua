@@ -1,13 +1,16 @@
 -- SPDX-License-Identifier: BSD-3-Clause
 -- break.lua: delete a stuck lock's holds and hand it to its waiters
--- (`distlock break`).  The next holder gets EOWNERDEAD.
+-- (`distlock break`).  The next holder gets EOWNERDEAD.  The break takes a
+-- fence of its own, as the trace's (wf): on redlock:// a release of a hold
+-- taken before it leaves it alone (common.lua, forget_older).
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix
 -- Reply: number of holds removed
 local n = rcall('EXISTS', K_LOCK) + rcall('ZCARD', K_RD)
 if n > 0 then
   rcall('DEL', K_LOCK, K_RD, K_RI)
-  rcall('HSET', K_META, 'wh', 'broken', 'wi', 'broken by distlock break')
+  local f = int(next_fence(rcall('HGET', K_META, 'fence')))
+  rcall('HSET', K_META, 'fence', f, 'wh', 'broken', 'wi', 'broken by distlock break', 'wr', '', 'wf', f)
   rcall('PEXPIRE', K_META, META_TTL)
 end
 grant_waiters(nil, false)

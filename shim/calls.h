@@ -82,6 +82,8 @@ typedef struct dl_release_args {
     char mode;
     uint64_t fence;               /* names the hold */
     uint64_t rid;                 /* registration id it was taken with; 0: none */
+    int redlock;                  /* where nothing is held, a death trace older than
+                                     the hold goes too (ARGV[6] 'o'): set by quorum.c */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {
@@ -127,6 +129,9 @@ typedef struct dl_break_reply {
 typedef struct dl_withdraw_args {
     char mode;
     uint64_t regid;               /* the request's registration id */
+    uint64_t older;               /* redlock, an acquisition that counted elsewhere:
+                                     its fence (a death trace older than it goes);
+                                     0 none */
 } dl_withdraw_args_t;
 
 typedef struct dl_withdraw_reply {
