@@ -151,6 +151,7 @@ static int take_ask(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, take_t *t, d
         g->dead = ar->dead;
         g->more = ar->waiters > 0;
         g->claimed = ar->claimed;
+        g->servers = ar->servers;
         /* Taken by this ask: it set the lease.  Found ours already (a
          * grant to an earlier request): its TTL is unknown until the
          * watchdog renews it, which the caller has done at once. */

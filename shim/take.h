@@ -36,6 +36,7 @@ typedef struct dl_grant {
     int maybe;                /* failed, but an acquire or cancel may have run */
     uint64_t rid;             /* the registration id the hold was taken or claimed with */
     uint64_t valid_until;     /* see dl_lock_t; 0: unknown until renewed */
+    unsigned servers;         /* redlock: where the hold may be (0: any) */
 } dl_grant_t;
 
 /* Takes the Redis hold for l as rq says, waiting for a grant if rq allows,
