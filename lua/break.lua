@@ -8,7 +8,10 @@
 -- Reply: number of holds removed
 local n = rcall('EXISTS', K_LOCK) + rcall('ZCARD', K_RD)
 if n > 0 then
-  rcall('DEL', K_LOCK, K_RD, K_RI)
+  -- One key per command (common.lua: a cluster node importing the slot).
+  rcall('DEL', K_LOCK)
+  rcall('DEL', K_RD)
+  rcall('DEL', K_RI)
   local f = int(next_fence(rcall('HGET', K_META, 'fence')))
   rcall('HSET', K_META, 'fence', f, 'wh', 'broken', 'wi', 'broken by distlock break', 'wr', '', 'wf', f)
   rcall('PEXPIRE', K_META, META_TTL)

@@ -29,10 +29,17 @@
 --                                       old x: fields were last pruned, ms),
 --                                       ww/wwx (redlock://: the writer that waits,
 --                                       and until when its mark lives, ms)
+-- Only KEYS[1] may be declared (redis-cluster://, a call that an ASK
+-- redirection sends to the node importing the lock's slot, shim/cluster.c):
+-- the others are then KEYS[1] and their suffix, as shim/keys.c builds them,
+-- and every command on them names one key.  A 7th key (the cluster's slot
+-- guard, which never exists) is never read.
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
-local K_LOCK, K_RD, K_RI, K_Q, K_W, K_META = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K_LOCK = KEYS[1]
+local K_RD, K_RI, K_Q = KEYS[2] or K_LOCK .. ':r', KEYS[3] or K_LOCK .. ':ri', KEYS[4] or K_LOCK .. ':q'
+local K_W, K_META = KEYS[5] or K_LOCK .. ':w', KEYS[6] or K_LOCK .. ':m'
 local CHAN = ARGV[1]
 local META_TTL = 7 * 24 * 3600 * 1000
 local DAY = 24 * 3600 * 1000

@@ -8,6 +8,7 @@
  * time and what Redis keeps is checked after it.
  */
 #include "harness.h"
+#include "keys.h"
 #include "script.h"
 
 #include <stdio.h>
@@ -396,6 +397,89 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
 }
 
+/* Runs c as cluster.c sends a lock's script (shim/cluster.c): declared
+ * keys `form` 1 (the lock's first key only: under ASK, on the node
+ * importing the slot) or 7 (the six and the guard, which never exists). */
+static void run_form(dl_call_t *c, int form)
+{
+    const dl_script_t *sc = &dl_scripts[c->script];
+    dl_call_wire(c);
+    const char *argv[3 + DL_NKEYS + 1 + DL_MAX_ARGS];
+    size_t len[3 + DL_NKEYS + 1 + DL_MAX_ARGS];
+    char guard[400];
+    int a = 0;
+    argv[a] = "EVAL", len[a++] = 4;
+    argv[a] = sc->body, len[a++] = sc->len;
+    argv[a] = form == 1 ? "1" : "7", len[a++] = 1;
+    for (int k = 0; k < (form == 1 ? 1 : DL_NKEYS); k++)
+        argv[a] = c->argv[3 + k], len[a++] = c->argvlen[3 + k];
+    if (form == 7) {
+        snprintf(guard, sizeof guard, "%.*s%s", (int)c->argvlen[3], c->argv[3], DL_KEY_GUARD);
+        argv[a] = guard, len[a++] = strlen(guard);
+    }
+    for (int i = 3 + DL_NKEYS; i < c->argc; i++)
+        argv[a] = c->argv[i], len[a++] = c->argvlen[i];
+    redisReply *r = redisCommandArgv(th_redis(), a, argv, len);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s (%d keys): %s", sc->name, form, r->str);
+    dl_call_parse(c, r);
+    freeReplyObject(r);
+}
+
+/* The scripts with only the lock's first key declared find the other five
+ * by their suffixes, and ignore a seventh: a waiter queued, a hold handed
+ * over, renewed, released, broken, its trace in the meta hash, each key
+ * where the six-key form puts it; and the guard is never created. */
+static void test_cluster_forms(void **state)
+{
+    (void)state;
+    for (int form = 1; form <= 7; form += 6) {
+        char name[128], wh[64];
+        th_name(name, sizeof name, form == 1 ? "callsform1" : "callsform7");
+        lockkeys_t ka, kb;
+        dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+        dl_call_t c;
+        dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 2);
+        dl_call_acquire(&c, &a, &aa);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 1);
+        uint64_t fa = c.reply.acquire.fence;
+        assert_int_equal((long long)fa, hget_ll(ka.keys[5], "fence"));
+        dl_call_acquire(&c, &b, &ab);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
+        assert_int_equal(th_cmd_ll("HLEN %s", kb.keys[4]), 1);
+        dl_renew_args_t rn = { .mode = 'w', .lease_ms = 30000, .fence = fa };
+        dl_call_renew(&c, &a, &rn);
+        run_form(&c, form);
+        assert_int_equal(c.reply.renew.held, 1);
+        assert_int_equal(c.reply.renew.queued, 1);
+        dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
+        dl_call_release(&c, &a, &rel);
+        run_form(&c, form);
+        assert_int_equal(c.reply.release.result, 1);
+        assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokB");
+        dl_acquire_args_t ra = ask('r', 0, 3);
+        dl_call_acquire(&c, &a, &ra);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 0);
+        dl_call_break(&c, &a);
+        run_form(&c, form);
+        assert_int_equal(c.reply.brk.removed, 1);
+        dl_call_acquire(&c, &a, &ra);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 1);
+        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 1);
+        assert_int_equal(th_cmd_ll("HLEN %s", ka.keys[2]), 1);
+        char gk[400];
+        snprintf(gk, sizeof gk, "%s%s", ka.keys[0], DL_KEY_GUARD);
+        assert_int_equal(th_cmd_ll("EXISTS %s", gk), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +489,7 @@ int main(void)
         TH_TEST(test_withdraw_keeps_death_trace),
         TH_TEST(test_release_clears_trace_by_rid),
         TH_TEST(test_quorum_release_older_trace_and_fence),
+        TH_TEST(test_cluster_forms),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));
