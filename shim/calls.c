@@ -250,6 +250,7 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
         x->dead = elem(r, 2) == 1;
         x->waiters = elem(r, 3);
         x->claimed = elem(r, 4) == 1;
+        x->servers = 0;           /* (quorum.c's, when it merges) */
         break;
     }
     case DL_SCRIPT_RELEASE:

@@ -40,7 +40,8 @@
  *   conn.c        the one interface, a backend per topology, capabilities
  *   single.c      redis://, unix://, rediss://: one link
  *   sentinel.c    redis-sentinel://: the master found through sentinels
- *   cluster.c     redis-cluster://: a link per node, slots, MOVED/ASK
+ *   cluster.c     redis-cluster://: a link per node, slots, MOVED/ASK, a
+ *                 lock's keys moved together while its slot migrates
  *   redlock.c     redlock://: a link per independent server
  *   deferred.c    redlock://: releases and withdrawals owed to a server
  *                 that failed, sent in the background until they land
