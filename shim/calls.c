@@ -151,7 +151,8 @@ void dl_call_wire(dl_call_t *c)
         break;
     }
     case DL_SCRIPT_RELEASE: {
-        /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none) */
+        /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none),
+         * 6 (redlock) 'o' */
         const dl_release_args_t *a = &c->arg.release;
         put_head(&w, 1);
         put(&w, &a->mode, 1);
@@ -160,6 +161,8 @@ void dl_call_wire(dl_call_t *c)
             put_num(&w, a->rid);
         else
             put(&w, "", 0);
+        if (a->redlock)
+            put(&w, "o", 1);
         break;
     }
     case DL_SCRIPT_RENEW: {
@@ -197,11 +200,14 @@ void dl_call_wire(dl_call_t *c)
             put(&w, c->who.keys[k], c->who.keylen[k]);
         break;
     case DL_SCRIPT_WITHDRAW: {
-        /* 1 prefix, 2 token, 3 mode, 4 registration id */
+        /* 1 prefix, 2 token, 3 mode, 4 registration id, 5 (redlock) the
+         * fence of an acquisition that counted elsewhere */
         const dl_withdraw_args_t *a = &c->arg.withdraw;
         put_head(&w, 1);
         put(&w, &a->mode, 1);
         put_num(&w, a->regid);
+        if (a->older)
+            put_num(&w, a->older);
         break;
     }
     case DL_SCRIPT_MARK: {
@@ -265,6 +271,7 @@ void dl_call_parse(dl_call_t *c, const redisReply *r)
         x->waiters = elem(r, 3);
         x->claimed = elem(r, 4) == 1;
         x->was = elem(r, 5) > 0 ? (uint64_t)elem(r, 5) : 0;
+        x->servers = 0;           /* (quorum.c's, when it merges) */
         break;
     }
     case DL_SCRIPT_RELEASE:

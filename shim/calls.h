@@ -77,6 +77,9 @@ typedef struct dl_acquire_reply {
     int claimed;                  /* acquired: granted earlier (a claim TTL) */
     uint64_t was;                 /* claimed: the hold's fence when found; 0 unknown */
     long long pttl_ms;            /* busy: until the holders' leases run out */
+    unsigned servers;             /* acquired, redlock: the servers (bit i: server i)
+                                     that may have the hold (granted, or no reply);
+                                     0 elsewhere */
 } dl_acquire_reply_t;
 
 /* --- release.lua: end the caller's hold, hand the lock on. */
@@ -84,6 +87,12 @@ typedef struct dl_release_args {
     char mode;
     uint64_t fence;               /* names the hold */
     uint64_t rid;                 /* registration id it was taken with; 0: none */
+    unsigned servers;             /* redlock: where it may be held (the acquisition's
+                                     servers); 0 any */
+    unsigned long lease_ms;       /* redlock: its lease, how long a server that failed
+                                     may keep it (0: the default) */
+    int redlock;                  /* where nothing is held, a death trace older than
+                                     the hold goes too (ARGV[6] 'o'): set by quorum.c */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {
@@ -129,6 +138,9 @@ typedef struct dl_break_reply {
 typedef struct dl_withdraw_args {
     char mode;
     uint64_t regid;               /* the request's registration id */
+    uint64_t older;               /* redlock, an acquisition that counted elsewhere:
+                                     its fence (a death trace older than it goes);
+                                     0 none */
 } dl_withdraw_args_t;
 
 typedef struct dl_withdraw_reply {

@@ -58,6 +58,7 @@ void dl_hold_record(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, const dl_gra
     l->told_fence = 0;
     l->fence = g->fence;
     l->hold_rid = g->rid;
+    l->servers = g->servers;
     l->lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     l->renew = rq->lease_ms == 0;
     l->fair = rq->fair;
@@ -117,7 +118,8 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     int lost = l->lost, cut = l->ttl_cut;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
-    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid };
+    dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid,
+                             .servers = l->servers, .lease_ms = l->lease_ms };
     dl_caller_t who = dl_caller(p, l);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);

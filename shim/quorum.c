@@ -4,10 +4,16 @@
  *
  * An acquisition asks every server at once and counts only if a majority
  * granted it and time remains of the lease after the elapsed time and an
- * allowance for clock drift; otherwise it is undone on every server (one
- * that failed mid-call may have granted it).  Holders renew and release on
- * every server.  Nobody queues: redlock waiters retry after a short random
- * pause (take.c), since grants pushed by independent servers could go to
+ * allowance for clock drift.  Whatever it left on a server that did not
+ * count is undone: at once where a server granted it and the acquisition
+ * failed, and in the background (conn.h, dl_conn_defer) where a server's
+ * reply never came (a stalled server runs the request when it resumes;
+ * the link also writes the withdrawal right behind it on the connection it
+ * gives up, where there is room).  A release reaches every server that may
+ * hold: those that failed get it in the background, until they answer or
+ * the hold's lease has surely ended there.  Holders renew on every server.
+ * Nobody queues: redlock waiters retry after a short random pause
+ * (take.c), since grants pushed by independent servers could go to
  * different waiters and none would reach a majority. */
 #include <errno.h>
 #include <stdio.h>
@@ -50,63 +56,130 @@ static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, co
 /* Runs per[i * n .. i * n + n) on every server i with want[i] (NULL: all)
  * at once: each server's batch is written before any reply is read, so a
  * call costs the slowest server's round trip, not the sum of them.  Each
- * server has its own link (conn.c); a server that is down fails at once. */
-static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const char *want)
+ * server has its own link (conn.c); a server that is down fails at once.
+ * undo: NULL, or (n 1) undo[i] undoes per[i] should server i's link give
+ * up on it after sending it (dl_cmd_t's undo). */
+static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const char *want,
+                    dl_call_t *undo)
 {
     dl_script_op_t ops[DL_MAX_ENDPOINTS];
     for (int i = 0; i < nodes; i++)
         if (!want || want[i])
-            dl_script_start_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+            dl_script_start_node(conn, i, per + (size_t)i * n, n, undo ? &undo[i] : NULL, &ops[i]);
     for (int i = 0; i < nodes; i++)
         if (!want || want[i])
-            dl_script_finish_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+            dl_script_finish_node(conn, i, per + (size_t)i * n, n, undo ? &undo[i] : NULL, &ops[i]);
 }
 
-/* The withdraw script with the acquisition's keys, token, mode and
- * registration id: undoes exactly that grant on the servers where it may
- * have happened (the fence would not name it: each server gave its own). */
-static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, int nodes)
+/* How long a server that failed may still keep what it was sent: a hold's
+ * lease from its last renewal or grant there, plus the I/O time-out for a
+ * command still on its way.  A withdrawal waits twice the lease: a stalled
+ * server runs a request it had buffered only when it resumes, and gives
+ * the hold a lease from then. */
+static uint64_t owed_until(dl_conn_t *conn, unsigned long lease_ms, int leases)
+{
+    const dl_config_t *cfg = dl_conn_config(conn);
+    return dl_now_ms() + (uint64_t)leases * (lease_ms ? lease_ms : cfg->lease_ms) + cfg->io_timeout_ms;
+}
+
+/* Sends call to server `node` in the background until it answers `looks`
+ * times (dl_conn_defer), with the script's text: a server that failed
+ * may come back without its script cache. */
+static void owe(dl_conn_t *conn, int node, const dl_call_t *call, int looks, uint64_t until)
+{
+    dl_call_t c = *call;
+    dl_script_build_text(&c);
+    dl_conn_defer(conn, node, &c.cmd, looks, until);
+}
+
+/* The withdrawal of acquisition acq by its registration id (the same on
+ * every server, whose fences differ).  older: the fence it got from its
+ * quorum when it counted (0: it did not). */
+static void withdrawal(dl_call_t *w, const dl_call_t *acq, uint64_t older)
+{
+    dl_call_withdraw(w, &acq->who, &(dl_withdraw_args_t){
+        .mode = acq->arg.acquire.mode, .regid = acq->arg.acquire.regid, .older = older });
+}
+
+/* Owes the withdrawal of acq to each server in `owed`: twice, the second
+ * look a little after the first answer, since the request may still wait
+ * in a connection the server serves after the new one. */
+static void owe_withdrawals(dl_conn_t *conn, const dl_call_t *acq, const char *owed, int nodes,
+                            uint64_t older)
+{
+    dl_call_t w;
+    withdrawal(&w, acq, older);
+    uint64_t until = owed_until(conn, acq->arg.acquire.lease_ms, 2);
+    for (int i = 0; i < nodes; i++)
+        if (owed[i])
+            owe(conn, i, &w, 2, until);
+}
+
+/* An acquisition that did not count: withdrawn at once from the servers
+ * that granted it (all at once), and in the background from those whose
+ * answer never came but which were sent it, and from any granting server
+ * the withdrawal did not reach. */
+static void undo(dl_conn_t *conn, const dl_call_t *acq, const char *granted, const char *unanswered,
+                 int nodes)
 {
     dl_call_t c[DL_MAX_ENDPOINTS];
-    dl_withdraw_args_t w = { acq->arg.acquire.mode, acq->arg.acquire.regid };
+    char owed[DL_MAX_ENDPOINTS];
+    int any = 0;
+    for (int i = 0; i < nodes; i++) {
+        withdrawal(&c[i], acq, 0);
+        any |= granted[i];
+    }
+    if (any)
+        run_all(conn, c, 1, nodes, granted, NULL);
     for (int i = 0; i < nodes; i++)
-        dl_call_withdraw(&c[i], &acq->who, &w);
-    run_all(conn, c, 1, nodes, granted);
+        owed[i] = unanswered[i] || (granted[i] && c[i].cmd.err);
+    owe_withdrawals(conn, acq, owed, nodes, 0);
 }
 
-/* Each server numbers its holds itself, so one hold's fence differs from
- * server to server (the caller keeps the largest): a renewal is sent there
- * without it (renew.lua's ARGV[5] ''), for the caller's hold in its mode.
- * And it counts a live writer mark of another process as a waiter
- * (ARGV[6] 'm'): so a process whose threads share a read hold learns that
- * a writer elsewhere waits, and stops letting new readers join. */
-static void redlock_renewals(dl_call_t *calls, int n)
+/* What quorum.c adds to the calls of every server: each server numbers its
+ * holds itself, so one hold's fence differs from server to server (the
+ * caller keeps the largest).
+ *  - A renewal is sent without it (renew.lua's ARGV[5] ''), for the
+ *    caller's hold in its mode, and counts a live writer mark of another
+ *    process as a waiter (ARGV[6] 'm'): so a process whose threads share a
+ *    read hold learns that a writer elsewhere waits, and stops letting new
+ *    readers join.
+ *  - A release names the hold by its registration id as well (the caller
+ *    sends it), and clears a death trace older than the hold where it
+ *    holds nothing (release.lua's ARGV[6] 'o'). */
+static void redlock_args(dl_call_t *calls, int n)
 {
-    for (int j = 0; j < n; j++)
+    for (int j = 0; j < n; j++) {
         if (calls[j].script == DL_SCRIPT_RENEW)
             calls[j].arg.renew.redlock = 1;
+        if (calls[j].script == DL_SCRIPT_RELEASE)
+            calls[j].arg.release.redlock = 1;
+    }
 }
 
 /* What the servers said to one call. */
 typedef struct tally {
     const dl_call_t *at[DL_MAX_ENDPOINTS];   /* each server's copy of the call */
-    char granted[DL_MAX_ENDPOINTS];          /* may have run there (acquire) */
+    char granted[DL_MAX_ENDPOINTS];          /* said yes */
+    char unanswered[DL_MAX_ENDPOINTS];       /* no reply, but it was sent: it may
+                                                have run, or may yet */
+    char failed[DL_MAX_ENDPOINTS];           /* no reply (sent or not) */
     int nodes, need, answered, yes, firstyes, firstno;
     const char *why;                         /* an error, when one failed */
 } tally_t;
 
-static void count(tally_t *t, const dl_call_t *c)
+static void count(tally_t *t)
 {
     t->answered = t->yes = 0;
     t->firstyes = t->firstno = -1;
     t->why = "no reply";
     for (int i = 0; i < t->nodes; i++) {
         const dl_call_t *pc = t->at[i];
-        t->granted[i] = 0;
+        t->granted[i] = t->unanswered[i] = t->failed[i] = 0;
         if (pc->cmd.err) {
             t->why = pc->cmd.errmsg;
-            /* It may have run before the connection failed. */
-            t->granted[i] = c->script == DL_SCRIPT_ACQUIRE;
+            t->failed[i] = 1;
+            t->unanswered[i] = pc->cmd.sent != 0;
             continue;
         }
         t->answered++;
@@ -123,7 +196,9 @@ static void count(tally_t *t, const dl_call_t *c)
 
 /* An acquisition: granted by a majority within the lease's validity, with
  * the largest fence (the caller keeps it) and what any granting server said
- * of a dead holder, waiters, a claim; else undone where it may have run. */
+ * of a dead holder, waiters, a claim; else undone where it may have run.
+ * Either way a server that was sent it but never answered owes its
+ * withdrawal: it did not count. */
 static void merge_acquire(dl_conn_t *conn, dl_call_t *c, tally_t *t, uint64_t elapsed)
 {
     /* Validity: the lease, less the time spent asking and 1% + 2 ms for the
@@ -133,26 +208,47 @@ static void merge_acquire(dl_conn_t *conn, dl_call_t *c, tally_t *t, uint64_t el
     dl_acquire_reply_t *out = &c->reply.acquire;
     if (t->yes >= t->need && elapsed + drift < lease) {
         *out = t->at[t->firstyes]->reply.acquire;
-        out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
+        out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0, out->servers = 0;
         out->was = 0;             /* (each server numbers holds itself) */
         for (int i = 0; i < t->nodes; i++) {
-            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
-            if (t->at[i]->cmd.err || r->got != 1)
+            if (t->unanswered[i])
+                out->servers |= 1u << i;
+            if (!t->granted[i])
                 continue;
+            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
+            out->servers |= 1u << i;
             out->fence = r->fence > out->fence ? r->fence : out->fence;
             out->dead |= r->dead;
             out->waiters = r->waiters > out->waiters ? r->waiters : out->waiters;
             out->claimed |= r->claimed;
         }
+        /* The servers that did not answer lose it (the caller was told of
+         * any lapse the quorum knew, so their older traces go too). */
+        owe_withdrawals(conn, c, t->unanswered, t->nodes, out->fence);
         return;
     }
-    if (t->yes)
-        undo(conn, c, t->granted, t->nodes);
+    undo(conn, c, t->granted, t->unanswered, t->nodes);
     /* Busy: report the shortest wait a busy server gave. */
     *out = t->at[t->firstno >= 0 ? t->firstno : t->firstyes]->reply.acquire;
     out->got = 0;
+    out->servers = 0;
     if (t->firstno < 0)
         out->pttl_ms = 1;
+}
+
+/* What a release or withdrawal could not do on a server that failed is
+ * owed to it: a release to every server that may hold (the acquisition's,
+ * when known), a withdrawal to every one. */
+static void owe_failed(dl_conn_t *conn, const tally_t *t)
+{
+    const dl_call_t *c = t->at[0];
+    unsigned may = c->script == DL_SCRIPT_RELEASE ? c->arg.release.servers : 0;
+    unsigned long lease = c->script == DL_SCRIPT_RELEASE ? c->arg.release.lease_ms : 0;
+    int looks = c->script == DL_SCRIPT_WITHDRAW ? 2 : 1;
+    uint64_t until = owed_until(conn, lease, looks);
+    for (int i = 0; i < t->nodes; i++)
+        if (t->failed[i] && (!may || (may >> i) & 1))
+            owe(conn, i, t->at[i], looks, until);
 }
 
 /* Any other call, answered by enough servers. */
@@ -194,7 +290,10 @@ static void merge(dl_call_t *c, const tally_t *t)
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn);
-    dl_call_t *per = malloc((size_t)nodes * (size_t)n * sizeof *per);
+    /* An acquisition runs alone (dl_script_run_undoable): each server's
+     * copy gets its withdrawal as the undo the link writes behind it. */
+    int undoable = n == 1 && calls[0].script == DL_SCRIPT_ACQUIRE;
+    dl_call_t *per = malloc((size_t)nodes * ((size_t)n + (size_t)undoable) * sizeof *per);
     if (!per) {
         for (int j = 0; j < n; j++) {
             calls[j].cmd.err = EIO;
@@ -203,13 +302,16 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         }
         return EIO;
     }
+    dl_call_t *undos = undoable ? per + (size_t)nodes * (size_t)n : NULL;
     /* All at once: a server that is down fails at once (see conn.c). */
     uint64_t start = dl_now_ms();
     for (int i = 0; i < nodes; i++) {
         memcpy(per + (size_t)i * n, calls, (size_t)n * sizeof *calls);
-        redlock_renewals(per + (size_t)i * n, n);
+        redlock_args(per + (size_t)i * n, n);
+        if (undos)
+            withdrawal(&undos[i], &calls[0], 0);
     }
-    run_all(conn, per, n, nodes, NULL);
+    run_all(conn, per, n, nodes, NULL, undos);
     uint64_t elapsed = dl_now_ms() - start;
 
     int rc = 0;
@@ -218,12 +320,14 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         dl_call_t *c = &calls[j];
         for (int i = 0; i < nodes; i++)
             t.at[i] = per + (size_t)i * n + j;
-        count(&t, c);
+        count(&t);
+        if (c->script == DL_SCRIPT_RELEASE || c->script == DL_SCRIPT_WITHDRAW)
+            owe_failed(conn, &t);
         /* break: what any server removed was removed. */
         int need = c->script == DL_SCRIPT_BREAK ? 1 : t.need;
         if (t.answered < need) {
-            if (c->script == DL_SCRIPT_ACQUIRE && t.yes)
-                undo(conn, c, t.granted, nodes);
+            if (c->script == DL_SCRIPT_ACQUIRE)
+                undo(conn, c, t.granted, t.unanswered, nodes);
             fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
                  t.why);
             rc = EIO;

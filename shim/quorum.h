@@ -13,9 +13,13 @@
 
 /* Runs each call on every server and merges the typed replies into the one
  * a single server would give: an acquisition counts when a majority
- * granted it within the lease's validity (else it is undone everywhere and
- * reported busy, or EIO when no majority answered); a release or renewal
- * reports the hold held when a majority still had it.  As dl_script_run. */
+ * granted it within the lease's validity (else it is undone and reported
+ * busy, or EIO when no majority answered), and is undone on every server
+ * that did not count towards it; a release or renewal reports the hold
+ * held when a majority still had it.  What a release or withdrawal could
+ * not do on a server that failed is sent there in the background
+ * (dl_conn_defer) until it lands; the call does not wait for it.  As
+ * dl_script_run. */
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n);
 
 #endif

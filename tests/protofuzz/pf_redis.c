@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "keys.h"
 #include "pf_redis.h"
 #include "script.h"
 
@@ -129,23 +130,33 @@ void pf_conn_close(pf_conn_t *k)
     k->c = k->sub = NULL;
 }
 
-/* EVALSHA, and EVAL (which caches it) when the server lacks the script. */
-static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int nargs, const char **args,
-                        const size_t *lens)
+/* EVALSHA, and EVAL (which caches it) when the server lacks the script.
+ * form: the keys declared, as the library's topologies send them: 6 (one
+ * server, sentinel, redlock), 7 (redis-cluster://: the six and a guard
+ * key that never exists) or 1 (redis-cluster:// under ASK: the lock's key
+ * only; the scripts derive the others). */
+static redisReply *eval(pf_conn_t *k, const dl_script_t *sc, int form, int nargs,
+                        const char **args, const size_t *lens)
 {
-    const char *argv[3 + 6 + 12];
-    size_t argvlen[3 + 6 + 12];
+    const char *argv[3 + 7 + 12];
+    size_t argvlen[3 + 7 + 12];
+    char guard[120];
+    int gl = snprintf(guard, sizeof guard, "%s%s", k->keys[0], DL_KEY_GUARD);
     for (int pass = 0; pass < 2; pass++) {
         int a = 0;
         argv[a] = pass ? "EVAL" : "EVALSHA";
         argvlen[a++] = pass ? 4 : 7;
         argv[a] = pass ? sc->body : sc->sha;
         argvlen[a++] = pass ? sc->len : strlen(sc->sha);
-        argv[a] = "6";
+        argv[a] = form == 1 ? "1" : form == 7 ? "7" : "6";
         argvlen[a++] = 1;
-        for (int i = 0; i < 6; i++) {
+        for (int i = 0; i < (form == 1 ? 1 : 6); i++) {
             argv[a] = k->keys[i];
             argvlen[a++] = k->keylen[i];
+        }
+        if (form == 7) {
+            argv[a] = guard;
+            argvlen[a++] = (size_t)gl;
         }
         for (int i = 0; i < nargs; i++) {
             argv[a] = args[i];
@@ -228,6 +239,8 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
                               the registration id it was taken or claimed with */
         args[n++] = fence;
         args[n++] = q->regid ? regid : "";
+        if (q->redlock)    /* quorum.c: older traces go, the fence is raised */
+            args[n++] = "o";
         break;
     case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed */
         args[n++] = lease;
@@ -247,7 +260,12 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     size_t lens[12];
     for (int i = 0; i < n; i++)
         lens[i] = strlen(args[i]);
-    return eval(k, script_of(q->script), n, args, lens);
+    /* Each key form in turn, drawn from the request itself: a seed (and a
+     * shrunk sequence) replays with the same forms. */
+    static const int forms[3] = { 6, 7, 1 };
+    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
+                 (unsigned)q->fence;
+    return eval(k, script_of(q->script), forms[h % 3], n, args, lens);
 }
 
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)

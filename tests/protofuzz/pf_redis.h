@@ -10,7 +10,10 @@
  * ARGV[5] the registration id it was taken with, cancel's ARGV[4] the
  * registration id it cancels, renew's ARGV[5] the hold's fence; a renew
  * reply n >= 1 means renewed.  So one fuzzer runs
- * against the scripts before and after that change.
+ * against the scripts before and after that change.  Each call declares
+ * the lock's keys in one of the forms the topologies send (the six; the
+ * six and redis-cluster's guard; the first only, as under an ASK), drawn
+ * from the request; and in redlock mode a release sends quorum.c's 'o'.
  */
 #ifndef PF_REDIS_H
 #define PF_REDIS_H
