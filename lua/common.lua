@@ -22,15 +22,27 @@
 --                                       'g:' .. token: granted to a waiter by push
 --                                       and not claimed yet, no death either: see
 --                                       take_meta), mk (the last mark's fence:seq),
+--                                       wr/wf (that hold's registration id and its
+--                                       fence here: the trace names its hold, so
+--                                       a release can tell its own trace, and one
+--                                       older than its hold, on every redlock
+--                                       server, where each numbers a hold itself),
 --                                       x:<token> (the fence of the last hold that
 --                                       process released, release.lua), xp (when
 --                                       old x: fields were last pruned, ms),
 --                                       ww/wwx (redlock://: the writer that waits,
 --                                       and until when its mark lives, ms)
+-- Only KEYS[1] may be declared (redis-cluster://, a call that an ASK
+-- redirection sends to the node importing the lock's slot, shim/cluster.c):
+-- the others are then KEYS[1] and their suffix, as shim/keys.c builds them,
+-- and every command on them names one key.  A 7th key (the cluster's slot
+-- guard, which never exists) is never read.
 -- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
-local K_LOCK, K_RD, K_RI, K_Q, K_W, K_META = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local K_LOCK = KEYS[1]
+local K_RD, K_RI, K_Q = KEYS[2] or K_LOCK .. ':r', KEYS[3] or K_LOCK .. ':ri', KEYS[4] or K_LOCK .. ':q'
+local K_W, K_META = KEYS[5] or K_LOCK .. ':w', KEYS[6] or K_LOCK .. ':m'
 local CHAN = ARGV[1]
 local META_TTL = 7 * 24 * 3600 * 1000
 -- The death trace of a grant not claimed yet (see take_meta).
@@ -106,34 +118,81 @@ local function traced(wh)
 end
 
 -- A new hold's fence and whether the last writer's hold lapsed (EOWNERDEAD).
+-- A writer leaves its own trace (wh, wi, wr, wf), named by its registration
+-- id `rid` and fence.  A hold taken over a lapse also returns the trace it
+-- consumed ({wh, wi, wr, wf}), which the hold keeps: should the acquisition
+-- be withdrawn (withdraw.lua), nobody was told of that lapse, and the trace
+-- goes back.
 -- A write hold granted to a waiter by push (`pending`) is traced only as
 -- pending: a waiter that died before its push arrived never held the lock,
 -- and its grant's lapse is no death.  Its holder's claim (touch.lua, a
 -- renewal, or acquire.lua finding it "mine") names it.  A death it is told
--- of stays traced until then, so that the holder after a grantee that
--- died unclaimed still hears of it.
-local function take_meta(now, writer, info, pending)
-  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp')
-  local fence, dead = next_fence(m[1]), 0
+-- of stays traced until then, so that the holder after a grantee that died
+-- unclaimed still hears of it (and a withdrawal of the grant puts it back
+-- should the claim have replaced it).
+local function take_meta(now, writer, info, rid, pending)
+  local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp', 'wi', 'wr', 'wf')
+  local fence, dead, prev = next_fence(m[1]), 0, nil
   local set = {'fence', int(fence)}
-  if traced(m[2]) then dead = 1 end
+  if traced(m[2]) then
+    dead = 1
+    prev = {m[2], m[4] or '', m[5] or '', m[6] or ''}
+  end
   if pending and writer then
     if dead == 0 then
       set[#set + 1] = 'wh'
       set[#set + 1] = PENDING .. writer
       set[#set + 1] = 'wi'
       set[#set + 1] = ''
+      set[#set + 1] = 'wr'
+      set[#set + 1] = rid
+      set[#set + 1] = 'wf'
+      set[#set + 1] = int(fence)
     end
   elseif writer or dead == 1 or (m[2] and m[2] ~= '') then
     set[#set + 1] = 'wh'
     set[#set + 1] = writer or ''
     set[#set + 1] = 'wi'
     set[#set + 1] = writer and info or ''
+    if writer then
+      set[#set + 1] = 'wr'
+      set[#set + 1] = rid
+      set[#set + 1] = 'wf'
+      set[#set + 1] = int(fence)
+    end
   end
   local exp, renew = meta_exp(m[3], now, set)
   rcall('HSET', K_META, unpack(set))
   if renew then rcall('PEXPIRE', K_META, META_TTL) end
-  return fence, dead, exp
+  return fence, dead, exp, prev
+end
+
+-- Puts back the death trace a withdrawn hold had consumed (take_meta's
+-- prev), or clears the withdrawn writer's own.
+local function trace_restore(prev)
+  if prev then
+    rcall('HSET', K_META, 'wh', prev[1], 'wi', prev[2], 'wr', prev[3], 'wf', prev[4])
+  else
+    rcall('HSET', K_META, 'wh', '', 'wi', '')
+  end
+end
+
+-- redlock:// (ARGV `older`, the caller's hold's fence, the largest of its
+-- quorum's): each server keeps its own trace, and one left where the
+-- caller's quorum did not reach (a server that was busy or down when it
+-- acquired) would tell the next holder of a lapse again, or of one that
+-- never counted.  A trace older than the caller's hold was reported to it
+-- (any two quorums share a server) or belongs to a hold that never had a
+-- quorum: it goes.  A later one (taken, or broken, after the caller's hold,
+-- as its fence or break time says) stays.  Servers' clocks are taken to
+-- agree, as for fences.  `m` is the meta hash's {wh, wf} when read.
+local function forget_older(older, m)
+  if not older or older == '' then return end
+  m = m or rcall('HMGET', K_META, 'wh', 'wf')
+  local wf = tonumber(m[2])
+  if m[1] and m[1] ~= '' and wf and wf < tonumber(older) then
+    rcall('HSET', K_META, 'wh', '', 'wi', '')
+  end
 end
 
 -- The release mark (release.lua): set with the other meta fields in one
@@ -169,22 +228,30 @@ end
 -- died before its grant arrived holds the lock only that long; a live one's
 -- watchdog extends it to the lease.  rid is the registration id of the
 -- request the hold is for (withdraw.lua).
-local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
-  rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
-        'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx))
+-- `prev`: the trace a hold taken over a lapse consumed (take_meta), kept
+-- as `pt` beside od = 1 (a later hold's od = 0 makes a stale pt moot).
+local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
+  if prev then
+    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
+          'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx),
+          'pt', cmsgpack.pack(prev))
+  else
+    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
+          'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx))
+  end
   rcall('PEXPIRE', K_LOCK, ttl)
 end
 
 local function take_write(token, lease, info, now, ttl, rid, pending)
-  local fence, dead, mx = take_meta(now, token, info, pending)
-  put_write(token, lease, info, now, ttl, rid, fence, dead, mx)
+  local fence, dead, mx, prev = take_meta(now, token, info, rid, pending)
+  put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
   return fence, dead
 end
 
 local function take_read(token, lease, info, now, ttl, rid)
-  local fence, dead = take_meta(now, nil, info)
+  local fence, dead, _, prev = take_meta(now, nil, info, rid)
   rcall('ZADD', K_RD, int(now + ttl), token)
-  rcall('HSET', K_RI, token, cmsgpack.pack({info, now, fence, dead, rid}))
+  rcall('HSET', K_RI, token, cmsgpack.pack({info, now, fence, dead, rid, prev}))
   extend(K_RD, ttl)
   extend(K_RI, ttl)
   return fence, dead
@@ -214,7 +281,7 @@ local function claim_hold(token, mode, rid, mine, cur, lease, info)
   if cur and cur >= tonumber(rid) then return mine end
   local fence = next_fence(rcall('HGET', K_META, 'fence'))
   if mode == 'w' then
-    rcall('HSET', K_META, 'fence', int(fence), 'wh', token, 'wi', info)
+    rcall('HSET', K_META, 'fence', int(fence), 'wh', token, 'wi', info, 'wr', rid, 'wf', int(fence))
     rcall('HSET', K_LOCK, 'rid', rid, 'fence', int(fence), 'info', info, 'lease', lease)
     rcall('PEXPIRE', K_LOCK, lease)
   else

@@ -5,12 +5,19 @@
 --       id: only the hold the release was sent for is ended, never a later
 --       hold of the same process), 5 (optional) the registration id the hold
 --       was taken or last claimed with, which names it as well (redlock://,
---       whose servers give one hold different fences)
+--       whose servers give one hold different fences),
+--       6 (redlock:// only; absent elsewhere) 'o': ARGV[4] is then the
+--       largest fence the caller's quorum gave it, which the meta hash's
+--       fence is raised to (so the next hold's fence is above it on every
+--       server, whatever their clocks say), and where the caller holds
+--       nothing (any more) a death trace older than its hold goes too
+--       (common.lua, forget_older)
 -- Reply: 1 released; 0 the caller held nothing (lease ran out, key deleted,
 --        the server lost it); 2 this very hold was released already, by an
 --        earlier copy of the call whose reply was lost (a resend), or it is
 --        no longer the process's latest hold (a release that arrived late)
 local token, mode, fence, rid = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local older = ARGV[6] == 'o' and fence or nil
 -- The last hold each process released, so that a resend can tell "released
 -- by my first copy" (2) from "lost" (0).  Fences are unique, so an old mark
 -- never matches a later hold.
@@ -18,6 +25,16 @@ local MARK = 'x:' .. token
 
 local function named(f, r)
   return f == fence or (rid ~= nil and rid ~= '' and r == rid)
+end
+
+-- redlock: adds the meta hash's fence, raised to the caller's, to `set`
+-- (the meta hash's fields to write) if it is below (`cur`).
+local function raise(set, cur)
+  if older and (tonumber(cur) or 0) < tonumber(fence) then
+    set[#set + 1] = 'fence'
+    set[#set + 1] = fence
+  end
+  return set
 end
 
 if mode == 'w' then
@@ -32,7 +49,8 @@ if mode == 'w' then
       local now = now_ms()
       local f = next_fence(h[2])
       -- (the grantee is traced once it claims the grant: take_meta)
-      local set = {'fence', int(f), 'wh', PENDING .. hw, 'wi', '', MARK, fence}
+      local set = {'fence', int(f), 'wh', PENDING .. hw, 'wi', '', 'wr', w[4], 'wf', int(f),
+                   MARK, fence}
       local mx, renew = meta_exp(h[4], now, set)
       local added = rcall('HSET', K_META, unpack(set))
       if renew then rcall('PEXPIRE', K_META, META_TTL) end
@@ -43,15 +61,24 @@ if mode == 'w' then
       return 1
     end
     rcall('DEL', K_LOCK)
-    marks_added(rcall('HSET', K_META, 'wh', '', 'wi', '', MARK, fence))
+    local cur = older and rcall('HGET', K_META, 'fence')
+    marks_added(rcall('HSET', K_META, unpack(raise({'wh', '', 'wi', '', MARK, fence}, cur))))
     if hw then grant_waiters(nil, true) end
     return 1
   end
-  local m = rcall('HMGET', K_META, MARK, 'wh', 'fence')
+  local m = rcall('HMGET', K_META, MARK, 'wh', 'fence', 'wr', 'wf')
   if m[1] == fence then return 2 end
   -- Lapsed.  Its holder reports the lapse (ENOLCK): the next one need not
-  -- hear of it too, unless someone took the lock in between.
-  if m[2] == token and m[3] == fence then rcall('HSET', K_META, 'wh', '', 'wi', '') end
+  -- hear of it too, unless someone took the lock in between.  Its trace
+  -- names it by fence, or (redlock, where each server gave the hold a
+  -- fence of its own) by registration id.
+  if m[2] == token and ((m[5] or m[3]) == fence or named(nil, m[4])) then
+    rcall('HSET', K_META, unpack(raise({'wh', '', 'wi', '', 'wr', '', 'wf', ''}, m[3])))
+  else
+    forget_older(older, {m[2], m[5]})
+    local set = raise({}, m[3])
+    if #set > 0 then rcall('HSET', K_META, unpack(set)) end
+  end
   if not h[1] then grant_waiters(nil, true) end
   return 0
 end
@@ -68,10 +95,16 @@ if s then
   rcall('ZREM', K_RD, token)
   if raw then rcall('HDEL', K_RI, token) end
 end
+-- (redlock: the meta hash's fence and trace too, in the same read)
+local m = older and rcall('HMGET', K_META, MARK, 'fence', 'wh', 'wf')
 if held == 1 then
-  marks_added(rcall('HSET', K_META, MARK, fence))
-elseif rcall('HGET', K_META, MARK) == fence then
+  marks_added(rcall('HSET', K_META, unpack(raise({MARK, fence}, m and m[2]))))
+elseif (m and m[1] or m == nil and rcall('HGET', K_META, MARK)) == fence then
   held = 2
+elseif m then
+  forget_older(older, {m[3], m[4]})
+  local set = raise({}, m[2])
+  if #set > 0 then rcall('HSET', K_META, unpack(set)) end
 end
 grant_waiters(nil, false)
 return held

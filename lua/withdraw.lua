@@ -8,32 +8,53 @@
 -- undone: its place in the queue, or a hold taken for it that no later
 -- request of the caller has claimed (hold_rid, common.lua); the caller may
 -- meanwhile have asked again on another connection.
+-- A hold taken over a lapse consumed the death trace (common.lua,
+-- take_meta): nobody was told of that lapse by this request, so the trace
+-- goes back with the hold.
 -- KEYS: the six keys of common.lua.
 -- ARGV: 1 channel prefix, 2 token, 3 mode 'w'|'r', 4 the request's
---       registration id (acquire.lua's ARGV[7])
+--       registration id (acquire.lua's ARGV[7]),
+--       5 (redlock:// only; optional) the fence the caller's acquisition
+--       got from its quorum, when it counted elsewhere: it was told of any
+--       lapse, and a death trace older than that goes (common.lua,
+--       forget_older), whether or not the request had run here
 -- Reply: 1 a hold released, 2 a queue place withdrawn, 0 nothing of it left
 local token, mode, rid = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local older = ARGV[5]
 
 if dequeue_upto(token, rid) then
   -- A writer at the head may have been holding back readers behind it.
   grant_waiters(nil, false)
+  forget_older(older)
   return 2
 end
 
-local held
+-- The hold's registration id, and the trace it consumed (od 1), if any.
+local cur, prev
 if mode == 'w' then
-  held = rcall('HGET', K_LOCK, 'owner') == token
-else
-  held = rcall('ZSCORE', K_RD, token) ~= false
+  local h = rcall('HMGET', K_LOCK, 'owner', 'rid', 'od', 'pt')
+  if h[1] == token then
+    cur = tonumber(h[2])
+    prev = h[3] == '1' and h[4] and cmsgpack.unpack(h[4]) or nil
+  end
+elseif rcall('ZSCORE', K_RD, token) then
+  local r = rcall('HGET', K_RI, token)
+  local v = r and cmsgpack.unpack(r)
+  cur = v and tonumber(v[5])
+  prev = v and v[4] == 1 and v[6] or nil
 end
-local cur = held and tonumber(hold_rid(token, mode))
-if not cur or cur > rid then return 0 end
+if not cur or cur > rid then
+  forget_older(older)
+  return 0
+end
 if mode == 'w' then
   rcall('DEL', K_LOCK)
-  rcall('HSET', K_META, 'wh', '', 'wi', '')
+  trace_restore(prev)
 else
   rcall('ZREM', K_RD, token)
   rcall('HDEL', K_RI, token)
+  if prev then trace_restore(prev) end
 end
+forget_older(older)
 grant_waiters(nil, mode == 'w')
 return 1

@@ -39,13 +39,17 @@
  *                   redlock merge (lua/<name>.lua; caller.h, and each
  *                   call_<name>.h)
  *   script.c        running calls: EVALSHA, EVAL on NOSCRIPT, batches, posts
- *   quorum.c        redlock://: a call on every server, the replies counted
+ *   quorum.c        redlock://: a call on every server, the replies counted,
+ *                   what a server that failed is owed
  * conn/      the connections (conn.h has their own map)
  *   conn.c          the one interface, a backend per topology, capabilities
  *   single.c        redis://, unix://, rediss://: one link
  *   sentinel.c      redis-sentinel://: the master found through sentinels
- *   cluster.c       redis-cluster://: a link per node, slots, MOVED/ASK
+ *   cluster.c       redis-cluster://: a link per node, slots, MOVED/ASK, a
+ *                   lock's keys moved together while its slot migrates
  *   redlock.c       redlock://: a link per independent server
+ *   deferred.c      redlock://: releases and withdrawals owed to a server
+ *                   that failed, sent in the background until they land
  *   cmdlink.c       a link: one socket shared and pipelined by all threads
  *   cmdlink_io.c    a link's batch I/O: connect, retry, deadlines, undos
  *   cmd.h           a command and its reply (no .c)

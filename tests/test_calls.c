@@ -9,6 +9,7 @@
  * time and what Redis keeps is checked after it.
  */
 #include "harness.h"
+#include "keys.h"
 #include "script.h"
 
 #include <stdio.h>
@@ -258,12 +259,239 @@ static void test_mark(void **state)
     assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
 }
 
+static char *hget_str(const char *key, const char *field, char *buf, size_t size)
+{
+    redisReply *r = th_cmd("HGET %s %s", key, field);
+    snprintf(buf, size, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    return buf;
+}
+
+/* A's write hold, which then lapses (its key goes, the meta hash's trace
+ * stays): A's fence. */
+static uint64_t lapsed_writer(const dl_caller_t *a, const lockkeys_t *ka, uint64_t regid)
+{
+    dl_call_t c;
+    dl_acquire_args_t aa = ask('w', 0, regid);
+    dl_call_acquire(&c, a, &aa);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    th_cmd_do("DEL %s", ka->keys[0]);
+    return c.reply.acquire.fence;
+}
+
+/* A hold taken over a lapse consumes its death trace; withdrawn (its
+ * caller never heard of it: EIO, or a quorum that did not count), the
+ * trace goes back, so the lapse is still reported to the next holder.  A
+ * writer's and a reader's alike. */
+static void test_withdraw_keeps_death_trace(void **state)
+{
+    (void)state;
+    for (int k = 0; k < 2; k++) {
+        char mode = k ? 'r' : 'w', name[128], wh[64];
+        th_name(name, sizeof name, mode == 'w' ? "callsdw" : "callsdr");
+        lockkeys_t ka, kb, kc;
+        dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB"),
+                    c3 = caller(&kc, name, "tokC");
+        dl_call_t c;
+        lapsed_writer(&a, &ka, 1);
+        assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
+        dl_acquire_args_t ab = ask(mode, 0, 7);
+        dl_call_acquire(&c, &b, &ab);
+        run(&c);
+        assert_int_equal(c.reply.acquire.got, 1);
+        assert_int_equal(c.reply.acquire.dead, 1);
+        dl_withdraw_args_t wb = { .mode = mode, .regid = 7 };
+        dl_call_withdraw(&c, &b, &wb);
+        run(&c);
+        assert_int_equal(c.reply.withdraw.result, 1);
+        assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
+        dl_acquire_args_t ac = ask('w', 0, 9);
+        dl_call_acquire(&c, &c3, &ac);
+        run(&c);
+        assert_int_equal(c.reply.acquire.got, 1);
+        if (!c.reply.acquire.dead)
+            fail_msg("%c: the lapse a withdrawn hold had consumed was never reported", mode);
+    }
+}
+
+/* redlock: a lapsed holder's release names its hold by registration id,
+ * whatever fence it sends (each server gave the hold its own, and the
+ * caller kept the largest): its trace goes there too.  Another release
+ * with the same id but from another process leaves the trace alone. */
+static void test_release_clears_trace_by_rid(void **state)
+{
+    (void)state;
+    char name[128], wh[64];
+    th_name(name, sizeof name, "callsrid");
+    lockkeys_t ka, kb;
+    dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+    dl_call_t c;
+    uint64_t fa = lapsed_writer(&a, &ka, 4);
+    dl_release_args_t rb = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
+    dl_call_release(&c, &b, &rb);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 0);
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
+    dl_release_args_t ra = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
+    dl_call_release(&c, &a, &ra);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 0);                 /* ENOLCK */
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
+    dl_acquire_args_t ab = ask('w', 0, 5);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(c.reply.acquire.dead, 0);
+}
+
+/* redlock (release's 'o', withdraw's ARGV[5]): where the caller holds
+ * nothing, a death trace older than its hold (a lower fence) goes; one
+ * taken, or a break made, after it stays.  And its fence raises the meta
+ * hash's, so that the next hold's fence here is above it. */
+static void test_quorum_release_older_trace_and_fence(void **state)
+{
+    (void)state;
+    char name[128], wh[64];
+    th_name(name, sizeof name, "callsold");
+    lockkeys_t ka, kb;
+    dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+    dl_call_t c;
+    uint64_t fa = lapsed_writer(&a, &ka, 1);
+    /* B's hold (from other servers) is older than A's trace: it stays. */
+    dl_release_args_t rb = { .mode = 'w', .fence = fa - 1, .rid = 3, .redlock = 1 };
+    dl_call_release(&c, &b, &rb);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 0);
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
+    /* Younger: A's lapse was reported to B, or never counted: it goes;
+     * and the meta fence is raised to B's. */
+    rb.fence = fa + 5000000;
+    dl_call_release(&c, &b, &rb);
+    run(&c);
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
+    assert_int_equal(hget_ll(ka.keys[5], "fence"), (long long)rb.fence);
+    dl_acquire_args_t ab = ask('w', 0, 4);
+    dl_call_acquire(&c, &b, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.dead, 0);
+    assert_true(c.reply.acquire.fence > rb.fence);
+    uint64_t fb = c.reply.acquire.fence;
+    /* A break after B's hold was taken: a release of an older hold (read
+     * or write, held here or not) leaves its trace. */
+    dl_call_break(&c, &b);
+    run(&c);
+    dl_release_args_t ra = { .mode = 'r', .fence = fb - 1, .rid = 2, .redlock = 1 };
+    dl_call_release(&c, &a, &ra);
+    run(&c);
+    rb = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 4, .redlock = 1 };
+    dl_call_release(&c, &b, &rb);
+    run(&c);
+    assert_int_equal(c.reply.release.result, 0);
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "broken");
+    /* A withdrawal for an acquisition that counted elsewhere (fence far
+     * ahead): the break is older, and was reported to it. */
+    dl_withdraw_args_t wb = { .mode = 'w', .regid = 5, .older = fb + 60000000 };
+    dl_call_withdraw(&c, &b, &wb);
+    run(&c);
+    assert_int_equal(c.reply.withdraw.result, 0);
+    assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
+}
+
+/* Runs c as cluster.c sends a lock's script (shim/conn/cluster.c): declared
+ * keys `form` 1 (the lock's first key only: under ASK, on the node
+ * importing the slot) or 7 (the six and the guard, which never exists). */
+static void run_form(dl_call_t *c, int form)
+{
+    const dl_script_t *sc = &dl_scripts[c->script];
+    dl_call_wire(c);
+    const char *argv[3 + DL_NKEYS + 1 + DL_MAX_ARGS];
+    size_t len[3 + DL_NKEYS + 1 + DL_MAX_ARGS];
+    char guard[400];
+    int a = 0;
+    argv[a] = "EVAL", len[a++] = 4;
+    argv[a] = sc->body, len[a++] = sc->len;
+    argv[a] = form == 1 ? "1" : "7", len[a++] = 1;
+    for (int k = 0; k < (form == 1 ? 1 : DL_NKEYS); k++)
+        argv[a] = c->argv[3 + k], len[a++] = c->argvlen[3 + k];
+    if (form == 7) {
+        snprintf(guard, sizeof guard, "%.*s%s", (int)c->argvlen[3], c->argv[3], DL_KEY_GUARD);
+        argv[a] = guard, len[a++] = strlen(guard);
+    }
+    for (int i = 3 + DL_NKEYS; i < c->argc; i++)
+        argv[a] = c->argv[i], len[a++] = c->argvlen[i];
+    redisReply *r = redisCommandArgv(th_redis(), a, argv, len);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("%s (%d keys): %s", sc->name, form, r->str);
+    dl_call_parse(c, r);
+    freeReplyObject(r);
+}
+
+/* The scripts with only the lock's first key declared find the other five
+ * by their suffixes, and ignore a seventh: a waiter queued, a hold handed
+ * over, renewed, released, broken, its trace in the meta hash, each key
+ * where the six-key form puts it; and the guard is never created. */
+static void test_cluster_forms(void **state)
+{
+    (void)state;
+    for (int form = 1; form <= 7; form += 6) {
+        char name[128], wh[64];
+        th_name(name, sizeof name, form == 1 ? "callsform1" : "callsform7");
+        lockkeys_t ka, kb;
+        dl_caller_t a = caller(&ka, name, "tokA"), b = caller(&kb, name, "tokB");
+        dl_call_t c;
+        dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 2);
+        dl_call_acquire(&c, &a, &aa);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 1);
+        uint64_t fa = c.reply.acquire.fence;
+        assert_int_equal((long long)fa, hget_ll(ka.keys[5], "fence"));
+        dl_call_acquire(&c, &b, &ab);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
+        assert_int_equal(th_cmd_ll("HLEN %s", kb.keys[4]), 1);
+        dl_renew_args_t rn = { .mode = 'w', .lease_ms = 30000, .fence = fa };
+        dl_call_renew(&c, &a, &rn);
+        run_form(&c, form);
+        assert_int_equal(c.reply.renew.held, 1);
+        assert_int_equal(c.reply.renew.queued, 1);
+        dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
+        dl_call_release(&c, &a, &rel);
+        run_form(&c, form);
+        assert_int_equal(c.reply.release.result, 1);
+        /* handed to B by push: traced as pending until B claims it */
+        assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "g:tokB");
+        dl_acquire_args_t ra = ask('r', 0, 3);
+        dl_call_acquire(&c, &a, &ra);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 0);
+        dl_call_break(&c, &a);
+        run_form(&c, form);
+        assert_int_equal(c.reply.brk.removed, 1);
+        dl_call_acquire(&c, &a, &ra);
+        run_form(&c, form);
+        assert_int_equal(c.reply.acquire.got, 1);
+        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 1);
+        assert_int_equal(th_cmd_ll("HLEN %s", ka.keys[2]), 1);
+        char gk[400];
+        snprintf(gk, sizeof gk, "%s%s", ka.keys[0], DL_KEY_GUARD);
+        assert_int_equal(th_cmd_ll("EXISTS %s", gk), 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_acquire_renew_release),
         TH_TEST(test_cancel_withdraw_break),
         TH_TEST(test_mark),
+        TH_TEST(test_withdraw_keeps_death_trace),
+        TH_TEST(test_release_clears_trace_by_rid),
+        TH_TEST(test_quorum_release_older_trace_and_fence),
+        TH_TEST(test_cluster_forms),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

@@ -542,6 +542,176 @@ static void test_reshard_stress(void **state)
     free(out);
 }
 
+/* ------------------------------------------------------ a slot migrating */
+
+/* A command on a node that must not fail. */
+#define node_ok(port, ...)                                                    \
+    do {                                                                      \
+        redisReply *r_ = th_cmd_at((port), __VA_ARGS__);                      \
+        assert_non_null(r_);                                                  \
+        if (r_->type == REDIS_REPLY_ERROR)                                    \
+            fail_msg("node %d: %s", (port), r_->str);                         \
+        freeReplyObject(r_);                                                  \
+    } while (0)
+
+/* What `redis-cli --cluster reshard` does for one slot, in steps a test
+ * can stop between: open the migration (IMPORTING on the target, then
+ * MIGRATING on the source), move keys, and close it (the slot given to the
+ * target on every master). */
+static void migration_open(unsigned slot, int from, int to)
+{
+    node_ok(g_c.node[to].port, "CLUSTER SETSLOT %u IMPORTING %s", slot, g_c.id[from]);
+    node_ok(g_c.node[from].port, "CLUSTER SETSLOT %u MIGRATING %s", slot, g_c.id[to]);
+}
+
+/* MIGRATE of one key (the test playing the migrator): 1 moved, 0 none. */
+static int migrate_key(int from, int to, const char *key)
+{
+    redisReply *r = th_cmd_at(g_c.node[from].port, "MIGRATE 127.0.0.1 %d %s 0 5000 KEYS %s",
+                              g_c.node[to].port, "", key);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR)
+        fail_msg("MIGRATE %s: %s", key, r->str);
+    int moved = r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+    freeReplyObject(r);
+    return moved;
+}
+
+static void migration_close(unsigned slot, int from, int to)
+{
+    for (;;) {                          /* the rest of the slot's keys */
+        redisReply *r = th_cmd_at(g_c.node[from].port, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        assert_true(r && r->type == REDIS_REPLY_ARRAY);
+        size_t n = r->elements;
+        for (size_t i = 0; i < n; i++)
+            migrate_key(from, to, r->element[i]->str);
+        freeReplyObject(r);
+        if (!n)
+            break;
+    }
+    node_ok(g_c.node[to].port, "CLUSTER SETSLOT %u NODE %s", slot, g_c.id[to]);
+    node_ok(g_c.node[from].port, "CLUSTER SETSLOT %u NODE %s", slot, g_c.id[to]);
+    for (int mi = 0; mi < 3; mi++)
+        if (g_masters[mi] != from && g_masters[mi] != to)
+            node_ok(g_c.node[g_masters[mi]].port, "CLUSTER SETSLOT %u NODE %s", slot,
+                            g_c.id[to]);
+    assert_true(tt_cluster_wait_ok(&g_c, 20000));
+}
+
+/* Whether node i has key (asking: as the node importing its slot, which
+ * answers only after ASKING; the source answers ASK for a key it lacks). */
+static int key_at(int i, const char *key, int asking)
+{
+    struct timeval tv = { 5, 0 };
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", g_c.node[i].port, tv);
+    assert_true(c && !c->err);
+    redisSetTimeout(c, tv);
+    if (asking)
+        redisAppendCommand(c, "ASKING");
+    redisAppendCommand(c, "EXISTS %s", key);
+    redisReply *r = NULL;
+    if (asking) {
+        assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+        freeReplyObject(r);
+    }
+    assert_int_equal(redisGetReply(c, (void **)&r), REDIS_OK);
+    int has = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    freeReplyObject(r);
+    redisFree(c);
+    return has;
+}
+
+static int slot_high_on(unsigned slot, void *p)
+{
+    return slot >= MOVE_SLOTS && slot_on(slot, p);
+}
+
+/* While the slot of a held lock migrates (slowly: longer than the lease),
+ * its keys split between the two nodes by the migrator, the lock keeps
+ * working: another process's trylock says EBUSY (not EIO), the holder's
+ * renewals keep the hold past its lease, its unlock says 0, and the lock
+ * is then free.  No script runs where only part of the lock's keys are:
+ * run on the source without the lock's hash, it would grant the lock to
+ * the trylock. */
+static void test_lock_while_slot_migrates(void **state)
+{
+    (void)state;
+    tt_alarm(120);
+    int *map = slot_map();
+    int ia = g_masters[1], ib = g_masters[2];
+    struct on_port o = { map, g_c.node[ia].port };
+    char name[64], key[160];
+    int n = 0;
+    name_where(name, sizeof name, "cmig", &n, slot_high_on, &o);
+    unsigned slot = tt_key_slot(name, strlen(name));
+    snprintf(key, sizeof key, "distlock:{%s}", name);
+    const char *env[] = { g_url, "DISTLOCK_LEASE_MS=3000", "DISTLOCK_IO_TIMEOUT_MS=2000",
+                          "DISTLOCK_LOG=error", NULL };
+    th_proc_t p, q;
+    assert_int_equal(th_proc_start(&p, env), 0);
+    assert_int_equal(th_proc_start(&q, env), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+    assert_int_equal(th_cmd_at_ll(g_c.node[ia].port, "EXISTS %s", key), 1);
+
+    migration_open(slot, ia, ib);
+    /* The migrator has moved the lock's hash, not yet its meta hash.  (Each
+     * check below is noted and the run goes on, so that a failure shows
+     * all that went wrong; the test fails at the end.) */
+    assert_int_equal(migrate_key(ia, ib, key), 1);
+    char bad[600] = "";
+    th_res_t r;
+    int rc = th_proc_opa(&q, TH_M_TRYLOCK, name, 0, &r);
+    print_message("slot %u migrating, the lock's keys split: trylock %s after %lld ms \"%s\"\n", slot,
+                  th_errname(rc), (long long)((r.t_done_us - r.t_start_us) / 1000), r.err);
+    if (rc != EBUSY)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "trylock while split: %s; ",
+                 th_errname(rc));
+    char mkey[160];
+    snprintf(mkey, sizeof mkey, "distlock:{%s}:m", name);
+    int on_a = key_at(ia, key, 0) + key_at(ia, mkey, 0), on_b = key_at(ib, key, 1) + key_at(ib, mkey, 1);
+    print_message("keys of the lock on the source: %d, on the target: %d\n", on_a, on_b);
+    if (on_a != 0 || on_b != 2)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "keys: %d on the source, %d on the "
+                 "target; ", on_a, on_b);
+    /* A migration longer than the lease: the holder's renewals go on. */
+    th_sleep_ms(4000);
+    rc = th_proc_op(&q, TH_M_TRYLOCK, name);
+    print_message("after 4 s (lease 3 s): another process's trylock %s\n", th_errname(rc));
+    if (rc != EBUSY)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "trylock after 4 s: %s; ",
+                 th_errname(rc));
+    if (rc == 0)
+        th_proc_op(&q, TH_M_UNLOCK, name);
+    rc = th_proc_opa(&p, TH_M_UNLOCK, name, 0, &r);
+    print_message("the holder's unlock: %s \"%s\"\n", th_errname(rc), r.err);
+    if (rc != 0)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "unlock: %s; ", th_errname(rc));
+    rc = th_proc_op(&q, TH_M_TRYLOCK, name);
+    if (rc != 0)
+        snprintf(bad + strlen(bad), sizeof bad - strlen(bad), "trylock once free: %s", th_errname(rc));
+    if (bad[0])
+        fail_msg("slot migrating: %s", bad);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, name), 0);
+    /* Closed: the lock lives on the target. */
+    migration_close(slot, ia, ib);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, name), 0);
+    assert_int_equal(th_cmd_at_ll(g_c.node[ib].port, "EXISTS %s", key), 1);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
+    /* And back, the lock free this time, keys moved by the library. */
+    migration_open(slot, ib, ia);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_LOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_TRYLOCK, name), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, name), 0);
+    migration_close(slot, ib, ia);
+    assert_int_equal(th_proc_stop(&p), 0);
+    assert_int_equal(th_proc_stop(&q), 0);
+    char *out = NULL;
+    int chk = tt_cluster_check(&g_c, &out);
+    if (chk != 0)
+        fail_msg("cluster check after the migrations: %s", out);
+    free(out);
+}
+
 /* --------------------------------------------------------------- failover */
 
 /* A master (not node 0, which the harness reads the slot map from) is
@@ -649,6 +819,7 @@ int main(void)
         TT_TEST(test_wait_query),
         TT_TEST(test_late_grant),
         TT_TEST(test_reshard_stress),
+        TT_TEST(test_lock_while_slot_migrates),
         TT_TEST(test_master_failover),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
 
 #define NSRV 5
@@ -46,6 +47,8 @@ static void srv_down(int i)
 
 static void srv_up(int i)
 {
+    if (g_srv[i].pid)                       /* paused by a test that failed */
+        kill(g_srv[i].pid, SIGCONT);
     if (th_server_up(&g_srv[i]))
         return;
     if (g_srv[i].pid) {                     /* killed by an earlier test */
@@ -764,6 +767,73 @@ static void test_wait_without_replicas(void **state)
     assert_int_equal(th_proc_stop(&b), 0);
 }
 
+/* Waits until key no longer exists on server i: 1, or 0 after ms. */
+static int gone_on(int i, const char *key, long ms)
+{
+    int64_t t0 = th_now_ms();
+    while (th_cmd_at_ll(g_port[i], "EXISTS %s", key) != 0) {
+        if (th_now_ms() - t0 >= ms)
+            return 0;
+        th_sleep_ms(10);
+    }
+    return 1;
+}
+
+/* The meta hash's death trace (wh) of lock `name` on server i, into buf
+ * ("" none). */
+static const char *trace_on(int i, const char *name, char *buf, size_t size)
+{
+    char key[160];
+    th_key(key, sizeof key, name, ":m");
+    redisReply *r = th_cmd_at(g_port[i], "HGET %s wh", key);
+    snprintf(buf, size, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    if (r)
+        freeReplyObject(r);
+    return buf;
+}
+
+/* A holder that crashes: the next holder is told EOWNERDEAD, and once it
+ * unlocks, the one after is told nothing (as on one Redis).  Each server
+ * keeps its own trace of the dead holder, and the copies of its hold lapse
+ * at slightly different times (here server 3's 1.5 s later, set so): the
+ * next holder counts servers 1 and 2, and server 3's trace, left where its
+ * quorum did not reach, must not be reported again. */
+static void test_crash_reported_once(void **state)
+{
+    (void)state;
+    all_up();
+    const char *const *base = env_for(3);
+    const char *env[] = { base[0], "DISTLOCK_IO_TIMEOUT_MS=2000", "DISTLOCK_LEASE_MS=600",
+                          "DISTLOCK_LOG=error", NULL };
+    for (int run = 0; run < 2; run++) {
+        char name[64], key[160], t[3][80];
+        th_name(name, sizeof name, "rlcrash");
+        th_key(key, sizeof key, name, "");
+        th_proc_t a, b, c;
+        assert_int_equal(th_proc_start(&a, env), 0);
+        assert_int_equal(th_proc_start(&b, env), 0);
+        assert_int_equal(th_proc_start(&c, env), 0);
+        TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+        th_proc_kill(&a);
+        assert_int_equal(th_cmd_at_ll(g_port[2], "PEXPIRE %s 1500", key), 1);
+        TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), EOWNERDEAD);
+        TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+        assert_true(gone_on(2, key, 5000));
+        /* What each server still says of a dead holder. */
+        print_message("run %d: traces once the dead holder's last copy lapsed: [%s] [%s] [%s]\n",
+                      run, trace_on(0, name, t[0], sizeof t[0]), trace_on(1, name, t[1], sizeof t[1]),
+                      trace_on(2, name, t[2], sizeof t[2]));
+        int rc = th_proc_op(&c, TH_M_LOCK, name);
+        if (rc == EOWNERDEAD)
+            fail_msg("run %d: the crash was reported twice (EOWNERDEAD to the next holder and "
+                     "to the one after it)", run);
+        TH_ASSERT_RC(rc, 0);
+        TH_ASSERT_RC(th_proc_op(&c, TH_M_UNLOCK, name), 0);
+        assert_int_equal(th_proc_stop(&b), 0);
+        assert_int_equal(th_proc_stop(&c), 0);
+    }
+}
+
 static void test_fair_einval(void **state)
 {
     (void)state;
@@ -786,6 +856,213 @@ static void test_fair_einval(void **state)
     assert_int_equal(th_proc_stop(&a), 0);
 }
 
+/* The owner of lock `name`'s write hold on server i, into buf ("" none). */
+static const char *owner_on(int i, const char *name, char *buf, size_t size)
+{
+    char key[160];
+    th_key(key, sizeof key, name, "");
+    redisReply *r = th_cmd_at(g_port[i], "HGET %s owner", key);
+    snprintf(buf, size, "%s", r && r->type == REDIS_REPLY_STRING ? r->str : "");
+    if (r)
+        freeReplyObject(r);
+    return buf;
+}
+
+
+/* Tries the lock in p every 20 ms until it gets it (or something else than
+ * EBUSY), for at most ms: the code, and in *took the ms it took. */
+static int trylock_within(th_proc_t *p, const char *name, long ms, int64_t *took)
+{
+    int64_t t0 = th_now_ms();
+    int rc;
+    while ((rc = th_proc_op(p, TH_M_TRYLOCK, name)) == EBUSY && th_now_ms() - t0 < ms)
+        th_sleep_ms(20);
+    *took = th_now_ms() - t0;
+    return rc;
+}
+
+/* Lease 8 s: each server answers within 800 ms or is skipped for 1 s. */
+static const char *const *env_lease8(void)
+{
+    static const char *env[5];
+    const char *const *base = env_for(3);
+    env[0] = base[0];
+    env[1] = "DISTLOCK_IO_TIMEOUT_MS=2000";
+    env[2] = "DISTLOCK_LEASE_MS=8000";
+    env[3] = "DISTLOCK_LOG=error";
+    env[4] = NULL;
+    return env;
+}
+
+/* A server stalls while a lock is taken and released: the acquisition
+ * counts without it (a majority granted it) and the unlock skips it (it
+ * failed a moment ago).  When the server resumes, it runs the acquisition
+ * it had buffered: a hold nobody owns, for a lease, unless its withdrawal
+ * reaches it too.  With one more server down, another process must get
+ * the free lock (0, not EBUSY for a lease and then EOWNERDEAD). */
+static void test_stalled_server_acquisition_withdrawn(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], who[80];
+    th_name(name, sizeof name, "rlstallacq");
+    th_proc_t a, b;
+    assert_int_equal(th_proc_start(&a, env_lease8()), 0);
+    assert_int_equal(th_proc_start(&b, env_lease8()), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);      /* connections up */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
+    th_server_pause(&g_srv[2]);
+    th_res_t r;
+    TH_ASSERT_RC(th_proc_opa(&a, TH_M_LOCK, name, 0, &r), 0);
+    print_message("lock with server 3 stalled: %lld ms\n",
+                  (long long)((r.t_done_us - r.t_start_us) / 1000));
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
+    th_server_resume(&g_srv[2]);
+    /* What the resumed server ran is its own business; within a moment
+     * it must not keep a hold for a.  (Polled: the server runs its
+     * buffered commands when it is scheduled again.) */
+    int64_t t0 = th_now_ms();
+    while (owner_on(2, name, who, sizeof who)[0] && th_now_ms() - t0 < 3000)
+        th_sleep_ms(20);
+    print_message("server 3 resumed: hold there %s after %lld ms\n", who[0] ? "still" : "gone",
+                  (long long)(th_now_ms() - t0));
+    srv_down(0);
+    int64_t took;
+    int rc = trylock_within(&b, name, 3000, &took);
+    print_message("another process, server 1 down: trylock %s after %lld ms\n", th_errname(rc),
+                  (long long)took);
+    if (who[0])
+        fail_msg("server 3 kept a hold nobody owns (owner %s) after it resumed", who);
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
+/* An unlock while a server that holds is being skipped (it failed less
+ * than a second ago, and came back): the release is owed to it, and
+ * reaches it once the skipping ends, long before the hold's lease would. */
+static void test_unlock_reaches_skipped_server(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], other[64], who[80];
+    th_name(name, sizeof name, "rlskipunl");
+    th_name(other, sizeof other, "rlskipunl2");
+    th_proc_t a, b;
+    assert_int_equal(th_proc_start(&a, env_lease8()), 0);
+    assert_int_equal(th_proc_start(&b, env_lease8()), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);      /* on all three */
+    assert_true(owner_on(2, name, who, sizeof who)[0]);
+    /* Server 3 fails a call (a stall past its time-out), then is back. */
+    th_server_pause(&g_srv[2]);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, other), 0);
+    th_server_resume(&g_srv[2]);
+    int64_t t_unl = th_now_ms();
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);    /* server 3 skipped */
+    int64_t t0 = th_now_ms();
+    while (owner_on(2, name, who, sizeof who)[0] && th_now_ms() - t0 < 4000)
+        th_sleep_ms(20);
+    print_message("unlock while server 3 was skipped: its copy of the hold %s %lld ms after "
+                  "the unlock\n", who[0] ? "still there" : "released", (long long)(th_now_ms() - t_unl));
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, other), 0);
+    srv_down(0);
+    int64_t took;
+    int rc = trylock_within(&b, name, 2000, &took);
+    print_message("another process, server 1 down: trylock %s after %lld ms\n", th_errname(rc),
+                  (long long)took);
+    if (who[0])
+        fail_msg("server 3 kept the released hold (owner %s) 4 s after the unlock (lease 8 s)", who);
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
+/* A holder stalls past its fixed lease: every server's copy lapses, each
+ * with its own fence.  Its unlock says ENOLCK (the lapse is reported), so
+ * the next holder must not hear of it again: 0, not EOWNERDEAD. */
+static void test_lapsed_release_clears_every_trace(void **state)
+{
+    (void)state;
+    all_up();
+    int twice = 0;
+    for (int run = 0; run < 4; run++) {
+        char name[64], t[3][80];
+        th_name(name, sizeof name, "rllapse");
+        th_proc_t a, b;
+        start(&a, 3);
+        start(&b, 3);
+        th_req_t q;
+        th_res_t r;
+        th_proc_req(&q, TH_M_LOCK, name);
+        q.lease_ms = 300;
+        TH_ASSERT_RC(th_proc_call(&a, &q, &r), 0);
+        char key[160];
+        th_key(key, sizeof key, name, "");
+        for (int i = 0; i < 3; i++)
+            assert_true(gone_on(i, key, 5000));
+        q.op = TH_M_UNLOCK;
+        TH_ASSERT_RC(th_proc_call(&a, &q, &r), ENOLCK);
+        print_message("run %d: traces after the lapsed unlock: [%s] [%s] [%s]\n", run,
+                      trace_on(0, name, t[0], sizeof t[0]), trace_on(1, name, t[1], sizeof t[1]),
+                      trace_on(2, name, t[2], sizeof t[2]));
+        int rc = th_proc_op(&b, TH_M_LOCK, name);
+        if (rc == EOWNERDEAD)
+            twice++;
+        else
+            TH_ASSERT_RC(rc, 0);
+        TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+        assert_int_equal(th_proc_stop(&a), 0);
+        assert_int_equal(th_proc_stop(&b), 0);
+    }
+    if (twice)
+        fail_msg("a lapse reported by ENOLCK was reported again as EOWNERDEAD in %d of 4 runs",
+                 twice);
+}
+
+/* Fences of released holds rise on every server whatever the servers'
+ * clocks: here server 3's fences run 10 s ahead (its meta hash's last
+ * fence set so, as a clock 10 s fast would), a holder gets its fence from
+ * it and releases, and the next holder, server 3 being down, gets a fence
+ * from the other two: it must be above the first. */
+static void test_fences_rise_past_a_fast_clock(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], mkey[160];
+    th_name(name, sizeof name, "rlfastclock");
+    th_key(mkey, sizeof mkey, name, ":m");
+    redisReply *tr = th_cmd_at(g_port[2], "TIME");
+    assert_non_null(tr);
+    long long ahead = atoll(tr->element[0]->str) * 1000000LL + atoll(tr->element[1]->str) +
+                      10000000LL;
+    freeReplyObject(tr);
+    redisReply *s = th_cmd_at(g_port[2], "HSET %s fence %lld", mkey, ahead);
+    freeReplyObject(s);
+    th_proc_t a, b;
+    start(&a, 3);
+    start(&b, 3);
+    th_res_t r1, r2;
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_opa(&a, TH_M_FENCE, name, 0, &r1), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
+    srv_down(2);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_opa(&b, TH_M_FENCE, name, 0, &r2), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    print_message("fence %llu (server 3 ahead), then %llu from servers 1 and 2\n",
+                  (unsigned long long)r1.fence, (unsigned long long)r2.fence);
+    if (r2.fence <= r1.fence)
+        fail_msg("the next holder's fence %llu is not above the released hold's %llu",
+                 (unsigned long long)r2.fence, (unsigned long long)r1.fence);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -803,6 +1080,11 @@ int main(void)
         TT_TEST(test_all_restarted),
         TT_TEST(test_wait_without_replicas),
         TT_TEST(test_fair_einval),
+        TT_TEST(test_crash_reported_once),
+        TT_TEST(test_lapsed_release_clears_every_trace),
+        TT_TEST(test_stalled_server_acquisition_withdrawn),
+        TT_TEST(test_unlock_reaches_skipped_server),
+        TT_TEST(test_fences_rise_past_a_fast_clock),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
 }

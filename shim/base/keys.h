@@ -69,6 +69,13 @@ int dl_key_parse(const char *prefix, size_t plen, const char *key, size_t klen, 
 /* Suffixes of the six keys, in the scripts' KEYS order (lua/common.lua). */
 extern const char *const dl_key_suffix[DL_KEYS_N];
 
+/* The suffix of a key of the lock that no script ever writes, so it never
+ * exists: redis-cluster:// declares it beside the six (shim/conn/cluster.c),
+ * and a node migrating the lock's slot then never runs the script itself
+ * (it replies TRYAGAIN or ASK), whatever keys it still has.  No lock's key
+ * ends so (they end with '}' and one of the six suffixes). */
+#define DL_KEY_GUARD ":guard"
+
 /* dl_kind_keys_size and _write for a lock. */
 size_t dl_keys_size(const char *prefix, size_t len);
 void dl_keys_write(char *buf, const char *prefix, const char *name, size_t len,

@@ -10,9 +10,17 @@
  * mid-flight may have, and is marked retried.  To the layers above the
  * cluster is one node; it takes no posts (dl_caps_t).
  *
- * Owner: cluster.c's state is its node table and slot map, under its own
- * mutex; nodes are added (a redirection to a new one) but never freed
- * before the end, so a link taken from the table stays valid.
+ * While a lock's slot migrates, its script is never run where only part of
+ * the lock's keys are: it declares a key that never exists besides the
+ * lock's, the client moves the lock's keys to the importing node together
+ * (MIGRATE ... KEYS) when the source still has some, and runs the script
+ * there under ASK with the lock's first key declared (cluster.c's top
+ * comment says why each step is sound).
+ *
+ * Owner: cluster.c's state is its node table, slot map and the node each
+ * migrating slot's last ASK went to (for WAIT), under its own mutex;
+ * nodes are added (a redirection to a new one) but never freed before the
+ * end, so a link taken from the table stays valid.
  */
 #ifndef DL_CLUSTER_H
 #define DL_CLUSTER_H

@@ -95,6 +95,18 @@ int dl_conn_post(dl_conn_t *c, int argc, const char **argv, const size_t *argvle
     return c->be->post(c->b, argc, argv, argvlen);
 }
 
+int dl_conn_defer(dl_conn_t *c, int node, const dl_cmd_t *cmd, int looks, uint64_t give_up)
+{
+    if (!c->be->defer)
+        return ENOTSUP;
+    return c->be->defer(c->b, node, cmd, looks, give_up);
+}
+
+const dl_config_t *dl_conn_config(const dl_conn_t *c)
+{
+    return c->cfg;
+}
+
 int dl_conn_nodes(const dl_conn_t *c)
 {
     return c->be->nodes(c->b);

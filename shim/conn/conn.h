@@ -22,6 +22,7 @@
  *   cmd.h           dl_cmd_t, one command and its outcome
  *   conn.c          this interface, dispatching to the backend
  *   single.c, sentinel.c, cluster.c, redlock.c   the backends
+ *   deferred.c      redlock's commands owed to a server that failed
  *   cmdlink.c       a link: the queue of commands and who leads its I/O
  *   cmdlink_io.c    a link's connection and one batch's round trip
  *   connect.c       opening one connection (AUTH, SELECT, TLS)
@@ -90,6 +91,21 @@ int dl_conn_exec_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n);
 void dl_conn_start_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
 int dl_conn_finish_node(dl_conn_t *c, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
 
+/* redlock://: sends cmd (its argv[0..1] static, e.g. EVAL and a script's
+ * text; the rest is copied) to server `node` in the background, again and
+ * again until it has had `looks` replies (each at least DL_DEFER_GAP_MS
+ * after the one before: a stalled server that resumes serves its
+ * connections in no set order, so a second look runs after whatever the
+ * first could have overtaken), or until give_up (monotonic ms).  For what
+ * must reach a server that failed: a release, the withdrawal of an
+ * acquisition that did not count there.  Never blocks on the server.  0;
+ * ENOMEM (or too many pending: logged); ENOTSUP without a quorum. */
+#define DL_DEFER_GAP_MS 200
+int dl_conn_defer(dl_conn_t *c, int node, const dl_cmd_t *cmd, int looks, uint64_t give_up);
+
+/* The configuration c was made from. */
+const dl_config_t *dl_conn_config(const dl_conn_t *c);
+
 /* ?wait=N: WAIT for the configured replicas after a write on key's server
  * (for redlock, on every server: a quorum of them must confirm).  0, or EIO
  * with a reason in err.  Blocks up to wait_ms. */
@@ -124,6 +140,8 @@ typedef struct dl_backend {
     int (*finish)(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t *op);
     /* Only with caps.post. */
     int (*post)(void *b, int argc, const char **argv, const size_t *argvlen);
+    /* Only with caps.quorum (dl_conn_defer). */
+    int (*defer)(void *b, int node, const dl_cmd_t *cmd, int looks, uint64_t give_up);
     /* dl_connect_any for this topology. */
     redisContext *(*connect_any)(const dl_config_t *cfg, unsigned long timeout_ms,
                                  char *err, size_t errlen);

@@ -3,11 +3,13 @@
 #include <stdlib.h>
 
 #include "cmdlink.h"
+#include "deferred.h"
 #include "redlock.h"
 
 typedef struct redlock {
     dl_link_t *links[DL_MAX_ENDPOINTS];
     int nlinks;
+    dl_deferred_t *owed;      /* releases and withdrawals still owed to a server */
 } redlock_t;
 
 /* A server that failed is skipped this long, so a dead one costs one
@@ -17,6 +19,7 @@ typedef struct redlock {
 static void redlock_free(void *b)
 {
     redlock_t *rl = b;
+    dl_deferred_free(rl->owed);   /* first: its thread uses the links */
     for (int i = 0; i < rl->nlinks; i++)
         dl_link_free(rl->links[i]);
     free(rl);
@@ -49,6 +52,10 @@ static void *redlock_open(const dl_config_t *c)
             return NULL;
         }
     }
+    if (!(rl->owed = dl_deferred_new(rl->links, rl->nlinks))) {
+        redlock_free(rl);
+        return NULL;
+    }
     return rl;
 }
 
@@ -74,6 +81,13 @@ static int redlock_finish(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t
     return dl_link_finish(((redlock_t *)b)->links[node], cmds, n, op);
 }
 
+static int redlock_defer(void *b, int node, const dl_cmd_t *cmd, int looks, uint64_t give_up)
+{
+    redlock_t *rl = b;
+    return dl_deferred_add(rl->owed, node, cmd, looks, give_up);
+}
+
+/* (A forked child leaves the set alone: its thread is the parent's.) */
 static void redlock_abandon(void *b)
 {
     redlock_t *rl = b;
@@ -88,6 +102,7 @@ const dl_backend_t dl_backend_redlock = {
     .exec = redlock_exec,
     .start = redlock_start,
     .finish = redlock_finish,
+    .defer = redlock_defer,
     .connect_any = dl_connect_first,
     .abandon = redlock_abandon,
     .free = redlock_free,

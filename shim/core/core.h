@@ -81,6 +81,7 @@ typedef struct dl_hold {
     char rmode;               /* 0, or the mode held ('w', 'r') */
     uint64_t fence;
     uint64_t rid;             /* the registration id it was taken or claimed with */
+    unsigned servers;         /* redlock: the servers that may have it (0: any) */
     unsigned long lease_ms;   /* of the Redis hold */
     int renew;                /* the watchdog renews it (default lease) */
     int fair;                 /* taken by a fair request */

@@ -59,6 +59,7 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
     o->hold.told_fence = 0;
     o->hold.fence = g->fence;
     o->hold.rid = g->rid;
+    o->hold.servers = g->servers;
     o->hold.lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
     o->hold.renew = rq->lease_ms == 0;
     o->hold.fair = rq->fair;
@@ -118,7 +119,8 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
     int lost = o->hold.lost, cut = o->hold.ttl_cut;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
-    dl_release_args_t ra = { .mode = o->hold.rmode, .fence = o->hold.fence, .rid = o->hold.rid };
+    dl_release_args_t ra = { .mode = o->hold.rmode, .fence = o->hold.fence, .rid = o->hold.rid,
+                             .servers = o->hold.servers, .lease_ms = o->hold.lease_ms };
     dl_caller_t who = dl_caller(p, o);
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);

@@ -164,6 +164,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         g->more = ar->waiters > 0;
         g->claimed = ar->claimed;
         g->was = ar->was;
+        g->servers = ar->servers;
         /* Taken by this ask: it set the lease.  Found ours already (a
          * grant to an earlier request, now claimed by this one: acquire.lua
          * set its TTL to the lease; or this very request, resent: the TTL

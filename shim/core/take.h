@@ -58,6 +58,7 @@ typedef struct dl_grant {
     uint64_t was;             /* claimed: the hold's fence when found (acquire.lua) */
     uint64_t sent_ms;         /* when the call that confirmed it was sent */
     unsigned long epoch;      /* the trust epoch then (trust.h) */
+    unsigned servers;         /* redlock: where the hold may be (0: any) */
 } dl_grant_t;
 
 /* Takes the Redis hold for o as rq says, waiting for a grant if rq allows,

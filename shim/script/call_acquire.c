@@ -38,6 +38,7 @@ static int parse(dl_call_t *c, redisReply *r)
     x->waiters = dl_reply_elem(r, 3);
     x->claimed = dl_reply_elem(r, 4) == 1;
     x->was = dl_reply_elem(r, 5) > 0 ? (uint64_t)dl_reply_elem(r, 5) : 0;
+    x->servers = 0;               /* (the quorum's merge sets them) */
     return 0;
 }
 
@@ -46,21 +47,61 @@ static int said_yes(const dl_call_t *c)
     return c->reply.acquire.got == 1;
 }
 
-/* The withdraw script with the acquisition's keys, token, mode and
- * registration id: undoes exactly that grant on the servers where it may
- * have happened (the fence would not name it: each server gave its own). */
-static void undo(const dl_call_t *c, const dl_tally_t *t)
+/* The withdrawal of acquisition acq by its registration id (the same on
+ * every server, whose fences differ).  older: the fence it got from its
+ * quorum when it counted (0: it did not). */
+static void withdrawal(dl_call_t *w, const dl_call_t *acq, uint64_t older)
 {
-    dl_call_t w[DL_MAX_ENDPOINTS];
-    dl_withdraw_args_t a = { c->arg.acquire.mode, c->arg.acquire.regid };
+    dl_call_withdraw(w, &acq->who, &(dl_withdraw_args_t){
+        .mode = acq->arg.acquire.mode, .regid = acq->arg.acquire.regid, .older = older });
+}
+
+/* Each server's undo, which its link writes behind the acquisition should
+ * it give up on a stalled server after sending it. */
+static void undo_for(dl_call_t *w, const dl_call_t *acq)
+{
+    withdrawal(w, acq, 0);
+}
+
+/* Owes the withdrawal of acq to each server in `owed`: twice, the second
+ * look a little after the first answer, since the request may still wait
+ * in a connection the server serves after the new one. */
+static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const char *owed,
+                            uint64_t older)
+{
+    dl_call_t w;
+    withdrawal(&w, acq, older);
+    uint64_t until = dl_quorum_owed_until(t->conn, acq->arg.acquire.lease_ms, 2);
     for (int i = 0; i < t->nodes; i++)
-        dl_call_withdraw(&w[i], &c->who, &a);
-    dl_quorum_on(t->conn, w, t->nodes, t->granted);
+        if (owed[i])
+            dl_quorum_owe(t->conn, i, &w, 2, until);
+}
+
+/* An acquisition that did not count: withdrawn at once from the servers
+ * that granted it (all at once), and in the background from those whose
+ * answer never came but which were sent it, and from any granting server
+ * the withdrawal did not reach. */
+static void undo(const dl_call_t *acq, const dl_tally_t *t)
+{
+    dl_call_t c[DL_MAX_ENDPOINTS];
+    char owed[DL_MAX_ENDPOINTS];
+    int any = 0;
+    for (int i = 0; i < t->nodes; i++) {
+        withdrawal(&c[i], acq, 0);
+        any |= t->granted[i];
+    }
+    if (any)
+        dl_quorum_on(t->conn, c, t->nodes, t->granted);
+    for (int i = 0; i < t->nodes; i++)
+        owed[i] = t->unanswered[i] || (t->granted[i] && c[i].cmd.err);
+    owe_withdrawals(acq, t, owed, 0);
 }
 
 /* Granted by a majority within the lease's validity, with the largest
  * fence (the caller keeps it) and what any granting server said of a dead
- * holder, waiters, a claim; else undone where it may have run, and busy. */
+ * holder, waiters, a claim; else undone where it may have run, and busy.
+ * Either way a server that was sent it but never answered owes its
+ * withdrawal: it did not count. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     /* Validity: the lease, less the time spent asking and 1% + 2 ms for the
@@ -70,29 +111,36 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     dl_acquire_reply_t *out = &c->reply.acquire;
     if (t->yes >= t->need && t->elapsed + drift < lease) {
         *out = t->at[t->firstyes]->reply.acquire;
-        out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0;
+        out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0, out->servers = 0;
         out->was = 0;             /* (each server numbers holds itself) */
         for (int i = 0; i < t->nodes; i++) {
-            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
-            if (t->at[i]->cmd.err || r->got != 1)
+            if (t->unanswered[i])
+                out->servers |= 1u << i;
+            if (!t->granted[i])
                 continue;
+            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
+            out->servers |= 1u << i;
             out->fence = r->fence > out->fence ? r->fence : out->fence;
             out->dead |= r->dead;
             out->waiters = r->waiters > out->waiters ? r->waiters : out->waiters;
             out->claimed |= r->claimed;
         }
+        /* The servers that did not answer lose it (the caller was told of
+         * any lapse the quorum knew, so their older traces go too). */
+        owe_withdrawals(c, t, t->unanswered, out->fence);
         return;
     }
-    if (t->yes)
-        undo(c, t);
+    undo(c, t);
     /* Busy: report the shortest wait a busy server gave. */
     *out = t->at[t->firstno >= 0 ? t->firstno : t->firstyes]->reply.acquire;
     out->got = 0;
+    out->servers = 0;
     if (t->firstno < 0)
         out->pttl_ms = 1;
 }
 
 static const dl_quorum_op_t quorum = {
+    .undo_for = undo_for,
     .said_yes = said_yes,
     .merge = merge,
     .undo = undo,

@@ -27,6 +27,9 @@ typedef struct dl_acquire_reply {
     int claimed;                  /* acquired: granted earlier (a claim TTL) */
     uint64_t was;                 /* claimed: the hold's fence when found; 0 unknown */
     long long pttl_ms;            /* busy: until the holders' leases run out */
+    unsigned servers;             /* acquired, redlock: the servers (bit i: server i)
+                                     that may have the hold (granted, or no reply);
+                                     0 elsewhere */
 } dl_acquire_reply_t;
 
 /* dl_call_t's members for it (calls.h). */

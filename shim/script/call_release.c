@@ -11,7 +11,8 @@ void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none) */
+    /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none),
+     * 6 (redlock) 'o' */
     const dl_release_args_t *a = &c->arg.release;
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);
@@ -20,6 +21,8 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
         dl_wire_num(w, a->rid);
     else
         dl_wire_put(w, "", 0);
+    if (a->redlock)
+        dl_wire_put(w, "o", 1);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
@@ -34,12 +37,30 @@ static int said_yes(const dl_call_t *c)
     return c->reply.release.result >= 1;
 }
 
+/* Each server numbers its holds itself, so the fence differs from server
+ * to server: a release names the hold by its registration id as well (the
+ * caller sends it), and clears a death trace older than the hold where it
+ * holds nothing (release.lua's ARGV[6] 'o'). */
+static void prepare(dl_call_t *c)
+{
+    c->arg.release.redlock = 1;
+}
+
+/* A server that failed while it may hold (the acquisition's servers, when
+ * known) gets the release in the background, until it answers or the
+ * hold's lease has surely ended there. */
+static void owe(const dl_call_t *c, const dl_tally_t *t)
+{
+    dl_quorum_owe_failed(t, c->arg.release.servers, c->arg.release.lease_ms, 1);
+}
+
 /* Released: a majority had the hold. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     c->reply.release.result = t->yes >= t->need;
 }
 
-static const dl_quorum_op_t quorum = { .said_yes = said_yes, .merge = merge };
+static const dl_quorum_op_t quorum = {
+    .prepare = prepare, .said_yes = said_yes, .owe = owe, .merge = merge };
 
 const dl_script_entry_t dl_entry_release = { .wire = wire, .parse = parse, .quorum = &quorum };

@@ -10,6 +10,13 @@ typedef struct dl_release_args {
     char mode;
     uint64_t fence;               /* names the hold */
     uint64_t rid;                 /* registration id it was taken with; 0: none */
+    unsigned servers;             /* redlock: where it may be held (the acquisition's
+                                     servers); 0 any */
+    unsigned long lease_ms;       /* redlock: its lease, how long a server that failed
+                                     may keep it (0: the default) */
+    int redlock;                  /* where nothing is held, a death trace older than
+                                     the hold goes too (ARGV[6] 'o'): set on each
+                                     server's copy (redlock) */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {

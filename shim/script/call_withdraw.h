@@ -9,6 +9,9 @@
 typedef struct dl_withdraw_args {
     char mode;
     uint64_t regid;               /* the request's registration id */
+    uint64_t older;               /* redlock, an acquisition that counted elsewhere:
+                                     its fence (a death trace older than it goes);
+                                     0 none */
 } dl_withdraw_args_t;
 
 typedef struct dl_withdraw_reply {

@@ -4,14 +4,21 @@
  *
  * An acquisition asks every server at once and counts only if a majority
  * granted it and time remains of the lease after the elapsed time and an
- * allowance for clock drift; otherwise it is undone on every server (one
- * that failed mid-call may have granted it).  Holders renew and release on
- * every server.  Nobody queues: redlock waiters retry after a short random
- * pause (take.c), since grants pushed by independent servers could go to
+ * allowance for clock drift.  Whatever it left on a server that did not
+ * count is undone: at once where a server granted it and the acquisition
+ * failed, and in the background (conn.h, dl_conn_defer) where a server's
+ * reply never came (a stalled server runs the request when it resumes;
+ * the link also writes the withdrawal right behind it on the connection it
+ * gives up, where there is room).  A release reaches every server that may
+ * hold: those that failed get it in the background, until they answer or
+ * the hold's lease has surely ended there.  Holders renew on every server.
+ * Nobody queues: redlock waiters retry after a short random pause
+ * (take.c), since grants pushed by independent servers could go to
  * different waiters and none would reach a majority.
  *
- * This file counts; what each script's replies mean together is its
- * entry's (dl_quorum_op_t, script/call_<name>.c). */
+ * This file runs and counts; what each script's replies mean together,
+ * and what a server that failed is owed, is its entry's (dl_quorum_op_t,
+ * script/call_<name>.c). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,21 +39,45 @@ static void fail(dl_call_t *c, const char *fmt, int got, int nodes, int need, co
 /* Runs per[i * n .. i * n + n) on every server i with want[i] (NULL: all)
  * at once: each server's batch is written before any reply is read, so a
  * call costs the slowest server's round trip, not the sum of them.  Each
- * server has its own link (conn.c); a server that is down fails at once. */
-static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const char *want)
+ * server has its own link (conn.c); a server that is down fails at once.
+ * undo: NULL, or (n 1) undo[i] undoes per[i] should server i's link give
+ * up on it after sending it (dl_cmd_t's undo). */
+static void run_all(dl_conn_t *conn, dl_call_t *per, int n, int nodes, const char *want,
+                    dl_call_t *undo)
 {
     dl_script_op_t ops[DL_MAX_ENDPOINTS];
     for (int i = 0; i < nodes; i++)
         if (!want || want[i])
-            dl_script_start_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+            dl_script_start_node(conn, i, per + (size_t)i * n, n, undo ? &undo[i] : NULL, &ops[i]);
     for (int i = 0; i < nodes; i++)
         if (!want || want[i])
-            dl_script_finish_node(conn, i, per + (size_t)i * n, n, &ops[i]);
+            dl_script_finish_node(conn, i, per + (size_t)i * n, n, undo ? &undo[i] : NULL, &ops[i]);
 }
 
 void dl_quorum_on(dl_conn_t *conn, dl_call_t *calls, int nodes, const char *want)
 {
-    run_all(conn, calls, 1, nodes, want);
+    run_all(conn, calls, 1, nodes, want, NULL);
+}
+
+uint64_t dl_quorum_owed_until(dl_conn_t *conn, unsigned long lease_ms, int leases)
+{
+    const dl_config_t *cfg = dl_conn_config(conn);
+    return dl_now_ms() + (uint64_t)leases * (lease_ms ? lease_ms : cfg->lease_ms) + cfg->io_timeout_ms;
+}
+
+void dl_quorum_owe(dl_conn_t *conn, int node, const dl_call_t *call, int looks, uint64_t until)
+{
+    dl_call_t c = *call;
+    dl_script_build_text(&c);
+    dl_conn_defer(conn, node, &c.cmd, looks, until);
+}
+
+void dl_quorum_owe_failed(const dl_tally_t *t, unsigned may, unsigned long lease_ms, int looks)
+{
+    uint64_t until = dl_quorum_owed_until(t->conn, lease_ms, looks);
+    for (int i = 0; i < t->nodes; i++)
+        if (t->failed[i] && (!may || (may >> i) & 1))
+            dl_quorum_owe(t->conn, i, t->at[i], looks, until);
 }
 
 static void count(dl_tally_t *t, const dl_quorum_op_t *q)
@@ -56,11 +87,11 @@ static void count(dl_tally_t *t, const dl_quorum_op_t *q)
     t->why = "no reply";
     for (int i = 0; i < t->nodes; i++) {
         const dl_call_t *pc = t->at[i];
-        t->granted[i] = 0;
+        t->granted[i] = t->unanswered[i] = t->failed[i] = 0;
         if (pc->cmd.err) {
             t->why = pc->cmd.errmsg;
-            /* It may have run before the connection failed. */
-            t->granted[i] = q->undo != NULL;
+            t->failed[i] = 1;
+            t->unanswered[i] = pc->cmd.sent != 0;
             continue;
         }
         t->answered++;
@@ -81,10 +112,21 @@ void dl_quorum_pick(dl_call_t *c, const dl_tally_t *t)
     c->reply = t->at[held ? t->firstyes : t->firstno >= 0 ? t->firstno : t->firstyes]->reply;
 }
 
+/* The entry's merge of a call's script, or NULL (a bug of ours: it is
+ * never to run on several servers as one call). */
+static const dl_quorum_op_t *op_of(const dl_call_t *c)
+{
+    return dl_scripts[c->script].entry->quorum;
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn);
-    dl_call_t *per = malloc((size_t)nodes * (size_t)n * sizeof *per);
+    /* A call run alone with an undo (an acquisition: dl_script_run_undoable)
+     * gets one for each server's copy, which the link writes behind it. */
+    const dl_quorum_op_t *q0 = n == 1 ? op_of(&calls[0]) : NULL;
+    int undoable = q0 && q0->undo_for;
+    dl_call_t *per = malloc((size_t)nodes * ((size_t)n + (size_t)undoable) * sizeof *per);
     if (!per) {
         for (int j = 0; j < n; j++) {
             calls[j].cmd.err = EIO;
@@ -93,38 +135,42 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         }
         return EIO;
     }
+    dl_call_t *undos = undoable ? per + (size_t)nodes * (size_t)n : NULL;
     /* All at once: a server that is down fails at once (see conn.c). */
     uint64_t start = dl_now_ms();
     for (int i = 0; i < nodes; i++) {
         dl_call_t *mine = per + (size_t)i * n;
         memcpy(mine, calls, (size_t)n * sizeof *calls);
         for (int j = 0; j < n; j++) {
-            const dl_quorum_op_t *q = dl_scripts[mine[j].script].entry->quorum;
+            const dl_quorum_op_t *q = op_of(&mine[j]);
             if (q && q->prepare)
                 q->prepare(&mine[j]);
         }
+        if (undos)
+            q0->undo_for(&undos[i], &calls[0]);
     }
-    run_all(conn, per, n, nodes, NULL);
+    run_all(conn, per, n, nodes, NULL, undos);
 
     int rc = 0;
     dl_tally_t t = { .conn = conn, .elapsed = dl_now_ms() - start, .nodes = nodes,
                      .need = nodes / 2 + 1 };
     for (int j = 0; j < n; j++) {
         dl_call_t *c = &calls[j];
-        const dl_quorum_op_t *q = dl_scripts[c->script].entry->quorum;
+        const dl_quorum_op_t *q = op_of(c);
         for (int i = 0; i < nodes; i++)
             t.at[i] = per + (size_t)i * n + j;
         if (!q) {
-            /* (a bug of ours: the script's entry has no merge) */
             fail(c, "redlock: %d of %d servers, %d needed: %s", 0, nodes, t.need,
                  "this script is not run on several servers as one call");
             rc = EIO;
             continue;
         }
         count(&t, q);
+        if (q->owe)
+            q->owe(c, &t);
         int need = q->any_one ? 1 : t.need;
         if (t.answered < need) {
-            if (q->undo && t.yes)
+            if (q->undo)
                 q->undo(c, &t);
             fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
                  t.why);

@@ -194,14 +194,21 @@ static int run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_
     return finish_node(conn, node, calls, n, undo, &op);
 }
 
-void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op)
+void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                          dl_script_op_t *op)
 {
-    start_node(conn, node, calls, n, NULL, op, 1);
+    start_node(conn, node, calls, n, undo, op, 1);
 }
 
-int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op)
+int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                          dl_script_op_t *op)
 {
-    return finish_node(conn, node, calls, n, NULL, op);
+    return finish_node(conn, node, calls, n, undo, op);
+}
+
+void dl_script_build_text(dl_call_t *call)
+{
+    build(call, 0, NULL);
 }
 
 int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n)

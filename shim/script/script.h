@@ -50,15 +50,27 @@ int dl_script_run_node(dl_conn_t *conn, int node, dl_call_t *calls, int n);
 
 /* dl_script_run_node in two halves (dl_conn_start_node): redlock asks
  * every server before it reads a reply.  op must stay where it is between
- * the two; each start is followed by its finish, in the order of nodes. */
+ * the two; each start is followed by its finish, in the order of nodes,
+ * with the same undo: NULL, or (n 1) the call that undoes calls[0] should
+ * the link give up on a stalled server after sending it (as
+ * dl_script_run_undoable; built by start, it must live until finish). */
 typedef struct dl_script_op {
     dl_cmd_t one;             /* the command of a single call */
     dl_cmd_t *cmds;
     dl_link_op_t link;
     int send, failed;
 } dl_script_op_t;
-void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op);
-int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_script_op_t *op);
+void dl_script_start_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                          dl_script_op_t *op);
+int dl_script_finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_call_t *undo,
+                          dl_script_op_t *op);
+
+/* Writes call's wire form as EVAL with the script's text (call->cmd:
+ * argc, argv, argvlen), for a command sent later without the NOSCRIPT
+ * fallback (redlock's retries in the background, conn.h dl_conn_defer):
+ * argv[0] and argv[1] are static, the rest points into call and its
+ * caller's strings. */
+void dl_script_build_text(dl_call_t *call);
 
 /* Posts one call (dl_conn_post: written now, its reply skipped, never
  * waits): for a call whose outcome nobody needs, which must reach Redis

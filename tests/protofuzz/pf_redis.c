@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "keys.h"
 #include "pf_redis.h"
 #include "script.h"
 
@@ -113,14 +114,43 @@ void pf_conn_close(pf_conn_t *k)
     k->c = k->sub = NULL;
 }
 
-/* Runs c as the library sends it: EVALSHA, and EVAL (which caches it)
- * when the server lacks the script; a script sent with its text (mark)
- * goes by EVAL at once. */
-static redisReply *run(pf_conn_t *k, dl_call_t *c)
+/* Declares the lock's six keys of c (argv[3..8], as the library's typed
+ * call writes them) in `form`, one of the forms the library's topologies
+ * send: 6 (one server, sentinel, redlock), 7 (redis-cluster://: the six
+ * and a guard key that never exists, keys.h DL_KEY_GUARD) or 1
+ * (redis-cluster:// under ASK: the lock's key only; the scripts derive
+ * the others).  shim/conn/cluster.c reshapes the library's calls so. */
+static void declare_keys(dl_call_t *c, int form, const char *guard, size_t guardlen)
+{
+    if (form == 6 || c->argvlen[2] != 1 || c->argv[2][0] != '6')
+        return;
+    size_t rest = (size_t)(c->argc - 9);       /* ARGV, after the six keys */
+    if (form == 7) {
+        memmove(&c->argv[10], &c->argv[9], rest * sizeof c->argv[0]);
+        memmove(&c->argvlen[10], &c->argvlen[9], rest * sizeof c->argvlen[0]);
+        c->argv[9] = guard;
+        c->argvlen[9] = guardlen;
+        c->argv[2] = "7";
+        c->argc++;
+    } else {
+        memmove(&c->argv[4], &c->argv[9], rest * sizeof c->argv[0]);
+        memmove(&c->argvlen[4], &c->argvlen[9], rest * sizeof c->argvlen[0]);
+        c->argv[2] = "1";
+        c->argc -= 5;
+    }
+}
+
+/* Runs c as the library sends it, its keys declared in `form`: EVALSHA,
+ * and EVAL (which caches it) when the server lacks the script; a script
+ * sent with its text (mark) goes by EVAL at once. */
+static redisReply *run(pf_conn_t *k, dl_call_t *c, int form)
 {
     const char *name = dl_scripts[c->script].name;
+    char guard[120];
+    int gl = snprintf(guard, sizeof guard, "%s%s", k->keys[0], DL_KEY_GUARD);
     for (int pass = 0; pass < 2; pass++) {
         dl_script_argv(c, !pass);
+        declare_keys(c, form, guard, (size_t)gl);
         redisReply *r = redisCommandArgv(k->c, c->argc, c->argv, c->argvlen);
         if (!r) {
             snprintf(k->err, sizeof k->err, "connection: %s", k->c->errstr);
@@ -163,9 +193,11 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
             .writer_mark_ms = (unsigned long)q->mark });
         break;
     case PF_S_RELEASE:     /* hold.c dl_hold_release: the hold's fence, and the
-                              registration id it was taken or claimed with */
+                              registration id it was taken or claimed with;
+                              redlock (quorum.c): older traces go, the fence
+                              is raised */
         dl_call_release(&c, &who, &(dl_release_args_t){
-            .mode = q->mode, .fence = q->fence, .rid = q->regid });
+            .mode = q->mode, .fence = q->fence, .rid = q->regid, .redlock = q->redlock });
         break;
     case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed
                               (redlock: the caller's hold in that mode) */
@@ -191,7 +223,13 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         snprintf(k->err, sizeof k->err, "no such script %d", q->script);
         return NULL;
     }
-    return run(k, &c);
+    /* Each key form in turn, drawn from the request itself: a seed (and a
+     * shrunk sequence) replays with the same forms.  (A mark names two
+     * keys, as mark.c posts it.) */
+    static const int forms[3] = { 6, 7, 1 };
+    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
+                 (unsigned)q->fence;
+    return run(k, &c, q->script == PF_S_MARK ? 6 : forms[h % 3]);
 }
 
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)

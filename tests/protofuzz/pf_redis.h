@@ -5,7 +5,10 @@
  * typed calls (shim/script/call_<name>.h: the fuzzer picks the arguments,
  * the library writes KEYS and ARGV, as the library's take.c, hold.c,
  * watchdog.c and mark.c and the CLI's break do), and a snapshot of the
- * lock's six keys.
+ * lock's six keys.  Each call declares the lock's keys in one of the forms
+ * the topologies send (the six; the six and redis-cluster's guard; the
+ * first only, as under an ASK), drawn from the request; and in redlock
+ * mode a release sends quorum.c's 'o' (dl_release_args_t.redlock).
  */
 #ifndef PF_REDIS_H
 #define PF_REDIS_H
