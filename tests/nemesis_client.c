@@ -175,6 +175,17 @@ static void critical(nm_thr_t *t, int li, int mode, uint64_t fence)
 
 static int pick_name(nm_thr_t *t)
 {
+    /* 40 %: a home lock of this client (a mutex, or now and then a rwlock) */
+    if (rnd_in(&t->rng, 0, 99) < 40) {
+        int rw = rnd_in(&t->rng, 0, 99) < 30;
+        int homes = 0;
+        for (int i = 0; i < nm_nlocks; i++)
+            homes += nm_locks[i].home && nm_locks[i].rw == rw;
+        int want = homes ? t->cc->slot % homes : 0, k = 0;
+        for (int i = 0; i < nm_nlocks; i++)
+            if (nm_locks[i].home && nm_locks[i].rw == rw && k++ == want)
+                return i;
+    }
     int total = 0;
     for (int i = 0; i < nm_nlocks; i++)
         total += nm_locks[i].weight;
@@ -249,9 +260,13 @@ static int client_main(const nm_client_cfg_t *cc)
             return 3;
         }
     }
-    if (cc->netns_fd >= 0 && setns(cc->netns_fd, CLONE_NEWNET) != 0) {
-        perror("nemesis client: setns");
-        return 3;
+    if (cc->netns_path) {
+        int fd = open(cc->netns_path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || setns(fd, CLONE_NEWNET) != 0) {
+            perror("nemesis client: setns");
+            return 3;
+        }
+        close(fd);
     }
     for (int i = 0; i < nm_nlocks; i++) {
         const nm_lockdef_t *d = &nm_locks[i];
@@ -266,7 +281,8 @@ static int client_main(const nm_client_cfg_t *cc)
         } else {
             dist_mutexattr_t a;
             dist_mutexattr_init(&a);
-            dist_mutexattr_setfair(&a, d->fair);
+            /* redlock:// has no queue: a fair mutex is EINVAL there */
+            dist_mutexattr_setfair(&a, d->fair && cfg->topo != NM_TOPO_REDLOCK);
             if (d->fixed)
                 dist_mutexattr_setlease(&a, (unsigned long)cfg->fixed_ms);
             if (dist_mutex_init(&nm_mx[i], sh->names[i], &a) != 0)

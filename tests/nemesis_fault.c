@@ -132,10 +132,10 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->dir = (int)rin(s, 0, 2);             /* normal, pubsub, both */
         break;
     case NM_F_DELAY:
-        f->dir = rin(s, 0, 99) < 75 ? 0 : 1;    /* replies, requests */
-        /* near and past the fixed lease, or short */
-        f->param = rin(s, 0, 1) ? rin(s, F * 105 / 100, F * 2) : rin(s, 30, 600);
-        f->dur_ms = rin(s, 1500, 5000);
+        f->dir = rin(s, 0, 99) < 80 ? 0 : 1;    /* replies, requests */
+        /* past the fixed lease (mostly), or short */
+        f->param = rin(s, 0, 99) < 65 ? rin(s, F * 105 / 100, F * 2) : rin(s, 30, 600);
+        f->dur_ms = rin(s, 2000, 6000);
         f->slot = (int)rin(s, 0, 1 << 20);
         break;
     case NM_F_FREEZE:
@@ -181,7 +181,7 @@ static int server_kind(int k)
 /* Kinds that set the proxy's mode (one at a time). */
 static int proxy_kind(int k)
 {
-    return k == NM_F_JITTER || k == NM_F_BLACKHOLE;
+    return k == NM_F_JITTER || k == NM_F_BLACKHOLE || k == NM_F_MUTE;
 }
 
 static int cmp_fault(const void *a, const void *b)
@@ -209,8 +209,9 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             break;
         f->at_us = t;
         draw(cfg, &s, f);
-        /* one server fault and one proxy mode at a time: later ones wait */
-        if (server_kind(f->kind)) {
+        /* one server fault and one proxy mode at a time: later ones wait
+         * (with several servers, one fault on them at a time: a minority) */
+        if (server_kind(f->kind) || (cfg->topo == NM_TOPO_REDLOCK && proxy_kind(f->kind))) {
             if (f->at_us < server_free)
                 f->at_us = server_free;
             server_free = f->at_us + (int64_t)(f->dur_ms + 1500) * 1000;
@@ -321,10 +322,20 @@ static int pid_stopped(nm_ctx_t *c, pid_t pid)
 }
 
 /* Starts f; returns 1 if it ran, 0 if skipped (note says why). */
+/* Every proxy (a client's own network: all its servers). */
+#define EACH_PROXY(c, px) for (int px_i_ = 0; px_i_ < (c)->nsrv; px_i_++) \
+    for (th_proxy_t *px = (c)->px[px_i_]; px; px = NULL)
+
 static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
 {
     const nm_cfg_t *cfg = c->cfg;
-    th_server_t *srv = &c->srv[f->server >= 0 ? f->server : 0];
+    /* with several servers, a server's fault hits one of them (a minority) */
+    f->server = c->nsrv > 1 ? (int)((uint64_t)f->param % (uint64_t)c->nsrv) : 0;
+    if (f->kind == NM_F_DELAY || f->kind == NM_F_KILL)
+        f->server = 0;
+    th_server_t *srv = &c->srv[f->server];
+    th_proxy_t *spx = c->px[f->server];
+    int minority = c->nsrv > 1;
     int slot = -1;
     f->t_start = now;
     switch (f->kind) {
@@ -366,9 +377,15 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     case NM_F_RESTART:
         if (!server_ok(c, f))
             return snprintf(f->note, sizeof f->note, "server busy"), 0;
-        f->effects = NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
+        f->effects = minority ? NM_FX_SIGN : NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
         f->t_start = nm_now_us();
-        th_server_kill(srv);
+        {
+            pid_t old = srv->pid;
+            th_server_kill(srv);
+            if (c->srv_extra)
+                tt_forget(old);
+        }
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     case NM_F_FLUSH: {
         if (!server_ok(c, f))
@@ -377,6 +394,7 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         if (r)
             freeReplyObject(r);
         f->effects = 0;
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     }
     case NM_F_BREAK: {
@@ -393,7 +411,8 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         redisReply *r = th_cmd_at(srv->port, "CLIENT PAUSE %ld ALL", f->dur_ms);
         if (r)
             freeReplyObject(r);
-        f->effects = NM_FX_NET;
+        f->effects = minority ? 0 : NM_FX_NET;
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     }
     case NM_F_CKILL: {
@@ -405,13 +424,13 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         if (f->dir != 0)
             n += th_cmd_at_ll(srv->port, "CLIENT KILL TYPE pubsub");
         f->effects = NM_FX_SIGN;
-        snprintf(f->note, sizeof f->note, "%s: %lld killed",
+        snprintf(f->note, sizeof f->note, "server %d, %s: %lld killed", f->server,
                  f->dir == 0 ? "normal" : f->dir == 1 ? "pubsub" : "both", n);
         return 1;
     }
     case NM_F_DELAY:
     case NM_F_FREEZE:
-        if (!c->px)
+        if (!c->px[0])
             return snprintf(f->note, sizeof f->note, "no proxy"), 0;
         slot = nm_pick_slot(c, rnd(&c->rng), 0);
         if (slot < 0)
@@ -419,37 +438,65 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         f->pid = c->sh->slot[slot].pid;
         f->effects = NM_FX_NET;
         if (f->kind == NM_F_DELAY) {
-            int n = th_proxy_delay(c->px, f->pid, f->dir ? f->param : 0, f->dir ? 0 : f->param);
+            int n = 0;
+            EACH_PROXY(c, px)
+                n += th_proxy_delay(px, f->pid, f->dir ? f->param : 0, f->dir ? 0 : f->param);
             snprintf(f->note, sizeof f->note, "slot %d, %d connections", slot, n);
         } else {
-            int n = th_proxy_freeze(c->px, f->pid, f->dir ? TH_PROXY_COMMANDS : 0, f->dur_ms);
+            int n = 0;
+            EACH_PROXY(c, px)
+                n += th_proxy_freeze(px, f->pid, f->dir ? TH_PROXY_COMMANDS : 0, f->dur_ms);
             snprintf(f->note, sizeof f->note, "slot %d, %d connections%s", slot, n,
                      f->dir ? ", pushes flow" : "");
         }
         return 1;
     case NM_F_JITTER:
-        if (!c->px)
+        if (!spx)
             return 0;
-        th_proxy_jitter(c->px, 0, f->param, (unsigned)cfg->seed);
-        f->effects = NM_FX_NET;
+        th_proxy_jitter(spx, 0, f->param, (unsigned)cfg->seed);
+        f->effects = minority ? 0 : NM_FX_NET;
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     case NM_F_BLACKHOLE:
-        if (!c->px)
+        if (!spx)
             return 0;
-        th_proxy_mode(c->px, TH_PROXY_BLACKHOLE, 0);
-        f->effects = NM_FX_NET;
+        th_proxy_mode(spx, TH_PROXY_BLACKHOLE, 0);
+        f->effects = minority ? 0 : NM_FX_NET;
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     case NM_F_MUTE:
-        if (!c->px)
+        if (!spx)
             return 0;
-        th_proxy_mute_pushes(c->px, 1);
+        th_proxy_mute_pushes(spx, 1);
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
     case NM_F_SRVSTOP:
         if (!server_ok(c, f))
             return snprintf(f->note, sizeof f->note, "server busy"), 0;
         th_server_pause(srv);
-        f->effects = NM_FX_NET;
+        f->effects = minority ? 0 : NM_FX_NET;
+        snprintf(f->note, sizeof f->note, "server %d", f->server);
         return 1;
+    case NM_F_PARTITION: {
+        if (!c->net)
+            return snprintf(f->note, sizeof f->note, "no namespaces"), 0;
+        /* a client that is not cut already (one partition per namespace) */
+        for (int tries = 0; tries < 8; tries++) {
+            slot = nm_pick_slot(c, rnd(&c->rng), 0);
+            if (slot >= 0 && c->sh->slot[slot].netns >= 0 && !nm_net_is_cut(c->net, c->sh->slot[slot].netns))
+                break;
+            slot = -1;
+        }
+        if (slot < 0)
+            return snprintf(f->note, sizeof f->note, "no client left to cut"), 0;
+        f->pid = c->sh->slot[slot].pid;
+        f->param = c->sh->slot[slot].netns;
+        f->effects = NM_FX_NET;
+        f->t_start = nm_now_us();
+        int rc = nm_net_cut(c->net, (int)f->param, f->dir);
+        snprintf(f->note, sizeof f->note, "slot %d, namespace %ld%s", slot, f->param, rc ? ", nft failed" : "");
+        return 1;
+    }
     default:
         snprintf(f->note, sizeof f->note, "not in this topology");
         return 0;
@@ -459,27 +506,32 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
 static void fault_end(nm_ctx_t *c, nm_fault_t *f)
 {
     th_server_t *srv = &c->srv[f->server >= 0 ? f->server : 0];
+    th_proxy_t *spx = c->px[f->server >= 0 ? f->server : 0];
     switch (f->kind) {
     case NM_F_STOP:
     case NM_F_STOP_GRANTEE:
         stop_pid(f->pid, 0);
         break;
     case NM_F_RESTART:
-        if (th_server_restart(srv) != 0)
+        if ((c->srv_extra ? tt_server_start_on(srv, srv->port, c->srv_extra) : th_server_restart(srv)) != 0)
             snprintf(f->note, sizeof f->note, "could not restart");
         break;
+    case NM_F_PARTITION:
+        if (c->net && f->param >= 0)
+            nm_net_heal(c->net, (int)f->param);
+        break;
     case NM_F_DELAY:
-        if (c->px)
-            th_proxy_delay(c->px, f->pid, 0, 0);
+        EACH_PROXY(c, px)
+            th_proxy_delay(px, f->pid, 0, 0);
         break;
     case NM_F_JITTER:
     case NM_F_BLACKHOLE:
-        if (c->px)
-            th_proxy_mode(c->px, TH_PROXY_PASS, 0);
+        if (spx)
+            th_proxy_mode(spx, TH_PROXY_PASS, 0);
         break;
     case NM_F_MUTE:
-        if (c->px)
-            th_proxy_mute_pushes(c->px, 0);
+        if (spx)
+            th_proxy_mute_pushes(spx, 0);
         break;
     case NM_F_SRVSTOP:
         th_server_resume(srv);
@@ -551,7 +603,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
                 continue;
             }
             if (f->dur_ms == 0 && f->kind != NM_F_STOP_GRANTEE) {
-                f->t_end = f->t_start;
+                f->t_end = nm_now_us();     /* it ran until now (a break: the CLI) */
                 f->ended = 1;
             }
         } else if (!f->ended && f->t_start > 0 && now >= f->t_start + f->dur_ms * 1000) {
@@ -578,17 +630,20 @@ void nm_faults_heal_all(nm_ctx_t *c)
                 snprintf(f->note, sizeof f->note, "no grant while armed");
                 continue;
             }
-            if (f->kind == NM_F_FREEZE && c->px)
-                th_proxy_thaw(c->px);
+            if (f->kind == NM_F_FREEZE)
+                EACH_PROXY(c, px)
+                    th_proxy_thaw(px);
             fault_end(c, f);
         }
     }
     c->grantee = -1;
-    if (c->px) {
-        th_proxy_mode(c->px, TH_PROXY_PASS, 0);
-        th_proxy_mute_pushes(c->px, 0);
-        th_proxy_thaw(c->px);
-        th_proxy_delay(c->px, 0, 0, 0);
+    for (int k = 0; c->net && k < nm_net_count(c->net); k++)
+        nm_net_heal(c->net, k);
+    EACH_PROXY(c, px) {
+        th_proxy_mode(px, TH_PROXY_PASS, 0);
+        th_proxy_mute_pushes(px, 0);
+        th_proxy_thaw(px);
+        th_proxy_delay(px, 0, 0, 0);
     }
     for (int i = 0; i < c->nsrv; i++) {
         th_server_t *s = &c->srv[i];

@@ -21,6 +21,7 @@ const char *nm_check_name(int c)
         [NM_C_LAPSE] = "unexplained-lapse", [NM_C_OWNERDEAD] = "ownerdead",
         [NM_C_LIVENESS] = "liveness",   [NM_C_HANG] = "hang",     [NM_C_CODE] = "code",
         [NM_C_CRASH] = "crash",         [NM_C_FENCE] = "fence-order", [NM_C_TIMED] = "timed",
+        [NM_C_ORPHAN] = "orphan",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
 }

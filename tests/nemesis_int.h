@@ -30,8 +30,10 @@ typedef struct nm_ctx {
     th_server_t repl;           /* sentinel: the replica */
     tt_sentinels_t sent;
     tt_cluster_t cl;
-    th_proxy_t *px;             /* single: the clients reach the server through it */
+    th_proxy_t *px[NM_MAX_SERVERS];  /* the clients reach each lock server through its proxy */
     nm_net_t *net;              /* netns: the namespaces (NULL otherwise) */
+    const char *const *srv_extra;   /* netns: the lock server's arguments (its binds) */
+    const char *srv_args[8];
     char url[512];              /* the clients' DISTLOCK_URL */
     char direct_url[512];       /* the lock servers without the proxy (break) */
     char dir[256];
@@ -44,6 +46,22 @@ typedef struct nm_ctx {
     int hangs_seen;
     uint32_t hang_ev[NM_MAX_SLOTS][NM_MAX_THREADS];  /* watchdog: reported (index + 1) */
 } nm_ctx_t;
+
+/* nemesis_net.c: n namespaces, each joined to this one by a veth pair;
+ * NULL (and why) when the machine cannot (not root, no ip or nft). */
+nm_net_t *nm_net_setup(int n, char *why, size_t whysize);
+void nm_net_teardown(nm_net_t *net);
+int nm_net_count(const nm_net_t *net);
+/* "127.0.0.1 A1 A2 ...": the addresses the lock server listens on. */
+const char *nm_net_bind(const nm_net_t *net);
+/* The server's address as namespace k reaches it. */
+const char *nm_net_server(const nm_net_t *net, int k);
+void nm_net_ns_path(const nm_net_t *net, int k, char *buf, size_t size);
+/* Drops what namespace k receives from the server (dir 1), sends to it
+ * (2), or both (3); heal removes the rules. */
+int nm_net_cut(nm_net_t *net, int k, int dir);
+int nm_net_heal(nm_net_t *net, int k);
+int nm_net_is_cut(const nm_net_t *net, int k);
 
 /* nemesis_fault.c: runs what is due (start and end of faults), the armed
  * reactions, and at the end heals whatever is still active. */
@@ -69,6 +87,7 @@ enum nm_check {
     NM_C_CRASH,         /* a client died on its own */
     NM_C_FENCE,         /* fences out of order between processes */
     NM_C_TIMED,         /* ETIMEDOUT before the deadline */
+    NM_C_ORPHAN,        /* EOWNERDEAD explained only by a lock call that failed */
     NM_C_COUNT
 };
 

@@ -16,13 +16,22 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-/* The locks every client takes: few names, so that threads meet. */
+/* The locks every client takes: few names, so that threads meet; and
+ * home locks, each mostly taken by the threads of one client (a hold its
+ * threads pass among themselves, which another process takes now and
+ * then without having waited for it). */
 const nm_lockdef_t nm_locks[] = {
-    { "mx", 0, 0, 0, 5 },       /* mutex, default lease (renewed) */
-    { "mxf", 0, 0, 1, 3 },      /* mutex, fixed lease */
-    { "fair", 0, 1, 0, 2 },     /* fair mutex */
-    { "rw", 1, 0, 0, 4 },       /* rwlock, default lease */
-    { "rwf", 1, 0, 1, 2 },      /* rwlock, fixed lease */
+    { "mx", 0, 0, 0, 5, 0 },    /* mutex, default lease (renewed) */
+    { "mxf", 0, 0, 1, 3, 0 },   /* mutex, fixed lease */
+    { "fair", 0, 1, 0, 2, 0 },  /* fair mutex */
+    { "rw", 1, 0, 0, 4, 0 },    /* rwlock, default lease */
+    { "rwf", 1, 0, 1, 2, 0 },   /* rwlock, fixed lease */
+    { "hm0", 0, 0, 0, 1, 1 },   /* home mutexes */
+    { "hm1", 0, 0, 0, 1, 2 },
+    { "hm2", 0, 0, 0, 1, 3 },
+    { "hm3", 0, 0, 0, 1, 4 },
+    { "hr0", 1, 0, 0, 1, 1 },   /* home rwlocks */
+    { "hr1", 1, 0, 0, 1, 2 },
 };
 const int nm_nlocks = (int)(sizeof nm_locks / sizeof nm_locks[0]);
 
@@ -151,10 +160,25 @@ static int spawn(nm_ctx_t *c)
     nm_slot_t *sl = &c->sh->slot[slot];
     sl->exit_status = -1;
     sl->netns = -1;
-    char log[300];
+    char log[300], url[600], nspath[128];
     snprintf(log, sizeof log, "%s/clients.log", c->dir);
     nm_client_cfg_t cc = { .cfg = c->cfg, .sh = c->sh, .slot = slot, .store_port = c->store.port,
-                           .url = c->url, .log_path = log, .netns_fd = -1 };
+                           .url = c->url, .log_path = log, .netns_path = NULL };
+    if (c->net) {
+        /* a namespace of its own: one no live client uses */
+        int used[16] = { 0 };
+        for (int s = 0; s < slot; s++)
+            if (c->sh->slot[s].pid > 0 && !c->sh->slot[s].died_us && c->sh->slot[s].netns >= 0)
+                used[c->sh->slot[s].netns] = 1;
+        int k = 0;
+        while (k < nm_net_count(c->net) - 1 && used[k])
+            k++;
+        sl->netns = k;
+        snprintf(url, sizeof url, "redis://%s:%d", nm_net_server(c->net, k), c->srv[0].port);
+        nm_net_ns_path(c->net, k, nspath, sizeof nspath);
+        cc.url = url;
+        cc.netns_path = nspath;
+    }
     sl->born_us = nm_now_us();
     pid_t pid = nm_client_spawn(&cc);
     if (pid < 0)
@@ -240,12 +264,51 @@ static int servers_start(nm_ctx_t *c)
         c->nsrv = 1;
         if (th_server_start(&c->srv[0]) != 0)
             return -1;
-        c->px = th_proxy_start(c->srv[0].port);
-        if (!c->px)
+        c->px[0] = th_proxy_start(c->srv[0].port);
+        if (!c->px[0])
             return -1;
-        snprintf(c->url, sizeof c->url, "%s", th_proxy_url(c->px));
+        snprintf(c->url, sizeof c->url, "%s", th_proxy_url(c->px[0]));
         snprintf(c->direct_url, sizeof c->direct_url, "%s", c->srv[0].url);
         return 0;
+    case NM_TOPO_REDLOCK: {
+        /* three independent masters, each behind its own proxy */
+        size_t o = 0, d = 0;
+        c->nsrv = 3;
+        for (int i = 0; i < c->nsrv; i++) {
+            if (th_server_start(&c->srv[i]) != 0)
+                return -1;
+            c->px[i] = th_proxy_start(c->srv[i].port);
+            if (!c->px[i])
+                return -1;
+            o += (size_t)snprintf(c->url + o, sizeof c->url - o, "%s127.0.0.1:%d", i ? "," : "redlock://",
+                                  th_proxy_port(c->px[i]));
+            d += (size_t)snprintf(c->direct_url + d, sizeof c->direct_url - d, "%s127.0.0.1:%d",
+                                  i ? "," : "redlock://", c->srv[i].port);
+        }
+        return 0;
+    }
+    case NM_TOPO_NETNS: {
+        /* each client in a namespace of its own; the server listens on
+         * 127.0.0.1 and the machine's end of every veth pair */
+        char why[200];
+        c->net = nm_net_setup(c->cfg->procs, why, sizeof why);
+        if (!c->net) {
+            fprintf(stderr, "nemesis: no network namespaces here: %s\n", why);
+            return 2;
+        }
+        c->nsrv = 1;
+        c->srv_args[0] = "--bind";
+        c->srv_args[1] = nm_net_bind(c->net);
+        c->srv_args[2] = "--protected-mode";
+        c->srv_args[3] = "no";
+        c->srv_args[4] = NULL;
+        c->srv_extra = c->srv_args;
+        if (tt_server_start(&c->srv[0], c->srv_extra) != 0)
+            return -1;
+        snprintf(c->url, sizeof c->url, "%s", c->srv[0].url);
+        snprintf(c->direct_url, sizeof c->direct_url, "%s", c->srv[0].url);
+        return 0;
+    }
     default:
         return -1;
     }
@@ -253,12 +316,19 @@ static int servers_start(nm_ctx_t *c)
 
 static void servers_stop(nm_ctx_t *c)
 {
-    if (c->px)
-        th_proxy_stop(c->px);
-    c->px = NULL;
+    for (int i = 0; i < NM_MAX_SERVERS; i++) {
+        if (c->px[i])
+            th_proxy_stop(c->px[i]);
+        c->px[i] = NULL;
+    }
     for (int i = 0; i < c->nsrv; i++)
         th_server_stop(&c->srv[i]);
     th_server_stop(&c->store);
+    if (c->net) {
+        tt_cleanup();
+        nm_net_teardown(c->net);
+        c->net = NULL;
+    }
 }
 
 /* ------------------------------------------------------------- the run */
@@ -314,7 +384,14 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
             (unsigned long long)cfg->seed, cfg->procs, cfg->threads, cfg->duration_ms / 1000.0,
             c->sch.n, cfg->tail_ms / 1000.0, cfg->lease_ms, cfg->fixed_ms, cfg->io_timeout_ms, c->dir);
     int rc = -1;
-    if (servers_start(c) != 0) {
+    int st = servers_start(c);
+    if (st == 2) {
+        res->skipped = 1;
+        snprintf(res->first, sizeof res->first, "no network namespaces on this machine");
+        rc = 0;
+        goto out;
+    }
+    if (st != 0) {
         fprintf(stderr, "nemesis: could not start the servers\n");
         goto out;
     }

@@ -11,9 +11,12 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # The test suite also runs valgrind and the libFuzzer targets (clang; its
 # fuzzer runtime is only a "recommends" of clang on Debian 12), checks the
 # manual pages (man-db, groff) and lints the Debian packages (lintian; cpack
-# uses dpkg-shlibdeps of dpkg-dev and file).
+# uses dpkg-shlibdeps of dpkg-dev and file).  The nemesis cuts the network
+# between namespaces with nftables (iproute2 makes the namespaces and veth
+# pairs), and prints a hung client's threads with gdb.
 if [ "${1:-}" = --test ]; then
-  pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file)
+  pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
+         nftables iproute2 gdb)
 fi
 
 missing=()
