@@ -33,6 +33,8 @@
 #define NM_EV_PER_THREAD 16384
 #define NM_MAX_FAULTS 512
 #define NM_MAX_NAMES 16
+#define NM_MAX_STALLS 64         /* a client's stalls recorded (a loaded machine) */
+#define NM_STALL_US 100000       /* a heartbeat late by this much is a stall */
 
 /* Topologies a run can use (sentinel and cluster: not yet). */
 enum nm_topo { NM_TOPO_SINGLE, NM_TOPO_REDLOCK, NM_TOPO_SENTINEL, NM_TOPO_CLUSTER, NM_TOPO_NETNS };
@@ -104,7 +106,8 @@ typedef struct nm_slot {
     int32_t killed;             /* by the nemesis (kill -9) */
     int32_t exit_status;        /* waitpid status, -1 unknown */
     int32_t netns;              /* index of its namespace (NM_TOPO_NETNS), -1 */
-    int32_t pad;
+    uint32_t nstalls;           /* times the client's heartbeat thread was held up */
+    int64_t stall[NM_MAX_STALLS][2];    /* [from, to] us; the last one grows when full */
     nm_thread_log_t th[NM_MAX_THREADS];
 } nm_slot_t;
 
@@ -182,6 +185,7 @@ enum nm_fault_kind {
     NM_F_MUTE,          /* the proxy drops pub/sub pushes for a while */
     NM_F_SRVSTOP,       /* SIGSTOP of a lock server */
     NM_F_PARTITION,     /* netns: a client cut from the server, one way or both */
+    NM_F_STALL,         /* not injected: the machine held the nemesis itself up (recorded) */
     /* Not injected yet (no topology of the nemesis has them): */
     NM_F_FAILOVER,      /* sentinel: the master fails over */
     NM_F_MIGRATE,       /* cluster: a slot of the locks moves */

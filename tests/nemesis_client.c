@@ -225,6 +225,30 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The heartbeat: a thread that wakes every 5 ms and records when it woke
+ * NM_STALL_US late: the machine (or a SIGSTOP) held the process up.  The
+ * checks count such a stall as they count a stop. */
+static void *heartbeat_main(void *arg)
+{
+    const nm_client_cfg_t *cc = arg;
+    nm_slot_t *sl = &cc->sh->slot[cc->slot];
+    int64_t last = nm_now_us();
+    while (!__atomic_load_n(&cc->sh->stop, __ATOMIC_ACQUIRE)) {
+        sleep_us(5000);
+        int64_t now = nm_now_us();
+        if (now - last > NM_STALL_US) {
+            uint32_t i = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS - 1;
+            if (sl->nstalls < NM_MAX_STALLS)
+                sl->stall[i][0] = last;
+            sl->stall[i][1] = now;
+            __atomic_store_n(&sl->nstalls, sl->nstalls < NM_MAX_STALLS ? sl->nstalls + 1 : sl->nstalls,
+                             __ATOMIC_RELEASE);
+        }
+        last = now;
+    }
+    return NULL;
+}
+
 static int client_main(const nm_client_cfg_t *cc)
 {
     nm_shared_t *sh = cc->sh;
@@ -290,7 +314,8 @@ static int client_main(const nm_client_cfg_t *cc)
             dist_mutexattr_destroy(&a);
         }
     }
-    pthread_t tids[NM_MAX_THREADS];
+    pthread_t tids[NM_MAX_THREADS], hb;
+    int hb_ok = pthread_create(&hb, NULL, heartbeat_main, (void *)cc) == 0;
     int started = 0;
     for (int i = 0; i < n; i++)
         if (pthread_create(&tids[i], NULL, thread_main, &th[i]) == 0)
@@ -300,6 +325,8 @@ static int client_main(const nm_client_cfg_t *cc)
     __atomic_store_n(&sl->threads, started, __ATOMIC_RELEASE);
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    if (hb_ok)
+        pthread_join(hb, NULL);
     for (int i = 0; i < n; i++)
         nm_store_close(th[i].store);
     return 0;

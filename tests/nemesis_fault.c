@@ -26,7 +26,7 @@ static const char *const fault_names[NM_F_COUNT] = {
     [NM_F_PAUSE] = "pause",       [NM_F_CKILL] = "clientkill", [NM_F_DELAY] = "delay",
     [NM_F_FREEZE] = "freeze",     [NM_F_JITTER] = "jitter",   [NM_F_BLACKHOLE] = "blackhole",
     [NM_F_MUTE] = "mute",         [NM_F_SRVSTOP] = "srvstop", [NM_F_FAILOVER] = "failover",
-    [NM_F_MIGRATE] = "migrate",   [NM_F_PARTITION] = "partition",
+    [NM_F_MIGRATE] = "migrate",   [NM_F_PARTITION] = "partition", [NM_F_STALL] = "stall",
 };
 
 /* How often each kind is drawn, relative to the others enabled. */
@@ -225,12 +225,14 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             break;
         sc->n++;
         /* a flush is often followed by a grant, and a stop of its grantee:
-         * what a posted command that met NOSCRIPT would cost */
+         * what a posted command that met NOSCRIPT would cost.  Armed just
+         * before the flush: busy holds are renewed every 20 ms, and the
+         * first renewal after the flush loads the scripts again. */
         if (f->kind == NM_F_FLUSH && (cfg->faults & NM_BIT(NM_F_STOP_GRANTEE)) && rin(&s, 0, 99) < 50) {
             nm_fault_t *g = &sc->f[sc->n++];
             memset(g, 0, sizeof *g);
             g->kind = NM_F_STOP_GRANTEE;
-            g->at_us = f->at_us + rin(&s, 0, 150) * 1000;
+            g->at_us = f->at_us - 1000;
             draw(cfg, &s, g);
             g->dur_ms = rin(&s, cfg->lease_ms * 72 / 100, cfg->lease_ms * 86 / 100);
         }
@@ -367,11 +369,8 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         snprintf(f->note, sizeof f->note, "slot %d", slot);
         return 1;
     case NM_F_STOP_GRANTEE:
-        /* armed: nm_faults_tick stops the next grantee */
+        /* armed: watch_grants stops the next grantee */
         c->grantee = (int)(f - c->sch.f);
-        for (int s = 0; s < c->sh->nslots; s++)
-            for (int t = 0; t < NM_MAX_THREADS; t++)
-                c->cursor[s][t] = __atomic_load_n(&c->sh->slot[s].th[t].n, __ATOMIC_ACQUIRE);
         f->t_start = 0;
         return 1;
     case NM_F_RESTART:
@@ -512,10 +511,18 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
     case NM_F_STOP_GRANTEE:
         stop_pid(f->pid, 0);
         break;
-    case NM_F_RESTART:
-        if ((c->srv_extra ? tt_server_start_on(srv, srv->port, c->srv_extra) : th_server_restart(srv)) != 0)
+    case NM_F_RESTART: {
+        /* a few tries on its port (another process of the machine may have
+         * taken it meanwhile: then the run cannot go on, and says so) */
+        int ok = -1;
+        for (int i = 0; i < 3 && ok != 0; i++)
+            ok = c->srv_extra ? tt_server_start_on(srv, srv->port, c->srv_extra) : th_server_restart(srv);
+        if (ok != 0) {
             snprintf(f->note, sizeof f->note, "could not restart");
+            c->broken = 1;
+        }
         break;
+    }
     case NM_F_PARTITION:
         if (c->net && f->param >= 0)
             nm_net_heal(c->net, (int)f->param);
@@ -543,15 +550,20 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
     f->ended = 1;
 }
 
-/* The armed STOP_GRANTEE: a lock call of depth 0 that waited (returned
- * 0 or EOWNERDEAD, not a trylock, at least 2 ms after it began). */
+/* Follows the record as it grows; when a STOP_GRANTEE is armed, stops the
+ * process of the first lock call that waited for a new hold from Redis:
+ * depth 0, not a trylock, 0 or EOWNERDEAD at least 2 ms after it began,
+ * with a fence above every fence returned before (so not a hold passed
+ * between the process's threads: a grant pushed to a waiter, or one it
+ * asked again for). */
 static void watch_grants(nm_ctx_t *c, int64_t now)
 {
-    nm_fault_t *f = &c->sch.f[c->grantee];
+    nm_fault_t *f = c->grantee >= 0 ? &c->sch.f[c->grantee] : NULL;
     for (int s = 0; s < c->sh->nslots; s++) {
         nm_slot_t *sl = &c->sh->slot[s];
-        if (sl->pid <= 0 || sl->died_us || pid_stopped(c, sl->pid))
+        if (sl->pid <= 0)
             continue;
+        int usable = !sl->died_us && !pid_stopped(c, sl->pid);
         for (int t = 0; t < NM_MAX_THREADS; t++) {
             nm_thread_log_t *tl = &sl->th[t];
             uint32_t n = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
@@ -560,8 +572,12 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
                 nm_ev_t *e = &tl->ev[i];
                 if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != 2)
                     break;          /* look again at it next time */
-                if (e->kind == NM_LOCK && e->depth == 0 && e->op != NM_OP_TRY &&
-                    (e->rc == 0 || e->rc == EOWNERDEAD) && e->t1 - e->t0 >= 2000) {
+                if (e->kind != NM_LOCK || (e->rc != 0 && e->rc != EOWNERDEAD))
+                    continue;
+                int fresh = e->fence > c->maxfence[e->name];
+                if (fresh)
+                    c->maxfence[e->name] = e->fence;
+                if (f && usable && fresh && e->depth == 0 && e->op != NM_OP_TRY && e->t1 - e->t0 >= 2000) {
                     f->pid = sl->pid;
                     f->t_start = nm_now_us();
                     stop_pid(f->pid, 1);
@@ -569,14 +585,14 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
                     snprintf(f->note, sizeof f->note, "slot %d, %.1f ms after its grant", s,
                              (double)(f->t_start - e->t1) / 1000.0);
                     c->grantee = -1;
-                    c->cursor[s][t] = i + 1;
-                    return;
+                    f = NULL;
+                    usable = 0;
                 }
             }
             c->cursor[s][t] = i;
         }
     }
-    if (now > c->start + f->at_us + f->param * 1000) {
+    if (f && now > c->start + f->at_us + f->param * 1000) {
         snprintf(f->note, sizeof f->note, "no grant while armed");
         f->t_start = now;
         f->t_end = now;
@@ -606,6 +622,8 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
                 f->t_end = nm_now_us();     /* it ran until now (a break: the CLI) */
                 f->ended = 1;
             }
+        } else if (f->kind == NM_F_STALL) {
+            continue;               /* recorded, not injected */
         } else if (!f->ended && f->t_start > 0 && now >= f->t_start + f->dur_ms * 1000) {
             if (f->kind == NM_F_FREEZE || f->kind == NM_F_PAUSE) {
                 f->t_end = f->t_start + f->dur_ms * 1000;  /* ends by itself */
@@ -615,8 +633,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
             }
         }
     }
-    if (c->grantee >= 0)
-        watch_grants(c, now);
+    watch_grants(c, now);
 }
 
 void nm_faults_heal_all(nm_ctx_t *c)

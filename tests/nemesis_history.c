@@ -89,7 +89,7 @@ int64_t nm_stopped_for(const nm_ctx_t *c, int pid, int64_t a, int64_t b)
     int64_t sum = 0;
     for (int i = 0; i < c->sch.n; i++) {
         const nm_fault_t *f = &c->sch.f[i];
-        if (!(f->effects & NM_FX_STOP) || f->pid != pid || !f->t_start)
+        if (!(f->effects & NM_FX_STOP) || (f->pid != pid && f->pid != 0) || !f->t_start)
             continue;
         int64_t s = f->t_start > a ? f->t_start : a;
         int64_t e = f->ended ? f->t_end : b;

@@ -42,8 +42,11 @@ typedef struct nm_ctx {
     int64_t respawn_at;
     uint32_t cursor[NM_MAX_SLOTS][NM_MAX_THREADS];  /* events seen by the reactive faults */
     int grantee;                /* index of an armed STOP_GRANTEE fault, -1 */
+    uint64_t maxfence[NM_MAX_NAMES];    /* the greatest fence returned so far */
     int64_t next_watch;
     int hangs_seen;
+    int broken;                 /* the run cannot go on (a server did not come back) */
+    int64_t last_tick;          /* the nemesis's own loop, to see it held up */
     uint32_t hang_ev[NM_MAX_SLOTS][NM_MAX_THREADS];  /* watchdog: reported (index + 1) */
 } nm_ctx_t;
 

@@ -215,6 +215,31 @@ static void reap(nm_ctx_t *c, int final)
     }
 }
 
+/* The nemesis itself was held up (its loop ticks every ms): the machine
+ * was loaded, the proxy's thread stood still as well.  Recorded as a stop
+ * and a cut of every client, which it may well have been. */
+static void note_stall(nm_ctx_t *c, int64_t from, int64_t to)
+{
+    nm_schedule_t *sc = &c->sch;
+    nm_fault_t *last = sc->n ? &sc->f[sc->n - 1] : NULL;
+    if (last && last->kind == NM_F_STALL && from - last->t_end < NM_STALL_US) {
+        last->t_end = to;
+        return;
+    }
+    if (sc->n >= NM_MAX_FAULTS)
+        return;
+    nm_fault_t *f = &sc->f[sc->n++];
+    memset(f, 0, sizeof *f);
+    f->kind = NM_F_STALL;
+    f->at_us = from - c->start;
+    f->t_start = from;
+    f->t_end = to;
+    f->done = f->ended = 1;
+    f->slot = f->name = f->server = -1;
+    f->effects = NM_FX_STOP | NM_FX_NET;
+    snprintf(f->note, sizeof f->note, "the nemesis was held up %.0f ms", (double)(to - from) / 1000.0);
+}
+
 /* The per-call watchdog: a call that does not return within its bound
  * (time stopped by the nemesis not counted).  Blocking lock calls have no
  * bound of their own here (the liveness check judges them). */
@@ -345,7 +370,7 @@ static void backtrace_of(pid_t pid, const char *dir)
 {
     char cmd[1200];
     snprintf(cmd, sizeof cmd,
-             "timeout 20 gdb -p %d -batch -ex 'thread apply all bt' >'%s/hang-%d.txt' 2>&1; "
+             "timeout 10 gdb -p %d -batch -ex 'thread apply all bt' >'%s/hang-%d.txt' 2>&1; "
              "grep -E '^(#|Thread)' '%s/hang-%d.txt' | head -80 1>&2",
              (int)pid, dir, (int)pid, dir, (int)pid);
     int rc = system(cmd);
@@ -414,8 +439,12 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
     c->fault_end = c->start + cfg->duration_ms * 1000;
     int64_t end = c->fault_end + cfg->tail_ms * 1000;
     int64_t healed = 0;
-    while (nm_now_us() < end) {
+    c->last_tick = nm_now_us();
+    while (nm_now_us() < end && !c->broken) {
         int64_t now = nm_now_us();
+        if (now - c->last_tick > NM_STALL_US)
+            note_stall(c, c->last_tick, now);
+        c->last_tick = now;
         reap(c, 0);
         if (now < c->fault_end)
             nm_faults_tick(c, now);
@@ -437,6 +466,12 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
     }
     if (!healed)
         nm_faults_heal_all(c);
+    if (c->broken) {
+        fprintf(stderr, "nemesis: a lock server did not come back after a restart (its port taken?): "
+                "the run cannot be judged\n");
+        __atomic_store_n(&c->sh->stop, 1, __ATOMIC_RELEASE);
+        goto out;
+    }
     /* the end: the clients finish their operation and exit */
     int64_t stop_at = nm_now_us();
     __atomic_store_n(&c->sh->stop, 1, __ATOMIC_RELEASE);

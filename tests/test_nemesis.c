@@ -35,7 +35,7 @@ static void run_case(int topo, uint64_t seed_offset, long duration_ms)
     cfg.seed += seed_offset;
     nm_cfg_env(&cfg);
     th_time_limit((unsigned)((cfg.duration_ms + cfg.tail_ms) / 1000 + 3 * cfg.lease_ms / 1000 +
-                             2 * cfg.io_timeout_ms / 1000 + 90));
+                             2 * cfg.io_timeout_ms / 1000 + 180));
     if (topo == NM_TOPO_NETNS && !getenv("NEMESIS_FAULTS"))
         cfg.faults = NM_FAULTS_NETNS;
     nm_result_t res;
