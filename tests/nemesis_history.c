@@ -70,20 +70,6 @@ const char *nm_hold_str(const nm_hist_t *hs, const nm_hold_t *h, char *buf, size
     return buf;
 }
 
-int64_t nm_stop_within(const nm_ctx_t *c, int pid, int64_t a, int64_t b)
-{
-    int64_t first = 0;
-    for (int i = 0; i < c->sch.n; i++) {
-        const nm_fault_t *f = &c->sch.f[i];
-        if (!(f->effects & NM_FX_STOP) || f->pid != pid || !f->t_start)
-            continue;
-        int64_t e = f->ended ? f->t_end : INT64_MAX;
-        if (f->t_start < b && e > a && (!first || f->t_start < first))
-            first = f->t_start;
-    }
-    return first;
-}
-
 int64_t nm_stopped_for(const nm_ctx_t *c, int pid, int64_t a, int64_t b)
 {
     int64_t sum = 0;

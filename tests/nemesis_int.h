@@ -165,8 +165,6 @@ void nm_hist_dump_around(const nm_hist_t *hs, FILE *out, int name, int64_t t, in
 /* Every event and fault of the run, by time, into path. */
 int nm_hist_write(const nm_hist_t *hs, const char *path);
 
-/* Stops (SIGSTOP) of pid that overlap [a, b]: the first one's start, or 0. */
-int64_t nm_stop_within(const nm_ctx_t *c, int pid, int64_t a, int64_t b);
 /* Time pid was stopped within [a, b] (us). */
 int64_t nm_stopped_for(const nm_ctx_t *c, int pid, int64_t a, int64_t b);
 

@@ -568,10 +568,12 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
         char log[300];
         snprintf(log, sizeof log, "%s/clients.log", c->dir);
         print_tail(log, 15);
-        fprintf(stderr, "nemesis: to run seed %llu again: NEMESIS_SEED=%llu%s TH_FILTER=%s %s\n"
-                "          or: tools/nemesis.sh -b BUILD_DIR -s %llu -n 1\n",
-                (unsigned long long)cfg->seed, (unsigned long long)cfg->seed,
-                "", "'*'", "BUILD_DIR/test_nemesis", (unsigned long long)cfg->seed);
+        static const char *const tn[] = { "single", "redlock", "sentinel", "cluster", "netns" };
+        fprintf(stderr, "nemesis: to run seed %llu again: NEMESIS_SEED=%llu TH_FILTER=test_nemesis_%s "
+                "BUILD_DIR/test_nemesis\n"
+                "          or: tools/nemesis.sh -b BUILD_DIR -c %s -s %llu -n 1\n",
+                (unsigned long long)cfg->seed, (unsigned long long)cfg->seed, tn[cfg->topo], tn[cfg->topo],
+                (unsigned long long)cfg->seed);
     }
     {
         /* one line for tools/nemesis.sh: each check with how many and when first */

@@ -16,9 +16,10 @@
 #   -DDISTLOCK_TESTS=ON; it is built there if it is missing)
 #   -s FIRST_SEED (1)  -n RUNS (10)  -d SECONDS of faults per run (60)
 #   -c CASE: single (default: one server behind the proxy), redlock (three,
-#      a fault of a server hits one of them), or all
+#      a fault of a server hits one of them), netns (each client in a
+#      network namespace, cut by nftables; needs root), or all
 #   -f KINDS: only these faults (kill,stop,stopgrantee,restart,flush,break,
-#      pause,clientkill,delay,freeze,jitter,blackhole,mute,srvstop)
+#      pause,clientkill,delay,freeze,jitter,blackhole,mute,srvstop,partition)
 #   -p PROCS (4)  -t THREADS (3)  -r FAULTS_PER_S (0.8)
 #   -S slow mode: 6 processes, lease 6000 ms, I/O time-out 8000 ms, a
 #      fault every 2 s (a loaded machine, or a sanitizer build)
@@ -37,9 +38,9 @@ while getopts "b:s:n:d:c:f:p:t:r:Sko:h" opt; do
   esac
 done
 case $case in
-  single|redlock) filter="test_nemesis_$case" ;;
+  single|redlock|netns) filter="test_nemesis_$case" ;;
   all) filter="test_nemesis_*" ;;
-  *) echo "nemesis: -c single|redlock|all" >&2; exit 64 ;;
+  *) echo "nemesis: -c single|redlock|netns|all" >&2; exit 64 ;;
 esac
 bin="$build/test_nemesis"
 if [ ! -x "$bin" ]; then
