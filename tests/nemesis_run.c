@@ -224,6 +224,8 @@ static void note_stall(nm_ctx_t *c, int64_t from, int64_t to)
     nm_fault_t *last = sc->n ? &sc->f[sc->n - 1] : NULL;
     if (last && last->kind == NM_F_STALL && from - last->t_end < NM_STALL_US) {
         last->t_end = to;
+        snprintf(last->note, sizeof last->note, "the nemesis was held up, %.0f ms in all",
+                 (double)(to - last->t_start) / 1000.0);
         return;
     }
     if (sc->n >= NM_MAX_FAULTS)
@@ -444,7 +446,6 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
         int64_t now = nm_now_us();
         if (now - c->last_tick > NM_STALL_US)
             note_stall(c, c->last_tick, now);
-        c->last_tick = now;
         reap(c, 0);
         if (now < c->fault_end)
             nm_faults_tick(c, now);
@@ -462,6 +463,9 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
             watch_calls(c, &hs, now);
             c->next_watch = now + 100000;
         }
+        /* from here: only the sleep (a fault that blocks the loop, a break's
+         * CLI, a restart, is the nemesis's own time, not a stall) */
+        c->last_tick = nm_now_us();
         th_sleep_ms(1);
     }
     if (!healed)
