@@ -24,11 +24,11 @@
 #   -S slow mode: 6 processes, lease 6000 ms, I/O time-out 8000 ms, a
 #      fault every 2 s (a loaded machine, or a sanitizer build)
 #   -k keep every run's logs (else only those of failed runs)
-#   -o DIR for the logs (nemesis-runs)
+#   -o DIR for the logs (BUILD_DIR/nemesis-runs)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-build=build first=1 runs=10 dur=60 case=single kinds="" procs="" threads="" rate="" slow=0 keep=0 out=nemesis-runs
+build=build first=1 runs=10 dur=60 case=single kinds="" procs="" threads="" rate="" slow=0 keep=0 out=
 usage() { sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 while getopts "b:s:n:d:c:f:p:t:r:Sko:h" opt; do
   case $opt in
@@ -43,6 +43,7 @@ case $case in
   *) echo "nemesis: -c single|redlock|netns|all" >&2; exit 64 ;;
 esac
 bin="$build/test_nemesis"
+[ -n "$out" ] || out="$build/nemesis-runs"
 if [ ! -x "$bin" ]; then
   echo "== building test_nemesis in $build"
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDISTLOCK_TESTS=ON >/dev/null &&
