@@ -229,6 +229,36 @@ int th_proxy_freeze(th_proxy_t *p, pid_t pid, int flags, long hold_ms)
     return n;
 }
 
+int th_proxy_delay(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms)
+{
+    int ports[64], np = 0;
+    if (pid > 0) {
+        np = th_proc_sockets(pid, p->port, ports, 64);
+        if (np > 64)
+            np = 64;
+        if (np == 0)
+            return 0;
+    }
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < PX_MAX_PAIRS; i++) {
+        px_pair_t *pr = &p->pairs[i];
+        if (!pr->used)
+            continue;
+        int mine = pid <= 0;
+        for (int k = 0; k < np && !mine; k++)
+            mine = ports[k] == pr->cport;
+        if (!mine)
+            continue;
+        pr->delay[0] = c2s_ms;
+        pr->delay[1] = s2c_ms;
+        n++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    px_wake(p);
+    return n;
+}
+
 int th_proxy_thaw(th_proxy_t *p)
 {
     int n = 0;

@@ -55,6 +55,14 @@
  *                                TCP delivers what was sent before a FIN).
  *                                Replies to a client that closed are dropped.
  *
+ * and delays of single connections, each way:
+ *   th_proxy_delay(p, pid, c2s_ms, s2c_ms)  what the connections of process
+ *                                pid (0: every process) open now send
+ *                                (c2s) or are sent (s2c) is forwarded that
+ *                                many ms late, in order; 0, 0 ends it.  A
+ *                                reply held back longer than a fixed lease
+ *                                reaches the client after the hold ran out.
+ *
  * Cutting uses shutdown(), so copies of the sockets inherited by forked
  * children do not keep a connection alive.
  */
@@ -110,6 +118,8 @@ void th_proxy_jitter(th_proxy_t *p, long min_ms, long max_ms, unsigned seed);
 int th_proxy_freeze(th_proxy_t *p, pid_t pid, int flags, long hold_ms);
 /* Ends every freeze now; returns how many connections it ended. */
 int th_proxy_thaw(th_proxy_t *p);
+/* See above; returns how many connections it applies to now. */
+int th_proxy_delay(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms);
 /* Waits until no connection that is not frozen has client bytes queued
  * (what was due is with Redis): 1, or 0 after timeout_ms. */
 int th_proxy_settled(th_proxy_t *p, long timeout_ms);

@@ -224,7 +224,7 @@ static int px_read(th_proxy_t *p, px_pair_t *pr, int d)
         c->next = NULL;
         c->len = len;
         c->off = 0;
-        int64_t due = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0);
+        int64_t due = th_now_ms() + (p->cur_mode == TH_PROXY_SLOW ? p->delay_ms : 0) + pr->delay[d];
         if (d == 0 && p->cur_mode == TH_PROXY_JITTER) {
             long span = p->jitter_hi - p->jitter_lo;
             due += p->jitter_lo;

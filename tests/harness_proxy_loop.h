@@ -40,6 +40,7 @@ typedef struct px_pair {
     int frozen;                 /* client->server bytes are kept, not forwarded */
     int64_t thaw_at;            /* frozen until then (ms; 0: until th_proxy_thaw) */
     int64_t last_due;           /* due time of the last client chunk (order kept) */
+    long delay[2];              /* th_proxy_delay: ms added to chunks read from fd[d] */
 } px_pair_t;
 
 #define PX_STACK (2 * 1024 * 1024)

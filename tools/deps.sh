@@ -13,10 +13,12 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # manual pages (man-db, groff), lints the Debian packages (lintian; cpack
 # uses dpkg-shlibdeps of dpkg-dev and file), and runs real lock-taking
 # programs under the interposer (tests/preload/test_programs.sh: flock(1)
-# of util-linux, lckdo of moreutils).
+# of util-linux, lckdo of moreutils).  The nemesis cuts the network between
+# namespaces with nftables (iproute2 makes the namespaces and veth pairs),
+# and prints a hung client's threads with gdb.
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
-         util-linux moreutils)
+         util-linux moreutils nftables iproute2 gdb)
 fi
 
 missing=()

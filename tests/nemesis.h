@@ -1,0 +1,262 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nemesis.h - the nemesis of tests/test_nemesis.c and tools/nemesis.sh: an
+ * adversary that injects faults into a busy run of client processes and
+ * then judges the recorded history (issue 22).
+ *
+ *   nemesis_log.c      the shared record every client writes (calls and
+ *                      store operations), which survives kill -9
+ *   nemesis_client.c   a client process: threads taking random locks with
+ *                      random calls, writing to the fenced store inside
+ *   nemesis_store.c    the fenced store: another redis-server that accepts a
+ *                      write only with a fence >= the highest it has seen
+ *   nemesis_fault.c    the seeded fault schedule and its injection
+ *   nemesis_net.c      network namespaces, veth pairs and nftables cuts
+ *   nemesis_history.c  holds rebuilt from the record
+ *   nemesis_check.c    the checks of the history
+ *   nemesis_run.c      one run: servers, proxy, clients, faults, checks
+ *
+ * Times are CLOCK_MONOTONIC microseconds (one clock for every process of
+ * the machine), printed relative to the run's start.
+ */
+#ifndef NEMESIS_H
+#define NEMESIS_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+/* ------------------------------------------------------------------ config */
+
+#define NM_MAX_SLOTS 48          /* client processes of one run, respawns included */
+#define NM_MAX_THREADS 4
+#define NM_EV_PER_THREAD 16384
+#define NM_MAX_FAULTS 512
+#define NM_MAX_NAMES 16
+#define NM_MAX_STALLS 64         /* a client's stalls recorded (a loaded machine) */
+#define NM_STALL_US 100000       /* a heartbeat late by this much is a stall */
+
+/* Topologies a run can use (sentinel and cluster: not yet). */
+enum nm_topo { NM_TOPO_SINGLE, NM_TOPO_REDLOCK, NM_TOPO_SENTINEL, NM_TOPO_CLUSTER, NM_TOPO_NETNS };
+
+typedef struct nm_cfg {
+    uint64_t seed;
+    int topo;
+    int procs, threads;         /* client processes alive at once, threads each */
+    long duration_ms;           /* faults are injected during this long */
+    long tail_ms;               /* then the run goes on healed this long */
+    long lease_ms;              /* DISTLOCK_LEASE_MS of the clients */
+    long fixed_ms;              /* the fixed lease of the names that have one */
+    long io_timeout_ms;         /* DISTLOCK_IO_TIMEOUT_MS */
+    double rate;                /* faults per second, on average */
+    unsigned faults;            /* NM_F_* bits enabled */
+    int verbose;                /* print the schedule and the summary even on success */
+    const char *cli;            /* the distlock CLI (for break) */
+    const char *dir;            /* a directory for logs */
+} nm_cfg_t;
+
+/* ------------------------------------------------------------- lock names */
+
+typedef struct nm_lockdef {
+    const char *tag;
+    int rw;                     /* 1: dist_rwlock_t, 0: dist_mutex_t */
+    int fair;
+    int fixed;                  /* 1: fixed lease cfg.fixed_ms (not renewed) */
+    int weight;                 /* how often the threads pick it */
+    int home;                   /* >0: the home lock of client slots = home-1 modulo
+                                   nm_homes (mutexes) or nm_rhomes (rwlocks) */
+} nm_lockdef_t;
+
+extern const nm_lockdef_t nm_locks[];
+extern const int nm_nlocks;
+
+/* ------------------------------------------------------------- the record */
+
+enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ };
+enum nm_op { NM_OP_LOCK = 1, NM_OP_TRY, NM_OP_TIMED };
+
+/* One call, written by its thread: t0 and the rest before the call, then
+ * state 1; t1, rc, fence and state 2 after it.  A call of a process that
+ * was killed stays at state 1 (in flight at its death). */
+typedef struct nm_ev {
+    int64_t t0, t1;             /* call start, return */
+    int64_t abs_rt_us;          /* timed calls: the deadline, CLOCK_REALTIME us */
+    int64_t rt1_us;             /* CLOCK_REALTIME at return (timed calls) */
+    uint64_t fence;             /* lock: getfence after success; store op: the holder's */
+    uint64_t hi;                /* store op: the store's highest fence before it */
+    uint32_t hold;              /* the thread's hold number (1, 2, ...) */
+    int16_t rc;                 /* the call's code; store op: 1 accepted, 0 refused, -1 error */
+    uint8_t kind, op, name, mode, depth;
+    uint8_t state;
+} nm_ev_t;
+
+typedef struct nm_thread_log {
+    uint32_t n;                 /* events published */
+    uint32_t full;              /* the log ran out of room */
+    uint32_t tid;
+    uint32_t pad;
+    nm_ev_t ev[NM_EV_PER_THREAD];
+} nm_thread_log_t;
+
+typedef struct nm_slot {
+    int32_t pid;                /* 0: unused */
+    int32_t threads;
+    int64_t born_us;
+    int64_t died_us;            /* 0: alive (or exited at the end) */
+    int32_t killed;             /* by the nemesis (kill -9) */
+    int32_t exit_status;        /* waitpid status, -1 unknown */
+    int32_t netns;              /* index of its namespace (NM_TOPO_NETNS), -1 */
+    uint32_t nstalls;           /* times the client's heartbeat thread was held up */
+    int64_t stall[NM_MAX_STALLS][2];    /* [from, to] us; the last one grows when full */
+    nm_thread_log_t th[NM_MAX_THREADS];
+} nm_slot_t;
+
+typedef struct nm_shared {
+    volatile int stop;          /* clients finish their operation and exit */
+    int nslots;
+    int64_t start_us;
+    char names[NM_MAX_NAMES][64];
+    nm_slot_t slot[NM_MAX_SLOTS];
+} nm_shared_t;
+
+nm_shared_t *nm_shared_new(void);
+void nm_shared_free(nm_shared_t *sh);
+/* A thread's next record (NULL when its log is full); nm_ev_begin fills
+ * t0 and publishes it, nm_ev_end the result. */
+nm_ev_t *nm_ev_begin(nm_thread_log_t *tl, int kind, int op, int name, int mode, int depth,
+                     uint32_t hold);
+void nm_ev_end(nm_ev_t *e, int rc, uint64_t fence);
+int64_t nm_now_us(void);
+int64_t nm_realtime_us(void);
+
+/* ------------------------------------------------------------------- store */
+
+/* The fenced store's script, run by the clients; the key of its log. */
+typedef struct nm_store_entry {
+    uint64_t fence, prev_hi;
+    int32_t pid, tid, prev_pid;
+    uint32_t hold;
+    int64_t t_us;               /* the store's TIME */
+    int ok;                     /* 1 accepted, 0 refused */
+    int write;                  /* 1 write, 0 read (a check of hi) */
+} nm_store_entry_t;
+
+/* In a client thread: a connection to the store (127.0.0.1:port). */
+void *nm_store_connect(int port);
+void nm_store_close(void *c);
+/* A write (write = 1) or a read (0) of name with fence; 1 accepted, 0
+ * refused (a higher fence was seen), -1 on error; *hi: the highest before. */
+int nm_store_op(void *c, const char *name, int write, uint64_t fence, int pid, int tid,
+                uint32_t hold, uint64_t *hi);
+/* The store's log of name, in the order the store ran the operations; n
+ * entries (malloc'ed), NULL on failure. */
+nm_store_entry_t *nm_store_log(int port, const char *name, size_t *n);
+
+/* ------------------------------------------------------------------ client */
+
+typedef struct nm_client_cfg {
+    const nm_cfg_t *cfg;
+    nm_shared_t *sh;
+    int slot;
+    int store_port;
+    const char *url;            /* DISTLOCK_URL */
+    const char *log_path;       /* stderr goes here */
+    const char *netns_path;     /* NULL, or enter this namespace before the first lock */
+} nm_client_cfg_t;
+
+/* Forks a client process in slot cc->slot; its pid, or -1. */
+pid_t nm_client_spawn(const nm_client_cfg_t *cc);
+
+/* ------------------------------------------------------------------ faults */
+
+enum nm_fault_kind {
+    NM_F_KILL,          /* kill -9 of a client (respawned later) */
+    NM_F_STOP,          /* SIGSTOP of a client for a while, then SIGCONT */
+    NM_F_STOP_GRANTEE,  /* SIGSTOP of the next client a waiting lock call returns in */
+    NM_F_RESTART,       /* the lock server killed and started again, empty */
+    NM_F_FLUSH,         /* SCRIPT FLUSH */
+    NM_F_BREAK,         /* distlock break --force NAME */
+    NM_F_PAUSE,         /* CLIENT PAUSE ms ALL */
+    NM_F_CKILL,         /* CLIENT KILL of the library's connections */
+    NM_F_DELAY,         /* the proxy delays one client's replies (or requests) */
+    NM_F_FREEZE,        /* the proxy holds one client's requests back */
+    NM_F_JITTER,        /* the proxy reorders requests across connections */
+    NM_F_BLACKHOLE,     /* the proxy forwards nothing for a while */
+    NM_F_MUTE,          /* the proxy drops pub/sub pushes for a while */
+    NM_F_SRVSTOP,       /* SIGSTOP of a lock server */
+    NM_F_PARTITION,     /* netns: a client cut from the server, one way or both */
+    NM_F_STALL,         /* not injected: the machine held the nemesis itself up (recorded) */
+    /* Not injected yet (no topology of the nemesis has them): */
+    NM_F_FAILOVER,      /* sentinel: the master fails over */
+    NM_F_MIGRATE,       /* cluster: a slot of the locks moves */
+    NM_F_COUNT
+};
+
+#define NM_BIT(k) (1u << (k))
+#define NM_FAULTS_NETNS                                                                       \
+    (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
+     NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
+     NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_PARTITION))
+#define NM_FAULTS_SINGLE                                                                      \
+    (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
+     NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
+     NM_BIT(NM_F_DELAY) | NM_BIT(NM_F_FREEZE) | NM_BIT(NM_F_JITTER) | NM_BIT(NM_F_BLACKHOLE) |   \
+     NM_BIT(NM_F_MUTE) | NM_BIT(NM_F_SRVSTOP))
+
+/* What a fault does to holds, for the checks. */
+#define NM_FX_LOSS 1        /* the server may lose holds (of fault.name, or all if -1) */
+#define NM_FX_STOP 2        /* the client pid stops (no renewals, no progress) */
+#define NM_FX_NET 4         /* the network of pid (0: every client) is disturbed */
+#define NM_FX_DEATH 8       /* the client pid dies */
+#define NM_FX_SIGN 16       /* the clients can see it (a dropped connection...) */
+
+typedef struct nm_fault {
+    int kind;
+    int64_t at_us;              /* planned, from the run's start */
+    long dur_ms;                /* how long it lasts (0: an instant) */
+    long param;                 /* delay ms, pause ms, ... */
+    int slot;                   /* target client slot (-1: chosen when due / none) */
+    int name;                   /* target lock name (-1: none / all) */
+    int dir;                    /* DELAY: 0 replies, 1 requests; PARTITION: 1 in, 2 out, 3 both */
+    int server;                 /* which server (topologies with several), -1: none */
+    /* filled when it runs */
+    int done, ended;
+    pid_t pid;                  /* the client it hit (0: all / none) */
+    int64_t t_start, t_end;     /* absolute us */
+    int effects;                /* NM_FX_* */
+    char note[96];
+} nm_fault_t;
+
+typedef struct nm_schedule {
+    int n;
+    nm_fault_t f[NM_MAX_FAULTS];
+} nm_schedule_t;
+
+const char *nm_fault_name(int kind);
+/* Parses "kill,stop,restart" (or "all", "single") into NM_F_* bits; 0 on error. */
+unsigned nm_fault_parse(const char *list);
+/* The seeded schedule of a run. */
+void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *s);
+void nm_schedule_print(FILE *out, const nm_schedule_t *s, int64_t start_us, int executed);
+
+/* ------------------------------------------------------------------- run */
+
+typedef struct nm_result {
+    int violations;
+    int classes[16];            /* violations by check (NM_C_*) */
+    uint64_t calls, holds, writes, refused, enolck, ownerdead, eio, indeterminate;
+    int faults_run;
+    int64_t first_violation_us; /* from the start, -1: none */
+    int skipped;                /* the machine cannot run this topology (why in first) */
+    char first[640];
+} nm_result_t;
+
+/* One run with cfg; the verdict and its statistics in *res.  0 when no
+ * violation was found. */
+int nm_run(const nm_cfg_t *cfg, nm_result_t *res);
+/* The defaults of a CI run (seed 1, single topology, every single-server
+ * fault), then NEMESIS_* from the environment. */
+void nm_cfg_default(nm_cfg_t *cfg);
+void nm_cfg_env(nm_cfg_t *cfg);
+
+#endif

@@ -1,0 +1,840 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * nemesis_check.c - the checks of a run's history.  Each is generic: it
+ * states a property of every lock, whatever the fault, and excuses only
+ * what the recorded faults and indeterminate calls can explain.
+ *
+ *  overlap       two holds of one name overlap (write/write or write/read)
+ *                only when the earlier holder was told ENOLCK, died, or
+ *                its unlock is indeterminate (EIO), and the later has the
+ *                greater fence.  Within one process, never.
+ *  store         every write the fenced store refused (and every read that
+ *                found a newer write) belongs to a hold later told ENOLCK,
+ *                that died, or whose unlock is indeterminate; two processes
+ *                never write with one fence.
+ *  stale-return  no lock call (relocks too) returns 0 or EOWNERDEAD with a
+ *                fence below that of another process's conflicting hold
+ *                whose own lock call had already returned: Redis had given
+ *                the lock on, so the hold was past its validity.  Nor
+ *                returns a hold its process had before Redis lost it (a
+ *                restart, a break of that name) later than 100 ms after.
+ *  unexplained-lapse  a hold lapses (ENOLCK, overlapped by a later hold,
+ *                refused by the store) only when a fault explains it: Redis
+ *                lost state (restart, break, failover) during it; its fixed
+ *                lease ran out; or its process was stopped, or cut from
+ *                Redis, long enough that no renewal could keep it: from its
+ *                grant or its last renewal (every lease/3) to the evidence,
+ *                a lease (a claim window for a network fault at its grant).
+ *  ownerdead     every EOWNERDEAD follows a real lapse: a hold with a lower
+ *                fence that died, was told ENOLCK or EIO, lapsed (above), or
+ *                a lock call in flight when its process was killed that
+ *                could have been granted, or a break; with no hold released
+ *                cleanly in between (which clears the trace).
+ *  liveness      the lock is never free (no hold, no fault or its healing
+ *                time, no hold a dead process may keep) for longer than
+ *                lease/3 + 1 s while a lock or timed lock call waits for it.
+ *  hang          every call returns within its bound (the run's watchdog
+ *                and the end of the run).
+ *  code          every code is one the SPEC gives for that call.
+ *  crash         no client dies unless the nemesis killed it.
+ *  fence-order   a hold that began after another process's hold ended (its
+ *                unlock returned, or it died) has the greater fence.
+ *  timed         ETIMEDOUT never before the deadline (CLOCK_REALTIME).
+ *
+ * Times are taken by the clients around their calls, so a violation is
+ * reported only when the times prove it: a return is taken as late as the
+ * thread read the clock (or as early as a stop of its process that began
+ * during the call), and tolerances cover the reading itself.
+ */
+#include "nemesis_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The thread reads the clock after the call returns: on a loaded machine
+ * it may be scheduled out in between. */
+#define NM_TOL_US 25000
+/* SPEC "Local trust": after a loss without a sign, no thread gets or joins
+ * a lost hold later than 50 ms after the loss. */
+#define NM_TOL_LOSS_US 60000
+/* After a loss the clients are shown (a dropped connection, a break's
+ * push), a thread may still take the lost hold while that sign is on its
+ * way: the SPEC says at once, this allows 100 ms on a loaded machine. */
+#define NM_TOL_SIGN_US 100000
+/* How late a renewal may run (the watchdog's tick, a loaded machine). */
+#define NM_SLACK_US 250000
+/* A fixed lease's own allowance: 1 % + 2 ms of drift, and the clock. */
+#define NM_FIXED_SLACK_US 20000
+
+static int conflict(char a, char b)
+{
+    return a == 'w' || b == 'w';
+}
+
+static int64_t lease_us(const nm_hist_t *hs, int name)
+{
+    const nm_cfg_t *cfg = hs->c->cfg;
+    return (nm_locks[name].fixed ? cfg->fixed_ms : cfg->lease_ms) * 1000LL;
+}
+
+static int64_t claim_us(const nm_hist_t *hs, int name)
+{
+    int64_t l = lease_us(hs, name);
+    return nm_locks[name].fixed ? l : (l < 2000000 ? l : 2000000);
+}
+
+/* A fault that lost state of name (LOSS) ran at some time within [a, b]
+ * (an instant fault runs from its start until the nemesis saw it done: a
+ * break is the CLI's run). */
+static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    const nm_ctx_t *c = hs->c;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        int64_t e = f->ended ? f->t_end : hs->end;
+        if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
+            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name))
+            return f;
+    }
+    return NULL;
+}
+
+/* How late a sign of a loss at time t (a dropped connection, a break's
+ * push) may reach process pid: its link's delay then, or until a cut or a
+ * stop of it ends. */
+static int64_t sign_delay(const nm_hist_t *hs, int pid, int64_t t)
+{
+    const nm_ctx_t *c = hs->c;
+    int64_t most = 0;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        /* (a restart's own down time is the sign, not a delay of it) */
+        if (!f->t_start || f->t_start > t || !(f->pid == 0 || f->pid == pid) ||
+            !(f->effects & (NM_FX_NET | NM_FX_STOP)) || (f->effects & NM_FX_LOSS))
+            continue;
+        int64_t e = f->ended ? f->t_end : hs->end;
+        int64_t d = 0;
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER)
+            d = e + f->param * 1000 >= t ? f->param * 1000 : 0;
+        else if (e >= t)
+            d = e - t + c->cfg->io_timeout_ms * 1000;
+        if (d > most)
+            most = d;
+    }
+    return most;
+}
+
+/* ------------------------------------------------------------- indexes */
+
+typedef struct byname {
+    int *ix;                    /* holds of the name by t_ret */
+    size_t n;
+} byname_t;
+
+static const nm_hist_t *sort_hs;
+
+static int cmp_ret(const void *a, const void *b)
+{
+    const nm_hold_t *x = &sort_hs->h[*(const int *)a], *y = &sort_hs->h[*(const int *)b];
+    return x->t_ret < y->t_ret ? -1 : x->t_ret > y->t_ret;
+}
+
+static void index_names(const nm_hist_t *hs, byname_t *bn)
+{
+    for (int k = 0; k < nm_nlocks; k++) {
+        bn[k].ix = malloc((hs->nh ? hs->nh : 1) * sizeof(int));
+        bn[k].n = 0;
+    }
+    for (size_t i = 0; i < hs->nh; i++) {
+        byname_t *b = &bn[hs->h[i].name];
+        if (b->ix)
+            b->ix[b->n++] = (int)i;
+    }
+    sort_hs = hs;
+    for (int k = 0; k < nm_nlocks; k++)
+        if (bn[k].ix)
+            qsort(bn[k].ix, bn[k].n, sizeof(int), cmp_ret);
+}
+
+/* ------------------------------------------------ chains and grant times */
+
+/* Holds of one process with one fence are one Redis hold passed between
+ * its threads; it was granted no earlier than its first lock call, nor
+ * before another process's conflicting hold with a lower fence was
+ * released (that one was vouched for until its unlock began). */
+static void grant_bounds(nm_hist_t *hs, byname_t *bn)
+{
+    for (int k = 0; k < nm_nlocks; k++) {
+        byname_t *b = &bn[k];
+        for (size_t i = 0; i < b->n; i++) {
+            nm_hold_t *h = &hs->h[b->ix[i]];
+            h->chain = b->ix[i];
+            for (size_t j = i; j-- > 0;) {
+                nm_hold_t *u = &hs->h[b->ix[j]];
+                if (u->pid == h->pid && u->fence == h->fence) {
+                    h->chain = u->chain;
+                    break;
+                }
+            }
+        }
+        for (size_t i = 0; i < b->n; i++) {
+            nm_hold_t *h = &hs->h[b->ix[i]];
+            if (h->chain != b->ix[i]) {
+                h->g_lb = hs->h[h->chain].g_lb;
+                continue;
+            }
+            int64_t g = h->t_call;
+            for (size_t j = i; j-- > 0;) {
+                nm_hold_t *u = &hs->h[b->ix[j]];
+                if (u->pid != h->pid && u->unlock_rc == 0 && u->fence < h->fence &&
+                    conflict(u->mode, h->mode) && u->t_end < h->t_ret && u->t_end > g)
+                    g = u->t_end;
+            }
+            h->g_lb = g;
+        }
+    }
+}
+
+/* ------------------------------------------------------------- overlap */
+
+static void note_lapse(nm_hold_t *a, int64_t t, const char *why)
+{
+    if (!a->lapse_ev || t < a->lapse_ev) {
+        a->lapse_ev = t;
+        snprintf(a->lapse_why, sizeof a->lapse_why, "%s", why);
+    }
+}
+
+static void check_overlap(nm_hist_t *hs, byname_t *bn)
+{
+    char sa[256], sb[256], why[160];
+    for (int k = 0; k < nm_nlocks; k++) {
+        byname_t *b = &bn[k];
+        for (size_t i = 0; i < b->n; i++) {
+            nm_hold_t *a = &hs->h[b->ix[i]];
+            for (size_t j = i + 1; j < b->n; j++) {
+                nm_hold_t *x = &hs->h[b->ix[j]];
+                if (x->t_ret >= a->t_end)
+                    break;
+                if (!conflict(a->mode, x->mode) || (a->pid == x->pid && a->tid == x->tid))
+                    continue;
+                if (a->pid == x->pid) {
+                    nm_viol_add(hs, NM_C_OVERLAP, k, x->t_ret,
+                                "two threads of one process hold %s at once: %s, and %s",
+                                hs->c->sh->names[k], nm_hold_str(hs, a, sa, sizeof sa),
+                                nm_hold_str(hs, x, sb, sizeof sb));
+                    continue;
+                }
+                if (x->fence > a->fence) {
+                    snprintf(why, sizeof why, "%d/%d took it with fence %llu at %.1f ms", x->pid,
+                             x->tid, (unsigned long long)x->fence, nm_rel(hs->c, x->t_ret));
+                    note_lapse(a, x->t_ret, why);
+                }
+                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open;
+                if (lapsed && x->fence > a->fence)
+                    continue;
+                const nm_fault_t *xl = a->unlock_rc == 0 && x->fence > a->fence
+                                       ? loss_within(hs, k, x->t_call - 2000000, x->t_ret) : NULL;
+                if (xl && a->t_end - x->t_ret <= NM_TOL_LOSS_US + sign_delay(hs, a->pid, xl->t_start))
+                    continue;       /* within the SPEC's 50 ms of a loss, and its sign's delay */
+                nm_viol_add(hs, NM_C_OVERLAP, k, x->t_ret,
+                            "%s began while %s was still held (%.1f ms of overlap): %s",
+                            nm_hold_str(hs, x, sb, sizeof sb), nm_hold_str(hs, a, sa, sizeof sa),
+                            (double)(a->t_end - x->t_ret) / 1000.0,
+                            x->fence <= a->fence ? "the later hold does not have the greater fence"
+                                                 : "the earlier holder was not told ENOLCK");
+            }
+        }
+    }
+}
+
+/* --------------------------------------------------------------- store */
+
+static nm_hold_t *find_hold(nm_hist_t *hs, int pid, int tid, uint32_t hold)
+{
+    for (size_t i = 0; i < hs->nh; i++)
+        if (hs->h[i].pid == pid && hs->h[i].tid == tid && hs->h[i].hold == hold)
+            return &hs->h[i];
+    return NULL;
+}
+
+static void check_store(nm_hist_t *hs)
+{
+    char sa[256];
+    for (int k = 0; k < nm_nlocks; k++) {
+        uint64_t hi = 0;
+        int hi_pid = 0;
+        for (size_t i = 0; i < hs->nstore[k]; i++) {
+            nm_store_entry_t *e = &hs->store[k][i];
+            if (e->ok && e->write) {
+                if (e->fence < hi)
+                    nm_viol_add(hs, NM_C_STORE, k, 0, "the store accepted fence %llu after %llu",
+                                (unsigned long long)e->fence, (unsigned long long)hi);
+                if (e->fence == hi && hi_pid && e->pid != hi_pid)
+                    nm_viol_add(hs, NM_C_FENCE, k, 0,
+                                "processes %d and %d both wrote %s with fence %llu",
+                                hi_pid, e->pid, hs->c->sh->names[k], (unsigned long long)hi);
+                hi = e->fence;
+                hi_pid = e->pid;
+            }
+            if (e->ok)
+                continue;
+            nm_hold_t *h = find_hold(hs, e->pid, e->tid, e->hold);
+            if (!h) {
+                nm_viol_add(hs, NM_C_STORE, k, 0, "the store refused a %s of %d/%d fence %llu that "
+                            "no recorded hold made", e->write ? "write" : "read", e->pid, e->tid,
+                            (unsigned long long)e->fence);
+                continue;
+            }
+            if (h->unlock_rc == 0 && !h->died)
+                nm_viol_add(hs, NM_C_STORE, k, h->lapse_ev ? h->lapse_ev : h->t_end,
+                            "the store %s a %s with fence %llu (it had %llu from %d) during the %s, "
+                            "yet its unlock said 0",
+                            e->write ? "refused" : "had a newer write than",
+                            e->write ? "write" : "read", (unsigned long long)e->fence,
+                            (unsigned long long)e->prev_hi, e->prev_pid, nm_hold_str(hs, h, sa, sizeof sa));
+        }
+    }
+}
+
+/* ---------------------------------------------------------- stale return */
+
+static void check_stale(nm_hist_t *hs, byname_t *bn)
+{
+    char sq[256];
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        nm_call_t *r = &hs->calls[i];
+        if (r->t1 == 0 || (r->rc != 0 && r->rc != EOWNERDEAD))
+            continue;
+        /* The thread reads the clock right after the call returns: a stop
+         * of its process in between is possible in principle, but the stops
+         * are sent at random times or right after a return was recorded,
+         * never in that window of a few hundred ns.  A call that returns
+         * after a stop returns what it had before it. */
+        int64_t t1 = r->t1;
+        byname_t *b = &bn[r->name];
+        for (size_t j = 0; j < b->n; j++) {
+            nm_hold_t *q = &hs->h[b->ix[j]];
+            if (q->t_ret >= t1)
+                break;
+            if (q->pid == r->pid || q->fence <= r->fence || !conflict(q->mode, r->mode))
+                continue;
+            const nm_fault_t *ql = loss_within(hs, r->name, q->t_call - 2000000, q->t_ret);
+            int64_t tol = ql ? NM_TOL_LOSS_US + sign_delay(hs, r->pid, ql->t_start) : NM_TOL_US;
+            if (t1 - q->t_ret <= tol)
+                continue;
+            nm_viol_add(hs, NM_C_STALE, r->name, r->t1,
+                        "%s of %s by %d/%d (depth %d, called at %.1f ms) returned %s with fence %llu "
+                        "at %.1f ms, %.1f ms after another process's hold with a greater fence had "
+                        "begun: %s",
+                        r->op == NM_OP_LOCK ? "lock" : r->op == NM_OP_TRY ? "trylock" : "timedlock",
+                        hs->c->sh->names[r->name], r->pid, r->tid, r->depth, nm_rel(hs->c, r->t0),
+                        th_errname(r->rc), (unsigned long long)r->fence, nm_rel(hs->c, r->t1),
+                        (double)(t1 - q->t_ret) / 1000.0, nm_hold_str(hs, q, sq, sizeof sq));
+            break;
+        }
+        /* a hold Redis had lost (a restart, a break) while the process had
+         * it, returned again by its process after the loss: the clients
+         * see these losses (a dropped connection, the break's push) */
+        const nm_hold_t *root = NULL;
+        for (size_t j = 0; j < b->n; j++) {
+            const nm_hold_t *h = &hs->h[b->ix[j]];
+            if (h->t_ret > r->t1)
+                break;
+            if (h->pid == r->pid && h->fence == r->fence) {
+                root = h;
+                break;
+            }
+        }
+        if (!root)
+            continue;
+        const nm_fault_t *lf = loss_within(hs, r->name, root->t_ret + 1, t1 - NM_TOL_SIGN_US);
+        if (lf && lf->t_start > root->t_ret && t1 - lf->t_start > NM_TOL_SIGN_US + sign_delay(hs, r->pid, lf->t_start))
+            nm_viol_add(hs, NM_C_STALE, r->name, r->t1,
+                        "%s of %s by %d/%d (depth %d, called at %.1f ms) returned %s at %.1f ms for the "
+                        "hold of fence %llu its process took at %.1f ms, which Redis lost at %.1f ms "
+                        "(%s): %.1f ms after the loss",
+                        r->op == NM_OP_LOCK ? "lock" : r->op == NM_OP_TRY ? "trylock" : "timedlock",
+                        hs->c->sh->names[r->name], r->pid, r->tid, r->depth, nm_rel(hs->c, r->t0),
+                        th_errname(r->rc), nm_rel(hs->c, r->t1), (unsigned long long)r->fence,
+                        nm_rel(hs->c, root->t_ret), nm_rel(hs->c, lf->t_start), nm_fault_name(lf->kind),
+                        (double)(t1 - lf->t_start) / 1000.0);
+    }
+}
+
+/* ------------------------------------------------------------- lapses */
+
+/* A disturbance of one process: stopped (no renewal at all) or cut from
+ * Redis (nothing passes), from a to b; or a slow link (each renewal
+ * arrives up to slow_ms late). */
+typedef struct dist {
+    int64_t a, b;
+    int stop, net;
+    long slow_ms;
+} dist_t;
+
+/* Can disturbance d explain that hold h (granted no earlier than g, its
+ * Redis hold first returned at root_ret) had lapsed by t?  A renewed hold
+ * is renewed every lease/3 while its process runs and reaches Redis: it
+ * lapses only when a lease passes without, counted from its grant or
+ * from lease/3 before the disturbance.  A cut at the grant may have held
+ * back the renewal of a pushed grant: a claim window then suffices. */
+static int explains(const nm_hist_t *hs, const dist_t *d, const nm_hold_t *h, int64_t g,
+                    int64_t root_ret, int64_t t)
+{
+    int64_t L = lease_us(hs, h->name), W = claim_us(hs, h->name);
+    if (d->a >= t || d->b <= h->t_call)
+        return 0;
+    if (!d->net && d->b <= root_ret)
+        return 0;               /* stopped before it had it: the call had to confirm it */
+    int64_t from = d->a - L / 3 - NM_SLACK_US;
+    if (from < g)
+        from = g;
+    int64_t to = d->b < t ? d->b : t;
+    int64_t span = to - from;
+    if (d->slow_ms) {
+        int64_t most = L / 3 + 2 * d->slow_ms * 1000 + NM_SLACK_US;
+        if (span > most)
+            span = most;
+    }
+    int64_t need = L;
+    if (d->net && d->a <= root_ret + 300000)
+        need = W < L ? W : L;
+    need = need * 99 / 100 - NM_SLACK_US;
+    return span >= need;
+}
+
+static int cmp_dist(const void *x, const void *y)
+{
+    const dist_t *p = x, *q = y;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+/* The disturbances of pid, stops and cuts that follow each other within
+ * the slack merged into one (a process that runs for a few ms between
+ * two stops cannot count on a renewal in between). */
+static size_t disturbances(const nm_hist_t *hs, int pid, dist_t *out, size_t max)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t n = 0;
+    for (int i = 0; i < c->sch.n && n < max; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->t_start)
+            continue;
+        int stop = (f->effects & NM_FX_STOP) && (f->pid == pid || f->pid == 0);
+        int net = (f->effects & NM_FX_NET) && (f->pid == 0 || f->pid == pid);
+        if (!stop && !net)
+            continue;
+        int slow = f->kind == NM_F_DELAY || f->kind == NM_F_JITTER;
+        out[n++] = (dist_t){ f->t_start, f->ended ? f->t_end : hs->end, stop, net && !stop,
+                             slow ? f->param : 0 };
+    }
+    /* the times its own heartbeat found it held up (a loaded machine) */
+    for (int s = 0; s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid != pid)
+            continue;
+        uint32_t ns = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS;
+        for (uint32_t i = 0; i < ns && n < max; i++)
+            out[n++] = (dist_t){ sl->stall[i][0], sl->stall[i][1], 1, 0, 0 };
+    }
+    qsort(out, n, sizeof *out, cmp_dist);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (m && !out[i].slow_ms && !out[m - 1].slow_ms && out[i].a - out[m - 1].b < NM_SLACK_US) {
+            if (out[i].b > out[m - 1].b)
+                out[m - 1].b = out[i].b;
+            out[m - 1].stop |= out[i].stop;
+            out[m - 1].net |= out[i].net;
+            continue;
+        }
+        out[m++] = out[i];
+    }
+    return m;
+}
+
+static void check_lapses(nm_hist_t *hs)
+{
+    const nm_ctx_t *c = hs->c;
+    char sa[256];
+    for (size_t i = 0; i < hs->nh; i++) {
+        nm_hold_t *h = &hs->h[i];
+        if (h->unlock_rc == ENOLCK) {
+            char why[64];
+            snprintf(why, sizeof why, "its unlock said ENOLCK at %.1f ms", nm_rel(c, h->t_unlock_ret));
+            note_lapse(h, h->t_unlock_ret, why);
+        }
+        if (!h->lapse_ev)
+            continue;
+        int64_t t = h->lapse_ev;
+        if (h->died && t >= h->t_end)
+            continue;
+        /* Redis lost state while its process had the hold (from the lock
+         * call of the first of its holds with this fence) */
+        const nm_fault_t *lf = loss_within(hs, h->name, hs->h[h->chain].t_call - 1000, t);
+        if (lf) {
+            h->explained = 1;
+            continue;
+        }
+        int64_t g = h->g_lb;
+        if (nm_locks[h->name].fixed) {
+            if (t >= g + lease_us(hs, h->name) * 99 / 100 - NM_FIXED_SLACK_US) {
+                h->explained = 1;
+                continue;
+            }
+        } else {
+            dist_t d[NM_MAX_FAULTS];
+            size_t nd = disturbances(hs, h->pid, d, NM_MAX_FAULTS);
+            int64_t root_ret = hs->h[h->chain].t_ret;
+            for (size_t k = 0; k < nd && !h->explained; k++)
+                h->explained = explains(hs, &d[k], h, g, root_ret, t);
+            if (h->explained)
+                continue;
+        }
+        nm_viol_add(hs, NM_C_LAPSE, h->name, t,
+                    "%s lapsed (%s) though no fault explains it: granted no earlier than %.1f ms, "
+                    "%s lease %ld ms, no loss of Redis state, no stop or cut of its process long "
+                    "enough",
+                    nm_hold_str(hs, h, sa, sizeof sa), h->lapse_why, nm_rel(c, g),
+                    nm_locks[h->name].fixed ? "fixed" : "renewed",
+                    (long)(lease_us(hs, h->name) / 1000));
+    }
+}
+
+/* ---------------------------------------------------------- EOWNERDEAD */
+
+/* A hold released cleanly after lower and before upper (fences), ending
+ * before t: the death trace was cleared in between. */
+static int clean_between(const nm_hist_t *hs, const byname_t *b, uint64_t lower, uint64_t upper, int64_t t)
+{
+    for (size_t j = 0; j < b->n; j++) {
+        const nm_hold_t *v = &hs->h[b->ix[j]];
+        if (v->t_ret >= t)
+            break;
+        if (v->unlock_rc == 0 && v->fence > lower && v->fence < upper && v->t_unlock_ret && v->t_unlock_ret < t)
+            return 1;
+    }
+    return 0;
+}
+
+/* A vouched hold of another process covering [a, b] in a mode that
+ * conflicts with mode: no grant to anyone else could happen then. */
+static int covered(const nm_hist_t *hs, const byname_t *b, int pid, char mode, int64_t a, int64_t e)
+{
+    for (size_t j = 0; j < b->n; j++) {
+        const nm_hold_t *v = &hs->h[b->ix[j]];
+        if (v->t_ret > a)
+            break;
+        if (v->pid != pid && v->unlock_rc == 0 && v->t_end >= e && conflict(v->mode, mode))
+            return 1;
+    }
+    return 0;
+}
+
+/* If lock call k could have been granted a hold it then lost before t
+ * without returning it, the end of the time it could have been granted
+ * in; else 0.  So: its process was killed during the call; or it was
+ * stopped or cut from Redis (merged, as for lapses), from some time in
+ * the call, for longer than a claim window, so that it could neither
+ * claim a grant nor, once the call gave up (EIO, ETIMEDOUT), withdraw it;
+ * or its link was slow during the call by as much. */
+static int64_t lost_grant_until(const nm_hist_t *hs, const nm_call_t *k, int64_t t)
+{
+    const nm_ctx_t *c = hs->c;
+    int64_t kend = k->t1 ? k->t1 : hs->end;
+    int64_t death = c->sh->slot[k->slot].died_us;
+    if (k->rc == -1 && death && death < t)
+        return death;
+    int64_t W = claim_us(hs, k->name) * 99 / 100 - NM_SLACK_US;
+    int failed = k->rc == EIO || k->rc == ETIMEDOUT || k->rc == -1;
+    dist_t d[NM_MAX_FAULTS];
+    size_t nd = disturbances(hs, k->pid, d, NM_MAX_FAULTS);
+    for (size_t i = 0; i < nd; i++) {
+        if (d[i].b <= k->t0 || d[i].a >= kend || d[i].a >= t)
+            continue;
+        int64_t a = d[i].a > k->t0 ? d[i].a : k->t0;
+        int64_t e = d[i].b;
+        if (d[i].slow_ms) {
+            e = a + d[i].slow_ms * 1000 * 2;    /* a slow link: its delay, each way */
+            if (e > kend)
+                e = kend;
+        } else if (!failed && e > kend) {
+            e = kend;
+        }
+        if (e > t)
+            e = t;
+        if (e - a >= W)
+            return e;
+    }
+    return 0;
+}
+
+/* pid was stopped or cut (any network fault) at some time in [a, b]. */
+static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
+{
+    const nm_ctx_t *c = hs->c;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->t_start || !((f->effects & NM_FX_STOP && (f->pid == pid || f->pid == 0)) ||
+                             (f->effects & (NM_FX_NET | NM_FX_SIGN) && (f->pid == 0 || f->pid == pid))))
+            continue;
+        int64_t e = f->ended ? f->t_end : hs->end;
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER)
+            e += f->param * 1000;
+        if (f->t_start <= b && e >= a)
+            return 1;
+    }
+    return 0;
+}
+
+static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
+{
+    const nm_ctx_t *c = hs->c;
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        nm_call_t *r = &hs->calls[i];
+        if (r->rc != EOWNERDEAD || !r->t1)
+            continue;
+        byname_t *b = &bn[r->name];
+        int ok = 0;
+        /* a hold with a lower fence that ended without a clean release */
+        for (size_t j = 0; j < b->n && !ok; j++) {
+            nm_hold_t *h = &hs->h[b->ix[j]];
+            if (h->t_ret >= r->t1)
+                break;
+            if (h->fence >= r->fence)
+                continue;
+            int lapsed = h->died || h->unlock_rc == ENOLCK || h->unlock_rc == EIO || h->lapse_ev ||
+                         h->t_end > r->t1 || h->open;
+            if (h->died && h->t_end >= r->t1)
+                lapsed = h->lapse_ev != 0;
+            if (lapsed && !clean_between(hs, b, h->fence, r->fence, r->t0))
+                ok = 1;
+        }
+        /* a grant to a waiter that could not claim it: a lock call in flight
+         * when its process was killed, or while it was stopped or cut off
+         * long enough for a grant's claim window to run out; if that grant
+         * could have been made (no vouched hold kept the lock meanwhile) */
+        for (size_t j = 0; j < hs->ncalls && !ok; j++) {
+            nm_call_t *k = &hs->calls[j];
+            if (k->name != r->name || k->depth != 0 || k->t0 >= r->t1)
+                continue;
+            int64_t until = lost_grant_until(hs, k, r->t1);
+            if (!until || covered(hs, b, k->pid, k->mode, k->t0, until))
+                continue;
+            ok = 1;
+            for (size_t m = 0; m < b->n && ok; m++) {
+                nm_hold_t *v = &hs->h[b->ix[m]];
+                if (v->t_ret > until && v->unlock_rc == 0 && v->t_unlock_ret && v->t_unlock_ret < r->t0 &&
+                    v->lock_rc == EOWNERDEAD)
+                    ok = 0;     /* that one was told of this lapse already */
+            }
+        }
+        for (int j = 0; j < c->sch.n && !ok; j++) {
+            const nm_fault_t *f = &c->sch.f[j];
+            if (f->kind == NM_F_BREAK && f->done && f->name == r->name && f->t_start < r->t1 &&
+                f->t_start > c->start)
+                ok = 1;
+        }
+        if (ok)
+            continue;
+        /* What might have: a lock call that failed (EIO, ETIMEDOUT, EBUSY)
+         * after a grant or an acquisition had been made for it, whose undo
+         * did not happen.  The SPEC says such a call acquired nothing. */
+        const nm_call_t *orphan = NULL;
+        for (size_t j = 0; j < hs->ncalls; j++) {
+            nm_call_t *k = &hs->calls[j];
+            if (k->name == r->name && k->depth == 0 && k->t1 && k->t1 < r->t1 &&
+                (k->rc == EIO || k->rc == ETIMEDOUT || k->rc == EBUSY) &&
+                k->t1 > r->t1 - lease_us(hs, r->name) - claim_us(hs, r->name) - 1000000 &&
+                (k->rc == EIO || disturbed(hs, k->pid, k->t0, k->t1)))
+                orphan = k;
+        }
+        if (orphan) {
+            nm_viol_add(hs, NM_C_ORPHAN, r->name, r->t1,
+                        "%s of %s by %d/%d returned EOWNERDEAD (fence %llu) at %.1f ms: no earlier hold "
+                        "lapsed or died since the last clean release; only a %s call of %d/%d (%.1f..%.1f "
+                        "ms) that said %s under a fault could have left a hold (its undo was lost: the "
+                        "SPEC says such a call acquired nothing)",
+                        r->op == NM_OP_LOCK ? "lock" : r->op == NM_OP_TRY ? "trylock" : "timedlock",
+                        c->sh->names[r->name], r->pid, r->tid, (unsigned long long)r->fence,
+                        nm_rel(c, r->t1), orphan->op == NM_OP_LOCK ? "lock" : orphan->op == NM_OP_TRY
+                        ? "trylock" : "timedlock", orphan->pid, orphan->tid, nm_rel(c, orphan->t0),
+                        nm_rel(c, orphan->t1), th_errname(orphan->rc));
+            continue;
+        }
+        nm_viol_add(hs, NM_C_OWNERDEAD, r->name, r->t1,
+                    "%s of %s by %d/%d returned EOWNERDEAD (fence %llu) at %.1f ms, but no earlier hold "
+                    "lapsed or died since the last clean release, and no break",
+                    r->op == NM_OP_LOCK ? "lock" : r->op == NM_OP_TRY ? "trylock" : "timedlock",
+                    c->sh->names[r->name], r->pid, r->tid, (unsigned long long)r->fence, nm_rel(c, r->t1));
+    }
+}
+
+/* ------------------------------------------------------------ liveness */
+
+typedef struct ivl { int64_t a, b; } ivl_t;
+
+static int cmp_ivl(const void *x, const void *y)
+{
+    const ivl_t *p = x, *q = y;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static int64_t heal_us(const nm_hist_t *hs, const nm_fault_t *f)
+{
+    const nm_cfg_t *cfg = hs->c->cfg;
+    int64_t L = cfg->lease_ms * 1000, W = (cfg->lease_ms < 2000 ? cfg->lease_ms : 2000) * 1000;
+    int64_t io = cfg->io_timeout_ms * 1000, s = 1000000;
+    switch (f->kind) {
+    case NM_F_KILL: return L + W + s;
+    case NM_F_STOP: case NM_F_STOP_GRANTEE: case NM_F_SRVSTOP: return L + s;
+    case NM_F_RESTART: case NM_F_PAUSE: return io + 2 * s;
+    case NM_F_FLUSH: case NM_F_BREAK: case NM_F_CKILL: case NM_F_MUTE: return W / 3 + s;
+    case NM_F_DELAY: case NM_F_JITTER: return f->param * 1000 + L + io + s;
+    case NM_F_FREEZE: case NM_F_BLACKHOLE: return io + L + s;
+    case NM_F_STALL: return L + s;
+    default: return io + L + 2 * s;
+    }
+}
+
+static void check_liveness(nm_hist_t *hs, byname_t *bn)
+{
+    const nm_ctx_t *c = hs->c;
+    const nm_cfg_t *cfg = c->cfg;
+    int64_t bound = cfg->lease_ms * 1000 / 3 + 1000000;
+    const char *v = getenv("NEMESIS_LIVENESS_MS");     /* to check the check */
+    if (v && *v)
+        bound = strtoll(v, NULL, 10) * 1000;
+    for (int k = 0; k < nm_nlocks; k++) {
+        int64_t L = lease_us(hs, k);
+        size_t cap = bn[k].n + (size_t)c->sch.n + hs->ncalls + NM_MAX_SLOTS * NM_MAX_STALLS + 4, n = 0;
+        ivl_t *v = malloc(cap * sizeof *v);
+        if (!v)
+            return;
+        for (size_t j = 0; j < bn[k].n; j++) {
+            nm_hold_t *h = &hs->h[bn[k].ix[j]];
+            int64_t e = h->t_end;
+            if (h->died || h->unlock_rc == EIO || h->unlock_rc < 0)
+                e += L + 1000000;       /* Redis may keep it a lease */
+            v[n++] = (ivl_t){ h->t_ret - 1000, e };
+        }
+        for (int j = 0; j < c->sch.n; j++) {
+            const nm_fault_t *f = &c->sch.f[j];
+            if (f->done && f->t_start)
+                v[n++] = (ivl_t){ f->t_start, (f->ended ? f->t_end : hs->end) + heal_us(hs, f) };
+        }
+        /* a client held up by the machine may have held the lock, or been
+         * the one it was granted to */
+        for (int j = 0; j < c->sh->nslots; j++) {
+            const nm_slot_t *sl = &c->sh->slot[j];
+            uint32_t ns = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS;
+            for (uint32_t i = 0; i < ns && n < cap; i++)
+                v[n++] = (ivl_t){ sl->stall[i][0], sl->stall[i][1] + L + 1000000 };
+        }
+        for (size_t j = 0; j < hs->ncalls; j++) {
+            nm_call_t *q = &hs->calls[j];
+            int64_t death = c->sh->slot[q->slot].died_us;
+            if (q->name == k && q->rc == -1 && death)
+                v[n++] = (ivl_t){ death, death + L + 1000000 };
+            if (q->name == k && q->rc == EIO)     /* possible orphan; see ownerdead */
+                v[n++] = (ivl_t){ q->t1, q->t1 + L + 1000000 };
+        }
+        qsort(v, n, sizeof *v, cmp_ivl);
+        int64_t cur = c->start + 500000;
+        for (size_t j = 0; j <= n; j++) {
+            int64_t na = j < n ? v[j].a : hs->end;
+            if (na > hs->end)
+                na = hs->end;
+            if (na - cur > bound) {
+                /* free from cur to na: did anyone wait through it? */
+                for (size_t q = 0; q < hs->ncalls; q++) {
+                    nm_call_t *w = &hs->calls[q];
+                    if (w->name != k || w->depth != 0 || w->op == NM_OP_TRY || w->t0 >= cur)
+                        continue;
+                    int64_t wend = w->t1 ? w->t1 : hs->end;
+                    if (wend < cur + bound)
+                        continue;
+                    nm_viol_add(hs, NM_C_LIVENESS, k, cur,
+                                "%s was free from %.1f to %.1f ms (no hold, no fault healing) while "
+                                "%d/%d waited in a %s call made at %.1f ms (returned %s at %.1f ms)",
+                                c->sh->names[k], nm_rel(c, cur), nm_rel(c, na), w->pid, w->tid,
+                                w->op == NM_OP_LOCK ? "lock" : "timed lock", nm_rel(c, w->t0),
+                                w->t1 ? th_errname(w->rc) : "nothing", w->t1 ? nm_rel(c, w->t1) : 0.0);
+                    break;
+                }
+            }
+            if (j < n && v[j].b > cur)
+                cur = v[j].b;
+        }
+        free(v);
+    }
+}
+
+/* ---------------------------------------------------- the small checks */
+
+static void check_fence_order(nm_hist_t *hs, byname_t *bn)
+{
+    char sa[256], sb[256];
+    if (hs->c->cfg->topo == NM_TOPO_SENTINEL)
+        return;                 /* PROTOCOL.md "Fences": weaker across a failover */
+    for (int k = 0; k < nm_nlocks; k++) {
+        byname_t *b = &bn[k];
+        for (size_t i = 0; i < b->n; i++) {
+            nm_hold_t *x = &hs->h[b->ix[i]];
+            for (size_t j = 0; j < i; j++) {
+                nm_hold_t *a = &hs->h[b->ix[j]];
+                int64_t ended = a->t_unlock_ret ? a->t_unlock_ret : a->died ? a->t_end : 0;
+                if (!ended || ended >= x->t_call || a->pid == x->pid || !conflict(a->mode, x->mode))
+                    continue;
+                if (a->fence >= x->fence) {
+                    nm_viol_add(hs, NM_C_FENCE, k, x->t_ret, "%s began after %s had ended, without "
+                                "a greater fence", nm_hold_str(hs, x, sb, sizeof sb),
+                                nm_hold_str(hs, a, sa, sizeof sa));
+                    break;
+                }
+            }
+        }
+    }
+}
+
+static void check_small(nm_hist_t *hs)
+{
+    const nm_ctx_t *c = hs->c;
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        nm_call_t *r = &hs->calls[i];
+        if (r->op == NM_OP_TIMED && r->rc == ETIMEDOUT && r->rt1_us < r->abs_rt_us)
+            nm_viol_add(hs, NM_C_TIMED, r->name, r->t1, "timed lock of %s by %d/%d returned ETIMEDOUT "
+                        "%.3f ms before its deadline", c->sh->names[r->name], r->pid, r->tid,
+                        (double)(r->abs_rt_us - r->rt1_us) / 1000.0);
+    }
+    for (int s = 0; s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0 || sl->killed)
+            continue;
+        int full = 0;
+        for (int t = 0; t < NM_MAX_THREADS; t++)
+            full |= sl->th[t].full;
+        if (sl->died_us && !(full && sl->exit_status == 0))
+            nm_viol_add(hs, NM_C_CRASH, -1, sl->died_us, "client %d (slot %d) ended on its own at %.1f ms "
+                        "(wait status %d)", sl->pid, s, nm_rel(c, sl->died_us), sl->exit_status);
+    }
+}
+
+void nm_check_all(nm_hist_t *hs)
+{
+    byname_t bn[NM_MAX_NAMES];
+    memset(bn, 0, sizeof bn);
+    index_names(hs, bn);
+    grant_bounds(hs, bn);
+    check_overlap(hs, bn);
+    check_store(hs);
+    check_stale(hs, bn);
+    check_lapses(hs);
+    check_ownerdead(hs, bn);
+    check_liveness(hs, bn);
+    check_fence_order(hs, bn);
+    check_small(hs);
+    for (int k = 0; k < nm_nlocks; k++)
+        free(bn[k].ix);
+}
