@@ -26,13 +26,12 @@
  *                   grants; the waiter's registration
  *   hold.c          the hold once taken: record, vouch, release, linger
  *   tenure.c        how long a hold may serve without asking Redis
- *   trust.c         the epoch every sign of lost state moves on
  *   mark.c          what Redis must know of a lingering hold
  *   notify.c        the subscriber thread: grants pushed to waiters
  *   watchdog.c      the thread renewing every hold in one batch
  *   lingerer.c      the thread ending lingering holds on time
  *   process.c       the per-process state (dl_proc_t), its reset after
- *                   fork, library threads
+ *                   fork (which resets api/object.c's mutex too)
  * script/    the scripts of lua/ as typed calls
  *   calls.c         what every call shares: building, ARGV, replies
  *   call_<name>.c   one script's entry: its typed call, ARGV, reply and
@@ -57,8 +56,10 @@
  *   tls.c           TLS: the client contexts and the handshake
  *   tls_relay.c     TLS: the relay threads, the fork/exit lock
  *   tls_direct.c    TLS: the command link's own I/O on its session
- * base/      the basics: no knowledge of locks or connections
- *   clock.c         monotonic time, deadlines, sleeping, thread ids, jitter
+ * base/      the basics: no knowledge of locks or connections (but that
+ *            config.c has conn/tls.c build a TLS client context)
+ *   clock.c         monotonic time, deadlines, sleeping, thread ids, jitter,
+ *                   starting the library's threads
  *   error.c         dist_strerror, the per-thread last error, logging, quoting
  *   status.c        the process's counters of round trips, renewals, handoffs
  *   version.c       dist_version()
@@ -68,6 +69,9 @@
  *                   the tools)
  *   self.c          who this process is: a tag of its own, its forks, its
  *                   ancestors (what a shared lock object is checked against)
+ *   trust.c         the epoch every sign of lost state moves on (the links,
+ *                   the script layer and the subscriber see the signs; the
+ *                   hold core reads it)
  *
  *   preload/        the LD_PRELOAD interposer (its map: preload/preload.h)
  *

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* clock.c - monotonic time, deadlines and thread ids. */
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -124,4 +126,27 @@ uint64_t dl_random(void)
     s ^= s << 25;
     s ^= s >> 27;
     return s * 0x2545f4914f6cdd1dULL;
+}
+
+int dl_thread_start(void *(*fn)(void *), void *arg)
+{
+    return dl_thread_start_sized(fn, arg, 0);
+}
+
+int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack)
+{
+    /* Our threads take none of the host program's signals. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    if (stack)
+        pthread_attr_setstacksize(&a, stack);
+    pthread_t t;
+    int rc = pthread_create(&t, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * clock.h - monotonic time, deadlines, sleeping and thread ids (clock.c).
+ * clock.h - monotonic time, deadlines, sleeping, thread ids and the
+ * library's threads (clock.c).
  *
  * Every deadline inside the library is on one clock, CLOCK_BOOTTIME (which
  * counts a suspend, as Redis's TTLs do), in ms or us; CLOCK_REALTIME
@@ -35,5 +36,11 @@ void dl_sleep_ms(unsigned ms);
 pid_t dl_tid(void);                            /* this thread's kernel id */
 uint64_t dl_random(void);                      /* cheap per-thread jitter, not secret */
 void dl_tid_forget(void);                      /* after fork, in the child */
+
+/* Starts one of the library's threads: detached, with all signals blocked
+ * (they take none of the host program's). */
+int dl_thread_start(void *(*fn)(void *), void *arg);
+/* The same with a stack of `stack` bytes (0: the default). */
+int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack);
 
 #endif

@@ -9,7 +9,6 @@
 #include "conn.h"
 #include "deferred.h"
 #include "dl.h"
-#include "process.h"
 
 /* How many commands may wait at once: each names one hold on one server
  * that failed, so this many means a server flapping under a heavy load of

@@ -160,26 +160,3 @@ size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size)
 {
     return (size_t)snprintf(buf, size, "%s\t%d\t%d", p->host, (int)p->pid, (int)dl_tid());
 }
-
-int dl_thread_start(void *(*fn)(void *), void *arg)
-{
-    return dl_thread_start_sized(fn, arg, 0);
-}
-
-int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack)
-{
-    /* Our threads take none of the host program's signals. */
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    if (stack)
-        pthread_attr_setstacksize(&a, stack);
-    pthread_t t;
-    int rc = pthread_create(&t, &a, fn, arg);
-    pthread_attr_destroy(&a);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
-}

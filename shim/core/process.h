@@ -87,9 +87,6 @@ dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o);
 /* Holder info "host\tpid\ttid" for this thread; returns its length. */
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size);
 
-/* Starts a detached thread with all signals blocked. */
-int dl_thread_start(void *(*fn)(void *), void *arg);
-/* The same with a stack of `stack` bytes (0: the default). */
-int dl_thread_start_sized(void *(*fn)(void *), void *arg, size_t stack);
+/* (The library's threads start with dl_thread_start: clock.h.) */
 
 #endif
