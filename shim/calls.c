@@ -224,7 +224,7 @@ void dl_call_wire(dl_call_t *c)
         break;
     }
     case DL_SCRIPT_TOUCH: {
-        /* KEYS: lock, readers, rinfo, meta.  ARGV: 1 token, 2 mode, 3 lease, 4 fence */
+        /* KEYS: lock, readers, rinfo, meta.  ARGV: 1 token, 2 mode, 3 lease, 4 fence, 5 seq */
         const dl_touch_args_t *a = &c->arg.touch;
         put(&w, "4", 1);
         for (int k = 0; k < 3; k++)
@@ -234,6 +234,7 @@ void dl_call_wire(dl_call_t *c)
         put(&w, &a->mode, 1);
         put_num(&w, a->lease_ms);
         put_num(&w, a->fence);
+        put_num(&w, a->seq);
         break;
     }
     default:

@@ -167,8 +167,10 @@ typedef struct dl_mark_reply {
  * (tenure.c).  Only posted: no reply is read; sent with its text. */
 typedef struct dl_touch_args {
     char mode;
-    unsigned long lease_ms;
+    unsigned long lease_ms;       /* 0: a fixed lease, claimed, not extended */
     uint64_t fence;               /* with the caller's token, names the hold */
+    uint64_t seq;                 /* numbered with the marks (mark.c): one that
+                                     runs after a later mark changes nothing */
 } dl_touch_args_t;
 
 /* --- status.lua: a read-only snapshot of a lock (the distlock tool).

@@ -16,5 +16,9 @@ struct dl_lock;
  * held.  0 when written; else the caller must not linger, or relock
  * without Redis. */
 int dl_mark(struct dl_proc *p, const struct dl_lock *l, int lingering, unsigned long ms);
+/* The next number of a posted mark or claim (touch.lua): they are ordered
+ * by it in Redis, whatever connections they went on. */
+#include <stdint.h>
+uint64_t dl_mark_next(void);
 
 #endif

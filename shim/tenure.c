@@ -19,10 +19,10 @@
  * DL_TENURE_RENEW_MS, and renew.lua's reply says how many wait.
  *
  * Posted renewals.  A hold pushed to a waiter, or cut to a claim window by
- * a linger, lives only that window (2 s) in Redis: renewed by a post (no
- * reply read) as soon as it is claimed (a lingering hold: by the mark that
- * takes it back, mark.c), it lives the lease again, and a pause right after
- * a handoff does not lose it.
+ * a linger, lives only that window (2 s) in Redis: renewed as soon as it
+ * is claimed (a pushed grant: before the lock call returns, take.c; a
+ * lingering hold: by the mark that takes it back, mark.c), it lives the
+ * lease again, and a pause right after a handoff does not lose it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -71,8 +71,11 @@ int dl_hold_trusted(const dl_lock_t *l, int confirmed_now)
         return 0;
     /* A confirmation is as old as its sending; over a slow link it comes
      * back a round trip later, which the window allows for (on a LAN a
-     * fraction of a millisecond). */
+     * fraction of a millisecond), up to DL_TRUST_MS more: a round trip
+     * slowed once (an outage) must not widen it for good. */
     uint64_t rtt_ms = __atomic_load_n(&l->rtt_us, __ATOMIC_RELAXED) / 1000;
+    if (rtt_ms > DL_TRUST_MS)
+        rtt_ms = DL_TRUST_MS;
     return confirmed_now || now - l->confirmed_ms <= DL_TRUST_MS + rtt_ms;
 }
 
@@ -135,13 +138,4 @@ void dl_tenure_renew(dl_proc_t *p, dl_lock_t *l)
     uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
     if (!l->renew_due || l->renew_due > due)
         dl_watchdog_due(p, l, due);
-}
-
-int dl_post_renew(dl_proc_t *p, const dl_lock_t *l)
-{
-    dl_caller_t who = dl_caller(p, l);
-    dl_call_t c;
-    dl_call_touch(&c, &who, &(dl_touch_args_t){
-        .mode = l->rmode, .lease_ms = l->lease_ms, .fence = l->fence });
-    return dl_script_post(p->conn, &c);
 }
