@@ -2,12 +2,22 @@
 /* harness_child.c - see harness_child.h. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TH_ASAN 1
+#endif
+#endif
 
 /* ----------------------------------------------------------------- children */
 
@@ -51,9 +61,74 @@ static void atfork_once(void)
     }
 }
 
+#ifdef TH_ASAN
+/* 1 when every thread of this process but the caller sleeps (state S, or
+ * stopped, or a zombie): none is running inside the allocator then. */
+static int other_threads_asleep(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 1;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    int asleep = 1;
+    struct dirent *e;
+    while (asleep && (e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;                           /* gone meanwhile */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *paren = strrchr(buf, ')');  /* "tid (comm) S ..." */
+        char st = paren && paren[1] ? paren[2] : 'S';
+        if (st == 'R' || st == 'D')
+            asleep = 0;
+    }
+    closedir(d);
+    return asleep;
+}
+
+/* AddressSanitizer's allocator (GCC 12's libasan, the CI's) takes none of
+ * its locks around fork(): a child forked while another thread of the
+ * parent was inside malloc or free (the library's watchdog and subscriber
+ * starting or renewing, say) inherits that thread's allocator lock taken,
+ * and hangs at its next allocation of that size, or at exit() in
+ * LeakSanitizer's check, which takes every allocator lock (test_fork's
+ * test_child_exit_no_leaks: 17 of 300 runs under load; a program without
+ * distlock does the same: docs/RELIABILITY.md, "Notes for test writers").
+ * So a sanitized suite forks only while every other thread sleeps, waiting
+ * for that up to 2 s (a thread that never sleeps only delays the fork). */
+static void wait_other_threads_asleep(void)
+{
+    int64_t until = th_now_ms() + 2000;
+    while (!other_threads_asleep() && th_now_ms() < until)
+        th_sleep_us(200);
+}
+#endif
+
+/* TH_HUNG_GDB=1: the stacks of a child killed for a time-out go to stderr
+ * first (for hunting a hang; needs gdb). */
+static void dump_stacks(pid_t pid)
+{
+    if (!getenv("TH_HUNG_GDB"))
+        return;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 1>&2", (int)pid);
+    if (system(cmd) != 0)
+        fprintf(stderr, "harness: could not run gdb on child %d\n", (int)pid);
+}
+
 pid_t th_fork_child(int (*fn)(void *), void *arg)
 {
     atfork_once();
+#ifdef TH_ASAN
+    wait_other_threads_asleep();
+#endif
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -90,6 +165,7 @@ int th_wait_child_ms(pid_t pid, long timeout_ms)
         if (th_now_ms() >= deadline) {
             fprintf(stderr, "harness: child %d still running after %ld ms: killed\n",
                     (int)pid, timeout_ms);
+            dump_stacks(pid);
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             child_del(pid);
