@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
@@ -13,9 +14,13 @@
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TH_ASAN 1
+#elif defined(__SANITIZE_THREAD__)
+#define TH_TSAN 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define TH_ASAN 1
+#elif __has_feature(thread_sanitizer)
+#define TH_TSAN 1
 #endif
 #endif
 
@@ -179,6 +184,66 @@ int th_wait_child_ms(pid_t pid, long timeout_ms)
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
     return 255;
+}
+
+#ifdef TH_TSAN
+static void *probe_sleeper(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    while (read(fd, &c, 1) < 0 && errno == EINTR)
+        ;                                   /* until the probe ends */
+    return NULL;
+}
+
+static void *probe_nothing(void *arg)
+{
+    return arg;
+}
+
+/* A process with a thread forks; the child starts a thread.  Its status:
+ * 0 when that works under this build's ThreadSanitizer. */
+static int probe_fork_threads(void)
+{
+    int pp[2];
+    if (pipe(pp) != 0)
+        return -1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, probe_sleeper, &pp[0]) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, STDERR_FILENO);       /* TSan's own message: we say it */
+        pthread_t c;
+        if (pthread_create(&c, NULL, probe_nothing, NULL) != 0)
+            _exit(3);
+        pthread_join(c, NULL);
+        _exit(0);
+    }
+    int st = -1;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    close(pp[1]);
+    pthread_join(t, NULL);
+    close(pp[0]);
+    return pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
+
+int th_fork_threads_ok(void)
+{
+#ifdef TH_TSAN
+    static int known = -1;
+    if (known < 0)
+        known = probe_fork_threads() == 0;
+    return known;
+#else
+    return 1;
+#endif
 }
 
 int th_wait_child(pid_t pid)

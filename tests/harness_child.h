@@ -32,6 +32,13 @@ pid_t th_fork_child(int (*fn)(void *), void *arg);
 int th_wait_child_ms(pid_t pid, long timeout_ms);
 int th_wait_child(pid_t pid);               /* 30 s time-out */
 void th_kill_child(pid_t pid);              /* SIGKILL and reap */
+/* Whether a child forked from a process that has threads may start
+ * threads of its own: 1, except under a ThreadSanitizer that cannot (GCC
+ * 12's stops such a child with "dup thread with used id": glibc gives the
+ * child's new thread the stack, hence the pthread_t, of a parent's thread
+ * that TSan still counts as running in the child; docs/RELIABILITY.md).
+ * Found out once per process, by trying it. */
+int th_fork_threads_ok(void);
 /* In a child: SIGPIPE at its default disposition and unblocked, as in a
  * program that never touched it, so that a write on a reset connection
  * kills the process unless the library itself keeps SIGPIPE away. */
