@@ -341,7 +341,20 @@ static void test_server_restart_unlock_first(void **state)
  * process finishes every operation (failed calls are retried and
  * counted), nobody crashes or hangs, no overlap the library did not
  * report (an overlap is excused only if the earlier hold's unlock said
- * ENOLCK), fences keep growing across the restart, nothing is left held. */
+ * ENOLCK), fences keep growing across the restart, nothing is left held.
+ *
+ * Lost updates: a restart without persistence drops the holds of threads
+ * that are inside their critical section at that moment; no client can
+ * stop such a thread, and another process may take the lock on the new
+ * server before it leaves.  That is the loss SPEC allows (the unlock says
+ * ENOLCK), and the counter update of the later hold can then be written
+ * over by the lapsed one's.  Each lost update needs such an overlap: in
+ * a group of k holds that overlap one another, at most k - 1 writes are
+ * lost, and k - 1 of them began while another ran, which the checker
+ * counts (excused when only holds unlocked with ENOLCK/EIO were running,
+ * a violation otherwise).  So: no unexcused overlap, and no more lost
+ * updates than excused overlaps.  Seen once under load: 2 holds reported
+ * lost, 1 excused overlap, 1 lost update. */
 struct restart_tick { th_server_t *s; int done; int64_t down_ms; };
 
 static void restart_tick(void *arg, int64_t elapsed_ms, uint64_t done)
@@ -393,7 +406,10 @@ static void test_server_restart_busy_run(void **state)
         assert_int_equal(r.holds, r.expected);
         assert_int_equal(r.overlaps, 0);
         assert_int_equal(r.fence_inversions, 0);
-        assert_int_equal(r.lost_updates, 0);
+        if (r.lost_updates > r.excused)
+            fail_msg("%llu lost updates, more than the %llu overlaps excused by a hold reported "
+                     "lost (ENOLCK)", (unsigned long long)r.lost_updates,
+                     (unsigned long long)r.excused);
         assert_int_equal(r.unlock_other, 0);
         assert_int_equal(chk_keys_left_at(s.port, name), 0);
     }
