@@ -111,8 +111,14 @@ static int other_threads_asleep(void)
 static void wait_other_threads_asleep(void)
 {
     int64_t until = th_now_ms() + 2000;
-    while (!other_threads_asleep() && th_now_ms() < until)
+    while (!other_threads_asleep()) {
+        if (th_now_ms() >= until) {
+            fprintf(stderr, "harness: a thread of this process never slept in 2 s: forking "
+                    "anyway (under ASan the child may hang)\n");
+            return;
+        }
         th_sleep_us(200);
+    }
 }
 #endif
 
