@@ -178,6 +178,14 @@ static int looper_main(void *arg)
         setenv("DISTLOCK_URL", lp->url, 1);   /* before this process's first call */
     if (lp->end == END_HELD_EXIT)             /* it dies holding: the waiter waits a lease */
         setenv("DISTLOCK_LEASE_MS", "4000", 1);
+    /* END_DESTROY_FAILS: when the unlock after the relock does not linger
+     * (the hold, with its ACL round trip, was not short enough), its own
+     * release fails without EVALSHA and the hold lapses within a lease:
+     * the waiter's failed attempt then costs that lease, 30 s by default,
+     * the whole budget.  3 s keeps such attempts affordable; a lingering
+     * hold's TTL is cut to the same 2 s claim window as before. */
+    if (lp->end == END_DESTROY_FAILS)
+        setenv("DISTLOCK_LEASE_MS", "3000", 1);
     dist_mutex_t m;
     init_mutex(&m, lp->name, lp->fair);
     unsigned long l0 = lingers();
