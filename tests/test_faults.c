@@ -382,7 +382,7 @@ static void restart_tick(void *arg, int64_t elapsed_ms, uint64_t done)
  * The slack covers a thread held up between its lock call's return and
  * the checker's clock reading: beside two CPU burners, the latest hold
  * reported lost began 0 to 96 ms after the SIGTERM and at least 22 ms
- * before the server answered again (78 runs). */
+ * before the server answered again (78 of 80 mutex and rwlock runs). */
 #define RESTART_SLACK_MS 100
 static uint64_t lost_after_restart(const chk_hold_t *h, uint64_t n, int64_t stop_us,
                                    int64_t up_us, char *why, size_t size)
@@ -401,8 +401,8 @@ static uint64_t lost_after_restart(const chk_hold_t *h, uint64_t n, int64_t stop
             h[i].t_start_ns / 1000 > up_us + RESTART_SLACK_MS * 1000) {
             if (!bad++)
                 snprintf(why, size, "pid %d tid %d: a hold begun %lld us after the server "
-                         "answered again (fence %llu) was reported lost", (int)h[i].pid, (int)h[i].tid,
-                         (long long)(h[i].t_start_ns / 1000 - up_us),
+                         "answered again (fence %llu) was reported lost", (int)h[i].pid,
+                         (int)h[i].tid, (long long)(h[i].t_start_ns / 1000 - up_us),
                          (unsigned long long)h[i].fence);
         }
     return bad;

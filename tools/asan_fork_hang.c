@@ -17,11 +17,27 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
 static volatile int stop;
 /* allocates until told to stop (as the library's watchdog does, briefly,
  * at each renewal) */
-static void *busy(void *a) { (void)a; while (!stop) { void *p = malloc(64); free(p); } return NULL; }
-static void *brief(void *a) { (void)a; usleep(20000); return NULL; }
+static void *busy(void *a)
+{
+    (void)a;
+    while (!stop) {
+        void *p = malloc(64);
+        free(p);
+    }
+    return NULL;
+}
+
+static void *brief(void *a)
+{
+    (void)a;
+    usleep(20000);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 100, hung = 0;
@@ -40,8 +56,15 @@ int main(int argc, char **argv)
         }
         stop = 1;
         int st, waited = 0;
-        while (waitpid(pid, &st, WNOHANG) == 0 && waited < 5000) { usleep(1000); waited++; }
-        if (waited >= 5000) { hung++; kill(pid, SIGKILL); waitpid(pid, &st, 0); }
+        while (waitpid(pid, &st, WNOHANG) == 0 && waited < 5000) {
+            usleep(1000);
+            waited++;
+        }
+        if (waited >= 5000) {
+            hung++;
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+        }
         usleep(30000);                 /* the parent's thread is gone again */
     }
     printf("%d of %d children hung after exit(0)\n", hung, rounds);
