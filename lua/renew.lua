@@ -14,8 +14,8 @@
 --        n >= 1 renewed (or there), and n - 1 waiters are queued for the
 --        lock: a holder learns that others wait without relying on any push
 -- A write hold granted by push is named in the death trace only once its
--- holder claims it (common.lua, take_meta): a renewal is its holder's
--- claim, should the posted one (touch.lua) not have reached Redis.
+-- holder claims it (common.lua, take_meta): a renewal (or a check) is its
+-- holder's claim, should the posted one (touch.lua) not have reached Redis.
 local token, mode, lease, fence = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 -- The queued waiters, and redlock's waiting writer (which does not queue).
 local function waiting()
@@ -29,11 +29,9 @@ end
 if mode == 'w' then
   local h = rcall('HMGET', K_LOCK, 'owner', 'fence', 'info')
   if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
-  if lease > 0 then
-    rcall('PEXPIRE', K_LOCK, lease)
-    if rcall('HGET', K_META, 'wh') == PENDING .. token then
-      rcall('HSET', K_META, 'wh', token, 'wi', h[3])
-    end
+  if lease > 0 then rcall('PEXPIRE', K_LOCK, lease) end
+  if rcall('HGET', K_META, 'wh') == PENDING .. token then
+    rcall('HSET', K_META, 'wh', token, 'wi', h[3])
   end
   return 1 + waiting()
 end

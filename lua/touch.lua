@@ -12,17 +12,25 @@
 -- its holder in the death trace (the meta hash's wh): a grant made to a
 -- waiter is marked pending ('g:' .. token, common.lua) until then, so that
 -- a waiter that died before its grant is no death.
+-- It is numbered with the marks of shim/mark.c (mk, as mark.lua): a claim
+-- that runs after a later mark of the same hold (a linger's, sent on the
+-- next connection) changes nothing.
 -- KEYS: 1 lock, 2 readers, 3 rinfo, 4 meta (common.lua's KEYS[1..3], [6]).
--- ARGV: 1 token, 2 mode 'w'|'r', 3 lease ms, 4 the hold's fence
--- Reply: 1 renewed, 0 that hold is not there
+-- ARGV: 1 token, 2 mode 'w'|'r', 3 lease ms ('0': a fixed lease, claimed
+--       but not extended), 4 the hold's fence, 5 its number
+-- Reply: 1 renewed (claimed), 0 that hold is not there, or a later mark of
+--        it ran
 local t, f, ms = ARGV[1], ARGV[4], tonumber(ARGV[3])
 if ARGV[2] == 'w' then
   local h = redis.call('HMGET', KEYS[1], 'owner', 'fence', 'info')
   if h[1] ~= t or h[2] ~= f then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ms)
-  redis.call('HSET', KEYS[4], 'wh', t, 'wi', h[3])
+  local mf, mq = string.match(redis.call('HGET', KEYS[4], 'mk') or '', '^(%d+):(%d+)$')
+  if mf == f and tonumber(mq) >= tonumber(ARGV[5]) then return 0 end
+  if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) end
+  redis.call('HSET', KEYS[4], 'wh', t, 'wi', h[3], 'mk', f .. ':' .. ARGV[5])
   return 1
 end
+if ms == 0 then return 1 end
 local s = redis.call('ZSCORE', KEYS[2], t)
 local r = redis.call('HGET', KEYS[3], t)
 if not s or not r or string.format('%.0f', cmsgpack.unpack(r)[3]) ~= f then return 0 end

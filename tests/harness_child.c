@@ -2,12 +2,27 @@
 /* harness_child.c - see harness_child.h. */
 #include "harness.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define TH_ASAN 1
+#elif defined(__SANITIZE_THREAD__)
+#define TH_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TH_ASAN 1
+#elif __has_feature(thread_sanitizer)
+#define TH_TSAN 1
+#endif
+#endif
 
 /* ----------------------------------------------------------------- children */
 
@@ -51,9 +66,80 @@ static void atfork_once(void)
     }
 }
 
+#ifdef TH_ASAN
+/* 1 when every thread of this process but the caller sleeps (state S, or
+ * stopped, or a zombie): none is running inside the allocator then. */
+static int other_threads_asleep(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 1;
+    pid_t self = (pid_t)syscall(SYS_gettid);
+    int asleep = 1;
+    struct dirent *e;
+    while (asleep && (e = readdir(d))) {
+        pid_t tid = (pid_t)atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        char path[64], buf[512];
+        snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;                           /* gone meanwhile */
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        const char *paren = strrchr(buf, ')');  /* "tid (comm) S ..." */
+        char st = paren && paren[1] ? paren[2] : 'S';
+        if (st == 'R' || st == 'D')
+            asleep = 0;
+    }
+    closedir(d);
+    return asleep;
+}
+
+/* AddressSanitizer's allocator (GCC 12's libasan, the CI's) takes none of
+ * its locks around fork(): a child forked while another thread of the
+ * parent was inside malloc or free (the library's watchdog and subscriber
+ * starting or renewing, say) inherits that thread's allocator lock taken,
+ * and hangs at its next allocation of that size, or at exit() in
+ * LeakSanitizer's check, which takes every allocator lock (test_fork's
+ * test_child_exit_no_leaks: 17 of 300 runs under load; a program without
+ * distlock does the same: docs/RELIABILITY.md, "Notes for test writers").
+ * So a sanitized suite forks only while every other thread sleeps, waiting
+ * for that up to 2 s (a thread that never sleeps only delays the fork). */
+static void wait_other_threads_asleep(void)
+{
+    int64_t until = th_now_ms() + 2000;
+    while (!other_threads_asleep()) {
+        if (th_now_ms() >= until) {
+            fprintf(stderr, "harness: a thread of this process never slept in 2 s: forking "
+                    "anyway (under ASan the child may hang)\n");
+            return;
+        }
+        th_sleep_us(200);
+    }
+}
+#endif
+
+/* TH_HUNG_GDB=1: the stacks of a child killed for a time-out go to stderr
+ * first (for hunting a hang; needs gdb). */
+static void dump_stacks(pid_t pid)
+{
+    if (!getenv("TH_HUNG_GDB"))
+        return;
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "gdb -p %d -batch -ex 'thread apply all bt' 1>&2", (int)pid);
+    if (system(cmd) != 0)
+        fprintf(stderr, "harness: could not run gdb on child %d\n", (int)pid);
+}
+
 pid_t th_fork_child(int (*fn)(void *), void *arg)
 {
     atfork_once();
+#ifdef TH_ASAN
+    wait_other_threads_asleep();
+#endif
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -90,6 +176,7 @@ int th_wait_child_ms(pid_t pid, long timeout_ms)
         if (th_now_ms() >= deadline) {
             fprintf(stderr, "harness: child %d still running after %ld ms: killed\n",
                     (int)pid, timeout_ms);
+            dump_stacks(pid);
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             child_del(pid);
@@ -103,6 +190,66 @@ int th_wait_child_ms(pid_t pid, long timeout_ms)
     if (WIFSIGNALED(st))
         return 128 + WTERMSIG(st);
     return 255;
+}
+
+#ifdef TH_TSAN
+static void *probe_sleeper(void *arg)
+{
+    int fd = *(int *)arg;
+    char c;
+    while (read(fd, &c, 1) < 0 && errno == EINTR)
+        ;                                   /* until the probe ends */
+    return NULL;
+}
+
+static void *probe_nothing(void *arg)
+{
+    return arg;
+}
+
+/* A process with a thread forks; the child starts a thread.  Its status:
+ * 0 when that works under this build's ThreadSanitizer. */
+static int probe_fork_threads(void)
+{
+    int pp[2];
+    if (pipe(pp) != 0)
+        return -1;
+    pthread_t t;
+    if (pthread_create(&t, NULL, probe_sleeper, &pp[0]) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, STDERR_FILENO);       /* TSan's own message: we say it */
+        pthread_t c;
+        if (pthread_create(&c, NULL, probe_nothing, NULL) != 0)
+            _exit(3);
+        pthread_join(c, NULL);
+        _exit(0);
+    }
+    int st = -1;
+    if (pid > 0)
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+    close(pp[1]);
+    pthread_join(t, NULL);
+    close(pp[0]);
+    return pid > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+#endif
+
+int th_fork_threads_ok(void)
+{
+#ifdef TH_TSAN
+    static int known = -1;
+    if (known < 0)
+        known = probe_fork_threads() == 0;
+    return known;
+#else
+    return 1;
+#endif
 }
 
 int th_wait_child(pid_t pid)

@@ -22,13 +22,23 @@
 #define TH_CHILD_FAIL 99
 
 /* Forks; the child runs fn(arg) and _exit()s with its return value.  The
- * child dies with the parent (PR_SET_PDEATHSIG) and after 40 s (alarm). */
+ * child dies with the parent (PR_SET_PDEATHSIG) and after 40 s (alarm).
+ * Under AddressSanitizer it forks once every other thread sleeps (up to
+ * 2 s: see harness_child.c). */
 pid_t th_fork_child(int (*fn)(void *), void *arg);
 /* Exit status of the child (0..255), 128+signal if it was killed, or
- * TH_WAIT_TIMEOUT after timeout_ms (the child is then SIGKILLed). */
+ * TH_WAIT_TIMEOUT after timeout_ms (the child is then SIGKILLed; with
+ * TH_HUNG_GDB=1 in the environment, its stacks are printed first). */
 int th_wait_child_ms(pid_t pid, long timeout_ms);
 int th_wait_child(pid_t pid);               /* 30 s time-out */
 void th_kill_child(pid_t pid);              /* SIGKILL and reap */
+/* Whether a child forked from a process that has threads may start
+ * threads of its own: 1, except under a ThreadSanitizer that cannot (GCC
+ * 12's stops such a child with "dup thread with used id": glibc gives the
+ * child's new thread the stack, hence the pthread_t, of a parent's thread
+ * that TSan still counts as running in the child; docs/RELIABILITY.md).
+ * Found out once per process, by trying it. */
+int th_fork_threads_ok(void);
 /* In a child: SIGPIPE at its default disposition and unblocked, as in a
  * program that never touched it, so that a write on a reset connection
  * kills the process unless the library itself keeps SIGPIPE away. */

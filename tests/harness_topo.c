@@ -282,3 +282,59 @@ char *tt_sentinel_url(const tt_sentinels_t *st, char *buf, size_t size)
     return buf;
 }
 
+
+/* Prints to f (if not NULL) the last `keep` "#" lines (sentinel events) of
+ * sentinel i's log; returns how many of them contain `want` (if not NULL). */
+static int sentinel_events(const tt_sentinels_t *st, int i, int keep, const char *want, FILE *f)
+{
+    char path[400];
+    snprintf(path, sizeof path, "%s/sentinel-%d.log", tt_dir(), st->s[i].port);
+    FILE *in = fopen(path, "r");
+    if (!in)
+        return 0;
+    char ring[64][256];
+    int n = 0, found = 0;
+    if (keep > 64)
+        keep = 64;
+    char line[256];
+    while (fgets(line, sizeof line, in)) {
+        if (!strstr(line, " # "))
+            continue;
+        if (want && strstr(line, want))
+            found++;
+        if (keep > 0)
+            snprintf(ring[n++ % keep], sizeof ring[0], "%s", line);
+    }
+    fclose(in);
+    if (f)
+        for (int k = n > keep ? n - keep : 0; k < n; k++)
+            fprintf(f, "    %s", ring[k % keep]);
+    return found;
+}
+
+void tt_sentinels_report(FILE *f, const tt_sentinels_t *st, int lines)
+{
+    for (int i = 0; i < st->n; i++) {
+        fprintf(f, "sentinel %d (port %d): names master port %d\n", i, st->s[i].port,
+                tt_sentinel_master_port(st, i));
+        redisReply *r = th_cmd_at(st->s[i].port, "SENTINEL MASTER %s", st->master);
+        if (r && r->type == REDIS_REPLY_ARRAY)
+            for (size_t k = 0; k + 1 < r->elements; k += 2) {
+                const char *fld = r->element[k]->str, *val = r->element[k + 1]->str;
+                if (fld && val && (!strcmp(fld, "flags") || !strcmp(fld, "failover-state") ||
+                                   !strcmp(fld, "config-epoch") || !strcmp(fld, "num-slaves")))
+                    fprintf(f, "    %s: %s\n", fld, val);
+            }
+        if (r)
+            freeReplyObject(r);
+        sentinel_events(st, i, lines, NULL, f);
+    }
+}
+
+int tt_sentinels_tilted(const tt_sentinels_t *st)
+{
+    for (int i = 0; i < st->n; i++)
+        if (sentinel_events(st, i, 0, "+tilt", NULL))
+            return 1;
+    return 0;
+}

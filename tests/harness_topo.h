@@ -66,5 +66,13 @@ void tt_sentinels_stop(tt_sentinels_t *st);
 int tt_sentinel_master_port(const tt_sentinels_t *st, int i);
 /* "redis-sentinel://127.0.0.1:P1,127.0.0.1:P2,.../NAME" into buf. */
 char *tt_sentinel_url(const tt_sentinels_t *st, char *buf, size_t size);
+/* What each sentinel thinks and did, for a test that waited in vain for a
+ * failover: the master it names, its flags and failover state, and the
+ * events of its log (its "#" lines: +sdown, +odown, +tilt, elections,
+ * -failover-abort-..., +switch-master), the last `lines` of them. */
+void tt_sentinels_report(FILE *f, const tt_sentinels_t *st, int lines);
+/* Whether any sentinel's log says it entered TILT mode (its own timer ran
+ * more than 2 s late or the clock jumped: it then acts on nothing for 30 s). */
+int tt_sentinels_tilted(const tt_sentinels_t *st);
 
 #endif

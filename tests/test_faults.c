@@ -341,19 +341,71 @@ static void test_server_restart_unlock_first(void **state)
  * process finishes every operation (failed calls are retried and
  * counted), nobody crashes or hangs, no overlap the library did not
  * report (an overlap is excused only if the earlier hold's unlock said
- * ENOLCK), fences keep growing across the restart, nothing is left held. */
-struct restart_tick { th_server_t *s; int done; int64_t down_ms; };
+ * ENOLCK), fences keep growing across the restart, nothing is left held.
+ *
+ * Lost updates: a restart without persistence drops the holds of threads
+ * that are inside their critical section at that moment; no client can
+ * stop such a thread, and another process may take the lock on the new
+ * server before it leaves.  That is the loss SPEC allows (the unlock says
+ * ENOLCK), and the counter update of the later hold can then be written
+ * over by the lapsed one's.  Each lost update needs such an overlap: in
+ * a group of k holds that overlap one another, at most k - 1 writes are
+ * lost, and k - 1 of them began while another ran, which the checker
+ * counts (excused when only holds unlocked with ENOLCK/EIO were running,
+ * a violation otherwise).  So: no unexcused overlap, and no more lost
+ * updates than excused overlaps.  Seen once under load: 2 holds reported
+ * lost, 1 excused overlap, 1 lost update.  And only holds the restart
+ * took away may be lost (lost_after_restart): an excused overlap is never
+ * one the library could have avoided. */
+struct restart_tick { th_server_t *s; int done; int64_t down_ms, stop_us, up_us; };
 
 static void restart_tick(void *arg, int64_t elapsed_ms, uint64_t done)
 {
     struct restart_tick *t = arg;
     if (!t->done && elapsed_ms >= 400) {
         int64_t t0 = th_now_ms();
+        t->stop_us = th_now_us();      /* SIGTERM: it serves on until its next cron tick */
         if (th_server_restart(t->s) != 0)
             fprintf(stderr, "restart_tick: could not restart the server\n");
         t->down_ms = th_now_ms() - t0;
+        t->up_us = th_now_us();
         t->done = 1;
     }
+}
+
+/* Holds that the restart does not explain: reported lost (ENOLCK) though
+ * they began more than RESTART_SLACK_MS after the restarted server
+ * answered.  The loss happened before (at the SIGTERM, or when the old
+ * server exited: it serves on until its next cron tick), and SPEC's local
+ * trust lets no thread take or be handed a lost hold later than 50 ms
+ * after a silent loss, at once after a sign (the connections dropped).
+ * The slack covers a thread held up between its lock call's return and
+ * the checker's clock reading: beside two CPU burners, the latest hold
+ * reported lost began 0 to 96 ms after the SIGTERM and at least 22 ms
+ * before the server answered again (78 of 80 mutex and rwlock runs). */
+#define RESTART_SLACK_MS 100
+static uint64_t lost_after_restart(const chk_hold_t *h, uint64_t n, int64_t stop_us,
+                                   int64_t up_us, char *why, size_t size)
+{
+    uint64_t bad = 0;
+    int64_t latest = INT64_MIN;
+    for (uint64_t i = 0; i < n; i++)
+        if (h[i].unlock_rc == ENOLCK && h[i].t_start_ns / 1000 > latest)
+            latest = h[i].t_start_ns / 1000;
+    if (latest > INT64_MIN)
+        print_message("the latest hold reported lost began %+lld ms from the SIGTERM, %lld ms "
+                      "before the server was up again\n", (long long)(latest - stop_us) / 1000,
+                      (long long)(up_us - latest) / 1000);
+    for (uint64_t i = 0; i < n; i++)
+        if (h[i].unlock_rc == ENOLCK &&
+            h[i].t_start_ns / 1000 > up_us + RESTART_SLACK_MS * 1000) {
+            if (!bad++)
+                snprintf(why, size, "pid %d tid %d: a hold begun %lld us after the server "
+                         "answered again (fence %llu) was reported lost", (int)h[i].pid,
+                         (int)h[i].tid, (long long)(h[i].t_start_ns / 1000 - up_us),
+                         (unsigned long long)h[i].fence);
+        }
+    return bad;
 }
 
 static void test_server_restart_busy_run(void **state)
@@ -367,7 +419,9 @@ static void test_server_restart_busy_run(void **state)
     for (int k = 0; k < 2; k++) {
         char name[128];
         th_name(name, sizeof name, k ? "restart-run-rw" : "restart-run");
-        struct restart_tick t = { &s, 0, 0 };
+        struct restart_tick t = { &s, 0, 0, 0, 0 };
+        chk_hold_t *holds = NULL;
+        uint64_t nholds = 0;
         chk_cfg_t c;
         memset(&c, 0, sizeof c);
         c.kind = kinds[k];
@@ -382,8 +436,13 @@ static void test_server_restart_busy_run(void **state)
         c.quiet = 1;
         c.tick = restart_tick;
         c.tick_arg = &t;
+        c.holds_out = &holds;
+        c.nholds_out = &nholds;
         chk_report_t r;
         int rc = chk_run(&c, &r);
+        char why[200] = "";
+        uint64_t late = lost_after_restart(holds, nholds, t.stop_us, t.up_us, why, sizeof why);
+        free(holds);
         chk_print(stderr, k ? "rwlock, server restarted mid-run" : "mutex, server restarted mid-run", &r);
         print_message("server down for %lld ms\n", (long long)t.down_ms);
         assert_true(t.done);
@@ -393,7 +452,13 @@ static void test_server_restart_busy_run(void **state)
         assert_int_equal(r.holds, r.expected);
         assert_int_equal(r.overlaps, 0);
         assert_int_equal(r.fence_inversions, 0);
-        assert_int_equal(r.lost_updates, 0);
+        if (late)
+            fail_msg("%llu holds begun well after the restart were reported lost; first: %s",
+                     (unsigned long long)late, why);
+        if (r.lost_updates > r.excused)
+            fail_msg("%llu lost updates, more than the %llu overlaps excused by a hold reported "
+                     "lost (ENOLCK)", (unsigned long long)r.lost_updates,
+                     (unsigned long long)r.excused);
         assert_int_equal(r.unlock_other, 0);
         assert_int_equal(chk_keys_left_at(s.port, name), 0);
     }

@@ -38,12 +38,12 @@ struct lapse_arg {
 };
 
 static dist_mutex_t lapse_m;
-static volatile int lapse_t2_started;
+static int lapse_t2_started;
 
 static void *lapse_t2(void *p)
 {
     const struct lapse_arg *a = p;
-    lapse_t2_started = 1;
+    __atomic_store_n(&lapse_t2_started, 1, __ATOMIC_RELEASE);
     int rc = dist_mutex_lock(&lapse_m);
     th_send(a->up, LAPSE_T2_GOT, rc, th_now_us(), 0);
     if (rc == 0 || rc == EOWNERDEAD)
@@ -60,7 +60,7 @@ static int lapse_child(void *p)
     TH_CHECK_RC(dist_mutex_lock(&lapse_m), 0);
     pthread_t t;
     TH_CHECK(pthread_create(&t, NULL, lapse_t2, (void *)a) == 0);
-    while (!lapse_t2_started)
+    while (!__atomic_load_n(&lapse_t2_started, __ATOMIC_ACQUIRE))
         th_sleep_ms(1);
     th_sleep_ms(100);                     /* t2 waits in the lock call */
     th_send(a->up, LAPSE_READY, 0, 0, 0);
@@ -191,23 +191,23 @@ struct busy_arg {
 };
 
 static dist_mutex_t busy_m;
-static volatile int busy_stop;
+static int busy_stop;
 static unsigned long busy_iters[3];
 static int busy_err;
 
 static void *busy_loop(void *p)
 {
     unsigned long *n = p;
-    while (!busy_stop) {
+    while (!__atomic_load_n(&busy_stop, __ATOMIC_ACQUIRE)) {
         int rc = dist_mutex_lock(&busy_m);
         if (rc != 0 && rc != EOWNERDEAD) {
-            busy_err = rc;
+            __atomic_store_n(&busy_err, rc, __ATOMIC_RELAXED);
             break;
         }
         th_sleep_us(500);
-        (*n)++;
+        __atomic_add_fetch(n, 1, __ATOMIC_RELAXED);
         if ((rc = dist_mutex_unlock(&busy_m)) != 0) {
-            busy_err = rc;
+            __atomic_store_n(&busy_err, rc, __ATOMIC_RELAXED);
             break;
         }
     }
@@ -226,12 +226,13 @@ static int busy_child(void *p)
         TH_CHECK(pthread_create(&t[i], NULL, busy_loop, &busy_iters[i]) == 0);
     th_sleep_ms(50);                      /* they wait: the hold passes to them */
     TH_CHECK_RC(dist_mutex_unlock(&busy_m), 0);
-    while (busy_iters[0] + busy_iters[1] + busy_iters[2] < 100 && !busy_err)
+    while (__atomic_load_n(&busy_iters[0], __ATOMIC_RELAXED) + __atomic_load_n(&busy_iters[1], __ATOMIC_RELAXED) +
+           __atomic_load_n(&busy_iters[2], __ATOMIC_RELAXED) < 100 && !__atomic_load_n(&busy_err, __ATOMIC_RELAXED))
         th_sleep_ms(1);
     th_send(a->up, 1, 0, 0, 0);
     th_msg_t go;
     TH_CHECK(th_recv(a->down, &go, 30000) == 0);
-    busy_stop = 1;
+    __atomic_store_n(&busy_stop, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < 3; i++)
         pthread_join(t[i], NULL);
     TH_CHECK_RC(busy_err, 0);

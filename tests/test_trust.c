@@ -53,13 +53,13 @@ struct pair_arg {
 static dist_mutex_t pair_m;
 static dist_rwlock_t pair_rw;
 static const struct pair_arg *pair_a;
-static volatile int pair_t2_started;
+static int pair_t2_started;
 
 static void *pair_t2(void *p)
 {
     (void)p;
     const struct pair_arg *a = pair_a;
-    pair_t2_started = 1;
+    __atomic_store_n(&pair_t2_started, 1, __ATOMIC_RELEASE);
     int rc = a->kind == PAIR_WAIT ? dist_mutex_lock(&pair_m) : dist_rwlock_rdlock(&pair_rw);
     th_send(a->up, PAIR_T2_GOT, rc, th_now_us(), 0);
     if (rc == 0 || rc == EOWNERDEAD)
@@ -80,7 +80,7 @@ static int pair_child(void *p)
         TH_CHECK_RC(dist_mutex_init(&pair_m, a->name, NULL), 0);
         TH_CHECK_RC(dist_mutex_lock(&pair_m), 0);
         TH_CHECK(pthread_create(&t, NULL, pair_t2, NULL) == 0);
-        while (!pair_t2_started)
+        while (!__atomic_load_n(&pair_t2_started, __ATOMIC_ACQUIRE))
             th_sleep_ms(1);
         th_sleep_ms(100);                 /* T2 waits in the lock call */
         th_send(a->up, PAIR_READY, 0, 0, 0);
@@ -252,7 +252,7 @@ static void test_deleted_hold_not_joined(void **state)
 struct late_arg {
     char name[96];
     char url[64];
-    int up;
+    int up, down;
 };
 
 static int late_child(void *p)
@@ -260,6 +260,17 @@ static int late_child(void *p)
     const struct late_arg *a = p;
     setenv("DISTLOCK_URL", a->url, 1);
     setenv("DISTLOCK_IO_TIMEOUT_MS", "5000", 1);
+    /* connected, subscribed and the scripts in Redis's cache before the
+     * network slows down */
+    dist_mutex_t w;
+    char wname[128];
+    snprintf(wname, sizeof wname, "%s.warm", a->name);
+    TH_CHECK_RC(dist_mutex_init(&w, wname, NULL), 0);
+    TH_CHECK_RC(dist_mutex_lock(&w), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&w), 0);
+    th_send(a->up, 0, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
     dist_mutexattr_t at;
     dist_mutex_t m;
     TH_CHECK_RC(dist_mutexattr_init(&at), 0);
@@ -285,14 +296,19 @@ static void test_late_reply_not_returned(void **state)
     snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
     char key[300];
     th_key(key, sizeof key, a.name, "");
-    th_pipe_t up;
+    th_pipe_t up, down;
     th_pipe_open(&up);
+    th_pipe_open(&down);
     a.up = up.wr;
+    a.down = down.rd;
     th_proc_t q;
     assert_int_equal(th_proc_start(&q, NULL), 0);
 
-    th_proxy_mode(px, TH_PROXY_SLOW, 1500);
     pid_t pid = th_fork_child(late_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    th_proxy_mode(px, TH_PROXY_SLOW, 1500);
+    th_send(down.wr, 1, 0, 0, 0);
     /* P's request reaches Redis 1.5 s after it was sent and takes the lock
      * for 1 s; Q takes it once that lapsed. */
     if (!th_wait_exists(key, 1, 10000))
@@ -306,8 +322,8 @@ static void test_late_reply_not_returned(void **state)
     } while (rc == EBUSY && th_now_ms() < until);
     if (rc != 0 && rc != EOWNERDEAD)
         fail_msg("Q could not take the lock after P's hold lapsed: %s", th_errname(rc));
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_FENCE, a.name, 0, &res), 0);
     uint64_t qfence = res.fence;
-    th_msg_t msg;
     if (th_recv(up.rd, &msg, 700) == 0)
         fail_msg("P's lock call returned %s (fence %lld) while Q held the lock (fence %llu): "
                  "its reply came after its hold's validity", th_errname((int)msg.a),
@@ -324,6 +340,7 @@ static void test_late_reply_not_returned(void **state)
     TH_ASSERT_CHILD_OK(pid);
     assert_int_equal(th_proc_stop(&q), 0);
     th_pipe_close(&up);
+    th_pipe_close(&down);
     th_proxy_stop(px);
 }
 
@@ -495,7 +512,7 @@ struct rdfix_arg {
 
 static dist_rwlock_t rdfix_rw;
 static const struct rdfix_arg *rdfix_a;
-static volatile int rdfix_r1_left;
+static int rdfix_r1_left;
 
 static void *rdfix_r2(void *p)
 {
@@ -503,7 +520,7 @@ static void *rdfix_r2(void *p)
     const struct rdfix_arg *a = rdfix_a;
     TH_CHECK_RC(dist_rwlock_rdlock(&rdfix_rw), 0);
     th_send(a->up, 2, 0, 0, 0);
-    while (!rdfix_r1_left)
+    while (!__atomic_load_n(&rdfix_r1_left, __ATOMIC_ACQUIRE))
         th_sleep_ms(1);
     th_send(a->up, 4, dist_rwlock_unlock(&rdfix_rw), 0, 0);
     return NULL;
@@ -535,7 +552,7 @@ static int rdfix_child(void *p)
     TH_CHECK(pthread_create(&t, NULL, rdfix_r2, NULL) == 0);
     TH_CHECK(th_recv(a->down, &go, 30000) == 0);
     th_send(a->up, 3, dist_rwlock_unlock(&rdfix_rw), 0, 0);   /* R2 still reads */
-    rdfix_r1_left = 1;
+    __atomic_store_n(&rdfix_r1_left, 1, __ATOMIC_RELEASE);
     pthread_join(t, NULL);
     return 0;
 }
@@ -698,14 +715,14 @@ struct busy_arg {
 };
 
 static dist_mutex_t busy_m;
-static volatile int busy_stop;
+static int busy_stop;
 static const struct busy_arg *busy_a;
 
 /* Each thread: lock, tell the parent the hold began, hold 400 ms, unlock. */
 static void *busy_loop(void *p)
 {
     (void)p;
-    while (!busy_stop) {
+    while (!__atomic_load_n(&busy_stop, __ATOMIC_ACQUIRE)) {
         if (dist_mutex_lock(&busy_m) != 0)
             break;
         th_send(busy_a->up, 1, th_now_us(), 0, 0);
@@ -726,7 +743,7 @@ static int busy_child(void *arg)
     th_sleep_ms(50);
     TH_CHECK_RC(dist_mutex_unlock(&busy_m), 0);
     th_sleep_ms(6000);
-    busy_stop = 1;
+    __atomic_store_n(&busy_stop, 1, __ATOMIC_RELEASE);
     for (int i = 0; i < 2; i++)
         pthread_join(t[i], NULL);
     return 0;

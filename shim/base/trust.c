@@ -16,8 +16,15 @@ void dl_trust_end(const char *why)
 {
     __atomic_add_fetch(&dl_epoch, 1, __ATOMIC_ACQ_REL);
     DL_STAT_ADD(trust_ends, 1);
-    dl_log(DL_LOG_INFO, "%s: every hold of this process is confirmed with Redis "
-           "before it serves another thread", why);
+    /* A sign that persists (a server answering READONLY to every call)
+     * would fill the log: one line a second. */
+    static uint64_t last;
+    uint64_t now = dl_now_ms(), prev = __atomic_load_n(&last, __ATOMIC_RELAXED);
+    if (!prev || now - prev >= 1000) {
+        __atomic_store_n(&last, now, __ATOMIC_RELAXED);
+        dl_log(DL_LOG_INFO, "%s: every hold of this process is confirmed with Redis "
+               "before it serves another thread", why);
+    }
     void (*fn)(void *) = __atomic_load_n(&dl_hook_fn, __ATOMIC_ACQUIRE);
     if (fn)
         fn(__atomic_load_n(&dl_hook_arg, __ATOMIC_ACQUIRE));

@@ -77,21 +77,17 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
         waited(o);
 }
 
-void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int claimed)
+void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted)
 {
     if (!o->hold.renew)
         return;
     dl_watchdog_ensure(p);
-    if (!claimed)
+    if (!posted)
         return;
     /* A grant pushed to us (or found ours) lives only its claim window in
-     * Redis: the full lease is posted at once, and the watchdog confirms it
-     * at half the window (at once if the post could not be written, or if
-     * we do not know when the grant was made). */
-    uint64_t now = dl_now_ms();
-    int posted = dl_post_renew(p, o) == 0;
-    dl_watchdog_due(p, o, posted && o->tenure.valid_until > now
-                              ? now + dl_claim_window(o->hold.lease_ms) / 2 : now);
+     * Redis until the renewal take.c posted reaches it: the watchdog
+     * confirms it at half the window, which also sets its validity. */
+    dl_watchdog_due(p, o, dl_now_ms() + dl_claim_window(o->hold.lease_ms) / 2);
 }
 
 void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid)

@@ -28,9 +28,10 @@ void dl_hold_reserve(dl_core_t *o);
 void dl_hold_unreserve(dl_core_t *o);
 /* Records the hold rq took, as g says. */
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g);
-/* A renewable hold was just recorded: the watchdog renews it; a claimed
- * one (a pushed grant) at once. */
-void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int claimed);
+/* A renewable hold was just recorded: the watchdog renews it; one whose
+ * renewal to the lease was posted (a claimed grant: take.c) is confirmed
+ * at half its claim window. */
+void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted);
 /* An acquisition in mode, registration id rid, failed but may have run in
  * Redis: the watchdog withdraws it soon, whatever the process holds or asks
  * for meanwhile (withdraw.lua touches no later request). */

@@ -31,12 +31,16 @@
  * from its parent's: its holds are its own, whose marks start anew). */
 static uint64_t dl_markseq;
 
+uint64_t dl_mark_next(void)
+{
+    return __atomic_add_fetch(&dl_markseq, 1, __ATOMIC_RELAXED);
+}
+
 int dl_mark(dl_proc_t *p, const dl_core_t *o, int lingering, unsigned long ms)
 {
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     o->kind->calls->mark(&c, &who, &(dl_mark_args_t){
-        .fence = o->hold.fence, .lingering = lingering, .ms = ms,
-        .seq = __atomic_add_fetch(&dl_markseq, 1, __ATOMIC_RELAXED) });
+        .fence = o->hold.fence, .lingering = lingering, .ms = ms, .seq = dl_mark_next() });
     return dl_script_post(p->conn, &c);
 }

@@ -8,6 +8,8 @@
 #ifndef DL_MARK_H
 #define DL_MARK_H
 
+#include <stdint.h>
+
 struct dl_proc;
 struct dl_core;
 
@@ -17,5 +19,8 @@ struct dl_core;
  * held.  0 when written; else the caller must not linger, or relock
  * without Redis. */
 int dl_mark(struct dl_proc *p, const struct dl_core *o, int lingering, unsigned long ms);
+/* The next number of a posted mark or claim (touch.lua): they are ordered
+ * by it in Redis, whatever connections they went on. */
+uint64_t dl_mark_next(void);
 
 #endif

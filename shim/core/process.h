@@ -59,6 +59,7 @@ typedef struct dl_proc {
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
     int wall;                 /* a sign of lost state (trust.h): renew every
                                  hold at once, not at the next tick */
+    uint64_t wall_at;         /* when such a pass was last asked for (ms) */
 
     /* lingerer.c: the lingering holds it ends on time (pinned) */
     pthread_mutex_t lmu;

@@ -20,6 +20,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
+#include "mark.h"
 #include "notify.h"
 #include "take.h"
 #include "tenure.h"
@@ -370,51 +371,102 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
                    dl_core_qname(o, q, sizeof q), err);
 }
 
-/* A call returns a hold only within its validity (SPEC "Local trust"): a
- * reply that came back after it (a slow or stalled server, a process that
- * stalled) may tell of a hold that has lapsed, and that another process
- * holds by now.  A renewable hold is renewed, which confirms it; a fixed
- * lease is never extended, so past its validity it is lapsed as far as
- * its caller may know.  0: it stands (*g updated); EAGAIN: lapsed, and
- * released by its fence (which clears the death trace it left: the next
- * holder is told no EOWNERDEAD for a hold nobody used); EIO. */
+/* A call returns a hold only within its validity (SPEC "Local trust"), and
+ * only as far as Redis has confirmed it: a reply that came back after the
+ * validity (a slow or stalled server, a process that stalled, a WAIT for
+ * replicas) may tell of a hold that has lapsed and that another process
+ * holds by now, and a sign of lost state since the call was sent (a
+ * restart, a break: trust.h) may have taken it.  The hold is asked about
+ * by its fence: a renewable hold is renewed, a fixed lease only checked
+ * and never extended (so past its validity it is lapsed as far as its
+ * caller may know).  0: it stands (*g updated); EAGAIN: lapsed, and
+ * withdrawn by its registration id (which puts back the death trace it
+ * consumed, so the death it found is not lost with it: the next holder,
+ * this caller's next ask perhaps, is told); EIO. */
 static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 {
     char q[96];
     uint64_t now = dl_now_ms();
-    if (now < g->valid_until)
+    int late = now >= g->valid_until;
+    if (!late && g->epoch == dl_trust_epoch())
         return 0;
     dl_core_qname(o, q, sizeof q);
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    if (!rq->lease_ms) {
-        unsigned long lease = p->cfg.lease_ms, epoch = dl_trust_epoch();
+    if (!rq->lease_ms || !late) {
+        unsigned long lease = rq->lease_ms ? 0 : p->cfg.lease_ms, epoch = dl_trust_epoch();
         uint64_t sent = dl_now_ms();
         o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
             .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         if (dl_script_run(p->conn, &c, 1)) {
             g->maybe = 1;
-            return dl_fail(EIO, "%s %s: Redis answered after the hold's validity, and "
-                           "confirming it failed: %s", dl_core_what(o), q, c.cmd.errmsg);
+            return dl_fail(EIO, "%s %s: confirming the hold taken (%s) failed: %s",
+                           dl_core_what(o), q,
+                           late ? "Redis answered after its validity"
+                                : "Redis may have lost state meanwhile",
+                           c.cmd.errmsg);
         }
         if (c.reply.renew.held == 1) {
-            g->valid_until = dl_hold_valid_until(sent, lease);
+            if (lease)
+                g->valid_until = dl_hold_valid_until(sent, lease);
             g->sent_ms = sent;
             g->epoch = epoch;
             return 0;
         }
     }
-    dl_log(DL_LOG_INFO, "%s %s: Redis answered %llu ms after the hold's validity ended; "
-           "the hold is given up and asked for again", dl_core_what(o), q,
-           (unsigned long long)(now - g->valid_until));
-    o->kind->calls->release(&c, &who, &(dl_release_args_t){
-        .mode = rq->mode, .fence = g->fence, .rid = g->rid });
+    dl_log(DL_LOG_INFO, "%s %s: %s; the hold is given up and asked for again", dl_core_what(o), q,
+           late ? "Redis answered after the hold's validity ended"
+                : "Redis lost the hold while the call was under way");
+    o->kind->calls->withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
     if (dl_script_run(p->conn, &c, 1)) {
         pthread_mutex_lock(&o->mu);
         dl_hold_undo_later(p, o, rq->mode, g->rid);
         pthread_mutex_unlock(&o->mu);
     }
     return EAGAIN;
+}
+
+/* A hold granted by push, or found ours (a claim), may live only its claim
+ * window in Redis until its holder renews it to the lease; the lock call
+ * does not return before that renewal is on its way, or a pause of the
+ * caller right after its grant would lose the lock at the end of the
+ * window.  Posted (the kind's touch: touch.lua, written before we return)
+ * where the connection takes posts and no other round trip is on it; else
+ * sent and waited for.  A fixed lease's claim is its whole lease: nothing
+ * to extend.  0 (g->posted says which), EAGAIN: the grant had lapsed,
+ * EIO. */
+static int take_extend(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
+{
+    if (!g->claimed)
+        return 0;
+    char q[96];
+    /* A fixed lease's claim is its whole lease: it is not extended, but
+     * claimed all the same (its holder named in the death trace). */
+    unsigned long lease = rq->lease_ms ? 0 : p->cfg.lease_ms;
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    o->kind->calls->touch(&c, &who, &(dl_touch_args_t){
+        .mode = rq->mode, .lease_ms = lease, .fence = g->fence, .seq = dl_mark_next() });
+    if (dl_script_post(p->conn, &c) == 0) {
+        g->posted = 1;
+        return 0;
+    }
+    unsigned long epoch = dl_trust_epoch();
+    uint64_t sent = dl_now_ms();
+    o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
+        .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
+    if (dl_script_run(p->conn, &c, 1)) {
+        g->maybe = 1;
+        return dl_fail(EIO, "%s %s: renewing the hold it was granted: %s", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q), c.cmd.errmsg);
+    }
+    if (c.reply.renew.held != 1)
+        return EAGAIN;
+    if (lease)
+        g->valid_until = dl_hold_valid_until(sent, lease);
+    g->sent_ms = sent;
+    g->epoch = epoch;
+    return 0;
 }
 
 int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
@@ -425,18 +477,19 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
         rc = redis_take(p, o, rq, g);
         if (rc != 0 && rc != EOWNERDEAD)
             return rc;
-        int trc = take_in_time(p, o, rq, g);
+        /* The claim's renewal, then the replicas, and last the validity
+         * and trust of what is returned (the WAIT takes time too). */
+        int trc = take_extend(p, o, rq, g);
+        if (trc == 0 && p->cfg.wait_replicas && (trc = confirm_replicas(p, o, rq, g)))
+            return trc;
+        if (trc == 0)
+            trc = take_in_time(p, o, rq, g);
         if (trc == 0)
             break;
         if (trc != EAGAIN)
             return trc;
         if (rq->try_only || dl_now_ms() >= rq->deadline)
             return rq->try_only ? EBUSY : ETIMEDOUT;
-    }
-    if (p->cfg.wait_replicas) {
-        int wrc = confirm_replicas(p, o, rq, g);
-        if (wrc)
-            return wrc;
     }
     return rc;
 }

@@ -52,6 +52,8 @@ typedef struct dl_grant {
     int dead;
     int more;
     int claimed;              /* granted while we waited: only the claim ttl */
+    int posted;               /* claimed: its renewal to the lease was posted
+                                 (take_extend), not yet confirmed */
     int maybe;                /* failed, but an acquire or cancel may have run */
     uint64_t rid;             /* the registration id the hold was taken or claimed with */
     uint64_t valid_until;     /* see dl_tenure_t; 0: unknown until renewed */

@@ -21,10 +21,10 @@
  * DL_TENURE_RENEW_MS, and renew.lua's reply says how many wait.
  *
  * Posted renewals.  A hold pushed to a waiter, or cut to a claim window by
- * a linger, lives only that window (2 s) in Redis: renewed by a post (no
- * reply read) as soon as it is claimed (a lingering hold: by the mark that
- * takes it back, mark.c), it lives the lease again, and a pause right after
- * a handoff does not lose it.
+ * a linger, lives only that window (2 s) in Redis: renewed as soon as it
+ * is claimed (a pushed grant: before the lock call returns, take.c; a
+ * lingering hold: by the mark that takes it back, mark.c), it lives the
+ * lease again, and a pause right after a handoff does not lose it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -74,8 +74,11 @@ int dl_hold_trusted(const dl_core_t *o, int confirmed_now)
         return 0;
     /* A confirmation is as old as its sending; over a slow link it comes
      * back a round trip later, which the window allows for (on a LAN a
-     * fraction of a millisecond). */
+     * fraction of a millisecond), up to DL_TRUST_MS more: a round trip
+     * slowed once (an outage) must not widen it for good. */
     uint64_t rtt_ms = __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED) / 1000;
+    if (rtt_ms > DL_TRUST_MS)
+        rtt_ms = DL_TRUST_MS;
     return confirmed_now || now - o->tenure.confirmed_ms <= DL_TRUST_MS + rtt_ms;
 }
 
@@ -139,13 +142,4 @@ void dl_tenure_renew(dl_proc_t *p, dl_core_t *o)
     uint64_t due = dl_now_ms() + DL_TENURE_RENEW_MS;
     if (!o->renew_due || o->renew_due > due)
         dl_watchdog_due(p, o, due);
-}
-
-int dl_post_renew(dl_proc_t *p, const dl_core_t *o)
-{
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    o->kind->calls->touch(&c, &who, &(dl_touch_args_t){
-        .mode = o->hold.rmode, .lease_ms = o->hold.lease_ms, .fence = o->hold.fence });
-    return dl_script_post(p->conn, &c);
 }

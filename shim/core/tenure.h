@@ -47,11 +47,5 @@ unsigned long dl_hold_ttl(const dl_core_t *o);
  * again as often while threads of the process wait for it (hold.c,
  * dl_hold_renewed). */
 void dl_tenure_renew(dl_proc_t *p, dl_core_t *o);
-/* Posts (conn.h) the renewal of o's hold, named by its fence, to its lease
- * (a relock of a lingering hold restores it with its mark instead: mark.c).
- * It is sent with its text (lua/touch.lua for a lock), so that no emptied
- * script cache can make it fail unseen; its reply is never read, so
- * o->tenure.valid_until stays.  0 when written. */
-int dl_post_renew(dl_proc_t *p, const dl_core_t *o);
 
 #endif

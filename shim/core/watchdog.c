@@ -24,6 +24,7 @@
 #include "watchdog.h"
 
 #define DL_RENEW_CHUNK 2000   /* commands per pipelined round trip */
+#define DL_CONFIRM_ALL_MS 100 /* at most one pass for signs this often */
 
 typedef struct held {
     dl_core_t *o;
@@ -266,7 +267,14 @@ void dl_watchdog_undue(dl_core_t *o)
 void dl_watchdog_confirm_all(dl_proc_t *p)
 {
     pthread_mutex_lock(&p->wmu);
-    if (p->wstarted) {
+    /* At most one pass every DL_CONFIRM_ALL_MS: a sign that persists (a
+     * server answering READONLY or LOADING to every renewal) would
+     * otherwise make each pass's failures start the next one at once.  The
+     * trust ends at once anyway (trust.c); this pass only finds sooner
+     * what a thread would confirm itself before using a hold. */
+    uint64_t now = dl_now_ms();
+    if (p->wstarted && (!p->wall_at || now - p->wall_at >= DL_CONFIRM_ALL_MS)) {
+        p->wall_at = now;
         p->wall = 1;
         p->wnext = 0;
         pthread_cond_signal(&p->wcv);

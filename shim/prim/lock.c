@@ -202,7 +202,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
                           dl_core_qname(o, q, sizeof q));
                 dl_log(DL_LOG_INFO, "%s", dist_lasterror());
             }
-            dl_hold_watch(p, o, g->claimed);
+            dl_hold_watch(p, o, g->posted);
         }
     } else {
         if (g->maybe)
@@ -216,6 +216,72 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
     return rc;
+}
+
+/* The calling thread holds l, and relocks it, but the process's hold is
+ * lost (or a fixed lease past its validity): the thread asks Redis anew,
+ * as a lock call of its kind would, keeping its local hold meanwhile (no
+ * other thread of the process gets in).  Taken, it says EOWNERDEAD: the
+ * caller's own earlier hold lapsed, and what it protects may be
+ * half-updated.  Not taken (EBUSY, ETIMEDOUT, EIO), the hold stays lost:
+ * its unlocks say ENOLCK.  o->mu held. */
+static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    dl_req_t rr = *rq;
+    rr.mode = o->hold.rmode ? o->hold.rmode : rq->mode;
+    rr.lease_ms = o->hold.renew ? 0 : o->hold.lease_ms;
+    rr.fair = o->hold.fair;
+    dl_hold_reserve(o);
+    pthread_mutex_unlock(&o->mu);
+    dl_grant_t g = { 0 };
+    int rc = dl_take(p, o, &rr, &g);
+    pthread_mutex_lock(&o->mu);
+    dl_hold_unreserve(o);
+    if (rc == 0 || rc == EOWNERDEAD) {
+        dl_hold_record(p, o, &rr, &g);
+        dl_hold_watch(p, o, g.posted);
+        rc = EOWNERDEAD;
+        dl_seterr("lock %s: relocked, but this thread's hold had lapsed in Redis (lease ran "
+                  "out, or the server lost it) and was taken again; the protected state may "
+                  "be half-updated", dl_core_qname(o, q, sizeof q));
+        dl_log(DL_LOG_INFO, "%s", dist_lasterror());
+    } else {
+        if (g.maybe)
+            dl_hold_undo_later(p, o, rr.mode, g.rid);
+        if (rc == EBUSY || rc == ETIMEDOUT)
+            rc = busy_code(rq, l);
+    }
+    pthread_cond_broadcast(&o->cv);
+    return rc;
+}
+
+/* A thread that holds l locks it again (reentrant, or reading again): no
+ * round trip while the process's hold is trusted (tenure.c); else it is
+ * confirmed with Redis first, and taken again if Redis lost it (retake).
+ * SPEC, "Local trust": no relock of a hold without Redis once it may be
+ * lost.  o->mu held.  0, EOWNERDEAD, or retake's error; EIO when Redis
+ * cannot be asked (the hold stays as it is). */
+static int relock(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
+{
+    dl_core_t *o = &l->core;
+    int fresh = 0;
+    for (;;) {
+        if (o->hold.busy) {       /* another thread asks Redis about it: its answer decides */
+            dl_core_wait(o, dl_now_ms() + 100);
+            continue;
+        }
+        if (o->hold.rmode && dl_hold_trusted(o, fresh))
+            return 0;
+        if (!o->hold.rmode || o->hold.lost ||
+            (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until))
+            return retake(p, l, rq);
+        int rc = dl_hold_confirm(p, o);
+        if (rc == EIO)
+            return EIO;
+        fresh = rc == 0;
+    }
 }
 
 /* tid is the writer now; quick: its lock call came right after its own
@@ -242,12 +308,15 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
     pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, tid);
     if (h && h->wcount) {
-        if (rq->errorcheck)
+        if (rq->errorcheck) {
             rc = dl_fail(EDEADLK, "lock %s: already held by this thread",
                          dl_core_qname(o, q, sizeof q));
-        else if ((rc = dl_holder_push(l, tid, 'w')))
-            dl_seterr("lock %s: %s", dl_core_qname(o, q, sizeof q),
-                      rc == EAGAIN ? "reentrancy count overflow" : "out of memory");
+        } else if ((rc = relock(p, l, rq)) == 0 || rc == EOWNERDEAD) {
+            int prc = dl_holder_push(l, tid, 'w');
+            if (prc)
+                rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
+                             prc == EAGAIN ? "reentrancy count overflow" : "out of memory");
+        }
         pthread_mutex_unlock(&o->mu);
         return rc;
     }
@@ -329,9 +398,12 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
     if (h && (h->wcount || h->rcount)) {
         /* A thread that holds the lock may always read it again, even past
          * a waiting writer. */
-        if ((rc = dl_holder_push(l, tid, 'r')))
-            dl_seterr("lock %s: %s", dl_core_qname(o, q, sizeof q),
-                      rc == EAGAIN ? "reader count overflow" : "out of memory");
+        if ((rc = relock(p, l, rq)) == 0 || rc == EOWNERDEAD) {
+            int prc = dl_holder_push(l, tid, 'r');
+            if (prc)
+                rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
+                             prc == EAGAIN ? "reader count overflow" : "out of memory");
+        }
         pthread_mutex_unlock(&o->mu);
         return rc;
     }

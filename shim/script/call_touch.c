@@ -11,7 +11,7 @@ void dl_call_touch(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* KEYS: lock, readers, rinfo, meta.  ARGV: 1 token, 2 mode, 3 lease, 4 fence */
+    /* KEYS: lock, readers, rinfo, meta.  ARGV: 1 token, 2 mode, 3 lease, 4 fence, 5 seq */
     static const int keys[] = { 0, 1, 2, 5 };
     const dl_touch_args_t *a = &c->arg.touch;
     dl_wire_keys(w, keys, 4);
@@ -19,6 +19,7 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
     dl_wire_put(w, &a->mode, 1);
     dl_wire_num(w, a->lease_ms);
     dl_wire_num(w, a->fence);
+    dl_wire_num(w, a->seq);
 }
 
 static int parse(dl_call_t *c, redisReply *r)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_touch.h - lua/touch.lua: the renewal posted when a pushed grant is
- * claimed (core/tenure.c; call_touch.c).  Only posted: no reply is read
- * but by the tests. */
+ * claimed (core/take.c, take_extend; call_touch.c).  Only posted: no
+ * reply is read but by the tests. */
 #ifndef DL_CALL_TOUCH_H
 #define DL_CALL_TOUCH_H
 
@@ -9,8 +9,10 @@
 
 typedef struct dl_touch_args {
     char mode;
-    unsigned long lease_ms;
+    unsigned long lease_ms;       /* 0: a fixed lease, claimed, not extended */
     uint64_t fence;               /* with the caller's token, names the hold */
+    uint64_t seq;                 /* numbered with the marks (mark.c): one that
+                                     runs after a later mark changes nothing */
 } dl_touch_args_t;
 
 typedef struct dl_touch_reply {
