@@ -10,7 +10,7 @@
  *   - a lock call never returns a hold whose validity had passed when its
  *     reply came (a fixed lease, the reply delayed past it);
  *   - the renewal posted for a pushed grant survives an emptied script
- *     cache (SCRIPT FLUSH);
+ *     cache (SCRIPT FLUSH) and a command connection the server closed;
  *   - EOWNERDEAD is told once, also when the told hold's unlock failed and
  *     the next lock call takes the process's own hold back;
  *   - a waiter that died before its grant is no death of a holder;
@@ -431,6 +431,64 @@ static void test_posted_renewal_survives_flush(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * Nor to a command connection the server closed while the grantee waited
+ * (CLIENT KILL; a restart or the server's idle time-out alike): the socket
+ * still takes the posted renewal, and nothing would read of its loss.
+ * Lease 3000 ms (claim window 2000 ms): P waits for a lock Q holds, the
+ * server kills every normal connection (P's idle command connection with
+ * them; P's subscriber stays), Q unlocks, P is granted the lock by push and
+ * is stopped right after its lock call returns.  2.4 s later the lock must
+ * still be P's.  (Found by the nemesis, seed 3 of the single server.) */
+static void test_posted_renewal_survives_killed_connection(void **state)
+{
+    (void)state;
+    static struct flush_arg a;
+    th_name(a.name, sizeof a.name, "killgrant");
+    th_name(a.warm, sizeof a.warm, "killwarm");
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    const char *env[] = { "DISTLOCK_LEASE_MS=3000", NULL };
+    th_proc_t q, r;
+    assert_int_equal(th_proc_start(&q, env), 0);
+    assert_int_equal(th_proc_start(&r, env), 0);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_LOCK, a.name), 0);
+
+    pid_t pid = th_fork_child(flush_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 1);
+    th_wait_queued(a.name, 1);
+    th_cmd_do("CLIENT KILL TYPE normal SKIPME yes");
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 2);
+    kill(pid, SIGSTOP);
+    TH_ASSERT_RC((int)msg.a, 0);
+    int64_t granted = msg.b / 1000;
+    int64_t wake = granted + 2400 - th_now_ms();
+    if (wake > 0)
+        th_sleep_ms(wake);
+    int rc = th_proc_op(&r, TH_M_TRYLOCK, a.name);
+    kill(pid, SIGCONT);
+    if (rc != EBUSY)
+        fail_msg("2.4 s after its grant (lease 3 s), the stopped grantee's hold was gone "
+                 "(another process's trylock: %s): its renewal was posted on a connection "
+                 "the server had closed", th_errname(rc));
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 3);
+    TH_ASSERT_RC((int)msg.a, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&q), 0);
+    assert_int_equal(th_proc_stop(&r), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+}
+
+/* ------------------------------------------------------------------------
  * EOWNERDEAD is told once.  P takes a lock whose last holder died
  * (EOWNERDEAD); its unlock fails (EIO: Redis unreachable), so the hold may
  * still be there; P's next lock call takes its own hold back ("mine") and
@@ -797,6 +855,7 @@ int main(void)
         TH_TEST(test_deleted_hold_not_joined),
         TH_TEST(test_late_reply_not_returned),
         TH_TEST(test_posted_renewal_survives_flush),
+        TH_TEST(test_posted_renewal_survives_killed_connection),
         TH_TEST(test_ownerdead_told_once),
         TH_TEST(test_dead_waiter_no_ownerdead),
         TH_TEST(test_reader_past_validity_asks_redis),
