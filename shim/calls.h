@@ -97,8 +97,15 @@ typedef struct dl_release_args {
 
 typedef struct dl_release_reply {
     int result;                   /* 1 released, 0 held nothing, 2 released
-                                     already (a resend, a late copy), -1 unexpected */
+                                     already (a resend, a late copy), -1 unexpected,
+                                     DL_RELEASE_UNDECIDED (redlock) */
 } dl_release_reply_t;
+
+/* redlock: released where the answering servers had the hold, but those
+ * were too few for a majority and the servers that did not answer (owed
+ * the release) could make one up: the hold was the caller's as far as its
+ * validity says (quorum.c). */
+#define DL_RELEASE_UNDECIDED 3
 
 /* --- renew.lua: extend the caller's hold by a lease. */
 typedef struct dl_renew_args {

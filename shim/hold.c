@@ -112,6 +112,7 @@ void dl_hold_handoff(dl_lock_t *l)
 int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
 {
     int lost = l->lost, cut = l->ttl_cut;
+    uint64_t valid_until = l->valid_until;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
     dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid,
@@ -124,6 +125,7 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     dl_call_release(&c, &who, &ra);
     c.deadline = deadline;
     uint64_t t0 = dl_now_us();
+    int was_valid = t0 / 1000 < valid_until;
     int rc = dl_script_run(p->conn, &c, 1);
     if (!rc)
         dl_hold_rtt(l, dl_now_us() - t0);
@@ -136,6 +138,12 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
+    } else if (c.reply.release.result == DL_RELEASE_UNDECIDED) {
+        /* redlock: the servers that did not answer may hold it (they are
+         * owed the release).  Within its validity a majority had it: no
+         * one else could hold the lock meanwhile, and the release stands;
+         * past it, it may have lapsed there. */
+        lost |= !was_valid;
     } else if (c.reply.release.result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under

@@ -251,6 +251,17 @@ static void owe_failed(dl_conn_t *conn, const tally_t *t)
             owe(conn, i, t->at[i], looks, until);
 }
 
+/* A majority answered, too few of them have the hold, and the servers
+ * that did not answer could make up the majority: whether a majority had
+ * the hold is unknown, not "no".  A server stalled or cut (or skipped
+ * for its failure within the last second) may well keep a hold that was
+ * granted by a bare majority: its copy is as good as ever, and the hold
+ * with it, until its validity ends. */
+static int undecided(const tally_t *t)
+{
+    return t->yes < t->need && t->yes + (t->nodes - t->answered) >= t->need;
+}
+
 /* Any other call, answered by enough servers. */
 static void merge(dl_call_t *c, const tally_t *t)
 {
@@ -331,6 +342,17 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
             fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
                  t.why);
             rc = EIO;
+        } else if (undecided(&t) && c->script == DL_SCRIPT_RENEW) {
+            /* Not "gone": the servers that did not answer may have it.  The
+             * hold stays what its validity says; the caller asks again. */
+            fail(c, "redlock: %d of %d servers have the hold, too few to know (need %d): %s",
+                 t.yes, nodes, t.need, t.why);
+            rc = EIO;
+        } else if (undecided(&t) && c->script == DL_SCRIPT_RELEASE) {
+            c->reply.release.result = DL_RELEASE_UNDECIDED;
+            c->cmd.reply = NULL;
+            c->cmd.err = 0;
+            c->cmd.errmsg[0] = 0;
         } else {
             if (c->script == DL_SCRIPT_ACQUIRE)
                 merge_acquire(conn, c, &t, elapsed);

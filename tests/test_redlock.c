@@ -981,6 +981,49 @@ static void test_unlock_reaches_skipped_server(void **state)
     all_up();
 }
 
+/* A hold granted by a bare majority (servers 1 and 2; server 3 is held
+ * by someone else), and then server 2 stalls: the hold is still a
+ * majority's (server 2 keeps its copy), so neither the watchdog's renewal
+ * (server 1 has it, server 3 not, server 2 silent) nor the unlock may call
+ * it lapsed.  Both saw "2 of 3 answered, 1 has it" and said ENOLCK (the
+ * nemesis: an unlock during a one-server stall). */
+static void test_bare_majority_survives_stall(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], key[160], who[80];
+    th_name(name, sizeof name, "rlbare");
+    th_key(key, sizeof key, name, "");
+    th_proc_t a, b;
+    assert_int_equal(th_proc_start(&a, env_lease8()), 0);
+    assert_int_equal(th_proc_start(&b, env_lease8()), 0);
+    redisReply *r = th_cmd_at(g_port[2], "HSET %s owner elsewhere fence 1", key);
+    if (r)
+        freeReplyObject(r);
+    if ((r = th_cmd_at(g_port[2], "PEXPIRE %s 60000", key)))
+        freeReplyObject(r);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), 0);
+    assert_true(owner_on(0, name, who, sizeof who)[0]);
+    assert_true(owner_on(1, name, who, sizeof who)[0]);
+    assert_string_equal(owner_on(2, name, who, sizeof who), "elsewhere");
+    th_server_pause(&g_srv[1]);
+    /* past a watchdog tick (lease/3), well within the 8 s lease */
+    th_sleep_ms(3300);
+    int rc = th_proc_op(&a, TH_M_UNLOCK, name);
+    th_server_resume(&g_srv[1]);
+    if ((r = th_cmd_at(g_port[2], "DEL %s", key)))
+        freeReplyObject(r);
+    if (rc != 0)
+        fail_msg("unlock of a hold that servers 1 and 2 had (server 2 stalled, 3.3 s into an "
+                 "8 s lease): %s, want 0", th_errname(rc));
+    int64_t took;
+    TH_ASSERT_RC(trylock_within(&b, name, 3000, &took), 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
 /* A holder stalls past its fixed lease: every server's copy lapses, each
  * with its own fence.  Its unlock says ENOLCK (the lapse is reported), so
  * the next holder must not hear of it again: 0, not EOWNERDEAD. */
@@ -1084,6 +1127,7 @@ int main(void)
         TT_TEST(test_lapsed_release_clears_every_trace),
         TT_TEST(test_stalled_server_acquisition_withdrawn),
         TT_TEST(test_unlock_reaches_skipped_server),
+        TT_TEST(test_bare_majority_survives_stall),
         TT_TEST(test_fences_rise_past_a_fast_clock),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
