@@ -215,7 +215,7 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
     int may_be_stale = io->ctx != NULL, stale = 0;
     int fresh = 0;                    /* io->ctx has given no reply yet */
     if (conf->fail_fast && io->down_until) {
-        if (dl_now_ms() < io->down_until) {
+        if (dl_now_ms() < io->down_until && !cmds[0]->probe) {
             fail_all(cmds, n, io->down_err);
             return;
         }

@@ -298,6 +298,51 @@ static void merge(dl_call_t *c, const tally_t *t)
     }
 }
 
+/* A server that failed within the last second is skipped (redlock.c: its
+ * link's down window), so that a dead one costs a call nothing.  But when
+ * the servers that were asked cannot decide a call without it (fewer than
+ * a majority answered, or too few have the hold: one stalled, another
+ * skipped for a failure a moment ago, perhaps a single slow reply on a
+ * loaded machine), the call would fail, or a renewal lapse a hold a
+ * majority still has: ask the skipped servers after all.  Costs at most
+ * one per-server time-out, in a call that would otherwise have failed. */
+static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per, int n, int nodes,
+                        dl_call_t *undos)
+{
+    char want[DL_MAX_ENDPOINTS] = { 0 };
+    int any = 0;
+    for (int j = 0; j < n; j++) {
+        tally_t t = { .nodes = nodes, .need = nodes / 2 + 1 };
+        for (int i = 0; i < nodes; i++)
+            t.at[i] = per + (size_t)i * n + j;
+        count(&t);
+        if (t.answered >= t.need && !undecided(&t))
+            continue;
+        for (int i = 0; i < nodes; i++)
+            if (t.failed[i] && !t.unanswered[i]) {     /* never sent: skipped */
+                want[i] = 1;
+                any = 1;
+            }
+    }
+    if (!any)
+        return;
+    for (int i = 0; i < nodes; i++) {
+        if (!want[i])
+            continue;
+        dl_call_t *pi = per + (size_t)i * n;
+        memcpy(pi, calls, (size_t)n * sizeof *calls);
+        redlock_args(pi, n);
+        for (int j = 0; j < n; j++) {
+            pi[j].cmd.err = 0;
+            pi[j].cmd.sent = 0;
+            pi[j].cmd.reply = NULL;
+            pi[j].cmd.errmsg[0] = 0;
+            pi[j].cmd.probe = 1;
+        }
+    }
+    run_all(conn, per, n, nodes, want, undos);
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn);
@@ -323,6 +368,7 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
             withdrawal(&undos[i], &calls[0], 0);
     }
     run_all(conn, per, n, nodes, NULL, undos);
+    ask_skipped(conn, calls, per, n, nodes, undos);
     uint64_t elapsed = dl_now_ms() - start;
 
     int rc = 0;
