@@ -93,6 +93,10 @@ typedef struct dl_release_args {
                                      may keep it (0: the default) */
     int redlock;                  /* where nothing is held, a death trace older than
                                      the hold goes too (ARGV[6] 'o'): set by quorum.c */
+    int told;                     /* redlock: the hold was taken with EOWNERDEAD, so
+                                     its release must reach every server, to clear
+                                     the lapse's trace where the quorum did not
+                                     reach (quorum.c) */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {

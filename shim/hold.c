@@ -116,7 +116,8 @@ int dl_hold_release(dl_proc_t *p, dl_lock_t *l, uint64_t deadline)
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
     dl_release_args_t ra = { .mode = l->rmode, .fence = l->fence, .rid = l->hold_rid,
-                             .servers = l->servers, .lease_ms = l->lease_ms };
+                             .servers = l->servers, .lease_ms = l->lease_ms,
+                             .told = l->od_told };
     dl_caller_t who = dl_caller(p, l);
     l->busy = 1;
     pthread_mutex_unlock(&l->mu);

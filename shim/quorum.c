@@ -242,7 +242,8 @@ static void merge_acquire(dl_conn_t *conn, dl_call_t *c, tally_t *t, uint64_t el
 static void owe_failed(dl_conn_t *conn, const tally_t *t)
 {
     const dl_call_t *c = t->at[0];
-    unsigned may = c->script == DL_SCRIPT_RELEASE ? c->arg.release.servers : 0;
+    /* (a hold taken with EOWNERDEAD: every server, for the trace) */
+    unsigned may = c->script == DL_SCRIPT_RELEASE && !c->arg.release.told ? c->arg.release.servers : 0;
     unsigned long lease = c->script == DL_SCRIPT_RELEASE ? c->arg.release.lease_ms : 0;
     int looks = c->script == DL_SCRIPT_WITHDRAW ? 2 : 1;
     uint64_t until = owed_until(conn, lease, looks);
@@ -305,7 +306,8 @@ static void merge(dl_call_t *c, const tally_t *t)
  * skipped for a failure a moment ago, perhaps a single slow reply on a
  * loaded machine), the call would fail, or a renewal lapse a hold a
  * majority still has: ask the skipped servers after all.  Costs at most
- * one per-server time-out, in a call that would otherwise have failed. */
+ * one per-server time-out, in a call that would otherwise have failed (or
+ * in the rare release of a hold taken with EOWNERDEAD). */
 static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per, int n, int nodes,
                         dl_call_t *undos)
 {
@@ -316,7 +318,13 @@ static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per,
         for (int i = 0; i < nodes; i++)
             t.at[i] = per + (size_t)i * n + j;
         count(&t);
-        if (t.answered >= t.need && !undecided(&t))
+        /* The release of a hold taken with EOWNERDEAD: the lapse it was
+         * told of may have left a trace on a server its quorum did not
+         * count (skipped, or its copy lapsing later there); the release
+         * clears it ('o'), or the next holder to count that server is
+         * told of the same lapse again. */
+        int told = calls[j].script == DL_SCRIPT_RELEASE && calls[j].arg.release.told;
+        if (t.answered >= t.need && !undecided(&t) && !told)
             continue;
         for (int i = 0; i < nodes; i++)
             if (t.failed[i] && !t.unanswered[i]) {     /* never sent: skipped */

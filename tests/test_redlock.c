@@ -1080,6 +1080,51 @@ static void test_skipped_server_asked_for_quorum(void **state)
     all_up();
 }
 
+/* A crash is reported once also when the next holder's quorum skipped a
+ * server (its link's down window): that server keeps the lapse's trace,
+ * and the holder told EOWNERDEAD must clear it there with its release, or
+ * the next process whose quorum counts that server is told of the same
+ * lapse again (the nemesis, redlock seed 101). */
+static void test_crash_reported_once_past_skipped_server(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], other[64];
+    th_name(name, sizeof name, "rlcrskip");
+    th_name(other, sizeof other, "rlcrskip2");
+    th_proc_t h, a, b;
+    assert_int_equal(th_proc_start(&h, env_lease2()), 0);
+    assert_int_equal(th_proc_start(&a, env_lease2()), 0);
+    assert_int_equal(th_proc_start(&b, env_lease2()), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, other), 0);      /* connections up */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, other), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);       /* on all three */
+    th_proc_kill(&h);
+    th_sleep_ms(2300);                                      /* every copy lapsed */
+    /* a's link to server 3 fails once: skipped for the next second */
+    th_server_pause(&g_srv[2]);
+    int64_t t_fail = th_now_ms();
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, other), 0);
+    th_server_resume(&g_srv[2]);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, other), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, name), EOWNERDEAD);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, name), 0);
+    int64_t took = th_now_ms() - t_fail;
+    /* b's quorum must count server 3 */
+    srv_down(0);
+    int rc = th_proc_op(&b, TH_M_LOCK, name);
+    print_message("a took and released the lock %lld ms after server 3 failed; then b, "
+                  "server 1 down: %s\n", (long long)took, th_errname(rc));
+    if (rc == EOWNERDEAD)
+        fail_msg("the crash was reported twice: to a, whose quorum skipped server 3, and to b "
+                 "through server 3's trace");
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    all_up();
+}
+
 /* A holder stalls past its fixed lease: every server's copy lapses, each
  * with its own fence.  Its unlock says ENOLCK (the lapse is reported), so
  * the next holder must not hear of it again: 0, not EOWNERDEAD. */
@@ -1185,6 +1230,7 @@ int main(void)
         TT_TEST(test_unlock_reaches_skipped_server),
         TT_TEST(test_bare_majority_survives_stall),
         TT_TEST(test_skipped_server_asked_for_quorum),
+        TT_TEST(test_crash_reported_once_past_skipped_server),
         TT_TEST(test_fences_rise_past_a_fast_clock),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
