@@ -7,11 +7,15 @@
  *  overlap       two holds of one name overlap (write/write or write/read)
  *                only when the earlier holder was told ENOLCK, died, or
  *                its unlock is indeterminate (EIO), and the later has the
- *                greater fence.  Within one process, never.
+ *                greater fence.  Within one process, never.  A relock by
+ *                the holder's thread that says EOWNERDEAD with a greater
+ *                fence tells it too (PROTOCOL.md "Trust": the relock took
+ *                the lock anew after its own hold lapsed).
  *  store         every write the fenced store refused (and every read that
- *                found a newer write) belongs to a hold later told ENOLCK,
- *                that died, or whose unlock is indeterminate; two processes
- *                never write with one fence.
+ *                found a newer write) belongs to a hold later told ENOLCK
+ *                (or EOWNERDEAD by a relock, as above), that died, or whose
+ *                unlock is indeterminate; two processes never write with
+ *                one fence.
  *  stale-return  no lock call (relocks too) returns 0 or EOWNERDEAD with a
  *                fence below that of another process's conflicting hold
  *                whose own lock call had already returned: Redis had given
@@ -29,7 +33,11 @@
  *                fence that died, was told ENOLCK or EIO, lapsed (above), or
  *                a lock call in flight when its process was killed that
  *                could have been granted, or a break; with no hold released
- *                cleanly in between (which clears the trace).
+ *                cleanly in between (which clears the trace).  With redlock
+ *                also a copy on one server that lapsed there: a hold
+ *                released while that server was cut off (the release owed
+ *                to it), whose process was then stopped, cut or killed
+ *                before it could pay, until the EOWNERDEAD.
  *  liveness      the lock is never free (no hold, no fault or its healing
  *                time, no hold a dead process may keep) for longer than
  *                lease/3 + 1 s while a lock or timed lock call waits for it.
@@ -231,7 +239,8 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                              x->tid, (unsigned long long)x->fence, nm_rel(hs->c, x->t_ret));
                     note_lapse(a, x->t_ret, why);
                 }
-                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open;
+                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open ||
+                             a->told;
                 if (lapsed && x->fence > a->fence)
                     continue;
                 const nm_fault_t *xl = a->unlock_rc == 0 && x->fence > a->fence
@@ -287,7 +296,7 @@ static void check_store(nm_hist_t *hs)
                             (unsigned long long)e->fence);
                 continue;
             }
-            if (h->unlock_rc == 0 && !h->died)
+            if (h->unlock_rc == 0 && !h->died && !h->told)
                 nm_viol_add(hs, NM_C_STORE, k, h->lapse_ev ? h->lapse_ev : h->t_end,
                             "the store %s a %s with fence %llu (it had %llu from %d) during the %s, "
                             "yet its unlock said 0",
@@ -588,6 +597,38 @@ static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
     return 0;
 }
 
+/* redlock: could a copy of hold h have lapsed, unreleased, on one server
+ * by t?  Its unlock ran while a fault kept a server from answering (a
+ * minority: the unlock said 0, and the release was owed to that server,
+ * quorum.c), and its process was then stopped, cut or killed from before
+ * that fault healed until t, so that it could not pay: the copy lapsed
+ * there, leaving a death trace that the next holder to count that server
+ * hears of.  A real lapse of that copy. */
+static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
+{
+    const nm_ctx_t *c = hs->c;
+    if (c->cfg->topo != NM_TOPO_REDLOCK || h->unlock_rc != 0 || !h->t_unlock_ret || h->t_unlock_ret >= t)
+        return 0;
+    int64_t death = c->sh->slot[h->slot].died_us;
+    dist_t d[NM_MAX_FAULTS];
+    size_t nd = disturbances(hs, h->pid, d, NM_MAX_FAULTS);
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->t_start || !(f->kind == NM_F_SRVSTOP || f->kind == NM_F_BLACKHOLE ||
+                             f->kind == NM_F_PAUSE || f->kind == NM_F_JITTER))
+            continue;
+        int64_t healed = (f->ended ? f->t_end : hs->end) + NM_SLACK_US;
+        if (f->t_start > h->t_unlock_ret || healed < h->t_end)
+            continue;             /* not on while it was released */
+        if (death && death <= healed && death < t)
+            return 1;
+        for (size_t k = 0; k < nd; k++)
+            if (!d[k].slow_ms && d[k].a <= healed && d[k].b >= t - NM_SLACK_US)
+                return 1;
+    }
+    return 0;
+}
+
 static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
 {
     const nm_ctx_t *c = hs->c;
@@ -609,6 +650,8 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
             if (h->died && h->t_end >= r->t1)
                 lapsed = h->lapse_ev != 0;
             if (lapsed && !clean_between(hs, b, h->fence, r->fence, r->t0))
+                ok = 1;
+            else if (copy_lapsed(hs, h, r->t0))
                 ok = 1;
         }
         /* a grant to a waiter that could not claim it: a lock call in flight
@@ -821,12 +864,38 @@ static void check_small(nm_hist_t *hs)
     }
 }
 
+/* A relock (depth > 0) that said EOWNERDEAD with a greater fence than the
+ * hold its thread had: the library found that hold lapsed, took the lock
+ * anew and told its caller so (PROTOCOL.md "Trust"), as an unlock's ENOLCK
+ * would have.  The hold lapsed by then: evidence for the lapse check. */
+static void mark_told(nm_hist_t *hs)
+{
+    char why[96];
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        const nm_call_t *r = &hs->calls[i];
+        if (r->depth == 0 || r->rc != EOWNERDEAD || !r->t1)
+            continue;
+        for (size_t j = 0; j < hs->nh; j++) {
+            nm_hold_t *h = &hs->h[j];
+            if (h->pid != r->pid || h->tid != r->tid || h->name != r->name || h->fence >= r->fence ||
+                h->t_ret > r->t0 || h->t_end < r->t0)
+                continue;
+            if (!h->told || r->t1 < h->told)
+                h->told = r->t1;
+            snprintf(why, sizeof why, "a relock by its thread said EOWNERDEAD at %.1f ms",
+                     nm_rel(hs->c, r->t1));
+            note_lapse(h, r->t1, why);
+        }
+    }
+}
+
 void nm_check_all(nm_hist_t *hs)
 {
     byname_t bn[NM_MAX_NAMES];
     memset(bn, 0, sizeof bn);
     index_names(hs, bn);
     grant_bounds(hs, bn);
+    mark_told(hs);
     check_overlap(hs, bn);
     check_store(hs);
     check_stale(hs, bn);
