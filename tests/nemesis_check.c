@@ -95,17 +95,31 @@ static int64_t claim_us(const nm_hist_t *hs, int name)
 /* A fault that lost state of name (LOSS) ran at some time within [a, b]
  * (an instant fault runs from its start until the nemesis saw it done: a
  * break is the CLI's run). */
-static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, int64_t b, int sure)
 {
     const nm_ctx_t *c = hs->c;
     for (int i = 0; i < c->sch.n; i++) {
         const nm_fault_t *f = &c->sch.f[i];
         int64_t e = f->ended ? f->t_end : hs->end;
+        if (sure && (f->effects & NM_FX_MINORITY))
+            continue;
         if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
             (f->name < 0 || f->kind != NM_F_BREAK || f->name == name))
             return f;
     }
     return NULL;
+}
+
+static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    return loss_within_(hs, name, a, b, 0);
+}
+
+/* A loss within [a, b] that surely took every hold of name (not one
+ * server of several: NM_FX_MINORITY). */
+static const nm_fault_t *sure_loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    return loss_within_(hs, name, a, b, 1);
 }
 
 /* How late a sign of a loss at time t (a dropped connection, a break's
@@ -358,7 +372,9 @@ static void check_stale(nm_hist_t *hs, byname_t *bn)
         }
         if (!root)
             continue;
-        const nm_fault_t *lf = loss_within(hs, r->name, root->t_ret + 1, t1 - NM_TOL_SIGN_US);
+        /* (one server of several that lost its state may have left the
+         * hold its majority: the rule above judges those) */
+        const nm_fault_t *lf = sure_loss_within(hs, r->name, root->t_ret + 1, t1 - NM_TOL_SIGN_US);
         if (lf && lf->t_start > root->t_ret && t1 - lf->t_start > NM_TOL_SIGN_US + sign_delay(hs, r->pid, lf->t_start))
             nm_viol_add(hs, NM_C_STALE, r->name, r->t1,
                         "%s of %s by %d/%d (depth %d, called at %.1f ms) returned %s at %.1f ms for the "
@@ -603,7 +619,8 @@ static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
  * quorum.c), and its process was then stopped, cut or killed from before
  * that fault healed until t, so that it could not pay: the copy lapsed
  * there, leaving a death trace that the next holder to count that server
- * hears of.  A real lapse of that copy. */
+ * hears of.  A real lapse of that copy.  (Killed within the down window
+ * and the retry after the fault healed is as good as killed during it.) */
 static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
 {
     const nm_ctx_t *c = hs->c;
@@ -617,7 +634,10 @@ static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
         if (!f->t_start || !(f->kind == NM_F_SRVSTOP || f->kind == NM_F_BLACKHOLE ||
                              f->kind == NM_F_PAUSE || f->kind == NM_F_JITTER))
             continue;
-        int64_t healed = (f->ended ? f->t_end : hs->end) + NM_SLACK_US;
+        /* The owed release goes every 250 ms, failing at once while the
+         * server is in its link's 1 s down window (PROTOCOL.md, redlock://):
+         * a process may need that long after the fault healed to pay. */
+        int64_t healed = (f->ended ? f->t_end : hs->end) + (1000 + 250) * 1000 + NM_SLACK_US;
         if (f->t_start > h->t_unlock_ret || healed < h->t_end)
             continue;             /* not on while it was released */
         if (death && death <= healed && death < t)

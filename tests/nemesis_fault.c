@@ -380,7 +380,8 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
          * empty, and a hold a bare majority granted (the third server was
          * busy, or cut) with this server among it has lost its majority
          * (PROTOCOL.md, redlock://): a loss, with a sign. */
-        f->effects = minority ? NM_FX_LOSS | NM_FX_SIGN : NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
+        f->effects = minority ? NM_FX_LOSS | NM_FX_SIGN | NM_FX_MINORITY
+                              : NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
         f->t_start = nm_now_us();
         {
             pid_t old = srv->pid;
