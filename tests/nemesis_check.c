@@ -29,15 +29,17 @@
  *                Redis, long enough that no renewal could keep it: from its
  *                grant or its last renewal (every lease/3) to the evidence,
  *                a lease (a claim window for a network fault at its grant).
- *  ownerdead     every EOWNERDEAD follows a real lapse: a hold with a lower
+ *  ownerdead     every EOWNERDEAD follows a real lapse (a relock's: of the
+ *                thread's own hold, above): a hold with a lower
  *                fence that died, was told ENOLCK or EIO, lapsed (above), or
  *                a lock call in flight when its process was killed that
  *                could have been granted, or a break; with no hold released
  *                cleanly in between (which clears the trace).  With redlock
  *                also a copy on one server that lapsed there: a hold
  *                released while that server was cut off (the release owed
- *                to it), whose process was then stopped, cut or killed
- *                before it could pay, until the EOWNERDEAD.
+ *                to it), whose lease ran out there before the owed release
+ *                could reach it (the server away that long, or the process
+ *                stopped, cut or killed before it could pay).
  *  liveness      the lock is never free (no hold, no fault or its healing
  *                time, no hold a dead process may keep) for longer than
  *                lease/3 + 1 s while a lock or timed lock call waits for it.
@@ -616,10 +618,12 @@ static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
 /* redlock: could a copy of hold h have lapsed, unreleased, on one server
  * by t?  Its unlock ran while a fault kept a server from answering (a
  * minority: the unlock said 0, and the release was owed to that server,
- * quorum.c), and its process was then stopped, cut or killed from before
- * that fault healed until t, so that it could not pay: the copy lapsed
- * there, leaving a death trace that the next holder to count that server
- * hears of.  A real lapse of that copy.  (Killed within the down window
+ * quorum.c), and the copy's lease ran out there before the release could
+ * reach it: the server was away long enough, or the process was then
+ * stopped, cut or killed from before that fault healed until t, so that it
+ * could not pay.  The copy lapsed, leaving a death trace that the next
+ * holder to count that server hears of, unless the owed release clears
+ * it first: a real lapse of that copy.  (Killed within the down window
  * and the retry after the fault healed is as good as killed during it.) */
 static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
 {
@@ -640,6 +644,17 @@ static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
         int64_t healed = (f->ended ? f->t_end : hs->end) + (1000 + 250) * 1000 + NM_SLACK_US;
         if (f->t_start > h->t_unlock_ret || healed < h->t_end)
             continue;             /* not on while it was released */
+        /* The copy lapsed there before the owed release could reach it
+         * (from its grant, or its last renewal before the fault), and the
+         * EOWNERDEAD came before it could: the server was away that long */
+        int64_t L = lease_us(hs, h->name);
+        int64_t last = nm_locks[h->name].fixed ? h->g_lb : f->t_start - L / 3 - NM_SLACK_US;
+        if (last < h->g_lb)
+            last = h->g_lb;
+        if (last + L * 99 / 100 - NM_SLACK_US <= t && t <= healed)
+            return 1;
+        /* ... or its process could not pay it after the fault, killed or
+         * stopped or cut until the EOWNERDEAD */
         if (death && death <= healed && death < t)
             return 1;
         for (size_t k = 0; k < nd; k++)
@@ -658,6 +673,15 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
             continue;
         byname_t *b = &bn[r->name];
         int ok = 0;
+        /* A relock that found its thread's own hold lapsed: it reports that
+         * lapse to the thread, whoever was told of it since (PROTOCOL.md
+         * "Trust"); the lapse check judges the lapse itself (mark_told). */
+        for (size_t j = 0; j < b->n && r->depth > 0 && !ok; j++) {
+            const nm_hold_t *h = &hs->h[b->ix[j]];
+            if (h->pid == r->pid && h->tid == r->tid && h->fence < r->fence && h->t_ret <= r->t0 &&
+                h->t_end >= r->t0)
+                ok = 1;
+        }
         /* a hold with a lower fence that ended without a clean release */
         for (size_t j = 0; j < b->n && !ok; j++) {
             nm_hold_t *h = &hs->h[b->ix[j]];
