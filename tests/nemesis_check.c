@@ -97,31 +97,37 @@ static int64_t claim_us(const nm_hist_t *hs, int name)
 /* A fault that lost state of name (LOSS) ran at some time within [a, b]
  * (an instant fault runs from its start until the nemesis saw it done: a
  * break is the CLI's run). */
-static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, int64_t b, int sure)
+static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, int64_t b, int sure,
+                                      int latest)
 {
     const nm_ctx_t *c = hs->c;
+    const nm_fault_t *last = NULL;
+    /* latest: the tolerances count from the loss that took the hold (a
+     * restart before a break of the same hold must not shorten the break's
+     * sign delay; single seed 16); else the earliest. */
     for (int i = 0; i < c->sch.n; i++) {
         const nm_fault_t *f = &c->sch.f[i];
         int64_t e = f->ended ? f->t_end : hs->end;
         if (sure && (f->effects & NM_FX_MINORITY))
             continue;
         if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
-            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name))
-            return f;
+            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name) &&
+            (!last || (latest ? f->t_start > last->t_start : f->t_start < last->t_start)))
+            last = f;
     }
-    return NULL;
+    return last;
 }
 
 static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
 {
-    return loss_within_(hs, name, a, b, 0);
+    return loss_within_(hs, name, a, b, 0, 1);
 }
 
-/* A loss within [a, b] that surely took every hold of name (not one
- * server of several: NM_FX_MINORITY). */
+/* The first loss within [a, b] that surely took every hold of name (not
+ * one server of several: NM_FX_MINORITY). */
 static const nm_fault_t *sure_loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
 {
-    return loss_within_(hs, name, a, b, 1);
+    return loss_within_(hs, name, a, b, 1, 0);
 }
 
 /* How late a sign of a loss at time t (a dropped connection, a break's
