@@ -382,7 +382,10 @@ static int take_in_time(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, dl_grant
     int late, confirmed = 0;
     for (;;) {
         late = dl_now_ms() >= g->valid_until;
-        if (!late && g->epoch == dl_trust_epoch())
+        /* (A sign during the confirmation does not ask for another: with
+         * redlock every time-out of a stalled server is one, and each
+         * confirmation would meet the next.) */
+        if (!late && (confirmed || g->epoch == dl_trust_epoch()))
             return 0;
         /* A confirmation answered after the validity it set (the process
          * stalled between sending it and reading its reply, or the reply
