@@ -209,6 +209,10 @@ enum nm_fault_kind {
 #define NM_FX_NET 4         /* the network of pid (0: every client) is disturbed */
 #define NM_FX_DEATH 8       /* the client pid dies */
 #define NM_FX_SIGN 16       /* the clients can see it (a dropped connection...) */
+#define NM_FX_MINORITY 32   /* with LOSS: one server of several lost its state (redlock):
+                               a hold keeps its majority unless a bare one counted
+                               that server, so it explains a lapse, never the return
+                               of a hold that may still have its majority */
 
 typedef struct nm_fault {
     int kind;

@@ -7,11 +7,15 @@
  *  overlap       two holds of one name overlap (write/write or write/read)
  *                only when the earlier holder was told ENOLCK, died, or
  *                its unlock is indeterminate (EIO), and the later has the
- *                greater fence.  Within one process, never.
+ *                greater fence.  Within one process, never.  A relock by
+ *                the holder's thread that says EOWNERDEAD with a greater
+ *                fence tells it too (PROTOCOL.md "Trust": the relock took
+ *                the lock anew after its own hold lapsed).
  *  store         every write the fenced store refused (and every read that
- *                found a newer write) belongs to a hold later told ENOLCK,
- *                that died, or whose unlock is indeterminate; two processes
- *                never write with one fence.
+ *                found a newer write) belongs to a hold later told ENOLCK
+ *                (or EOWNERDEAD by a relock, as above), that died, or whose
+ *                unlock is indeterminate; two processes never write with
+ *                one fence.
  *  stale-return  no lock call (relocks too) returns 0 or EOWNERDEAD with a
  *                fence below that of another process's conflicting hold
  *                whose own lock call had already returned: Redis had given
@@ -25,11 +29,17 @@
  *                Redis, long enough that no renewal could keep it: from its
  *                grant or its last renewal (every lease/3) to the evidence,
  *                a lease (a claim window for a network fault at its grant).
- *  ownerdead     every EOWNERDEAD follows a real lapse: a hold with a lower
+ *  ownerdead     every EOWNERDEAD follows a real lapse (a relock's: of the
+ *                thread's own hold, above): a hold with a lower
  *                fence that died, was told ENOLCK or EIO, lapsed (above), or
  *                a lock call in flight when its process was killed that
  *                could have been granted, or a break; with no hold released
- *                cleanly in between (which clears the trace).
+ *                cleanly in between (which clears the trace).  With redlock
+ *                also a copy on one server that lapsed there: a hold
+ *                released while that server was cut off (the release owed
+ *                to it), whose lease ran out there before the owed release
+ *                could reach it (the server away that long, or the process
+ *                stopped, cut or killed before it could pay).
  *  liveness      the lock is never free (no hold, no fault or its healing
  *                time, no hold a dead process may keep) for longer than
  *                lease/3 + 1 s while a lock or timed lock call waits for it.
@@ -87,17 +97,37 @@ static int64_t claim_us(const nm_hist_t *hs, int name)
 /* A fault that lost state of name (LOSS) ran at some time within [a, b]
  * (an instant fault runs from its start until the nemesis saw it done: a
  * break is the CLI's run). */
-static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, int64_t b, int sure,
+                                      int latest)
 {
     const nm_ctx_t *c = hs->c;
+    const nm_fault_t *last = NULL;
+    /* latest: the tolerances count from the loss that took the hold (a
+     * restart before a break of the same hold must not shorten the break's
+     * sign delay; single seed 16); else the earliest. */
     for (int i = 0; i < c->sch.n; i++) {
         const nm_fault_t *f = &c->sch.f[i];
         int64_t e = f->ended ? f->t_end : hs->end;
+        if (sure && (f->effects & NM_FX_MINORITY))
+            continue;
         if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
-            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name))
-            return f;
+            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name) &&
+            (!last || (latest ? f->t_start > last->t_start : f->t_start < last->t_start)))
+            last = f;
     }
-    return NULL;
+    return last;
+}
+
+static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    return loss_within_(hs, name, a, b, 0, 1);
+}
+
+/* The first loss within [a, b] that surely took every hold of name (not
+ * one server of several: NM_FX_MINORITY). */
+static const nm_fault_t *sure_loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    return loss_within_(hs, name, a, b, 1, 0);
 }
 
 /* How late a sign of a loss at time t (a dropped connection, a break's
@@ -231,8 +261,18 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                              x->tid, (unsigned long long)x->fence, nm_rel(hs->c, x->t_ret));
                     note_lapse(a, x->t_ret, why);
                 }
-                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open;
+                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open ||
+                             a->told;
                 if (lapsed && x->fence > a->fence)
+                    continue;
+                /* x returned after a began but holds the older grant (its
+                 * process stopped or slowed between the grant and the
+                 * return): x is the earlier holder, and must be the one
+                 * told; whether its return came too late is stale-return's
+                 * to judge, with its tolerances (netns seed 218) */
+                int x_lapsed = x->unlock_rc == ENOLCK || x->unlock_rc == EIO || x->died || x->open ||
+                               x->told;
+                if (x_lapsed && x->fence < a->fence)
                     continue;
                 const nm_fault_t *xl = a->unlock_rc == 0 && x->fence > a->fence
                                        ? loss_within(hs, k, x->t_call - 2000000, x->t_ret) : NULL;
@@ -287,7 +327,7 @@ static void check_store(nm_hist_t *hs)
                             (unsigned long long)e->fence);
                 continue;
             }
-            if (h->unlock_rc == 0 && !h->died)
+            if (h->unlock_rc == 0 && !h->died && !h->told)
                 nm_viol_add(hs, NM_C_STORE, k, h->lapse_ev ? h->lapse_ev : h->t_end,
                             "the store %s a %s with fence %llu (it had %llu from %d) during the %s, "
                             "yet its unlock said 0",
@@ -349,7 +389,9 @@ static void check_stale(nm_hist_t *hs, byname_t *bn)
         }
         if (!root)
             continue;
-        const nm_fault_t *lf = loss_within(hs, r->name, root->t_ret + 1, t1 - NM_TOL_SIGN_US);
+        /* (one server of several that lost its state may have left the
+         * hold its majority: the rule above judges those) */
+        const nm_fault_t *lf = sure_loss_within(hs, r->name, root->t_ret + 1, t1 - NM_TOL_SIGN_US);
         if (lf && lf->t_start > root->t_ret && t1 - lf->t_start > NM_TOL_SIGN_US + sign_delay(hs, r->pid, lf->t_start))
             nm_viol_add(hs, NM_C_STALE, r->name, r->t1,
                         "%s of %s by %d/%d (depth %d, called at %.1f ms) returned %s at %.1f ms for the "
@@ -588,6 +630,55 @@ static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
     return 0;
 }
 
+/* redlock: could a copy of hold h have lapsed, unreleased, on one server
+ * by t?  Its unlock ran while a fault kept a server from answering (a
+ * minority: the unlock said 0, and the release was owed to that server,
+ * quorum.c), and the copy's lease ran out there before the release could
+ * reach it: the server was away long enough, or the process was then
+ * stopped, cut or killed from before that fault healed until t, so that it
+ * could not pay.  The copy lapsed, leaving a death trace that the next
+ * holder to count that server hears of, unless the owed release clears
+ * it first: a real lapse of that copy.  (Killed within the down window
+ * and the retry after the fault healed is as good as killed during it.) */
+static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
+{
+    const nm_ctx_t *c = hs->c;
+    if (c->cfg->topo != NM_TOPO_REDLOCK || h->unlock_rc != 0 || !h->t_unlock_ret || h->t_unlock_ret >= t)
+        return 0;
+    int64_t death = c->sh->slot[h->slot].died_us;
+    dist_t d[NM_MAX_FAULTS];
+    size_t nd = disturbances(hs, h->pid, d, NM_MAX_FAULTS);
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->t_start || !(f->kind == NM_F_SRVSTOP || f->kind == NM_F_BLACKHOLE ||
+                             f->kind == NM_F_PAUSE || f->kind == NM_F_JITTER))
+            continue;
+        /* The owed release goes every 250 ms, failing at once while the
+         * server is in its link's 1 s down window (PROTOCOL.md, redlock://):
+         * a process may need that long after the fault healed to pay. */
+        int64_t healed = (f->ended ? f->t_end : hs->end) + (1000 + 250) * 1000 + NM_SLACK_US;
+        if (f->t_start > h->t_unlock_ret || healed < h->t_end)
+            continue;             /* not on while it was released */
+        /* The copy lapsed there before the owed release could reach it
+         * (from its grant, or its last renewal before the fault), and the
+         * EOWNERDEAD came before it could: the server was away that long */
+        int64_t L = lease_us(hs, h->name);
+        int64_t last = nm_locks[h->name].fixed ? h->g_lb : f->t_start - L / 3 - NM_SLACK_US;
+        if (last < h->g_lb)
+            last = h->g_lb;
+        if (last + L * 99 / 100 - NM_SLACK_US <= t && t <= healed)
+            return 1;
+        /* ... or its process could not pay it after the fault, killed or
+         * stopped or cut until the EOWNERDEAD */
+        if (death && death <= healed && death < t)
+            return 1;
+        for (size_t k = 0; k < nd; k++)
+            if (!d[k].slow_ms && d[k].a <= healed && d[k].b >= t - NM_SLACK_US)
+                return 1;
+    }
+    return 0;
+}
+
 static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
 {
     const nm_ctx_t *c = hs->c;
@@ -597,6 +688,15 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
             continue;
         byname_t *b = &bn[r->name];
         int ok = 0;
+        /* A relock that found its thread's own hold lapsed: it reports that
+         * lapse to the thread, whoever was told of it since (PROTOCOL.md
+         * "Trust"); the lapse check judges the lapse itself (mark_told). */
+        for (size_t j = 0; j < b->n && r->depth > 0 && !ok; j++) {
+            const nm_hold_t *h = &hs->h[b->ix[j]];
+            if (h->pid == r->pid && h->tid == r->tid && h->fence < r->fence && h->t_ret <= r->t0 &&
+                h->t_end >= r->t0)
+                ok = 1;
+        }
         /* a hold with a lower fence that ended without a clean release */
         for (size_t j = 0; j < b->n && !ok; j++) {
             nm_hold_t *h = &hs->h[b->ix[j]];
@@ -609,6 +709,8 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
             if (h->died && h->t_end >= r->t1)
                 lapsed = h->lapse_ev != 0;
             if (lapsed && !clean_between(hs, b, h->fence, r->fence, r->t0))
+                ok = 1;
+            else if (copy_lapsed(hs, h, r->t0))
                 ok = 1;
         }
         /* a grant to a waiter that could not claim it: a lock call in flight
@@ -821,12 +923,38 @@ static void check_small(nm_hist_t *hs)
     }
 }
 
+/* A relock (depth > 0) that said EOWNERDEAD with a greater fence than the
+ * hold its thread had: the library found that hold lapsed, took the lock
+ * anew and told its caller so (PROTOCOL.md "Trust"), as an unlock's ENOLCK
+ * would have.  The hold lapsed by then: evidence for the lapse check. */
+static void mark_told(nm_hist_t *hs)
+{
+    char why[96];
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        const nm_call_t *r = &hs->calls[i];
+        if (r->depth == 0 || r->rc != EOWNERDEAD || !r->t1)
+            continue;
+        for (size_t j = 0; j < hs->nh; j++) {
+            nm_hold_t *h = &hs->h[j];
+            if (h->pid != r->pid || h->tid != r->tid || h->name != r->name || h->fence >= r->fence ||
+                h->t_ret > r->t0 || h->t_end < r->t0)
+                continue;
+            if (!h->told || r->t1 < h->told)
+                h->told = r->t1;
+            snprintf(why, sizeof why, "a relock by its thread said EOWNERDEAD at %.1f ms",
+                     nm_rel(hs->c, r->t1));
+            note_lapse(h, r->t1, why);
+        }
+    }
+}
+
 void nm_check_all(nm_hist_t *hs)
 {
     byname_t bn[NM_MAX_NAMES];
     memset(bn, 0, sizeof bn);
     index_names(hs, bn);
     grant_bounds(hs, bn);
+    mark_told(hs);
     check_overlap(hs, bn);
     check_store(hs);
     check_stale(hs, bn);

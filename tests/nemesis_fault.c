@@ -376,7 +376,12 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     case NM_F_RESTART:
         if (!server_ok(c, f))
             return snprintf(f->note, sizeof f->note, "server busy"), 0;
-        f->effects = minority ? NM_FX_SIGN : NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
+        /* With redlock a minority, which cuts nobody; but it comes back
+         * empty, and a hold a bare majority granted (the third server was
+         * busy, or cut) with this server among it has lost its majority
+         * (PROTOCOL.md, redlock://): a loss, with a sign. */
+        f->effects = minority ? NM_FX_LOSS | NM_FX_SIGN | NM_FX_MINORITY
+                              : NM_FX_LOSS | NM_FX_SIGN | NM_FX_NET;
         f->t_start = nm_now_us();
         {
             pid_t old = srv->pid;

@@ -124,6 +124,9 @@ typedef struct nm_hold {
     int64_t lapse_ev;           /* earliest evidence that it lapsed (0: none) */
     char lapse_why[160];
     int explained;              /* a fault explains the lapse */
+    int64_t told;               /* a relock by its thread inside it said EOWNERDEAD
+                                   with a greater fence (0: none): its holder was
+                                   told it had lapsed, as by ENOLCK */
 } nm_hold_t;
 
 /* A lock call (any depth, any result). */

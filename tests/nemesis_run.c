@@ -545,10 +545,13 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
                 (unsigned long long)cfg->seed);
         nm_schedule_print(stderr, &c->sch, c->start, 1);
     }
-    if (hs.nv) {
+    if (hs.nv || getenv("NEMESIS_KEEP")) {
+        /* (a kept passing run too: tools/nemesis-outcomes.sh reads it) */
         char hpath[300];
         snprintf(hpath, sizeof hpath, "%s/history.txt", c->dir);
         nm_hist_write(&hs, hpath);
+    }
+    if (hs.nv) {
         int counts[NM_C_COUNT] = { 0 };
         for (size_t i = 0; i < hs.nv; i++)
             counts[hs.v[i].check]++;

@@ -18,8 +18,8 @@
  *                         srvstop)
  *   NEMESIS_PROCS, _THREADS, _LEASE_MS, _FIXED_MS, _IO_TIMEOUT_MS,
  *   NEMESIS_RATE_MILLI (faults per 1000 s), NEMESIS_VERBOSE=1 (print the
- *   schedule of passing runs too), NEMESIS_KEEP=1 (keep the logs of a
- *   passing run), NEMESIS_DIR (where), NEMESIS_LIVENESS_MS (the liveness
+ *   schedule of passing runs too), NEMESIS_KEEP=1 (keep the logs and
+ *   the history of a passing run), NEMESIS_DIR (where), NEMESIS_LIVENESS_MS (the liveness
  *   bound, to see that check fire), NEMESIS_LIBLOG (DISTLOCK_LOG of the
  *   clients, default warn)
  */

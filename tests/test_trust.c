@@ -10,7 +10,7 @@
  *   - a lock call never returns a hold whose validity had passed when its
  *     reply came (a fixed lease, the reply delayed past it);
  *   - the renewal posted for a pushed grant survives an emptied script
- *     cache (SCRIPT FLUSH);
+ *     cache (SCRIPT FLUSH) and a command connection the server closed;
  *   - EOWNERDEAD is told once, also when the told hold's unlock failed and
  *     the next lock call takes the process's own hold back;
  *   - a waiter that died before its grant is no death of a holder;
@@ -345,6 +345,94 @@ static void test_late_reply_not_returned(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * Nor a hold whose *confirmation* came back after its validity.  A renewed
+ * lease of 1000 ms.  P holds lock W; its replies and pushes are delayed
+ * 300 ms.  W is broken (its revocation push, a sign, reaches P 300 ms
+ * later), and 100 ms after the break P's trylock of M is sent: its acquire
+ * is answered in time, but after the sign, so P confirms the hold with a
+ * renewal, whose reply is delayed 1.3 s (the delay was raised meanwhile).
+ * The renewal says "held", for a lease from when it was sent, which has
+ * passed by then: the trylock must not return the hold (EBUSY).  The
+ * nemesis found the same with a process stopped between sending the
+ * confirming renewal and reading its reply (redlock seed 105: a lock call
+ * returned 5.4 s after it was called, another process having held the lock
+ * meanwhile). */
+
+struct lateconf_arg {
+    char name[96], other[96];
+    char url[64];
+    int up, down;
+};
+
+static int late_confirm_child(void *p)
+{
+    const struct lateconf_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "8000", 1);
+    setenv("DISTLOCK_LEASE_MS", "1000", 1);
+    dist_mutex_t w, m;
+    TH_CHECK_RC(dist_mutex_init(&w, a->other, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&m, a->name, NULL), 0);
+    /* the scripts cached (renewals ran), subscribed, holding W */
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    TH_CHECK_RC(dist_mutex_lock(&w), 0);
+    th_sleep_ms(500);
+    th_send(a->up, 0, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    int64_t t0 = th_now_us();
+    int rc = dist_mutex_trylock(&m);
+    th_send(a->up, 1, rc, th_now_us() - t0, 0);
+    if (rc == 0 || rc == EOWNERDEAD)
+        dist_mutex_unlock(&m);
+    dist_mutex_unlock(&w);          /* (ENOLCK: it was broken) */
+    return 0;
+}
+
+static void test_late_confirmation_not_returned(void **state)
+{
+    (void)state;
+    static struct lateconf_arg a;
+    th_name(a.name, sizeof a.name, "lateconf");
+    th_name(a.other, sizeof a.other, "lateconfw");
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(late_confirm_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_true(th_proxy_delay(px, pid, 0, 300) > 0);
+    break_lock(a.other);
+    int64_t t_break = th_now_ms();
+    th_sleep_ms(100);
+    th_send(down.wr, 1, 0, 0, 0);
+    /* the acquire's reply is on its way with 300 ms; what follows gets 1.3 s */
+    th_sleep_ms(150);
+    th_proxy_delay(px, pid, 0, 1300);
+    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
+    assert_int_equal(msg.tag, 1);
+    print_message("trylock sent %lld ms after the sign, acquire answered in 300 ms, its "
+                  "confirmation in 1.3 s (lease 1 s): %s after %lld ms\n",
+                  (long long)(th_now_ms() - t_break - msg.b / 1000), th_errname((int)msg.a),
+                  (long long)(msg.b / 1000));
+    th_proxy_delay(px, pid, 0, 0);
+    if (msg.a == 0 || msg.a == EOWNERDEAD)
+        fail_msg("the trylock returned the hold (%s) though the renewal that confirmed it "
+                 "was answered after the lease it set had passed", th_errname((int)msg.a));
+    TH_ASSERT_RC((int)msg.a, EBUSY);
+    TH_ASSERT_CHILD_OK(pid);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    th_proxy_stop(px);
+}
+
+/* ------------------------------------------------------------------------
  * The renewal posted when a pushed grant is claimed cannot be lost to an
  * emptied script cache.  Lease 3000 ms (claim window 2000 ms).  P has run
  * renew.lua before (so it knows it cached), waits for a lock Q holds; the
@@ -419,6 +507,64 @@ static void test_posted_renewal_survives_flush(void **state)
         fail_msg("2.4 s after its grant (lease 3 s), the stopped grantee's hold was gone "
                  "(another process's trylock: %s): its posted renewal failed after the "
                  "script cache was flushed", th_errname(rc));
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 3);
+    TH_ASSERT_RC((int)msg.a, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&q), 0);
+    assert_int_equal(th_proc_stop(&r), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+}
+
+/* ------------------------------------------------------------------------
+ * Nor to a command connection the server closed while the grantee waited
+ * (CLIENT KILL; a restart or the server's idle time-out alike): the socket
+ * still takes the posted renewal, and nothing would read of its loss.
+ * Lease 3000 ms (claim window 2000 ms): P waits for a lock Q holds, the
+ * server kills every normal connection (P's idle command connection with
+ * them; P's subscriber stays), Q unlocks, P is granted the lock by push and
+ * is stopped right after its lock call returns.  2.4 s later the lock must
+ * still be P's.  (Found by the nemesis, seed 3 of the single server.) */
+static void test_posted_renewal_survives_killed_connection(void **state)
+{
+    (void)state;
+    static struct flush_arg a;
+    th_name(a.name, sizeof a.name, "killgrant");
+    th_name(a.warm, sizeof a.warm, "killwarm");
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    const char *env[] = { "DISTLOCK_LEASE_MS=3000", NULL };
+    th_proc_t q, r;
+    assert_int_equal(th_proc_start(&q, env), 0);
+    assert_int_equal(th_proc_start(&r, env), 0);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_LOCK, a.name), 0);
+
+    pid_t pid = th_fork_child(flush_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 1);
+    th_wait_queued(a.name, 1);
+    th_cmd_do("CLIENT KILL TYPE normal SKIPME yes");
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(msg.tag, 2);
+    kill(pid, SIGSTOP);
+    TH_ASSERT_RC((int)msg.a, 0);
+    int64_t granted = msg.b / 1000;
+    int64_t wake = granted + 2400 - th_now_ms();
+    if (wake > 0)
+        th_sleep_ms(wake);
+    int rc = th_proc_op(&r, TH_M_TRYLOCK, a.name);
+    kill(pid, SIGCONT);
+    if (rc != EBUSY)
+        fail_msg("2.4 s after its grant (lease 3 s), the stopped grantee's hold was gone "
+                 "(another process's trylock: %s): its renewal was posted on a connection "
+                 "the server had closed", th_errname(rc));
     th_send(down.wr, 1, 0, 0, 0);
     assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
     assert_int_equal(msg.tag, 3);
@@ -796,7 +942,9 @@ int main(void)
         TH_TEST(test_restart_hold_not_joined),
         TH_TEST(test_deleted_hold_not_joined),
         TH_TEST(test_late_reply_not_returned),
+        TH_TEST(test_late_confirmation_not_returned),
         TH_TEST(test_posted_renewal_survives_flush),
+        TH_TEST(test_posted_renewal_survives_killed_connection),
         TH_TEST(test_ownerdead_told_once),
         TH_TEST(test_dead_waiter_no_ownerdead),
         TH_TEST(test_reader_past_validity_asks_redis),

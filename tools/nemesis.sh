@@ -23,7 +23,8 @@
 #   -p PROCS (4)  -t THREADS (3)  -r FAULTS_PER_S (0.8)
 #   -S slow mode: 6 processes, lease 6000 ms, I/O time-out 8000 ms, a
 #      fault every 2 s (a loaded machine, or a sanitizer build)
-#   -k keep every run's logs (else only those of failed runs)
+#   -k keep every run's logs and history (else only those of failed runs;
+#      tools/nemesis-outcomes.sh DIR counts what each fault did in them)
 #   -o DIR for the logs (BUILD_DIR/nemesis-runs)
 set -uo pipefail
 cd "$(dirname "$0")/.."

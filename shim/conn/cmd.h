@@ -39,6 +39,9 @@ typedef struct dl_cmd {
     const char **undo_argv;
     const size_t *undo_argvlen;
     char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
+    int probe;                /* a fail-fast link tries its server even while it
+                                 skips it for a recent failure (redlock: the
+                                 quorum needs it) */
     int done;                 /* internal */
 } dl_cmd_t;
 

@@ -215,7 +215,7 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
     int may_be_stale = io->ctx != NULL, stale = 0;
     int fresh = 0;                    /* io->ctx has given no reply yet */
     if (conf->fail_fast && io->down_until) {
-        if (dl_now_ms() < io->down_until) {
+        if (dl_now_ms() < io->down_until && !cmds[0]->probe) {
             fail_all(cmds, n, io->down_err);
             return;
         }
@@ -385,12 +385,35 @@ int dl_link_io_presend(dl_link_io_t *io, dl_cmd_t **cmds, size_t n)
     return 0;
 }
 
+/* The server closed the idle connection (CLIENT KILL, a restart, its idle
+ * time-out) or it was reset: the peer's FIN or an error waits in the
+ * socket.  Data waiting (never expected on an idle command connection)
+ * counts as alive: the next round trip reads it. */
+static int peer_gone(int fd)
+{
+    char b;
+    ssize_t r = recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    return r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 int dl_link_io_post(dl_link_io_t *io, int argc, const char **argv, const size_t *argvlen)
 {
     static const char *skip[3] = { "CLIENT", "REPLY", "SKIP" };
     static const size_t skiplen[3] = { 6, 5, 4 };
     if (!io->ctx || io->ctx->err || !io->can_post)
         return EAGAIN;
+    /* A socket whose peer has closed still takes our bytes (the kernel
+     * sends them and gets a reset), so a post written there would be lost
+     * without anyone knowing: a pushed grant's renewal, and the grantee
+     * stopped right after its lock call returned, lost its hold at the end
+     * of the claim window (the nemesis, a CLIENT KILL while it waited).
+     * One peek finds the close first; the caller then makes a round trip
+     * on a new connection.  (Posts never go over TLS.) */
+    if (peer_gone(io->ctx->fd)) {
+        dl_link_io_drop(io);
+        dl_trust_end("redis: the server closed the connection");
+        return EAGAIN;
+    }
     /* No reply: nothing is left unread in our socket, whose close (the
      * process ending) then sends what it holds instead of a reset.
      * MSG_MORE: the kernel keeps the bytes until the next command goes out

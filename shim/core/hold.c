@@ -113,10 +113,12 @@ void dl_hold_handoff(dl_core_t *o)
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
 {
     int lost = o->hold.lost, cut = o->hold.ttl_cut;
+    uint64_t valid_until = o->tenure.valid_until;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold. */
     dl_release_args_t ra = { .mode = o->hold.rmode, .fence = o->hold.fence, .rid = o->hold.rid,
-                             .servers = o->hold.servers, .lease_ms = o->hold.lease_ms };
+                             .servers = o->hold.servers, .lease_ms = o->hold.lease_ms,
+                             .told = o->hold.od_told };
     dl_caller_t who = dl_caller(p, o);
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);
@@ -125,6 +127,7 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
     o->kind->calls->release(&c, &who, &ra);
     c.deadline = deadline;
     uint64_t t0 = dl_now_us();
+    int was_valid = t0 / 1000 < valid_until;
     int rc = dl_script_run(p->conn, &c, 1);
     if (!rc)
         dl_hold_rtt(o, dl_now_us() - t0);
@@ -138,6 +141,12 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
+    } else if (c.reply.release.result == DL_RELEASE_UNDECIDED) {
+        /* redlock: the servers that did not answer may hold it (they are
+         * owed the release).  Within its validity a majority had it: no
+         * one else could hold the lock meanwhile, and the release stands;
+         * past it, it may have lapsed there. */
+        lost |= !was_valid;
     } else if (c.reply.release.result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under

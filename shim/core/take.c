@@ -379,21 +379,34 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
  * restart, a break: trust.h) may have taken it.  The hold is asked about
  * by its fence: a renewable hold is renewed, a fixed lease only checked
  * and never extended (so past its validity it is lapsed as far as its
- * caller may know).  0: it stands (*g updated); EAGAIN: lapsed, and
+ * caller may know).  A confirmation is checked like the reply it
+ * confirms: one answered after the validity it set is given up.  0: it
+ * stands (*g updated); EAGAIN: lapsed, and
  * withdrawn by its registration id (which puts back the death trace it
  * consumed, so the death it found is not lost with it: the next holder,
  * this caller's next ask perhaps, is told); EIO. */
 static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 {
     char q[96];
-    uint64_t now = dl_now_ms();
-    int late = now >= g->valid_until;
-    if (!late && g->epoch == dl_trust_epoch())
-        return 0;
-    dl_core_qname(o, q, sizeof q);
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    if (!rq->lease_ms || !late) {
+    int late, confirmed = 0;
+    for (;;) {
+        late = dl_now_ms() >= g->valid_until;
+        /* (A sign during the confirmation does not ask for another: with
+         * redlock every time-out of a stalled server is one, and each
+         * confirmation would meet the next.) */
+        if (!late && (confirmed || g->epoch == dl_trust_epoch()))
+            return 0;
+        /* A confirmation answered after the validity it set (the process
+         * stalled between sending it and reading its reply, or the reply
+         * was that slow) vouches for nothing now: given up, as a late
+         * reply is, rather than confirmed again and again. */
+        if (confirmed && late)
+            break;
+        if (rq->lease_ms && late)
+            break;
+        dl_core_qname(o, q, sizeof q);
         unsigned long lease = rq->lease_ms ? 0 : p->cfg.lease_ms, epoch = dl_trust_epoch();
         uint64_t sent = dl_now_ms();
         o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
@@ -406,14 +419,15 @@ static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant
                                 : "Redis may have lost state meanwhile",
                            c.cmd.errmsg);
         }
-        if (c.reply.renew.held == 1) {
-            if (lease)
-                g->valid_until = dl_hold_valid_until(sent, lease);
-            g->sent_ms = sent;
-            g->epoch = epoch;
-            return 0;
-        }
+        if (c.reply.renew.held != 1)
+            break;
+        if (lease)
+            g->valid_until = dl_hold_valid_until(sent, lease);
+        g->sent_ms = sent;
+        g->epoch = epoch;
+        confirmed = 1;            /* checked again: the reply may have come late */
     }
+    dl_core_qname(o, q, sizeof q);
     dl_log(DL_LOG_INFO, "%s %s: %s; the hold is given up and asked for again", dl_core_what(o), q,
            late ? "Redis answered after the hold's validity ended"
                 : "Redis lost the hold while the call was under way");

@@ -51,7 +51,28 @@ static void prepare(dl_call_t *c)
  * hold's lease has surely ended there. */
 static void owe(const dl_call_t *c, const dl_tally_t *t)
 {
-    dl_quorum_owe_failed(t, c->arg.release.servers, c->arg.release.lease_ms, 1);
+    /* (a hold taken with EOWNERDEAD: every server, for the trace) */
+    unsigned may = c->arg.release.told ? 0 : c->arg.release.servers;
+    dl_quorum_owe_failed(t, may, c->arg.release.lease_ms, 1);
+}
+
+/* The release of a hold taken with EOWNERDEAD: the lapse it was told of
+ * may have left a trace on a server its quorum did not count (skipped, or
+ * its copy lapsing later there); the release clears it ('o'), or the next
+ * holder to count that server is told of the same lapse again. */
+static int needs_all(const dl_call_t *c)
+{
+    return c->arg.release.told;
+}
+
+/* Released where the answering servers had it; the servers that did not
+ * answer are owed the release, and whether the hold stood till now is its
+ * validity's to say (hold.c). */
+static int undecided(dl_call_t *c, const dl_tally_t *t)
+{
+    (void)t;
+    c->reply.release.result = DL_RELEASE_UNDECIDED;
+    return 0;
 }
 
 /* Released: a majority had the hold. */
@@ -61,6 +82,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 }
 
 static const dl_quorum_op_t quorum = {
-    .prepare = prepare, .said_yes = said_yes, .owe = owe, .merge = merge };
+    .prepare = prepare, .said_yes = said_yes, .owe = owe, .merge = merge,
+    .undecided = undecided, .needs_all = needs_all };
 
 const dl_script_entry_t dl_entry_release = { .wire = wire, .parse = parse, .quorum = &quorum };

@@ -17,12 +17,23 @@ typedef struct dl_release_args {
     int redlock;                  /* where nothing is held, a death trace older than
                                      the hold goes too (ARGV[6] 'o'): set on each
                                      server's copy (redlock) */
+    int told;                     /* redlock: the hold was taken with EOWNERDEAD, so
+                                     its release must reach every server, to clear
+                                     the lapse's trace where the quorum did not
+                                     reach (quorum.c) */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {
     int result;                   /* 1 released, 0 held nothing, 2 released
-                                     already (a resend, a late copy), -1 unexpected */
+                                     already (a resend, a late copy), -1 unexpected,
+                                     DL_RELEASE_UNDECIDED (redlock) */
 } dl_release_reply_t;
+
+/* redlock: released where the answering servers had the hold, but those
+ * were too few for a majority and the servers that did not answer (owed
+ * the release) could make one up: the hold was the caller's as far as its
+ * validity says (quorum.c). */
+#define DL_RELEASE_UNDECIDED 3
 
 /* dl_call_t's members for it (calls.h). */
 #define DL_CALL_ARG_release dl_release_args_t release;

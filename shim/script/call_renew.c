@@ -64,6 +64,15 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     }
 }
 
-static const dl_quorum_op_t quorum = { .prepare = prepare, .said_yes = said_yes, .merge = merge };
+/* Not "gone": the servers that did not answer may have it.  The hold
+ * stays what its validity says; the caller asks again. */
+static int undecided(dl_call_t *c, const dl_tally_t *t)
+{
+    return dl_quorum_fail(c, "redlock: %d of %d servers have the hold, too few to know (need %d): %s",
+                          t->yes, t);
+}
+
+static const dl_quorum_op_t quorum = { .prepare = prepare, .said_yes = said_yes, .merge = merge,
+                                       .undecided = undecided };
 
 const dl_script_entry_t dl_entry_renew = { .wire = wire, .parse = parse, .quorum = &quorum };

@@ -80,6 +80,17 @@ void dl_quorum_owe_failed(const dl_tally_t *t, unsigned may, unsigned long lease
             dl_quorum_owe(t->conn, i, t->at[i], looks, until);
 }
 
+int dl_quorum_undecided(const dl_tally_t *t)
+{
+    return t->yes < t->need && t->yes + (t->nodes - t->answered) >= t->need;
+}
+
+int dl_quorum_fail(dl_call_t *c, const char *fmt, int got, const dl_tally_t *t)
+{
+    fail(c, fmt, got, t->nodes, t->need, t->why);
+    return EIO;
+}
+
 static void count(dl_tally_t *t, const dl_quorum_op_t *q)
 {
     t->answered = t->yes = 0;
@@ -119,6 +130,58 @@ static const dl_quorum_op_t *op_of(const dl_call_t *c)
     return dl_scripts[c->script].entry->quorum;
 }
 
+/* A server that failed within the last second is skipped (redlock.c: its
+ * link's down window), so that a dead one costs a call nothing.  But when
+ * the servers that were asked cannot decide a call without it (fewer than
+ * a majority answered, or too few have the hold: one stalled, another
+ * skipped for a failure a moment ago, perhaps a single slow reply on a
+ * loaded machine), the call would fail, or a renewal lapse a hold a
+ * majority still has: ask the skipped servers after all.  So does a call
+ * that must reach every server (needs_all).  Costs at most one per-server
+ * time-out, in a call that would otherwise have failed. */
+static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per, int n, int nodes,
+                        dl_call_t *undos)
+{
+    char want[DL_MAX_ENDPOINTS] = { 0 };
+    int any = 0;
+    for (int j = 0; j < n; j++) {
+        const dl_quorum_op_t *q = op_of(&calls[j]);
+        if (!q)
+            continue;
+        dl_tally_t t = { .conn = conn, .nodes = nodes, .need = nodes / 2 + 1 };
+        for (int i = 0; i < nodes; i++)
+            t.at[i] = per + (size_t)i * n + j;
+        count(&t, q);
+        int all = q->needs_all && q->needs_all(&calls[j]);
+        if (t.answered >= t.need && !dl_quorum_undecided(&t) && !all)
+            continue;
+        for (int i = 0; i < nodes; i++)
+            if (t.failed[i] && !t.unanswered[i]) {     /* never sent: skipped */
+                want[i] = 1;
+                any = 1;
+            }
+    }
+    if (!any)
+        return;
+    for (int i = 0; i < nodes; i++) {
+        if (!want[i])
+            continue;
+        dl_call_t *mine = per + (size_t)i * n;
+        memcpy(mine, calls, (size_t)n * sizeof *calls);
+        for (int j = 0; j < n; j++) {
+            const dl_quorum_op_t *q = op_of(&mine[j]);
+            if (q && q->prepare)
+                q->prepare(&mine[j]);
+            mine[j].cmd.err = 0;
+            mine[j].cmd.sent = 0;
+            mine[j].cmd.reply = NULL;
+            mine[j].cmd.errmsg[0] = 0;
+            mine[j].cmd.probe = 1;    /* past the link's down window */
+        }
+    }
+    run_all(conn, per, n, nodes, want, undos);
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn);
@@ -150,6 +213,7 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
             q0->undo_for(&undos[i], &calls[0]);
     }
     run_all(conn, per, n, nodes, NULL, undos);
+    ask_skipped(conn, calls, per, n, nodes, undos);
 
     int rc = 0;
     dl_tally_t t = { .conn = conn, .elapsed = dl_now_ms() - start, .nodes = nodes,
@@ -175,6 +239,14 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
             fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
                  t.why);
             rc = EIO;
+        } else if (q->undecided && dl_quorum_undecided(&t)) {
+            if (q->undecided(c, &t))
+                rc = EIO;
+            else {
+                c->cmd.reply = NULL;
+                c->cmd.err = 0;
+                c->cmd.errmsg[0] = 0;
+            }
         } else {
             q->merge(c, &t);
             c->cmd.reply = NULL;

@@ -47,6 +47,15 @@ typedef struct dl_quorum_op {
     void (*merge)(dl_call_t *c, const dl_tally_t *t);
     /* Too few answered (c fails): what it may have left is undone. */
     void (*undo)(const dl_call_t *c, const dl_tally_t *t);
+    /* Enough answered, too few said yes, and the servers that did not
+     * answer could make up the majority (dl_quorum_undecided): c's outcome
+     * instead of merge's, as dl_script_run's (0, or EIO with c failed).
+     * NULL: merge decides (no for it). */
+    int (*undecided)(dl_call_t *c, const dl_tally_t *t);
+    /* The call must reach every server, even one skipped for a recent
+     * failure (a release that clears a lapse's trace).  NULL: a majority's
+     * answer will do. */
+    int (*needs_all)(const dl_call_t *c);
 } dl_quorum_op_t;
 
 /* Runs each call on every server and merges the typed replies into the one
@@ -61,6 +70,15 @@ typedef struct dl_quorum_op {
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n);
 
 /* --- for the entries --- */
+
+/* Whether a majority has what the call asked is unknown, not "no": too few
+ * said yes, but the servers that did not answer could make it up (a
+ * server stalled, cut, or skipped for a failure a moment ago may well keep
+ * a hold granted by a bare majority). */
+int dl_quorum_undecided(const dl_tally_t *t);
+/* c fails with EIO and a message from the tally (fmt: %d got, %d nodes,
+ * %d need, %s why). */
+int dl_quorum_fail(dl_call_t *c, const char *fmt, int got, const dl_tally_t *t);
 
 /* The reply of the first server that said yes when a majority did, else
  * of the first that said no. */
