@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* server.c - the redis-server of the run: a free port of 127.0.0.1, no
- * persistence, stopped by pid at the end and on SIGINT/SIGTERM; and the
- * parsing of --url. */
+ * persistence, stopped by pid at the end and on SIGINT/SIGTERM. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -20,8 +19,6 @@
 #include <unistd.h>
 
 #include "bench.h"
-
-redis_url_t g_url;
 
 static pid_t srv_pid = -1;
 static char srv_dir[128];
@@ -85,68 +82,6 @@ int reap_tool(pid_t pid)
         st = -1;
     untrack_pid(pid);
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
-}
-
-int url_parse(const char *s, redis_url_t *u)
-{
-    memset(u, 0, sizeof *u);
-    u->port = 6379;
-    if (!strncmp(s, "unix://", 7)) {
-        const char *p = s + 7, *q = strchr(p, '?');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        if (!n || n >= sizeof u->path)
-            return -1;
-        memcpy(u->path, p, n);
-        if (q && !strncmp(q, "?db=", 4))
-            u->db = atoi(q + 4);
-        return 0;
-    }
-    if (strncmp(s, "redis://", 8))
-        return -1;
-    const char *p = s + 8;
-    const char *at = strchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
-        if (ul >= sizeof u->user)
-            return -1;
-        memcpy(u->user, p, ul);
-        if (colon) {
-            size_t pl = (size_t)(at - colon - 1);
-            if (pl >= sizeof u->pass)
-                return -1;
-            memcpy(u->pass, colon + 1, pl);
-        }
-        p = at + 1;
-    }
-    const char *end = p + strcspn(p, "/");
-    const char *colon = NULL;
-    if (*p == '[') {
-        const char *close = memchr(p, ']', (size_t)(end - p));
-        if (!close)
-            return -1;
-        if ((size_t)(close - p - 1) >= sizeof u->host)
-            return -1;
-        memcpy(u->host, p + 1, (size_t)(close - p - 1));
-        if (close + 1 < end && close[1] == ':')
-            colon = close + 1;
-    } else {
-        colon = memchr(p, ':', (size_t)(end - p));
-        size_t hl = colon ? (size_t)(colon - p) : (size_t)(end - p);
-        if (!hl || hl >= sizeof u->host)
-            return -1;
-        memcpy(u->host, p, hl);
-    }
-    if (colon)
-        u->port = atoi(colon + 1);
-    if (*end == '/' && end[1])
-        u->db = atoi(end + 1);
-    if (u->port <= 0 || u->port > 65535)
-        return -1;
-    const char *pw = getenv("DISTLOCK_PASSWORD");
-    if (pw && *pw)
-        snprintf(u->pass, sizeof u->pass, "%s", pw);
-    return 0;
 }
 
 /* A port nobody listens on now: the kernel's pick for port 0. */
@@ -340,8 +275,8 @@ int server_start(void)
             snprintf(srv_url, sizeof srv_url, "redis://127.0.0.1:%d", port);
             snprintf(srv_tls_url, sizeof srv_tls_url, "rediss://127.0.0.1:%d", srv_tls_port);
             g_opt.url = srv_url;
-            url_parse(srv_url, &g_url);
-            return 0;
+            char err[200];
+            return rc_url(srv_url, err, sizeof err);    /* ours: it parses */
         }
     }
     fprintf(stderr, "distlock-bench: could not start %s on 127.0.0.1", g_opt.redis_server);
