@@ -82,8 +82,7 @@ int dl_launch_free_ports(int n, int *out)
 
 /* -------------------------------------------------------------- processes */
 
-/* In the child: no descriptor of the starter's beyond stdio. */
-static void close_from(int lowfd)
+void dl_launch_close_from(int lowfd)
 {
 #ifdef SYS_close_range
     if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
@@ -125,7 +124,7 @@ pid_t dl_launch_spawn(const dl_launch_t *how, const char *const *argv)
             dup2(out, 2);
         }
     }
-    close_from(3);
+    dl_launch_close_from(3);               /* nothing of the starter's but stdio */
     if (how->in_child)
         how->in_child(how->arg);
     execvp(argv[0], (char *const *)argv);

@@ -77,6 +77,9 @@ pid_t dl_launch_spawn(const dl_launch_t *how, const char *const *argv);
 int dl_launch_wait_up(pid_t pid, int port, long timeout_ms);
 /* 1 when 127.0.0.1:port answers PING with PONG within timeout_ms. */
 int dl_launch_ping(int port, long timeout_ms);
+/* In a child about to exec: closes every descriptor from lowfd up (what
+ * dl_launch_spawn's children do with 3). */
+void dl_launch_close_from(int lowfd);
 
 /* Stops pid: SIGCONT (a paused server), SIGTERM, and reaps it, with
  * SIGKILL after timeout_ms.  A pid that is not our child (a test process
