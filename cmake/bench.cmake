@@ -12,9 +12,10 @@ file(GLOB DL_BENCH_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tools/bench/*
 add_executable(distlock-bench ${DL_BENCH_SOURCES})
 target_compile_definitions(distlock-bench PRIVATE _GNU_SOURCE)
 # The bench reads the library's counters (shim/base/status.h) and the SHA1s of
-# its embedded scripts (shim/script/script.h) to tell them apart in the SLOWLOG:
-# distlock_internal, which also brings hiredis.
-target_link_libraries(distlock-bench PRIVATE distlock_internal m)
+# its embedded scripts (shim/script/script.h) to tell them apart in the SLOWLOG,
+# and reads its URL and connects as the library does: distlock_internal, which
+# also brings hiredis.  Its redis-server is started by tools/launch/.
+target_link_libraries(distlock-bench PRIVATE distlock_internal distlock_launch m)
 dl_target_flags(distlock-bench)
 
 # W8 preloads the interposer: the bench finds it in the build tree, or

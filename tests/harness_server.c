@@ -2,16 +2,10 @@
 /* harness_server.c - see harness_server.h. */
 #include "harness.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
+
+#include "launch.h"
 
 /* ------------------------------------------------------------------ servers */
 
@@ -20,124 +14,27 @@ static th_server_t th_main_srv;     /* the suite's server, if we started it */
 static int th_port;                 /* the suite's port */
 static char th_host[128] = "127.0.0.1";
 
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    a.sin_port = 0;
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
-static pid_t spawn_redis(int port)
-{
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid > 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    int devnull = open("/dev/null", O_RDWR);
-    if (devnull >= 0) {
-        dup2(devnull, 0);
-        if (!getenv("TH_REDIS_LOG")) {
-            dup2(devnull, 1);
-            dup2(devnull, 2);
-        }
-    }
-    th_close_from(3);
-    char ports[16];
-    snprintf(ports, sizeof ports, "%d", port);
-    execlp("redis-server", "redis-server", "--port", ports, "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir", "/tmp",
-           (char *)NULL);
-    _exit(127);
-}
-
-static int ping_port(int port, long timeout_ms)
-{
-    struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    int ok = 0;
-    if (c && !c->err) {
-        redisSetTimeout(c, tv);
-        redisReply *r = redisCommand(c, "PING");
-        ok = r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
-        if (r)
-            freeReplyObject(r);
-    }
-    if (c)
-        redisFree(c);
-    return ok;
-}
-
-static void reap_server(pid_t pid, long timeout_ms)
-{
-    int64_t deadline = th_now_ms() + timeout_ms;
-    for (;;) {
-        int st;
-        pid_t r = waitpid(pid, &st, WNOHANG);
-        if (r == pid || (r < 0 && errno == ECHILD))
-            return;
-        if (th_now_ms() >= deadline) {
-            kill(pid, SIGKILL);
-            waitpid(pid, &st, 0);
-            return;
-        }
-        th_sleep_ms(5);
-    }
-}
-
-/* Starts redis-server on port and waits until it answers PING. */
+/* Starts redis-server on port (0: a free one) and waits until it answers
+ * (tools/launch/launch.h).  Its output goes to /dev/null, or with
+ * TH_REDIS_LOG set to the suite's own. */
 static int start_on(th_server_t *s, int port)
 {
-    pid_t pid = spawn_redis(port);
-    if (pid < 0)
+    dl_launch_t how = { .dir = "/tmp", .keep_output = getenv("TH_REDIS_LOG") != NULL };
+    dl_launched_t srv;
+    if (dl_launch_start(&how, port, &srv) != 0)
         return -1;
-    int64_t deadline = th_now_ms() + 10000;
-    while (th_now_ms() < deadline) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return -1;              /* died: port taken? */
-        if (ping_port(port, 200)) {
-            s->pid = pid;
-            s->port = port;
-            s->stopped = 0;
-            snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", port);
-            return 0;
-        }
-        th_sleep_ms(10);
-    }
-    kill(pid, SIGKILL);
-    reap_server(pid, 1000);
-    return -1;
+    s->pid = srv.pid;
+    s->port = srv.port;
+    s->stopped = 0;
+    snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", srv.port);
+    return 0;
 }
 
 int th_server_start(th_server_t *s)
 {
     memset(s, 0, sizeof *s);
-    for (int attempt = 0; attempt < 8; attempt++) {
-        int port = free_port();
-        if (port > 0 && start_on(s, port) == 0)
-            return 0;
-    }
+    if (start_on(s, 0) == 0)
+        return 0;
     fprintf(stderr, "harness: could not start redis-server\n");
     return -1;
 }
@@ -156,7 +53,7 @@ int th_server_restart(th_server_t *s)
 
 int th_server_up(const th_server_t *s)
 {
-    return s->pid && !s->stopped && ping_port(s->port, 1000);
+    return s->pid && !s->stopped && dl_launch_ping(s->port, 1000);
 }
 
 void th_server_pause(th_server_t *s)
@@ -179,19 +76,16 @@ void th_server_stop(th_server_t *s)
 {
     if (!s->pid)
         return;
-    if (s->stopped)
-        th_server_resume(s);
-    kill(s->pid, SIGTERM);
-    reap_server(s->pid, 5000);
+    dl_launch_stop(s->pid, 5000);           /* SIGCONT first: it may be paused */
     s->pid = 0;
+    s->stopped = 0;
 }
 
 void th_server_kill(th_server_t *s)
 {
     if (!s->pid)
         return;
-    kill(s->pid, SIGKILL);
-    reap_server(s->pid, 5000);
+    dl_launch_kill(s->pid, 5000);
     s->pid = 0;
     s->stopped = 0;
 }
@@ -241,7 +135,7 @@ static int rl_start(int n, int down)
     for (int i = 1; i < n && i < TH_RL_MAX; i++) {
         int port;
         if (i >= n - down) {
-            port = free_port();       /* nothing listens there: a server down */
+            port = dl_launch_free_port();  /* nothing listens there: a server down */
         } else {
             if (th_server_start(&th_rl_srv[i]) != 0)
                 return -1;

@@ -2,39 +2,14 @@
 /* harness_topo.c - see harness_topo.h. */
 #include "harness_topo.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <netinet/in.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
+
+#include "launch.h"
 
 /* ------------------------------------------------------------- servers */
 
-static int wait_up(pid_t pid, int port, long timeout_ms)
-{
-    int64_t deadline = th_now_ms() + timeout_ms;
-    while (th_now_ms() < deadline) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid) {
-            tt_forget(pid);
-            return -1;                      /* died: port taken? */
-        }
-        if (tt_ping(port))
-            return 0;
-        th_sleep_ms(10);
-    }
-    tt_kill_ours(pid);
-    tt_forget(pid);
-    return -1;
-}
-
+/* Starts argv with its output in <tt_dir>/<tag>-<port>.log, registered
+ * (tt_spawn), and waits until the port answers as it. */
 static pid_t start_argv(const char *const *argv, int port, const char *tag)
 {
     char log[400];
@@ -42,8 +17,10 @@ static pid_t start_argv(const char *const *argv, int port, const char *tag)
     pid_t pid = tt_spawn(argv, log);
     if (pid < 0)
         return -1;
-    if (wait_up(pid, port, 10000) != 0)
+    if (dl_launch_wait_up(pid, port, 10000) != 0) {
+        tt_forget(pid);                     /* reaped by dl_launch_wait_up */
         return -1;
+    }
     return pid;
 }
 
@@ -58,47 +35,38 @@ void tt_tls_use(const char *cert, const char *key, const char *ca)
 
 int tt_server_start_on(th_server_t *s, int port, const char *const *extra)
 {
-    const char *argv[64];
-    char ports[16], dbfile[32], tports[16];
-    int a = 0, tls_port = 0;
-    snprintf(ports, sizeof ports, "%d", port);
+    const char *args[64];
+    char dbfile[32], log[400];
+    int a = 0;
     snprintf(dbfile, sizeof dbfile, "dump-%d.rdb", port);
-    argv[a++] = "redis-server";
-    argv[a++] = "--port";
-    argv[a++] = ports;
-    argv[a++] = "--bind";
-    argv[a++] = "127.0.0.1";
-    argv[a++] = "--save";
-    argv[a++] = "";
-    argv[a++] = "--appendonly";
-    argv[a++] = "no";
-    argv[a++] = "--daemonize";
-    argv[a++] = "no";
-    argv[a++] = "--dir";
-    argv[a++] = tt_dir();
-    argv[a++] = "--repl-diskless-sync-delay";
-    argv[a++] = "0";
-    argv[a++] = "--dbfilename";             /* servers share the directory */
-    argv[a++] = dbfile;
+    snprintf(log, sizeof log, "%s/redis-%d.log", tt_dir(), port);
+    args[a++] = "--repl-diskless-sync-delay";
+    args[a++] = "0";
+    args[a++] = "--dbfilename";             /* servers share the directory */
+    args[a++] = dbfile;
     if (tls_cert[0]) {
-        tls_port = tt_free_port();
-        snprintf(tports, sizeof tports, "%d", tls_port);
-        const char *t[] = { "--tls-port", tports, "--tls-cert-file", tls_cert, "--tls-key-file",
-                            tls_key, "--tls-ca-cert-file", tls_ca, "--tls-replication", "yes",
-                            "--tls-cluster", "yes" };
-        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-            argv[a++] = t[i];
+        args[a++] = "--tls-replication";
+        args[a++] = "yes";
+        args[a++] = "--tls-cluster";
+        args[a++] = "yes";
     }
-    for (const char *const *e = extra; e && *e && a < 62; e++)
-        argv[a++] = *e;
-    argv[a] = NULL;
-    pid_t pid = start_argv(argv, port, "redis");
-    if (pid < 0)
+    for (const char *const *e = extra; e && *e && a < 63; e++)
+        args[a++] = *e;
+    args[a] = NULL;
+    dl_launch_t how = { .dir = tt_dir(), .log = log, .extra = args };
+    if (tls_cert[0]) {
+        how.tls_cert = tls_cert;
+        how.tls_key = tls_key;
+        how.tls_ca = tls_ca;
+    }
+    dl_launched_t srv;
+    if (dl_launch_start(&how, port, &srv) != 0)
         return -1;
+    tt_register(srv.pid);
     memset(s, 0, sizeof *s);
-    s->pid = pid;
+    s->pid = srv.pid;
     s->port = port;
-    s->tls_port = tls_port;
+    s->tls_port = srv.tls_port;
     snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", port);
     return 0;
 }

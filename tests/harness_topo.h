@@ -33,9 +33,11 @@
 void tt_tls_use(const char *cert, const char *key, const char *ca);
 
 /* redis-server on 127.0.0.1:PORT (a free port) with --save "" --appendonly
- * no --dir <tt_dir()> and then extra (NULL-terminated, may be NULL).
- * Fills s like th_server_start, so th_server_kill/stop/pause/resume work
- * on it.  Waits for PING (LOADING counts as up).  0 or -1. */
+ * no --dir <tt_dir()> and then extra (NULL-terminated, may be NULL),
+ * started by tools/launch/launch.h.  Fills s like th_server_start, so
+ * th_server_kill/stop/pause/resume work on it.  Waits until the port
+ * answers as this process (INFO, which a server loading its data answers
+ * too).  0 or -1. */
 int tt_server_start(th_server_t *s, const char *const *extra);
 /* The same on a given port (a restart: the old process must be gone). */
 int tt_server_start_on(th_server_t *s, int port, const char *const *extra);

@@ -2,19 +2,14 @@
 /* harness_topo_proc.c - see harness_topo_proc.h. */
 #include "harness_topo.h"
 
-
-#include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <ftw.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
+
+#include "launch.h"
 
 /* ----------------------------------------------------------- registry */
 
@@ -24,7 +19,7 @@ static pid_t tt_owner;                      /* the process that made the directo
 static char tt_dirbuf[256];
 static volatile pid_t tt_pids[TT_MAX_PIDS];
 
-static void tt_register(pid_t pid)
+void tt_register(pid_t pid)
 {
     for (int i = 0; i < TT_MAX_PIDS; i++)
         if (!tt_pids[i]) {
@@ -44,14 +39,7 @@ void tt_forget(pid_t pid)
  * the system gave to someone else since), and reap it.  Async-signal-safe. */
 void tt_kill_ours(pid_t pid)
 {
-    int st;
-    pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r != 0)
-        return;                             /* reaped now or earlier, or not ours */
-    kill(pid, SIGCONT);
-    kill(pid, SIGKILL);
-    while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
+    dl_launch_stop_now(pid, SIGKILL);
 }
 
 static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
@@ -157,91 +145,27 @@ int tt_group_teardown(void **state)
 
 /* --------------------------------------------------------------- ports */
 
-static int bound_socket(int *port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a;
-    memset(&a, 0, sizeof a);
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
-        close(fd);
-        return -1;
-    }
-    *port = ntohs(a.sin_port);
-    return fd;
-}
-
 int tt_free_port(void)
 {
-    int port = -1;
-    int fd = bound_socket(&port);
-    if (fd < 0)
-        return -1;
-    close(fd);
-    return port;
+    return dl_launch_free_port();
 }
 
-/* n distinct free ports. */
 int tt_free_ports(int n, int *out)
 {
-    int fds[32];
-    if (n > 32)
-        return -1;
-    int ok = 0;
-    for (int i = 0; i < n; i++) {
-        fds[i] = bound_socket(&out[i]);
-        if (fds[i] < 0) {
-            for (int j = 0; j < i; j++)
-                close(fds[j]);
-            return -1;
-        }
-        ok++;
-    }
-    for (int i = 0; i < ok; i++)
-        close(fds[i]);
-    return 0;
+    return dl_launch_free_ports(n, out);
 }
 
 /* ----------------------------------------------------------- processes */
 
-/* fork + execvp with stdout/stderr appended to logpath; dies with us. */
+/* Started as the launcher starts servers (tools/launch/launch.h: dies with
+ * us, a clean signal state, output appended to logpath), and registered. */
 pid_t tt_spawn(const char *const *argv, const char *logpath)
 {
-    fflush(stdout);
-    fflush(stderr);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid > 0) {
+    dl_launch_t how = { .log = logpath };
+    pid_t pid = dl_launch_spawn(&how, argv);
+    if (pid > 0)
         tt_register(pid);
-        return pid;
-    }
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent)
-        _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGALRM, SIG_DFL);
-    alarm(0);
-    int in = open("/dev/null", O_RDONLY);
-    int out = open(logpath ? logpath : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in >= 0)
-        dup2(in, 0);
-    if (out >= 0) {
-        dup2(out, 1);
-        dup2(out, 2);
-    }
-    th_close_from(3);
-    execvp(argv[0], (char *const *)argv);
-    _exit(127);
+    return pid;
 }
 
 static char *slurp(const char *path)
@@ -292,16 +216,6 @@ int tt_run(const char *const *argv, long timeout_ms, char **out)
 }
 
 /* ------------------------------------------------------------ commands */
-
-int tt_ping(int port)
-{
-    redisReply *r = th_cmd_at(port, "PING");
-    int ok = r && ((r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0) ||
-                   (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "LOADING", 7) == 0));
-    if (r)
-        freeReplyObject(r);
-    return ok;
-}
 
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size)
 {

@@ -47,14 +47,15 @@ int tt_wait_bg(pid_t pid, long timeout_ms);
  * NULL if absent/unreachable. */
 char *tt_info_field(int port, const char *section, const char *field, char *buf, size_t size);
 
-/* Internal to the topology files: a process started by tt_spawn() is
- * registered (stopped at tt_cleanup()); tt_kill_ours() SIGKILLs and reaps
- * one only while it is still our unreaped child (async-signal-safe). */
+/* Internal to the topology files: a process started by tt_spawn() (with
+ * tools/launch/launch.h's dl_launch_spawn) is registered, and so is a
+ * server once started (tt_register); each is stopped at tt_cleanup().
+ * tt_kill_ours() SIGKILLs and reaps one only while it is still our
+ * unreaped child (async-signal-safe). */
 pid_t tt_spawn(const char *const *argv, const char *logpath);
+void tt_register(pid_t pid);
 void tt_kill_ours(pid_t pid);
 /* n distinct free ports into out; 0 or -1. */
 int tt_free_ports(int n, int *out);
-/* PING answered (LOADING counts as up). */
-int tt_ping(int port);
 
 #endif

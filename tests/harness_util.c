@@ -9,8 +9,9 @@
 #include <signal.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <unistd.h>
+
+#include "launch.h"
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -246,10 +247,5 @@ char *th_read_all(int fd, long timeout_ms)
 
 void th_close_from(int lowfd)
 {
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, (unsigned)lowfd, ~0U, 0) == 0)
-        return;
-#endif
-    for (int fd = lowfd; fd < 65536; fd++)
-        close(fd);
+    dl_launch_close_from(lowfd);            /* as the launcher's children do */
 }

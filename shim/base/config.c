@@ -401,6 +401,17 @@ int dl_config_prefix(char *out, size_t size)
     return 0;
 }
 
+int dl_config_password(dl_config_t *c)
+{
+    const char *pw = secure_getenv("DISTLOCK_PASSWORD");
+    if (pw && *pw) {
+        if (strlen(pw) >= sizeof c->password)
+            return dl_fail(EINVAL, "DISTLOCK_PASSWORD: longer than %zu bytes", sizeof c->password - 1);
+        strcpy(c->password, pw);
+    }
+    return 0;
+}
+
 int dl_config_load(dl_config_t *c)
 {
     memset(c, 0, sizeof *c);
@@ -409,12 +420,8 @@ int dl_config_load(dl_config_t *c)
     if (dl_url_parse(url ? url : DL_DEFAULT_URL, c, err, sizeof err))
         return dl_fail(EINVAL, "DISTLOCK_URL: %s", err);   /* never echo: it may hold a password */
 
-    const char *pw = secure_getenv("DISTLOCK_PASSWORD");
-    if (pw && *pw) {
-        if (strlen(pw) >= sizeof c->password)
-            return dl_fail(EINVAL, "DISTLOCK_PASSWORD: longer than %zu bytes", sizeof c->password - 1);
-        strcpy(c->password, pw);
-    }
+    if (dl_config_password(c))
+        return EINVAL;
 
     if (load_tls(c))
         return EINVAL;

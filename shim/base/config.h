@@ -58,6 +58,10 @@ int dl_config_prefix(char *out, size_t size);
 /* Parses a DISTLOCK_URL value into c's scheme, endpoints, db, user and
  * password.  On error writes a reason (without the password) to err. */
 int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen);
+/* DISTLOCK_PASSWORD, when set and not empty, over the URL's password in c
+ * (dl_config_load does it; so does a tool that parses a URL of its own).
+ * 0, or EINVAL with dist_lasterror(). */
+int dl_config_password(dl_config_t *c);
 
 /* Parses a whole decimal number in [min, max]; 0 or EINVAL. */
 int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);

@@ -1,24 +1,92 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* call_status.h - lua/status.lua: a read-only snapshot of a lock, for the
- * distlock tool (call_status.c).  No ARGV.  Its reply is a nested array
- * of strings with one reader, tools/cli/lockstat.c, which decodes it into
- * what the tool prints: the call hands that reader the snapshot as Redis
- * gave it, to be freed with dl_call_free_reply. */
+/*
+ * call_status.h - lua/status.lua: a read-only view of a lock, for the
+ * distlock tool's status, list, break and waiting line (call_status.c).
+ * No ARGV.  The reply is decoded here into a dl_view_t: who holds the lock
+ * and how, who waits, its last fence and whether the next holder gets
+ * EOWNERDEAD.  On redlock:// every server is asked and their views merged
+ * by the entry's quorum op: a hold counts when a majority shows it, and
+ * the view keeps what each server showed.
+ */
 #ifndef DL_CALL_STATUS_H
 #define DL_CALL_STATUS_H
 
+#include <stddef.h>
+
 #include "caller.h"
 
-struct redisReply;
+/* A holder or a waiter, from the "host\tpid\ttid" info the library stores. */
+typedef struct dl_view_who {
+    char host[128];
+    long pid, tid;            /* 0 when the info could not be parsed */
+    char mode;                /* 'w' or 'r' */
+    char token[64];           /* its process's owner token in Redis */
+} dl_view_who_t;
+
+typedef struct dl_view_holder {
+    dl_view_who_t who;
+    long long held_ms;        /* Redis clock: now - since */
+    long long lease_left_ms;  /* PTTL of the hold, or the reader's deadline - now */
+    long long lease_ms;       /* the hold's lease; -1 unknown (readers) */
+    unsigned long long fence;
+    int after_lapse;          /* it was acquired with EOWNERDEAD */
+} dl_view_holder_t;
+
+/* redlock://: what one server shows of a lock. */
+typedef struct dl_view_server {
+    char name[280];           /* host:port */
+    int answered;
+    char err[200];            /* not answered: why */
+    char mode;                /* 0 free, 'w', 'r' */
+    dl_view_who_t *holders;
+    size_t nholders;
+    int agrees;               /* it shows exactly the holders the majority shows */
+} dl_view_server_t;
+
+/* One lock as status.lua shows it.  Owns what it points to (dl_view_clear). */
+typedef struct dl_view {
+    char *name;               /* the lock's name (the call's, not Redis's) */
+    size_t namelen;
+    char mode;                /* 0 free, 'w' exclusive, 'r' shared */
+    dl_view_holder_t *holders;
+    size_t nholders;
+    dl_view_who_t *waiters;   /* live registrations, in queue order */
+    size_t nwaiters;
+    unsigned long long last_fence;   /* 0: none recorded (or expired) */
+    int next_ownerdead;       /* free, and the last hold lapsed: the next holder gets EOWNERDEAD */
+    int broken;               /* ... because of `distlock break` */
+    dl_view_who_t lapsed;     /* ... else whose hold lapsed (pid 0 if unknown) */
+    int known;                /* Redis has any key of this lock */
+
+    /* redlock:// only (else NULL, 0): each server's view.  A hold counts
+     * (is in holders above) when `need` servers, a majority, show it; its
+     * held_ms and lease_left_ms are then the majority's (the need-th
+     * longest), its fence the highest. */
+    dl_view_server_t *servers;
+    size_t nservers;
+    size_t need;              /* the majority */
+    size_t agree;             /* servers that show exactly the holders above */
+    int disputed;             /* some server shows a holder or waiter the result lacks */
+} dl_view_t;
+
+typedef struct dl_status_args {
+    const char *name;         /* the lock's name, for the view (not sent) */
+    size_t namelen;
+} dl_status_args_t;
 
 typedef struct dl_status_reply {
-    struct redisReply *snapshot;  /* status.lua's reply; NULL without one */
+    dl_view_t *view;          /* NULL: a reply of another shape, or out of memory */
 } dl_status_reply_t;
 
-/* dl_call_t's members for it (calls.h): no arguments. */
-#define DL_CALL_ARG_status
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_status dl_status_args_t status;
 #define DL_CALL_REPLY_status dl_status_reply_t status;
 
-void dl_call_status(dl_call_t *c, const dl_caller_t *who);
+/* The call of status.lua on lock `name` (its keys are who's).  After the
+ * run, c->reply.status.view; free it with dl_call_free_reply, or take it
+ * (set it NULL) and dl_view_clear + free it. */
+void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);
+/* Frees what v points to and zeroes it (not v itself). */
+void dl_view_clear(dl_view_t *v);
 
 #endif

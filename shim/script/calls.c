@@ -102,3 +102,25 @@ long long dl_reply_int(const redisReply *r)
 {
     return r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 }
+
+const char *dl_reply_str(const redisReply *r, size_t i, size_t *len)
+{
+    static const char none[] = "";
+    if (r && r->type == REDIS_REPLY_ARRAY && i < r->elements &&
+        (r->element[i]->type == REDIS_REPLY_STRING || r->element[i]->type == REDIS_REPLY_STATUS)) {
+        if (len)
+            *len = r->element[i]->len;
+        return r->element[i]->str;
+    }
+    if (len)
+        *len = 0;
+    return none;
+}
+
+const redisReply *dl_reply_arr(const redisReply *r, size_t i)
+{
+    if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
+        r->element[i]->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    return r->element[i];
+}

@@ -101,7 +101,7 @@ DL_SCRIPT_LIST(DL_SCRIPT_ENTRY_)
 
 /* c becomes a call of script by who, no deadline: the builders' start. */
 void dl_call_init(dl_call_t *c, int script, const dl_caller_t *who);
-/* Frees what a reply owns (the status snapshot); a no-op for the others. */
+/* Frees what a reply owns (the status view); a no-op for the others. */
 void dl_call_free_reply(dl_call_t *c);
 
 /* script.c's: writes c->argv[2..] (the number of keys, the keys, ARGV in
@@ -130,5 +130,10 @@ void dl_wire_lock(dl_wire_t *w, int token);
 long long dl_reply_elem(const struct redisReply *r, size_t i);
 /* An integer reply, else -1. */
 long long dl_reply_int(const struct redisReply *r);
+/* Element i of array r (r may be NULL) as a string ("" when it is none: a
+ * missing or non-string element; its length in *len if len), or as an
+ * array (NULL when none).  Also read by the distlock tool's SCAN. */
+const char *dl_reply_str(const struct redisReply *r, size_t i, size_t *len);
+const struct redisReply *dl_reply_arr(const struct redisReply *r, size_t i);
 
 #endif

@@ -43,7 +43,8 @@ typedef struct dl_quorum_op {
      * are still owed (dl_quorum_owe). */
     void (*owe)(const dl_call_t *c, const dl_tally_t *t);
     /* Enough servers answered: c's reply from theirs (t->need said yes
-     * or not). */
+     * or not).  What a server's reply owns (dl_call_free_reply) is freed
+     * after the merge: a merge copies what it keeps. */
     void (*merge)(dl_call_t *c, const dl_tally_t *t);
     /* Too few answered (c fails): what it may have left is undone. */
     void (*undo)(const dl_call_t *c, const dl_tally_t *t);

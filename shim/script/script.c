@@ -173,8 +173,8 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
             c->reply = NULL;
         } else {
             /* The typed reply (the script's entry, calls.h) is all a
-             * caller reads; an entry may keep the reply for its reader
-             * (the status snapshot). */
+             * caller reads; an entry may keep the reply (its parse says
+             * so), freed with the typed reply (dl_call_free_reply). */
             note_cached(&calls[i], c->reply);
             if (!dl_call_parse(&calls[i], c->reply))
                 freeReplyObject(c->reply);

@@ -12,9 +12,12 @@
 #   wait_until SECS CMD...   polls CMD every 50 ms (CMD's words are expanded once)
 #   wait_pid PID [SECS]      waits for a background process, at most SECS
 #   finish                   prints "N passed, N failed", exits 1 on failure
-# Background processes are killed (by pid) when the script exits.
+# and the servers of tools/launch/launch.sh (dl_redis_start, dl_stop_pid...).
+# Background processes, then those servers, are stopped (by pid) when the
+# script exits.
 
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/launch/launch.sh"
 D=${1:?usage: $0 DISTLOCK_BINARY}
 D=$(cd "$(dirname "$D")" && pwd)/$(basename "$D")
 [ -x "$D" ] || { echo "not executable: $D" >&2; exit 2; }
@@ -46,6 +49,7 @@ cleanup() {
   for p in "${alive[@]}"; do
     wait_until 2 eval "! kill -0 $p 2>/dev/null" || kill -KILL "$p" 2>/dev/null
   done
+  dl_redis_stop_all
   wait 2>/dev/null
   rm -rf "$T"
 }

@@ -9,20 +9,15 @@
 
 host=$(hostname)
 S=$(mktemp -d "${TMPDIR:-/tmp}/distlock-multi.XXXXXX")
-srv_pids=()
 # At exit: the distlock processes first (they release while the servers
-# still run), then the servers, then lib.sh's cleanup (whose `wait` would
-# wait for servers still running).
+# still run), then the servers (dl_redis_stop_all), then lib.sh's cleanup.
 on_exit() {
   local p
   for p in "${bg_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
   for p in "${bg_pids[@]}"; do
     wait_until 3 eval "! kill -0 $p 2>/dev/null" || kill -KILL "$p" 2>/dev/null
   done
-  for p in "${srv_pids[@]}"; do kill -TERM "$p" 2>/dev/null; done
-  for p in "${srv_pids[@]}"; do
-    wait_until 5 eval "! kill -0 $p 2>/dev/null" || kill -KILL "$p" 2>/dev/null
-  done
+  dl_redis_stop_all
   rm -rf "$S"
   cleanup
 }
@@ -33,41 +28,15 @@ valid_json() {
   python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$1"
 }
 
-free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-  else
-    echo $(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-  fi
-}
-
-# start_server NAME [redis-server options...]: on a free port (retried if
-# taken meanwhile); sets $port and $pid.
+# start_server NAME [redis-server options...]: a server of its own
+# directory on a free port (tools/launch/launch.sh); sets $port and $pid.
 start_server() {
   local name=$1
   shift
   mkdir -p "$S/$name"
-  for _ in 1 2 3 4 5; do
-    port=$(free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-      --dir "$S/$name" --logfile "$S/$name/log" --daemonize no "$@" >/dev/null 2>&1 &
-    pid=$!
-    if wait_until 5 eval "[ \"\$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null)\" = PONG ] || ! kill -0 $pid 2>/dev/null" &&
-       kill -0 "$pid" 2>/dev/null; then
-      srv_pids+=("$pid")
-      return 0
-    fi
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  echo "cannot start redis-server $name" >&2
-  return 1
-}
-
-stop_pid() {
-  kill -TERM "$1" 2>/dev/null
-  wait_until 5 eval "! kill -0 $1 2>/dev/null" || kill -KILL "$1" 2>/dev/null
+  dl_redis_start "$S/$name" -- "$@" || { echo "cannot start redis-server $name" >&2; return 1; }
+  port=$DL_REDIS_PORT
+  pid=$DL_REDIS_PID
 }
 
 # holds NAME PID: status shows PID holding NAME (its holder line).
@@ -165,8 +134,8 @@ run "$D" break "${cnames[0]}" --force
 check "cluster: break a free lock exits 1" test "$rc" = 1
 run "$D" list --all
 check "cluster: list --all shows the broken lock as free" grep -qE "^${cnames[0]} +free " "$T/out"
-for p in "${cholders[@]}"; do stop_pid "$p"; done
-for p in "${cpids[@]}"; do stop_pid "$p"; done
+for p in "${cholders[@]}"; do dl_stop_pid "$p"; done
+for p in "${cpids[@]}"; do dl_redis_stop "$p"; done
 
 # ============================================================ redlock
 rports=()
@@ -220,7 +189,7 @@ expect "redlock: held on 1 of 3 servers: free (exit 1), that server named" \
    grep -q "^server: *127.0.0.1:${rports[2]}: held exclusive by $host:$rm1 " "$T/out"'
 run "$D" list
 check "redlock: list shows it as free, 2 of 3 agreeing" grep -qE "^r-minor +free \\(2/3\\) " "$T/out"
-stop_pid "$rm1"
+dl_stop_pid "$rm1"
 
 run "$D" break r-x --force
 check "redlock: break" \
@@ -235,7 +204,7 @@ run "$D" break r-x --force
 check "redlock: break a free lock exits 1" test "$rc" = 1
 
 # One server down: a majority still answers.
-stop_pid "${rpids[2]}"
+dl_redis_stop "${rpids[2]}"
 bg "$D" r-y -- sleep 30 >/dev/null 2>&1
 ry=$last_pid
 wait_held r-y
@@ -255,7 +224,7 @@ run "$D" status r-y
 check "redlock, 1 of 3 down: free after the break" test "$rc" = 1
 
 # Two down: no majority.
-stop_pid "${rpids[1]}"
+dl_redis_stop "${rpids[1]}"
 for sub in "status r-y" "list" "break r-y --force"; do
   # shellcheck disable=SC2086
   run "$D" $sub
@@ -264,13 +233,13 @@ for sub in "status r-y" "list" "break r-y --force"; do
 done
 
 # ============================================================ sentinel
-sport=$(free_port)
+# Its port, address and directory are the launcher's (the command line's
+# over the file's); the file is the sentinel's own, which it rewrites.
 mkdir -p "$S/sentinel-dir"
-printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor m1 127.0.0.1 %s 1\n' \
-  "$sport" "$S/sentinel-dir" "$REDIS_PORT" >"$S/sentinel-dir/sentinel.conf"
-redis-server "$S/sentinel-dir/sentinel.conf" --sentinel --logfile "$S/sentinel-dir/log" \
-  >/dev/null 2>&1 &
-srv_pids+=("$!")
+printf 'sentinel monitor m1 127.0.0.1 %s 1\n' "$REDIS_PORT" >"$S/sentinel-dir/sentinel.conf"
+dl_redis_start "$S/sentinel-dir" -c "$S/sentinel-dir/sentinel.conf" -- --sentinel ||
+  { nok "the sentinel did not start"; finish; exit 1; }
+sport=$DL_REDIS_PORT
 wait_until 5 eval "redis-cli -h 127.0.0.1 -p $sport sentinel get-master-addr-by-name m1 2>/dev/null | grep -q $REDIS_PORT"
 export DISTLOCK_URL="redis-sentinel://127.0.0.1:$sport/m1"
 bg "$D" s-1 -- sleep 30 >/dev/null 2>&1

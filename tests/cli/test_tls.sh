@@ -19,12 +19,11 @@ fi
   openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile ext.cnf -out srv.pem
 ) >"$T/openssl.log" 2>&1 || { cat "$T/openssl.log"; echo "FAIL making certificates"; exit 1; }
 
-tport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-bg redis-server --port 0 --bind 127.0.0.1 --tls-port "$tport" --tls-cert-file "$T/srv.pem" \
-  --tls-key-file "$T/srv.key" --tls-ca-cert-file "$T/ca.pem" --tls-auth-clients no \
-  --save '' --appendonly no --dir "$T" >"$T/redis.log" 2>&1
-tls_up() { redis-cli --tls --cacert "$T/ca.pem" -p "$tport" ping >/dev/null 2>&1; }
-wait_until 10 tls_up || { nok "the TLS redis-server did not start"; finish; exit 1; }
+# A TLS port only (dl_redis_start -t: --port 0 --tls-port PORT).
+dl_redis_start "$T" -t "$T/ca.pem" -- --tls-cert-file "$T/srv.pem" --tls-key-file "$T/srv.key" \
+  --tls-ca-cert-file "$T/ca.pem" --tls-auth-clients no ||
+  { nok "the TLS redis-server did not start"; finish; exit 1; }
+tport=$DL_REDIS_PORT
 
 export DISTLOCK_URL="rediss://127.0.0.1:$tport"
 export DISTLOCK_TLS_CA_FILE="$T/ca.pem"

@@ -2,8 +2,11 @@
 # lib.sh - shared by the preload test scripts (sourced).
 #   $1: path of libdistlock_preload.so   $2: the build directory (test programs)
 # Provides: LIB, BIN, WORK (a temporary directory removed at exit), ok/fail,
-# check, preload (runs a command with the interposer), finish.
+# check, preload (runs a command with the interposer), finish; and the
+# servers of tools/launch/launch.sh (dl_free_port, dl_redis_start ...),
+# stopped at exit.
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../../tools/launch/launch.sh"
 
 if [ $# -lt 2 ]; then
   echo "usage: $0 LIBDISTLOCK_PRELOAD_SO BUILD_DIR" >&2
@@ -21,6 +24,7 @@ dlp_cleanup() {
   for p in "${DLP_PIDS[@]}"; do
     kill "$p" 2>/dev/null
   done
+  dl_redis_stop_all
   rm -rf "$WORK"
 }
 trap dlp_cleanup EXIT
@@ -46,42 +50,4 @@ counter() {
   local v
   v=$(head -c 20 "$1" 2>/dev/null | tr -dc 0-9)
   echo $((10#${v:-0}))
-}
-
-# Unused 127.0.0.1 port (nobody listens there now).
-free_port() {
-  if command -v python3 >/dev/null 2>&1; then
-    python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()' && return
-  fi
-  local p
-  for _ in $(seq 100); do
-    p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
-    redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 && continue
-    echo "$p"; return 0
-  done
-  return 1
-}
-
-# start_redis PORT: a redis-server of this test on PORT; sets REDIS_PID.
-start_redis() {
-  local port=$1
-  redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-    --dir "$WORK" --logfile "$WORK/redis-$port.log" --daemonize no >/dev/null 2>&1 &
-  REDIS_PID=$!
-  DLP_PIDS+=("$REDIS_PID")
-  for _ in $(seq 100); do
-    kill -0 "$REDIS_PID" 2>/dev/null || return 1
-    [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && return 0
-    sleep 0.1
-  done
-  return 1
-}
-
-stop_redis() {
-  if [ -n "${REDIS_PID:-}" ]; then
-    kill "$REDIS_PID" 2>/dev/null
-    wait "$REDIS_PID" 2>/dev/null
-    REDIS_PID=
-  fi
 }

@@ -14,7 +14,7 @@ CTR=$WORK/ledger
 export DISTLOCK_IO_TIMEOUT_MS=300
 export DISTLOCK_PREFIX="dlpoutage$$:"
 unset DISTLOCK_ON_ERROR
-PORT=$(free_port) || { echo "no free port"; exit 1; }
+PORT=$(dl_free_port) || { echo "no free port"; exit 1; }
 export DISTLOCK_URL="redis://127.0.0.1:$PORT"
 MAP_MUTEX="ledger=mutex:g_ledger_lock"
 MAP_FILE="jobs=flock:$WORK/a.lock"
@@ -50,7 +50,7 @@ for kind in mutex flock; do
   alive=0
   kill -0 "$lp" 2>/dev/null && alive=1
   check "wait ($kind): still waiting after 3 s without Redis" test "$alive" = 1
-  check "wait ($kind): redis-server started on port $PORT" start_redis "$PORT"
+  check "wait ($kind): redis-server started on port $PORT" dl_redis_start "$WORK" -p "$PORT"
   t0=$SECONDS
   wait "$lp"
   rc=$?
@@ -63,7 +63,7 @@ for kind in mutex flock; do
     test "$warns" -ge 1 -a "$warns" -le 1
   check "wait ($kind): the library's own per-attempt warning is not repeated ($retries)" test "$retries" -le 1
   check "wait ($kind): says when Redis is back" grep -q 'Redis reachable again' "$WORK/err"
-  stop_redis
+  dl_redis_stop "$DL_REDIS_PID"
 done
 
 finish

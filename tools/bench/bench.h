@@ -7,7 +7,8 @@
  *
  *   main.c      options, workload selection, the target checks
  *   server.c    the redis-server of the run: free port, start, stop, signals
- *   rconn.c     plain hiredis connections: URL, INFO fields, CLIENT LIST
+ *   rconn.c     the run's server (its URL, as the library reads one) and
+ *               plain connections to it (the library's): INFO, CLIENT LIST
  *   proc.c      forked workers: shared memory, start gates, progress, waits
  *   stats.c     clock, samples, percentiles
  *   output.c    RESULT lines, --json, the progress line

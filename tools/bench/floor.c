@@ -56,26 +56,26 @@ static int run_bm(const char *const *cmd, int ncmd, unsigned long requests, bm_t
     int a = 0;
     char portbuf[16], nbuf[24], dbbuf[16];
     argv[a++] = g_opt.redis_benchmark;
-    if (g_url.path[0]) {
+    if (rc_is_unix()) {
         argv[a++] = "-s";
-        argv[a++] = g_url.path;
+        argv[a++] = g_redis.ep[0].host;
     } else {
-        snprintf(portbuf, sizeof portbuf, "%d", g_url.port);
+        snprintf(portbuf, sizeof portbuf, "%d", g_redis.ep[0].port);
         argv[a++] = "-h";
-        argv[a++] = g_url.host;
+        argv[a++] = g_redis.ep[0].host;
         argv[a++] = "-p";
         argv[a++] = portbuf;
     }
-    if (g_url.user[0]) {
+    if (g_redis.user[0]) {
         argv[a++] = "--user";
-        argv[a++] = g_url.user;
+        argv[a++] = g_redis.user;
     }
-    if (g_url.pass[0]) {
+    if (g_redis.password[0]) {
         argv[a++] = "-a";
-        argv[a++] = g_url.pass;
+        argv[a++] = g_redis.password;
     }
-    if (g_url.db) {
-        snprintf(dbbuf, sizeof dbbuf, "%d", g_url.db);
+    if (g_redis.db) {
+        snprintf(dbbuf, sizeof dbbuf, "%d", g_redis.db);
         argv[a++] = "--dbnum";
         argv[a++] = dbbuf;
     }

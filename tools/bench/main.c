@@ -396,9 +396,10 @@ int main(int argc, char **argv)
         return 2;
     }
     if (g_opt.url) {
-        if (url_parse(g_opt.url, &g_url)) {
-            fprintf(stderr, "distlock-bench: --url: expected redis://host[:port][/db] or "
-                    "unix:///path (got %s)\n", g_opt.url);
+        char err[200];
+        if (rc_url(g_opt.url, err, sizeof err)) {
+            fprintf(stderr, "distlock-bench: --url: %s; expected redis://host[:port][/db] or "
+                    "unix:///path\n", err);
             return 2;
         }
     } else {

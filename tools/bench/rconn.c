@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* rconn.c - plain hiredis connections to the run's server, and the few
+/* rconn.c - the run's server, plain hiredis connections to it, and the few
  * INFO fields the workloads read. */
 #include <stdarg.h>
 #include <stdio.h>
@@ -7,49 +7,50 @@
 #include <string.h>
 
 #include "bench.h"
+#include "connect.h"
+#include "distlock.h"
+
+dl_config_t g_redis;
+
+int rc_url(const char *url, char *err, size_t errlen)
+{
+    dl_config_t c;
+    memset(&c, 0, sizeof c);
+    if (dl_url_parse(url, &c, err, errlen))
+        return -1;
+    /* One server over plain TCP or a socket: redis-benchmark and the
+     * workloads' own connections speak nothing else. */
+    if ((c.scheme != DL_SCHEME_REDIS && c.scheme != DL_SCHEME_UNIX) || c.tls) {
+        snprintf(err, errlen, "not one server over plain TCP or a socket");
+        return -1;
+    }
+    if (dl_config_password(&c)) {
+        snprintf(err, errlen, "%s", dist_lasterror());
+        return -1;
+    }
+    g_redis = c;
+    return 0;
+}
+
+int rc_is_unix(void)
+{
+    return g_redis.scheme == DL_SCHEME_UNIX;
+}
 
 redisContext *rc_connect(const char *name)
 {
-    struct timeval tv = { 10, 0 };
-    redisContext *c = g_url.path[0] ? redisConnectUnixWithTimeout(g_url.path, tv)
-                                     : redisConnectWithTimeout(g_url.host, g_url.port, tv);
-    if (!c || c->err) {
-        fprintf(stderr, "distlock-bench: connect %s: %s\n", g_opt.url,
-                c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
+    char err[400];
+    redisContext *c = dl_connect_ep(&g_redis, &g_redis.ep[0], 10000, err, sizeof err);
+    if (!c) {
+        fprintf(stderr, "distlock-bench: %s\n", err);
         return NULL;
     }
-    redisSetTimeout(c, tv);
-    redisReply *r = NULL;
-    if (g_url.pass[0]) {
-        r = g_url.user[0] ? redisCommand(c, "AUTH %s %s", g_url.user, g_url.pass)
-                          : redisCommand(c, "AUTH %s", g_url.pass);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "distlock-bench: AUTH failed on %s\n", g_opt.url);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
-    if (g_url.db) {
-        r = redisCommand(c, "SELECT %d", g_url.db);
-        if (!r || r->type == REDIS_REPLY_ERROR) {
-            fprintf(stderr, "distlock-bench: SELECT %d failed on %s\n", g_url.db, g_opt.url);
-            goto fail;
-        }
-        freeReplyObject(r);
-    }
     if (name) {
-        r = redisCommand(c, "CLIENT SETNAME %s", name);
+        redisReply *r = redisCommand(c, "CLIENT SETNAME %s", name);
         if (r)
             freeReplyObject(r);
     }
     return c;
-fail:
-    if (r)
-        freeReplyObject(r);
-    redisFree(c);
-    return NULL;
 }
 
 redisReply *rc_cmd(redisContext *c, const char *fmt, ...)

@@ -1,11 +1,25 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* rconn.h - plain hiredis connections to the run's server: INFO fields,
- * CLIENT LIST, the counter workloads' counter (rconn.c). */
+/* rconn.h - the run's server and plain hiredis connections to it: its URL,
+ * INFO fields, CLIENT LIST, the counter workloads' counter (rconn.c).  The
+ * URL is read and the connections opened by the library's own code
+ * (shim/base/config.h, shim/conn/connect.h). */
 #ifndef BENCH_RCONN_H
 #define BENCH_RCONN_H
 
 #include <hiredis/hiredis.h>
 
+#include "config.h"
+
+/* The run's server (--url, or the one the bench started): one endpoint,
+ * redis:// or unix://, its user, password (DISTLOCK_PASSWORD over the
+ * URL's) and database. */
+extern dl_config_t g_redis;
+/* Reads url into g_redis: redis://[user[:password]@]host[:port][/db] or
+ * unix:///path[?db=N] (as DISTLOCK_URL has them).  0, or -1 with a reason
+ * in err. */
+int rc_url(const char *url, char *err, size_t errlen);
+/* g_redis is a unix socket (no TCP port). */
+int rc_is_unix(void);
 /* A plain connection to the run's server (AUTH/SELECT done), named with
  * CLIENT SETNAME when name != NULL.  NULL + message on stderr on failure. */
 redisContext *rc_connect(const char *name);

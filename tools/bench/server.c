@@ -1,34 +1,26 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* server.c - the redis-server of the run: a free port of 127.0.0.1, no
- * persistence, stopped by pid at the end and on SIGINT/SIGTERM; and the
- * parsing of --url. */
+ * persistence, stopped by pid at the end and on SIGINT/SIGTERM (started
+ * and stopped by tools/launch/launch.h, as the tests' servers are). */
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
-#include <arpa/inet.h>
 #include <unistd.h>
 
 #include "bench.h"
-
-redis_url_t g_url;
+#include "launch.h"
 
 static pid_t srv_pid = -1;
 static char srv_dir[128];
 static char srv_url[128];
 static char srv_log[200];
 static char srv_tls_url[128];
-static int srv_tls_port;
 
 const char *server_tls_url(void)
 {
@@ -87,85 +79,6 @@ int reap_tool(pid_t pid)
     return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : -1;
 }
 
-int url_parse(const char *s, redis_url_t *u)
-{
-    memset(u, 0, sizeof *u);
-    u->port = 6379;
-    if (!strncmp(s, "unix://", 7)) {
-        const char *p = s + 7, *q = strchr(p, '?');
-        size_t n = q ? (size_t)(q - p) : strlen(p);
-        if (!n || n >= sizeof u->path)
-            return -1;
-        memcpy(u->path, p, n);
-        if (q && !strncmp(q, "?db=", 4))
-            u->db = atoi(q + 4);
-        return 0;
-    }
-    if (strncmp(s, "redis://", 8))
-        return -1;
-    const char *p = s + 8;
-    const char *at = strchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
-        if (ul >= sizeof u->user)
-            return -1;
-        memcpy(u->user, p, ul);
-        if (colon) {
-            size_t pl = (size_t)(at - colon - 1);
-            if (pl >= sizeof u->pass)
-                return -1;
-            memcpy(u->pass, colon + 1, pl);
-        }
-        p = at + 1;
-    }
-    const char *end = p + strcspn(p, "/");
-    const char *colon = NULL;
-    if (*p == '[') {
-        const char *close = memchr(p, ']', (size_t)(end - p));
-        if (!close)
-            return -1;
-        if ((size_t)(close - p - 1) >= sizeof u->host)
-            return -1;
-        memcpy(u->host, p + 1, (size_t)(close - p - 1));
-        if (close + 1 < end && close[1] == ':')
-            colon = close + 1;
-    } else {
-        colon = memchr(p, ':', (size_t)(end - p));
-        size_t hl = colon ? (size_t)(colon - p) : (size_t)(end - p);
-        if (!hl || hl >= sizeof u->host)
-            return -1;
-        memcpy(u->host, p, hl);
-    }
-    if (colon)
-        u->port = atoi(colon + 1);
-    if (*end == '/' && end[1])
-        u->db = atoi(end + 1);
-    if (u->port <= 0 || u->port > 65535)
-        return -1;
-    const char *pw = getenv("DISTLOCK_PASSWORD");
-    if (pw && *pw)
-        snprintf(u->pass, sizeof u->pass, "%s", pw);
-    return 0;
-}
-
-/* A port nobody listens on now: the kernel's pick for port 0. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 /* Sets the affinity of every thread of process pid. */
 static int affinity_all_threads(pid_t pid, const cpu_set_t *set)
 {
@@ -205,105 +118,15 @@ int server_isolate(int on)
     return rc;
 }
 
-static void stop_pid(pid_t pid)
+/* In the server's child, before exec: --pin puts it on the last CPU. */
+static void pin_server(void *arg)
 {
-    if (pid <= 0)
-        return;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 100; i++) {             /* up to 5 s */
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return;
-        usleep(50000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-}
-
-/* Is the server on `port` the one we started (pid)?  A port can be taken
- * by someone else between free_port() and redis-server's bind. */
-static int ours_answers(int port, pid_t pid)
-{
-    struct timeval tv = { 0, 200000 };
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return 0;
-    }
-    redisSetTimeout(c, tv);
-    int ok = 0;
-    redisReply *r = redisCommand(c, "INFO server");
-    if (r && r->type == REDIS_REPLY_STRING) {
-        const char *p = strstr(r->str, "process_id:");
-        if (p && atol(p + 11) == (long)pid)
-            ok = 1;
-    }
-    if (r)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
-
-static int start_on(int port)
-{
-    char portbuf[16];
-    snprintf(portbuf, sizeof portbuf, "%d", port);
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        /* The server goes when we go, even if we are killed. */
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent)
-            _exit(127);
-        setpgid(0, 0);                    /* no terminal SIGINT: we stop it */
-        if (g_opt.pin) {
-            long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-            cpu_set_t set;
-            CPU_ZERO(&set);
-            CPU_SET((int)(ncpu - 1), &set);
-            sched_setaffinity(0, sizeof set, &set);
-        }
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-            dup2(null, 2);
-        }
-        const char *args[32] = { g_opt.redis_server, "--port", portbuf, "--bind", "127.0.0.1",
-                                 "--save", "", "--appendonly", "no", "--dir", srv_dir,
-                                 "--logfile", srv_log, "--daemonize", "no" };
-        int a = 15;
-        char tport[16];
-        if (g_opt.tls) {
-            snprintf(tport, sizeof tport, "%d", srv_tls_port);
-            const char *t[] = { "--tls-port", tport, "--tls-cert-file", "srv.pem",
-                                "--tls-key-file", "srv.key", "--tls-ca-cert-file", "ca.pem",
-                                "--tls-auth-clients", "no" };
-            for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-                args[a++] = t[i];
-            if (chdir(srv_dir) != 0)
-                _exit(127);
-        }
-        args[a] = NULL;
-        execvp(g_opt.redis_server, (char *const *)args);
-        _exit(127);
-    }
-    srv_pid = pid;
-    for (int i = 0; i < 200; i++) {              /* up to 10 s */
-        if (waitpid(pid, NULL, WNOHANG) == pid) {
-            srv_pid = -1;
-            return -1;
-        }
-        if (ours_answers(port, pid))
-            return 0;
-        usleep(50000);
-    }
-    stop_pid(pid);
-    srv_pid = -1;
-    return -1;
+    (void)arg;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)(ncpu - 1), &set);
+    sched_setaffinity(0, sizeof set, &set);
 }
 
 /* --pin: the bench (and every worker and redis-benchmark it starts) on
@@ -331,18 +154,30 @@ int server_start(void)
     snprintf(srv_log, sizeof srv_log, "%s/redis.log", srv_dir);
     if (g_opt.tls && make_certs())
         return -1;
-    for (int attempt = 0; attempt < 5; attempt++) {
-        int port = free_port();
-        if (port <= 0)
-            continue;
-        srv_tls_port = g_opt.tls ? free_port() : 0;
-        if (start_on(port) == 0) {
-            snprintf(srv_url, sizeof srv_url, "redis://127.0.0.1:%d", port);
-            snprintf(srv_tls_url, sizeof srv_tls_url, "rediss://127.0.0.1:%d", srv_tls_port);
-            g_opt.url = srv_url;
-            url_parse(srv_url, &g_url);
-            return 0;
-        }
+    /* The server goes when we go, even if we are killed (SIGTERM), and is
+     * out of the terminal's reach (^C is ours: we stop it). */
+    char ca[200], cert[200], key[200];
+    snprintf(ca, sizeof ca, "%s/ca.pem", srv_dir);
+    snprintf(cert, sizeof cert, "%s/srv.pem", srv_dir);
+    snprintf(key, sizeof key, "%s/srv.key", srv_dir);
+    const char *extra[] = { "--logfile", srv_log, g_opt.tls ? "--tls-auth-clients" : NULL, "no",
+                            NULL };
+    dl_launch_t how = { .program = g_opt.redis_server, .dir = srv_dir, .extra = extra,
+                        .deathsig = SIGTERM, .own_group = 1,
+                        .in_child = g_opt.pin ? pin_server : NULL };
+    if (g_opt.tls) {
+        how.tls_cert = cert;
+        how.tls_key = key;
+        how.tls_ca = ca;
+    }
+    dl_launched_t srv;
+    if (dl_launch_start(&how, 0, &srv) == 0) {
+        srv_pid = srv.pid;
+        snprintf(srv_url, sizeof srv_url, "redis://127.0.0.1:%d", srv.port);
+        snprintf(srv_tls_url, sizeof srv_tls_url, "rediss://127.0.0.1:%d", srv.tls_port);
+        g_opt.url = srv_url;
+        char err[200];
+        return rc_url(srv_url, err, sizeof err);    /* ours: it parses */
     }
     fprintf(stderr, "distlock-bench: could not start %s on 127.0.0.1", g_opt.redis_server);
     FILE *f = fopen(srv_log, "r");
@@ -361,7 +196,7 @@ int server_start(void)
 void server_stop(void)
 {
     if (srv_pid > 0) {
-        stop_pid(srv_pid);
+        dl_launch_stop(srv_pid, 5000);
         srv_pid = -1;
     }
     if (srv_dir[0]) {
@@ -387,10 +222,7 @@ static void on_signal(int sig)
     for (int i = 0; i < MAX_TRACKED; i++)
         if (tracked[i] > 0)
             waitpid(tracked[i], NULL, 0);
-    if (srv_pid > 0) {
-        kill(srv_pid, SIGTERM);
-        waitpid(srv_pid, NULL, 0);
-    }
+    dl_launch_stop_now(srv_pid, SIGTERM);
     if (srv_dir[0]) {
         unlink(srv_log);
         rmdir(srv_dir);

@@ -6,19 +6,8 @@
 
 #include <sys/types.h>
 
-typedef struct redis_url {
-    char host[256];
-    int port;
-    char path[256];           /* unix socket, or "" */
-    char user[128], pass[256];
-    int db;
-} redis_url_t;
-
-extern redis_url_t g_url;
-/* Parses redis://[user[:password]@]host[:port][/db] or unix:///path[?db=N]. */
-int url_parse(const char *s, redis_url_t *u);
 /* Starts redis-server on a free port of 127.0.0.1; sets g_opt.url and
- * g_url.  0 or -1 (message printed). */
+ * g_redis (rconn.h).  0 or -1 (message printed). */
 int server_start(void);
 void server_stop(void);
 /* --tls: the rediss:// URL of the run's server (its TLS port), whose CA

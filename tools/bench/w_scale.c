@@ -277,10 +277,10 @@ static int own_ports(int *ports, int max)
             getsockname(fd, (struct sockaddr *)&self, &sl))
             continue;
         if (peer.ss_family == AF_INET) {
-            if (ntohs(((struct sockaddr_in *)&peer)->sin_port) == g_url.port)
+            if (ntohs(((struct sockaddr_in *)&peer)->sin_port) == g_redis.ep[0].port)
                 ports[n++] = ntohs(((struct sockaddr_in *)&self)->sin_port);
         } else if (peer.ss_family == AF_INET6) {
-            if (ntohs(((struct sockaddr_in6 *)&peer)->sin6_port) == g_url.port)
+            if (ntohs(((struct sockaddr_in6 *)&peer)->sin6_port) == g_redis.ep[0].port)
                 ports[n++] = ntohs(((struct sockaddr_in6 *)&self)->sin6_port);
         }
     }
@@ -411,7 +411,7 @@ int run_w7(void)
                 sleep_us(1000);
         }
         redisReply *r = rc_cmd(c, "CLIENT LIST");
-        if (got == W7_PROCS && r && r->type == REDIS_REPLY_STRING && !g_url.path[0]) {
+        if (got == W7_PROCS && r && r->type == REDIS_REPLY_STRING && !rc_is_unix()) {
             snapped = 1;
             for (int p = 0; p < W7_PROCS; p++)
                 for (int k = 0; k < w->nports[p]; k++) {

@@ -10,8 +10,8 @@
  *   run.c      NAME -- COMMAND: take the lock, run the child, release
  *   waiting.c  while the lock call blocks: signals and the terminal status line
  *   redis.c    the way to Redis: the library's config, conn, keys and scripts
- *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting)
- *   redlock.c  redlock://: the servers' views of a lock, merged by a majority
+ *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting;
+ *              on redlock://, the servers' views merged by its script entry)
  *   scan.c     the names of the locks under the prefix (list)
  *   break.c    break, and a waiter leaving a queue (the library's scripts)
  *   commands.c the status, list and break subcommands

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "config.h"           /* dl_parse_ulong: whole numbers as DISTLOCK_* are read */
 #include "options.h"
 #include "distlock.h"
 #include "output.h"
@@ -147,25 +148,6 @@ static int parse_seconds(const char *s, double *out)
     return 0;
 }
 
-static int parse_uint(const char *s, unsigned long min, unsigned long max, unsigned long *out)
-{
-    if (!*s)
-        return EINVAL;
-    unsigned long v = 0;
-    for (const char *p = s; *p; p++) {
-        if (*p < '0' || *p > '9')
-            return EINVAL;
-        unsigned d = (unsigned)(*p - '0');
-        if (v > (max - d) / 10)
-            return EINVAL;
-        v = v * 10 + d;
-    }
-    if (v < min)
-        return EINVAL;
-    *out = v;
-    return 0;
-}
-
 static int is_subcommand(const char *w)
 {
     return strcmp(w, "status") == 0 || strcmp(w, "list") == 0 || strcmp(w, "break") == 0;
@@ -185,7 +167,7 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
         o->has_wait = 1;
         break;
     case O_CONFLICT:
-        if (parse_uint(arg, 0, 255, &v))
+        if (dl_parse_ulong(arg, 0, 255, &v))
             return usage_error("%s: '%s' is not an exit code (0 to 255)", shown, arg);
         o->conflict_code = (int)v;
         break;
@@ -196,7 +178,7 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
         break;
     case O_FAIR: o->fair = 1; break;
     case O_LEASE:
-        if (parse_uint(arg, LEASE_MIN, LEASE_MAX, &o->lease_ms))
+        if (dl_parse_ulong(arg, LEASE_MIN, LEASE_MAX, &o->lease_ms))
             return usage_error("%s: '%s' is not a lease in ms (30 to 86400000)", shown, arg);
         break;
     case O_KILL: o->kill_on_loss = 1; break;

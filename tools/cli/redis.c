@@ -158,7 +158,10 @@ dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token
 
 void cli_calls_run(cli_redis_t *r, int node, dl_call_t *calls, int n)
 {
-    dl_script_run_node(r->conn, node, calls, n);
+    if (node < 0)
+        dl_script_run(r->conn, calls, n);     /* redlock://: quorum.c, each script's merge */
+    else
+        dl_script_run_node(r->conn, node, calls, n);
 }
 
 int cli_call_reply(cli_redis_t *r, int node, dl_call_t *c)
@@ -178,36 +181,4 @@ int cli_call(cli_redis_t *r, int node, dl_call_t *c)
 {
     cli_calls_run(r, node, c, 1);
     return cli_call_reply(r, node, c);
-}
-
-/* ---------------------------------------------------------------- replies */
-
-const char *cli_el_str(const redisReply *r, size_t i, size_t *len)
-{
-    static const char none[] = "";
-    if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements)
-        goto empty;
-    const redisReply *e = r->element[i];
-    if (e->type != REDIS_REPLY_STRING && e->type != REDIS_REPLY_STATUS)
-        goto empty;
-    if (len)
-        *len = e->len;
-    return e->str;
-empty:
-    if (len)
-        *len = 0;
-    return none;
-}
-
-long long cli_el_ll(const redisReply *r, size_t i)
-{
-    return strtoll(cli_el_str(r, i, NULL), NULL, 10);
-}
-
-const redisReply *cli_el_arr(const redisReply *r, size_t i)
-{
-    if (!r || r->type != REDIS_REPLY_ARRAY || i >= r->elements ||
-        r->element[i]->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    return r->element[i];
 }

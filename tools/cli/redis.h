@@ -7,12 +7,13 @@
  * lock's hash slot and follow redirections, a sentinel-watched master is
  * found again after a failover), a lock's keys are shim/base/keys.h's and
  * its scripts run through shim/script/script.h (EVALSHA, the body on
- * NOSCRIPT).  redlock:// locks are read from each server: the callers ask
- * each target in turn.
+ * NOSCRIPT).  On redlock:// a lock's status is read from every server
+ * and merged by the status script's own quorum op (call_status.c); SCAN
+ * and break ask each server in turn.
  *
  * A cli_redis_t owns its configuration and connection; the files that read
- * and change locks (lockstat.c, redlock.c, scan.c, break.c) only borrow
- * them, and leave the reason of a failure in r->err.
+ * and change locks (lockstat.c, scan.c, break.c) only borrow them, and
+ * leave the reason of a failure in r->err.
  */
 #ifndef CLI_REDIS_H
 #define CLI_REDIS_H
@@ -76,21 +77,16 @@ void cli_keys_free(cli_keys_t *lk);
  * lock's keys: the channel prefix chan and token may be NULL for the
  * scripts that take none (status).  They must outlive the call. */
 dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token);
-/* Runs calls[0..n) as one pipelined batch on target `node` (-1: the conn,
- * each routed by its keys; else redlock server `node`).  Take each reply
- * with cli_call_reply. */
+/* Runs calls[0..n) as one pipelined batch on target `node`: -1 the conn
+ * as the library runs calls (each routed by its keys; on redlock://, on
+ * every server, their replies merged by the script's own quorum op,
+ * shim/script/quorum.h), else redlock server `node` alone.  Take each
+ * reply with cli_call_reply. */
 void cli_calls_run(cli_redis_t *r, int node, dl_call_t *calls, int n);
 /* 0 when c has its typed reply (c->reply); -1 with r->err for an error
  * reply, an I/O error or no reply. */
 int cli_call_reply(cli_redis_t *r, int node, dl_call_t *c);
 /* One call on target `node`: cli_calls_run and cli_call_reply. */
 int cli_call(cli_redis_t *r, int node, dl_call_t *c);
-
-/* Reading the scripts' replies: element i of array r as a string ("" when
- * it is none: a missing or non-string element), as a number, or as an
- * array (NULL when it is none). */
-const char *cli_el_str(const redisReply *r, size_t i, size_t *len);
-long long cli_el_ll(const redisReply *r, size_t i);
-const redisReply *cli_el_arr(const redisReply *r, size_t i);
 
 #endif

@@ -114,9 +114,9 @@ static int scan_server(cli_redis_t *r, const scan_t *s, int node, redisContext *
                               : cli_redis_command(r, node, 6, argv, alens, NULL, 0);
         if (!rep)
             return -1;
-        const redisReply *keys = cli_el_arr(rep, 1);
+        const redisReply *keys = dl_reply_arr(rep, 1);
         size_t clen;
-        const char *c = cli_el_str(rep, 0, &clen);
+        const char *c = dl_reply_str(rep, 0, &clen);
         if (!keys || !clen || clen >= sizeof cursor) {
             freeReplyObject(rep);
             if (ctx)

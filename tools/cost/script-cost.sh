@@ -7,17 +7,17 @@
 #
 #   tools/cost/script-cost.sh [LUA_DIR] [ITERATIONS]
 #
-# Starts its own redis-server on a free port (needs redis-server and
-# redis-cli on PATH) and stops it at the end.
+# Starts its own redis-server on a free port of 127.0.0.1 (needs
+# redis-server and redis-cli on PATH; tools/launch/launch.sh) and stops it,
+# by its pid, at the end.
 set -euo pipefail
 LUA=${1:-$(dirname "$0")/../../lua}
 N=${2:-300}
-PORT=$(( 20000 + RANDOM % 20000 ))
+. "$(dirname "$0")/../launch/launch.sh"
 DIR=$(mktemp -d)
-redis-server --port "$PORT" --save '' --appendonly no --dir "$DIR" --daemonize yes \
-    --slowlog-log-slower-than -1 --logfile "$DIR/log" >/dev/null
-trap 'redis-cli -p "$PORT" shutdown nosave >/dev/null 2>&1 || true; rm -rf "$DIR"' EXIT
-for _ in $(seq 50); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+trap 'dl_redis_stop_all; rm -rf "$DIR"' EXIT
+dl_redis_start "$DIR" -- --slowlog-log-slower-than -1
+PORT=$DL_REDIS_PORT
 
 r() { redis-cli -p "$PORT" "$@"; }
 body() { printf '%s\n%s' "$(cat "$LUA/common.lua")" "$(cat "$LUA/$1.lua")"; }
