@@ -710,7 +710,9 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
                 lapsed = h->lapse_ev != 0;
             if (lapsed && !clean_between(hs, b, h->fence, r->fence, r->t0))
                 ok = 1;
-            else if (copy_lapsed(hs, h, r->t0))
+            /* (the server decides on EOWNERDEAD when it runs the call:
+             * with a server that was away, as late as the call's return) */
+            else if (copy_lapsed(hs, h, r->t0) || copy_lapsed(hs, h, r->t1))
                 ok = 1;
         }
         /* a grant to a waiter that could not claim it: a lock call in flight

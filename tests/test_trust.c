@@ -27,8 +27,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calls.h"
 #include "process.h"
@@ -240,6 +242,66 @@ static void test_deleted_hold_not_joined(void **state)
 {
     (void)state;
     run_pair(PAIR_JOIN, LOSS_DEL);
+}
+
+/* ------------------------------------------------------------------------
+ * Two reader threads of one process share a read hold; Redis loses it (its
+ * keys deleted: no sign); past the 40 ms of trust, one thread reads again
+ * and, finding the hold gone, takes the lock anew (EOWNERDEAD).  The other
+ * thread's part was in the lost hold: its unlock says ENOLCK, not 0 (the
+ * nemesis on the seam: a writer elsewhere began while that reader held,
+ * and the reader's unlock said 0).  The re-reader's own unlocks say 0. */
+
+struct rejoin {
+    dist_rwlock_t rw;
+    sem_t held, go, relocked, done;
+    int relock_rc, unlock_rc[2];
+};
+
+static void *rejoin_t2(void *p)
+{
+    struct rejoin *r = p;
+    TH_CHECK_RC(dist_rwlock_rdlock(&r->rw), 0);
+    sem_post(&r->held);
+    sem_wait(&r->go);
+    r->relock_rc = dist_rwlock_rdlock(&r->rw);
+    sem_post(&r->relocked);
+    sem_wait(&r->done);
+    r->unlock_rc[0] = dist_rwlock_unlock(&r->rw);
+    r->unlock_rc[1] = dist_rwlock_unlock(&r->rw);
+    return NULL;
+}
+
+static void test_lost_read_hold_retaken_other_reader_told(void **state)
+{
+    (void)state;
+    static struct rejoin r;
+    char name[96];
+    th_name(name, sizeof name, "rejoin");
+    assert_int_equal(dist_rwlock_init(&r.rw, name, NULL), 0);
+    sem_init(&r.held, 0, 0);
+    sem_init(&r.go, 0, 0);
+    sem_init(&r.relocked, 0, 0);
+    sem_init(&r.done, 0, 0);
+    assert_int_equal(dist_rwlock_rdlock(&r.rw), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, rejoin_t2, &r), 0);
+    sem_wait(&r.held);
+    del_keys(th_redis_port(), name);
+    usleep(100 * 1000);           /* past the trust of a confirmation (40 ms) */
+    sem_post(&r.go);
+    sem_wait(&r.relocked);
+    assert_int_equal(r.relock_rc, EOWNERDEAD);
+    int rc = dist_rwlock_unlock(&r.rw);
+    sem_post(&r.done);
+    pthread_join(t, NULL);
+    assert_int_equal(rc, ENOLCK);
+    assert_int_equal(r.unlock_rc[0], 0);
+    assert_int_equal(r.unlock_rc[1], 0);
+    /* nothing left held */
+    assert_int_equal(dist_rwlock_trywrlock(&r.rw), 0);
+    assert_int_equal(dist_rwlock_unlock(&r.rw), 0);
+    assert_int_equal(dist_rwlock_destroy(&r.rw), 0);
 }
 
 /* ------------------------------------------------------------------------
@@ -941,6 +1003,7 @@ int main(void)
         TH_TEST(test_deleted_hold_not_passed),
         TH_TEST(test_restart_hold_not_joined),
         TH_TEST(test_deleted_hold_not_joined),
+        TH_TEST(test_lost_read_hold_retaken_other_reader_told),
         TH_TEST(test_late_reply_not_returned),
         TH_TEST(test_late_confirmation_not_returned),
         TH_TEST(test_posted_renewal_survives_flush),

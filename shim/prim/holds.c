@@ -31,6 +31,7 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
         h = &l->holders[l->nholders++];
         memset(h, 0, sizeof *h);
         h->tid = tid;
+        h->fence = l->core.hold.fence;
     }
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)

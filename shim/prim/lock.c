@@ -242,6 +242,11 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, &rr, &g);
         dl_hold_watch(p, o, g.posted);
+        /* This thread's holds are in the new hold; other threads' (readers
+         * sharing the lost one) are not: their unlocks say ENOLCK. */
+        dl_holder_t *mine = dl_holder_find(l, dl_tid());
+        if (mine)
+            mine->fence = o->hold.fence;
         rc = EOWNERDEAD;
         dl_seterr("lock %s: relocked, but this thread's hold had lapsed in Redis (lease ran "
                   "out, or the server lost it) and was taken again; the protected state may "
@@ -487,6 +492,7 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     }
     int last;
+    uint64_t in_hold = h->fence;
     dl_holder_pop(l, tid, &last);
     int rc = 0;
     if (last) {
@@ -502,10 +508,18 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         /* A lost hold is never kept: settle releases it and says ENOLCK.
          * While other threads of the process still hold it, settle does
          * not reach Redis: vouch for this thread's part of it here. */
+        /* Another thread of the process took the lock anew after the hold
+         * this thread's part was in had been lost (retake): that part
+         * lapsed, whatever becomes of the new hold. */
+        int left_behind = o->hold.rmode && in_hold != o->hold.fence;
         if (o->hold.rmode && (l->writer || l->rthreads))
             rc = dl_hold_vouch(p, o);
         else
             rc = settle(p, l, wrote && l->quick && short_hold(l));
+        if (left_behind && rc != ENOLCK)
+            rc = dl_fail(ENOLCK, "lock %s: this thread's hold had lapsed in Redis (lease ran "
+                         "out, or the server lost it) before unlock; another thread of the "
+                         "process has taken the lock again since", dl_core_qname(o, q, sizeof q));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;

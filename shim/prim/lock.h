@@ -37,6 +37,10 @@ typedef struct dl_run {
 typedef struct dl_holder {
     pid_t tid;
     unsigned wcount, rcount;
+    uint64_t fence;           /* the process's Redis hold this thread's holds are
+                                 in (its fence when the thread's first hold
+                                 began): another thread's retake of a lost hold
+                                 leaves it behind, and its unlock says ENOLCK */
     dl_run_t *runs;
     int nruns, cap;
 } dl_holder_t;
