@@ -15,6 +15,7 @@
 #include "status.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -186,6 +187,18 @@ static int looper_main(void *arg)
      * hold's TTL is cut to the same 2 s claim window as before. */
     if (lp->end == END_DESTROY_FAILS)
         setenv("DISTLOCK_LEASE_MS", "3000", 1);
+    /* TH_LINGER_IDLE=N (a measurement, not a check): the looper also holds
+     * N idle locks, so that its watchdog renews N holds in each batch while
+     * a linger ends (RELIABILITY.md, finding 12 of issue 22). */
+    const char *idle_env = getenv("TH_LINGER_IDLE");
+    long nidle = idle_env ? strtol(idle_env, NULL, 10) : 0;
+    dist_mutex_t *idle = nidle > 0 ? calloc((size_t)nidle, sizeof *idle) : NULL;
+    for (long i = 0; idle && i < nidle; i++) {
+        char iname[160];
+        snprintf(iname, sizeof iname, "%s.idle%ld", lp->name, i);
+        TH_CHECK_RC(dist_mutex_init(&idle[i], iname, NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&idle[i]), 0);
+    }
     dist_mutex_t m;
     init_mutex(&m, lp->name, lp->fair);
     unsigned long l0 = lingers();
