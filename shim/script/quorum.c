@@ -184,6 +184,10 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         c->cmd.retried = 0;
         c->cmd.sent = 1;
     }
+    /* What each server's copy kept for the merge (an entry's free_reply:
+     * acquire_all's replies) goes with the copies. */
+    for (size_t k = 0; k < (size_t)nodes * (size_t)n; k++)
+        dl_call_free_reply(&per[k]);
     free(per);
     return rc;
 }
