@@ -176,6 +176,17 @@ static redisReply *run(pf_conn_t *k, dl_call_t *c, int form, const char *key0)
 /* The request as the library's typed call (script/call_<name>.h), so that
  * its KEYS and ARGV are written as the library writes them: the fuzzer
  * chooses the arguments, never their order. */
+/* Each key form in turn, drawn from the request itself: a seed (and a
+ * shrunk sequence) replays with the same forms.  (A mark names two keys,
+ * as mark.c posts it.) */
+int pf_call_form(const pf_req_t *q)
+{
+    static const int forms[3] = { 6, 7, 1 };
+    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
+                 (unsigned)q->fence;
+    return q->script == PF_S_MARK ? 6 : forms[h % 3];
+}
+
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
 {
     char token[16], info[48];
@@ -245,13 +256,7 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         snprintf(k->err, sizeof k->err, "no such script %d", q->script);
         return NULL;
     }
-    /* Each key form in turn, drawn from the request itself: a seed (and a
-     * shrunk sequence) replays with the same forms.  (A mark names two
-     * keys, as mark.c posts it.) */
-    static const int forms[3] = { 6, 7, 1 };
-    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
-                 (unsigned)q->fence;
-    return run(k, &c, q->script == PF_S_MARK ? 6 : forms[h % 3], keys[0]);
+    return run(k, &c, pf_call_form(q), keys[0]);
 }
 
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)

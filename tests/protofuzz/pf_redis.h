@@ -86,6 +86,9 @@ int pf_token_proc(const char *s, size_t len);
 /* Runs one script call; the reply (never an error reply), or NULL with
  * k->err set (an error reply: the script failed, which is a finding). */
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q);
+/* The keys q declares: 6, 7 (redis-cluster's guard) or 1 (as under an
+ * ASK). */
+int pf_call_form(const pf_req_t *q);
 /* Every message published to our channels so far: a PING on the
  * subscriber, read up to its answer.  Returns the count (up to max), -1 on
  * a connection error. */

@@ -483,7 +483,15 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     static const char *lname[2] = { "the lock", "the companion" };
     long long got = elem(x, 0);
     int bad = 0;
-    if (got == 1) {
+    /* Only the first lock's key declared (an ASK): the others' keys may be
+     * elsewhere, so it must take nothing and say so; else it never says
+     * so. */
+    if ((pf_call_form(&q) == 1) != (got == 2))
+        bad = pf_failf(r, "lock-all-reply", "p%d's lock-all with %d keys declared answered %s", i,
+                       pf_call_form(&q), b);
+    if (bad) {
+        /* (reported) */
+    } else if (got == 1) {
         if (x->elements != 10 || elem(x, 1) != 2) {
             freeReplyObject(x);
             return pf_failf(r, "lock-all-reply", "p%d's lock-all of 2 locks: reply %s", i, b);
