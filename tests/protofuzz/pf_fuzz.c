@@ -31,6 +31,7 @@ static const weight_t weights[] = {
 static const weight_t rl_weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 12 }, { PF_CANCEL, 4 }, { PF_RELEASE, 12 },
     { PF_RENEW, 10 }, { PF_BREAK, 1 },  { PF_SLEEP, 8 },  { PF_DIE, 3 },
+    { PF_ALL, 4 },
 };
 static const int sleeps[] = { 1, 5, 20, 50, 120 };
 

@@ -518,6 +518,10 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
                                (unsigned long long)post[l].wfence);
         }
         grant_seen(r, i, 'w', fence[0], claimed[0] ? "lock-all reply (mine)" : "lock-all reply");
+        if (r->o->redlock) {      /* a write hold taken: the caller's mark goes */
+            r->mk.kind = PF_MK_CLEARED;
+            r->mk.proc = i;
+        }
         believe(r, i, 'w', fence[0], q.regid, claimed[0] ? 0 : t0 + p->lease);
         /* the companion: a fence above every one before (or its own hold
          * claimed again), and nobody else believing in a hold of it */
