@@ -45,6 +45,7 @@ endfunction()
 set(DL_MAN3_GROUPS
   "dist_mutex_init:dist_mutex_destroy,DIST_MUTEX_INITIALIZER"
   "dist_mutex_lock:dist_mutex_trylock,dist_mutex_timedlock,dist_mutex_unlock"
+  "dist_mutex_lockall:dist_mutex_trylockall,dist_mutex_timedlockall"
   "dist_mutexattr_init:dist_mutexattr_destroy,dist_mutexattr_settype,dist_mutexattr_setfair,dist_mutexattr_setlease"
   "dist_mutex_getfence:dist_rwlock_getfence"
   "dist_rwlock_init:dist_rwlock_destroy,DIST_RWLOCK_INITIALIZER"

@@ -21,6 +21,7 @@
 #define DISTLOCK_H
 
 #include <errno.h>   /* EOWNERDEAD, ENOLCK, ...: the system's values */
+#include <stddef.h>  /* size_t */
 #include <stdint.h>
 #include <time.h>
 
@@ -120,6 +121,25 @@ DIST_API int dist_mutex_unlock(dist_mutex_t *m);
 DIST_API int dist_mutex_destroy(dist_mutex_t *m);
 /* Never blocks.  The fencing token of the caller's hold; EPERM without one. */
 DIST_API int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence);
+
+/* --- several mutexes at once (Redisson's MultiLock): all of ms[0..n) or none --- */
+/* The locks are taken in one canonical order (their names, as bytes), so
+ * callers that lock overlapping sets in any order never deadlock one
+ * another; when every one is free with nobody queued and one script can
+ * reach them all (one server, or one cluster slot), one round trip takes
+ * them all.  Each is then unlocked on its own with dist_mutex_unlock.
+ * EINVAL: ms NULL, n 0 or above INT_MAX, an element NULL, not initialized
+ * or destroyed, or the same name twice.  A recursive mutex the caller
+ * holds is counted once more (unlock it once more); an errorcheck one
+ * gives EDEADLK (trylockall: EBUSY) and nothing is taken.
+ * Blocks until every one is acquired.  0, EOWNERDEAD (all acquired; one or
+ * more after a holder lapsed), EDEADLK, EAGAIN, EIO, EINVAL, ENOMEM. */
+DIST_API int dist_mutex_lockall(dist_mutex_t *const ms[], size_t n);
+/* No waiting: EBUSY if any one cannot be taken at once (none is held). */
+DIST_API int dist_mutex_trylockall(dist_mutex_t *const ms[], size_t n);
+/* Blocks until abstime (CLOCK_REALTIME); ETIMEDOUT then, none held. */
+DIST_API int dist_mutex_timedlockall(dist_mutex_t *const ms[], size_t n,
+                                     const struct timespec *abstime);
 
 /* --- read-write lock attributes (never block) --- */
 DIST_API int dist_rwlockattr_init(dist_rwlockattr_t *attr);

@@ -18,12 +18,15 @@
  *   lock.c          the lock (mutex, rwlock): local admission and handoff,
  *                   its kind (dl_lock_kind)
  *   holds.c         each thread's stack of holds on a lock
+ *   lockall.c       several locks at once (dist_mutex_lockall): all or
+ *                   none, in one canonical order
  * core/      the hold core: what every primitive's object has
  *   core.h          dl_core_t (its fields by writer) and dl_kind_t
  *   registry.c      (kind, name) -> the process's one object, references
  *   objtab.c        the API objects this process resolved, and their states
  *   take.c          taking the Redis hold: ask, wait for a grant, late
  *                   grants; the waiter's registration
+ *   take_all.c      several holds taken in one call, all or none
  *   hold.c          the hold once taken: record, vouch, release, linger
  *   tenure.c        how long a hold may serve without asking Redis
  *   mark.c          what Redis must know of a lingering hold

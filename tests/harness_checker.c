@@ -62,11 +62,13 @@ chk_live_t *chk_start(const chk_cfg_t *cfg)
     if (!c)
         return NULL;
     c->cfg = *cfg;
-    uint64_t cap = cfg->cap ? cfg->cap : cfg->ops > 0 ? (uint64_t)cfg->ops : 200000;
+    uint64_t per = cfg->lockall >= 2 ? (uint64_t)cfg->lockall : 1;
+    uint64_t cap = cfg->cap ? cfg->cap : cfg->ops > 0 ? (uint64_t)cfg->ops * per : 200000;
     c->sh = chk_shared_new(cap);
     c->pids = calloc((size_t)cfg->procs, sizeof *c->pids);
     c->prs = calloc((size_t)cfg->procs, sizeof *c->prs);
-    if (!c->sh || !c->pids || !c->prs || cfg->nnames > CHK_MAX_NAMES) {
+    if (!c->sh || !c->pids || !c->prs || cfg->nnames > CHK_MAX_NAMES ||
+        (cfg->lockall >= 2 && (cfg->kind != CHK_MUTEX || cfg->lockall > cfg->nnames))) {
         chk_shared_free(c->sh);
         free(c->pids);
         free(c->prs);
@@ -302,7 +304,7 @@ int chk_finish(chk_live_t *c, long timeout_ms, chk_report_t *rep)
 int chk_run(const chk_cfg_t *cfg, chk_report_t *rep)
 {
     memset(rep, 0, sizeof *rep);
-    rep->expected = (uint64_t)cfg->ops;
+    rep->expected = (uint64_t)cfg->ops * (cfg->lockall >= 2 ? (uint64_t)cfg->lockall : 1);
     chk_live_t *c = chk_start(cfg);
     if (!c) {
         snprintf(rep->first, sizeof rep->first, "mmap of %ld holds failed", cfg->ops);

@@ -50,6 +50,12 @@
  * chk_stop() (a run driven by a fault script): the threads then stop after
  * their current hold, and every hold recorded is checked.
  *
+ * Sets of locks (cfg->lockall): each operation takes several names at once
+ * with the lock-all calls, in a random order, so that processes and
+ * threads ask for overlapping sets in opposite orders; each name's holds
+ * are checked as above, and a run that deadlocks never finishes (its
+ * children are killed at max_ms and the run fails).
+ *
  * Several lock names (cfg->names): each thread takes them in turn, each
  * name has its own shared counter, and every check above is made for each
  * name on its own.  A run in the background (chk_start ... chk_finish) is
@@ -134,6 +140,12 @@ typedef struct chk_cfg {
     chk_hold_t **holds_out;     /* if set: receives a malloc'ed copy of the complete
                                    holds, by start (the caller frees it) ... */
     uint64_t *nholds_out;       /* ... and their number */
+    int lockall;                /* mutex, >= 2 (at most nnames): each operation takes
+                                   this many of the names at once (dist_mutex_lockall,
+                                   _trylockall loops, _timedlockall, as lock_how says),
+                                   drawn at random and passed in a random order, and
+                                   records a hold for each (same start and end); ops
+                                   counts operations, so expected holds = ops x lockall */
 } chk_cfg_t;
 
 typedef struct chk_shared chk_shared_t;

@@ -156,9 +156,147 @@ static int redis_disagrees(redisContext *rc, const char *key, char mode, uint64_
     return bad;
 }
 
+/* cfg->lockall: one lock-all call on ms[0..k), as do_lock's *how. */
+static int do_lockall(struct chk_proc *pr, dist_mutex_t *const *ms, int k, unsigned *seed, int *how)
+{
+    const chk_cfg_t *cfg = pr->cfg;
+    int r = (int)(rand_r(seed) % 10);
+    int lh = cfg->proc_lock_how ? cfg->proc_lock_how[pr->index] : cfg->lock_how;
+    *how = lh == CHK_BLOCKING ? 0 : lh == CHK_TRY_ONLY ? 2 : lh == CHK_TIMED ? 1 :
+           r < 7 ? 0 : r < 9 ? 1 : 2;
+    if (*how == 1) {
+        struct timespec ts = th_abstime_ms(cfg->timed_ms > 0 ? cfg->timed_ms : 10000);
+        return dist_mutex_timedlockall(ms, (size_t)k, &ts);
+    }
+    if (*how == 2) {
+        for (;;) {
+            int rc = dist_mutex_trylockall(ms, (size_t)k);
+            if (rc != EBUSY)
+                return rc;
+            th_sleep_us(200 + rand_r(seed) % 300);
+        }
+    }
+    return dist_mutex_lockall(ms, (size_t)k);
+}
+
+/* A thread of a cfg->lockall run: each operation takes cfg->lockall of
+ * the names at once, drawn at random and passed in a random order, and
+ * records one hold per name. */
+static void chk_lockall_thread(struct chk_thread *t)
+{
+    struct chk_proc *pr = t->pr;
+    const chk_cfg_t *cfg = pr->cfg;
+    chk_shared_t *sh = pr->sh;
+    unsigned seed = (unsigned)getpid() * 7919u + (unsigned)t->gindex * 104729u +
+                    (unsigned)chk_now_ns();
+    int32_t tid = (int32_t)syscall(SYS_gettid);
+    long pause_ms = cfg->retry_sleep_ms > 0 ? cfg->retry_sleep_ms : 2;
+    int k = cfg->lockall, printed = 0;
+    for (long i = 0; i < t->ops && !__atomic_load_n(&sh->stop, __ATOMIC_RELAXED); i++) {
+        /* k distinct names in a random order: a partial Fisher-Yates */
+        int pick[CHK_MAX_NAMES];
+        for (int j = 0; j < pr->nnames; j++)
+            pick[j] = j;
+        for (int j = 0; j < k; j++) {
+            int x = j + (int)(rand_r(&seed) % (unsigned)(pr->nnames - j));
+            int tmp = pick[j];
+            pick[j] = pick[x];
+            pick[x] = tmp;
+        }
+        dist_mutex_t *ms[CHK_MAX_NAMES];
+        for (int j = 0; j < k; j++)
+            ms[j] = &pr->u[pick[j]].m;
+        int how = 0, rc;
+        for (;;) {
+            int64_t c0 = chk_now_ns();
+            rc = do_lockall(pr, ms, k, &seed, &how);
+            atomic_max(&sh->max_call_us, (chk_now_ns() - c0) / 1000);
+            if (rc == 0 || rc == EOWNERDEAD)
+                break;
+            uint64_t *ctr = rc == EIO ? &sh->lock_eio : rc == ETIMEDOUT ? &sh->lock_timedout
+                                                                        : &sh->lock_other;
+            __atomic_add_fetch(ctr, 1, __ATOMIC_RELAXED);
+            note_error(sh, "lockall", rc);
+            if (!cfg->quiet && printed < 3) {
+                printed++;
+                fprintf(stderr, "checker [%d/%d]: lockall (%s) = %s: %s\n", (int)getpid(), (int)tid,
+                        how == 0 ? "blocking" : how == 1 ? "timed" : "try", th_errname(rc),
+                        dist_lasterror());
+            }
+            if (!cfg->retry_errors ||
+                (cfg->retry_errors != CHK_RETRY_ALL && rc != EIO && rc != ETIMEDOUT)) {
+                t->failed = 1;
+                return;
+            }
+            th_sleep_ms(pause_ms);
+        }
+        if (rc == EOWNERDEAD)
+            __atomic_add_fetch(&sh->ownerdead, 1, __ATOMIC_RELAXED);
+        int64_t t0 = chk_now_ns();
+        uint64_t fence[CHK_MAX_NAMES];
+        int frc = 0;
+        for (int j = 0; j < k; j++)
+            frc |= do_fence(pr, pick[j], &fence[j]);
+        int32_t *inside = pr->index < CHK_MAX_PROCS ? &sh->inside[pr->index] : NULL;
+        if (inside)
+            __atomic_add_fetch(inside, 1, __ATOMIC_RELAXED);
+        /* Read every counter, pause, write every one back: two holders of
+         * one name at once lose an update. */
+        uint64_t v[CHK_MAX_NAMES];
+        __atomic_store_n(&sh->writer, (int32_t)getpid(), __ATOMIC_RELAXED);
+        for (int j = 0; j < k; j++)
+            v[j] = __atomic_load_n(&sh->counter[pick[j]], __ATOMIC_RELAXED);
+        pause_in_hold(cfg);
+        for (int j = 0; j < k; j++)
+            __atomic_store_n(&sh->counter[pick[j]], v[j] + 1, __ATOMIC_RELAXED);
+        __atomic_store_n(&sh->writer, 0, __ATOMIC_RELAXED);
+        if (inside)
+            __atomic_sub_fetch(inside, 1, __ATOMIC_RELAXED);
+        int64_t t1 = chk_now_ns();
+        chk_hold_t *h[CHK_MAX_NAMES];
+        for (int j = 0; j < k; j++) {
+            uint64_t slot = __atomic_fetch_add(&sh->next, 1, __ATOMIC_RELAXED);
+            h[j] = slot < sh->cap ? &sh->holds[slot] : NULL;
+            if (h[j]) {
+                h[j]->t_start_ns = t0;
+                h[j]->t_end_ns = t1;
+                h[j]->fence = fence[j];
+                h[j]->pid = (int32_t)getpid();
+                h[j]->tid = tid;
+                h[j]->mode = 'w';
+                h[j]->name = (uint8_t)pick[j];
+                h[j]->lock_rc = (int16_t)rc;
+            }
+        }
+        /* each unlocked on its own, in the order taken */
+        int bad = 0;
+        for (int j = 0; j < k; j++) {
+            int urc = do_unlock(pr, pick[j]);
+            if (h[j]) {
+                h[j]->unlock_rc = (int16_t)urc;
+                __atomic_store_n(&h[j]->filled, 1, __ATOMIC_RELEASE);
+            }
+            if (urc != 0 && !cfg->quiet && printed < 3) {
+                printed++;
+                fprintf(stderr, "checker [%d/%d]: unlock = %s: %s\n", (int)getpid(), (int)tid,
+                        th_errname(urc), dist_lasterror());
+            }
+            bad |= urc != 0 && urc != ENOLCK && urc != EIO;
+        }
+        if ((frc != 0 && !cfg->no_lock) || bad) {
+            t->failed = 1;
+            return;
+        }
+    }
+}
+
 static void *chk_thread_main(void *p)
 {
     struct chk_thread *t = p;
+    if (t->pr->cfg->lockall >= 2) {
+        chk_lockall_thread(t);
+        return NULL;
+    }
     struct chk_proc *pr = t->pr;
     const chk_cfg_t *cfg = pr->cfg;
     chk_shared_t *sh = pr->sh;

@@ -1241,6 +1241,94 @@ static void test_attr_values(void **state)
 
 /* dist_lasterror() survives what it describes: a message about a name
  * stays valid after the lock object and its name are gone. */
+/* Lock-all: a bad array, count or element, a name twice, a bad
+ * timespec, an errorcheck mutex held: the documented code, a readable
+ * message, and nothing taken (the good errorcheck mutex in each set is
+ * free for this thread afterwards). */
+static void test_lockall_sets(void **state)
+{
+    begin();
+    char name[64], name2[64];
+    th_name(name, sizeof name, "allgood");
+    th_name(name2, sizeof name2, "allgood2");
+    dist_mutexattr_t ea;
+    assert_int_equal(dist_mutexattr_init(&ea), 0);
+    assert_int_equal(dist_mutexattr_settype(&ea, DIST_MUTEX_ERRORCHECK), 0);
+    dist_mutex_t good, good2, twin, zero, rnd, dead;
+    dist_rwlock_t rw;
+    assert_int_equal(dist_mutex_init(&good, name, &ea), 0);
+    assert_int_equal(dist_mutex_init(&good2, name2, &ea), 0);
+    assert_int_equal(dist_mutex_init(&twin, name, NULL), 0);
+    assert_int_equal(dist_rwlock_init(&rw, name2, NULL), 0);
+    memset(&zero, 0, sizeof zero);
+    fill_random(&rnd, sizeof rnd, 7);
+    assert_int_equal(dist_mutex_init(&dead, "allgone", NULL), 0);
+    assert_int_equal(dist_mutex_destroy(&dead), 0);
+    struct timespec ts = th_abstime_ms(1000);
+
+#define NOTHING_TAKEN() do { check3("(the good mutex is free)", dist_mutex_trylock(&good), 0, \
+    dist_lasterror(), NULL, 0); dist_mutex_unlock(&good); } while (0)
+#define ALLCASE(set, n, want, must) do { \
+    check3("dist_mutex_lockall(" #set ", " #n ")", dist_mutex_lockall(set, n), want, \
+           dist_lasterror(), must, 0); NOTHING_TAKEN(); \
+    check3("dist_mutex_trylockall(" #set ", " #n ")", dist_mutex_trylockall(set, n), \
+           want == EDEADLK ? EBUSY : want, dist_lasterror(), must, 0); NOTHING_TAKEN(); \
+    check3("dist_mutex_timedlockall(" #set ", " #n ", +1 s)", dist_mutex_timedlockall(set, n, &ts), \
+           want, dist_lasterror(), must, 0); NOTHING_TAKEN(); } while (0)
+
+    dist_mutex_t *const ok2[2] = { &good, &good2 };
+    dist_mutex_t *const with_null[2] = { &good, NULL };
+    dist_mutex_t *const with_zero[2] = { &good, &zero };
+    dist_mutex_t *const with_rnd[2] = { &rnd, &good };
+    dist_mutex_t *const with_dead[2] = { &good, &dead };
+    dist_mutex_t *const with_rw[2] = { &good, (dist_mutex_t *)&rw };
+    dist_mutex_t *const same_name[3] = { &good2, &good, &twin };
+    dist_mutex_t *const same_obj[2] = { &good, &good };
+    ALLCASE(NULL, 2, EINVAL, "NULL");
+    ALLCASE(ok2, 0, EINVAL, "n is 0");
+    ALLCASE(ok2, (size_t)INT_MAX + 1, EINVAL, "INT_MAX");
+    ALLCASE(ok2, SIZE_MAX, EINVAL, "INT_MAX");
+    ALLCASE(with_null, 2, EINVAL, "ms[1]");
+    ALLCASE(with_zero, 2, EINVAL, "not initialized");
+    ALLCASE(with_rnd, 2, EINVAL, "ms[0]");
+    ALLCASE(with_dead, 2, EINVAL, "destroyed");
+    ALLCASE(with_rw, 2, EINVAL, "ms[1]");
+    ALLCASE(same_name, 3, EINVAL, "twice");
+    ALLCASE(same_obj, 2, EINVAL, "twice");
+
+    static const long bad_nsec[] = { -1, 1000000000L, LONG_MAX, LONG_MIN };
+    for (size_t i = 0; i < sizeof bad_nsec / sizeof bad_nsec[0]; i++) {
+        char d[96];
+        struct timespec b = th_abstime_ms(1000);
+        b.tv_nsec = bad_nsec[i];
+        snprintf(d, sizeof d, "dist_mutex_timedlockall(ok2, 2, tv_nsec=%ld)", bad_nsec[i]);
+        check(d, dist_mutex_timedlockall(ok2, 2, &b), EINVAL);
+        NOTHING_TAKEN();
+    }
+    CASE(dist_mutex_timedlockall(ok2, 2, NULL), EINVAL);
+    NOTHING_TAKEN();
+
+    /* an errorcheck mutex the caller holds: EDEADLK (try: EBUSY), and
+     * nothing else taken */
+    assert_int_equal(dist_mutex_lock(&good2), 0);
+    dist_mutex_t *const held[2] = { &good2, &good };
+    ALLCASE(held, 2, EDEADLK, "already held");
+    assert_int_equal(dist_mutex_unlock(&good2), 0);
+
+    /* and the good sets work */
+    CASE(dist_mutex_lockall(ok2, 2), 0);
+    CASE(dist_mutex_unlock(&good), 0);
+    CASE(dist_mutex_unlock(&good2), 0);
+#undef ALLCASE
+#undef NOTHING_TAKEN
+    assert_int_equal(dist_mutex_destroy(&good), 0);
+    assert_int_equal(dist_mutex_destroy(&good2), 0);
+    assert_int_equal(dist_mutex_destroy(&twin), 0);
+    assert_int_equal(dist_rwlock_destroy(&rw), 0);
+    assert_int_equal(dist_mutexattr_destroy(&ea), 0);
+    end("lock-all sets");
+}
+
 static void test_lasterror_lifetime(void **state)
 {
     begin();
@@ -1284,6 +1372,7 @@ int main(void)
         TH_TEST(test_timespecs),
         TH_TEST(test_timespec_extremes),
         TH_TEST(test_attr_values),
+        TH_TEST(test_lockall_sets),
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),
     };

@@ -482,6 +482,133 @@ static void test_cluster_forms(void **state)
     }
 }
 
+/* acquire_all.lua (lock-all): N locks taken in one call, all or none.  Its
+ * caller's locks, their list and its items. */
+typedef struct allcall {
+    lockkeys_t k[4];
+    dl_all_lock_t locks[4];
+    char list[2048];
+    dl_all_item_t out[4];
+    dl_acquire_all_args_t args;
+} allcall_t;
+
+static dl_caller_t all_of(allcall_t *x, char names[][128], int n, const char *token, uint64_t rid)
+{
+    dl_caller_t who = caller(&x->k[0], names[0], token);
+    for (int i = 0; i < n; i++) {
+        caller(&x->k[i], names[i], token);
+        x->locks[i] = (dl_all_lock_t){ x->k[i].keys, x->k[i].keylen, 30000 };
+    }
+    size_t len = dl_acquire_all_list(x->locks, n, x->list);
+    x->args = (dl_acquire_all_args_t){ .n = n, .locks = x->locks, .list = x->list,
+                                       .listlen = len, .info = "h\t1\t1", .infolen = 5,
+                                       .regid = rid, .out = x->out };
+    return who;
+}
+
+/* Free: every lock taken, each with its own fence and hold (rid), one
+ * call.  One busy, or queued for: nothing taken, and it says which.  The
+ * same call resent: the same holds, claimed.  A lapse: that lock's
+ * ownerdead, and a withdrawal by the registration id gives its trace back.
+ * Only the first key declared (a cluster's ASK): refused. */
+static void test_acquire_all(void **state)
+{
+    (void)state;
+    char names[4][128], base[64], wh[64];
+    th_name(base, sizeof base, "callsall");
+    for (int i = 0; i < 4; i++)
+        snprintf(names[i], sizeof names[i], "%s}%c", base, 'a' + i);
+    allcall_t x;
+    dl_caller_t a = all_of(&x, names, 3, "tokA", 5);
+    dl_call_t c;
+    dl_call_acquire_all(&c, &a, &x.args);
+    run(&c);
+    assert_int_equal(c.reply.acquire_all.got, 1);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal((long long)x.out[i].fence, hget_ll(x.k[i].keys[0], "fence"));
+        assert_int_equal(hget_ll(x.k[i].keys[0], "rid"), 5);
+        assert_int_equal(x.out[i].dead, 0);
+        assert_int_equal(x.out[i].claimed, 0);
+        assert_true(th_cmd_ll("PTTL %s", x.k[i].keys[0]) > 29000);
+    }
+    uint64_t f1 = x.out[1].fence;
+    /* resent (the first copy ran): the same holds, claimed */
+    dl_call_acquire_all(&c, &a, &x.args);
+    run(&c);
+    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(x.out[1].claimed, 1);
+    assert_int_equal((long long)x.out[1].fence, (long long)f1);
+
+    /* B asks for {d, b}: b is A's: busy at b (index 1), d untouched */
+    allcall_t y;
+    char nb[2][128];
+    snprintf(nb[0], sizeof nb[0], "%s", names[3]);
+    snprintf(nb[1], sizeof nb[1], "%s", names[1]);
+    dl_caller_t b = all_of(&y, nb, 2, "tokB", 7);
+    dl_call_acquire_all(&c, &b, &y.args);
+    run(&c);
+    assert_int_equal(c.reply.acquire_all.got, 0);
+    assert_int_equal(c.reply.acquire_all.busy, 1);
+    assert_true(c.reply.acquire_all.pttl_ms > 0);
+    assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[0]), 0);
+    assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[5]), 0);
+
+    /* a waiter queued for d (behind a holder C): busy even once d is free */
+    lockkeys_t kc, kw;
+    dl_caller_t cc = caller(&kc, names[3], "tokC"), cw = caller(&kw, names[3], "tokW");
+    dl_acquire_args_t ac = ask('w', 0, 1), aw = ask('w', 1, 1);
+    dl_call_acquire(&c, &cc, &ac);
+    run(&c);
+    dl_call_acquire(&c, &cw, &aw);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 0);
+    th_cmd_do("DEL %s", kc.keys[0]);     /* C's lease ran out; W still queued */
+    snprintf(nb[1], sizeof nb[1], "%s", names[0]);
+    allcall_t z;
+    dl_caller_t b2 = all_of(&z, nb, 2, "tokB", 8);
+    dl_call_acquire_all(&c, &b2, &z.args);
+    run(&c);
+    assert_int_equal(c.reply.acquire_all.got, 0);
+    assert_int_equal(c.reply.acquire_all.busy, 0);
+    assert_int_equal(th_cmd_ll("EXISTS %s", kc.keys[0]), 0);     /* nobody jumped W */
+
+    /* a lapse: d's trace names C.  W leaves; B takes {e, d}: d's lapse */
+    dl_withdraw_args_t ww = { .mode = 'w', .regid = 1 };
+    dl_call_withdraw(&c, &cw, &ww);
+    run(&c);
+    char ne[2][128];
+    snprintf(ne[0], sizeof ne[0], "%s}e", base);
+    snprintf(ne[1], sizeof ne[1], "%s", names[3]);
+    allcall_t e;
+    dl_caller_t be = all_of(&e, ne, 2, "tokB", 9);
+    dl_call_acquire_all(&c, &be, &e.args);
+    run(&c);
+    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(e.out[0].dead, 0);
+    assert_int_equal(e.out[1].dead, 1);
+    assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokB");
+    /* given back (the lock-all could not keep them): the trace returns */
+    for (int i = 0; i < 2; i++) {
+        dl_caller_t wi = caller(&e.k[i], ne[i], "tokB");
+        dl_withdraw_args_t wb = { .mode = 'w', .regid = 9 };
+        dl_call_withdraw(&c, &wi, &wb);
+        run(&c);
+        assert_int_equal(c.reply.withdraw.result, 1);
+    }
+    assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokC");
+
+    /* only the first key declared: refused, nothing taken */
+    allcall_t f;
+    dl_caller_t bf = all_of(&f, ne, 2, "tokB", 10);
+    dl_call_acquire_all(&c, &bf, &f.args);
+    run_form(&c, 1);
+    assert_int_equal(c.reply.acquire_all.got, 2);
+    assert_int_equal(th_cmd_ll("EXISTS %s", f.k[0].keys[0]), 0);
+    /* the six and the guard: as the six */
+    run_form(&c, 7);
+    assert_int_equal(c.reply.acquire_all.got, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -492,6 +619,7 @@ int main(void)
         TH_TEST(test_release_clears_trace_by_rid),
         TH_TEST(test_quorum_release_older_trace_and_fence),
         TH_TEST(test_cluster_forms),
+        TH_TEST(test_acquire_all),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* mutex.c - the pthread_mutex_* mirror: a write-only use of lock.c. */
 #include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
 
 #include "distlock.h"
 #include "dl.h"
 #include "lock.h"
+#include "lockall.h"
 #include "mutex.h"
 #include "object.h"
 
@@ -130,6 +133,67 @@ int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
         int rc = acquire(m, 0, deadline);
         /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
          * wall clock was set back while we waited. */
+        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+            return rc;
+    }
+}
+
+/* dist_mutex_*lockall: each object resolved and its request made as a
+ * lock call would, then lockall.c takes them all or none. */
+static int lockall(dist_mutex_t *const ms[], size_t n, int try_only, uint64_t deadline)
+{
+    if (!ms)
+        return dl_fail(EINVAL, "lock-all: the array of mutexes is NULL");
+    if (n == 0)
+        return dl_fail(EINVAL, "lock-all: no mutexes (n is 0)");
+    if (n > INT_MAX)
+        return dl_fail(EINVAL, "lock-all: %zu mutexes: more than INT_MAX", n);
+    dl_all_req_t *v = malloc(n * sizeof *v);
+    if (!v)
+        return dl_fail(ENOMEM, "out of memory");
+    dl_proc_t *p = NULL;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        dist_mutex_t *m = ms[i];
+        if (!m) {
+            rc = dl_fail(EINVAL, "lock-all: ms[%zu] is NULL", i);
+            break;
+        }
+        if ((rc = dl_obj_resolve(&m->dl_o, DL_MAGIC_MUTEX, &p, &v[i].l))) {
+            char why[DL_ERRMAX];
+            snprintf(why, sizeof why, "%s", dist_lasterror());
+            dl_seterr("lock-all: ms[%zu]: %s", i, why);
+            break;
+        }
+        v[i].rq = (dl_req_t){ 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
+                              m->dl_o.dl_lease_ms, try_only, deadline, NULL };
+        v[i].at = i;
+    }
+    if (!rc)
+        rc = dl_lock_all(p, v, n);
+    free(v);
+    return rc;
+}
+
+int dist_mutex_lockall(dist_mutex_t *const ms[], size_t n)
+{
+    return lockall(ms, n, 0, DL_FOREVER);
+}
+
+int dist_mutex_trylockall(dist_mutex_t *const ms[], size_t n)
+{
+    return lockall(ms, n, 1, 0);
+}
+
+int dist_mutex_timedlockall(dist_mutex_t *const ms[], size_t n, const struct timespec *abstime)
+{
+    for (;;) {
+        uint64_t deadline;
+        if (dl_deadline_from_abstime(abstime, &deadline))
+            return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+        int rc = lockall(ms, n, 0, deadline);
+        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME (see
+         * dist_mutex_timedlock). */
         if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
             return rc;
     }

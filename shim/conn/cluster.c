@@ -704,7 +704,7 @@ static int cluster_finish(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t
 }
 
 const dl_backend_t dl_backend_cluster = {
-    .caps = { .queue = 1, .quorum = 0, .post = 0 },
+    .caps = { .queue = 1, .quorum = 0, .post = 0, .slots = 1 },
     .open = cluster_open,
     .nodes = cluster_nodes,
     .exec = cluster_exec_node,

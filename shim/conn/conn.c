@@ -54,6 +54,17 @@ dl_caps_t dl_conn_caps(const dl_conn_t *c)
     return c->be->caps;
 }
 
+int dl_conn_together(const dl_conn_t *c, const char *const *keys, const size_t *lens, int n)
+{
+    if (!c->be->caps.slots || n < 2)
+        return 1;
+    unsigned slot = dl_key_slot(keys[0], lens[0]);
+    for (int i = 1; i < n; i++)
+        if (dl_key_slot(keys[i], lens[i]) != slot)
+            return 0;
+    return 1;
+}
+
 redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
                              char *err, size_t errlen)
 {

@@ -57,8 +57,16 @@ typedef struct dl_caps {
      * one.  Holds linger after an unlock only where their mark (mark.c)
      * can be posted, and renewals are posted only here. */
     unsigned post : 1;
+    /* Keys are spread over hash slots, each served by one node: a script
+     * may touch only keys of one slot (dl_conn_together). */
+    unsigned slots : 1;
 } dl_caps_t;
 dl_caps_t dl_conn_caps(const dl_conn_t *c);
+
+/* Whether one script call may touch every key of keys[0..n): always, but
+ * where keys are spread over slots (caps.slots), only keys of one slot.
+ * Never blocks. */
+int dl_conn_together(const dl_conn_t *c, const char *const *keys, const size_t *lens, int n);
 
 /* Sends cmds[0..n) (pipelined with other threads' commands) and waits for
  * every reply.  Reconnects and resends on connection failure until

@@ -110,6 +110,21 @@ void dl_hold_handoff(dl_core_t *o)
     DL_STAT_ADD(local_handoffs, 1);
 }
 
+/* The process no longer has o's hold (released, given back): its state
+ * is that of an object never held, and its waiters look again. */
+static void ended(dl_core_t *o)
+{
+    o->hold.busy = 0;
+    o->hold.rmode = 0;
+    o->hold.seq++;             /* late renew replies concern the old hold */
+    dl_watchdog_undue(o);
+    o->hold.lost = 0;
+    o->hold.remote_waiting = 0;
+    o->hold.handoffs = 0;
+    o->hold.linger_until = 0;
+    pthread_cond_broadcast(&o->cv);
+}
+
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
 {
     int lost = o->hold.lost, cut = o->hold.ttl_cut;
@@ -165,16 +180,28 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
     /* A hold told EOWNERDEAD that may still be in Redis: the next lock call
      * may claim it back ("mine"), and must not be told again. */
     o->hold.told_fence = failed && o->hold.od_told ? ra.fence : 0;
-    o->hold.busy = 0;
-    o->hold.rmode = 0;
-    o->hold.seq++;             /* late renew replies concern the old hold */
-    dl_watchdog_undue(o);
-    o->hold.lost = 0;
-    o->hold.remote_waiting = 0;
-    o->hold.handoffs = 0;
-    o->hold.linger_until = 0;
-    pthread_cond_broadcast(&o->cv);
+    ended(o);
     return rc;
+}
+
+int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
+{
+    char mode = o->hold.rmode;
+    uint64_t rid = o->hold.rid;
+    dl_caller_t who = dl_caller(p, o);
+    o->hold.busy = 1;
+    pthread_mutex_unlock(&o->mu);
+    dl_call_t c;
+    o->kind->calls->withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = mode, .regid = rid });
+    int rc = dl_script_run(p->conn, &c, 1);
+    pthread_mutex_lock(&o->mu);
+    /* Not reached: the watchdog withdraws it (by the same id) until it is;
+     * the hold lapses meanwhile within a lease at most. */
+    if (rc)
+        dl_hold_undo_later(p, o, mode, rid);
+    o->hold.told_fence = 0;
+    ended(o);
+    return 0;
 }
 
 static int lost_code(dl_core_t *o)

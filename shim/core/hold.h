@@ -48,6 +48,14 @@ void dl_hold_rtt(dl_core_t *o, uint64_t us);
  * trip while o->hold.busy keeps the other threads away.  0, ENOLCK (the
  * hold had lapsed), EIO. */
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
+/* Ends the process's Redis hold as if it had never been taken: withdrawn
+ * by the registration id it was taken with (withdraw.lua), which puts back
+ * a death trace its taking consumed, so the next holder is told of that
+ * lapse (a lock-all that took it but not the others: its caller was never
+ * told).  o->mu is released around the round trip as for a release; a
+ * withdrawal that fails is left to the watchdog (dl_hold_undo_later).
+ * Returns 0. */
+int dl_hold_give_back(dl_proc_t *p, dl_core_t *o);
 /* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
  * process would take, join or relock it, or hand it to another: asks Redis
  * whether it is still there (renew.lua: a renewable hold is renewed to its

@@ -90,4 +90,28 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
  * nothing.  Never blocks. */
 int dl_lock_hold_lost(dl_lock_t *l);
 
+/* --- for several locks at once (lockall.c) --- */
+
+/* What a write lock call of the calling thread on l would say before any
+ * wait: EDEADLK (worded) for an errorcheck relock, or when the thread
+ * holds l only for reading; else 0.  Never blocks. */
+int dl_lock_deadlocks(dl_lock_t *l, const dl_req_t *rq);
+/* Without waiting: if no thread of the process holds l, waits for Redis
+ * for it or has it in Redis (its hold, even lingering), reserves it for
+ * the calling thread's write request as a lock call does before it asks
+ * Redis (the writer to be, and the one talker: o->hold.busy), and
+ * returns 1; else 0.  Every reservation ends with dl_lock_finish. */
+int dl_lock_reserve(dl_lock_t *l, pid_t tid);
+/* After a reserved l was asked for (take_all.c): records the hold taken
+ * (rc 0 or EOWNERDEAD, as g says), or undoes the reservation (any other
+ * rc, returned; EBUSY and ETIMEDOUT worded).  As a lock call ends. */
+int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int rc,
+                   const dl_grant_t *g);
+/* Undoes the calling thread's most recent write hold on l, taken by a
+ * lock-all that could not take the others: as an unlock, but a hold never
+ * lingers, and one the undone call took from Redis over a lapse (dead: it
+ * returned EOWNERDEAD to nobody) is given back (dl_hold_give_back), so the
+ * next holder is told of that lapse.  0, ENOLCK, EIO, EPERM. */
+int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
+
 #endif

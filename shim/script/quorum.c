@@ -256,8 +256,9 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
         c->cmd.retried = 0;
         c->cmd.sent = 1;
     }
-    /* What a server's reply owns (the status views) goes with its copy: a
-     * merge copies what it keeps. */
+    /* What a server's reply owns (the status views, acquire_all's
+     * replies: an entry's free_reply) goes with its copy: a merge copies
+     * what it keeps. */
     for (size_t k = 0; k < (size_t)nodes * (size_t)n; k++)
         dl_call_free_reply(&per[k]);
     free(per);

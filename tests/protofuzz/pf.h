@@ -6,7 +6,8 @@
  * between) against a real redis-server, in random interleavings: acquire
  * (try or queue), re-ask while queued, cancel, release, renew, the
  * watchdog's undo of a failed acquisition, break, delivery or loss of the
- * pushed grants, requests held back on a connection that was given up and
+ * pushed grants, a lock-all of the lock and a companion lock (all or
+ * none, never past a holder or a queue), requests held back on a connection that was given up and
  * delivered late (or never), and time passing (short leases, real sleeps).
  * After every step the invariants of pf_check.c are checked against a
  * snapshot of the lock's six keys and each process's beliefs.
@@ -47,6 +48,8 @@ enum pf_kind {
                       claim window (shim/core/mark.c); lost */
     PF_DIE,        /* redlock mode: a waiting process dies (stops retrying, sends
                       nothing more): its writer mark must lapse by itself */
+    PF_ALL,        /* lock-all (acquire_all.lua) of the lock and a companion lock of
+                      the same slot, in the order sel & 1 says; never queues */
     PF_NKINDS
 };
 

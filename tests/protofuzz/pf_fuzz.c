@@ -24,12 +24,14 @@ static const weight_t weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 6 },   { PF_CANCEL, 5 }, { PF_RELEASE, 14 },
     { PF_RENEW, 8 }, { PF_UNDO, 4 },    { PF_BREAK, 1 },  { PF_DELIVER, 14 },
     { PF_DROP, 3 },  { PF_STALE, 6 },   { PF_SLEEP, 9 },  { PF_MARK, 3 },
+    { PF_ALL, 5 },
 };
 /* redlock mode: no queue (no pushes, nothing to undo), no lost requests;
  * a waiter retries (refreshing its mark), gives up (cancel 'm') or dies. */
 static const weight_t rl_weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 12 }, { PF_CANCEL, 4 }, { PF_RELEASE, 12 },
     { PF_RENEW, 10 }, { PF_BREAK, 1 },  { PF_SLEEP, 8 },  { PF_DIE, 3 },
+    { PF_ALL, 4 },
 };
 static const int sleeps[] = { 1, 5, 20, 50, 120 };
 
@@ -85,7 +87,7 @@ pf_op_t *pf_generate(const pf_opts_t *o)
 
 /* ---------------------------------------------------------- compact form */
 
-static const char letters[] = "AQCRNUBDXSZMK";  /* by enum pf_kind */
+static const char letters[] = "AQCRNUBDXSZMKL";  /* by enum pf_kind */
 
 void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
 {
@@ -104,6 +106,9 @@ void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
             break;
         case PF_STALE:
             fprintf(f, "S%d.%d", op->proc, op->sel);
+            break;
+        case PF_ALL:
+            fprintf(f, "L%d.%d", op->proc, op->sel & 1);
             break;
         case PF_SLEEP:
             fprintf(f, "Z%d", op->ms);
@@ -152,7 +157,7 @@ int pf_ops_parse(const char *s, pf_op_t **out, int *count)
                 if (*s < '0' || *s > '2')
                     goto bad;
                 op->lost = (uint8_t)(*s++ - '0');
-            } else if (op->kind == PF_STALE) {
+            } else if (op->kind == PF_STALE || op->kind == PF_ALL) {
                 if (*s++ != '.')
                     goto bad;
                 op->sel = (uint8_t)strtoul(s, (char **)&s, 10);

@@ -66,6 +66,8 @@ typedef struct pf_proc {
     int mttl;                  /* redlock mode: its writer mark's ttl (ms) */
     uint64_t regseq;
     pf_hold_t hold;
+    pf_hold_t comp;            /* the companion lock, held with `hold` after a lock-all
+                                  (given back with it) */
     pf_wait_t wait;
     pf_push_t inbox[PF_INBOX];
     int ninbox;
@@ -112,6 +114,7 @@ typedef struct pf_run {
         long long reply, left; /* acquire: reply[1] (1 granted), reply[2]; renew: n */
     } mk;
     int64_t planted_wwx;       /* not redlock: the mark planted at the start */
+    uint64_t cmax;             /* the largest fence of the companion seen */
     pf_fence_t *fv;            /* every fence seen, sorted */
     size_t nf, capf;
     uint64_t maxfence_before;  /* the largest fence seen before this step */

@@ -86,8 +86,11 @@ int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix)
     memset(k, 0, sizeof *k);
     snprintf(k->prefix, sizeof k->prefix, "%s", prefix);
     snprintf(k->chan, sizeof k->chan, "%sn:", prefix);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 6; i++) {
         k->keylen[i] = (size_t)snprintf(k->keys[i], sizeof k->keys[i], "%s{L}%s", prefix, suffix[i]);
+        k->ckeylen[i] = (size_t)snprintf(k->ckeys[i], sizeof k->ckeys[i], "%s{L}c%s", prefix,
+                                         suffix[i]);
+    }
     if (!(k->c = connect_to(host, port, k->err, sizeof k->err)) ||
         !(k->sub = connect_to(host, port, k->err, sizeof k->err))) {
         pf_conn_close(k);
@@ -143,11 +146,11 @@ static void declare_keys(dl_call_t *c, int form, const char *guard, size_t guard
 /* Runs c as the library sends it, its keys declared in `form`: EVALSHA,
  * and EVAL (which caches it) when the server lacks the script; a script
  * sent with its text (mark) goes by EVAL at once. */
-static redisReply *run(pf_conn_t *k, dl_call_t *c, int form)
+static redisReply *run(pf_conn_t *k, dl_call_t *c, int form, const char *key0)
 {
     const char *name = dl_scripts[c->script].name;
     char guard[120];
-    int gl = snprintf(guard, sizeof guard, "%s%s", k->keys[0], DL_KEY_GUARD);
+    int gl = snprintf(guard, sizeof guard, "%s%s", key0, DL_KEY_GUARD);
     for (int pass = 0; pass < 2; pass++) {
         dl_script_argv(c, !pass);
         declare_keys(c, form, guard, (size_t)gl);
@@ -173,16 +176,36 @@ static redisReply *run(pf_conn_t *k, dl_call_t *c, int form)
 /* The request as the library's typed call (script/call_<name>.h), so that
  * its KEYS and ARGV are written as the library writes them: the fuzzer
  * chooses the arguments, never their order. */
+/* Each key form in turn, drawn from the request itself: a seed (and a
+ * shrunk sequence) replays with the same forms.  (A mark names two keys,
+ * as mark.c posts it.) */
+int pf_call_form(const pf_req_t *q)
+{
+    static const int forms[3] = { 6, 7, 1 };
+    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
+                 (unsigned)q->fence;
+    return q->script == PF_S_MARK ? 6 : forms[h % 3];
+}
+
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
 {
     char token[16], info[48];
     pf_token(q->proc, token, sizeof token);
     int infolen = snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
-    const char *keys[6];
-    for (int i = 0; i < 6; i++)
-        keys[i] = k->keys[i];
-    dl_caller_t who = { keys, k->keylen, k->chan, strlen(k->chan), token };
     unsigned long lease = (unsigned long)q->lease;
+    int first = q->script == PF_S_ACQUIRE_ALL ? (q->comp_first ? PF_L_COMP : PF_L_MAIN) : q->lock;
+    const char *keys[6], *ckeys[6];
+    for (int i = 0; i < 6; i++) {
+        keys[i] = first == PF_L_COMP ? k->ckeys[i] : k->keys[i];
+        ckeys[i] = first == PF_L_COMP ? k->keys[i] : k->ckeys[i];
+    }
+    const size_t *keylen = first == PF_L_COMP ? k->ckeylen : k->keylen;
+    const size_t *ckeylen = first == PF_L_COMP ? k->keylen : k->ckeylen;
+    dl_caller_t who = { keys, keylen, k->chan, strlen(k->chan), token };
+    /* acquire_all: both locks, the first one's keys declared */
+    dl_all_lock_t both[2] = { { keys, keylen, lease }, { ckeys, ckeylen, lease } };
+    char list[400];
+    dl_all_item_t items[2];
     dl_call_t c;
     switch (q->script) {
     case PF_S_ACQUIRE:     /* take.c take_ask */
@@ -219,17 +242,21 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         dl_call_mark(&c, &who, &(dl_mark_args_t){
             .fence = q->fence, .lingering = 1, .ms = (unsigned long)q->wttl, .seq = q->regid });
         break;
+    case PF_S_ACQUIRE_ALL: /* take_all.c: the locks and one registration id */
+        if (dl_acquire_all_list_size(both, 2) > sizeof list) {
+            snprintf(k->err, sizeof k->err, "acquire_all: keys too long");
+            return NULL;
+        }
+        dl_call_acquire_all(&c, &who, &(dl_acquire_all_args_t){
+            .n = 2, .locks = both, .list = list, .listlen = dl_acquire_all_list(both, 2, list),
+            .info = info, .infolen = (size_t)infolen, .regid = q->regid, .redlock = q->redlock,
+            .out = items });
+        break;
     default:
         snprintf(k->err, sizeof k->err, "no such script %d", q->script);
         return NULL;
     }
-    /* Each key form in turn, drawn from the request itself: a seed (and a
-     * shrunk sequence) replays with the same forms.  (A mark names two
-     * keys, as mark.c posts it.) */
-    static const int forms[3] = { 6, 7, 1 };
-    unsigned h = (unsigned)q->proc * 7u + (unsigned)q->script * 3u + (unsigned)q->regid +
-                 (unsigned)q->fence;
-    return run(k, &c, q->script == PF_S_MARK ? 6 : forms[h % 3]);
+    return run(k, &c, pf_call_form(q), keys[0]);
 }
 
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)
@@ -280,11 +307,17 @@ static long long num(const redisReply *r, size_t *i)
 
 int pf_snapshot(pf_conn_t *k, pf_snap_t *s)
 {
+    return pf_snapshot_of(k, PF_L_MAIN, s);
+}
+
+int pf_snapshot_of(pf_conn_t *k, int lock, pf_snap_t *s)
+{
+    char (*key)[96] = lock == PF_L_COMP ? k->ckeys : k->keys;
+    const size_t *len = lock == PF_L_COMP ? k->ckeylen : k->keylen;
     memset(s, 0, sizeof *s);
     redisReply *r = redisCommand(k->c, "EVAL %s 6 %b %b %b %b %b %b", SNAPSHOT,
-                                 k->keys[0], k->keylen[0], k->keys[1], k->keylen[1],
-                                 k->keys[2], k->keylen[2], k->keys[3], k->keylen[3],
-                                 k->keys[4], k->keylen[4], k->keys[5], k->keylen[5]);
+                                 key[0], len[0], key[1], len[1], key[2], len[2],
+                                 key[3], len[3], key[4], len[4], key[5], len[5]);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
         snprintf(k->err, sizeof k->err, "snapshot: %s",
                  r ? r->type == REDIS_REPLY_ERROR ? r->str : "bad reply" : k->c->errstr);

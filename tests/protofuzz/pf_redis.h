@@ -18,7 +18,12 @@
 #include "pf.h"
 
 enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
-                 PF_S_MARK };
+                 PF_S_MARK, PF_S_ACQUIRE_ALL };
+
+/* The locks of a run: the one every op acts on, and a companion in the
+ * same slot that only lock-all takes (and the release of a lock-all's
+ * holds gives back). */
+enum { PF_L_MAIN, PF_L_COMP };
 
 /* One script call, complete: a request held back on a given-up connection
  * is kept as this and sent later. */
@@ -33,6 +38,9 @@ typedef struct pf_req {
     int redlock;               /* send redlock's extra argument (acquire: ARGV[10] =
                                   mark, cancel ARGV[5] / renew ARGV[6] = 'm') */
     int mark;                  /* acquire: the writer mark's ttl ms, 0 will not wait */
+    int lock;                  /* PF_L_*: the lock it acts on (release) */
+    int comp_first;            /* acquire_all: the companion first in the list (and
+                                  its keys declared), else the lock first */
 } pf_req_t;
 
 typedef struct pf_conn {
@@ -42,6 +50,8 @@ typedef struct pf_conn {
     char chan[80];             /* ARGV[1]: <prefix>n: */
     char keys[6][96];
     size_t keylen[6];
+    char ckeys[6][96];         /* the companion's: <prefix>{L}c... (the same slot) */
+    size_t ckeylen[6];
     char err[256];
 } pf_conn_t;
 
@@ -76,11 +86,16 @@ int pf_token_proc(const char *s, size_t len);
 /* Runs one script call; the reply (never an error reply), or NULL with
  * k->err set (an error reply: the script failed, which is a finding). */
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q);
+/* The keys q declares: 6, 7 (redis-cluster's guard) or 1 (as under an
+ * ASK). */
+int pf_call_form(const pf_req_t *q);
 /* Every message published to our channels so far: a PING on the
  * subscriber, read up to its answer.  Returns the count (up to max), -1 on
  * a connection error. */
 int pf_drain(pf_conn_t *k, pf_msg_t *out, int max);
 int pf_snapshot(pf_conn_t *k, pf_snap_t *s);
+/* The same of lock PF_L_*. */
+int pf_snapshot_of(pf_conn_t *k, int lock, pf_snap_t *s);
 /* Writes a writer mark straight into the meta hash (the non-redlock mode
  * plants one the scripts must leave alone). */
 int pf_plant_mark(pf_conn_t *k, int proc, int64_t ms);

@@ -140,7 +140,8 @@ static const char *reply_str(const redisReply *x, char *buf, size_t size)
 static pf_req_t req(const pf_run_t *r, int script, int proc, char mode)
 {
     const pf_proc_t *p = &r->p[proc];
-    pf_req_t q = { script, proc, mode, 0, 0, 0, p->lease, p->wttl, p->claim, r->o->redlock, 0 };
+    pf_req_t q = { script, proc, mode, 0, 0, 0, p->lease, p->wttl, p->claim, r->o->redlock, 0,
+                   PF_L_MAIN, 0 };
     return q;
 }
 
@@ -195,6 +196,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
     const pf_proc_t *p = &r->p[i];
     switch (op->kind) {
     case PF_ACQ: return !p->hold.has && !p->wait.active;
+    case PF_ALL: return !p->hold.has && !p->wait.active && !p->comp.has;
     case PF_REASK:
     case PF_DIE:
     case PF_CANCEL: return p->wait.active;
@@ -211,7 +213,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
 
 static const char *kind_name[PF_NKINDS] = {
     "acquire", "reask", "cancel", "release", "renew", "undo", "break",
-    "deliver", "drop", "stale", "sleep", "mark", "dies",
+    "deliver", "drop", "stale", "sleep", "mark", "dies", "lock-all",
 };
 
 static const char *lost_name(int lost)
@@ -403,6 +405,152 @@ static int op_cancel(pf_run_t *r, const pf_op_t *op, int i)
     return 0;
 }
 
+/* The companion lock a lock-all took, given back with the lock (each
+ * with its own release, as dist_mutex_unlock does). */
+static int release_comp(pf_run_t *r, int i)
+{
+    pf_proc_t *p = &r->p[i];
+    if (!p->comp.has)
+        return 0;
+    pf_hold_t h = p->comp;
+    pf_req_t q = req(r, PF_S_RELEASE, i, 'w');
+    q.lock = PF_L_COMP;
+    q.fence = h.fence;
+    q.regid = h.rid;
+    p->comp.has = 0;
+    pf_linef(r, "; companion fence %llu", (unsigned long long)q.fence);
+    redisReply *x = call(r, &q, "release of the companion");
+    if (!x)
+        return 1;
+    int64_t t1 = now_ms_hi();
+    char b[96];
+    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
+    if (hold_valid(&h, t1) && (x->type != REDIS_REPLY_INTEGER || x->integer != 1))
+        pf_failf(r, "release-of-valid-hold",
+                 "p%d released its companion hold fence %llu, valid for %lld ms more, and was "
+                 "told %s", i, (unsigned long long)h.fence, (long long)(h.valid_until - t1), b);
+    freeReplyObject(x);
+    return 0;
+}
+
+/* What a lock-all (acquire_all.lua) may not take past: another process's
+ * write hold or live read hold, or a live registration of another
+ * process queued for the lock, in the snapshot just before the call
+ * (each with a margin: it may lapse before the script runs). */
+static const char *in_the_way(const pf_snap_t *s, int proc)
+{
+    if (s->writer != -1 && s->writer != proc && s->wpttl > PF_MARGIN_MS)
+        return "a write hold";
+    for (int j = 0; j < s->nrd; j++)
+        if (s->rd[j].proc != proc && s->rd[j].score > s->now + PF_MARGIN_MS)
+            return "a read hold";
+    for (int j = 0; j < s->nwt; j++)
+        if (s->wt[j].queued && s->wt[j].proc != proc && s->wt[j].deadline > s->now + PF_MARGIN_MS)
+            return "a queued waiter";
+    return NULL;
+}
+
+/* Lock-all of the lock and the companion (lua/acquire_all.lua), in the
+ * order the op says: all or none (both snapshots after the call), never
+ * past a holder or a queue (the snapshots before), the lock's grant
+ * judged as an acquire's by every other invariant, the companion's by
+ * its own: fences that increase, one valid holder at a time. */
+static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
+{
+    pf_proc_t *p = &r->p[i];
+    pf_req_t q = req(r, PF_S_ACQUIRE_ALL, i, 'w');
+    q.comp_first = op->sel & 1;
+    q.regid = ++p->regseq;
+    pf_reqinfo_t *ri = pf_reqinfo(r, i, q.regid);
+    ri->mode = 'w';
+    ri->t_send = t0;
+    p->nab = 0;                   /* a new request, as an acquire */
+    pf_linef(r, "p%d lock-all (%s) regid %llu", i,
+             q.comp_first ? "companion, lock" : "lock, companion", (unsigned long long)q.regid);
+    pf_snap_t pre[2], post[2];
+    if (pf_snapshot_of(&r->k, PF_L_MAIN, &pre[0]) || pf_snapshot_of(&r->k, PF_L_COMP, &pre[1]))
+        return pf_failf(r, "infrastructure", "%s", r->k.err);
+    redisReply *x = call(r, &q, "lock-all");
+    if (!x)
+        return 1;
+    int64_t t1 = now_ms_hi();
+    char b[96];
+    pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
+    if (pf_snapshot_of(&r->k, PF_L_MAIN, &post[0]) || pf_snapshot_of(&r->k, PF_L_COMP, &post[1])) {
+        freeReplyObject(x);
+        return pf_failf(r, "infrastructure", "%s", r->k.err);
+    }
+    static const char *lname[2] = { "the lock", "the companion" };
+    long long got = elem(x, 0);
+    int bad = 0;
+    /* Only the first lock's key declared (an ASK): the others' keys may be
+     * elsewhere, so it must take nothing and say so; else it never says
+     * so. */
+    if ((pf_call_form(&q) == 1) != (got == 2))
+        bad = pf_failf(r, "lock-all-reply", "p%d's lock-all with %d keys declared answered %s", i,
+                       pf_call_form(&q), b);
+    if (bad) {
+        /* (reported) */
+    } else if (got == 1) {
+        if (x->elements != 10 || elem(x, 1) != 2) {
+            freeReplyObject(x);
+            return pf_failf(r, "lock-all-reply", "p%d's lock-all of 2 locks: reply %s", i, b);
+        }
+        /* items in list order: the lock's at mi, the companion's at !mi */
+        size_t mi = q.comp_first ? 1 : 0, at[2] = { 2 + 4 * mi, 2 + 4 * (1 - mi) };
+        uint64_t fence[2];
+        int claimed[2];
+        for (int l = 0; l < 2; l++) {
+            fence[l] = (uint64_t)elem(x, at[l]);
+            claimed[l] = elem(x, at[l] + 2) == 1;
+            const char *why = claimed[l] ? NULL : in_the_way(&pre[l], i);
+            if (why && !bad)
+                bad = pf_failf(r, "lock-all-past-holder", "p%d's lock-all took %s past %s; "
+                               "before: writer %d (%lld ms left), %d readers, %d queued", i,
+                               lname[l], why, pre[l].writer, pre[l].wpttl, pre[l].nrd, pre[l].nq);
+            /* all: both are the caller's now (unless the call took so long
+             * that the shortest lease could have run out) */
+            if (!bad && t1 - t0 + PF_MARGIN_MS < p->lease &&
+                (post[l].writer != i || post[l].wfence != fence[l]))
+                bad = pf_failf(r, "lock-all-not-all", "p%d's lock-all says it took %s (fence "
+                               "%llu), but Redis has writer %d fence %llu", i, lname[l],
+                               (unsigned long long)fence[l], post[l].writer,
+                               (unsigned long long)post[l].wfence);
+        }
+        grant_seen(r, i, 'w', fence[0], claimed[0] ? "lock-all reply (mine)" : "lock-all reply");
+        if (r->o->redlock) {      /* a write hold taken: the caller's mark goes */
+            r->mk.kind = PF_MK_CLEARED;
+            r->mk.proc = i;
+        }
+        believe(r, i, 'w', fence[0], q.regid, claimed[0] ? 0 : t0 + p->lease);
+        /* the companion: a fence above every one before (or its own hold
+         * claimed again), and nobody else believing in a hold of it */
+        if (!bad && !claimed[1] && fence[1] <= r->cmax)
+            bad = pf_failf(r, "fence-not-increasing", "the companion's fence %llu, granted to "
+                           "p%d, is not above %llu, granted before", (unsigned long long)fence[1],
+                           i, (unsigned long long)r->cmax);
+        if (fence[1] > r->cmax)
+            r->cmax = fence[1];
+        for (int j = 0; j < r->np && !bad; j++)
+            if (j != i && hold_valid(&r->p[j].comp, t0))
+                bad = pf_failf(r, "two-writers", "p%d and p%d both hold the companion (fences "
+                               "%llu, %llu)", j, i, (unsigned long long)r->p[j].comp.fence,
+                               (unsigned long long)fence[1]);
+        p->comp = (pf_hold_t){ 1, 'w', fence[1], q.regid, claimed[1] ? 0 : t0 + p->lease, 0, 0 };
+    } else if (got == 0 || got == 2) {
+        /* none: neither lock became the caller's */
+        for (int l = 0; l < 2 && !bad; l++)
+            if (post[l].writer == i && (pre[l].writer != i || pre[l].wfence != post[l].wfence))
+                bad = pf_failf(r, "lock-all-partial", "p%d's lock-all took nothing (%s), but "
+                               "Redis now has it holding %s (fence %llu)", i, b, lname[l],
+                               (unsigned long long)post[l].wfence);
+    } else {
+        bad = pf_failf(r, "lock-all-reply", "p%d's lock-all: unexpected reply %s", i, b);
+    }
+    freeReplyObject(x);
+    return bad;
+}
+
 static int op_release(pf_run_t *r, const pf_op_t *op, int i)
 {
     pf_proc_t *p = &r->p[i];
@@ -428,7 +576,7 @@ static int op_release(pf_run_t *r, const pf_op_t *op, int i)
                  "p%d released its %c hold fence %llu, valid for %lld ms more, and was told %s",
                  i, h.mode, (unsigned long long)h.fence, (long long)(h.valid_until - t1), b);
     freeReplyObject(x);
-    return 0;
+    return release_comp(r, i);
 }
 
 static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
@@ -577,7 +725,7 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     p->nlimbo--;
     r->st.stale++;
     static const char *sname[] = { "acquire", "release", "renew", "cancel", "withdraw", "break",
-                                   "mark" };
+                                   "mark", "acquire_all" };
     pf_linef(r, "p%d's held-back", i);
     for (int j = 0; j < u.n; j++) {
         const pf_req_t *q = &u.r[j];
@@ -652,6 +800,7 @@ static int run_step(pf_run_t *r, const pf_op_t *op)
     case PF_STALE: bad = op_stale(r, op, i); break;
     case PF_MARK: bad = op_mark(r, op, i, t0); break;
     case PF_DIE: op_die(r, i); break;
+    case PF_ALL: bad = op_all(r, op, i, t0); break;
     default: break;
     }
     if (bad && r->k.c->err)
@@ -681,6 +830,9 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
         break;
     case PF_STALE:
         snprintf(buf, size, "p%d stale #%d", op->proc, op->sel);
+        break;
+    case PF_ALL:
+        snprintf(buf, size, "p%d lock-all%s", op->proc, op->sel & 1 ? " (companion first)" : "");
         break;
     case PF_SLEEP:
         snprintf(buf, size, "sleep %d ms", op->ms);
@@ -796,10 +948,13 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
     else if (rc < 0 && fail->step < 0)
         fail->step = r->step;
     /* Leave nothing behind in a server that may be shared. */
-    redisReply *x = redisCommand(r->k.c, "DEL %s %s %s %s %s %s", r->k.keys[0], r->k.keys[1],
-                                 r->k.keys[2], r->k.keys[3], r->k.keys[4], r->k.keys[5]);
-    if (x)
-        freeReplyObject(x);
+    for (int l = 0; l < 2; l++) {
+        char (*key)[96] = l ? r->k.ckeys : r->k.keys;
+        redisReply *x = redisCommand(r->k.c, "DEL %s %s %s %s %s %s", key[0], key[1], key[2],
+                                     key[3], key[4], key[5]);
+        if (x)
+            freeReplyObject(x);
+    }
     pf_conn_close(&r->k);
     for (int i = 0; i < r->np; i++)
         free(r->p[i].ri);

@@ -20,6 +20,7 @@
  *   w_rw.c      W5
  *   w_scale.c   W6 W7
  *   w_preload.c W8
+ *   w_lockall.c LA2 LA8 (lock-all)
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -42,6 +43,7 @@
 #include "w_rw.h"
 #include "w_scale.h"
 #include "w_preload.h"
+#include "w_lockall.h"
 #include "svg.h"
 
 #endif

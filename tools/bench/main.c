@@ -19,9 +19,9 @@ char g_run_id[32];
 int g_rep = 1;
 
 enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8,
-       WL_N };
+       WL_LA2, WL_LA8, WL_N };
 static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W3b", "W4", "W4b",
-                                            "W5", "W6", "W7", "W8" };
+                                            "W5", "W6", "W7", "W8", "LA2", "LA8" };
 
 static void usage(FILE *f)
 {
@@ -50,6 +50,9 @@ static void usage(FILE *f)
 "  W7     W2 shape with 64 threads per process on 64 locks (200 iterations each)\n"
 "  W8     10^7 pthread_mutex pairs on an unmapped mutex, with and without\n"
 "         libdistlock_preload.so (skipped when the interposer is not built)\n"
+"  LA2    lock-all of 2 free locks sharing a slot: 5000 x {dist_mutex_lockall;\n"
+"         unlock each}, round trips per call; then the same one by one\n"
+"  LA8    the same with 8 locks\n"
 "The floor runs whenever W1, W3 or W3b runs; the naive lock runs on W1-W3b.\n"
 "\n"
 "Options:\n"
@@ -338,6 +341,25 @@ static void check_targets(void)
     }
 }
 
+/* Lock-all: one round trip per call when the names share a slot. */
+static void check_lockall_targets(void)
+{
+    static const int which[2] = { WL_LA2, WL_LA8 };
+    for (int i = 0; i < 2; i++) {
+        const char *wl = wl_names[which[i]];
+        const result_t *r = result_find("distlock", wl);
+        if (!g_opt.wanted[which[i]] || !usable(r))
+            continue;
+        double rt = xget(r, "lockall_round_trips_per_call");
+        char note[160];
+        snprintf(note, sizeof note, "the same locks one by one: %.2f round trips, p50 %.0f us "
+                 "(lock-all p50 %.0f us)", xget(r, "one_by_one_round_trips"),
+                 xget(r, "one_by_one_p50_us"), r->p50_us);
+        target_add(wl, "lockall_round_trips_per_call <= 1 (names sharing a slot)", rt, 1,
+                   rt >= 0 && rt <= 1, note);
+    }
+}
+
 /* On a server of the user's (--url): delete the keys of this run (lock
  * hashes, their meta hashes that live 7 days, counters). */
 static void cleanup_keys(void)
@@ -456,7 +478,12 @@ int main(int argc, char **argv)
             run_w7();
         if (g_opt.wanted[WL_W8])
             run_w8();
+        if (g_opt.wanted[WL_LA2])
+            run_lockall(2);
+        if (g_opt.wanted[WL_LA8])
+            run_lockall(8);
         check_targets();
+        check_lockall_targets();
         targets_end_rep();
     }
     g_rep--;

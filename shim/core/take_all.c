@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* take_all.c - taking the Redis holds of several objects in one call, all
+ * or none (take_all.h).
+ *
+ * One call (the kind's acquire_all) takes every hold if every one is free
+ * with nobody queued, else nothing.  Then, as dl_take does for one hold
+ * (take.c): ?wait=N's replicas must have them, and last each hold must be
+ * within its validity and in the current trust epoch, or be confirmed
+ * (renewed, a fixed lease checked); a hold that cannot be is given back
+ * with all the others (withdrawn by the registration id, which puts back
+ * a death trace it consumed).  The objects' state is their primitive's
+ * and hold.c's: the caller records what this returns.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "hold.h"
+#include "take_all.h"
+#include "tenure.h"
+#include "trust.h"
+
+/* Every hold of v withdrawn, by the registration id they share, in one
+ * batch; a withdrawal that fails leaves g.maybe (the caller has it
+ * withdrawn later). */
+static void give_back(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
+{
+    dl_call_t *c = malloc((size_t)n * sizeof *c);
+    dl_caller_t *who = malloc((size_t)n * sizeof *who);
+    if (c && who) {
+        for (int i = 0; i < n; i++) {
+            who[i] = dl_caller(p, v[i].o);
+            v[i].o->kind->calls->withdraw(&c[i], &who[i], &(dl_withdraw_args_t){
+                .mode = v[i].rq->mode, .regid = rid });
+        }
+        dl_script_run(p->conn, c, n);
+    }
+    for (int i = 0; i < n; i++)
+        v[i].g.maybe = !c || !who || c[i].cmd.err;
+    free(c);
+    free(who);
+}
+
+/* SPEC "Local trust", as take.c's take_in_time for each hold: the reply
+ * came within every hold's validity and no sign of lost state came while
+ * the call was under way, or every hold is confirmed now (in one batch of
+ * renewals).  0: they stand; EBUSY: one had lapsed, all given back; EIO. */
+static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
+{
+    uint64_t now = dl_now_ms();
+    int late = 0, moved = 0;
+    for (int i = 0; i < n; i++) {
+        late |= now >= v[i].g.valid_until;
+        moved |= v[i].g.epoch != dl_trust_epoch();
+    }
+    if (!late && !moved)
+        return 0;
+    dl_call_t *c = malloc((size_t)n * sizeof *c);
+    dl_caller_t *who = malloc((size_t)n * sizeof *who);
+    if (!c || !who) {
+        free(c);
+        free(who);
+        for (int i = 0; i < n; i++)
+            v[i].g.maybe = 1;
+        return dl_fail(ENOMEM, "out of memory");
+    }
+    /* A fixed lease past its validity cannot be confirmed without
+     * extending it: given back, as take_in_time does. */
+    int lapsed = 0;
+    for (int i = 0; i < n; i++)
+        lapsed |= v[i].rq->lease_ms && now >= v[i].g.valid_until;
+    int rc = 0;
+    if (!lapsed) {
+        unsigned long epoch = dl_trust_epoch();
+        uint64_t sent = dl_now_ms();
+        for (int i = 0; i < n; i++) {
+            who[i] = dl_caller(p, v[i].o);
+            v[i].o->kind->calls->renew(&c[i], &who[i], &(dl_renew_args_t){
+                .mode = v[i].rq->mode, .lease_ms = v[i].rq->lease_ms ? 0 : p->cfg.lease_ms,
+                .fence = v[i].g.fence });
+        }
+        if (dl_script_run(p->conn, c, n)) {
+            for (int i = 0; i < n; i++)
+                v[i].g.maybe = 1;
+            rc = dl_fail(EIO, "lock-all: confirming the holds taken (%s) failed: %s",
+                         late ? "Redis answered after their validity"
+                              : "Redis may have lost state meanwhile", c[0].cmd.errmsg);
+        } else {
+            for (int i = 0; i < n; i++)
+                lapsed |= c[i].reply.renew.held != 1;
+            for (int i = 0; i < n && !lapsed; i++) {
+                if (!v[i].rq->lease_ms)
+                    v[i].g.valid_until = dl_hold_valid_until(sent, p->cfg.lease_ms);
+                v[i].g.sent_ms = sent;
+                v[i].g.epoch = epoch;
+            }
+        }
+    }
+    free(c);
+    free(who);
+    if (rc || !lapsed)
+        return rc;
+    dl_log(DL_LOG_INFO, "lock-all: %s; the holds are given back and asked for again",
+           late ? "Redis answered after a hold's validity ended"
+                : "Redis lost a hold while the call was under way");
+    give_back(p, v, n, rid);
+    return EBUSY;
+}
+
+int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *busy)
+{
+    *busy = -1;
+    for (int i = 0; i < n; i++)
+        memset(&v[i].g, 0, sizeof v[i].g);
+    dl_all_lock_t *locks = malloc((size_t)n * sizeof *locks);
+    dl_all_item_t *items = malloc((size_t)n * sizeof *items);
+    char *list = NULL;
+    size_t listlen = 0;
+    if (locks) {
+        for (int i = 0; i < n; i++) {
+            const dl_req_t *rq = v[i].rq;
+            locks[i] = (dl_all_lock_t){ v[i].o->keys, v[i].o->keylen,
+                                        rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms };
+        }
+        if ((list = malloc(dl_acquire_all_list_size(locks, n))))
+            listlen = dl_acquire_all_list(locks, n, list);
+    }
+    if (!locks || !items || !list) {
+        free(locks);
+        free(items);
+        free(list);
+        return dl_fail(ENOMEM, "out of memory");
+    }
+
+    uint64_t rid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+    char info[200];
+    size_t infolen = dl_proc_info(p, info, sizeof info);
+    dl_caller_t who = dl_caller(p, v[0].o);
+    dl_call_t c;
+    v[0].o->kind->calls->acquire_all(&c, &who, &(dl_acquire_all_args_t){
+        .n = n, .locks = locks, .list = list, .listlen = listlen, .info = info,
+        .infolen = infolen, .regid = rid, .out = items });
+    /* A timed lock waits for a stalled server no longer than its deadline
+     * (a round trip's worth at least, for a deadline already past). */
+    if (deadline != DL_FOREVER) {
+        uint64_t soonest = dl_now_ms() + 50;
+        c.deadline = deadline > soonest ? deadline : soonest;
+    }
+    unsigned long epoch = dl_trust_epoch();
+    uint64_t asked_at = dl_now_ms();
+    uint64_t sent_us = dl_now_us();
+    int rc = dl_script_run(p->conn, &c, 1);
+    const dl_acquire_all_reply_t *r = &c.reply.acquire_all;
+    if (rc) {
+        for (int i = 0; i < n; i++) {
+            v[i].g.maybe = c.cmd.sent;
+            v[i].g.rid = rid;
+        }
+        rc = c.deadline && dl_now_ms() >= c.deadline
+                 ? ETIMEDOUT
+                 : dl_fail(EIO, "lock-all of %d locks: %s", n, c.cmd.errmsg);
+    } else if (r->got == 1) {
+        uint64_t us = dl_now_us() - sent_us;
+        int dead = 0;
+        for (int i = 0; i < n; i++) {
+            dl_grant_t *g = &v[i].g;
+            dl_hold_rtt(v[i].o, us);
+            g->fence = items[i].fence;
+            g->dead = items[i].dead;
+            g->claimed = items[i].claimed;
+            g->was = items[i].was;
+            g->rid = rid;
+            g->servers = r->servers;
+            /* Taken by this call, or found ours and claimed by it: either
+             * way its TTL was set to the lease after the call was sent
+             * (acquire_all.lua's claim_hold, or the first copy of this
+             * very call, resent). */
+            g->valid_until = dl_hold_valid_until(asked_at, locks[i].lease_ms);
+            g->sent_ms = asked_at;
+            g->epoch = epoch;
+            dead |= g->dead;
+        }
+        rc = dead ? EOWNERDEAD : 0;
+        char err[200];
+        if (p->cfg.wait_replicas &&
+            dl_conn_wait(p->conn, v[0].o->keys[0], v[0].o->keylen[0], err, sizeof err)) {
+            give_back(p, v, n, rid);
+            rc = dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
+        } else {
+            int trc = in_time(p, v, n, rid);
+            if (trc)
+                rc = trc;
+        }
+    } else if (r->got == 0) {
+        *busy = r->busy;
+        rc = EBUSY;
+    } else if (r->got == 2) {
+        rc = EAGAIN;
+    } else {
+        rc = dl_fail(EIO, "lock-all of %d locks: unexpected reply from Redis", n);
+    }
+    for (int i = 0; i < n; i++)
+        v[i].g.rid = rid;
+    dl_call_free_reply(&c);
+    free(locks);
+    free(items);
+    free(list);
+    return rc;
+}

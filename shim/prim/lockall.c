@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* lockall.c - several locks at once, all or none (lockall.h).
+ *
+ * First the cheap way: when no thread of the process holds, waits for or
+ * has in Redis any of the locks (each is reserved at once, without
+ * waiting, in the canonical order), and one script may reach all their
+ * keys (one server, or one cluster slot), one call takes every lock if
+ * every one is free in Redis with nobody queued (take_all.c,
+ * lua/acquire_all.lua): one round trip for the whole set, and nothing
+ * taken, nobody disturbed, if one is busy.  Otherwise (a lock busy, a
+ * local holder, keys in different slots, the caller holding one already)
+ * the locks are taken one by one in the canonical order with the lock's
+ * own calls, each waiting as its lock call would, and those taken are
+ * undone when one cannot be had.
+ *
+ * Why no caller deadlocks another: every caller takes its locks in one
+ * order, the same in every process (the locks' names, as bytes), and
+ * waits only for a lock that comes after every lock it holds, so no cycle
+ * of waits can form; the one call for the whole set never waits while
+ * holding anything.  A thread that already holds one of the locks (a
+ * recursive mutex it locked before) is outside this argument, as a
+ * pthreads program that locks out of order is.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "lockall.h"
+#include "take_all.h"
+
+/* The canonical order: by name bytes (a prefix first).  Every lock here
+ * is of one kind, so its name says which lock it is. */
+static int by_name(const void *a, const void *b)
+{
+    const dl_core_t *x = &((const dl_all_req_t *)a)->l->core;
+    const dl_core_t *y = &((const dl_all_req_t *)b)->l->core;
+    size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
+    int c = memcmp(x->name, y->name, n);
+    if (c)
+        return c;
+    return x->namelen < y->namelen ? -1 : x->namelen > y->namelen;
+}
+
+/* The EOWNERDEAD of a lock-all, naming the first lock taken after a
+ * lapse. */
+static int ownerdead(const dl_lock_t *first, size_t count, size_t n)
+{
+    char q[96];
+    dl_seterr("lock-all of %zu locks: acquired all, but the previous holder's lease of lock %s%s "
+              "ran out before it unlocked; the protected state may be half-updated", n,
+              dl_core_qname(&first->core, q, sizeof q), count > 1 ? " (and others)" : "");
+    return EOWNERDEAD;
+}
+
+/* The locks v[0..taken) the caller took, undone in reverse (dead[i]: taken
+ * after a lapse), keeping the caller's error. */
+static void undo(dl_proc_t *p, dl_all_req_t *v, size_t taken, const char *dead)
+{
+    char kept[DL_ERRMAX];
+    snprintf(kept, sizeof kept, "%s", dist_lasterror());
+    while (taken-- > 0)
+        dl_lock_undo(p, v[taken].l, dead[taken]);
+    dl_seterr("%s", kept);
+}
+
+/* One call for the whole set (see the top).  0, EOWNERDEAD: all taken;
+ * EBUSY: one is busy in Redis (none taken); EAGAIN: not tried, or not
+ * here (take them one by one); else the call's error (none taken). */
+static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
+{
+    dl_core_t *o0 = &v[0].l->core;
+    if (!o0->kind->calls->acquire_all)
+        return EAGAIN;
+    const char **keys = malloc(n * sizeof *keys);
+    size_t *lens = malloc(n * sizeof *lens);
+    dl_take_one_t *t = malloc(n * sizeof *t);
+    int rc = keys && lens && t ? 0 : dl_fail(ENOMEM, "out of memory");
+    for (size_t i = 0; !rc && i < n; i++) {
+        keys[i] = v[i].l->core.keys[0];
+        lens[i] = v[i].l->core.keylen[0];
+    }
+    if (!rc && !dl_conn_together(p->conn, keys, lens, (int)n))
+        rc = EAGAIN;              /* different cluster slots */
+    pid_t tid = dl_tid();
+    size_t reserved = 0;
+    while (!rc && reserved < n && dl_lock_reserve(v[reserved].l, tid))
+        reserved++;
+    if (!rc && reserved < n)
+        rc = EAGAIN;              /* a thread of ours holds, waits for or has one */
+    int busy = -1;
+    if (!rc) {
+        for (size_t i = 0; i < n; i++)
+            t[i] = (dl_take_one_t){ .o = &v[i].l->core, .rq = &v[i].rq };
+        /* (a try waits for a stalled server as a trylock does: the I/O
+         * time-out) */
+        rc = dl_take_all(p, t, (int)n, v[0].rq.try_only ? DL_FOREVER : v[0].rq.deadline, &busy);
+    }
+    /* Each reservation ends: the hold recorded, or the lock free again. */
+    dl_grant_t none = { 0 };
+    int failed = 0;
+    size_t first = n, count = 0;
+    char kept[DL_ERRMAX];
+    snprintf(kept, sizeof kept, "%s", dist_lasterror());
+    for (size_t i = 0; i < reserved; i++) {
+        int taken = rc == 0 || rc == EOWNERDEAD;
+        const dl_grant_t *g = taken ? &t[i].g : rc == EAGAIN ? &none : &t[i].g;
+        int frc = dl_lock_finish(p, v[i].l, &v[i].rq, tid,
+                                 taken ? (g->dead ? EOWNERDEAD : 0) : rc, g);
+        dead[i] = frc == EOWNERDEAD;
+        if (taken && frc != 0 && frc != EOWNERDEAD && !failed) {
+            failed = frc;         /* recording one failed: it was given back */
+            snprintf(kept, sizeof kept, "%s", dist_lasterror());
+        }
+        if (dead[i] && !count++)
+            first = i;
+    }
+    if (failed) {
+        /* All or none: the others go too. */
+        for (size_t i = reserved; i-- > 0;)
+            if (dl_lock_undo(p, v[i].l, dead[i]) == EPERM)
+                continue;         /* (the one that failed) */
+        rc = failed;
+    }
+    dl_seterr("%s", kept);
+    if (rc == ETIMEDOUT) {
+        dl_fail(ETIMEDOUT, "lock-all of %zu locks: timed out", n);
+    } else if (rc == EBUSY && busy >= 0) {
+        char q[96];
+        dl_fail(EBUSY, "lock-all of %zu locks: lock %s is held or queued for", n,
+                dl_core_qname(&v[busy].l->core, q, sizeof q));
+    } else if (rc == EBUSY) {
+        dl_fail(EBUSY, "lock-all of %zu locks: the holds taken had lapsed before Redis's answer", n);
+    }
+    free(keys);
+    free(lens);
+    free(t);
+    if (rc == EOWNERDEAD || (rc == 0 && count))
+        return count ? ownerdead(v[first].l, count, n) : 0;
+    return rc;
+}
+
+/* One by one in the canonical order, each as its lock call would; those
+ * taken are undone when one cannot be had. */
+static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
+{
+    size_t first = n, count = 0;
+    for (size_t i = 0; i < n; i++) {
+        int rc = dl_lock_acquire(p, v[i].l, &v[i].rq);
+        if (rc != 0 && rc != EOWNERDEAD) {
+            undo(p, v, i, dead);
+            /* As a trylock: never EDEADLK (dist_lasterror says why). */
+            return v[i].rq.try_only && rc == EDEADLK ? EBUSY : rc;
+        }
+        dead[i] = rc == EOWNERDEAD;
+        if (dead[i] && !count++)
+            first = i;
+    }
+    return count ? ownerdead(v[first].l, count, n) : 0;
+}
+
+int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
+{
+    char q[96];
+    qsort(v, n, sizeof *v, by_name);
+    for (size_t i = 1; i < n; i++)
+        if (v[i].l == v[i - 1].l)
+            return dl_fail(EINVAL, "lock-all: lock %s is in the set twice (ms[%zu] and ms[%zu])",
+                           dl_core_qname(&v[i].l->core, q, sizeof q),
+                           v[i - 1].at < v[i].at ? v[i - 1].at : v[i].at,
+                           v[i - 1].at < v[i].at ? v[i].at : v[i - 1].at);
+    /* What a lock call would refuse before waiting, refused before any
+     * lock is taken. */
+    for (size_t i = 0; i < n; i++) {
+        int rc = dl_lock_deadlocks(v[i].l, &v[i].rq);
+        if (rc)
+            return v[i].rq.try_only ? EBUSY : rc;
+    }
+    char *dead = calloc(n, 1);
+    if (!dead)
+        return dl_fail(ENOMEM, "out of memory");
+    int rc = n > 1 ? all_at_once(p, v, n, dead) : EAGAIN;
+    if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only))
+        rc = one_by_one(p, v, n, dead);
+    free(dead);
+    return rc;
+}

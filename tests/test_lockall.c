@@ -1,0 +1,777 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * test_lockall.c - several mutexes at once (dist_mutex_lockall,
+ * _trylockall, _timedlockall) in one topology, chosen by TH_LOCKALL_MODE:
+ * single (the default: the suite's own server), sentinel (a master, a
+ * replica, 3 sentinels), cluster (3 masters, 3 replicas), redlock (3
+ * servers), tls (rediss://, client certificates).  ctest runs each
+ * (CMakeLists.txt: test_lockall, test_lockall_sentinel, ...).
+ *
+ *  - all or nothing: a try that finds one lock busy leaves none held, in
+ *    this process (another thread takes the others) and in Redis (another
+ *    process does; one server: the keys are not there); a timed call runs
+ *    out, never before abstime, and leaves none held; a blocking call
+ *    waits, locally and across processes, and then holds every one;
+ *  - one round trip (the library's own count) for a free set whose names
+ *    share a slot, of 2 and of 8 locks; cluster: names in different slots
+ *    still work (one by one);
+ *  - no deadlock: processes and threads taking overlapping sets, passed
+ *    in random orders, many rounds, under the exclusion checker (every
+ *    name's holds never overlap, fences increase, no lost update);
+ *  - the codes: the same name twice EINVAL; an errorcheck mutex held
+ *    EDEADLK (try: EBUSY) with nothing taken; a recursive one counted;
+ *    EOWNERDEAD when one was taken after its holder's lease ran out, and a
+ *    call that then could not take the others gives that lapse back (the
+ *    next holder is told).
+ *
+ * Every library call runs in a forked child with the mode's environment
+ * (the library reads it once per process).
+ */
+#include "harness_topo.h"
+#include "harness_checker.h"
+#include "status.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+
+enum { M_SINGLE, M_SENTINEL, M_CLUSTER, M_REDLOCK, M_TLS };
+static int g_mode;
+static const char *g_mode_name = "single";
+static int g_nodes = 1;           /* servers a call asks at once (redlock: 3) */
+
+static const char *g_env[8];
+static char g_url[600], g_ca[400], g_cert[400], g_key[400];
+
+static th_server_t g_srv[3];
+static tt_sentinels_t g_st;
+static tt_cluster_t g_c;
+
+/* ------------------------------------------------------------- topology */
+
+/* A CA, a server certificate for 127.0.0.1, a client certificate. */
+static int make_certs(const char *dir)
+{
+    static const char script[] =
+        "set -e\n"
+        "printf '[srv]\\nsubjectAltName=IP:127.0.0.1\\n[cli]\\nextendedKeyUsage=clientAuth\\n' > ext.cnf\n"
+        "openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem "
+        "-subj /CN=lockall-test-ca -days 2\n"
+        "for c in srv cli; do\n"
+        "  openssl req -newkey rsa:2048 -nodes -keyout $c.key -out $c.csr -subj /CN=$c\n"
+        "  openssl x509 -req -in $c.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+        "-extfile ext.cnf -extensions $c -out $c.pem\n"
+        "done\n";
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s", dir, script);
+    const char *argv[] = { "sh", "-c", cmd, NULL };
+    char *out = NULL;
+    int rc = tt_run(argv, 60000, &out);
+    if (rc)
+        fprintf(stderr, "test_lockall: making certificates failed: %s\n", out ? out : "");
+    free(out);
+    return rc;
+}
+
+static int group_setup(void **state)
+{
+    const char *m = getenv("TH_LOCKALL_MODE");
+    g_mode = !m || !*m || !strcmp(m, "single") ? M_SINGLE : !strcmp(m, "sentinel") ? M_SENTINEL
+             : !strcmp(m, "cluster") ? M_CLUSTER : !strcmp(m, "redlock") ? M_REDLOCK
+             : !strcmp(m, "tls") ? M_TLS : -1;
+    if (g_mode < 0) {
+        fprintf(stderr, "test_lockall: TH_LOCKALL_MODE=%s: single, sentinel, cluster, redlock "
+                "or tls\n", m);
+        return -1;
+    }
+    g_mode_name = m && *m ? m : "single";
+    int n = 0;
+    if (g_mode == M_SINGLE) {
+        if (th_group_setup(state))
+            return -1;
+        snprintf(g_url, sizeof g_url, "DISTLOCK_URL=%s", getenv("DISTLOCK_URL"));
+    }
+    tt_alarm(120);
+    if (g_mode == M_SENTINEL) {
+        char u[500];
+        if (tt_server_start(&g_srv[0], NULL) || tt_replica_start(&g_srv[1], g_srv[0].port) ||
+            tt_sentinels_start(&g_st, 3, "lockall", g_srv[0].port, 2, 1))
+            return -1;
+        snprintf(g_url, sizeof g_url, "DISTLOCK_URL=%s", tt_sentinel_url(&g_st, u, sizeof u));
+    } else if (g_mode == M_CLUSTER) {
+        char u[500];
+        if (tt_cluster_start(&g_c))
+            return -1;
+        snprintf(g_url, sizeof g_url, "DISTLOCK_URL=%s", tt_cluster_url(&g_c, 3, u, sizeof u));
+    } else if (g_mode == M_REDLOCK) {
+        size_t o = (size_t)snprintf(g_url, sizeof g_url, "DISTLOCK_URL=redlock://");
+        for (int i = 0; i < 3; i++) {
+            if (tt_server_start(&g_srv[i], NULL))
+                return -1;
+            o += (size_t)snprintf(g_url + o, sizeof g_url - o, "%s127.0.0.1:%d", i ? "," : "",
+                                  g_srv[i].port);
+        }
+        g_nodes = 3;
+    } else if (g_mode == M_TLS) {
+        const char *dir = tt_dir();
+        char c[400], k[400], ca[400];
+        if (make_certs(dir))
+            return -1;
+        snprintf(c, sizeof c, "%s/srv.pem", dir);
+        snprintf(k, sizeof k, "%s/srv.key", dir);
+        snprintf(ca, sizeof ca, "%s/ca.pem", dir);
+        tt_tls_use(c, k, ca);
+        int rc = tt_server_start(&g_srv[0], NULL);
+        tt_tls_use(NULL, NULL, NULL);
+        if (rc)
+            return -1;
+        snprintf(g_url, sizeof g_url, "DISTLOCK_URL=rediss://127.0.0.1:%d", g_srv[0].tls_port);
+        snprintf(g_ca, sizeof g_ca, "DISTLOCK_TLS_CA_FILE=%s/ca.pem", dir);
+        snprintf(g_cert, sizeof g_cert, "DISTLOCK_TLS_CERT_FILE=%s/cli.pem", dir);
+        snprintf(g_key, sizeof g_key, "DISTLOCK_TLS_KEY_FILE=%s/cli.key", dir);
+        g_env[n++] = g_ca;
+        g_env[n++] = g_cert;
+        g_env[n++] = g_key;
+    }
+    alarm(0);
+    g_env[n++] = g_url;
+    g_env[n++] = "DISTLOCK_LOG=error";
+    g_env[n++] = "DISTLOCK_IO_TIMEOUT_MS=5000";
+    g_env[n] = NULL;
+    fprintf(stderr, "test_lockall: mode %s, %s\n", g_mode_name, g_url);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    if (g_mode == M_SINGLE)
+        return th_group_teardown(state);
+    return tt_group_teardown(state);
+}
+
+/* ---------------------------------------------------------------- helpers */
+
+/* n names sharing one hash tag (so one cluster slot): "TAG}x", x = a, b,
+ * c ... (the lock's key is P{TAG}x}: its tag ends at the first '}'). */
+static void names_one_slot(char names[][96], int n, const char *tag)
+{
+    char base[64];
+    th_name(base, sizeof base, tag);
+    for (int i = 0; i < n; i++)
+        snprintf(names[i], 96, "%s}%c", base, 'a' + i);
+}
+
+/* n names, each in a cluster slot of its own. */
+static void names_apart(char names[][96], int n, const char *tag)
+{
+    unsigned slots[16];
+    for (int i = 0; i < n; i++) {
+        for (;;) {
+            char key[160];
+            th_name(names[i], 96, tag);
+            th_key(key, sizeof key, names[i], "");
+            unsigned s = tt_key_slot(key, strlen(key));
+            int dup = 0;
+            for (int j = 0; j < i; j++)
+                dup |= slots[j] == s;
+            if (!dup) {
+                slots[i] = s;
+                break;
+            }
+        }
+    }
+}
+
+static void init_all(dist_mutex_t *m, char names[][96], int n, int type)
+{
+    dist_mutexattr_t a;
+    TH_CHECK_RC(dist_mutexattr_init(&a), 0);
+    TH_CHECK_RC(dist_mutexattr_settype(&a, type ? type : DIST_MUTEX_RECURSIVE), 0);
+    for (int i = 0; i < n; i++)
+        TH_CHECK_RC(dist_mutex_init(&m[i], names[i], &a), 0);
+    dist_mutexattr_destroy(&a);
+}
+
+/* Another process takes and gives back each name: none is held by anyone. */
+static void none_held_elsewhere(th_proc_t *q, char names[][96], const int *which, int n)
+{
+    for (int i = 0; i < n; i++) {
+        TH_CHECK_RC(th_proc_op(q, TH_M_TRYLOCK, names[which[i]]), 0);
+        TH_CHECK_RC(th_proc_op(q, TH_M_UNLOCK, names[which[i]]), 0);
+    }
+}
+
+/* One server the test can read directly: the lock's key is not there. */
+static void key_absent(const char *name)
+{
+    if (g_mode != M_SINGLE)
+        return;
+    char key[200];
+    th_key(key, sizeof key, name, "");
+    TH_CHECK(th_cmd_ll("EXISTS %s", key) == 0);
+}
+
+/* In another thread of this process: trylock then unlock m. */
+struct try_arg { dist_mutex_t *m; int rc; };
+static void *try_thread(void *p)
+{
+    struct try_arg *a = p;
+    a->rc = dist_mutex_trylock(a->m);
+    if (a->rc == 0)
+        a->rc = dist_mutex_unlock(a->m);
+    return NULL;
+}
+
+static int try_in_thread(dist_mutex_t *m)
+{
+    struct try_arg a = { m, -1 };
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, try_thread, &a) == 0);
+    pthread_join(t, NULL);
+    return a.rc;
+}
+
+/* A thread that takes a set with dist_mutex_lockall, says so, holds it
+ * until told, then unlocks each. */
+struct holder {
+    dist_mutex_t *const *ms;
+    int n, rc, done, go;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+static void *lockall_thread(void *p)
+{
+    struct holder *h = p;
+    int rc = dist_mutex_lockall(h->ms, (size_t)h->n);
+    pthread_mutex_lock(&h->mu);
+    h->rc = rc;
+    h->done = 1;
+    pthread_cond_broadcast(&h->cv);
+    while (!h->go)
+        pthread_cond_wait(&h->cv, &h->mu);
+    pthread_mutex_unlock(&h->mu);
+    if (rc == 0 || rc == EOWNERDEAD)
+        for (int i = 0; i < h->n; i++)
+            if (dist_mutex_unlock(h->ms[i]))
+                h->rc = -2;
+    return NULL;
+}
+
+static void holder_start(struct holder *h, pthread_t *t, dist_mutex_t *const *ms, int n)
+{
+    memset(h, 0, sizeof *h);
+    h->ms = ms;
+    h->n = n;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    TH_CHECK(pthread_create(t, NULL, lockall_thread, h) == 0);
+}
+
+static int holder_done(struct holder *h)
+{
+    pthread_mutex_lock(&h->mu);
+    int d = h->done;
+    pthread_mutex_unlock(&h->mu);
+    return d;
+}
+
+/* Waits (up to ms) for the lock-all call to return; its code. */
+static int holder_wait(struct holder *h, long ms)
+{
+    int64_t end = th_now_ms() + ms;
+    while (!holder_done(h) && th_now_ms() < end)
+        th_sleep_ms(2);
+    TH_CHECK(holder_done(h));
+    return h->rc;
+}
+
+static int holder_end(struct holder *h, pthread_t t)
+{
+    pthread_mutex_lock(&h->mu);
+    h->go = 1;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    pthread_join(t, NULL);
+    return h->rc;
+}
+
+static void run_child(int (*fn)(void *), void *arg)
+{
+    pid_t pid = th_fork_child(fn, arg);
+    int st = th_wait_child_ms(pid, 100000);
+    if (st != 0)
+        fail_msg("%s: the child failed (status %d): see its output above", g_mode_name, st);
+}
+
+/* ------------------------------------------------------------ all or none */
+
+static int all_or_nothing_child(void *arg)
+{
+    int apart = arg != NULL;
+    th_setenv_list(g_env);
+    char names[3][96];
+    if (apart)
+        names_apart(names, 3, "la-apart");
+    else
+        names_one_slot(names, 3, "la-aon");
+    dist_mutex_t m[3];
+    init_all(m, names, 3, 0);
+    th_proc_t h, q;
+    TH_CHECK(th_proc_start(&h, g_env) == 0);
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    TH_CHECK_RC(th_proc_op(&h, TH_M_LOCK, names[1]), 0);       /* b busy elsewhere */
+    dist_mutex_t *const ms[3] = { &m[2], &m[0], &m[1] };       /* any order */
+    static const int ac[2] = { 0, 2 };
+
+    /* try: busy, nothing held here or in Redis, and it says which */
+    TH_CHECK_RC(dist_mutex_trylockall(ms, 3), EBUSY);
+    TH_CHECK(th_contains(dist_lasterror(), names[1]));
+    TH_CHECK_RC(try_in_thread(&m[0]), 0);
+    TH_CHECK_RC(try_in_thread(&m[2]), 0);
+    none_held_elsewhere(&q, names, ac, 2);
+    key_absent(names[0]);
+    key_absent(names[2]);
+
+    /* timed: runs out, never before abstime, nothing held */
+    struct timespec at = th_abstime_ms(300);
+    TH_CHECK_RC(dist_mutex_timedlockall(ms, 3, &at), ETIMEDOUT);
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    TH_CHECK(now.tv_sec > at.tv_sec || (now.tv_sec == at.tv_sec && now.tv_nsec >= at.tv_nsec));
+    TH_CHECK_RC(try_in_thread(&m[0]), 0);
+    TH_CHECK_RC(try_in_thread(&m[2]), 0);
+    none_held_elsewhere(&q, names, ac, 2);
+    key_absent(names[0]);
+    key_absent(names[2]);
+
+    /* blocking: waits for b, then holds all three */
+    struct holder hd;
+    pthread_t t;
+    holder_start(&hd, &t, ms, 3);
+    th_sleep_ms(100);             /* (it has had the time to return wrongly) */
+    TH_CHECK(!holder_done(&hd));
+    TH_CHECK_RC(th_proc_op(&h, TH_M_UNLOCK, names[1]), 0);
+    TH_CHECK_RC(holder_wait(&hd, 20000), 0);
+    for (int i = 0; i < 3; i++) {
+        TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[i]), EBUSY);
+        TH_CHECK_RC(try_in_thread(&m[i]), EBUSY);
+    }
+    TH_CHECK_RC(holder_end(&hd, t), 0);
+    static const int all[3] = { 0, 1, 2 };
+    none_held_elsewhere(&q, names, all, 3);
+
+    /* the same within the process: a thread of ours holds b */
+    TH_CHECK_RC(dist_mutex_lock(&m[1]), 0);
+    dist_mutex_t *const two[2] = { &m[1], &m[0] };
+    struct holder h2;
+    holder_start(&h2, &t, two, 2);
+    th_sleep_ms(100);
+    TH_CHECK(!holder_done(&h2));
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+    TH_CHECK_RC(holder_wait(&h2, 20000), 0);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[0]), EBUSY);
+    TH_CHECK_RC(holder_end(&h2, t), 0);
+    /* ... and a try from this thread while another holds b */
+    struct holder h3;
+    dist_mutex_t *const justb[1] = { &m[1] };
+    holder_start(&h3, &t, justb, 1);
+    TH_CHECK_RC(holder_wait(&h3, 20000), 0);
+    TH_CHECK_RC(dist_mutex_trylockall(two, 2), EBUSY);
+    TH_CHECK_RC(try_in_thread(&m[0]), 0);
+    none_held_elsewhere(&q, names, ac, 1);
+    TH_CHECK_RC(holder_end(&h3, t), 0);
+
+    th_proc_stop(&h);
+    th_proc_stop(&q);
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    return 0;
+}
+
+static void test_all_or_nothing(void **state)
+{
+    (void)state;
+    run_child(all_or_nothing_child, NULL);
+    if (g_mode == M_CLUSTER)
+        run_child(all_or_nothing_child, (void *)1);     /* names in different slots */
+}
+
+/* ------------------------------------------------------------ round trips */
+
+/* Round trips of one lock-all of n free locks (the library's count), and
+ * every lock then held. */
+static unsigned long rt_of(dist_mutex_t *m, int n, int how, th_proc_t *q, char names[][96])
+{
+    dist_mutex_t *ms[8];
+    for (int i = 0; i < n; i++)
+        ms[n - 1 - i] = &m[i];                    /* (reversed: order does not matter) */
+    dl_stats_t a, b;
+    dl_stats_get(&a);
+    int rc = how == 0 ? dist_mutex_lockall(ms, (size_t)n)
+             : how == 1 ? dist_mutex_trylockall(ms, (size_t)n) : 0;
+    if (how == 2) {
+        struct timespec at = th_abstime_ms(5000);
+        rc = dist_mutex_timedlockall(ms, (size_t)n, &at);
+    }
+    dl_stats_get(&b);
+    TH_CHECK_RC(rc, 0);
+    for (int i = 0; i < n; i++)
+        TH_CHECK_RC(th_proc_op(q, TH_M_TRYLOCK, names[i]), EBUSY);
+    for (int i = 0; i < n; i++)
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+    return b.roundtrips - a.roundtrips;
+}
+
+static int round_trips_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char names[8][96], warm[8][112];
+    names_one_slot(names, 8, "la-rt");
+    /* The warm-up's locks share the measured ones' tag, so its slot: in a
+     * cluster the node serving it is then connected to and has the script
+     * cached (another tag may be on another node, whose first call would
+     * count a NOSCRIPT and its EVAL). */
+    for (int i = 0; i < 8; i++)
+        snprintf(warm[i], sizeof warm[i], "%s-warm", names[i]);
+    dist_mutex_t m[8], w[8];
+    init_all(m, names, 8, 0);
+    init_all(w, warm, 8, 0);
+    th_proc_t q;
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    /* connections made, scripts cached */
+    rt_of(w, 8, 0, &q, warm);
+    for (int n = 2; n <= 8; n += 6)
+        for (int how = 0; how < 3; how++) {
+            unsigned long rt = rt_of(m, n, how, &q, names);
+            fprintf(stderr, "[lockall] %s: %s of %d locks sharing a slot: %lu round trips "
+                    "(%d server%s asked at once)\n", g_mode_name,
+                    how == 0 ? "lockall" : how == 1 ? "trylockall" : "timedlockall", n, rt,
+                    g_nodes, g_nodes > 1 ? "s" : "");
+            TH_CHECK(rt == (unsigned long)g_nodes);
+        }
+    if (g_mode == M_CLUSTER) {
+        /* in different slots: one by one, but they work */
+        char apart[8][96];
+        dist_mutex_t ma[8];
+        names_apart(apart, 8, "la-rtapart");
+        init_all(ma, apart, 8, 0);
+        unsigned long rt = rt_of(ma, 8, 0, &q, apart);
+        fprintf(stderr, "[lockall] cluster: lockall of 8 locks in different slots: %lu round "
+                "trips\n", rt);
+        TH_CHECK(rt >= 8);
+        for (int i = 0; i < 8; i++)
+            dist_mutex_destroy(&ma[i]);
+    }
+    th_proc_stop(&q);
+    for (int i = 0; i < 8; i++) {
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+        TH_CHECK_RC(dist_mutex_destroy(&w[i]), 0);
+    }
+    return 0;
+}
+
+static void test_one_round_trip(void **state)
+{
+    (void)state;
+    run_child(round_trips_child, NULL);
+}
+
+/* ---------------------------------------------------------------- codes */
+
+static int codes_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char names[4][96];
+    names_one_slot(names, 4, "la-codes");
+    dist_mutex_t m[4], twin, e;
+    init_all(m, names, 4, 0);
+    th_proc_t q;
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    struct timespec at = th_abstime_ms(2000);
+
+    /* the same name twice: two objects, or one object twice */
+    TH_CHECK_RC(dist_mutex_init(&twin, names[1], NULL), 0);
+    dist_mutex_t *const dup1[3] = { &m[0], &m[1], &twin };
+    dist_mutex_t *const dup2[3] = { &m[2], &m[0], &m[2] };
+    TH_CHECK_RC(dist_mutex_lockall(dup1, 3), EINVAL);
+    TH_CHECK(th_contains(dist_lasterror(), "twice"));
+    TH_CHECK_RC(dist_mutex_trylockall(dup2, 3), EINVAL);
+    TH_CHECK_RC(dist_mutex_timedlockall(dup1, 3, &at), EINVAL);
+    static const int first3[3] = { 0, 1, 2 };
+    none_held_elsewhere(&q, names, first3, 3);
+
+    /* an errorcheck mutex the caller holds: EDEADLK (try: EBUSY), nothing
+     * taken */
+    dist_mutexattr_t a;
+    dist_mutexattr_init(&a);
+    dist_mutexattr_settype(&a, DIST_MUTEX_ERRORCHECK);
+    TH_CHECK_RC(dist_mutex_init(&e, names[3], &a), 0);
+    dist_mutexattr_destroy(&a);
+    TH_CHECK_RC(dist_mutex_lock(&e), 0);
+    dist_mutex_t *const with_e[3] = { &m[0], &e, &m[1] };
+    TH_CHECK_RC(dist_mutex_lockall(with_e, 3), EDEADLK);
+    TH_CHECK_RC(dist_mutex_trylockall(with_e, 3), EBUSY);
+    TH_CHECK_RC(dist_mutex_timedlockall(with_e, 3, &at), EDEADLK);
+    static const int first2[2] = { 0, 1 };
+    none_held_elsewhere(&q, names, first2, 2);
+    TH_CHECK_RC(dist_mutex_unlock(&e), 0);
+    TH_CHECK_RC(dist_mutex_lockall(with_e, 3), 0);          /* free now */
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_unlock(with_e[i]), 0);
+
+    /* a recursive mutex the caller holds: counted once more */
+    TH_CHECK_RC(dist_mutex_lock(&m[0]), 0);
+    dist_mutex_t *const rec[2] = { &m[1], &m[0] };
+    TH_CHECK_RC(dist_mutex_lockall(rec, 2), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[0]), EBUSY);   /* one hold left */
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), EPERM);
+    none_held_elsewhere(&q, names, first2, 2);
+    /* ... and a failed try gives the extra count back */
+    TH_CHECK_RC(th_proc_op(&q, TH_M_LOCK, names[1]), 0);
+    TH_CHECK_RC(dist_mutex_lock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_trylockall(rec, 2), EBUSY);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), EPERM);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_UNLOCK, names[1]), 0);
+
+    th_proc_stop(&q);
+    TH_CHECK_RC(dist_mutex_destroy(&twin), 0);
+    TH_CHECK_RC(dist_mutex_destroy(&e), 0);
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    return 0;
+}
+
+static void test_codes(void **state)
+{
+    (void)state;
+    run_child(codes_child, NULL);
+}
+
+/* A helper process takes `name` with a fixed lease of LAPSE_MS and is
+ * killed holding it: its lease runs out unreleased. */
+#define LAPSE_MS 300
+static void die_holding(const char *name)
+{
+    th_proc_t d;
+    TH_CHECK(th_proc_start(&d, g_env) == 0);
+    th_req_t rq;
+    th_proc_req(&rq, TH_M_LOCK, name);
+    rq.lease_ms = LAPSE_MS;
+    TH_CHECK_RC(th_proc_call(&d, &rq, NULL), 0);
+    th_proc_kill(&d);
+}
+
+static int ownerdead_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char names[4][96];
+    names_one_slot(names, 4, "la-dead");
+    dist_mutex_t m[4];
+    init_all(m, names, 4, 0);
+    th_proc_t q, busy;
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    TH_CHECK(th_proc_start(&busy, g_env) == 0);
+
+    /* b's holder died: all taken, EOWNERDEAD naming b */
+    die_holding(names[1]);
+    th_sleep_ms(LAPSE_MS + 100);
+    dist_mutex_t *const ab[2] = { &m[1], &m[0] };
+    TH_CHECK_RC(dist_mutex_lockall(ab, 2), EOWNERDEAD);
+    TH_CHECK(th_contains(dist_lasterror(), names[1]));
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[0]), EBUSY);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[1]), EBUSY);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+    TH_CHECK_RC(dist_mutex_lockall(ab, 2), 0);              /* told once */
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+
+    /* c's holder died, d is busy: a try takes nothing, and the lapse is
+     * still there for the next holder */
+    die_holding(names[2]);
+    TH_CHECK_RC(th_proc_op(&busy, TH_M_LOCK, names[3]), 0);
+    th_sleep_ms(LAPSE_MS + 100);
+    dist_mutex_t *const cd[2] = { &m[3], &m[2] };
+    TH_CHECK_RC(dist_mutex_trylockall(cd, 2), EBUSY);
+    /* a timed call takes c (after its lapse), cannot have d, and gives c
+     * back as it found it: the lapse goes back with it */
+    struct timespec at = th_abstime_ms(400);
+    TH_CHECK_RC(dist_mutex_timedlockall(cd, 2, &at), ETIMEDOUT);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[2]), EOWNERDEAD);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_UNLOCK, names[2]), 0);
+    TH_CHECK_RC(th_proc_op(&busy, TH_M_UNLOCK, names[3]), 0);
+
+    th_proc_stop(&q);
+    th_proc_stop(&busy);
+    for (int i = 0; i < 4; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    return 0;
+}
+
+static void test_ownerdead(void **state)
+{
+    (void)state;
+    run_child(ownerdead_child, NULL);
+}
+
+/* ------------------------------------------------------------- no deadlock */
+
+/* The classic case, made to happen: A and B are held, one caller asks for
+ * {A, B}, another for {B, A}; the holder then lets go of A, then of B.
+ * Taken in the callers' orders, the first would get A and wait for B, the
+ * second B and wait for A, for ever; in one canonical order both wait for
+ * A first, and both finish. */
+struct pair { char names[2][96]; int rev; };
+
+static int pair_child(void *arg)
+{
+    const struct pair *pr = arg;
+    th_setenv_list(g_env);
+    dist_mutex_t m[2];
+    char n[2][96];
+    memcpy(n, pr->names, sizeof n);
+    init_all(m, n, 2, 0);
+    dist_mutex_t *const ms[2] = { &m[pr->rev], &m[!pr->rev] };
+    TH_CHECK_RC(dist_mutex_lockall(ms, 2), 0);
+    th_sleep_ms(5);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+    return 0;
+}
+
+/* The same, with threads of one process (local waits only). */
+static void *pair_thread(void *arg)
+{
+    void **a = arg;
+    dist_mutex_t *const *ms = a[0];
+    intptr_t rc = dist_mutex_lockall(ms, 2);
+    if (rc == 0) {
+        th_sleep_ms(5);
+        rc = dist_mutex_unlock(ms[0]) | dist_mutex_unlock(ms[1]);
+    }
+    return (void *)rc;
+}
+
+static int classic_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    struct pair p1, p2;
+    names_one_slot(p1.names, 2, "la-classic");
+    memcpy(p2.names, p1.names, sizeof p2.names);
+    p1.rev = 0;
+    p2.rev = 1;
+    th_proc_t h;
+    TH_CHECK(th_proc_start(&h, g_env) == 0);
+    for (int round = 0; round < 3; round++) {
+        TH_CHECK_RC(th_proc_op(&h, TH_M_LOCK, p1.names[0]), 0);
+        TH_CHECK_RC(th_proc_op(&h, TH_M_LOCK, p1.names[1]), 0);
+        pid_t a = th_fork_child(pair_child, &p1);
+        pid_t b = th_fork_child(pair_child, &p2);
+        th_sleep_ms(300);         /* both are waiting by now (a guess: if not, the
+                                     case is only weaker, never failing) */
+        TH_CHECK_RC(th_proc_op(&h, TH_M_UNLOCK, p1.names[0]), 0);
+        th_sleep_ms(50);
+        TH_CHECK_RC(th_proc_op(&h, TH_M_UNLOCK, p1.names[1]), 0);
+        int sa = th_wait_child_ms(a, 10000), sb = th_wait_child_ms(b, 5000);
+        if (sa || sb)
+            fprintf(stderr, "classic round %d: {A,B} status %d, {B,A} status %d%s\n", round, sa,
+                    sb, sa == TH_WAIT_TIMEOUT || sb == TH_WAIT_TIMEOUT ? " (deadlocked)" : "");
+        TH_CHECK(sa == 0 && sb == 0);
+    }
+    th_proc_stop(&h);
+
+    /* threads of one process, a thread of it holding both */
+    dist_mutex_t m[2];
+    init_all(m, p1.names, 2, 0);
+    dist_mutex_t *const ab[2] = { &m[0], &m[1] }, *const ba[2] = { &m[1], &m[0] };
+    for (int round = 0; round < 3; round++) {
+        struct holder hd;
+        pthread_t th, t1, t2;
+        holder_start(&hd, &th, ab, 2);
+        TH_CHECK_RC(holder_wait(&hd, 20000), 0);
+        void *a1[1] = { (void *)ab }, *a2[1] = { (void *)ba };
+        TH_CHECK(pthread_create(&t1, NULL, pair_thread, a1) == 0);
+        TH_CHECK(pthread_create(&t2, NULL, pair_thread, a2) == 0);
+        th_sleep_ms(100);
+        TH_CHECK_RC(holder_end(&hd, th), 0);
+        void *r1, *r2;
+        pthread_join(t1, &r1);
+        pthread_join(t2, &r2);
+        TH_CHECK(r1 == NULL && r2 == NULL);
+    }
+    return 0;
+}
+
+static void test_no_deadlock(void **state)
+{
+    (void)state;
+    run_child(classic_child, NULL);
+}
+
+static void opposite_orders(const char *tag, int apart, int procs, int threads, int nnames,
+                            int k, long ops)
+{
+    chk_cfg_t cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.kind = CHK_MUTEX;
+    cfg.procs = procs;
+    cfg.threads = threads;
+    cfg.nnames = nnames;
+    char names[CHK_MAX_NAMES][96];
+    if (apart)
+        names_apart(names, nnames, tag);
+    else
+        names_one_slot(names, nnames, tag);
+    for (int i = 0; i < nnames; i++)
+        memcpy(cfg.names[i], names[i], sizeof cfg.names[i] - 1);   /* (names are short) */
+    cfg.lockall = k;
+    cfg.ops = ops;
+    cfg.hold_us = 200;
+    cfg.env = g_env;
+    cfg.timed_ms = 20000;
+    cfg.max_ms = 90000;
+    cfg.child_alarm_s = 100;
+    chk_report_t rep;
+    int rc = chk_run(&cfg, &rep);
+    char title[200];
+    snprintf(title, sizeof title, "lockall %s %s: %d procs x %d threads, sets of %d of %d names%s",
+             g_mode_name, tag, procs, threads, k, nnames, apart ? " in different slots" : "");
+    chk_print(stdout, title, &rep);
+    if (rc || rep.children_failed || rep.overlaps || rep.fence_inversions || rep.lost_updates ||
+        rep.holds != rep.expected || rep.lock_other || rep.unlock_other || rep.unlock_enolck)
+        fail_msg("%s: %s (first error: %s)", title, rep.first, rep.first_error);
+}
+
+static void test_opposite_orders(void **state)
+{
+    (void)state;
+    th_time_limit(300);
+    tt_alarm(280);
+    opposite_orders("la-ord2", 0, 3, 2, 3, 2, 360);
+    opposite_orders("la-ord3", 0, 3, 2, 5, 3, 240);
+    if (g_mode == M_CLUSTER)
+        opposite_orders("la-ordapart", 1, 3, 2, 4, 3, 180);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        TT_TEST(test_all_or_nothing),
+        TT_TEST(test_one_round_trip),
+        TT_TEST(test_codes),
+        TT_TEST(test_ownerdead),
+        TT_TEST(test_no_deadlock),
+        TT_TEST(test_opposite_orders),
+    };
+    return th_run_tests(tests, group_setup, group_teardown);
+}
