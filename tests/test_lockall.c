@@ -428,14 +428,14 @@ static int round_trips_child(void *arg)
 {
     (void)arg;
     th_setenv_list(g_env);
-    char names[8][96], warm[8][112];
+    char names[8][96], warm[8][96];
     names_one_slot(names, 8, "la-rt");
     /* The warm-up's locks share the measured ones' tag, so its slot: in a
      * cluster the node serving it is then connected to and has the script
      * cached (another tag may be on another node, whose first call would
      * count a NOSCRIPT and its EVAL). */
     for (int i = 0; i < 8; i++)
-        snprintf(warm[i], sizeof warm[i], "%s-warm", names[i]);
+        snprintf(warm[i], sizeof warm[i], "%.88s-warm", names[i]);
     dist_mutex_t m[8], w[8];
     init_all(m, names, 8, 0);
     init_all(w, warm, 8, 0);
