@@ -19,6 +19,8 @@ typedef struct cli_who {
     long pid, tid;            /* 0 when the info could not be parsed */
     char mode;                /* 'w' or 'r' */
     char token[64];           /* its process's owner token in Redis */
+    long long waited_ms;      /* a waiter: how long it has been queued (Redis
+                                 clock); -1 unknown (an older library) */
 } cli_who_t;
 
 typedef struct cli_holder {
