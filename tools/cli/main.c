@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "commands.h"
 #include "main.h"
+#include "metrics.h"
 #include "options.h"
 #include "run.h"
 #include "config.h"
@@ -131,6 +132,8 @@ int main(int argc, char **argv)
         return cli_list(&o);
     case CLI_BREAK:
         return cli_break(&o);
+    case CLI_METRICS:
+        return cli_metrics(&o);
     default:
         return cli_run(&o);
     }

@@ -7,6 +7,7 @@
  *   distlock status NAME [--json]
  *   distlock list [PATTERN] [--json] [--all]
  *   distlock break NAME --force
+ *   distlock top [PATTERN] [...], distlock metrics [PATTERN] [...]  (viewopts.c)
  *
  * getopt is not used: options may come before or after NAME (until the
  * command starts), and the first word decides between running a command
@@ -77,6 +78,7 @@ void cli_usage(void)
           "       distlock status NAME [--json]\n"
           "       distlock list [PATTERN] [--json] [--all]\n"
           "       distlock break NAME --force\n"
+          "       distlock metrics [PATTERN] [--names N] [--output FILE]\n"
           "\n"
           "Runs COMMAND while holding the distributed lock NAME (kept in Redis),\n"
           "renewing it until COMMAND ends, and exits with COMMAND's status.\n"
@@ -103,6 +105,11 @@ void cli_usage(void)
           "                        --all: also free locks used in the last 7 days\n"
           "  break NAME --force    delete a stuck lock's holds and wake its waiters\n"
           "  --json                machine-readable output for status and list\n"
+          "  metrics [PATTERN]     the held and waited-on locks: holders, waiters, longest\n"
+          "                        wait, hold age, in the Prometheus text format; --names N:\n"
+          "                        series for the N busiest names (100), the rest summed\n"
+          "                        under name=\"\"; --output FILE: written atomically\n"
+          "  --limit N             metrics: read at most N objects (10000)\n"
           "\n"
           "Exit codes: COMMAND's status (128+N if killed by signal N); 1 (or -E's)\n"
           "conflict or time-out; 64 usage; 69 Redis unreachable; 78 bad DISTLOCK_*\n"
@@ -362,6 +369,8 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
             continue;
         }
         /* A word. */
+        if (sub == CLI_RUN && !o->name && !run_opt && cli_view_word(a) >= 0)
+            return cli_view_parse(argc, argv, i, o);     /* top, metrics */
         if (sub == CLI_RUN && !o->name && !run_opt && is_subcommand(a)) {
             sub = strcmp(a, "status") == 0 ? CLI_STATUS : strcmp(a, "list") == 0 ? CLI_LIST : CLI_BREAK;
             i++;
