@@ -21,6 +21,9 @@
  *   objects.c  the kinds shown, each read by its decoder (objlock.c: locks)
  *   objscan.c  the objects under the prefix, found by their keys (scan.c)
  *   snapshot.c one reading of them all, and its orders
+ *   top.c      distlock top: the refresh loop, its reader thread, keys
+ *   topview.c  the table top shows (screen and plain)
+ *   term.c     the terminal: raw keys, the alternate screen, its size
  *   metrics.c  distlock metrics: the Prometheus text format
  */
 #ifndef CLI_H

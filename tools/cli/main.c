@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "run.h"
+#include "top.h"
 #include "config.h"
 #include "distlock.h"
 #include "output.h"
@@ -132,6 +133,8 @@ int main(int argc, char **argv)
         return cli_list(&o);
     case CLI_BREAK:
         return cli_break(&o);
+    case CLI_TOP:
+        return cli_top(&o);
     case CLI_METRICS:
         return cli_metrics(&o);
     default:

@@ -62,7 +62,7 @@ static int usage_error(const char *fmt, ...)
 
 int cli_view_word(const char *w)
 {
-    return strcmp(w, "metrics") == 0 ? CLI_METRICS : -1;
+    return strcmp(w, "top") == 0 ? CLI_TOP : strcmp(w, "metrics") == 0 ? CLI_METRICS : -1;
 }
 
 /* Seconds: digits with an optional fraction (as -w takes them), in range. */
