@@ -193,7 +193,8 @@ void cli_metrics_write(FILE *f, cli_snapshot_t *s, size_t names)
     /* The busiest first: they get series of their own, the rest are summed. */
     cli_snapshot_sort(s, CLI_SORT_WAITERS, 0);
     size_t shown = s->n < names ? s->n : names;
-    qsort(s->obj, shown, sizeof *s->obj, cmp_by_name);
+    if (shown > 1)      /* with no object, s->obj is NULL: qsort must not see it */
+        qsort(s->obj, shown, sizeof *s->obj, cmp_by_name);
     row_t rest[DL_KINDS];
     size_t nrest[DL_KINDS] = { 0 };
     for (int k = 0; k < DL_KINDS; k++)
