@@ -4,7 +4,8 @@
 # the screen under tmux (a server of the test's own, on its own socket):
 # keys sent with send-keys, the screen read with capture-pane.  Sorting,
 # details, quitting (the terminal given back), a Redis that goes away and
-# comes back, one that stops answering, and bad input.
+# comes back (on the screen and in plain output), one that stops answering,
+# and bad input.
 . "$(dirname "$0")/lib.sh"
 
 host=$(hostname)
@@ -225,6 +226,31 @@ check "Redis stopped answering: q quits all the same, exit 0 (${dt}s)" \
   eval "pane_has s5 '^EXITED rc=0\$' && between $dt 0 3"
 check "Redis stopped answering: the terminal is given back" wait_pane 5 s5 '^icanon echo *$'
 kill -CONT "$r2"
+
+# Plain output (stdout a file), repeated: the same Redis stopped, then
+# started again.  A line on stderr per failed try, each saying it retries,
+# then snapshots again on stdout once Redis answers.
+kill -TERM "$r2"
+wait_until 5 eval "! kill -0 $r2 2>/dev/null"
+bg "$D" --url "$U2" top -d 0.2 >"$T/plain-back.out" 2>"$T/plain-back.err"
+ptop=$last_pid
+retry_re="^distlock: redis 127\\.0\\.0\\.1:$P2: Connection refused; retrying in 0\\.2s\$"
+retries() { grep -cE "$retry_re" "$T/plain-back.err"; }
+wait_until 10 eval 'test "$(retries)" -ge 2'
+expect "plain, Redis stopped: a line per try on stderr, each saying it retries ($(retries) so far)" \
+  'test "$(retries)" -ge 2 && ! grep -vqE "$retry_re" "$T/plain-back.err" && ! grep -q "^distlock top " "$T/plain-back.out"'
+start_r2
+bg "$D" --url "$U2" u-plain -- sleep 120 >/dev/null 2>&1
+u_plain=$last_pid
+check "plain, Redis back: snapshots again on stdout, with the new holder" \
+  wait_until 10 grep -qE "^    holder $host:$u_plain \\(thread $u_plain\\), exclusive, held " "$T/plain-back.out"
+n_err=$(retries)
+n_out=$(grep -c "^distlock top " "$T/plain-back.out")
+wait_until 10 eval "test \$(grep -c '^distlock top ' '$T/plain-back.out') -ge $((n_out + 3))"
+expect "plain, Redis back: it keeps reading, and no more failed tries ($n_err)" \
+  'test "$(grep -c "^distlock top " "$T/plain-back.out")" -ge $((n_out + 3)) && test "$(retries)" = "$n_err"'
+kill -TERM "$ptop"
+wait_pid "$ptop"
 
 # ============================================================ bad input
 expect_usage "top: an unknown option" top --bogus
