@@ -114,11 +114,15 @@ if ARGV[6] == '1' then
   -- QTTL/2 past any live registration, pushed back (never shortened: every
   -- waiter sets the same) only when that margin runs low, not at each
   -- refresh.  kexp, kept in each registration, says until when they live.
+  -- since: when this registration first queued (Redis time), kept by its
+  -- refreshes, so that `distlock top` and `metrics` can say how long a
+  -- waiter has waited (a record of an older library lacks it: from now).
+  local since = reg and tonumber(reg[8]) or now
   local qttl = math.max(3 * ttl, 600000)
   local kexp = reg and tonumber(reg[7])
   local push = not kexp or kexp < now + qttl / 2
   if push then kexp = now + qttl end
-  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, rid, info, ARGV[9], kexp}))
+  rcall('HSET', K_W, token, cmsgpack.pack({mode, lease, now + ttl, rid, info, ARGV[9], kexp, since}))
   if push then
     rcall('PEXPIRE', K_Q, qttl)
     rcall('PEXPIRE', K_W, qttl)

@@ -11,7 +11,8 @@
 --   { now_ms,
 --     writer:  {} or {owner, info, since, fence, lease, od, pttl},
 --     readers: { {token, info, since, fence, od, deadline}, ... } live ones,
---     waiters: { {token, mode, info}, ... } live registrations, in queue order,
+--     waiters: { {token, mode, info, since}, ... } live registrations, in queue
+--              order; since: when it first queued ('' from an older library),
 --     meta:    {fence, wh, wi} }
 local function str(v)
   if v == nil or v == false then return '' end
@@ -41,7 +42,7 @@ for _, tok in ipairs(rcall('ZRANGE', K_Q, 0, -1)) do
   local raw = rcall('HGET', K_W, tok)
   if raw then
     local v = cmsgpack.unpack(raw)
-    if tonumber(v[3]) > now then waiters[#waiters + 1] = {tok, str(v[1]), str(v[5])} end
+    if tonumber(v[3]) > now then waiters[#waiters + 1] = {tok, str(v[1]), str(v[5]), str(v[8])} end
   end
 end
 local m = rcall('HMGET', K_META, 'fence', 'wh', 'wi')

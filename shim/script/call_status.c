@@ -51,6 +51,7 @@ static void parse_info(const char *s, size_t n, char mode, const char *token, si
                        dl_view_who_t *w)
 {
     memset(w, 0, sizeof *w);
+    w->waited_ms = -1;
     w->mode = mode;
     if (toklen >= sizeof w->token)
         toklen = sizeof w->token - 1;
@@ -140,12 +141,20 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
     }
     for (size_t i = 0; i < nw; i++) {
         const redisReply *r = wq->element[i];
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 3)
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 3)
             continue;
         tok = dl_reply_str(r, 0, &tl);
         s = dl_reply_str(r, 2, &n);
-        parse_info(s, n, dl_reply_str(r, 1, NULL)[0] == 'r' ? 'r' : 'w', tok, tl,
-                   &st->waiters[st->nwaiters++]);
+        dl_view_who_t *wt = &st->waiters[st->nwaiters++];
+        parse_info(s, n, dl_reply_str(r, 1, NULL)[0] == 'r' ? 'r' : 'w', tok, tl, wt);
+        /* When it first queued: '' from a registration an older library
+         * wrote. */
+        size_t sl = 0;
+        if (r->elements > 3)
+            dl_reply_str(r, 3, &sl);
+        wt->waited_ms = sl ? now - el_ll(r, 3) : -1;
+        if (wt->waited_ms < -1)
+            wt->waited_ms = 0;
     }
     st->last_fence = strtoull(dl_reply_str(m, 0, NULL), NULL, 10);
     /* The meta hash names the writer whose hold was never released; while

@@ -21,6 +21,9 @@ typedef struct dl_view_who {
     long pid, tid;            /* 0 when the info could not be parsed */
     char mode;                /* 'w' or 'r' */
     char token[64];           /* its process's owner token in Redis */
+    long long waited_ms;      /* a waiter: how long it has been queued (Redis
+                                 clock); -1 unknown (an older library, or not
+                                 a waiter) */
 } dl_view_who_t;
 
 typedef struct dl_view_holder {

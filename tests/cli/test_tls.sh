@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # test_tls.sh DISTLOCK: the distlock command over rediss:// -- a command run
-# under a lock, status and list of a lock held over TLS, -n against it --
+# under a lock, status, list, top and metrics of a lock held over TLS, -n against it --
 # and a refused certificate and a missing CA file, each in one line.  The
 # TLS server (a TLS port only) and its certificates are made here.
 . "$(dirname "$0")/lib.sh"
@@ -41,6 +41,17 @@ run "$D" list
 expect "list over TLS names the lock" 'test "$rc" = 0 && grep -q tls1 "$T/out"'
 run "$D" -n tls1 -- true
 expect_rc 1 "-n against a lock held over TLS: conflict"
+# top and metrics over TLS (metrics read by the Prometheus client library's
+# parser, as in test_metrics.sh).
+run "$D" top
+expect "top over TLS: the holder's line" \
+  'test "$rc" = 0 && grep -qE "^    holder [^ ]+:$h1 \\(thread $h1\\), exclusive, held " "$T/out"'
+run "$D" metrics
+/usr/bin/python3 "$(dirname "$0")/promparse.py" <"$T/out" >"$T/parsed" 2>"$T/parse.err"
+prc=$?
+expect "metrics over TLS: parses, distlock_up 1, one holder of tls1" \
+  'test "$rc" = 0 -a "$prc" = 0 && grep -qxP "distlock_up\t-\t-\t1.0" "$T/parsed" &&
+   grep -qxP "distlock_holders\tlock\t\"tls1\"\t1.0" "$T/parsed"'
 kill -TERM "$h1"
 wait_pid "$h1"
 

@@ -16,12 +16,23 @@
  *   break.c    break, and a waiter leaving a queue (the library's scripts)
  *   commands.c the status, list and break subcommands
  *   output.c   messages, quoting, durations, JSON and tables
+ * top and metrics (the objects of every kind under the prefix):
+ *   viewopts.c their command line
+ *   objects.c  the kinds shown, each read by its decoder (objlock.c: locks)
+ *   objscan.c  the objects under the prefix, found by their keys (scan.c)
+ *   snapshot.c one reading of them all, and its orders
+ *   top.c      distlock top: the refresh loop, its reader thread, keys
+ *   topview.c  the table top shows (screen and plain)
+ *   term.c     the terminal: raw keys, the alternate screen, its size
+ *   metrics.c  distlock metrics: the Prometheus text format
  */
 #ifndef CLI_H
 #define CLI_H
 
 #include <stddef.h>
 #include <sysexits.h>
+
+#include "viewopts.h"
 
 /* Exit codes.  The conflict code (default 1) is -E's; the command's own
  * status passes through; the rest follow flock(1) and sysexits(3). */
@@ -34,7 +45,7 @@
 #define CLI_EX_NOTFOUND 127                 /* the command was not found */
 #define CLI_EX_FREE 1                       /* status: the lock is free; break: nothing held */
 
-enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_LIST, CLI_BREAK, CLI_HELP, CLI_VERSION };
+enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_LIST, CLI_BREAK, CLI_HELP, CLI_VERSION, CLI_TOP, CLI_METRICS };
 
 typedef struct cli_opts {
     int cmd;                  /* enum cli_cmd */
@@ -62,6 +73,8 @@ typedef struct cli_opts {
     int json;                 /* --json */
     int all;                  /* list --all: free locks too */
     int force;                /* break --force */
+
+    cli_view_opts_t view;     /* top, metrics */
 } cli_opts_t;
 
 #endif

@@ -15,8 +15,10 @@
 #include "cli.h"
 #include "commands.h"
 #include "main.h"
+#include "metrics.h"
 #include "options.h"
 #include "run.h"
+#include "top.h"
 #include "config.h"
 #include "distlock.h"
 #include "output.h"
@@ -131,6 +133,10 @@ int main(int argc, char **argv)
         return cli_list(&o);
     case CLI_BREAK:
         return cli_break(&o);
+    case CLI_TOP:
+        return cli_top(&o);
+    case CLI_METRICS:
+        return cli_metrics(&o);
     default:
         return cli_run(&o);
     }

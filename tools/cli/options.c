@@ -7,6 +7,7 @@
  *   distlock status NAME [--json]
  *   distlock list [PATTERN] [--json] [--all]
  *   distlock break NAME --force
+ *   distlock top [PATTERN] [...], distlock metrics [PATTERN] [...]  (viewopts.c)
  *
  * getopt is not used: options may come before or after NAME (until the
  * command starts), and the first word decides between running a command
@@ -78,6 +79,8 @@ void cli_usage(void)
           "       distlock status NAME [--json]\n"
           "       distlock list [PATTERN] [--json] [--all]\n"
           "       distlock break NAME --force\n"
+          "       distlock top [PATTERN] [-d SECONDS] [-n COUNT] [-b] [-o KEY] [-r]\n"
+          "       distlock metrics [PATTERN] [--names N] [--output FILE]\n"
           "\n"
           "Runs COMMAND while holding the distributed lock NAME (kept in Redis),\n"
           "renewing it until COMMAND ends, and exits with COMMAND's status.\n"
@@ -104,10 +107,21 @@ void cli_usage(void)
           "                        --all: also free locks used in the last 7 days\n"
           "  break NAME --force    delete a stuck lock's holds and wake its waiters\n"
           "  --json                machine-readable output for status and list\n"
+          "  top [PATTERN]         the held and waited-on locks, live like top(1), with\n"
+          "                        holders, waiters and how long; keys w a t n sort (by\n"
+          "                        waiters, hold age, wait, name), r reverses, q quits;\n"
+          "                        -d SECONDS between refreshes (1), -n COUNT refreshes,\n"
+          "                        -o KEY sort by waiters, age, wait or name, -r reversed,\n"
+          "                        -b plain text (as when not on a terminal: one snapshot)\n"
+          "  metrics [PATTERN]     the same in the Prometheus text format; --names N:\n"
+          "                        series for the N busiest names (100), the rest summed\n"
+          "                        under name=\"\"; --output FILE: written atomically\n"
+          "  --limit N             top, metrics: read at most N objects (10000)\n"
           "\n"
           "Exit codes: COMMAND's status (128+N if killed by signal N); 1 (or -E's)\n"
-          "conflict or time-out; 64 usage; 69 Redis unreachable; 78 bad DISTLOCK_*\n"
-          "variable; 126 COMMAND not executable; 127 COMMAND not found.  See distlock(1).\n",
+          "conflict or time-out; 64 usage; 69 Redis unreachable; 73 metrics --output\n"
+          "not written; 78 bad DISTLOCK_* variable; 126 COMMAND not executable; 127\n"
+          "COMMAND not found.  See distlock(1).\n",
           stdout);
 }
 
@@ -344,6 +358,8 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
             continue;
         }
         /* A word. */
+        if (sub == CLI_RUN && !o->name && !run_opt && cli_view_word(a) >= 0)
+            return cli_view_parse(argc, argv, i, o);     /* top, metrics */
         if (sub == CLI_RUN && !o->name && !run_opt && is_subcommand(a)) {
             sub = strcmp(a, "status") == 0 ? CLI_STATUS : strcmp(a, "list") == 0 ? CLI_LIST : CLI_BREAK;
             i++;

@@ -90,18 +90,15 @@ static redisReply *raw_command(cli_redis_t *r, redisContext *ctx, const char *na
 }
 
 typedef struct scan {
-    const char *prefix;
-    size_t plen;
     const char *match;        /* MATCH <prefix>{* */
     size_t mlen;
-    const char *pattern;      /* the user's glob, or NULL */
-    int with_free;
-    namelist_t *l;
+    cli_key_fn fn;            /* called for each key */
+    void *arg;
 } scan_t;
 
-/* Walks one server's keys into s->l: redlock server `node`, the conn's
+/* Walks one server's keys into s->fn: redlock server `node`, the conn's
  * server (node -1, ctx NULL), or ctx, a connection of its own to the
- * cluster master `name`.  0 or -1. */
+ * cluster master `name`.  0, 1 when fn stopped the walk, or -1. */
 static int scan_server(cli_redis_t *r, const scan_t *s, int node, redisContext *ctx,
                        const char *name)
 {
@@ -129,25 +126,8 @@ static int scan_server(cli_redis_t *r, const scan_t *s, int node, redisContext *
         cursor[clen] = 0;
         for (size_t i = 0; i < keys->elements && rc == 0; i++) {
             const redisReply *k = keys->element[i];
-            const char *nm;
-            size_t nlen;
-            int meta;
-            if (k->type != REDIS_REPLY_STRING ||
-                name_of_key(s->prefix, s->plen, k->str, k->len, &nm, &nlen, &meta) ||
-                (meta && !s->with_free) || memchr(nm, 0, nlen))
-                continue;
-            char *copy = strndup(nm, nlen);
-            if (!copy) {
-                snprintf(r->err, sizeof r->err, "out of memory");
-                rc = -1;
-                break;
-            }
-            int want = !s->pattern || fnmatch(s->pattern, copy, 0) == 0;
-            free(copy);
-            if (want && names_add(s->l, nm, nlen)) {
-                snprintf(r->err, sizeof r->err, "out of memory");
-                rc = -1;
-            }
+            if (k->type == REDIS_REPLY_STRING)
+                rc = s->fn(k->str, k->len, s->arg);
         }
         freeReplyObject(rep);
     } while (rc == 0 && strcmp(cursor, "0") != 0);
@@ -233,9 +213,14 @@ static int scan_cluster(cli_redis_t *r, const scan_t *s)
                 ok = 0;
                 break;
             }
-            if (scan_server(r, s, -1, ctx, name))
-                ok = 0;
+            int rc = scan_server(r, s, -1, ctx, name);
             redisFree(ctx);
+            if (rc > 0) {
+                free(eps);
+                return 0;             /* the caller has enough */
+            }
+            if (rc)
+                ok = 0;
         }
         free(eps);
         if (ok)
@@ -255,7 +240,10 @@ static int scan_quorum(cli_redis_t *r, const scan_t *s)
     int got = 0;
     char last[512] = "no reply";
     for (int i = 0; i < r->nodes; i++) {
-        if (scan_server(r, s, i, NULL, NULL) == 0)
+        int rc = scan_server(r, s, i, NULL, NULL);
+        if (rc > 0)
+            return 0;                 /* the caller has enough */
+        if (rc == 0)
             got++;
         else
             snprintf(last, sizeof last, "%s", r->err);
@@ -263,20 +251,14 @@ static int scan_quorum(cli_redis_t *r, const scan_t *s)
     return cli_redis_tally(r, got, last);
 }
 
-int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
-                   char ***names, size_t **lens, size_t *n)
+int cli_scan_keys(cli_redis_t *r, cli_key_fn fn, void *arg)
 {
     const char *prefix = r->cfg.prefix;
     size_t plen = strlen(prefix);
-    /* MATCH <prefix>{* with the prefix's glob characters escaped; the
-     * pattern itself is applied here (fnmatch), since a name may contain
-     * '}' and Redis globs differ from shell globs in small ways. */
+    /* MATCH <prefix>{* with the prefix's glob characters escaped. */
     char *match = malloc(2 * plen + 3);
-    namelist_t l = { NULL, NULL, 0, 0 };
-    if (!match) {
-        snprintf(r->err, sizeof r->err, "out of memory");
-        return -1;
-    }
+    if (!match)
+        return cli_redis_oom(r);
     size_t m = 0;
     for (size_t i = 0; i < plen; i++) {
         if (strchr("*?[]\\", prefix[i]))
@@ -287,7 +269,7 @@ int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
     match[m++] = '*';
     match[m] = 0;
 
-    scan_t s = { prefix, plen, match, m, pattern, with_free, &l };
+    scan_t s = { match, m, fn, arg };
     int rc;
     if (!r->conn) {
         snprintf(r->err, sizeof r->err, "not connected");
@@ -297,13 +279,54 @@ int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
     } else if (cli_redis_is_redlock(r)) {
         rc = scan_quorum(r, &s);
     } else {
-        rc = scan_server(r, &s, -1, NULL, NULL);
+        rc = scan_server(r, &s, -1, NULL, NULL) < 0 ? -1 : 0;
     }
     free(match);
-    if (rc) {
-        cli_names_free(l.v, l.len, l.n);
+    return rc;
+}
+
+/* cli_scan_names' walk: the names of the locks whose keys it is given. */
+typedef struct names_walk {
+    cli_redis_t *r;
+    const char *prefix;
+    size_t plen;
+    const char *pattern;      /* the user's glob, or NULL */
+    int with_free;
+    namelist_t l;
+} names_walk_t;
+
+static int add_name_of_key(const char *key, size_t klen, void *arg)
+{
+    names_walk_t *w = arg;
+    const char *nm;
+    size_t nlen;
+    int meta;
+    if (name_of_key(w->prefix, w->plen, key, klen, &nm, &nlen, &meta) ||
+        (meta && !w->with_free) || memchr(nm, 0, nlen))
+        return 0;
+    char *copy = strndup(nm, nlen);
+    if (!copy)
+        return cli_redis_oom(w->r);
+    /* The pattern is applied here (fnmatch), since a name may contain '}'
+     * and Redis globs differ from shell globs in small ways. */
+    int want = !w->pattern || fnmatch(w->pattern, copy, 0) == 0;
+    free(copy);
+    if (want && names_add(&w->l, nm, nlen))
+        return cli_redis_oom(w->r);
+    return 0;
+}
+
+int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
+                   char ***names, size_t **lens, size_t *n)
+{
+    names_walk_t w = { r, r->cfg.prefix, strlen(r->cfg.prefix), pattern, with_free,
+                       { NULL, NULL, 0, 0 } };
+    namelist_t l;
+    if (cli_scan_keys(r, add_name_of_key, &w)) {
+        cli_names_free(w.l.v, w.l.len, w.l.n);
         return -1;
     }
+    l = w.l;
 
     /* Sort and drop the duplicates (each lock has several keys, on several
      * servers with redlock; SCAN may also return a key twice). */
