@@ -15,10 +15,12 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # programs under the interposer (tests/preload/test_programs.sh: flock(1)
 # of util-linux, lckdo of moreutils).  The nemesis cuts the network between
 # namespaces with nftables (iproute2 makes the namespaces and veth pairs),
-# and prints a hung client's threads with gdb.
+# and prints a hung client's threads with gdb.  The metrics file
+# (DISTLOCK_METRICS_FILE) is read back by the Prometheus client library's
+# own text-format parser (python3-prometheus-client, for /usr/bin/python3).
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
-         util-linux moreutils nftables iproute2 gdb)
+         util-linux moreutils nftables iproute2 gdb python3-prometheus-client)
 fi
 
 missing=()
