@@ -7,7 +7,8 @@
  *     library's own parser (tests/metrics_parse.py, python3-prometheus-
  *     client), and counts by lock name: acquisitions, the wait and hold
  *     histograms, EOWNERDEAD, ENOLCK, lost holds, EIO, round trips, local
- *     handoffs, reconnects;
+ *     handoffs; reconnections (none without a fault, counted after a
+ *     server restart);
  *   - 100,000 lock names stay within the cap: at most DL_METRICS_NAMES
  *     names of their own plus "_other", which sums the rest exactly;
  *   - a path in a missing directory: lock calls work, one warning in all.
@@ -306,9 +307,11 @@ static void test_counts(void **state)
         fail_msg("wait buckets of %s: le=0.1 %g, le=0.5 %g; want 1 and 2", nh,
                  val(&p, "distlock_wait_seconds_bucket:0.1", nh),
                  val(&p, "distlock_wait_seconds_bucket:0.5", nh));
-    if (val(&p, "distlock_reconnects_total", "-") < 0 ||
-        val(&p, "distlock_process_round_trips_total", "-") < 1)
+    if (val(&p, "distlock_process_round_trips_total", "-") < 1)
         fail_msg("the process-wide counters are missing");
+    /* Its connections were never lost: a first connection is no
+     * reconnection. */
+    want(&p, "distlock_reconnects_total", "-", 0);
     want(&p, "distlock_names_other", "-", 0);
     free(p.s);
     remove_dir(1);                    /* no temporary file left */
@@ -322,6 +325,71 @@ static void test_counts(void **state)
     snprintf(ne, sizeof ne, "%s.e", a.base);
     want(&p, "distlock_eio_total", ne, 2);
     want(&p, "distlock_acquisitions_total", ne, 0);
+    free(p.s);
+    remove_dir(1);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+}
+
+/* ------------------------------------------------------------------------
+ * A server restart: counted as reconnections and a sign of lost state. */
+
+static th_server_t rs;
+static char rs_url[128];
+
+static int restart_child(void *arg)
+{
+    struct cargs *a = arg;
+    setenv("DISTLOCK_METRICS_FILE", a->path, 1);
+    setenv("DISTLOCK_URL", rs_url, 1);
+    char n[128];
+    snprintf(n, sizeof n, "%s.r", a->base);
+    dist_mutex_t m;
+    TH_CHECK_RC(dist_mutex_init(&m, n, NULL), 0);
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    th_send(a->up, 1, 0, 0, 0);
+    th_msg_t msg;
+    TH_CHECK(th_recv(a->down, &msg, 20000) == 0);    /* the server restarted */
+    int rc = dist_mutex_lock(&m);
+    TH_CHECK(rc == 0 || rc == EOWNERDEAD);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    exit(0);
+}
+
+static void test_reconnects(void **state)
+{
+    (void)state;
+    static struct cargs a;
+    th_name(a.base, sizeof a.base, "restart");
+    make_dir();
+    snprintf(a.path, sizeof a.path, "%s/r.prom", dir);
+    memset(&rs, 0, sizeof rs);
+    assert_int_equal(th_server_start(&rs), 0);
+    snprintf(rs_url, sizeof rs_url, "%s", rs.url);
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(restart_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    th_server_stop(&rs);
+    assert_int_equal(th_server_restart(&rs), 0);
+    th_send(down.wr, 1, 0, 0, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    th_server_stop(&rs);
+    parsed_t p;
+    assert_int_equal(parse(a.path, &p), 0);
+    char nr[128];
+    snprintf(nr, sizeof nr, "%s.r", a.base);
+    want(&p, "distlock_acquisitions_total", nr, 2);
+    if (val(&p, "distlock_reconnects_total", "-") < 1 ||
+        val(&p, "distlock_trust_ends_total", "-") < 1)
+        fail_msg("after a restart: reconnects_total %g, trust_ends_total %g; want >= 1 each",
+                 val(&p, "distlock_reconnects_total", "-"),
+                 val(&p, "distlock_trust_ends_total", "-"));
     free(p.s);
     remove_dir(1);
     th_pipe_close(&up);
@@ -442,6 +510,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TH_TEST(test_counts),
         TH_TEST(test_missing_dir),
+        TH_TEST(test_reconnects),
         TT_TEST(test_many_names),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
