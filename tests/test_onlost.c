@@ -13,7 +13,8 @@
  *     failover behind sentinels, `distlock break`, a process stopped
  *     (SIGSTOP) past its lease, and a fixed lease held past its end;
  *     lock calls from inside the function are refused; NULL registers
- *     nothing, a new function replaces the old.
+ *     nothing, a new function replaces the old; a child forked after a
+ *     loss in its parent is told of its own losses.
  * Each test prints "onlost after <cause>: N ms" (from the loss, as the test
  * made it, to the call): the figures of docs/RELIABILITY.md.  The bounds
  * asserted are the trust rule's, with a margin for a loaded machine; each
@@ -52,6 +53,7 @@ struct holder {
     unsigned long fixed_ms;   /* 0: the default lease, renewed */
     int waiter;               /* a second thread waits for the lock (a busy hold) */
     int rw;                   /* a read hold on a rwlock */
+    int fork_first;           /* register, use the library, fork: the child holds */
     int up, down;
 };
 
@@ -112,6 +114,24 @@ static int holder_lock(void)
     return H->rw ? dist_rwlock_rdlock(&hrw) : dist_mutex_lock(&hm);
 }
 
+static int holder_run(void);
+
+static int pre_told;
+
+static void pre_lost(const char *name, size_t len, uint64_t fence, void *arg)
+{
+    (void)name, (void)len, (void)fence, (void)arg;
+    __atomic_store_n(&pre_told, 1, __ATOMIC_SEQ_CST);
+}
+
+/* fork_first: the forked child goes on as the holder. */
+static int holder_forked(void *arg)
+{
+    (void)arg;
+    holder_tid = tid_now();
+    return holder_run();
+}
+
 static int holder_main(void *arg)
 {
     H = arg;
@@ -121,6 +141,33 @@ static int holder_main(void *arg)
     snprintf(cbname, sizeof cbname, "%s.cb", H->name);
     TH_CHECK_RC(dist_mutex_init(&cbm, cbname, NULL), 0);
     TH_CHECK_RC(dist_onlost(on_lost, H), 0);
+    if (H->fork_first) {
+        /* The library in use when the process forks, its teller thread
+         * started by a loss of its own (told to pre_lost): the child keeps
+         * the function registered then, and needs a teller of its own. */
+        TH_CHECK_RC(dist_onlost(pre_lost, NULL), 0);
+        char pre[128], k[300];
+        snprintf(pre, sizeof pre, "%s.pre", H->name);
+        dist_mutex_t pm;
+        TH_CHECK_RC(dist_mutex_init(&pm, pre, NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&pm), 0);
+        redisReply *rep = th_cmd("DEL %s", th_key(k, sizeof k, pre, ""));
+        TH_CHECK(rep != NULL);
+        freeReplyObject(rep);
+        TH_CHECK_RC(dist_mutex_unlock(&pm), ENOLCK);
+        for (int i = 0; i < 500 && !__atomic_load_n(&pre_told, __ATOMIC_SEQ_CST); i++)
+            th_sleep_ms(10);
+        TH_CHECK(pre_told);
+        TH_CHECK_RC(dist_onlost(on_lost, H), 0);
+        pid_t c = th_fork_child(holder_forked, NULL);
+        TH_CHECK(c > 0);
+        return th_wait_child_ms(c, 100000);
+    }
+    return holder_run();
+}
+
+static int holder_run(void)
+{
     if (H->rw) {
         dist_rwlockattr_t at;
         TH_CHECK_RC(dist_rwlockattr_init(&at), 0);
@@ -603,6 +650,30 @@ static void test_fixed_lease(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * A child forked after dist_onlost (the library in use in its parent):
+ * its own lost hold is told to the function it inherited. */
+static void test_forked_child(void **state)
+{
+    (void)state;
+    static struct holder h;
+    memset(&h, 0, sizeof h);
+    th_name(h.name, sizeof h.name, "lostfork");
+    h.env[0] = url_env();
+    h.fork_first = 1;
+    run_t r;
+    holder_start(&r, &h);
+    int64_t t0 = th_now_us();
+    del_keys(th_redis_port(), h.name);
+    TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
+    wait_lost(&r, 5000, t0, "the keys were deleted (a forked child's hold, found by its unlock)");
+    th_sleep_ms(300);
+    if (holder_cmd(&r, C_COUNT, NULL) != 1 || r.extra_lost || r.npending)
+        fail_msg("dist_onlost's function was called more than once");
+    holder_cmd(&r, C_EXIT, NULL);
+    TH_ASSERT_CHILD_OK(r.pid);
+}
+
+/* ------------------------------------------------------------------------
  * NULL registers nothing; a new function replaces the old one. */
 static void test_register(void **state)
 {
@@ -737,6 +808,7 @@ int main(void)
         TH_TEST(test_stall),
         TH_TEST(test_fixed_lease),
         TH_TEST(test_register),
+        TH_TEST(test_forked_child),
         TT_TEST(test_failover),
     };
     return th_run_tests(tests, th_group_setup, group_teardown);
