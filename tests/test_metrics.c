@@ -11,7 +11,9 @@
  *     server restart);
  *   - 100,000 lock names stay within the cap: at most DL_METRICS_NAMES
  *     names of their own plus "_other", which sums the rest exactly;
- *   - a path in a missing directory: lock calls work, one warning in all.
+ *   - a path in a missing directory: lock calls work, one warning in all;
+ *   - with %p in the path, a parent and its forked child each write a
+ *     file of their own, with their own counts only.
  * The library runs only in children, never in the test process.
  */
 #include "harness.h"
@@ -397,6 +399,75 @@ static void test_reconnects(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * A program that forks: with %p in the path each process writes its own
+ * file, with its own counts. */
+
+static int fork_grandchild(void *arg)
+{
+    struct cargs *a = arg;
+    char n[128];
+    snprintf(n, sizeof n, "%s.kid", a->base);
+    dist_mutex_t m;
+    TH_CHECK_RC(dist_mutex_init(&m, n, NULL), 0);
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    th_send(a->up, 2, (int64_t)getpid(), 0, 0);
+    exit(0);
+}
+
+static int fork_parent(void *arg)
+{
+    struct cargs *a = arg;
+    setenv("DISTLOCK_METRICS_FILE", a->path, 1);
+    char n[128];
+    snprintf(n, sizeof n, "%s.mom", a->base);
+    dist_mutex_t m;
+    TH_CHECK_RC(dist_mutex_init(&m, n, NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        TH_CHECK_RC(dist_mutex_lock(&m), 0);
+        TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    }
+    pid_t c = th_fork_child(fork_grandchild, a);
+    TH_CHECK(th_wait_child_ms(c, 20000) == 0);
+    th_send(a->up, 1, (int64_t)getpid(), 0, 0);
+    exit(0);
+}
+
+static void test_forked(void **state)
+{
+    (void)state;
+    static struct cargs a;
+    th_name(a.base, sizeof a.base, "fork");
+    make_dir();
+    snprintf(a.path, sizeof a.path, "%s/m.%%p.prom", dir);
+    th_pipe_t up;
+    th_pipe_open(&up);
+    a.up = up.wr;
+    pid_t pid = th_fork_child(fork_parent, &a);
+    TH_ASSERT_CHILD_OK(pid);
+    th_msg_t m1, m2;
+    assert_int_equal(th_recv(up.rd, &m1, 1000), 0);   /* the grandchild's pid */
+    assert_int_equal(th_recv(up.rd, &m2, 1000), 0);   /* the parent's */
+    assert_int_equal(m1.tag, 2);
+    char mom[128], kid[128], f[400];
+    snprintf(mom, sizeof mom, "%s.mom", a.base);
+    snprintf(kid, sizeof kid, "%s.kid", a.base);
+    parsed_t p;
+    snprintf(f, sizeof f, "%s/m.%lld.prom", dir, (long long)m2.a);
+    assert_int_equal(parse(f, &p), 0);
+    want(&p, "distlock_acquisitions_total", mom, 3);
+    want(&p, "distlock_acquisitions_total", kid, -1);          /* not the child's */
+    free(p.s);
+    snprintf(f, sizeof f, "%s/m.%lld.prom", dir, (long long)m1.a);
+    assert_int_equal(parse(f, &p), 0);
+    want(&p, "distlock_acquisitions_total", kid, 1);
+    want(&p, "distlock_acquisitions_total", mom, -1);          /* not the parent's */
+    free(p.s);
+    remove_dir(2);
+    th_pipe_close(&up);
+}
+
+/* ------------------------------------------------------------------------
  * 100,000 names. */
 
 #define MANY 100000
@@ -511,6 +582,7 @@ int main(void)
         TH_TEST(test_counts),
         TH_TEST(test_missing_dir),
         TH_TEST(test_reconnects),
+        TH_TEST(test_forked),
         TT_TEST(test_many_names),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
