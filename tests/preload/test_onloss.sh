@@ -6,7 +6,8 @@
 # default): one "distlock: ..." line naming the lock and the policy, and
 # the program runs to its end; abort: that line, then SIGABRT before the
 # critical section ends; exit:7: that line, then status 7 (its stdout
-# flushed by exit()).  A bad value stops the program before main.
+# flushed by exit()); the same for a mapped flock() lock.  A bad value
+# stops the program before main.
 # Starts and stops its own redis-server (by pid) on a free port.
 . "$(dirname "$0")/lib.sh"
 
@@ -66,6 +67,25 @@ check "exit:7: the program exited with 7 (status $RC)" test "$RC" -eq 7
 check "exit:7: its critical section did not end" bash -c "! grep -q '^done$' '$WORK/out'"
 check "exit:7: its output before the loss was written" grep -q '^held$' "$WORK/out"
 check "exit:7: one line says why ($(loss_lines 'exit:7') lines)" test "$(loss_lines 'exit:7')" -eq 1
+
+# --- a mapped file lock (flock) is a hold like the others
+: >"$WORK/out"
+DISTLOCK_MAP="jobs=flock:$WORK/a.lock" DISTLOCK_ON_LOSS=exit:9 \
+  preload "$LEGACY" hold "$WORK/a.lock" 8000 >"$WORK/out" 2>"$WORK/err" &
+lp=$!
+DLP_PIDS+=("$lp")
+for _ in $(seq 200); do
+  grep -q '^held$' "$WORK/out" && break
+  sleep 0.05
+done
+redis-cli -p "$PORT" --scan --pattern "${PREFIX}*" | while read -r k; do
+  redis-cli -p "$PORT" del "$k" >/dev/null
+done
+wait "$lp"
+RC=$?
+check "flock, exit:9: the program exited with 9 (status $RC)" test "$RC" -eq 9
+check "flock, exit:9: one line names the lock" \
+  bash -c "[ \$(grep -c '^distlock: lock \"jobs\": .*(DISTLOCK_ON_LOSS=exit:9)' '$WORK/err') -eq 1 ]"
 
 # --- bad values stop the program before main, with one line
 for bad in bogus exit: exit:256 exit:-1 'warn '; do
