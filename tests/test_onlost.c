@@ -577,6 +577,38 @@ static void test_restart(void **state)
     th_server_stop(&s);
 }
 
+/* The server stays down for 2 s, longer than a call's I/O time-out
+ * (500 ms): the pass after the sign gets no answer, and the hold is asked
+ * about again every 250 ms (dl_hold_unanswered) rather than at the next
+ * tick 10 s later; told soon after the server is back. */
+static void test_restart_long(void **state)
+{
+    (void)state;
+    static th_server_t s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(th_server_start(&s), 0);
+    static char url[96];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", s.url);
+    static struct holder h;
+    memset(&h, 0, sizeof h);
+    th_name(h.name, sizeof h.name, "lostlongrestart");
+    h.env[0] = url;
+    h.env[1] = "DISTLOCK_IO_TIMEOUT_MS=500";
+    h.env[2] = "DISTLOCK_LOG=error";    /* the retries' warnings */
+    run_t r;
+    holder_start(&r, &h);
+    th_server_stop(&s);
+    th_sleep_ms(2000);
+    assert_int_equal(th_server_restart(&s), 0);
+    int64_t t0 = th_now_us();
+    int64_t ms = wait_lost(&r, 20000, t0, "a Redis restart after 2 s down (from its return)");
+    if (ms > 5000)
+        fail_msg("told %lld ms after the server came back: not retried after the failed pass",
+                 (long long)ms);
+    holder_finish_lost(&r);
+    th_server_stop(&s);
+}
+
 #ifdef TH_CLI_PATH
 /* `distlock break NAME --force`, as an operator runs it; on a read hold. */
 static void test_break(void **state)
@@ -802,6 +834,7 @@ int main(void)
         TH_TEST(test_deleted_unlock),
         TH_TEST(test_deleted_relock),
         TH_TEST(test_restart),
+        TH_TEST(test_restart_long),
 #ifdef TH_CLI_PATH
         TH_TEST(test_break),
 #endif
