@@ -48,6 +48,8 @@ set(DL_MAN3_GROUPS
   "dist_mutex_lockall:dist_mutex_trylockall,dist_mutex_timedlockall"
   "dist_mutexattr_init:dist_mutexattr_destroy,dist_mutexattr_settype,dist_mutexattr_setfair,dist_mutexattr_setlease"
   "dist_mutex_getfence:dist_rwlock_getfence"
+  "dist_mutex_getlease:dist_rwlock_getlease"
+  "dist_onlost:"
   "dist_rwlock_init:dist_rwlock_destroy,DIST_RWLOCK_INITIALIZER"
   "dist_rwlock_rdlock:dist_rwlock_tryrdlock,dist_rwlock_timedrdlock"
   "dist_rwlock_wrlock:dist_rwlock_trywrlock,dist_rwlock_timedwrlock"

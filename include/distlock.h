@@ -160,6 +160,26 @@ DIST_API int dist_rwlock_unlock(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_destroy(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence);
 
+/* --- knowing a hold is still good (never block, no round trip) --- */
+/* The time left of the caller's hold as the process last confirmed it with
+ * Redis (the send time of the confirming call + its TTL - a drift
+ * allowance), in *ms_left: 0 (*ms_left 0 once that time has passed with no
+ * newer confirmation), ENOLCK when the hold is known to have lapsed (a
+ * renewal or another round trip found it gone, or a fixed lease is past
+ * its end), EPERM when the caller holds nothing on it. */
+DIST_API int dist_mutex_getlease(dist_mutex_t *m, unsigned long *ms_left);
+DIST_API int dist_rwlock_getlease(dist_rwlock_t *rw, unsigned long *ms_left);
+/* Called once for each hold of the process found lapsed while held, from a
+ * thread of the library, with the lock's name and the hold's fence.  It
+ * must not block: it may call getlease, getfence, dist_strerror, write to
+ * a pipe or set a flag, but not lock (a lock call from it is refused:
+ * EDEADLK, EBUSY for a try*). */
+typedef void (*dist_lost_fn)(const char *name, size_t namelen, uint64_t fence, void *arg);
+/* Registers the process's one such function (fn NULL: none).  When it
+ * returns, the previous function is no longer running, unless it is the
+ * caller (a function may replace itself).  Never blocks on the network. */
+DIST_API int dist_onlost(dist_lost_fn fn, void *arg);
+
 /* --- errors (never block) --- */
 /* Text for any code these functions return. */
 DIST_API const char *dist_strerror(int err);

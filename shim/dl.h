@@ -13,7 +13,8 @@
  *   mutex.c         the pthread_mutex_* mirror (distlock.h)
  *   rwlock.c        the pthread_rwlock_* mirror (distlock.h)
  *   object.c        what the two share: validation, the name, lazy
- *                   resolution to the process's lock, fences
+ *                   resolution to the process's lock, fences, leases
+ *   onlost.c        dist_onlost: the process's function for lost holds
  * prim/      the primitives: each one's local admission on the hold core
  *   lock.c          the lock (mutex, rwlock): local admission and handoff,
  *                   its kind (dl_lock_kind)
@@ -33,6 +34,9 @@
  *   notify.c        the subscriber thread: grants pushed to waiters
  *   watchdog.c      the thread renewing every hold in one batch
  *   lingerer.c      the thread ending lingering holds on time
+ *   loss.c          the thread telling dist_onlost's function of lost holds
+ *   tally.c         an object's counters for the metrics file
+ *   metrics.c       the metrics file: its thread, the counts by name
  *   process.c       the per-process state (dl_proc_t), its reset after
  *                   fork (which resets api/object.c's mutex too)
  * script/    the scripts of lua/ as typed calls

@@ -179,6 +179,7 @@ struct env_run {
 static const char *const dl_vars[] = {
     "DISTLOCK_URL", "DISTLOCK_PASSWORD", "DISTLOCK_PREFIX", "DISTLOCK_LEASE_MS",
     "DISTLOCK_IO_TIMEOUT_MS", "DISTLOCK_LOG", "DISTLOCK_MAP", "DISTLOCK_ON_ERROR",
+    "DISTLOCK_METRICS_FILE", "DISTLOCK_METRICS_INTERVAL_MS", "DISTLOCK_ON_LOSS",
 };
 
 /* "%P" in a value: the suite server's port; "%C": a closed port. */
@@ -341,6 +342,19 @@ static void test_env_values(void **state)
         { NULL, E("DISTLOCK_IO_TIMEOUT_MS=99999999999999999999999999"), EINVAL, "DISTLOCK_IO_TIMEOUT_MS" },
         { NULL, E("DISTLOCK_IO_TIMEOUT_MS=\t5"), EINVAL, "DISTLOCK_IO_TIMEOUT_MS", 1 },
         { NULL, E("DISTLOCK_IO_TIMEOUT_MS=86400000"), 0 },
+        /* DISTLOCK_METRICS_INTERVAL_MS: whole ms in [100, 86400000], read
+         * with or without a metrics file */
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS="), EINVAL, "DISTLOCK_METRICS_INTERVAL_MS" },
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS=99"), EINVAL, "DISTLOCK_METRICS_INTERVAL_MS" },
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS=-100"), EINVAL, "DISTLOCK_METRICS_INTERVAL_MS" },
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS=1s"), EINVAL, "DISTLOCK_METRICS_INTERVAL_MS" },
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS=86400001"), EINVAL, "DISTLOCK_METRICS_INTERVAL_MS" },
+        { NULL, E("DISTLOCK_METRICS_INTERVAL_MS=100"), 0 },
+        /* DISTLOCK_METRICS_FILE: any path, found bad only when written
+         * (one warning, tests/test_metrics.c), except one too long */
+        { NULL, E("DISTLOCK_METRICS_FILE="), 0 },
+        { NULL, E("DISTLOCK_METRICS_FILE=/dev/null/x.prom"), 0 },
+        { NULL, E("DISTLOCK_METRICS_FILE=/proc/x.prom", "DISTLOCK_METRICS_INTERVAL_MS=100"), 0 },
 
         /* DISTLOCK_LOG: off, error, warn, info, debug */
         { NULL, E("DISTLOCK_LOG=DEBUG"), EINVAL, "DISTLOCK_LOG" },
@@ -538,6 +552,7 @@ static void test_null_pointers(void **state)
     dist_mutexattr_t ma;
     dist_rwlockattr_t ra;
     uint64_t f;
+    unsigned long ms;
     struct timespec ts = th_abstime_ms(100);
     char name[64];
     th_name(name, sizeof name, "null");
@@ -555,6 +570,7 @@ static void test_null_pointers(void **state)
     CASE(dist_mutex_unlock(NULL), EINVAL);
     CASE(dist_mutex_destroy(NULL), EINVAL);
     CASE(dist_mutex_getfence(NULL, &f), EINVAL);
+    CASE(dist_mutex_getlease(NULL, &ms), EINVAL);
 
     CASE(dist_rwlockattr_init(NULL), EINVAL);
     CASE(dist_rwlockattr_destroy(NULL), EINVAL);
@@ -570,6 +586,7 @@ static void test_null_pointers(void **state)
     CASE(dist_rwlock_unlock(NULL), EINVAL);
     CASE(dist_rwlock_destroy(NULL), EINVAL);
     CASE(dist_rwlock_getfence(NULL, &f), EINVAL);
+    CASE(dist_rwlock_getlease(NULL, &ms), EINVAL);
 
     /* NULL second arguments, on good objects */
     assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
@@ -579,9 +596,12 @@ static void test_null_pointers(void **state)
     CASE(dist_rwlock_timedrdlock(&rw, NULL), EINVAL);
     CASE(dist_rwlock_timedwrlock(&rw, NULL), EINVAL);
     CASE(dist_rwlock_getfence(&rw, NULL), EINVAL);
+    CASE(dist_mutex_getlease(&m, NULL), EINVAL);
+    CASE(dist_rwlock_getlease(&rw, NULL), EINVAL);
     /* ... also while held (getfence would have something to write) */
     assert_int_equal(dist_mutex_lock(&m), 0);
     CASE(dist_mutex_getfence(&m, NULL), EINVAL);
+    CASE(dist_mutex_getlease(&m, NULL), EINVAL);
     assert_int_equal(dist_mutex_unlock(&m), 0);
     assert_int_equal(dist_mutex_destroy(&m), 0);
     assert_int_equal(dist_rwlock_destroy(&rw), 0);
@@ -610,6 +630,7 @@ static void test_uninitialized_objects(void **state)
     begin();
     struct timespec ts = th_abstime_ms(100);
     uint64_t f;
+    unsigned long ms;
     for (int z = 0; z < 2; z++) {
         /* zero bytes, then random bytes (several seeds) */
         for (unsigned seed = 1; seed <= (z ? 8u : 1u); seed++) {
@@ -631,6 +652,7 @@ static void test_uninitialized_objects(void **state)
             UCASE(dist_mutex_unlock(&m));
             UCASE(dist_mutex_destroy(&m));
             UCASE(dist_mutex_getfence(&m, &f));
+            UCASE(dist_mutex_getlease(&m, &ms));
             UCASE(dist_rwlock_rdlock(&rw));
             UCASE(dist_rwlock_tryrdlock(&rw));
             UCASE(dist_rwlock_timedrdlock(&rw, &ts));
@@ -640,6 +662,7 @@ static void test_uninitialized_objects(void **state)
             UCASE(dist_rwlock_unlock(&rw));
             UCASE(dist_rwlock_destroy(&rw));
             UCASE(dist_rwlock_getfence(&rw, &f));
+            UCASE(dist_rwlock_getlease(&rw, &ms));
             UCASE(dist_mutexattr_destroy(&ma));
             UCASE(dist_mutexattr_settype(&ma, DIST_MUTEX_ERRORCHECK));
             UCASE(dist_mutexattr_setfair(&ma, 1));
@@ -688,6 +711,7 @@ static void test_destroyed_objects(void **state)
     begin();
     struct timespec ts = th_abstime_ms(100);
     uint64_t f;
+    unsigned long ms;
     char name[64];
     th_name(name, sizeof name, "destroyed");
     dist_mutex_t m;
@@ -705,6 +729,7 @@ static void test_destroyed_objects(void **state)
     CASE(dist_mutex_timedlock(&m, &ts), EINVAL);
     CASE(dist_mutex_unlock(&m), EINVAL);
     CASE(dist_mutex_getfence(&m, &f), EINVAL);
+    CASE(dist_mutex_getlease(&m, &ms), EINVAL);
     CASE(dist_mutex_destroy(&m), EINVAL);           /* double destroy */
     CASE(dist_mutex_destroy(&m), EINVAL);           /* and a third */
     /* never used, destroyed */
@@ -730,6 +755,7 @@ static void test_destroyed_objects(void **state)
     CASE(dist_rwlock_timedwrlock(&rw, &ts), EINVAL);
     CASE(dist_rwlock_unlock(&rw), EINVAL);
     CASE(dist_rwlock_getfence(&rw, &f), EINVAL);
+    CASE(dist_rwlock_getlease(&rw, &ms), EINVAL);
     CASE(dist_rwlock_destroy(&rw), EINVAL);
 
     /* a statically initialized lock, used, destroyed */
@@ -792,16 +818,19 @@ static void test_ownership(void **state)
     dist_rwlock_t rw;
     dist_mutexattr_t ec;
     uint64_t f;
+    unsigned long ms;
     assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
     assert_int_equal(dist_rwlock_init(&rw, rname, NULL), 0);
     struct own o = { &m, &rw, 0 };
     th_actor_t *a = th_actor_new();
 
-    /* unlock and getfence without a hold */
+    /* unlock, getfence and getlease without a hold */
     CASE(dist_mutex_unlock(&m), EPERM);
     CASE(dist_mutex_getfence(&m, &f), EPERM);
+    CASE(dist_mutex_getlease(&m, &ms), EPERM);
     CASE(dist_rwlock_unlock(&rw), EPERM);
     CASE(dist_rwlock_getfence(&rw, &f), EPERM);
+    CASE(dist_rwlock_getlease(&rw, &ms), EPERM);
     /* one lock, two unlocks */
     assert_int_equal(dist_mutex_lock(&m), 0);
     CASE(dist_mutex_unlock(&m), 0);
@@ -814,6 +843,7 @@ static void test_ownership(void **state)
     assert_int_equal(th_actor_call(a, a_mlock, &o), 0);
     CASE(dist_mutex_unlock(&m), EPERM);
     CASE(dist_mutex_getfence(&m, &f), EPERM);
+    CASE(dist_mutex_getlease(&m, &ms), EPERM);
     CASE(dist_mutex_trylock(&m), EBUSY);
     CASE(dist_mutex_destroy(&m), EBUSY);         /* held here (by another thread) */
     /* a second object of the same name is the same lock */
@@ -832,6 +862,7 @@ static void test_ownership(void **state)
     assert_int_equal(th_actor_call(a, a_rdlock, &o), 0);
     CASE(dist_rwlock_unlock(&rw), EPERM);
     CASE(dist_rwlock_getfence(&rw, &f), EPERM);
+    CASE(dist_rwlock_getlease(&rw, &ms), EPERM);
     CASE(dist_rwlock_destroy(&rw), EBUSY);
     CASE(dist_rwlock_tryrdlock(&rw), 0);         /* readers share */
     CASE(dist_rwlock_unlock(&rw), 0);

@@ -19,7 +19,8 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # metrics` read its output with the Prometheus client library's own
 # text-format parser (python3-prometheus-client), and those of `distlock
 # top` drive its screen in a terminal that tmux gives it (send-keys,
-# capture-pane).
+# capture-pane).  The metrics file (DISTLOCK_METRICS_FILE) is read back by
+# the same parser.
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
          util-linux moreutils nftables iproute2 gdb python3-prometheus-client tmux)

@@ -217,6 +217,11 @@ int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence)
     return dl_obj_getfence(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, fence);
 }
 
+int dist_mutex_getlease(dist_mutex_t *m, unsigned long *ms_left)
+{
+    return dl_obj_getlease(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, ms_left);
+}
+
 int dl_mutex_hold_lost(dist_mutex_t *m)
 {
     return dl_obj_hold_lost(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX);

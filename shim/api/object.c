@@ -206,6 +206,16 @@ int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence)
     return rc ? rc : dl_lock_getfence(l, fence);
 }
 
+int dl_obj_getlease(struct dist_lockobj *o, unsigned magic, unsigned long *ms_left)
+{
+    dl_proc_t *p = NULL;
+    dl_lock_t *l = NULL;
+    if (!ms_left)
+        return dl_fail(EINVAL, "ms_left is NULL");
+    int rc = dl_obj_resolve(o, magic, &p, &l);
+    return rc ? rc : dl_lock_getlease(l, ms_left);
+}
+
 int dl_obj_hold_lost(struct dist_lockobj *o, unsigned magic)
 {
     dl_proc_t *p = NULL;

@@ -134,6 +134,11 @@ int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence)
     return dl_obj_getfence(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, fence);
 }
 
+int dist_rwlock_getlease(dist_rwlock_t *rw, unsigned long *ms_left)
+{
+    return dl_obj_getlease(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, ms_left);
+}
+
 int dl_rwlock_hold_lost(dist_rwlock_t *rw)
 {
     return dl_obj_hold_lost(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK);

@@ -433,6 +433,22 @@ int dl_config_load(dl_config_t *c)
         env_ulong("DISTLOCK_IO_TIMEOUT_MS", 5000, 1, 86400000UL, &c->io_timeout_ms))
         return EINVAL;
 
+    /* The metrics file: empty is "not set".  Whether its directory exists
+     * or is writable is found out when it is written (core/metrics.c: a
+     * warning, never an error of a lock call).  The interval is read even
+     * without a file, so a bad value is caught the same way every time;
+     * below 100 ms each write's walk over the process's locks would cost
+     * more than the counters it reports. */
+    const char *mf = secure_getenv("DISTLOCK_METRICS_FILE");
+    if (mf && *mf) {
+        if (strlen(mf) >= sizeof c->metrics_file)
+            return dl_fail(EINVAL, "DISTLOCK_METRICS_FILE: longer than %zu bytes",
+                           sizeof c->metrics_file - 1);
+        strcpy(c->metrics_file, mf);
+    }
+    if (env_ulong("DISTLOCK_METRICS_INTERVAL_MS", 10000, 100, 86400000UL, &c->metrics_interval_ms))
+        return EINVAL;
+
     static const char *levels[] = { "off", "error", "warn", "info", "debug" };
     const char *log = secure_getenv("DISTLOCK_LOG");
     c->log_level = DL_LOG_WARN;

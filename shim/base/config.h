@@ -44,6 +44,8 @@ typedef struct dl_config {
     unsigned long lease_ms;
     unsigned long io_timeout_ms;
     int log_level;
+    char metrics_file[1024];  /* DISTLOCK_METRICS_FILE; empty: no metrics (core/metrics.c) */
+    unsigned long metrics_interval_ms; /* DISTLOCK_METRICS_INTERVAL_MS */
 } dl_config_t;
 
 /* Reads DISTLOCK_* (secure_getenv) into c.  EINVAL with dist_lasterror()

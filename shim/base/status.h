@@ -14,7 +14,8 @@
 typedef struct dl_stats {
     unsigned long roundtrips;        /* batches written+read on the command connection */
     unsigned long commands;          /* commands sent on the command connection */
-    unsigned long reconnects;        /* command + subscriber reconnections */
+    unsigned long reconnects;        /* command + subscriber reconnections (not
+                                        a link's first connection) */
     unsigned long redirects;         /* cluster MOVED and ASK followed */
     unsigned long watchdog_ticks;    /* watchdog wake-ups that renewed at least one hold */
     unsigned long watchdog_roundtrips; /* round trips the watchdog made (pipelined batches) */

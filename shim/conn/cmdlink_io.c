@@ -255,7 +255,11 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
             if (io->ctx) {
                 fresh = 1;
                 shortened = budget < conf->timeout_ms;
-                DL_STAT_ADD(reconnects, 1);
+                /* A link's first connection is no reconnection (the
+                 * metrics file reports this count). */
+                if (io->connected)
+                    DL_STAT_ADD(reconnects, 1);
+                io->connected = 1;
                 if (give_up)
                     dl_log(DL_LOG_INFO, "reconnected to redis");
             }

@@ -60,6 +60,8 @@ typedef struct dl_link_io {
     void *tls;                /* over TLS: ctx's session, whose I/O the link
                                  does itself (tls.h: no relay thread) */
     int can_post;             /* this connection accepts CLIENT REPLY SKIP */
+    int connected;            /* it has been connected before: the next
+                                 connection counts as a reconnection */
 } dl_link_io_t;
 
 /* One batch's I/O.  Each command ends with a reply or EIO; a connection

@@ -36,6 +36,7 @@
 #include "dl.h"
 #include "keys.h"
 #include "script.h"
+#include "tally.h"
 
 typedef struct dl_core dl_core_t;
 
@@ -89,7 +90,9 @@ typedef struct dl_hold {
     int renew;                /* the watchdog renews it (default lease) */
     int fair;                 /* taken by a fair request */
     int lost;                 /* Redis no longer has it (a renewal, or an
-                                 unlock's check, said so: dl_hold_gone) */
+                                 unlock's check, said so: dl_hold_lapsed) */
+    int lost_told;            /* that loss was counted and told to the program
+                                 (loss.c): once per hold */
     unsigned long seq;        /* bumped at each Redis acquisition and release */
     int remote_waiting;       /* another process queues for it
                                  (dl_hold_waited_on) */
@@ -168,6 +171,8 @@ struct dl_core {
     uint64_t renew_due;       /* watchdog.c: renew before this (monotonic ms),
                                  0: at the tick (dl_watchdog_due, _undue) */
     dl_waiter_t wait;         /* take.c */
+    dl_tally_t tally;         /* counted by anyone through tally.h (atomics);
+                                 reported by metrics.c */
 };
 
 /* The word for o's kind in messages ("lock"). */

@@ -21,6 +21,7 @@
 #include "dl.h"
 #include "hold.h"
 #include "lingerer.h"
+#include "loss.h"
 #include "mark.h"
 #include "tenure.h"
 #include "trust.h"
@@ -52,6 +53,20 @@ static void waited(dl_core_t *o)
     }
 }
 
+void dl_hold_lapsed(dl_core_t *o)
+{
+    o->hold.lost = 1;
+    if (o->hold.lost_told || !o->hold.rmode)
+        return;
+    /* Once per hold, whichever finds it first (the watchdog, a thread
+     * confirming, releasing or relocking it): counted, and told to the
+     * program's dist_onlost function by the library's own thread. */
+    o->hold.lost_told = 1;
+    DL_STAT_ADD(lost, 1);
+    DL_TALLY_ADD(o, lost, 1);
+    dl_loss_tell(o->name, o->namelen, o->hold.fence);
+}
+
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g)
 {
     o->hold.rmode = rq->mode;
@@ -64,6 +79,7 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
     o->hold.renew = rq->lease_ms == 0;
     o->hold.fair = rq->fair;
     o->hold.lost = 0;
+    o->hold.lost_told = 0;
     o->hold.seq++;
     o->hold.handoffs = 0;
     o->hold.ttl_cut = 0;
@@ -79,9 +95,13 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
 
 void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted)
 {
-    if (!o->hold.renew)
-        return;
     dl_watchdog_ensure(p);
+    if (!o->hold.renew) {
+        /* Released in time, it is never asked about; held past its end,
+         * the watchdog finds it gone soon after (dl_hold_checked). */
+        dl_watchdog_due(p, o, dl_hold_fixed_end(o) + 1);
+        return;
+    }
     if (!posted)
         return;
     /* A grant pushed to us (or found ours) lives only its claim window in
@@ -108,6 +128,7 @@ void dl_hold_handoff(dl_core_t *o)
     if (o->hold.remote_waiting)
         o->hold.handoffs++;
     DL_STAT_ADD(local_handoffs, 1);
+    DL_TALLY_ADD(o, handoffs, 1);
 }
 
 /* The process no longer has o's hold (released, given back): its state
@@ -119,6 +140,7 @@ static void ended(dl_core_t *o)
     o->hold.seq++;             /* late renew replies concern the old hold */
     dl_watchdog_undue(o);
     o->hold.lost = 0;
+    o->hold.lost_told = 0;
     o->hold.remote_waiting = 0;
     o->hold.handoffs = 0;
     o->hold.linger_until = 0;
@@ -144,6 +166,7 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
     uint64_t t0 = dl_now_us();
     int was_valid = t0 / 1000 < valid_until;
     int rc = dl_script_run(p->conn, &c, 1);
+    DL_TALLY_ADD(o, roundtrips, 1);
     if (!rc)
         dl_hold_rtt(o, dl_now_us() - t0);
     char q[96];
@@ -175,7 +198,7 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
                      "(lease ran out, or the key was deleted)", what, q);
         dl_log(DL_LOG_WARN, "hold on %s lost: it had lapsed in Redis before unlock "
                "(lease ran out, or the key was deleted)", q);
-        DL_STAT_ADD(lost, 1);
+        dl_hold_lapsed(o);        /* told now, unless found earlier */
     }
     /* A hold told EOWNERDEAD that may still be in Redis: the next lock call
      * may claim it back ("mine"), and must not be told again. */
@@ -231,6 +254,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     uint64_t sent = dl_now_ms();
     int rc = dl_script_run(p->conn, &c, 1);
     DL_STAT_ADD(confirms, 1);
+    DL_TALLY_ADD(o, roundtrips, 1);
     long long held = rc ? -1 : c.reply.renew.held;
     char why[200];
     snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
@@ -250,10 +274,10 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     if (held < 0)
         return dl_fail(EIO, "%s %s: cannot confirm the hold with Redis: %s", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q), why);
-    o->hold.lost = 1;
-    DL_STAT_ADD(lost, 1);
-    dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out, the key "
-           "was deleted, or the server lost it)", dl_core_qname(o, q, sizeof q));
+    if (!o->hold.lost)
+        dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out, the key "
+               "was deleted, or the server lost it)", dl_core_qname(o, q, sizeof q));
+    dl_hold_lapsed(o);
     return ENOLCK;
 }
 
@@ -415,11 +439,34 @@ void dl_hold_gone(dl_core_t *o, unsigned long seq)
      * unlock, not a loss. */
     if (o->hold.seq == seq && o->hold.rmode && !o->hold.lost && !o->hold.busy) {
         char q[96];
-        o->hold.lost = 1;
-        DL_STAT_ADD(lost, 1);
         dl_log(DL_LOG_WARN, "hold on %s lost: Redis no longer has it (lease ran out "
                "or the key was deleted); its unlock will return ENOLCK",
                dl_core_qname(o, q, sizeof q));
+        dl_hold_lapsed(o);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+void dl_hold_unanswered(dl_proc_t *p, dl_core_t *o, unsigned long seq)
+{
+    pthread_mutex_lock(&o->mu);
+    if (o->hold.seq == seq && o->hold.rmode && !o->hold.lost &&
+        o->tenure.trust_epoch != dl_trust_epoch()) {
+        uint64_t due = dl_now_ms() + DL_UNANSWERED_AGAIN_MS;
+        if (!o->renew_due || o->renew_due > due)
+            dl_watchdog_due(p, o, due);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+void dl_hold_checked(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
+                     uint64_t sent, unsigned long epoch)
+{
+    pthread_mutex_lock(&o->mu);
+    if (o->hold.seq == seq && o->hold.rmode && !o->hold.lost) {
+        dl_hold_confirmed(o, sent, cuts, epoch, 0);
+        uint64_t end = dl_hold_fixed_end(o), now = dl_now_ms();
+        dl_watchdog_due(p, o, now < end ? end + 1 : now + DL_FIXED_AGAIN_MS);
     }
     pthread_mutex_unlock(&o->mu);
 }

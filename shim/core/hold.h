@@ -28,10 +28,18 @@ void dl_hold_reserve(dl_core_t *o);
 void dl_hold_unreserve(dl_core_t *o);
 /* Records the hold rq took, as g says. */
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g);
-/* A renewable hold was just recorded: the watchdog renews it; one whose
+/* A hold was just recorded: the watchdog renews a renewable one; one whose
  * renewal to the lease was posted (a claimed grant: take.c) is confirmed
- * at half its claim window. */
+ * at half its claim window.  A fixed lease is never renewed: the watchdog
+ * asks Redis about it if it is still held when its TTL ends, so that its
+ * loss is told while it is held (dl_hold_lapsed). */
 void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted);
+/* The hold is known to have lapsed: a round trip found it gone (a renewal,
+ * a confirmation, a release), or a relock found its fixed lease past its
+ * end.  Its unlock says ENOLCK; the loss is counted and told to the
+ * program's dist_onlost function once per hold (loss.c), whichever thread
+ * finds it first. */
+void dl_hold_lapsed(dl_core_t *o);
 /* An acquisition in mode, registration id rid, failed but may have run in
  * Redis: the watchdog withdraws it soon, whatever the process holds or asks
  * for meanwhile (withdraw.lua touches no later request). */
@@ -118,6 +126,22 @@ void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned lon
 /* The renewal found the hold numbered seq gone: its unlock will say
  * ENOLCK (unless a release of it got there first). */
 void dl_hold_gone(dl_core_t *o, unsigned long seq);
+/* The renewal (or check) of the hold numbered seq got no answer.  If the
+ * hold was not confirmed since the last sign of lost state (trust.h),
+ * it is asked about again DL_UNANSWERED_AGAIN_MS later rather than at the
+ * next tick: a failover or a restart that outlasts one call's I/O
+ * time-out must not delay finding the hold lost by a third of a lease. */
+#define DL_UNANSWERED_AGAIN_MS 250
+void dl_hold_unanswered(dl_proc_t *p, dl_core_t *o, unsigned long seq);
+/* A check of the fixed lease numbered seq (due at the end of its TTL, or
+ * after a sign of lost state), sent at `sent` in trust epoch `epoch` when
+ * o->tenure.cuts was `cuts`, found it still in Redis (its acquisition
+ * reached Redis late, or the clocks differ): trusted as of then, and
+ * looked at again DL_FIXED_AGAIN_MS after its end, until it is gone or
+ * released. */
+#define DL_FIXED_AGAIN_MS 100
+void dl_hold_checked(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
+                     uint64_t sent, unsigned long epoch);
 /* The withdrawal of (mode, rid) ended: reached, Redis ran it; had, it found
  * something.  1: look again later (Redis unreachable, the request may not
  * have run yet, or another failed meanwhile). */

@@ -11,6 +11,8 @@
 
 #include "dl.h"
 #include "hold.h"
+#include "loss.h"
+#include "metrics.h"
 #include "object.h"
 #include "process.h"
 #include "trust.h"
@@ -48,6 +50,7 @@ static void child_after_fork(void)
     pthread_mutex_init(&dl_proc_mu, NULL);
     dl_trust_hook(NULL, NULL);                   /* the parent's watchdog is gone */
     dl_obj_after_fork();
+    dl_loss_after_fork();
     memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
     dl_tid_forget();
 }
@@ -66,12 +69,15 @@ __attribute__((constructor)) static void dl_register_atfork(void)
 }
 
 /* A hold lingering after an unlock (hold.c) would otherwise outlive the
- * process by a lease, and its next holder would be told EOWNERDEAD. */
+ * process by a lease, and its next holder would be told EOWNERDEAD.  The
+ * metrics file (metrics.c) gets the process's last counts. */
 __attribute__((destructor)) static void dl_flush_at_exit(void)
 {
     dl_proc_t *p = __atomic_load_n(&dl_proc, __ATOMIC_ACQUIRE);
-    if (p && p->pid == getpid())
+    if (p && p->pid == getpid()) {
         dl_hold_flush_lingers(p);
+        dl_metrics_flush(p);      /* a short-lived process's last counts */
+    }
 }
 
 static dl_proc_t *create(int *err)
@@ -118,6 +124,8 @@ static dl_proc_t *create(int *err)
     pthread_cond_init(&p->wcv, &ca);
     pthread_cond_init(&p->lcv, &ca);
     pthread_condattr_destroy(&ca);
+    if (p->cfg.metrics_file[0])
+        dl_metrics_start(p);
     return p;
 }
 

@@ -22,6 +22,9 @@
 #include "objtab.h"
 #include "registry.h"
 
+/* The metrics file's state (metrics.c). */
+typedef struct dl_metrics dl_metrics_t;
+
 /* A lingering hold the lingerer watches, and when its linger ends (us). */
 typedef struct dl_linger {
     dl_core_t *o;
@@ -69,6 +72,9 @@ typedef struct dl_proc {
     size_t ln, lcap;
     uint64_t lnext;           /* when it wakes next (us; DL_FOREVER: not until
                                  told), 0 while it ends holds */
+
+    /* metrics.c: NULL unless DISTLOCK_METRICS_FILE is set */
+    dl_metrics_t *metrics;
 } dl_proc_t;
 
 /* The state, created on first use; NULL with EINVAL (bad configuration,

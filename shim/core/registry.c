@@ -30,6 +30,8 @@ void dl_registry_init(dl_registry_t *r)
     r->nbuckets = 0;
     r->buckets = NULL;
     r->count = 0;
+    r->retire = NULL;
+    r->retire_arg = NULL;
 }
 
 static int grow(dl_registry_t *r)
@@ -114,6 +116,8 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
                 break;
             }
         r->count--;
+        if (r->retire)
+            r->retire(o, r->retire_arg);
         pthread_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
         if (o->kind->fini)
@@ -157,7 +161,8 @@ int dl_registry_drop_obj(dl_registry_t *r, dl_core_t *o)
     return 0;
 }
 
-void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), void *arg)
+void dl_registry_walk(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg),
+                      void (*end)(void *arg), void *arg)
 {
     pthread_mutex_lock(&r->mu);
     for (size_t i = 0; i < r->nbuckets; i++)
@@ -166,7 +171,22 @@ void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), voi
             fn(o, arg);
             pthread_mutex_unlock(&o->mu);
         }
+    if (end)
+        end(arg);
     pthread_mutex_unlock(&r->mu);
+}
+
+void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), void *arg)
+{
+    dl_registry_walk(r, fn, NULL, arg);
+}
+
+size_t dl_registry_count(dl_registry_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t n = r->count;
+    pthread_mutex_unlock(&r->mu);
+    return n;
 }
 
 dl_core_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len)

@@ -26,6 +26,10 @@ typedef struct dl_registry {
     pthread_mutex_t mu;
     dl_core_t **buckets;
     size_t nbuckets, count;
+    /* Told of each object about to be freed, registry mutex held (the
+     * metrics file keeps its counts: core/metrics.c); NULL: nobody. */
+    void (*retire)(dl_core_t *o, void *arg);
+    void *retire_arg;
 } dl_registry_t;
 
 void dl_registry_init(dl_registry_t *r);
@@ -50,6 +54,13 @@ int dl_registry_drop_obj(dl_registry_t *r, dl_core_t *o);
 /* Calls fn(o, arg) for each object with its mu held and the registry mutex
  * held (so fn must not block; it may pin o). */
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), void *arg);
+/* The same, then end(arg) before the registry mutex is released: what fn
+ * saw and what end sees are one state (no object created or freed
+ * between them). */
+void dl_registry_walk(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg),
+                      void (*end)(void *arg), void *arg);
+/* How many objects there are now. */
+size_t dl_registry_count(dl_registry_t *r);
 /* Finds the object whose main key is key (pushes name an object by it),
  * and returns it with mu held; NULL if this process has no such object. */
 dl_core_t *dl_registry_find_key(dl_registry_t *r, const char *prefix, const char *key, size_t len);

@@ -143,6 +143,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
     dl_call_t undo;
     t->calls->withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
     uint64_t sent_us = dl_now_us();
+    DL_TALLY_ADD(o, roundtrips, 1);
     if (dl_script_run_undoable(p->conn, &c, &undo)) {
         /* A time-out says nothing of whether Redis ran it (a stalled
          * server runs it when it resumes): we may hold the lock, or be
@@ -240,6 +241,7 @@ static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_gra
     t->calls->renew(&c, &t->who, &(dl_renew_args_t){
         .mode = t->mode, .lease_ms = t->fixed ? 0 : t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
+    DL_TALLY_ADD(o, roundtrips, 1);
     long long kept = rrc ? -1 : c.reply.renew.held;
     char why[200];
     snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
@@ -278,6 +280,7 @@ static int take_give_up(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const ta
             t->calls->cancel(&c, &t->who, &(dl_cancel_args_t){
                 .mode = t->mode, .regid = t->regid, .clear_mark = 1 });
             dl_script_run(p->conn, &c, 1);
+            DL_TALLY_ADD(o, roundtrips, 1);
         }
         return ETIMEDOUT;
     }
@@ -285,6 +288,7 @@ static int take_give_up(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const ta
     t->calls->cancel(&c, &t->who, &(dl_cancel_args_t){ .mode = t->mode, .regid = t->regid });
     int rc = ETIMEDOUT;
     int crc = dl_script_run(p->conn, &c, 1);
+    DL_TALLY_ADD(o, roundtrips, 1);
     if (crc)
         g->maybe = 1;             /* still queued: a grant may come */
     if (crc == 0 && c.reply.cancel.granted == 1) {
@@ -360,6 +364,7 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
         o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
             .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
         dl_script_run(p->conn, &c, 1);
+        DL_TALLY_ADD(o, roundtrips, 1);
     }
     if (dl_conn_wait(p->conn, o->keys[0], o->keylen[0], err, sizeof err) == 0)
         return 0;
@@ -367,6 +372,7 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
      * on every redlock server, whose fences differ). */
     o->kind->calls->withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
     dl_script_run(p->conn, &c, 1);
+    DL_TALLY_ADD(o, roundtrips, 1);
     return dl_fail(EIO, "%s %s: %s; the acquisition was undone", dl_core_what(o),
                    dl_core_qname(o, q, sizeof q), err);
 }
@@ -411,6 +417,7 @@ static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant
         uint64_t sent = dl_now_ms();
         o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
             .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
+        DL_TALLY_ADD(o, roundtrips, 1);
         if (dl_script_run(p->conn, &c, 1)) {
             g->maybe = 1;
             return dl_fail(EIO, "%s %s: confirming the hold taken (%s) failed: %s",
@@ -432,6 +439,7 @@ static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant
            late ? "Redis answered after the hold's validity ended"
                 : "Redis lost the hold while the call was under way");
     o->kind->calls->withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = rq->mode, .regid = g->rid });
+    DL_TALLY_ADD(o, roundtrips, 1);
     if (dl_script_run(p->conn, &c, 1)) {
         pthread_mutex_lock(&o->mu);
         dl_hold_undo_later(p, o, rq->mode, g->rid);
@@ -469,6 +477,7 @@ static int take_extend(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_
     uint64_t sent = dl_now_ms();
     o->kind->calls->renew(&c, &who, &(dl_renew_args_t){
         .mode = rq->mode, .lease_ms = lease, .fence = g->fence });
+    DL_TALLY_ADD(o, roundtrips, 1);
     if (dl_script_run(p->conn, &c, 1)) {
         g->maybe = 1;
         return dl_fail(EIO, "%s %s: renewing the hold it was granted: %s", dl_core_what(o),

@@ -26,6 +26,7 @@
  * lingering hold: by the mark that takes it back, mark.c), it lives the
  * lease again, and a pause right after a handoff does not lose it.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,16 +55,47 @@
  * dl_hold_confirm) and may then take it. */
 #define DL_TRUST_MS (2 * DL_TENURE_RENEW_MS)
 
+/* The allowance for clocks running at different rates, as redlock's. */
+static unsigned long drift_of(unsigned long ttl_ms)
+{
+    return ttl_ms / 100 + 2;
+}
+
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
 {
-    /* The allowance for clocks running at different rates, as redlock's. */
-    unsigned long drift = ttl_ms / 100 + 2;
+    unsigned long drift = drift_of(ttl_ms);
     return ttl_ms > drift ? sent_ms + ttl_ms - drift : 0;
 }
 
 int dl_hold_valid(const dl_core_t *o)
 {
     return dl_now_ms() < o->tenure.valid_until;
+}
+
+uint64_t dl_hold_fixed_end(const dl_core_t *o)
+{
+    return o->tenure.valid_until + drift_of(o->hold.lease_ms);
+}
+
+int dl_hold_lease(const dl_core_t *o, unsigned long *ms_left)
+{
+    /* What was last confirmed, nothing more: a sign of lost state (trust.h)
+     * does not shorten it (the hold may well be there: the watchdog asks
+     * Redis at once, and a hold found gone is then ENOLCK), and a renewal
+     * that could not reach Redis leaves it to run out. */
+    if (!o->hold.rmode || o->hold.lost)
+        return ENOLCK;
+    uint64_t now = dl_now_ms();
+    if (now >= o->tenure.valid_until) {
+        /* A fixed lease's end is known: past it, the caller may no longer
+         * count on it.  A renewable one may be confirmed again. */
+        if (!o->hold.renew)
+            return ENOLCK;
+        *ms_left = 0;
+        return 0;
+    }
+    *ms_left = (unsigned long)(o->tenure.valid_until - now);
+    return 0;
 }
 
 int dl_hold_trusted(const dl_core_t *o, int confirmed_now)

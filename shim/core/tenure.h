@@ -17,6 +17,16 @@
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
 /* Whether o's hold is within its validity (a call may return it). */
 int dl_hold_valid(const dl_core_t *o);
+/* When a fixed lease's TTL ends as the process counts it (its validity
+ * plus the drift allowance: its sending plus the lease). */
+uint64_t dl_hold_fixed_end(const dl_core_t *o);
+/* dist_*_getlease, for a hold the calling thread has (the primitive has
+ * checked that): 0 and the time left of its validity in *ms_left (0 once
+ * passed, while no round trip has found it gone: a renewal may still
+ * confirm it), or ENOLCK when it is known to have lapsed (lost, the hold
+ * ended under the thread, or a fixed lease past its validity).  Never
+ * blocks; no round trip. */
+int dl_hold_lease(const dl_core_t *o, unsigned long *ms_left);
 /* Whether o's hold may serve another thread of the process without a round
  * trip (a local handoff, a reader joining, a relock of a lingering hold):
  * within its validity, not known lost, no sign of lost state since it was

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* watchdog.c - one thread renews every renewable hold of the process, all
  * in one pipelined batch every lease/3, and marks holds Redis says are gone
- * as lost (so their unlock reports ENOLCK).  Between ticks it renews early
+ * as lost (so their unlock reports ENOLCK, and dist_onlost's function is
+ * told: hold.c, dl_hold_lapsed).  A fixed lease still held when its TTL
+ * ends is asked about (only checked) then, and after each sign.  Between ticks it renews early
  * the holds that asked for it (pushed grants, which start with a short
  * claim ttl; holds that threads of the process wait for, every 20 ms;
  * every hold after a sign of lost state) if they are still held by then,
@@ -34,6 +36,7 @@ typedef struct held {
     uint64_t fence;           /* names the hold: renew.lua renews only it */
     uint64_t rid;             /* withdrawals: the registration id */
     unsigned long cuts;       /* o->tenure.cuts when collected */
+    int check;                /* a fixed lease: only asked whether it is there */
 } held_t;
 
 typedef struct collect {
@@ -41,7 +44,8 @@ typedef struct collect {
     size_t n, cap;
     held_t *u;                /* acquisitions to withdraw (o->hold.undo[]) */
     size_t un, ucap;
-    int all;                  /* a regular tick: every hold */
+    int all;                  /* a regular tick, or a sign: every renewable hold */
+    int sign;                 /* a sign of lost state: every fixed lease too */
     uint64_t now;             /* ms */
     uint64_t now_us, next;    /* next: earliest due left for later (us) */
 } collect_t;
@@ -82,14 +86,63 @@ static void collect_undo(dl_core_t *o, collect_t *c)
     dl_registry_pin(o);
 }
 
+/* Registry mutex and o->mu held: o's hold joins this pass (o pinned),
+ * renewed to its lease, or (check) only asked whether it is there.  0, or
+ * -1 out of memory (then at the next pass). */
+static int take_in(collect_t *c, dl_core_t *o, int check)
+{
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64;
+        held_t *v = realloc(c->v, cap * sizeof *v);
+        if (!v)
+            return -1;
+        c->v = v;
+        c->cap = cap;
+    }
+    held_t *h = &c->v[c->n++];
+    h->o = o;
+    h->seq = o->hold.seq;
+    h->mode = o->hold.rmode;
+    h->lease_ms = check ? 0 : o->hold.lease_ms;
+    h->fence = o->hold.fence;
+    h->cuts = o->tenure.cuts;
+    h->check = check;
+    dl_registry_pin(o);
+    return 0;
+}
+
+/* Registry mutex and o->mu held: a fixed lease still held when its TTL
+ * ends (its due, dl_hold_watch), or after a sign of lost state, is asked
+ * about (renew.lua with no lease: only checked), so that a hold held past
+ * its end, or lost in a restart, is found lapsed while it is held. */
+static void collect_fixed(dl_core_t *o, collect_t *c)
+{
+    if (!o->renew_due)
+        return;
+    if (!c->sign && o->renew_due > c->now) {
+        later(c, o->renew_due * 1000);
+        return;
+    }
+    if (o->hold.busy) {                /* being released, or re-acquired */
+        later(c, c->now_us + 1000);
+        return;
+    }
+    o->renew_due = 0;
+    take_in(c, o, 1);
+}
+
 /* Registry mutex and o->mu held: pin each hold to renew now. */
 static void collect(dl_core_t *o, void *arg)
 {
     collect_t *c = arg;
     if (o->hold.undo[0] || o->hold.undo[1])
         collect_undo(o, c);
-    if (!o->hold.rmode || !o->hold.renew || o->hold.lost) {
+    if (!o->hold.rmode || o->hold.lost) {
         o->renew_due = 0;
+        return;
+    }
+    if (!o->hold.renew) {
+        collect_fixed(o, c);
         return;
     }
     if (!c->all && (!o->renew_due || o->renew_due > c->now)) {
@@ -112,22 +165,7 @@ static void collect(dl_core_t *o, void *arg)
     }
     o->renew_due = 0;
     dl_hold_renewing(o);
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 64;
-        held_t *v = realloc(c->v, cap * sizeof *v);
-        if (!v)
-            return;               /* renewed next tick */
-        c->v = v;
-        c->cap = cap;
-    }
-    held_t *h = &c->v[c->n++];
-    h->o = o;
-    h->seq = o->hold.seq;
-    h->mode = o->hold.rmode;
-    h->lease_ms = o->hold.lease_ms;
-    h->fence = o->hold.fence;
-    h->cuts = o->tenure.cuts;
-    dl_registry_pin(o);
+    take_in(c, o, 0);             /* (out of memory: renewed next tick) */
 }
 
 static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
@@ -142,8 +180,15 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
     dl_script_run(p->conn, calls, (int)n);
     DL_STAT_ADD(watchdog_roundtrips, 1);
     for (size_t i = 0; i < n; i++) {
-        if (calls[i].cmd.err)
-            continue;             /* Redis unreachable: try again next tick */
+        if (calls[i].cmd.err) {
+            /* Redis unreachable: again next tick, or soon after a sign */
+            dl_hold_unanswered(p, v[i].o, v[i].seq);
+            continue;
+        }
+        if (calls[i].reply.renew.held == 1 && v[i].check) {
+            dl_hold_checked(p, v[i].o, v[i].seq, v[i].cuts, sent, epoch);
+            continue;
+        }
         if (calls[i].reply.renew.held == 1) {
             DL_STAT_ADD(renewed, 1);
             /* Sure to be there until a lease from `sent`, or the end of a
@@ -222,6 +267,7 @@ static void *watchdog_main(void *arg)
         c.now_us = dl_now_us();
         c.now = c.now_us / 1000;
         c.all = c.now_us >= tick_at || all_now;
+        c.sign = all_now;
         c.next = DL_FOREVER;
         if (c.now_us >= tick_at)
             tick_at = c.now_us + tick;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* boot.c - the interposer's start (boot.h): DISTLOCK_ON_ERROR read and
- * DISTLOCK_MAP applied before main, or the program stopped with one line;
- * a program without the map's symbols, such as a launcher, goes dormant
+/* boot.c - the interposer's start (boot.h): DISTLOCK_ON_ERROR and
+ * DISTLOCK_ON_LOSS read (the latter's function registered with the
+ * library: dist_onlost) and DISTLOCK_MAP applied before main, or the
+ * program stopped with one line; a program without the map's symbols, such as a launcher, goes dormant
  * and is stopped only if it locks.  It owns the entries (entries[]) and
  * fills the address table (table.c) once, before main; and at exit it
  * ends the file-lock holds. */
@@ -252,6 +253,9 @@ __attribute__((constructor)) static void dlp_start(void)
         dlp_on_error = DLP_ON_ERROR_ABORT;
     else if (oe)
         dlp_stop("DISTLOCK_ON_ERROR=\"%.40s\": expected wait or abort", oe);
+    const char *ol = secure_getenv("DISTLOCK_ON_LOSS");
+    if (ol && dlp_on_loss_parse(ol))
+        dlp_stop("DISTLOCK_ON_LOSS=\"%.40s\": expected warn, abort or exit:N (N from 0 to 255)", ol);
 
     /* secure_getenv: a setuid program ignores the map. */
     const char *map = secure_getenv("DISTLOCK_MAP");
@@ -260,6 +264,8 @@ __attribute__((constructor)) static void dlp_start(void)
         apply_map(map, program_invocation_name);
         if (dlp_nfile)
             dlp_file_check_inherited();
+        /* Every hold of the interposer's library is a mapped one. */
+        dist_onlost(dlp_lost, NULL);
         pthread_atfork(NULL, NULL, atfork_child);
     }
     dlp_in = 0;

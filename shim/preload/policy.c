@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* policy.c - the interposer's messages, and the distributed half of a
+/* policy.c - the interposer's messages, the distributed half of a
  * wrapped call with the DISTLOCK_ON_ERROR policy applied (policy.h): an
  * outage is waited out (one warning every few seconds, the library's own
- * per-attempt warnings quieted meanwhile) or ends the program. */
+ * per-attempt warnings quieted meanwhile) or ends the program; and what
+ * DISTLOCK_ON_LOSS says to do when a mapped hold is found lapsed. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -12,11 +13,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "dl.h"
 #include "preload.h"
 #include "rwlock.h"
 
 int dlp_on_error = DLP_ON_ERROR_WAIT;
+int dlp_on_loss = DLP_ON_LOSS_WARN;
+int dlp_on_loss_status;
 
 /* ------------------------------------------------------------ messages */
 
@@ -208,6 +212,50 @@ int dlp_dist_release(dlp_entry_t *e)
         return 0;                     /* logged by the library; the hold lapses within a lease */
     default:
         return rc;
+    }
+}
+
+/* ------------------------------------------------------------ losses */
+
+int dlp_on_loss_parse(const char *v)
+{
+    unsigned long n;
+    if (strcmp(v, "warn") == 0) {
+        dlp_on_loss = DLP_ON_LOSS_WARN;
+    } else if (strcmp(v, "abort") == 0) {
+        dlp_on_loss = DLP_ON_LOSS_ABORT;
+    } else if (strncmp(v, "exit:", 5) == 0 && dl_parse_ulong(v + 5, 0, 255, &n) == 0) {
+        dlp_on_loss = DLP_ON_LOSS_EXIT;
+        dlp_on_loss_status = (int)n;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+/* A legacy program cannot hear of a lost hold: its thread goes on inside
+ * what it believes is a critical section while another process may hold
+ * the lock.  Called by the library's own thread (it must not block):
+ * say so, and stop the program if asked to.  exit:N runs the program's
+ * atexit handlers (its buffered output is written) without waiting for
+ * its other threads. */
+void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+{
+    (void)arg;
+    int len = namelen > 200 ? 200 : (int)namelen;
+    const char *what = "lock \"%.*s\": the distributed hold (fence %llu) was found lapsed in "
+                       "Redis while held; another process may hold the lock now";
+    char line[512];
+    snprintf(line, sizeof line, what, len, name, (unsigned long long)fence);
+    switch (dlp_on_loss) {
+    case DLP_ON_LOSS_ABORT:
+        dlp_die("%s (DISTLOCK_ON_LOSS=abort)", line);
+    case DLP_ON_LOSS_EXIT:
+        dlp_say("%s; exiting with status %d (DISTLOCK_ON_LOSS=exit:%d)", line,
+                dlp_on_loss_status, dlp_on_loss_status);
+        exit(dlp_on_loss_status);
+    default:
+        dlp_say("%s; the program goes on (DISTLOCK_ON_LOSS=warn)", line);
     }
 }
 

@@ -7,6 +7,8 @@
 #ifndef DLP_POLICY_H
 #define DLP_POLICY_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #pragma GCC visibility push(hidden)
@@ -14,6 +16,17 @@
 /* DISTLOCK_ON_ERROR */
 enum { DLP_ON_ERROR_WAIT, DLP_ON_ERROR_ABORT };
 extern int dlp_on_error;
+
+/* DISTLOCK_ON_LOSS: what the program gets when a mapped hold is found
+ * lapsed while held (the library's dist_onlost, from its own thread). */
+enum { DLP_ON_LOSS_WARN, DLP_ON_LOSS_ABORT, DLP_ON_LOSS_EXIT };
+extern int dlp_on_loss;
+extern int dlp_on_loss_status;        /* exit:N */
+/* Parses DISTLOCK_ON_LOSS's value into the two above: 0, or -1. */
+int dlp_on_loss_parse(const char *v);
+/* The dist_onlost function of the interposer: warns, aborts or exits as
+ * DISTLOCK_ON_LOSS says. */
+void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg);
 
 /* How a distributed call is made: blocking, one attempt, or until abstime
  * (CLOCK_REALTIME). */

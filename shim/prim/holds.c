@@ -32,6 +32,7 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
         memset(h, 0, sizeof *h);
         h->tid = tid;
         h->fence = l->core.hold.fence;
+        h->since = dl_tally_start();
     }
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
@@ -60,10 +61,11 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     return 0;
 }
 
-char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last)
+char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since)
 {
     dl_holder_t *h = dl_holder_find(l, tid);
     *last = 0;
+    *since = 0;
     if (!h || !h->nruns)
         return 0;
     dl_run_t *run = &h->runs[h->nruns - 1];
@@ -75,6 +77,7 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last)
     else
         h->rcount--;
     if (!h->nruns) {
+        *since = h->since;
         free(h->runs);
         *h = l->holders[--l->nholders];
         *last = 1;

@@ -29,6 +29,7 @@
 #include "hold.h"
 #include "holds.h"
 #include "lock.h"
+#include "loss.h"
 #include "take.h"
 #include "tenure.h"
 
@@ -280,8 +281,11 @@ static int relock(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
         if (o->hold.rmode && dl_hold_trusted(o, fresh))
             return 0;
         if (!o->hold.rmode || o->hold.lost ||
-            (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until))
+            (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until)) {
+            if (o->hold.rmode)
+                dl_hold_lapsed(o);    /* a fixed lease past its end: told now */
             return retake(p, l, rq);
+        }
         int rc = dl_hold_confirm(p, o);
         if (rc == EIO)
             return EIO;
@@ -476,8 +480,18 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
 
 int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 {
+    if (dl_loss_in_callback()) {
+        /* The thread that tells of lost holds must not block (a try is
+         * told EBUSY by the API, as for any EDEADLK). */
+        char q[96];
+        return dl_fail(EDEADLK, "lock %s: lock calls are refused inside the dist_onlost "
+                       "function (it must not block)", dl_core_qname(&l->core, q, sizeof q));
+    }
     pid_t tid = dl_tid();
-    return rq->mode == 'w' ? acquire_write(p, l, rq, tid) : acquire_read(p, l, rq, tid);
+    uint64_t t0 = dl_tally_start();
+    int rc = rq->mode == 'w' ? acquire_write(p, l, rq, tid) : acquire_read(p, l, rq, tid);
+    dl_tally_call(&l->core, rc, t0);
+    return rc;
 }
 
 int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
@@ -493,9 +507,11 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
     }
     int last;
     uint64_t in_hold = h->fence;
-    dl_holder_pop(l, tid, &last);
+    uint64_t since;
+    dl_holder_pop(l, tid, &last, &since);
     int rc = 0;
     if (last) {
+        dl_tally_held(o, since);
         /* Another thread's dl_hold_vouch may be asking Redis about this hold:
          * what it learns decides this unlock too. */
         while (o->hold.busy && o->hold.rmode)
@@ -526,6 +542,7 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         }
     }
     pthread_mutex_unlock(&o->mu);
+    dl_tally_unlock(o, rc);
     return rc;
 }
 
@@ -541,6 +558,22 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence)
     pthread_mutex_unlock(&o->mu);
     if (!held)
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
+    return 0;
+}
+
+int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    pthread_mutex_lock(&o->mu);
+    int rc = dl_holder_find(l, dl_tid()) ? dl_hold_lease(o, ms_left) : EPERM;
+    pthread_mutex_unlock(&o->mu);
+    if (rc == EPERM)
+        return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
+    if (rc == ENOLCK)
+        return dl_fail(ENOLCK, "lock %s: the hold is known to have lapsed in Redis (a round "
+                       "trip found it gone, or its fixed lease ended)",
+                       dl_core_qname(o, q, sizeof q));
     return 0;
 }
 
@@ -606,7 +639,8 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         return EPERM;
     }
     int last, rc = 0;
-    dl_holder_pop(l, tid, &last);
+    uint64_t since;               /* (never the program's hold: no hold time) */
+    dl_holder_pop(l, tid, &last, &since);
     if (last) {
         while (o->hold.busy && o->hold.rmode)
             dl_core_wait(o, dl_now_ms() + 100);

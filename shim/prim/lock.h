@@ -43,6 +43,8 @@ typedef struct dl_holder {
                                  leaves it behind, and its unlock says ENOLCK */
     dl_run_t *runs;
     int nruns, cap;
+    uint64_t since;           /* when its first hold began (us; 0 when the
+                                 metrics file is off: tally.h) */
 } dl_holder_t;
 
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
@@ -89,6 +91,9 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
  * watchdog found it gone); 0 while it is fine; -1 when the thread holds
  * nothing.  Never blocks. */
 int dl_lock_hold_lost(dl_lock_t *l);
+/* The time left of the caller's hold as last confirmed (core/tenure.c,
+ * dl_hold_lease): 0, ENOLCK, EPERM when it holds nothing.  Never blocks. */
+int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left);
 
 /* --- for several locks at once (lockall.c) --- */
 

@@ -22,6 +22,8 @@
  *                                      N increments, each under a whole-file lock on
  *                                      LOCKFILE taken and released the given way
  *   legacy hold LOCKFILE MS            flock(LOCK_EX), print "held", sleep, exit unlocked
+ *   legacy holdmutex MS                lock g_ledger_lock, print "held", sleep, unlock,
+ *                                      print "done" (the critical section ran to its end)
  *   legacy fclose LOCKFILE MS          fopen, flock(LOCK_EX), fclose, print "held", sleep
  *   legacy trywait LOCKFILE            flock(LOCK_EX|LOCK_NB) until it succeeds; prints ms waited
  */
@@ -280,6 +282,14 @@ int main(int argc, char **argv)
         printf("held\n");
         usleep((useconds_t)atol(argv[3]) * 1000);
         return 0;                       /* never unlocked: exit ends it */
+    }
+    if (strcmp(mode, "holdmutex") == 0 && argc > 2) {
+        pthread_mutex_lock(&g_ledger_lock);
+        printf("held\n");
+        usleep((useconds_t)atol(argv[2]) * 1000);
+        pthread_mutex_unlock(&g_ledger_lock);
+        printf("done\n");
+        return 0;
     }
     if (strcmp(mode, "trywait") == 0) {
         struct timespec t0;
