@@ -17,9 +17,9 @@ export DISTLOCK_PREFIX=$PREFIX
 export DISTLOCK_LEASE_MS=1500          # renewed every 500 ms: the loss is found then
 export DISTLOCK_MAP="ledger=mutex:g_ledger_lock"
 unset DISTLOCK_ON_LOSS DISTLOCK_ON_ERROR
-PORT=$(free_port) || { echo "no free port"; exit 1; }
+PORT=$(dl_free_port) || { echo "no free port"; exit 1; }
 export DISTLOCK_URL="redis://127.0.0.1:$PORT"
-check "redis-server started on port $PORT" start_redis "$PORT"
+check "redis-server started on port $PORT" dl_redis_start "$WORK" -p "$PORT"
 
 # run_lost POLICY: runs `legacy holdmutex 8000` (8 s inside the lock) with
 # DISTLOCK_ON_LOSS=POLICY (unset when empty), deletes the lock's keys once
@@ -97,6 +97,5 @@ for bad in bogus exit: exit:256 exit:-1 'warn '; do
     bash -c "[ \$(grep -c 'DISTLOCK_ON_LOSS=' '$WORK/err') -eq 1 ]"
 done
 
-kill "$REDIS_PID" 2>/dev/null
-wait "$REDIS_PID" 2>/dev/null
+dl_redis_stop "$DL_REDIS_PID"
 finish
