@@ -175,19 +175,13 @@ check "-n 2 on the screen: ends by itself, exit 0" wait_pane 10 s4 '^EXITED rc=0
 
 # ============================================================ Redis goes away
 # A server of this test's own, on a port it can start again on.
-free_port() {
-  /usr/bin/env python3 -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
 mkdir -p "$T/r2"
 start_r2() {
-  redis-server --port "$P2" --bind 127.0.0.1 --save '' --appendonly no --dir "$T/r2" \
-    --logfile "$T/r2/log" --daemonize no >/dev/null 2>&1 &
-  r2=$!
+  dl_redis_start "$T/r2" -p "$P2" >/dev/null 2>&1
+  r2=$DL_REDIS_PID
   own_pids+=("$r2")
-  wait_until 5 eval "[ \"\$(redis-cli -h 127.0.0.1 -p $P2 ping 2>/dev/null)\" = PONG ]"
 }
-P2=$(free_port)
+P2=$(dl_free_port)
 start_r2
 U2="redis://127.0.0.1:$P2"
 bg "$D" --url "$U2" u-1 -- sleep 120 >/dev/null 2>&1

@@ -28,31 +28,16 @@ on_exit() {
 }
 trap on_exit EXIT
 
-free_port() {
-  "$PY" -c 'import socket
-s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
-}
-# start_server NAME [redis-server options...]: on a free port (retried if
-# taken meanwhile); sets $port and $pid.
+# start_server NAME [redis-server options...]: on a free port of
+# 127.0.0.1 (the one launcher, tools/launch/launch.sh); sets $port and $pid.
 start_server() {
   local name=$1
   shift
   mkdir -p "$S/$name"
-  for _ in 1 2 3 4 5; do
-    port=$(free_port)
-    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
-      --dir "$S/$name" --logfile "$S/$name/log" --daemonize no "$@" >/dev/null 2>&1 &
-    pid=$!
-    if wait_until 5 eval "[ \"\$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null)\" = PONG ] || ! kill -0 $pid 2>/dev/null" &&
-       kill -0 "$pid" 2>/dev/null; then
-      srv_pids+=("$pid")
-      return 0
-    fi
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-  done
-  echo "cannot start redis-server $name" >&2
-  return 1
+  dl_redis_start "$S/$name" -- "$@" || { echo "cannot start redis-server $name" >&2; return 1; }
+  port=$DL_REDIS_PORT
+  pid=$DL_REDIS_PID
+  srv_pids+=("$pid")
 }
 stop_pid() {
   kill -TERM "$1" 2>/dev/null
@@ -177,7 +162,7 @@ expect "redlock, 2 of 3 down: top exits 69, one line" 'test "$rc" = 69 && one_li
 stop_pid "$rx"
 
 # ============================================================ sentinel
-sport=$(free_port)
+sport=$(dl_free_port)
 mkdir -p "$S/sentinel-dir"
 printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor m1 127.0.0.1 %s 1\n' \
   "$sport" "$S/sentinel-dir" "$REDIS_PORT" >"$S/sentinel-dir/sentinel.conf"
