@@ -48,6 +48,10 @@ void dl_hold_rtt(dl_core_t *o, uint64_t us);
  * trip while o->hold.busy keeps the other threads away.  0, ENOLCK (the
  * hold had lapsed), EIO. */
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
+/* The primitive ended the hold with a call of its own (a semaphore's last
+ * leased permit posted back, or found lapsed): the process no longer
+ * holds it, and late renewals concern nothing.  No round trip. */
+void dl_hold_dropped(dl_core_t *o);
 /* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
  * process would take, join or relock it, or hand it to another: asks Redis
  * whether it is still there (renew.lua: a renewable hold is renewed to its
