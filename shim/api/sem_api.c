@@ -45,6 +45,15 @@ static int mode_ok(dl_proc_t *p)
     return 0;
 }
 
+int dl_sem_check_mode(void)
+{
+    int err = 0;
+    dl_proc_t *p = dl_proc_get(&err);
+    if (!p)
+        return err;
+    return mode_ok(p) ? EINVAL : 0;
+}
+
 static char kind_of(const dist_sem_t *s)
 {
     return s->dl_flags == DIST_SEM_LEASED ? 'l' : 'c';

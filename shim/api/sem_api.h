@@ -24,6 +24,10 @@ int dl_sem_init_how(dist_sem_t *s, const char *name, unsigned int value, int fla
 int dl_sem_wait_stoppable(dist_sem_t *s, const struct timespec *abstime, const int *stop);
 void dl_sem_interrupt(dist_sem_t *s);
 
+/* 0 if semaphores can be used with this process's DISTLOCK_URL; EINVAL
+ * (worded) with redlock://; the process's start-up errors. */
+int dl_sem_check_mode(void);
+
 /* A post that failed with EIO is kept: this makes it now.  0 once made
  * (or if none was kept), EIO while Redis does not answer. */
 int dl_sem_flush(dist_sem_t *s);
