@@ -659,6 +659,12 @@ static void fifo(int flags, const char *tag)
         for (int j = i + 1; j < N; j++)
             if (sp_recv(&w[j], &r, 0) == 0)
                 fail_msg("%s: waiter %d served before waiter %d, queued before it", tag, j, i);
+        /* Woken by the post's push, not found by its fallback re-ask (a
+         * third of 2 s later): the push goes to the first waiter only. */
+        SP_RC(&w[i], SP_STATS, 0, 0);
+        if (g_last.value < 1)
+            fail_msg("%s: waiter %d got its permit without a push (%d by a re-ask)", tag, i,
+                     g_last.early);
         holder = &w[i];
     }
     SP_RC(holder, SP_POST, 0, 0);
@@ -678,6 +684,70 @@ static void test_fifo_leased(void **state)
 {
     (void)state;
     fifo(DIST_SEM_LEASED, "semfl");
+}
+
+/* ------------------------------------------------ the value, timed waits */
+
+/* A counting semaphore's value survives its users: permits taken by a
+ * process that exits stay taken (POSIX: nothing is given back), posts of
+ * a process that exited stay posted; a later process reads it exactly. */
+static void test_value_survives(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "semv");
+    sp_t a, b, c;
+    sp_start(&a, name, 3, 0);
+    SP_RC(&a, SP_TRY, 0, 0);
+    SP_RC(&a, SP_TRY, 0, 0);
+    sp_stop(&a);
+    sp_start(&b, name, 3, 0);
+    assert_int_equal(sp_value(&b), 1);
+    for (int i = 0; i < 5; i++)
+        SP_RC(&b, SP_POST, 0, 0);
+    sp_kill(&b);                               /* killed: its posts stay */
+    sp_start(&c, name, 100, 0);                /* another first value: kept */
+    assert_int_equal(sp_value(&c), 6);
+    sp_stop(&c);
+}
+
+/* Timed waits of several processes on an empty semaphore: each
+ * ETIMEDOUT, none before its abstime, and each leaves the queue (a post
+ * afterwards is there for the next taker, not kept for a waiter gone). */
+static void test_timed_never_early(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "semtw");
+    enum { N = 3 };
+    sp_t w[N], p;
+    for (int i = 0; i < N; i++) {
+        sp_start(&w[i], name, 0, 0);
+        sp_send(&w[i], SP_TIMED, 200 * (i + 1));
+    }
+    for (int i = 0; i < N; i++) {
+        sp_res_t r;
+        if (sp_recv(&w[i], &r, 10000))
+            fail_msg("timed waiter %d did not return within 10 s", i);
+        if (r.rc != ETIMEDOUT)
+            fail_msg("timed waiter %d: %s, want ETIMEDOUT: %s", i, th_errname(r.rc), r.err);
+        if (r.early)
+            fail_msg("timed waiter %d returned ETIMEDOUT before its abstime", i);
+    }
+    char k[700];
+    size_t len = sem_key(k, sizeof k, name, 1);
+    redisReply *q = th_cmd_at(key_port(k, len), "ZCARD %b", k, len);
+    long long queued = q && q->type == REDIS_REPLY_INTEGER ? q->integer : -1;
+    if (q)
+        freeReplyObject(q);
+    if (queued != 0)
+        fail_msg("%lld registrations left in the queue after the timed waits", queued);
+    sp_start(&p, name, 0, 0);
+    SP_RC(&p, SP_POST, 0, 0);
+    SP_RC(&w[0], SP_TRY, 0, 0);                /* nobody queued ahead */
+    for (int i = 0; i < N; i++)
+        sp_stop(&w[i]);
+    sp_stop(&p);
 }
 
 /* ----------------------------------------------------------------- leases */
@@ -1005,6 +1075,8 @@ int main(void)
         TT_TEST(test_posts_never_lost),
         TT_TEST(test_fifo_counting),
         TT_TEST(test_fifo_leased),
+        TT_TEST(test_value_survives),
+        TT_TEST(test_timed_never_early),
         TT_TEST(test_killed_holder),
         TT_TEST(test_lapsed_post),
         TT_TEST(test_fork),
