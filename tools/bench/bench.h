@@ -19,6 +19,7 @@
  *   w_rw.c      W5
  *   w_scale.c   W6 W7
  *   w_preload.c W8
+ *   w_sem.c     S1 S1l (a semaphore's permits contended)
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -41,6 +42,7 @@
 #include "w_rw.h"
 #include "w_scale.h"
 #include "w_preload.h"
+#include "w_sem.h"
 #include "svg.h"
 
 #endif
