@@ -819,6 +819,43 @@ static void test_lapsed_post(void **state)
     sp_stop(&w);
 }
 
+/* The holder's record deleted in Redis under a live holder (as a flush or
+ * a failover to an empty replica would): the watchdog's renewal finds the
+ * hold gone, the process stops counting the permit, its post says EPERM
+ * ("lapsed"), and the semaphore heals its count: all permits free. */
+static void test_permit_deleted(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "semdel");
+    sp_t h;
+    assert_int_equal(sp_start_env(&h, name, 2, DIST_SEM_LEASED, g_short_lease, NULL, 0), 0);
+    SP_RC(&h, SP_WAIT, 0, 0);
+    assert_int_equal(sp_value(&h), 1);
+    char kl[700], kh[700];
+    size_t ll = sem_key(kl, sizeof kl, name, 4), lh = sem_key(kh, sizeof kh, name, 5);
+    redisReply *r = th_cmd_at(key_port(kl, ll), "DEL %b %b", kl, ll, kh, lh);
+    assert_true(r && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    /* The watchdog renews every lease/3 (500 ms): 5 s is ample. */
+    int64_t end = th_now_ms() + 5000;
+    do {
+        SP_RC(&h, SP_HELD, 0, 0);
+        if (g_last.value == 0)
+            break;
+        th_sleep_ms(20);
+    } while (th_now_ms() < end);
+    if (g_last.value != 0)
+        fail_msg("the process still counts %d permits whose record was deleted", g_last.value);
+    SP_RC(&h, SP_POST, 0, EPERM);
+    if (!th_contains(g_last.err, "lapsed"))
+        fail_msg("the post of a deleted permit says \"%s\"", g_last.err);
+    assert_int_equal(sp_value(&h), 2);
+    SP_RC(&h, SP_TRY, 0, 0);
+    SP_RC(&h, SP_POST, 0, 0);
+    sp_stop(&h);
+}
+
 /* ------------------------------------------------------------------- fork */
 
 static dist_sem_t g_fs;
@@ -1079,6 +1116,7 @@ int main(void)
         TT_TEST(test_timed_never_early),
         TT_TEST(test_killed_holder),
         TT_TEST(test_lapsed_post),
+        TT_TEST(test_permit_deleted),
         TT_TEST(test_fork),
         TT_TEST(test_threads_and_destroy),
         TT_TEST(test_names_apart),

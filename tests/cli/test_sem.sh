@@ -89,4 +89,10 @@ run "$D" -N 3 kind -- true
 run "$D" -N 3 kind -- true
 expect_rc 0 "a second -N with the same count"
 
+# --- redlock:// cannot keep one count: a configuration error, said
+run env DISTLOCK_URL="redlock://127.0.0.1:$REDIS_PORT,127.0.0.1:1,127.0.0.1:2" "$D" -N 2 x -- echo no
+expect_rc 78 "-N with redlock://: 78"
+expect "saying why, running nothing" '[[ "$err" == *redlock* ]] && [ -z "$out" ]'
+
+
 finish
