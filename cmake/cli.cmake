@@ -20,7 +20,7 @@ if(DISTLOCK_TESTS)
   # Each script starts its own redis-server (tools/with-redis.sh, on a free
   # port of 127.0.0.1) and stops it; DISTLOCK_URL is cleared first so a
   # developer's own server is never touched.
-  foreach(t usage run signals inspect multi tls metrics top views_multi)
+  foreach(t usage run signals inspect multi tls metrics top views_multi sem)
     add_test(NAME cli_${t}
       COMMAND ${CMAKE_COMMAND} -E env --unset=DISTLOCK_URL --unset=DISTLOCK_PREFIX
               --unset=DISTLOCK_LEASE_MS --unset=DISTLOCK_IO_TIMEOUT_MS --unset=DISTLOCK_LOG

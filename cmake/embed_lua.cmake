@@ -9,7 +9,9 @@
 # line `--! sent with its text` is sent with its text every time (EVAL),
 # on its own, kept short: it is sent as one line, without its comment
 # lines and indentation.  Every other script is lua/common.lua followed by
-# lua/<name>.lua, called by its SHA1.
+# lua/<name>.lua, called by its SHA1; a script lua/<kind>_<op>.lua whose
+# kind has helpers of its own, lua/<kind>_common.lua, gets them between
+# the two (the semaphore's scripts: sem_common.lua).
 # dl_scripts[] is indexed by DL_SCRIPT_<NAME> (calls.h), so the order of
 # the list does not matter.  OUT_H is written only when the list changes,
 # so a change of a script's text rebuilds only OUT.
@@ -34,7 +36,13 @@ foreach(op ${SCRIPTS})
     set(decl "const char ${var}[]")
     set(by_text 1)
   else()
-    set(script "${common}\n${text}")
+    set(kind_common "")
+    string(REGEX MATCH "^[a-z]+_" kind "${op}")
+    if(kind AND EXISTS ${LUA_DIR}/${kind}common.lua)
+      file(READ ${LUA_DIR}/${kind}common.lua kind_common)
+      set(kind_common "${kind_common}\n")
+    endif()
+    set(script "${common}\n${kind_common}${text}")
     set(var "dl_lua_${op}")
     set(decl "static const char ${var}[]")
     set(by_text 0)

@@ -55,6 +55,8 @@ set(DL_MAN3_GROUPS
   "dist_rwlock_wrlock:dist_rwlock_trywrlock,dist_rwlock_timedwrlock"
   "dist_rwlock_unlock:"
   "dist_rwlockattr_init:dist_rwlockattr_destroy,dist_rwlockattr_setlease"
+  "dist_sem_init:dist_sem_destroy,DIST_SEM_INITIALIZER"
+  "dist_sem_wait:dist_sem_trywait,dist_sem_timedwait,dist_sem_post,dist_sem_getvalue"
   "dist_strerror:dist_lasterror,dist_version")
 
 set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)

@@ -14,7 +14,8 @@
 set(DLP_SOURCES
   shim/preload/boot.c shim/preload/real.c shim/preload/table.c shim/preload/policy.c
   shim/preload/map.c shim/preload/elfsym.c
-  shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c)
+  shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c
+  shim/preload/wrap_sem.c)
 
 if(DL_SANITIZED)
   dl_library_objects(distlock_objs_plain)
@@ -35,7 +36,8 @@ set(DLP_EXPORTS
   pthread_rwlock_rdlock pthread_rwlock_tryrdlock pthread_rwlock_timedrdlock
   pthread_rwlock_clockrdlock pthread_rwlock_wrlock pthread_rwlock_trywrlock
   pthread_rwlock_timedwrlock pthread_rwlock_clockwrlock pthread_rwlock_unlock
-  flock fcntl fcntl64 lockf lockf64 close)
+  flock fcntl fcntl64 lockf lockf64 close
+  sem_open sem_close sem_wait sem_trywait sem_timedwait sem_clockwait sem_post sem_getvalue)
 list(JOIN DLP_EXPORTS "; " DLP_EXPORTS_TEXT)
 set(DLP_VERSION_SCRIPT ${PROJECT_BINARY_DIR}/generated/preload_exports.map)
 file(WRITE ${DLP_VERSION_SCRIPT}.in "{ global: ${DLP_EXPORTS_TEXT}; local: *; };\n")
@@ -78,7 +80,12 @@ if(DISTLOCK_TESTS)
   add_executable(preload_w8 ${DLP_TDIR}/w8.c)
   target_link_libraries(preload_w8 Threads::Threads)
 
-  foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8)
+  # Legacy code with POSIX named semaphores (sem_open), no distlock.
+  add_executable(preload_semlegacy ${DLP_TDIR}/semlegacy.c)
+  target_link_libraries(preload_semlegacy Threads::Threads)
+
+  foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8
+            preload_semlegacy)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
     dl_target_flags(${t} PLAIN)
   endforeach()
@@ -89,7 +96,7 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;120;1")
+               "programs;120;1" "sem;120;1")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

@@ -180,6 +180,50 @@ typedef void (*dist_lost_fn)(const char *name, size_t namelen, uint64_t fence, v
  * caller (a function may replace itself).  Never blocks on the network. */
 DIST_API int dist_onlost(dist_lost_fn fn, void *arg);
 
+/* --- semaphores (version 2) ---
+ * A semaphore has a name of its own: it never clashes with a lock of the
+ * same name.  Its value lives in Redis only: every wait, try and post is
+ * one round trip, and a post is seen at once everywhere. */
+#define DIST_SEM_LEASED 1           /* flag for dist_sem_init: leased permits */
+
+typedef struct dist_sem {
+    struct dist_lockobj dl_o;
+    unsigned int dl_value;          /* the value it is created with */
+    int dl_flags;
+} dist_sem_t;
+
+/* A counting semaphore (flags 0) created with value at its first use.
+ * name: a string literal (or any string that outlives the object). */
+#define DIST_SEM_INITIALIZER(name, value) \
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } }, (value), 0 }
+
+/* One round trip: creates the semaphore in Redis with value (at most
+ * INT_MAX) if it does not exist; a later init with another value keeps the
+ * existing one.  flags 0: a POSIX counting semaphore (any process posts,
+ * the value survives its users, waiters are woken in arrival order);
+ * DIST_SEM_LEASED: each permit taken is held by the taking process under a
+ * lease renewed while it lives, given back by its post or within one lease
+ * of its death.  EINVAL (also when the semaphore exists as the other
+ * kind, and with redlock://), EIO. */
+DIST_API int dist_sem_init(dist_sem_t *s, const char *name, unsigned int value, int flags);
+/* Blocks until a permit is taken.  0, EINVAL, EIO. */
+DIST_API int dist_sem_wait(dist_sem_t *s);
+/* One round trip; EAGAIN if no permit is free. */
+DIST_API int dist_sem_trywait(dist_sem_t *s);
+/* Blocks until abstime (CLOCK_REALTIME); ETIMEDOUT then. */
+DIST_API int dist_sem_timedwait(dist_sem_t *s, const struct timespec *abstime);
+/* One round trip.  Counting: a permit more (EOVERFLOW past INT_MAX);
+ * leased: one of the calling process's permits back (EPERM if it holds
+ * none, or if the permit had lapsed).  EIO: not confirmed; the post is
+ * kept and made once Redis answers, never twice. */
+DIST_API int dist_sem_post(dist_sem_t *s);
+/* One round trip: the permits free now (leased: not held by a live hold). */
+DIST_API int dist_sem_getvalue(dist_sem_t *s, int *value);
+/* Never blocks.  EBUSY when this is the last object of its name in the
+ * process and a thread waits on it, or the process holds leased permits of
+ * it.  The semaphore stays in Redis. */
+DIST_API int dist_sem_destroy(dist_sem_t *s);
+
 /* --- errors (never block) --- */
 /* Text for any code these functions return. */
 DIST_API const char *dist_strerror(int err);

@@ -1268,6 +1268,133 @@ static void test_attr_values(void **state)
     end("attribute values");
 }
 
+/* ------------------------------------------------------------ semaphores */
+
+/* Every dist_sem_* call with NULL, uninitialized (zero and random bytes),
+ * destroyed and mistyped objects, bad values, flags, names and timespecs:
+ * EINVAL with a readable message that names what is wrong; the good
+ * object still works after. */
+static void test_sem_inputs(void **state)
+{
+    begin();
+    char name[64];
+    th_name(name, sizeof name, "sem");
+    struct timespec ts = th_abstime_ms(100);
+    dist_sem_t s;
+    int v = -1;
+
+    CASE(dist_sem_init(NULL, name, 1, 0), EINVAL);
+    CASE(dist_sem_wait(NULL), EINVAL);
+    CASE(dist_sem_trywait(NULL), EINVAL);
+    CASE(dist_sem_timedwait(NULL, &ts), EINVAL);
+    CASE(dist_sem_post(NULL), EINVAL);
+    CASE(dist_sem_getvalue(NULL, &v), EINVAL);
+    CASE(dist_sem_destroy(NULL), EINVAL);
+    check3("dist_sem_init(&s, NULL, 1, 0)", dist_sem_init(&s, NULL, 1, 0), EINVAL,
+           dist_lasterror(), "name", 0);
+    check3("dist_sem_init(&s, \"\", 1, 0)", dist_sem_init(&s, "", 1, 0), EINVAL,
+           dist_lasterror(), "empty", 0);
+    char *longname = malloc(DIST_NAME_MAX + 2);
+    memset(longname, 'n', DIST_NAME_MAX + 1);
+    longname[DIST_NAME_MAX + 1] = 0;
+    check3("dist_sem_init(&s, <DIST_NAME_MAX + 1 bytes>, 1, 0)",
+           dist_sem_init(&s, longname, 1, 0), EINVAL, dist_lasterror(), "DIST_NAME_MAX", 0);
+    free(longname);
+    /* values above INT_MAX (SEM_VALUE_MAX), wrong flags, a leased
+     * semaphore without permits */
+    check3("dist_sem_init(&s, name, INT_MAX + 1u, 0)", dist_sem_init(&s, name, (unsigned)INT_MAX + 1u, 0),
+           EINVAL, dist_lasterror(), "INT_MAX", 0);
+    check3("dist_sem_init(&s, name, UINT_MAX, DIST_SEM_LEASED)",
+           dist_sem_init(&s, name, UINT_MAX, DIST_SEM_LEASED), EINVAL, dist_lasterror(), "INT_MAX", 0);
+    static const int bad_flags[] = { 2, -1, 3, INT_MAX, INT_MIN };
+    for (size_t i = 0; i < sizeof bad_flags / sizeof bad_flags[0]; i++) {
+        char d[80];
+        snprintf(d, sizeof d, "dist_sem_init(&s, name, 1, %d)", bad_flags[i]);
+        check3(d, dist_sem_init(&s, name, 1, bad_flags[i]), EINVAL, dist_lasterror(), "flags", 0);
+    }
+    check3("dist_sem_init(&s, name, 0, DIST_SEM_LEASED)", dist_sem_init(&s, name, 0, DIST_SEM_LEASED),
+           EINVAL, dist_lasterror(), "permit", 0);
+    /* a refused init made nothing: the object is still not initialized */
+    CASE(dist_sem_post(&s), EINVAL);
+
+    /* uninitialized: zero bytes, then random bytes */
+    for (unsigned seed = 0; seed <= 8; seed++) {
+        char d[96];
+        const char *kind = seed ? "random" : "zero";
+#define SFILL() do { if (seed) fill_random(&s, sizeof s, seed); else memset(&s, 0, sizeof s); } while (0)
+#define SCASE(call) do { SFILL(); snprintf(d, sizeof d, "%s bytes #%u: %s", kind, seed, #call); \
+    check(d, (call), EINVAL); } while (0)
+        SCASE(dist_sem_wait(&s));
+        SCASE(dist_sem_trywait(&s));
+        SCASE(dist_sem_timedwait(&s, &ts));
+        SCASE(dist_sem_post(&s));
+        SCASE(dist_sem_getvalue(&s, &v));
+        SCASE(dist_sem_destroy(&s));
+#undef SCASE
+#undef SFILL
+    }
+
+    /* a good object: NULL and bad second arguments */
+    assert_int_equal(dist_sem_init(&s, name, 1, 0), 0);
+    check3("dist_sem_getvalue(&s, NULL)", dist_sem_getvalue(&s, NULL), EINVAL, dist_lasterror(),
+           "value", 0);
+    CASE(dist_sem_timedwait(&s, NULL), EINVAL);
+    static const long bad_nsec[] = { -1, 1000000000L, LONG_MAX, LONG_MIN };
+    for (size_t i = 0; i < sizeof bad_nsec / sizeof bad_nsec[0]; i++) {
+        char d[96];
+        ts = th_abstime_ms(1000);
+        ts.tv_nsec = bad_nsec[i];
+        snprintf(d, sizeof d, "dist_sem_timedwait(tv_nsec=%ld)", bad_nsec[i]);
+        check3(d, dist_sem_timedwait(&s, &ts), EINVAL, dist_lasterror(), "abstime", 0);
+    }
+    /* the refused waits took nothing */
+    CASE(dist_sem_getvalue(&s, &v), 0);
+    if (v != 1) {
+        fprintf(stderr, "[badinput]   FAILED: refused waits changed the value to %d\n", v);
+        g_failed++;
+    }
+    /* an abstime long past tries once */
+    ts.tv_sec = -1;
+    ts.tv_nsec = 0;
+    CASE(dist_sem_timedwait(&s, &ts), 0);
+    CASE(dist_sem_timedwait(&s, &ts), ETIMEDOUT);
+    CASE(dist_sem_post(&s), 0);
+
+    /* one kind for another: a mutex is not a semaphore, nor the reverse */
+    dist_mutex_t m;
+    assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
+    CASE(dist_mutex_lock((dist_mutex_t *)&s), EINVAL);
+    CASE(dist_mutex_unlock((dist_mutex_t *)&s), EINVAL);
+    CASE(dist_mutex_destroy((dist_mutex_t *)&s), EINVAL);
+    assert_int_equal(dist_mutex_destroy(&m), 0);
+
+    /* destroyed: every call EINVAL; a double destroy too; re-init works */
+    CASE(dist_sem_destroy(&s), 0);
+    CASE(dist_sem_wait(&s), EINVAL);
+    CASE(dist_sem_trywait(&s), EINVAL);
+    CASE(dist_sem_timedwait(&s, &ts), EINVAL);
+    CASE(dist_sem_post(&s), EINVAL);
+    CASE(dist_sem_getvalue(&s, &v), EINVAL);
+    check3("dist_sem_destroy(&s) again", dist_sem_destroy(&s), EINVAL, dist_lasterror(),
+           "destroyed", 0);
+    CASE(dist_sem_init(&s, name, 1, 0), 0);
+    CASE(dist_sem_trywait(&s), 0);
+    CASE(dist_sem_post(&s), 0);
+    /* the other kind on an existing name */
+    dist_sem_t l;
+    check3("dist_sem_init(&l, <a counting name>, 1, DIST_SEM_LEASED)",
+           dist_sem_init(&l, name, 1, DIST_SEM_LEASED), EINVAL, dist_lasterror(), "counting", 0);
+    CASE(dist_sem_destroy(&s), 0);
+
+    /* a static semaphore, used, destroyed */
+    static dist_sem_t ss = DIST_SEM_INITIALIZER("badinput-static-sem", 1);
+    CASE(dist_sem_trywait(&ss), 0);
+    CASE(dist_sem_post(&ss), 0);
+    CASE(dist_sem_destroy(&ss), 0);
+    CASE(dist_sem_post(&ss), EINVAL);
+    end("semaphores");
+}
+
 /* ------------------------------------------------------------ lasterror */
 
 /* dist_lasterror() survives what it describes: a message about a name
@@ -1404,6 +1531,7 @@ int main(void)
         TH_TEST(test_timespec_extremes),
         TH_TEST(test_attr_values),
         TH_TEST(test_lockall_sets),
+        TH_TEST(test_sem_inputs),
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),
     };

@@ -17,6 +17,7 @@
  */
 #include "harness.h"
 #include "pf.h"
+#include "pf_sem.h"
 
 #include <string.h>
 
@@ -156,6 +157,40 @@ static void test_six_procs(void **state) { run(4, 6, 800); }
  * gives up; renew 'm' counts it as a waiter.  ~4 s. */
 static void test_redlock_mark(void **state) { run_mode(5, 3, 800, 1, 10000); }
 
+/* The semaphore's scripts (tests/protofuzz/pf_sem.h): several seeds of
+ * each kind; PROTOFUZZ_SEED shifts them, PROTOFUZZ_STEPS sets the length. */
+static void sem_runs(int leased, unsigned value, int procs)
+{
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    int64_t end = th_now_ms() + 20000;        /* within the harness's 50 s per test */
+    for (uint64_t seed = 1; seed <= 6 && th_now_ms() < end; seed++) {
+        pf_sem_opts_t o = { 0 };
+        o.seed = seed + (s ? strtoull(s, NULL, 10) : 0) + (leased ? 1000 : 0);
+        o.steps = n ? atoi(n) : 600;
+        o.procs = procs;
+        o.leased = leased;
+        o.value = value;
+        o.host = "127.0.0.1";
+        o.port = th_redis_port();
+        o.max_ms = 8000;
+        char why[600];
+        int done = 0;
+        int rc = pf_sem_fuzz(&o, &done, why, sizeof why);
+        if (rc < 0)
+            fail_msg("semaphore protofuzz could not run: %s", why);
+        if (rc > 0)
+            fail_msg("semaphore protofuzz (%s, %u permits, %d processes) seed %llu: %s",
+                     leased ? "leased" : "counting", value, procs, (unsigned long long)o.seed,
+                     why);
+        print_message("semaphore protofuzz seed %llu (%s, %u permits, %d processes): %d steps, "
+                      "every invariant held\n", (unsigned long long)o.seed,
+                      leased ? "leased" : "counting", value, procs, done);
+    }
+}
+
+static void test_sem_counting(void **state) { (void)state; sem_runs(0, 2, 4); }
+static void test_sem_leased(void **state) { (void)state; sem_runs(1, 2, 4); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +200,8 @@ int main(void)
         TH_TEST(test_four_procs),
         TH_TEST(test_six_procs),
         TH_TEST(test_redlock_mark),
+        TH_TEST(test_sem_counting),
+        TH_TEST(test_sem_leased),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -107,7 +107,8 @@ static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
     k->born = o->dl_born;
 }
 
-int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp)
+int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t *kind,
+                        dl_proc_t **pp, dl_core_t **cp)
 {
     if (valid(o, magic))
         return EINVAL;
@@ -116,26 +117,29 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
     if (!p)
         return err;
     *pp = p;
-    /* The lock state is looked up in this process's own table, never
-     * taken from the object: the object may be shared with other
-     * processes (MAP_SHARED across fork), whose lock states are theirs. */
+    /* The state is looked up in this process's own table, never taken
+     * from the object: the object may be shared with other processes
+     * (MAP_SHARED across fork), whose states are theirs. */
     dl_objkey_t k;
     key_of(o, &k);
     dl_core_t *found = dl_objtab_find(&p->objs, &k);
-    if (found) {
-        *lp = dl_lock_of(found);
+    if (found && found->kind == kind) {
+        *cp = found;
         return 0;
     }
+    if (found)
+        return dl_fail(EINVAL, "object is of another kind than the call (a %s)", dl_core_what(found));
     if (!name_here(o))
-        return dl_fail(EINVAL, "lock object was initialized by another process (a sibling or a "
+        return dl_fail(EINVAL, "%s object was initialized by another process (a sibling or a "
                        "child, in shared memory) with a name of %zu bytes or more, which is "
-                       "in that process's memory; initialize a shared lock object before "
-                       "fork, or give it a shorter name", sizeof o->dl_iname);
+                       "in that process's memory; initialize a shared object before "
+                       "fork, or give it a shorter name", dl_kind_keys(kind->id)->what,
+                       sizeof o->dl_iname);
     size_t len = 0;
     const char *name = name_of(o);
     if (name_ok(name, &len))
         return EINVAL;
-    dl_core_t *e = dl_registry_get(&p->reg, &dl_lock_kind, p->cfg.prefix, name, len);
+    dl_core_t *e = dl_registry_get(&p->reg, kind, p->cfg.prefix, name, len);
     if (!e)
         return dl_fail(ENOMEM, "out of memory");
     /* Two threads may race to resolve an object: the registry hands both
@@ -153,8 +157,17 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         dl_registry_put(&p->reg, e);
     if (!kept)
         return dl_fail(ENOMEM, "out of memory");
-    *lp = dl_lock_of(kept);
+    *cp = kept;
     return 0;
+}
+
+int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp)
+{
+    dl_core_t *c = NULL;
+    int rc = dl_obj_resolve_kind(o, magic, &dl_lock_kind, pp, &c);
+    if (rc == 0)
+        *lp = dl_lock_of(c);
+    return rc;
 }
 
 /* dl_objtab_remove's drop: the object's reference to its entry e goes,

@@ -24,6 +24,8 @@
 
 struct dl_proc;               /* dl_proc_t, process.h */
 struct dl_lock;               /* dl_lock_t, lock.h */
+struct dl_core;               /* dl_core_t, core.h */
+struct dl_kind;               /* dl_kind_t, core.h */
 
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
@@ -41,6 +43,10 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
  * object a sibling or child initialized in shared memory. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
                    struct dl_lock **lp);
+/* The same for an object of any kind (a semaphore's: api/sem_api.c): its
+ * state in this process, an entry of that kind. */
+int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const struct dl_kind *kind,
+                        struct dl_proc **pp, struct dl_core **cp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
 /* dist_*_getfence: the calling thread's fence of its hold on o. */
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);

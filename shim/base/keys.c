@@ -6,15 +6,18 @@
 
 const char *const dl_key_suffix[DL_KEYS_N] = { "", ":r", ":ri", ":q", ":w", ":m" };
 
-/* The condition's and the semaphore's keys are their main key for now:
- * their scripts add the rest here, in their KEYS order. */
+/* The condition's keys are its main key for now: its scripts add the rest
+ * here, in their KEYS order. */
 static const char *const cond_suffix[] = { "" };
-static const char *const sem_suffix[] = { "" };
+/* A semaphore's, in lua/sem_common.lua's KEYS order: the semaphore, its
+ * queue, its registrations' deadlines and their ids, its holders' lease
+ * deadlines and their records (docs/PROTOCOL.md). */
+static const char *const sem_suffix[] = { "", ":q", ":d", ":w", ":l", ":h" };
 
 static const dl_keyset_t keysets[DL_KINDS] = {
     [DL_KIND_LOCK] = { "lock", 0, DL_KEYS_N, dl_key_suffix },
     [DL_KIND_COND] = { "condition", 'c', 1, cond_suffix },
-    [DL_KIND_SEM] = { "semaphore", 's', 1, sem_suffix },
+    [DL_KIND_SEM] = { "semaphore", 's', 6, sem_suffix },
 };
 
 const dl_keyset_t *dl_kind_keys(int kind)

@@ -65,6 +65,9 @@ typedef struct relay {
  * descriptor number that was reused meanwhile. */
 static pthread_mutex_t relays_mu = PTHREAD_MUTEX_INITIALIZER;
 static relay_t *relays;
+/* A forked child's copy of its parent's relays: kept reachable, never
+ * used (no thread of the child runs them). */
+static relay_t *parents_relays;
 
 /* dl_tls_busy before relays_mu: a handshake holds busy when it registers its
  * relay (the other order would deadlock with it). */
@@ -108,6 +111,19 @@ static void fork_child(void)
         if (r->app >= 0)
             close(r->app);
         r->tcp = r->app = -1;
+    }
+    /* Out of the list the child's own connections use: a connection of
+     * the child whose descriptor has the number of one of the parent's
+     * (closed with the parent's connections, free again) would otherwise
+     * find the parent's relay in dl_tls_relay_detach, and wait forever
+     * for a thread the child does not have. */
+    if (relays) {
+        relay_t *last = relays;
+        while (last->next)
+            last = last->next;
+        last->next = parents_relays;
+        parents_relays = relays;
+        relays = NULL;
     }
     pthread_rwlock_t fresh = PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP;
     dl_tls_busy = fresh;

@@ -227,6 +227,20 @@ int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
     return 0;
 }
 
+void dl_hold_dropped(dl_core_t *o)
+{
+    o->hold.rmode = 0;
+    o->hold.seq++;             /* late renew replies concern the old hold */
+    dl_watchdog_undue(o);
+    o->hold.lost = 0;
+    o->hold.lost_told = 0;
+    o->hold.remote_waiting = 0;
+    o->hold.handoffs = 0;
+    o->hold.linger_until = 0;
+    o->hold.told_fence = 0;
+    pthread_cond_broadcast(&o->cv);
+}
+
 static int lost_code(dl_core_t *o)
 {
     char q[96];

@@ -64,6 +64,10 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
  * withdrawal that fails is left to the watchdog (dl_hold_undo_later).
  * Returns 0. */
 int dl_hold_give_back(dl_proc_t *p, dl_core_t *o);
+/* The primitive ended the hold with a call of its own (a semaphore's last
+ * leased permit posted back, or found lapsed): the process no longer
+ * holds it, and late renewals concern nothing.  No round trip. */
+void dl_hold_dropped(dl_core_t *o);
 /* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
  * process would take, join or relock it, or hand it to another: asks Redis
  * whether it is still there (renew.lua: a renewable hold is renewed to its

@@ -517,6 +517,32 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
     return rc;
 }
 
+/* --- a primitive's own waiting on the registration; o->mu held --- */
+
+void dl_waiter_listen(dl_core_t *o, uint64_t regid)
+{
+    o->wait.regid = regid;
+    o->wait.granted = 0;
+}
+
+int dl_waiter_sleep(dl_core_t *o, uint64_t until, const int *stop)
+{
+    while (!o->wait.granted && !o->wait.recheck && dl_now_ms() < until &&
+           !(stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE)))
+        dl_core_wait(o, until);
+    int woken = o->wait.granted || o->wait.recheck;
+    o->wait.granted = 0;
+    o->wait.recheck = 0;
+    return woken;
+}
+
+void dl_waiter_leave(dl_core_t *o)
+{
+    o->wait.regid = 0;
+    o->wait.granted = 0;
+    o->wait.recheck = 0;
+}
+
 /* --- what the subscriber (notify.c) tells a waiting object; o->mu held --- */
 
 void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more)

@@ -76,6 +76,17 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g);
  * o->mu not held; never blocks on the network. */
 void dl_waiter_interrupt(dl_core_t *o);
 
+/* A primitive's own waiting in Redis's queue, on the core's registration
+ * (a semaphore's: prim/sem.c), for a primitive whose asks are its own
+ * scripts rather than dl_take's: one thread of the process at a time, o->mu
+ * held.  The registration's id is now regid (pushes for another are
+ * dropped); sleep until a push for it (or a recheck: pushes may have been
+ * lost) or until `until` (monotonic ms) or *stop: 1 if woken by a push or
+ * a recheck; leave: no registration. */
+void dl_waiter_listen(dl_core_t *o, uint64_t regid);
+int dl_waiter_sleep(dl_core_t *o, uint64_t until, const int *stop);
+void dl_waiter_leave(dl_core_t *o);
+
 /* What the subscriber (notify.c) learns, told to the waiter (o->mu held;
  * never block).  A grant pushed for registration regid: wakes the thread
  * waiting in Redis's queue with it, if it still does. */

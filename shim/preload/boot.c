@@ -60,6 +60,7 @@ static void atfork_child(void)
 {
     dlp_policy_after_fork();
     dlp_file_after_fork();
+    dlp_sem_after_fork();
 }
 
 static const char *base_of(const char *path)
@@ -105,6 +106,26 @@ static void add_file(int i, const dlp_spec_t *s)
     nentries++;
 }
 
+/* A semaphore applies in every program, as a file does: its name means
+ * the same semaphore anywhere. */
+static void add_sem(int i, const dlp_spec_t *s)
+{
+    dlp_entry_t *e = &entries[nentries];
+    memset(e, 0, sizeof *e);
+    e->kind = DLP_SEM;
+    e->name = strndup(s->name, s->namelen);
+    const char *t = s->target;
+    while (*t == '/')
+        t++;
+    e->path = e->name ? strdup(t) : NULL;
+    if (!e->path)
+        dlp_stop("DISTLOCK_MAP: out of memory");
+    e->pathlen = strlen(e->path);
+    (void)i;
+    dlp_sem_add(e);
+    nentries++;
+}
+
 static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where)
 {
     dlp_entry_t *e = &entries[nentries];
@@ -119,7 +140,8 @@ static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where
             dlp_stop("DISTLOCK_MAP: entry %d (%s): %s is the same object as lock \"%s\"", i + 1,
                  e->name, s->target, entries[k].name);
     for (int k = 0; k < nentries; k++)
-        if (entries[k].kind != DLP_FLOCK && entries[k].kind != e->kind && same_name(&entries[k], s))
+        if (entries[k].kind != DLP_FLOCK && entries[k].kind != DLP_SEM &&
+            entries[k].kind != e->kind && same_name(&entries[k], s))
             dlp_stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1, e->name);
     int rc = s->kind == DLP_MUTEX ? dist_mutex_init(&e->d.m, e->name, NULL)
                                   : dist_rwlock_init(&e->d.rw, e->name, NULL);
@@ -132,7 +154,8 @@ static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where
 }
 
 /* Which programs the map applies to (SPEC "Launchers"):
- * - lock files apply in every program: a path means the same file anywhere;
+ * - lock files and semaphores apply in every program: a path or a
+ *   semaphore name means the same object anywhere;
  * - an entry with @PROGRAM applies only in programs of that name, and there
  *   it must resolve, or the program stops now;
  * - the other mutex/rwlock entries: a program that has some of the map's
@@ -182,6 +205,10 @@ static void apply_map(const char *map, const char *argv0)
             continue;
         if (s->kind == DLP_FLOCK) {
             add_file(i, s);
+            continue;
+        }
+        if (s->kind == DLP_SEM) {
+            add_sem(i, s);
             continue;
         }
         size_t need = s->kind == DLP_MUTEX ? sizeof(pthread_mutex_t) : sizeof(pthread_rwlock_t);

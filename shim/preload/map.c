@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
- * KIND is mutex, rwlock or flock.  TARGET is a symbol name or exe+0xOFFSET
- * (mutex, rwlock) or a file path (flock).  `@PROGRAM` limits the entry to
+ * KIND is mutex, rwlock, flock or sem.  TARGET is a symbol name or
+ * exe+0xOFFSET (mutex, rwlock), a file path (flock), or the name of a POSIX
+ * named semaphore, /NAME as sem_open(3) takes it (sem: the NAME is then a
+ * semaphore's, which never clashes with a lock's).  `@PROGRAM` limits the entry to
  * programs of that base name.  Entries are separated by ';'; whitespace
  * around an entry and empty entries are ignored, nothing else is: a NAME
  * is taken byte for byte (it is binary-safe in Redis).
@@ -107,8 +109,8 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         char *kind = eq + 1;
         char *colon = strchr(kind, ':');
         if (!colon)
-            return fail(err, errlen, idx, "expected KIND:TARGET after '=' (KIND: mutex, rwlock or flock)",
-                        shown);
+            return fail(err, errlen, idx,
+                        "expected KIND:TARGET after '=' (KIND: mutex, rwlock, flock or sem)", shown);
         *colon = 0;
         char *target = colon + 1;
 
@@ -130,14 +132,26 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
             s.kind = DLP_RWLOCK;
         else if (strcmp(kind, "flock") == 0)
             s.kind = DLP_FLOCK;
+        else if (strcmp(kind, "sem") == 0)
+            s.kind = DLP_SEM;
         else
-            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock or flock)", shown);
+            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock, flock or sem)", shown);
         if (!*target)
-            return fail(err, errlen, idx, s.kind == DLP_FLOCK ? "empty file path" : "empty symbol", shown);
+            return fail(err, errlen, idx, s.kind == DLP_FLOCK ? "empty file path"
+                        : s.kind == DLP_SEM ? "empty semaphore name" : "empty symbol", shown);
+        if (s.kind == DLP_SEM) {
+            /* sem_open(3)'s names: one leading '/', then 1 to 251 bytes
+             * (NAME_MAX less "sem."), no other '/'. */
+            size_t tl = strlen(target);
+            if (target[0] != '/' || tl < 2 || strchr(target + 1, '/'))
+                return fail(err, errlen, idx, "a semaphore is /NAME, one '/' and no other", shown);
+            if (tl - 1 > 251)
+                return fail(err, errlen, idx, "semaphore name longer than 251 bytes", shown);
+        }
 
         if (s.program && strchr(s.program, '/'))
             return fail(err, errlen, idx, "@PROGRAM is a base name, without '/'", shown);
-        if (s.kind != DLP_FLOCK) {
+        if (s.kind == DLP_MUTEX || s.kind == DLP_RWLOCK) {
             if (strncmp(target, "exe+", 4) == 0) {
                 if (parse_offset(target, &s.offset))
                     return fail(err, errlen, idx, "bad offset: expected exe+0xHEX", shown);
@@ -156,7 +170,13 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
             if (specs[i].kind == s.kind && strcmp(specs[i].target, s.target) == 0 &&
                 same_program(specs[i].program, s.program))
                 return fail(err, errlen, idx, "target already mapped by an earlier entry", shown);
-            if (specs[i].namelen == s.namelen && memcmp(specs[i].name, s.name, s.namelen) == 0 &&
+            if (specs[i].kind == DLP_SEM && s.kind == DLP_SEM && specs[i].namelen == s.namelen &&
+                memcmp(specs[i].name, s.name, s.namelen) == 0)
+                return fail(err, errlen, idx, "semaphore name already used by an earlier entry",
+                            shown);
+            /* Semaphores have names of their own: only locks clash. */
+            if (specs[i].kind != DLP_SEM && s.kind != DLP_SEM && specs[i].namelen == s.namelen &&
+                memcmp(specs[i].name, s.name, s.namelen) == 0 &&
                 (specs[i].kind == DLP_MUTEX) != (s.kind == DLP_MUTEX))
                 return fail(err, errlen, idx,
                             "lock name already used with another KIND (a name is a mutex, or a "

@@ -11,7 +11,7 @@
 
 #pragma GCC visibility push(hidden)
 
-enum { DLP_DORMANT = 0, DLP_MUTEX, DLP_RWLOCK, DLP_FLOCK };
+enum { DLP_DORMANT = 0, DLP_MUTEX, DLP_RWLOCK, DLP_FLOCK, DLP_SEM };
 
 #define DLP_MAX_ENTRIES 64
 
@@ -19,7 +19,7 @@ typedef struct dlp_spec {
     const char *name;         /* lock name (points into the parser's copy) */
     size_t namelen;
     int kind;
-    const char *target;       /* symbol, "exe+0x..." or path */
+    const char *target;       /* symbol, "exe+0x...", path, or /SEMNAME */
     int is_offset;            /* target is exe+0xOFFSET */
     uintptr_t offset;
     const char *program;      /* @PROGRAM: only programs of this base name; NULL: all */

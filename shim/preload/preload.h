@@ -15,6 +15,7 @@
  *   wrap_pthread.c   mutex, condvar and rwlock wrappers
  *   filelock.c       the process-owned distributed holds of file locks
  *   wrap_file.c      flock, fcntl, fcntl64, lockf, lockf64, close
+ *   wrap_sem.c       sem_open and the calls on the semaphores it maps
  *
  * Each file has its header of the same name (the wrap_*.c files offer
  * only the exported libc names); every file includes this one, which
@@ -45,5 +46,6 @@
 #include "boot.h"
 #include "wrap_pthread.h"
 #include "wrap_file.h"
+#include "wrap_sem.h"
 
 #endif

@@ -71,6 +71,30 @@ TRAMP(rw_clockwrlock, (pthread_rwlock_t *r, clockid_t c, const struct timespec *
 TRAMP(rw_unlock, (pthread_rwlock_t *r), (r), 0)
 TRAMP(flock, (int fd, int op), (fd, op), (int)syscall(SYS_flock, fd, op))
 TRAMP(close, (int fd), (fd), (int)syscall(SYS_close, fd))
+/* The semaphore calls are not made by dlsym's allocator: no fallback is
+ * ever used (ENOSYS, as a libc without them would give). */
+TRAMP(sem_close, (sem_t *s), (s), (errno = ENOSYS, -1))
+TRAMP(sem_wait, (sem_t *s), (s), (errno = ENOSYS, -1))
+TRAMP(sem_trywait, (sem_t *s), (s), (errno = ENOSYS, -1))
+TRAMP(sem_timedwait, (sem_t *s, const struct timespec *t), (s, t), (errno = ENOSYS, -1))
+TRAMP(sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t), (errno = ENOSYS, -1))
+TRAMP(sem_post, (sem_t *s), (s), (errno = ENOSYS, -1))
+TRAMP(sem_getvalue, (sem_t *s, int *v), (s, v), (errno = ENOSYS, -1))
+
+/* sem_open's mode and value are there only with O_CREAT; passed on alike. */
+static sem_t *boot_sem_open(const char *name, int oflag, ...)
+{
+    va_list ap;
+    va_start(ap, oflag);
+    mode_t mode = (oflag & O_CREAT) ? va_arg(ap, mode_t) : 0;
+    unsigned value = (oflag & O_CREAT) ? va_arg(ap, unsigned) : 0;
+    va_end(ap);
+    if (!dlp_real_resolve()) {
+        errno = ENOSYS;
+        return SEM_FAILED;
+    }
+    return DLP_REAL(sem_open)(name, oflag, mode, value);
+}
 
 static int sys_lockf(int fd, int cmd, off_t len)
 {
@@ -116,6 +140,8 @@ dlp_real_t dlp_real = {
     boot_rw_rdlock, boot_rw_tryrdlock, boot_rw_timedrdlock, boot_rw_clockrdlock,
     boot_rw_wrlock, boot_rw_trywrlock, boot_rw_timedwrlock, boot_rw_clockwrlock,
     boot_rw_unlock, boot_flock, boot_fcntl, boot_fcntl64, boot_lockf, boot_lockf64, boot_close,
+    boot_sem_open, boot_sem_close, boot_sem_wait, boot_sem_trywait, boot_sem_timedwait,
+    boot_sem_clockwait, boot_sem_post, boot_sem_getvalue,
 };
 
 /* What a call gets if libc lacks the function (not on glibc 2.36). */
@@ -131,6 +157,8 @@ static int sys_fcntl(int fd, int cmd, ...)
 static int sys_flock(int fd, int op) { return (int)syscall(SYS_flock, fd, op); }
 static int sys_close(int fd) { return (int)syscall(SYS_close, fd); }
 static int sys_lockf64(int fd, int cmd, off64_t len) { return sys_lockf(fd, cmd, (off_t)len); }
+static int sem_missing(void) { errno = ENOSYS; return -1; }
+static sem_t *sem_open_missing(void) { errno = ENOSYS; return SEM_FAILED; }
 
 static void *next(const char *name, const char *version, void *fallback)
 {
@@ -169,6 +197,14 @@ static void resolve_all(void)
     SET(lockf, "lockf", NULL, sys_lockf);
     SET(lockf64, "lockf64", NULL, sys_lockf64);
     SET(close, "close", NULL, sys_close);
+    SET(sem_open, "sem_open", NULL, sem_open_missing);
+    SET(sem_close, "sem_close", NULL, sem_missing);
+    SET(sem_wait, "sem_wait", NULL, sem_missing);
+    SET(sem_trywait, "sem_trywait", NULL, sem_missing);
+    SET(sem_timedwait, "sem_timedwait", NULL, sem_missing);
+    SET(sem_clockwait, "sem_clockwait", NULL, sem_missing);
+    SET(sem_post, "sem_post", NULL, sem_missing);
+    SET(sem_getvalue, "sem_getvalue", NULL, sem_missing);
     errno = saved;
 }
 

@@ -9,6 +9,7 @@
 #define DLP_REAL_H
 
 #include <pthread.h>
+#include <semaphore.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -40,6 +41,14 @@ typedef struct dlp_real {
     int (*lockf)(int, int, off_t);
     int (*lockf64)(int, int, off64_t);
     int (*close)(int);
+    sem_t *(*sem_open)(const char *, int, ...);
+    int (*sem_close)(sem_t *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    int (*sem_post)(sem_t *);
+    int (*sem_getvalue)(sem_t *, int *);
 } dlp_real_t;
 
 extern dlp_real_t dlp_real;

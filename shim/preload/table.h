@@ -21,12 +21,14 @@ typedef struct dlp_entry {
     int kind;
     char *name;               /* NUL-terminated copy of the lock name */
     void *addr;               /* DLP_MUTEX / DLP_RWLOCK: the mapped global */
-    char *path;               /* DLP_FLOCK: the canonical path */
+    char *path;               /* DLP_FLOCK: the canonical path; DLP_SEM: the
+                                 sem_open name, its leading '/' left out */
     size_t pathlen;
     pid_t holder_pid;         /* process of the last distributed acquisition */
     union {
         dist_mutex_t m;
         dist_rwlock_t rw;
+        dist_sem_t s;         /* DLP_SEM: initialized by its first sem_open */
     } d;
 } dlp_entry_t;
 

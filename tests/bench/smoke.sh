@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
-# (with its serial ceiling), W3 and W3b against the redis-server the bench
+# (with its serial ceiling), W3, W3b, S1 and S1l against the redis-server the bench
 # starts itself.  Checks the RESULT line format, that every selected
 # workload reported, that no counter update was lost, and that the targets
 # of W2, W3 and W3b are checked against the figures of the same run; then
@@ -21,7 +21,7 @@ for w in W2 W3 W3b "serial ceiling"; do
 done
 "$bench" --no-such-option >/dev/null 2>&1 && bad "an unknown option was accepted"
 
-"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 W3b >"$out"
+"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 W3b S1 S1l >"$out"
 rc=$?
 cat "$out"
 [ "$rc" -eq 0 ] || bad "distlock-bench exited with $rc"
@@ -38,9 +38,14 @@ while IFS= read -r l; do
 done <"$out"
 
 for want in "floor EVALSHA" "floor PING" "floor W2serial" "naive W1" "distlock W1" "naive W2" \
-            "distlock W2" "naive W3" "distlock W3" "naive W3b" "distlock W3b"; do
+            "distlock W2" "naive W3" "distlock W3" "naive W3b" "distlock W3b" "distlock S1" \
+            "distlock S1l"; do
   set -- $want
   grep -Eq "^RESULT peer=$1 workload=$2 " "$out" || bad "no RESULT for peer=$1 workload=$2"
+done
+# the semaphore's permits are never over-granted
+for w in S1 S1l; do
+  grep -Eq "^RESULT peer=distlock workload=$w .*[=,]overgrants=0," "$out" || bad "$w over-granted"
 done
 # a missing redis-benchmark would only skip the floor; this test needs it
 grep -q "^RESULT peer=floor workload=EVALSHA ops_per_s=[0-9]" "$out" || bad "floor not measured"

@@ -59,6 +59,8 @@ expect_run "no DISTLOCK_MAP: the program runs" "$LEGACY"
 expect_run "empty DISTLOCK_MAP: the program runs" "$LEGACY" DISTLOCK_MAP=
 expect_run "global, file-static and library symbols, flock paths" "$LEGACY" \
   "DISTLOCK_MAP=ledger=mutex:g_ledger_lock; cfg=rwlock:cfg_lock ;lib=mutex:lib_lock;jobs=flock:$WORK/a.lock;jobs=flock:$WORK/b.lock;"
+expect_run "a semaphore named as a lock (names apart), @PROGRAM on a semaphore" "$LEGACY" \
+  "DISTLOCK_MAP=ledger=mutex:g_ledger_lock;ledger=sem:/ledger;jobs=sem:/jobs@someone_else"
 off=$(nm "$LEGACY" | awk '$3 == "g_ledger_lock" { print $1 }' | sed 's/^0*//')
 check "nm finds g_ledger_lock in the unstripped build" test -n "$off"
 check "the stripped copy has no symbol table" \
@@ -77,6 +79,12 @@ expect_stop "empty symbol" "empty symbol" "$LEGACY" "$M=ledger=mutex:"
 expect_stop "empty path" "empty file path" "$LEGACY" "$M=jobs=flock:"
 expect_stop "bad offset" "bad offset" "$LEGACY" "$M=ledger=mutex:exe+0xZZ"
 expect_stop "offset without 0x" "bad offset" "$LEGACY" "$M=ledger=mutex:exe+1234"
+expect_stop "semaphore without its '/'" "a semaphore is /NAME" "$LEGACY" "$M=jobs=sem:jobs"
+expect_stop "semaphore with a second '/'" "a semaphore is /NAME" "$LEGACY" "$M=jobs=sem:/a/b"
+expect_stop "empty semaphore name" "empty semaphore name" "$LEGACY" "$M=jobs=sem:"
+expect_stop "one semaphore name twice" "semaphore name already used" "$LEGACY" "$M=jobs=sem:/a;jobs=sem:/b"
+expect_stop "semaphores refused with redlock://" "redlock" "$LEGACY" "$M=jobs=sem:/a" \
+  "DISTLOCK_URL=redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
 expect_stop "second entry bad" "entry 2" "$LEGACY" "$M=ledger=mutex:g_ledger_lock;cfg=rwlock"
 expect_stop "only separators" "no entries" "$LEGACY" "$M=;;"
 expect_stop "name too long" "DIST_NAME_MAX" "$LEGACY" "$M=$(printf 'n%.0s' $(seq 513))=mutex:g_ledger_lock"
@@ -189,12 +197,13 @@ check "launchers pass the environment on untouched ($(cat "$WORK/out"))" \
 # --- the exports
 objdump -T "$LIB" | awk '$2 == "g" && $4 != "*UND*"' >"$WORK/exports"
 n=$(wc -l <"$WORK/exports")
-check "23 wrappers exported (got $n)" test "$n" -eq 23
+check "31 wrappers exported (got $n)" test "$n" -eq 31
 check "no exported symbol has a version (all Base)" \
   bash -c "awk '{ print \$(NF-1) }' '$WORK/exports' | grep -qv '^Base\$' && exit 1 || exit 0"
 check "no version definitions in the library" bash -c "! readelf -S '$LIB' | grep -q 'gnu.version_d'"
 check "the library's dist_* API stays inside" bash -c "! grep -q ' dist_' '$WORK/exports'"
-for f in pthread_mutex_lock pthread_cond_wait pthread_rwlock_rdlock flock fcntl fcntl64 lockf lockf64 close; do
+for f in pthread_mutex_lock pthread_cond_wait pthread_rwlock_rdlock flock fcntl fcntl64 lockf lockf64 close \
+         sem_open sem_close sem_wait sem_trywait sem_timedwait sem_clockwait sem_post sem_getvalue; do
   check "$f exported" grep -q " $f\$" "$WORK/exports"
 done
 

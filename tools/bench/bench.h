@@ -21,6 +21,7 @@
  *   w_scale.c   W6 W7
  *   w_preload.c W8
  *   w_lockall.c LA2 LA8 (lock-all)
+ *   w_sem.c     S1 S1l (a semaphore's permits contended)
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -44,6 +45,7 @@
 #include "w_scale.h"
 #include "w_preload.h"
 #include "w_lockall.h"
+#include "w_sem.h"
 #include "svg.h"
 
 #endif

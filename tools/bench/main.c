@@ -19,9 +19,9 @@ char g_run_id[32];
 int g_rep = 1;
 
 enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8,
-       WL_LA2, WL_LA8, WL_N };
+       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_N };
 static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W3b", "W4", "W4b",
-                                            "W5", "W6", "W7", "W8", "LA2", "LA8" };
+                                            "W5", "W6", "W7", "W8", "LA2", "LA8", "S1", "S1l" };
 
 static void usage(FILE *f)
 {
@@ -53,6 +53,9 @@ static void usage(FILE *f)
 "  LA2    lock-all of 2 free locks sharing a slot: 5000 x {dist_mutex_lockall;\n"
 "         unlock each}, round trips per call; then the same one by one\n"
 "  LA8    the same with 8 locks\n"
+"  S1     a counting semaphore of 4 permits, 16 processes x 150 x {wait;\n"
+"         200 us; post}: throughput, fairness, over-grants (must be 0)\n"
+"  S1l    S1 with leased permits (DIST_SEM_LEASED)\n"
 "The floor runs whenever W1, W3 or W3b runs; the naive lock runs on W1-W3b.\n"
 "\n"
 "Options:\n"
@@ -482,6 +485,10 @@ int main(int argc, char **argv)
             run_lockall(2);
         if (g_opt.wanted[WL_LA8])
             run_lockall(8);
+        if (g_opt.wanted[WL_S1])
+            run_s1(0);
+        if (g_opt.wanted[WL_S1L])
+            run_s1(1);
         check_targets();
         check_lockall_targets();
         targets_end_rep();

@@ -62,6 +62,8 @@ typedef struct cli_opts {
     int fair;                 /* --fair */
     unsigned long lease_ms;   /* --lease MS, 0 when not given */
     int kill_on_loss;         /* --kill-on-loss */
+    unsigned long permits;    /* -N COUNT: one of COUNT leased permits of the
+                                 semaphore NAME instead of the lock; 0: a lock */
     const char *shell_cmd;    /* -c 'shell command' */
     char **argv_cmd;          /* -- COMMAND [ARG...], NULL-terminated */
 

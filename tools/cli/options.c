@@ -2,6 +2,7 @@
 /* options.c - the command line -> cli_opts_t.
  *
  *   distlock [options] NAME -- COMMAND [ARG...]
+ *   distlock -N COUNT [options] NAME -- COMMAND [ARG...]   (a semaphore's permit)
  *   distlock [options] NAME -c 'shell command'
  *   distlock [options] NAME COMMAND [ARG...]        (as flock(1) allows)
  *   distlock status NAME [--json]
@@ -40,7 +41,7 @@ typedef struct optdef {
 
 enum {
     O_SHARED, O_EXCLUSIVE, O_NONBLOCK, O_WAIT, O_CONFLICT, O_COMMAND, O_FAIR, O_LEASE,
-    O_KILL, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE
+    O_KILL, O_PERMITS, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE
 };
 
 /* flock(1)'s names are accepted too: -e, --nb, --timeout, --conflict-exit-code. */
@@ -57,6 +58,7 @@ static const optdef_t optdefs[] = {
     { 0, "fair", 0, FOR_RUN, O_FAIR },
     { 0, "lease", 1, FOR_RUN, O_LEASE },
     { 0, "kill-on-loss", 0, FOR_RUN, O_KILL },
+    { 'N', "permits", 1, FOR_RUN, O_PERMITS },
     { 0, "url", 1, FOR_ALL, O_URL },
     { 'v', "verbose", 0, FOR_ALL, O_VERBOSE },
     { 'h', "help", 0, FOR_ALL, O_HELP },
@@ -76,6 +78,7 @@ void cli_usage(void)
 {
     fputs("usage: distlock [options] NAME -- COMMAND [ARG...]\n"
           "       distlock [options] NAME -c 'SHELL COMMAND'\n"
+          "       distlock -N COUNT [options] NAME -- COMMAND [ARG...]\n"
           "       distlock status NAME [--json]\n"
           "       distlock list [PATTERN] [--json] [--all]\n"
           "       distlock break NAME --force\n"
@@ -96,6 +99,9 @@ void cli_usage(void)
           "      --lease MS        if distlock dies, the lock frees within MS (default\n"
           "                        30000; renewed every MS/3 while COMMAND runs)\n"
           "      --kill-on-loss    send COMMAND SIGTERM if the hold is lost while it runs\n"
+          "  -N, --permits COUNT   hold one of COUNT leased permits of the semaphore NAME\n"
+          "                        (at most COUNT commands at once; -n, -w, -E, --lease,\n"
+          "                        --kill-on-loss apply; -s and --fair do not)\n"
           "      --url URL         Redis (default $DISTLOCK_URL or redis://127.0.0.1:6379)\n"
           "  -v, --verbose         say what happens\n"
           "  -h, --help            this text\n"
@@ -196,6 +202,10 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
             return usage_error("%s: '%s' is not a lease in ms (30 to 86400000)", shown, arg);
         break;
     case O_KILL: o->kill_on_loss = 1; break;
+    case O_PERMITS:
+        if (dl_parse_ulong(arg, 1, 2147483647UL, &o->permits))
+            return usage_error("%s: '%s' is not a number of permits (1 to 2147483647)", shown, arg);
+        break;
     case O_URL: o->url = arg; break;
     case O_VERBOSE: o->verbose = 1; break;
     case O_HELP: o->cmd = CLI_HELP; break;
@@ -315,6 +325,11 @@ static int finish_run(cli_opts_t *o)
         return usage_error("give either -c 'COMMAND' or -- COMMAND, not both");
     if (!o->shell_cmd && !o->argv_cmd)
         return usage_error("no command given: distlock NAME -- COMMAND, or NAME -c 'COMMAND'");
+    if (o->permits && o->mode == 'r')
+        return usage_error("-N takes a semaphore's permit; -s (a shared lock) does not apply");
+    if (o->permits && o->fair)
+        return usage_error("-N takes a semaphore's permit, whose waiters are served in arrival "
+                           "order anyway; --fair does not apply");
     if (o->fair && o->mode == 'r')
         return usage_error("--fair applies to exclusive locks only (there is no fair shared lock)");
     if (o->has_wait && o->wait_s == 0)

@@ -4,6 +4,10 @@
  * release it when the child ends however it ends, and exit with the child's
  * status.
  *
+ * With -N COUNT the hold is one of COUNT leased permits of the semaphore
+ * NAME (DIST_SEM_LEASED: renewed by the watchdog while distlock lives,
+ * back within one lease if it dies), given back with a post.
+ *
  * Signals: from the start every signal distlock forwards is blocked and read
  * from a signalfd, so none is lost between taking the lock and starting the
  * child, and none kills distlock while it holds the lock.  While the lock
@@ -26,6 +30,7 @@
 #include "distlock.h"
 #include "mutex.h"
 #include "rwlock.h"
+#include "sem_api.h"
 #include "output.h"
 #include "process.h"
 #include "waiting.h"
@@ -37,11 +42,14 @@ static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGU
 #define NFORWARDED (sizeof forwarded / sizeof forwarded[0])
 
 /* The lock, a mutex for -x and a read-write lock for -s.  Both use the same
- * Redis keys: a mutex holder is a writer, so -x and -s exclude each other. */
+ * Redis keys: a mutex holder is a writer, so -x and -s exclude each other.
+ * With -N, a leased semaphore instead (names of its own). */
 typedef struct held_lock {
     int shared;
+    int sem;
     dist_mutex_t m;
     dist_rwlock_t rw;
+    dist_sem_t s;
 } held_lock_t;
 
 typedef struct sigstate {
@@ -103,6 +111,9 @@ static int pending_fatal(const sigstate_t *s)
 static int lock_init(held_lock_t *l, const cli_opts_t *o)
 {
     l->shared = o->mode == 'r';
+    l->sem = o->permits != 0;
+    if (l->sem)
+        return dist_sem_init(&l->s, o->name, (unsigned)o->permits, DIST_SEM_LEASED);
     if (l->shared)
         return dist_rwlock_init(&l->rw, o->name, NULL);
     dist_mutexattr_t a;
@@ -113,8 +124,18 @@ static int lock_init(held_lock_t *l, const cli_opts_t *o)
     return rc;
 }
 
+/* The semaphore's codes as the lock's: EBUSY no permit free now. */
+static int sem_take(held_lock_t *l, const cli_opts_t *o, const struct timespec *at)
+{
+    int rc = o->nonblock ? dist_sem_trywait(&l->s)
+           : at ? dist_sem_timedwait(&l->s, at) : dist_sem_wait(&l->s);
+    return rc == EAGAIN ? EBUSY : rc;
+}
+
 static int lock_take(held_lock_t *l, const cli_opts_t *o)
 {
+    if (l->sem && !o->has_wait)
+        return sem_take(l, o, NULL);
     if (o->nonblock)
         return l->shared ? dist_rwlock_tryrdlock(&l->rw) : dist_mutex_trylock(&l->m);
     if (o->has_wait) {
@@ -127,6 +148,8 @@ static int lock_take(held_lock_t *l, const cli_opts_t *o)
             at.tv_sec++;
             at.tv_nsec -= 1000000000L;
         }
+        if (l->sem)
+            return sem_take(l, o, &at);
         return l->shared ? dist_rwlock_timedrdlock(&l->rw, &at) : dist_mutex_timedlock(&l->m, &at);
     }
     return l->shared ? dist_rwlock_rdlock(&l->rw) : dist_mutex_lock(&l->m);
@@ -134,24 +157,39 @@ static int lock_take(held_lock_t *l, const cli_opts_t *o)
 
 static int lock_release(held_lock_t *l)
 {
+    if (l->sem) {
+        /* A leased permit that lapsed is EPERM (saying so): as a lock's
+         * ENOLCK. */
+        int rc = dist_sem_post(&l->s);
+        return rc == EPERM ? ENOLCK : rc;
+    }
     return l->shared ? dist_rwlock_unlock(&l->rw) : dist_mutex_unlock(&l->m);
 }
 
 static void lock_destroy(held_lock_t *l)
 {
-    if (l->shared)
+    if (l->sem)
+        dist_sem_destroy(&l->s);
+    else if (l->shared)
         dist_rwlock_destroy(&l->rw);
     else
         dist_mutex_destroy(&l->m);
 }
 
+/* A semaphore's permit has no fence to give the command: 0. */
 static int lock_fence(held_lock_t *l, uint64_t *fence)
 {
+    if (l->sem) {
+        *fence = 0;
+        return 0;
+    }
     return l->shared ? dist_rwlock_getfence(&l->rw, fence) : dist_mutex_getfence(&l->m, fence);
 }
 
 static int lock_lost(held_lock_t *l)
 {
+    if (l->sem)
+        return dl_sem_held_count(&l->s) == 0;
     return (l->shared ? dl_rwlock_hold_lost(&l->rw) : dl_mutex_hold_lost(&l->m)) == 1;
 }
 
@@ -296,7 +334,10 @@ static int outcome(const cli_opts_t *o, int rc, const char *q, long long waited_
                  "broken); what it protects may be half-updated", q);
         return -1;
     case EBUSY:
-        cli_note("%s is held elsewhere; giving up (-n)", q);
+        if (o->permits)
+            cli_note("no permit of %s is free; giving up (-n)", q);
+        else
+            cli_note("%s is held elsewhere; giving up (-n)", q);
         return o->conflict_code;
     case ETIMEDOUT:
         cli_note("timed out after %.1fs waiting for %s", (double)waited_ms / 1000.0, q);
@@ -339,6 +380,7 @@ int cli_run(const cli_opts_t *o)
     w.name = o->name;
     w.namelen = o->namelen;
     w.mode = o->mode;
+    w.sem = o->permits != 0;
     w.token = proc->token;
     w.sigfd = s.fd;
     w.fatal = s.fatal;
@@ -360,8 +402,12 @@ int cli_run(const cli_opts_t *o)
 
     uint64_t fence = 0;
     lock_fence(&l, &fence);
-    cli_note("got %s (%s, fence %llu) after %.3fs", q, o->mode == 'r' ? "shared" : "exclusive",
-             (unsigned long long)fence, (double)waited / 1000.0);
+    if (o->permits)
+        cli_note("got a permit of %s (one of %lu) after %.3fs", q, o->permits,
+                 (double)waited / 1000.0);
+    else
+        cli_note("got %s (%s, fence %llu) after %.3fs", q, o->mode == 'r' ? "shared" : "exclusive",
+                 (unsigned long long)fence, (double)waited / 1000.0);
     /* A signal that came while we took the lock, before there was a child
      * to pass it to: the user wanted out, so do not start the command. */
     if (!sig)

@@ -94,6 +94,13 @@ static void refresh(cli_waiting_t *w, cli_redis_t *r)
     char text[1024];
     cli_lockstat_t st;
     int have = 0;
+    if (w->sem) {
+        char q[200];
+        snprintf(text, sizeof text, "waiting for a permit of semaphore %s",
+                 cli_quote(w->name, w->namelen, q, sizeof q));
+        draw(w, text);
+        return;
+    }
     if (!r->conn)
         open_quick(r);
     if (r->conn && cli_lockstat_fetch(r, w->name, w->namelen, &st) == 0)
@@ -122,6 +129,8 @@ static void give_up(cli_waiting_t *w, cli_redis_t *r, int sig)
 {
     char q[200];
     clear_line(w);
+    if (w->sem)
+        cli_die_by_signal(sig);   /* a dead waiter never takes a permit */
     if (!r->conn)
         open_quick(r);
     if (!r->conn || cli_withdraw(r, w->name, w->namelen, w->token, w->mode))

@@ -25,6 +25,10 @@ typedef struct cli_waiting {
     const char *name;
     size_t namelen;
     char mode;                /* 'w' or 'r': what the queue entry asks for */
+    int sem;                  /* -N: a semaphore's permit, not a lock: no
+                                 status line of holders, and a waiter killed
+                                 leaves the queue within its registration's
+                                 life (2 s), taking no permit */
     const char *token;        /* this process's owner token in Redis */
     int sigfd;                /* signalfd of the blocked signals */
     sigset_t fatal;           /* signals that end distlock while it waits */

@@ -1,0 +1,443 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* wrap_sem.c - POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
+ * entries: sem_open of a mapped name returns a handle of the interposer's
+ * (one per entry, in this library's memory, so a lookup is one range
+ * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait,
+ * sem_post, sem_getvalue and sem_close on it become calls of a counting
+ * dist_sem_t (its first value: sem_open's).  Anything else goes to libc:
+ * unnamed semaphores (sem_init), other names, sem_unlink (the semaphore in
+ * Redis is not removed: other hosts may use it; an idle one is forgotten
+ * after 30 days).
+ *
+ * Errors as the kernel's: sem_open ENOENT (no O_CREAT, the semaphore does
+ * not exist), EEXIST (O_CREAT|O_EXCL, it does), EINVAL (value above
+ * SEM_VALUE_MAX); sem_trywait EAGAIN; sem_timedwait ETIMEDOUT, EINVAL (a
+ * bad abstime when it would block); sem_post EOVERFLOW.  A blocking wait
+ * is interruptible as the kernel's is: a signal handler that runs ends it
+ * with EINTR, with or without SA_RESTART (sem_wait is never restarted).
+ * For that the distributed wait runs in a helper thread while the caller
+ * sleeps in poll() (never restarted either) on an eventfd the helper
+ * writes; a free permit is taken first, without a helper.  Redis
+ * unreachable: DISTLOCK_ON_ERROR (wait: retried, a post kept and made
+ * once Redis answers; abort: the program aborts), as for locks. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <semaphore.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "dl.h"
+#include "preload.h"
+#include "sem_api.h"
+
+#define HELPER_STACK (256 * 1024)
+
+/* The handles sem_open returns: one per entry, never read or written by
+ * libc (no call of libc ever sees one). */
+static sem_t handles[DLP_MAX_ENTRIES];
+static dlp_entry_t *sems[DLP_MAX_ENTRIES];
+static int nsem;
+static int opens[DLP_MAX_ENTRIES];     /* sem_open count not closed (under mu) */
+static int made[DLP_MAX_ENTRIES];      /* the dist_sem_t is initialized (under mu) */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void lock(void) { DLP_REAL(mutex_lock)(&mu); }
+static void unlock(void) { DLP_REAL(mutex_unlock)(&mu); }
+
+void dlp_sem_add(dlp_entry_t *e)
+{
+    if (dl_sem_check_mode())
+        dlp_stop("DISTLOCK_MAP: semaphore \"%s\" (/%s): %s", e->name, e->path, dist_lasterror());
+    sems[nsem++] = e;
+    dl_log(DL_LOG_DEBUG, "preload: semaphore \"%s\" = sem_open(\"/%s\")", e->name, e->path);
+}
+
+/* The entry of a handle, or -1: not ours. */
+static int index_of(const sem_t *s)
+{
+    uintptr_t off = (uintptr_t)s - (uintptr_t)handles;
+    if (DLP_LIKELY(off >= sizeof handles || off % sizeof(sem_t)))
+        return -1;
+    return (int)(off / sizeof(sem_t));
+}
+
+/* The entry mapping a sem_open name (glibc ignores leading '/'s). */
+static int entry_of(const char *name)
+{
+    if (!nsem || !name)
+        return -1;
+    while (*name == '/')
+        name++;
+    for (int i = 0; i < nsem; i++)
+        if (strcmp(sems[i]->path, name) == 0)
+            return i;
+    return -1;
+}
+
+/* p, hidden from the compiler's knowledge that <semaphore.h> declares it
+ * nonnull: a NULL from the program is answered with EINVAL, not a crash. */
+#define DLP_LAUNDER(p) ({ __typeof__(p) p_ = (p); __asm__("" : "+r"(p_)); p_; })
+
+static int fail(int err)
+{
+    errno = err;
+    return -1;
+}
+
+/* An outage under DISTLOCK_ON_ERROR: abort, or (wait) say so every few
+ * seconds and return so that the caller retries after a pause. */
+static void outage(dlp_entry_t *e, const char *what)
+{
+    if (dlp_on_error == DLP_ON_ERROR_ABORT)
+        dlp_die("semaphore \"%s\": %s: %s (DISTLOCK_ON_ERROR=abort)", e->name, what,
+                dist_lasterror());
+    static uint64_t last;
+    uint64_t now = dl_now_ms(), l = __atomic_load_n(&last, __ATOMIC_RELAXED);
+    if ((!l || now - l >= 5000) &&
+        __atomic_compare_exchange_n(&last, &l, now, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        dlp_say("semaphore \"%s\": %s: %s; waiting for Redis (DISTLOCK_ON_ERROR=wait)", e->name,
+                what, dist_lasterror());
+    dl_sleep_ms(100);
+}
+
+/* A code the library returned where the kernel has none: the program
+ * learns why on stderr and gets EINVAL (the semaphore exists as a leased
+ * one, or cannot be used). */
+static int odd(dlp_entry_t *e, const char *what, int rc)
+{
+    dlp_say("semaphore \"%s\": %s: %s", e->name, what, dist_lasterror());
+    return rc == EINVAL || rc == ENOMEM ? rc : EINVAL;
+}
+
+/* ------------------------------------------------------------- sem_open */
+
+DLP_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
+{
+    va_list ap;
+    va_start(ap, oflag);
+    mode_t mode = (oflag & O_CREAT) ? va_arg(ap, mode_t) : 0;
+    unsigned value = (oflag & O_CREAT) ? va_arg(ap, unsigned) : 0;
+    va_end(ap);
+    int i = entry_of(name);
+    if (i < 0)
+        return DLP_REAL(sem_open)(name, oflag, mode, value);
+    dlp_entry_t *e = sems[i];
+    if ((oflag & O_CREAT) && value > SEM_VALUE_MAX) {
+        errno = EINVAL;
+        return SEM_FAILED;
+    }
+    char how = !(oflag & O_CREAT) ? 'o' : (oflag & O_EXCL) ? 'x' : 'c';
+    int saved = dlp_in;
+    dlp_in = 1;
+    lock();
+    int rc;
+    for (;;) {
+        if (!made[i]) {
+            rc = dl_sem_init_how(&e->d.s, e->name, value, 0, how);
+            if (rc == 0)
+                made[i] = 1;
+        } else {
+            /* Opened before: asks Redis whether it exists (ENOENT, EEXIST),
+             * through an object of its own. */
+            dist_sem_t t;
+            rc = dl_sem_init_how(&t, e->name, value, 0, how);
+            if (rc == 0)
+                dist_sem_destroy(&t);
+        }
+        if (rc != EIO)
+            break;
+        unlock();
+        outage(e, "sem_open");
+        lock();
+    }
+    if (rc == 0)
+        opens[i]++;
+    unlock();
+    dlp_in = saved;
+    if (rc == 0)
+        return &handles[i];
+    errno = rc == ENOENT || rc == EEXIST ? rc : odd(e, "sem_open", rc);
+    return SEM_FAILED;
+}
+
+/* The entry of a handle sem_open returned and that is still open, or -1
+ * (errno EINVAL): a handle closed as often as it was opened is not valid
+ * (the kernel's may crash the program; this one says EINVAL). */
+static int open_entry(sem_t *s)
+{
+    int i = index_of(s);
+    lock();
+    int ok = opens[i] > 0 && made[i];
+    unlock();
+    if (!ok) {
+        errno = EINVAL;
+        return -1;
+    }
+    return i;
+}
+
+DLP_EXPORT int sem_close(sem_t *s)
+{
+    int i = index_of(s);
+    if (i < 0)
+        return DLP_REAL(sem_close)(s);
+    lock();
+    int ok = opens[i] > 0;
+    if (ok)
+        opens[i]--;
+    unlock();
+    /* The object stays: a handle opened again is the same one, and
+     * another thread may still be returning from a call on it. */
+    return ok ? 0 : fail(EINVAL);
+}
+
+/* ---------------------------------------------------------------- waits */
+
+/* A blocking wait: the helper's and the caller's shared record. */
+typedef struct swait {
+    dlp_entry_t *e;
+    int timed;
+    struct timespec abs;
+    int stop;                 /* set by the interrupted caller (atomic) */
+    int done, abandoned, rc;  /* under mu */
+    int efd;
+} swait_t;
+
+static void *helper(void *arg)
+{
+    swait_t *w = arg;
+    dlp_in = 1;                               /* all of this thread is interposer code */
+    int rc;
+    for (;;) {
+        rc = dl_sem_wait_stoppable(&w->e->d.s, w->timed ? &w->abs : NULL, &w->stop);
+        if (rc != EIO || __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+            break;
+        outage(w->e, "sem_wait");
+    }
+    lock();
+    if (w->abandoned) {
+        /* The caller returned EINTR: a permit this took after all goes
+         * back, as the kernel's interrupted wait takes none. */
+        unlock();
+        if (rc == 0)
+            dist_sem_post(&w->e->d.s);
+        DLP_REAL(close)(w->efd);
+        free(w);
+        return NULL;
+    }
+    w->rc = rc;
+    w->done = 1;
+    uint64_t one = 1;
+    ssize_t n = write(w->efd, &one, sizeof one);
+    (void)n;                                  /* a counter: it cannot be full */
+    unlock();
+    return NULL;
+}
+
+/* The distributed wait of entry i until abstime (NULL: none): 0 or an
+ * errno value. */
+static int wait_dist(int i, const struct timespec *abstime)
+{
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    /* A free permit first, in the caller's thread: no helper, and a
+     * timed wait with a permit free takes it whatever its abstime (as
+     * sem_timedwait does). */
+    int rc;
+    while ((rc = dist_sem_trywait(&e->d.s)) == EIO)
+        outage(e, "sem_wait");
+    if (rc != EAGAIN)
+        goto out;
+    if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)) {
+        rc = EINVAL;
+        goto out;
+    }
+    swait_t *w = calloc(1, sizeof *w);
+    int efd = w ? eventfd(0, EFD_CLOEXEC) : -1;
+    if (efd < 0) {
+        free(w);
+        rc = ENOMEM;
+        goto out;
+    }
+    w->e = e;
+    w->efd = efd;
+    if (abstime) {
+        w->timed = 1;
+        w->abs = *abstime;
+    }
+    if (dl_thread_start_sized(helper, w, HELPER_STACK)) {
+        DLP_REAL(close)(efd);
+        free(w);
+        dl_log(DL_LOG_ERROR, "preload: semaphore \"%s\": cannot start a helper thread", e->name);
+        rc = EAGAIN;
+        goto out;
+    }
+    struct pollfd pf = { efd, POLLIN, 0 };
+    for (;;) {
+        int n = poll(&pf, 1, -1);
+        int err = errno;
+        lock();
+        if (w->done) {
+            rc = w->rc;
+            unlock();
+            DLP_REAL(close)(efd);
+            free(w);
+            break;
+        }
+        if (n < 0 && err == EINTR) {
+            /* A handler ran: the wait ends here, as the kernel's does; the
+             * helper withdraws from Redis's queue and frees w. */
+            w->abandoned = 1;
+            __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
+            unlock();
+            dl_sem_interrupt(&e->d.s);
+            rc = EINTR;
+            break;
+        }
+        unlock();
+    }
+out:
+    dlp_in = saved;
+    return rc;
+}
+
+static int waited(int i, int rc, const char *what)
+{
+    switch (rc) {
+    case 0:
+        return 0;
+    case ETIMEDOUT:
+    case EINTR:
+    case EAGAIN:
+    case ENOMEM:
+        return fail(rc);
+    case EINVAL:
+        return fail(EINVAL);
+    default:
+        return fail(odd(sems[i], what, rc));
+    }
+}
+
+DLP_EXPORT int sem_wait(sem_t *s)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_wait)(s);
+    int i = open_entry(s);
+    return i < 0 ? -1 : waited(i, wait_dist(i, NULL), "sem_wait");
+}
+
+DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_timedwait)(s, abstime);
+    int i = open_entry(s);
+    if (i < 0)
+        return -1;
+    if (!DLP_LAUNDER(abstime))
+        return fail(EINVAL);
+    return waited(i, wait_dist(i, abstime), "sem_timedwait");
+}
+
+/* sem_clockwait: CLOCK_REALTIME as sem_timedwait; CLOCK_MONOTONIC turned
+ * into the CLOCK_REALTIME time as far away. */
+DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_clockwait)(s, clock, abstime);
+    int i = open_entry(s);
+    if (i < 0)
+        return -1;
+    if (!DLP_LAUNDER(abstime) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+        return fail(EINVAL);
+    struct timespec abs = *abstime;
+    if (clock == CLOCK_MONOTONIC && abs.tv_nsec >= 0 && abs.tv_nsec < 1000000000L) {
+        struct timespec mono, real;
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        clock_gettime(CLOCK_REALTIME, &real);
+        long long ns = ((long long)abs.tv_sec - mono.tv_sec) * 1000000000LL + abs.tv_nsec -
+                       mono.tv_nsec + real.tv_nsec;
+        long long sec = (long long)real.tv_sec + ns / 1000000000LL;
+        ns %= 1000000000LL;
+        if (ns < 0) {
+            ns += 1000000000LL;
+            sec--;
+        }
+        abs.tv_sec = (time_t)sec;
+        abs.tv_nsec = (long)ns;
+    }
+    return waited(i, wait_dist(i, &abs), "sem_clockwait");
+}
+
+DLP_EXPORT int sem_trywait(sem_t *s)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_trywait)(s);
+    int i = open_entry(s);
+    if (i < 0)
+        return -1;
+    int saved = dlp_in;
+    dlp_in = 1;
+    int rc = dist_sem_trywait(&sems[i]->d.s);
+    if (rc == EIO) {
+        /* A try never waits: "not now", as a lock's try says EBUSY. */
+        outage(sems[i], "sem_trywait");
+        rc = EAGAIN;
+    }
+    dlp_in = saved;
+    return waited(i, rc, "sem_trywait");
+}
+
+/* ------------------------------------------------------- post, getvalue */
+
+DLP_EXPORT int sem_post(sem_t *s)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_post)(s);
+    int i = open_entry(s);
+    if (i < 0)
+        return -1;
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    int rc = dist_sem_post(&e->d.s);
+    /* Not confirmed: the library keeps the post and makes it once Redis
+     * answers, exactly once; this waits until it has. */
+    while (rc == EIO) {
+        outage(e, "sem_post");
+        rc = dl_sem_flush(&e->d.s);
+    }
+    dlp_in = saved;
+    if (rc == 0)
+        return 0;
+    return fail(rc == EOVERFLOW ? EOVERFLOW : odd(e, "sem_post", rc));
+}
+
+DLP_EXPORT int sem_getvalue(sem_t *s, int *sval)
+{
+    if (index_of(s) < 0)
+        return DLP_REAL(sem_getvalue)(s, sval);
+    int i = open_entry(s);
+    if (i < 0)
+        return -1;
+    if (!DLP_LAUNDER(sval))
+        return fail(EINVAL);
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    int rc;
+    while ((rc = dist_sem_getvalue(&e->d.s, sval)) == EIO)
+        outage(e, "sem_getvalue");
+    dlp_in = saved;
+    return rc ? fail(odd(e, "sem_getvalue", rc)) : 0;
+}
+
+void dlp_sem_after_fork(void)
+{
+    pthread_mutex_init(&mu, NULL);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_sem_post.c - lua/sem_post.lua's entry (calls.h).  Never run on
+ * several servers as one call: semaphores refuse redlock:// (api/sem_api.c). */
+#include <string.h>
+
+#include "calls.h"
+
+void dl_call_sem_post(dl_call_t *c, const dl_caller_t *who, const dl_sem_post_args_t *a)
+{
+    dl_call_init(c, DL_SCRIPT_SEM_POST, who);
+    c->arg.sem_post = *a;
+}
+
+static void wire(dl_wire_t *w, const dl_call_t *c)
+{
+    /* 1 prefix, 2 token, 3 kind, 4 value, 5 id, 6 fence (leased) */
+    const dl_sem_post_args_t *a = &c->arg.sem_post;
+    dl_wire_sem(w);
+    dl_wire_sem_op(w, &a->op);
+    if (a->op.kind == 'l')
+        dl_wire_num(w, a->fence);
+    else
+        dl_wire_put(w, "", 0);
+}
+
+static int parse(dl_call_t *c, redisReply *r)
+{
+    /* {1, value} posted; {2} a resend; {0} none held; {-2, kind}; {-3}; {-4} */
+    dl_sem_post_reply_t *x = &c->reply.sem_post;
+    memset(x, 0, sizeof *x);
+    x->result = (int)dl_reply_elem(r, 0);
+    if (x->result == 1)
+        x->value = dl_reply_elem(r, 1);
+    else if (x->result == -2)
+        x->other = dl_reply_kind(r, 1);
+    else if (x->result < -4 || x->result > 2)
+        x->result = -1;
+    return 0;
+}
+
+const dl_script_entry_t dl_entry_sem_post = { .wire = wire, .parse = parse };

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_sem_post.h - lua/sem_post.lua: post a semaphore (a permit more, or
+ * one of the caller's leased permits back) and wake its waiters
+ * (call_sem_post.c). */
+#ifndef DL_CALL_SEM_POST_H
+#define DL_CALL_SEM_POST_H
+
+#include "sem_calls.h"
+
+typedef struct dl_sem_post_args {
+    dl_sem_op_t op;
+    uint64_t fence;               /* leased: the caller's hold */
+} dl_sem_post_args_t;
+
+typedef struct dl_sem_post_reply {
+    int result;                   /* 1 posted, 2 posted already (a resend), 0 leased:
+                                     the caller holds no permit of that hold, -2 the
+                                     other kind, -3 stale, -4 the value would pass
+                                     INT_MAX, -1 unexpected */
+    long long value;              /* 1: counting, the value now; leased, the
+                                     caller's permits left */
+    char other;                   /* -2: the kind it has */
+} dl_sem_post_reply_t;
+
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_sem_post dl_sem_post_args_t sem_post;
+#define DL_CALL_REPLY_sem_post dl_sem_post_reply_t sem_post;
+
+void dl_call_sem_post(dl_call_t *c, const dl_caller_t *who, const dl_sem_post_args_t *a);
+
+#endif

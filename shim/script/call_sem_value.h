@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_sem_value.h - lua/sem_value.lua: a semaphore's value
+ * (call_sem_value.c). */
+#ifndef DL_CALL_SEM_VALUE_H
+#define DL_CALL_SEM_VALUE_H
+
+#include "sem_calls.h"
+
+typedef struct dl_sem_value_args {
+    char kind;                    /* 'c' | 'l' */
+    unsigned value;               /* initial value */
+} dl_sem_value_args_t;
+
+typedef struct dl_sem_value_reply {
+    int result;                   /* 1 read, -2 the other kind, -1 unexpected */
+    long long value;
+    char other;                   /* -2: the kind it has */
+} dl_sem_value_reply_t;
+
+/* dl_call_t's members for it (calls.h). */
+#define DL_CALL_ARG_sem_value dl_sem_value_args_t sem_value;
+#define DL_CALL_REPLY_sem_value dl_sem_value_reply_t sem_value;
+
+void dl_call_sem_value(dl_call_t *c, const dl_caller_t *who, const dl_sem_value_args_t *a);
+
+#endif

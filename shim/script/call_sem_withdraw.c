@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* call_sem_withdraw.c - lua/sem_withdraw.lua's entry (calls.h).  Never run
+ * on several servers as one call: semaphores refuse redlock:// (api/sem_api.c). */
+#include "calls.h"
+
+void dl_call_sem_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a)
+{
+    dl_call_init(c, DL_SCRIPT_SEM_WITHDRAW, who);
+    c->arg.withdraw = *a;
+}
+
+static void wire(dl_wire_t *w, const dl_call_t *c)
+{
+    /* 1 prefix, 2 token, 3 'w' withdraw a wait | 'r' complete a post, 4 the
+     * operation's id */
+    const dl_withdraw_args_t *a = &c->arg.withdraw;
+    dl_wire_sem(w);
+    dl_wire_put(w, &a->mode, 1);
+    dl_wire_num(w, a->regid);
+}
+
+static int parse(dl_call_t *c, redisReply *r)
+{
+    /* 1 done now, 2 a registration withdrawn, 0 nothing, -4 a post dropped */
+    c->reply.withdraw.result = (int)dl_reply_int(r);
+    return 0;
+}
+
+const dl_script_entry_t dl_entry_sem_withdraw = { .wire = wire, .parse = parse };
