@@ -27,15 +27,23 @@ void dl_obj_after_fork(void)
     pthread_mutex_init(&mu, NULL);
 }
 
-static int name_ok(const char *name, size_t *len)
+/* The word for an object of that magic in messages. */
+static const char *what_of(unsigned magic)
 {
+    return magic == DL_MAGIC_COND ? "condition" : "lock";
+}
+
+static int name_ok(const char *name, size_t *len, unsigned magic)
+{
+    const char *what = what_of(magic);
     if (!name)
-        return dl_fail(EINVAL, "lock name is NULL");
+        return dl_fail(EINVAL, "%s name is NULL", what);
     size_t n = strnlen(name, DIST_NAME_MAX + 1);
     if (n == 0)
-        return dl_fail(EINVAL, "lock name is empty");
+        return dl_fail(EINVAL, "%s name is empty", what);
     if (n > DIST_NAME_MAX)
-        return dl_fail(EINVAL, "lock name is longer than DIST_NAME_MAX (%d bytes)", DIST_NAME_MAX);
+        return dl_fail(EINVAL, "%s name is longer than DIST_NAME_MAX (%d bytes)", what,
+                       DIST_NAME_MAX);
     *len = n;
     return 0;
 }
@@ -44,8 +52,8 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
 {
     size_t len = 0;
     if (!o)
-        return dl_fail(EINVAL, "lock object is NULL");
-    if (name_ok(name, &len))
+        return dl_fail(EINVAL, "%s object is NULL", what_of(magic));
+    if (name_ok(name, &len, magic))
         return EINVAL;
     char *copy = NULL;
     if (len >= sizeof o->dl_iname && !(copy = malloc(len + 1)))
@@ -79,12 +87,13 @@ static const char *name_of(const struct dist_lockobj *o)
 
 static int valid(const struct dist_lockobj *o, unsigned magic)
 {
+    const char *what = what_of(magic);
     if (!o)
-        return dl_fail(EINVAL, "lock object is NULL");
+        return dl_fail(EINVAL, "%s object is NULL", what);
     if (o->dl_magic == DL_MAGIC_DEAD)
-        return dl_fail(EINVAL, "lock object was destroyed");
+        return dl_fail(EINVAL, "%s object was destroyed", what);
     if (o->dl_magic != magic && o->dl_magic != DIST_PRIV_MAGIC_STATIC)
-        return dl_fail(EINVAL, "lock object is not initialized");
+        return dl_fail(EINVAL, "%s object is not initialized", what);
     return 0;
 }
 
@@ -109,6 +118,16 @@ static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
 
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lock_t **lp)
 {
+    dl_core_t *e = NULL;
+    int rc = dl_obj_resolve_kind(o, magic, &dl_lock_kind, pp, &e);
+    if (rc == 0)
+        *lp = dl_lock_of(e);
+    return rc;
+}
+
+int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t *kind,
+                        dl_proc_t **pp, dl_core_t **cp)
+{
     if (valid(o, magic))
         return EINVAL;
     int err = 0;
@@ -122,8 +141,10 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
     dl_objkey_t k;
     key_of(o, &k);
     dl_core_t *found = dl_objtab_find(&p->objs, &k);
+    if (found && found->kind != kind)     /* a static object of another type, cast */
+        return dl_fail(EINVAL, "%s object is not initialized", what_of(magic));
     if (found) {
-        *lp = dl_lock_of(found);
+        *cp = found;
         return 0;
     }
     if (!name_here(o))
@@ -133,9 +154,9 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
                        "fork, or give it a shorter name", sizeof o->dl_iname);
     size_t len = 0;
     const char *name = name_of(o);
-    if (name_ok(name, &len))
+    if (name_ok(name, &len, magic))
         return EINVAL;
-    dl_core_t *e = dl_registry_get(&p->reg, &dl_lock_kind, p->cfg.prefix, name, len);
+    dl_core_t *e = dl_registry_get(&p->reg, kind, p->cfg.prefix, name, len);
     if (!e)
         return dl_fail(ENOMEM, "out of memory");
     /* Two threads may race to resolve an object: the registry hands both
@@ -153,7 +174,9 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, dl_proc_t **pp, dl_lo
         dl_registry_put(&p->reg, e);
     if (!kept)
         return dl_fail(ENOMEM, "out of memory");
-    *lp = dl_lock_of(kept);
+    if (kept->kind != kind)
+        return dl_fail(EINVAL, "%s object is not initialized", what_of(magic));
+    *cp = kept;
     return 0;
 }
 
@@ -183,7 +206,9 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
         dl_hold_linger_end(p, e, 1, 0);
         dl_seterr("%s", kept);
         if (dl_objtab_remove(&p->objs, &k, drop_obj, p))
-            return dl_fail(EBUSY, "lock is held or waited on in this process");
+            return magic == DL_MAGIC_COND
+                       ? dl_fail(EBUSY, "condition is waited on in this process")
+                       : dl_fail(EBUSY, "lock is held or waited on in this process");
     }
     /* Only this process's copy of the name is freed (never another
      * process's pointer, which means nothing here). */

@@ -24,10 +24,13 @@
 
 struct dl_proc;               /* dl_proc_t, process.h */
 struct dl_lock;               /* dl_lock_t, lock.h */
+struct dl_kind;               /* dl_kind_t, core.h */
+struct dl_core;
 
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
+#define DL_MAGIC_COND   0x4453434eu   /* "DSCN": dist_cond_t (api/cond.c) */
 
 /* A fixed lease (setlease) between these, in ms.  The shortest must still
  * leave a validity (the lease less the clock-drift allowance: tenure.c)
@@ -41,6 +44,10 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
  * object a sibling or child initialized in shared memory. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
                    struct dl_lock **lp);
+/* The same for an object of any kind (a condition: dl_cond_kind), the
+ * entry's core in *cp. */
+int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const struct dl_kind *kind,
+                        struct dl_proc **pp, struct dl_core **cp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
 /* dist_*_getfence: the calling thread's fence of its hold on o. */
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);

@@ -6,14 +6,17 @@
 
 const char *const dl_key_suffix[DL_KEYS_N] = { "", ":r", ":ri", ":q", ":w", ":m" };
 
-/* The condition's and the semaphore's keys are their main key for now:
- * their scripts add the rest here, in their KEYS order. */
-static const char *const cond_suffix[] = { "" };
+/* A condition's (lua/cond_*.lua): its registrations in arrival order
+ * (zset "token:regid" -> Redis time, us), and their deadlines (zset the
+ * same -> Redis time, ms), which their waiters refresh.  The semaphore's
+ * keys are its main key for now: its scripts add the rest here, in their
+ * KEYS order. */
+static const char *const cond_suffix[] = { "", ":d" };
 static const char *const sem_suffix[] = { "" };
 
 static const dl_keyset_t keysets[DL_KINDS] = {
     [DL_KIND_LOCK] = { "lock", 0, DL_KEYS_N, dl_key_suffix },
-    [DL_KIND_COND] = { "condition", 'c', 1, cond_suffix },
+    [DL_KIND_COND] = { "condition", 'c', 2, cond_suffix },
     [DL_KIND_SEM] = { "semaphore", 's', 1, sem_suffix },
 };
 
