@@ -11,6 +11,7 @@
 #include "lock.h"
 #include "object.h"
 #include "cond.h"               /* prim/: the condition primitive */
+#include "condwait.h"
 
 #define DL_MAGIC_CONDATTR 0x44534341u   /* "DSCA" */
 
@@ -79,70 +80,97 @@ int dist_cond_broadcast(dist_cond_t *c)
 }
 
 /* Takes m again after the wait, as its own lock call would (its type,
- * fairness and lease), blocking until it has it, and restores the
- * caller's count.  0, EOWNERDEAD, EIO (m not held). */
-static int retake(dl_proc_t *p, dl_lock_t *l, dist_mutex_t *m, unsigned count)
+ * fairness and lease), blocking until it has it.  0, EOWNERDEAD, EIO (m
+ * not held). */
+static int retake(dl_condwait_t *cw)
 {
+    dist_mutex_t *m = cw->m;
     dl_req_t rq = { 'w', 0, m->dl_o.dl_fair, m->dl_o.dl_lease_ms, 0, DL_FOREVER, NULL };
-    int rc;
     char q[96];
-    do
-        rc = dl_lock_acquire(p, l, &rq);
-    while (rc == ETIMEDOUT || rc == EBUSY);   /* (not with DL_FOREVER; never loops) */
+    int rc = dl_lock_acquire(cw->p, cw->l, &rq);
     if (rc != 0 && rc != EOWNERDEAD) {
         char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
         return dl_fail(rc, "condition wait: taking the mutex %s again failed, the caller does "
-                       "not hold it: %s", dl_quote(l->core.name, l->core.namelen, q, sizeof q),
-                       why);
+                       "not hold it: %s", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+                                                   sizeof q), why);
     }
-    int prc = dl_lock_restore(l, count);
+    return rc;
+}
+
+int dl_condwait_restore(dl_condwait_t *cw)
+{
+    char q[96];
+    int prc = dl_lock_restore(cw->l, cw->count);
     if (prc)
         dl_log(DL_LOG_ERROR, "condition wait: the mutex %s is held again, but its count of %u "
-               "could not be restored (%s)", dl_quote(l->core.name, l->core.namelen, q, sizeof q),
-               count, prc == EAGAIN ? "count overflow" : "out of memory");
-    return rc;
+               "could not be restored (%s)", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+                                                      sizeof q),
+               cw->count, prc == EAGAIN ? "count overflow" : "out of memory");
+    return prc;
+}
+
+int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
+                      const struct timespec *abstime)
+{
+    dl_proc_t *pm;
+    char q[96], qm[96];
+    uint64_t deadline = DL_FOREVER;
+    cw->abstime = abstime;
+    cw->m = m;
+    cw->lapsed = 0;
+    if (abstime && dl_deadline_from_abstime(abstime, &deadline))
+        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+    int rc = resolve(c, &cw->p, &cw->cv);
+    if (rc)
+        return rc;
+    if ((rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &pm, &cw->l)))
+        return rc;
+    cw->count = dl_lock_held_count(cw->l);
+    if (!cw->count)
+        return dl_fail(EPERM, "condition %s: the mutex %s is not held by this thread",
+                       dl_core_qname(&cw->cv->core, q, sizeof q),
+                       dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
+    if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
+        return rc;                /* m untouched */
+    if (dl_lock_release_all(cw->p, cw->l) == ENOLCK) {
+        cw->lapsed = 1;
+        snprintf(cw->lapse, sizeof cw->lapse, "%s", dist_lasterror());
+    }
+    return 0;
+}
+
+int dl_condwait_block(dl_condwait_t *cw)
+{
+    return dl_cond_block(cw->p, cw->cv, &cw->w, cw->abstime);
+}
+
+int dl_condwait_end(dl_condwait_t *cw, int brc)
+{
+    char q[96];
+    int trc = retake(cw);
+    if (trc != 0 && trc != EOWNERDEAD)
+        return trc;
+    dl_condwait_restore(cw);
+    if (trc == EOWNERDEAD)
+        return EOWNERDEAD;        /* worded by the lock */
+    if (cw->lapsed)
+        return dl_fail(EOWNERDEAD, "condition wait: the mutex is held again, but the caller's "
+                       "hold had lapsed before the wait released it (%s); the protected state "
+                       "may be half-updated", cw->lapse);
+    if (brc == ETIMEDOUT)
+        return dl_fail(ETIMEDOUT, "condition %s: timed out",
+                       dl_core_qname(&cw->cv->core, q, sizeof q));
+    return brc;
 }
 
 static int wait_on(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
 {
-    dl_proc_t *p, *pm;
-    dl_cond_t *cv;
-    dl_lock_t *l;
-    char q[96];
-    uint64_t deadline = DL_FOREVER;
-    if (abstime && dl_deadline_from_abstime(abstime, &deadline))
-        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    int rc = resolve(c, &p, &cv);
+    dl_condwait_t cw;
+    int rc = dl_condwait_begin(&cw, c, m, abstime);
     if (rc)
         return rc;
-    if ((rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &pm, &l)))
-        return rc;
-    unsigned count = dl_lock_held_count(l);
-    if (!count)
-        return dl_fail(EPERM, "condition %s: the mutex %s is not held by this thread",
-                       dl_core_qname(&cv->core, q, sizeof q),
-                       dl_quote(l->core.name, l->core.namelen, q + 48, sizeof q - 48));
-    dl_cwait_t w;
-    if ((rc = dl_cond_enter(p, cv, &w, deadline)))
-        return rc;                /* m untouched */
-    int lapsed = dl_lock_release_all(p, l) == ENOLCK;
-    char lapse[DL_ERRMAX];
-    if (lapsed)
-        snprintf(lapse, sizeof lapse, "%s", dist_lasterror());
-    int brc = dl_cond_block(p, cv, &w, abstime);
-    int trc = retake(p, l, m, count);
-    if (trc == EOWNERDEAD)
-        return EOWNERDEAD;        /* worded by the lock */
-    if (trc)
-        return trc;
-    if (lapsed)
-        return dl_fail(EOWNERDEAD, "condition wait: the mutex is held again, but the caller's "
-                       "hold had lapsed before the wait released it (%s); the protected state "
-                       "may be half-updated", lapse);
-    if (brc == ETIMEDOUT)
-        return dl_fail(ETIMEDOUT, "condition %s: timed out", dl_core_qname(&cv->core, q, sizeof q));
-    return brc;
+    return dl_condwait_end(&cw, dl_condwait_block(&cw));
 }
 
 int dist_cond_wait(dist_cond_t *c, dist_mutex_t *m)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
- * KIND is mutex, rwlock or flock.  TARGET is a symbol name or exe+0xOFFSET
- * (mutex, rwlock) or a file path (flock).  `@PROGRAM` limits the entry to
+ * KIND is mutex, rwlock, flock or cond.  TARGET is a symbol name or
+ * exe+0xOFFSET (mutex, rwlock, cond) or a file path (flock).  A cond's
+ * NAME is a condition's: its own, never a lock's.  `@PROGRAM` limits the entry to
  * programs of that base name.  Entries are separated by ';'; whitespace
  * around an entry and empty entries are ignored, nothing else is: a NAME
  * is taken byte for byte (it is binary-safe in Redis).
@@ -107,8 +108,8 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         char *kind = eq + 1;
         char *colon = strchr(kind, ':');
         if (!colon)
-            return fail(err, errlen, idx, "expected KIND:TARGET after '=' (KIND: mutex, rwlock or flock)",
-                        shown);
+            return fail(err, errlen, idx, "expected KIND:TARGET after '=' (KIND: mutex, rwlock, "
+                        "flock or cond)", shown);
         *colon = 0;
         char *target = colon + 1;
 
@@ -130,8 +131,11 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
             s.kind = DLP_RWLOCK;
         else if (strcmp(kind, "flock") == 0)
             s.kind = DLP_FLOCK;
+        else if (strcmp(kind, "cond") == 0)
+            s.kind = DLP_COND;
         else
-            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock or flock)", shown);
+            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock, flock or cond)",
+                        shown);
         if (!*target)
             return fail(err, errlen, idx, s.kind == DLP_FLOCK ? "empty file path" : "empty symbol", shown);
 
@@ -156,7 +160,9 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
             if (specs[i].kind == s.kind && strcmp(specs[i].target, s.target) == 0 &&
                 same_program(specs[i].program, s.program))
                 return fail(err, errlen, idx, "target already mapped by an earlier entry", shown);
+            /* (a condition's name is its own: any lock may share it) */
             if (specs[i].namelen == s.namelen && memcmp(specs[i].name, s.name, s.namelen) == 0 &&
+                specs[i].kind != DLP_COND && s.kind != DLP_COND &&
                 (specs[i].kind == DLP_MUTEX) != (s.kind == DLP_MUTEX))
                 return fail(err, errlen, idx,
                             "lock name already used with another KIND (a name is a mutex, or a "

@@ -60,6 +60,8 @@ TRAMP(cond_wait, (pthread_cond_t *c, pthread_mutex_t *m), (c, m), 0)
 TRAMP(cond_timedwait, (pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t), (c, m, t), 0)
 TRAMP(cond_clockwait, (pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t),
       (c, m, k, t), 0)
+TRAMP(cond_signal, (pthread_cond_t *c), (c), 0)
+TRAMP(cond_broadcast, (pthread_cond_t *c), (c), 0)
 TRAMP(rw_rdlock, (pthread_rwlock_t *r), (r), 0)
 TRAMP(rw_tryrdlock, (pthread_rwlock_t *r), (r), 0)
 TRAMP(rw_timedrdlock, (pthread_rwlock_t *r, const struct timespec *t), (r, t), 0)
@@ -116,6 +118,7 @@ dlp_real_t dlp_real = {
     boot_rw_rdlock, boot_rw_tryrdlock, boot_rw_timedrdlock, boot_rw_clockrdlock,
     boot_rw_wrlock, boot_rw_trywrlock, boot_rw_timedwrlock, boot_rw_clockwrlock,
     boot_rw_unlock, boot_flock, boot_fcntl, boot_fcntl64, boot_lockf, boot_lockf64, boot_close,
+    boot_cond_signal, boot_cond_broadcast,
 };
 
 /* What a call gets if libc lacks the function (not on glibc 2.36). */
@@ -169,6 +172,8 @@ static void resolve_all(void)
     SET(lockf, "lockf", NULL, sys_lockf);
     SET(lockf64, "lockf64", NULL, sys_lockf64);
     SET(close, "close", NULL, sys_close);
+    SET(cond_signal, "pthread_cond_signal", "GLIBC_2.3.2", missing);
+    SET(cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2", missing);
     errno = saved;
 }
 

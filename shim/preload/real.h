@@ -40,6 +40,8 @@ typedef struct dlp_real {
     int (*lockf)(int, int, off_t);
     int (*lockf64)(int, int, off64_t);
     int (*close)(int);
+    int (*cond_signal)(pthread_cond_t *);
+    int (*cond_broadcast)(pthread_cond_t *);
 } dlp_real_t;
 
 extern dlp_real_t dlp_real;

@@ -201,6 +201,10 @@ int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, const struct timesp
     if (abstime)
         dl_deadline_from_abstime(abstime, &deadline);
     uint64_t next_check = w->checked_at + every;
+    /* Not a cancellation point: a thread cancelled in the wait would leave
+     * its waiter (on its stack) listed, and o->mu held. */
+    int cancel;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
     pthread_mutex_lock(&o->mu);
     while (w->state == DL_CW_WAITING) {
         uint64_t now = dl_now_ms();
@@ -235,6 +239,7 @@ int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, const struct timesp
     int state = w->state;
     unlist(c, w);
     pthread_mutex_unlock(&o->mu);
+    pthread_setcancelstate(cancel, NULL);
     pthread_cond_destroy(&w->cv);
 
     int rc = 0;
