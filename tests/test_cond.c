@@ -938,14 +938,20 @@ static void test_destroy_busy_and_names_apart(void **state)
     TH_ASSERT_RC(dist_cond_init(&c, name, NULL), 0);
     TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
     th_actor_t *a = th_actor_new();
-    waitarg_t wa = { &c, &m, 3000 };
+    /* (20 s: the signal below ends the wait; the bound only keeps the
+     * waiter from returning before the checks are done, however slow.) */
+    waitarg_t wa = { &c, &m, 20000 };
     th_actor_post(a, do_timedwait, &wa);
     int64_t until = th_now_ms() + 10000;
     while (th_cmd_ll("ZCARD %s", k0) < 1 && th_now_ms() < until)
         th_sleep_ms(2);
     /* The mutex of the same name is free meanwhile: the condition's keys
-     * are not the lock's. */
-    TH_ASSERT_RC(dist_mutex_trylock(&m), 0);
+     * are not the lock's.  The waiter registers before it releases the
+     * mutex (on every server under redlock: the release follows the
+     * slowest), so the mutex is taken with a deadline, not tried: 10 s,
+     * far more than a release takes, far less than the wait. */
+    struct timespec lk = ts_in(10000);
+    TH_ASSERT_RC(dist_mutex_timedlock(&m, &lk), 0);
     TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
     TH_ASSERT_RC(dist_cond_destroy(&c), EBUSY);
     assert_non_null(strstr(dist_lasterror(), "waited on"));
