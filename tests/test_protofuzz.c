@@ -17,6 +17,7 @@
  */
 #include "harness.h"
 #include "pf.h"
+#include "pf_cond.h"
 
 #include <string.h>
 
@@ -156,6 +157,35 @@ static void test_six_procs(void **state) { run(4, 6, 800); }
  * gives up; renew 'm' counts it as a waiter.  ~4 s. */
 static void test_redlock_mark(void **state) { run_mode(5, 3, 800, 1, 10000); }
 
+/* The condition's scripts (pf_cond.h): no lost wake-up, with waiters that
+ * lapse, die, give up and lose their pushes.  25 s at most per run: a slow
+ * box runs fewer steps, never times out. */
+static void run_cond(uint64_t seed, int procs, int steps)
+{
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    pf_opts_t o = { 0 };
+    o.seed = seed + (s ? strtoull(s, NULL, 10) : 0);
+    o.steps = n ? atoi(n) : steps;
+    o.procs = procs;
+    o.host = "127.0.0.1";
+    o.port = th_redis_port();
+    o.out = stderr;
+    o.max_ms = 25000;
+    pf_fail_t f;
+    int done = 0;
+    int rc = pf_cond_fuzz(&o, &done, &f);
+    if (rc < 0)
+        fail_msg("protofuzz (conditions) could not run: %s", f.msg);
+    if (rc > 0)
+        fail_msg("protofuzz (conditions) seed %llu, %d processes: step %d: %s: %s (the last "
+                 "steps are above)", (unsigned long long)o.seed, procs, f.step + 1, f.what, f.msg);
+    print_message("protofuzz (conditions) seed %llu, %d processes: %d steps, every invariant "
+                  "held\n", (unsigned long long)o.seed, procs, done);
+}
+
+static void test_cond_three_procs(void **state) { run_cond(11, 3, 1500); }
+static void test_cond_five_procs(void **state) { run_cond(12, 5, 1500); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +195,8 @@ int main(void)
         TH_TEST(test_four_procs),
         TH_TEST(test_six_procs),
         TH_TEST(test_redlock_mark),
+        TH_TEST(test_cond_three_procs),
+        TH_TEST(test_cond_five_procs),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }
