@@ -19,6 +19,7 @@
  *   w_rw.c      W5
  *   w_scale.c   W6 W7
  *   w_preload.c W8
+ *   w_cond.c    C1 (a condition's signal-to-wake latency)
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -38,6 +39,7 @@
 #include "floor.h"
 #include "w_basic.h"
 #include "w_local.h"
+#include "w_cond.h"
 #include "w_rw.h"
 #include "w_scale.h"
 #include "w_preload.h"
