@@ -52,7 +52,11 @@ set(DL_MAN3_GROUPS
   "dist_rwlock_wrlock:dist_rwlock_trywrlock,dist_rwlock_timedwrlock"
   "dist_rwlock_unlock:"
   "dist_rwlockattr_init:dist_rwlockattr_destroy,dist_rwlockattr_setlease"
-  "dist_strerror:dist_lasterror,dist_version")
+  "dist_strerror:dist_lasterror,dist_version"
+  "dist_cond_init:dist_cond_destroy,DIST_COND_INITIALIZER"
+  "dist_cond_wait:dist_cond_timedwait"
+  "dist_cond_signal:dist_cond_broadcast"
+  "dist_condattr_init:dist_condattr_destroy")
 
 set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)
 file(MAKE_DIRECTORY ${DL_MAN_LINK_DIR})
