@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 
     printf("protofuzz: seeds from %llu, %d steps each, %d processes%s, %s, server %s:%d\n",
            (unsigned long long)o.seed, o.steps, o.procs, o.redlock ? " (redlock clients)" : "",
-           o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
+           cond ? "the condition's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
                                      : o.gates ? "gated, some known-flaw triggers" : "every op", host, o.port);
     o.progress_ms = 2000;
     int64_t start = pf_now_ms();
