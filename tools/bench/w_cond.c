@@ -9,7 +9,8 @@
  * SPEC allows).  t1: B back from dist_cond_wait with the mutex held again.
  * So a sample is the signal's round trip, the push to B's subscriber, B's
  * thread woken, and the mutex retaken (one more round trip): about 2.5
- * round trips and two thread wake-ups. */
+ * round trips and two thread wake-ups.  signal_call_p50_us: the signal
+ * call alone (A's side). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -33,6 +34,7 @@ typedef struct c1 {
     unsigned long spurious;         /* B's wake-ups without its predicate */
     dl_stats_t sb0, sb1;            /* B's counters: pushes, asks, local wake-ups */
     uint64_t t0[4096], t1[4096];
+    uint64_t ts[4096];              /* A back from dist_cond_signal */
 } c1_t;
 
 /* The condition's main key (keys.c: its own hash tag), to see B registered. */
@@ -100,6 +102,7 @@ static int c1_worker(void *arg, int idx)
                 fprintf(stderr, "distlock-bench: C1 signal: %s\n", dist_lasterror());
                 return 1;
             }
+            w->ts[r] = now_ns();
             while (sem_wait(&w->b_done) && errno == EINTR) {
             }
             w->pr.done = r + 1;
@@ -170,6 +173,17 @@ int run_c1(void)
         result_extra(r, "rounds", "%zu", n);
         result_extra(r, "min_us", "%.1f", v[0]);
         result_extra(r, "max_us", "%.1f", v[n - 1]);
+        /* the signal's own round trip, the first part of each sample */
+        double *sv = malloc(n * sizeof *sv);
+        for (size_t i = 0; sv && i < n; i++) {
+            uint64_t a = w->t0[w->warm + i], b = w->ts[w->warm + i];
+            sv[i] = b > a ? (double)(b - a) / 1e3 : 0;
+        }
+        if (sv) {
+            sort_doubles(sv, n);
+            result_extra(r, "signal_call_p50_us", "%.1f", pct_sorted(sv, n, 0.5));
+            free(sv);
+        }
         result_t *fp = result_find("floor", "PING");
         if (fp && !fp->skipped) {
             result_extra(r, "ping_p50_us", "%.1f", fp->p50_us);
