@@ -57,7 +57,11 @@ set(DL_MAN3_GROUPS
   "dist_rwlockattr_init:dist_rwlockattr_destroy,dist_rwlockattr_setlease"
   "dist_sem_init:dist_sem_destroy,DIST_SEM_INITIALIZER"
   "dist_sem_wait:dist_sem_trywait,dist_sem_timedwait,dist_sem_post,dist_sem_getvalue"
-  "dist_strerror:dist_lasterror,dist_version")
+  "dist_strerror:dist_lasterror,dist_version"
+  "dist_cond_init:dist_cond_destroy,DIST_COND_INITIALIZER"
+  "dist_cond_wait:dist_cond_timedwait"
+  "dist_cond_signal:dist_cond_broadcast"
+  "dist_condattr_init:dist_condattr_destroy")
 
 set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)
 file(MAKE_DIRECTORY ${DL_MAN_LINK_DIR})

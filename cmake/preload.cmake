@@ -33,6 +33,7 @@ endif()
 set(DLP_EXPORTS
   pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_clocklock
   pthread_mutex_unlock pthread_cond_wait pthread_cond_timedwait pthread_cond_clockwait
+  pthread_cond_signal pthread_cond_broadcast
   pthread_rwlock_rdlock pthread_rwlock_tryrdlock pthread_rwlock_timedrdlock
   pthread_rwlock_clockrdlock pthread_rwlock_wrlock pthread_rwlock_trywrlock
   pthread_rwlock_timedwrlock pthread_rwlock_clockwrlock pthread_rwlock_unlock
@@ -96,7 +97,7 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;120;1" "sem;120;1")
+               "programs;120;1" "sem;120;1" "cond;60;1")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

@@ -84,10 +84,20 @@ struct dist_lockobj {
 typedef struct dist_mutex { struct dist_lockobj dl_o; } dist_mutex_t;
 typedef struct dist_rwlock { struct dist_lockobj dl_o; } dist_rwlock_t;
 
+/* A condition variable (version 2): waiters anywhere, woken by a signal
+ * from any process.  Its name is its own: a condition never clashes with
+ * a lock of the same name. */
+typedef struct dist_condattr {
+    unsigned int dl_magic;
+} dist_condattr_t;
+typedef struct dist_cond { struct dist_lockobj dl_o; } dist_cond_t;
+
 /* name: a string literal (or any string that outlives the lock). */
 #define DIST_MUTEX_INITIALIZER(name) \
     { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, { 0 } } }
 #define DIST_RWLOCK_INITIALIZER(name) \
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+#define DIST_COND_INITIALIZER(name) \
     { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
 
 /* --- mutex attributes (never block) --- */
@@ -223,6 +233,32 @@ DIST_API int dist_sem_getvalue(dist_sem_t *s, int *value);
  * process and a thread waits on it, or the process holds leased permits of
  * it.  The semaphore stays in Redis. */
 DIST_API int dist_sem_destroy(dist_sem_t *s);
+
+/* --- condition variables (version 2) --- */
+/* Never block. */
+DIST_API int dist_condattr_init(dist_condattr_t *attr);
+DIST_API int dist_condattr_destroy(dist_condattr_t *attr);
+/* Never blocks; does not talk to Redis.  attr may be NULL. */
+DIST_API int dist_cond_init(dist_cond_t *c, const char *name, const dist_condattr_t *attr);
+/* The caller must hold m (EPERM otherwise; m is then untouched).  Releases
+ * every hold the caller has on m, blocks until a signal or broadcast from
+ * any thread of any process wakes it (or spuriously), then takes m again
+ * and restores its count.  0, EOWNERDEAD (m held again, but a hold on it
+ * lapsed meanwhile: the protected state may be half-updated), EINVAL,
+ * EPERM, EIO: Redis failed; m is still held if the wait had not started,
+ * and not held if taking it again failed (dist_lasterror says which). */
+DIST_API int dist_cond_wait(dist_cond_t *c, dist_mutex_t *m);
+/* As dist_cond_wait, until abstime (CLOCK_REALTIME): ETIMEDOUT then, with
+ * m held again; never before abstime. */
+DIST_API int dist_cond_timedwait(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime);
+/* Wake at least one waiter / every waiter, in any process; need not hold
+ * the mutex.  A signal with nobody waiting is not remembered.  One round
+ * trip at most (none when a waiter of the caller's own process is woken). */
+DIST_API int dist_cond_signal(dist_cond_t *c);
+DIST_API int dist_cond_broadcast(dist_cond_t *c);
+/* Never blocks.  EBUSY when this is the last object of its name in the
+ * process and a thread of the process waits on it. */
+DIST_API int dist_cond_destroy(dist_cond_t *c);
 
 /* --- errors (never block) --- */
 /* Text for any code these functions return. */

@@ -72,7 +72,16 @@ extern const int nm_nlocks;
 
 /* ------------------------------------------------------------- the record */
 
-enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ };
+enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ,
+               NM_CWAIT,         /* dist_cond_timedwait on the condition (name NM_CV_NAME):
+                                    abs_rt_us its deadline, fence its deadline on
+                                    CLOCK_MONOTONIC (us) */
+               NM_SIGNAL };      /* dist_cond_signal: fence the time (us) the signaller's
+                                    lock of the condition's mutex returned */
+/* The condition of the nemesis and its mutex: names after the locks' (they
+ * take no part in the lock checks; nemesis_check.c check_cond). */
+#define NM_CV_NAME (nm_nlocks)
+#define NM_CVM_NAME (nm_nlocks + 1)
 enum nm_op { NM_OP_LOCK = 1, NM_OP_TRY, NM_OP_TIMED };
 
 /* One call, written by its thread: t0 and the rest before the call, then

@@ -950,6 +950,144 @@ static void mark_told(nm_hist_t *hs)
     }
 }
 
+/* ------------------------------------------------- the condition */
+
+typedef struct cwait {
+    int64_t t0, t1;             /* t1 INT64_MAX: never returned */
+    int64_t dl;                 /* its deadline (CLOCK_MONOTONIC us) */
+    int rc, pid, tid, used;     /* rc -1: no return */
+} cwait_t;
+
+typedef struct csig {
+    int64_t locked, t0, t1;
+    int pid, tid;
+} csig_t;
+
+static int csig_cmp(const void *a, const void *b)
+{
+    const csig_t *x = a, *y = b;
+    return x->t1 < y->t1 ? -1 : x->t1 > y->t1;
+}
+
+/* No fault, death or stall of any process within [a, b]. */
+static int quiet(const nm_hist_t *hs, int64_t a, int64_t b)
+{
+    const nm_ctx_t *c = hs->c;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->done)
+            continue;
+        int64_t e = !f->ended ? hs->end : f->t_end > f->t_start ? f->t_end : f->t_start;
+        if (f->t_start <= b && e >= a)
+            return 0;
+    }
+    for (int s = 0; s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0)
+            continue;
+        if (sl->died_us && sl->died_us >= a && sl->died_us <= b)
+            return 0;
+        uint32_t ns = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS;
+        for (uint32_t k = 0; k < ns; k++)
+            if (sl->stall[k][0] <= b && sl->stall[k][1] >= a)
+                return 0;
+    }
+    return 1;
+}
+
+/* No lost wake-up.  A signal s is judged when a waiter w witnesses it:
+ * w held the mutex before s's signaller took it (so w had registered),
+ * its deadline came after s returned, and it timed out: no signal took
+ * it.  Then s took another waiter, which was woken (0, EOWNERDEAD; an EIO
+ * or no return are given the benefit of the doubt): one that began before
+ * s returned and returned after s's mutex was taken, not claimed by an
+ * earlier judged signal (each signal takes its own waiter).  Judged only
+ * where nothing disturbed the run from a claim window (+ 0.5 s) before the
+ * signaller took the mutex to 0.5 s after the signal: a registration of a
+ * process that died, stalled or was cut may take a signal within that
+ * window, as PROTOCOL.md says. */
+static void check_cond(nm_hist_t *hs)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t nw = 0, ns = 0, capw = 256, caps = 256;
+    cwait_t *w = malloc(capw * sizeof *w);
+    csig_t *sg = malloc(caps * sizeof *sg);
+    for (int s = 0; w && sg && s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0)
+            continue;
+        for (int t = 0; t < NM_MAX_THREADS; t++) {
+            const nm_thread_log_t *tl = &sl->th[t];
+            uint32_t n = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
+            for (uint32_t i = 0; i < n; i++) {
+                const nm_ev_t *e = &tl->ev[i];
+                int done = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2;
+                if (e->kind == NM_CWAIT && done && e->rc == ETIMEDOUT && e->rt1_us < e->abs_rt_us)
+                    nm_viol_add(hs, NM_C_TIMED, NM_CV_NAME, e->t1, "condition wait by %d/%d "
+                                "returned ETIMEDOUT %.3f ms before its deadline", sl->pid,
+                                (int)tl->tid, (double)(e->abs_rt_us - e->rt1_us) / 1000.0);
+                if (e->kind == NM_CWAIT) {
+                    if (nw == capw) {
+                        cwait_t *m = realloc(w, 2 * capw * sizeof *w);
+                        if (!m)
+                            goto out;
+                        w = m;
+                        capw *= 2;
+                    }
+                    w[nw++] = (cwait_t){ e->t0, done ? e->t1 : INT64_MAX, done ? (int64_t)e->fence : 0,
+                                         done ? e->rc : -1, sl->pid, (int)tl->tid, 0 };
+                } else if (e->kind == NM_SIGNAL && done && e->rc == 0) {
+                    if (ns == caps) {
+                        csig_t *m = realloc(sg, 2 * caps * sizeof *sg);
+                        if (!m)
+                            goto out;
+                        sg = m;
+                        caps *= 2;
+                    }
+                    sg[ns++] = (csig_t){ (int64_t)e->fence, e->t0, e->t1, sl->pid, (int)tl->tid };
+                }
+            }
+        }
+    }
+    if (!w || !sg)
+        goto out;
+    qsort(sg, ns, sizeof *sg, csig_cmp);
+    int64_t claim = (c->cfg->lease_ms < 2000 ? c->cfg->lease_ms : 2000) * 1000LL, margin = 500000;
+    long judged = 0;
+    for (size_t i = 0; i < ns; i++) {
+        const csig_t *s = &sg[i];
+        const cwait_t *wit = NULL;
+        for (size_t j = 0; j < nw && !wit; j++)
+            if (w[j].rc == ETIMEDOUT && w[j].t0 < s->locked && w[j].dl > s->t1 + 5000)
+                wit = &w[j];
+        if (!wit || !quiet(hs, s->locked - claim - margin, s->t1 + margin))
+            continue;
+        judged++;
+        cwait_t *best = NULL;
+        for (size_t j = 0; j < nw; j++) {
+            cwait_t *x = &w[j];
+            if (x->used || x->rc == ETIMEDOUT || x->t0 >= s->t1 || x->t1 <= s->locked)
+                continue;
+            if (!best || x->t1 < best->t1)
+                best = x;
+        }
+        if (best) {
+            best->used = 1;
+            continue;
+        }
+        nm_viol_add(hs, NM_C_WAKEUP, NM_CV_NAME, s->t1, "the signal of %d/%d (its mutex taken at %.1f "
+                    "ms, signalled %.1f..%.1f ms) woke no waiter, yet %d/%d waited through it (from "
+                    "%.1f ms, deadline %.1f ms) and timed out at %.1f ms", s->pid, s->tid,
+                    nm_rel(c, s->locked), nm_rel(c, s->t0), nm_rel(c, s->t1), wit->pid, wit->tid,
+                    nm_rel(c, wit->t0), nm_rel(c, wit->dl), nm_rel(c, wit->t1));
+    }
+    if (c->cfg->verbose)
+        fprintf(stderr, "nemesis: condition: %zu waits, %zu signals, %ld judged\n", nw, ns, judged);
+out:
+    free(w);
+    free(sg);
+}
+
 void nm_check_all(nm_hist_t *hs)
 {
     byname_t bn[NM_MAX_NAMES];
@@ -965,6 +1103,7 @@ void nm_check_all(nm_hist_t *hs)
     check_liveness(hs, bn);
     check_fence_order(hs, bn);
     check_small(hs);
+    check_cond(hs);
     for (int k = 0; k < nm_nlocks; k++)
         free(bn[k].ix);
 }

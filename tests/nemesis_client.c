@@ -8,6 +8,12 @@
  * the critical section.  Every call is recorded (nemesis_log.c) before it
  * is made and when it returns.
  *
+ * When a log slot is left (threads < NM_MAX_THREADS), one more thread
+ * uses the nemesis's condition variable as a pthreads program would: it
+ * either waits on it (a timed wait of 200-800 ms, its mutex held) or takes
+ * the mutex, lets it go and signals; nemesis_check.c judges that no signal
+ * is lost.  That mutex is not one of nm_locks: the lock checks ignore it.
+ *
  * Each thread draws its choices from its own generator, seeded from the
  * run's seed, the slot and the thread: a run's workload is the same each
  * time, its interleaving is the machine's.
@@ -40,6 +46,8 @@ typedef struct nm_thr {
 /* The process's lock objects, one per name, shared by its threads. */
 static dist_mutex_t nm_mx[NM_MAX_NAMES];
 static dist_rwlock_t nm_rw[NM_MAX_NAMES];
+static dist_cond_t nm_cv;
+static dist_mutex_t nm_cvm;
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -225,6 +233,53 @@ static void *thread_main(void *arg)
     return NULL;
 }
 
+/* The condition's thread (above).  A wait's record: t0 once the mutex is
+ * held (so a signaller that takes the mutex after t0 signals after the
+ * waiter registered), its deadline on both clocks.  A signal's: the time
+ * its mutex lock returned (fence). */
+static void *cond_main(void *arg)
+{
+    nm_thr_t *t = arg;
+    t->tid = (int)syscall(SYS_gettid);
+    t->tl->tid = (uint32_t)t->tid;
+    while (!stopping(t) && !t->tl->full) {
+        int wait = rnd_in(&t->rng, 0, 99) < 55;
+        int rc = dist_mutex_lock(&nm_cvm);
+        int64_t locked = nm_now_us();
+        if (rc != 0 && rc != EOWNERDEAD) {
+            sleep_us(rnd_in(&t->rng, 10000, 50000));
+            continue;
+        }
+        if (wait) {
+            long ms = rnd_in(&t->rng, 200, 800);
+            nm_ev_t *e = nm_ev_begin(t->tl, NM_CWAIT, NM_OP_TIMED, NM_CV_NAME, 'w', 0, 0);
+            int64_t abs_us = nm_realtime_us() + ms * 1000;
+            uint64_t dl = (uint64_t)(nm_now_us() + ms * 1000);
+            if (e)
+                e->abs_rt_us = abs_us;
+            struct timespec ts = { abs_us / 1000000, (abs_us % 1000000) * 1000 };
+            rc = dist_cond_timedwait(&nm_cv, &nm_cvm, &ts);
+            if (e)
+                e->rt1_us = nm_realtime_us();
+            nm_ev_end(e, rc, dl);
+            if (rc != 0 && rc != ETIMEDOUT && rc != EOWNERDEAD)
+                fprintf(stderr, "nemesis client %d/%d: condition wait: %s (%s)\n", t->pid, t->tid,
+                        strerror(rc), dist_lasterror());
+            dist_mutex_unlock(&nm_cvm);     /* (EPERM when an EIO left it not held) */
+        } else {
+            dist_mutex_unlock(&nm_cvm);
+            nm_ev_t *e = nm_ev_begin(t->tl, NM_SIGNAL, 0, NM_CV_NAME, 'w', 0, 0);
+            rc = dist_cond_signal(&nm_cv);
+            nm_ev_end(e, rc, (uint64_t)locked);
+            if (rc != 0)
+                fprintf(stderr, "nemesis client %d/%d: signal: %s (%s)\n", t->pid, t->tid,
+                        strerror(rc), dist_lasterror());
+        }
+        sleep_us(rnd_in(&t->rng, 0, 30000));
+    }
+    return NULL;
+}
+
 /* The heartbeat: a thread that wakes every 5 ms and records when it woke
  * NM_STALL_US late: the machine (or a SIGSTOP) held the process up.  The
  * checks count such a stall as they count a stop. */
@@ -268,6 +323,7 @@ static int client_main(const nm_client_cfg_t *cc)
 
     nm_thr_t th[NM_MAX_THREADS];
     int n = cfg->threads < NM_MAX_THREADS ? cfg->threads : NM_MAX_THREADS;
+    int cv = n < NM_MAX_THREADS;      /* a slot left for the condition's thread */
     /* The store is reached on connections made here, before the process
      * enters its network namespace: a socket stays in the namespace it was
      * made in, so no cut of the lock's network touches the store. */
@@ -314,8 +370,21 @@ static int client_main(const nm_client_cfg_t *cc)
             dist_mutexattr_destroy(&a);
         }
     }
-    pthread_t tids[NM_MAX_THREADS], hb;
+    if (cv && (dist_cond_init(&nm_cv, sh->names[NM_CV_NAME], NULL) != 0 ||
+               dist_mutex_init(&nm_cvm, sh->names[NM_CVM_NAME], NULL) != 0))
+        return 4;
+    pthread_t tids[NM_MAX_THREADS], hb, cvt;
     int hb_ok = pthread_create(&hb, NULL, heartbeat_main, (void *)cc) == 0;
+    nm_thr_t cvth;
+    if (cv) {
+        memset(&cvth, 0, sizeof cvth);
+        cvth.cc = cc;
+        cvth.tl = &sl->th[n];
+        cvth.idx = n;
+        cvth.pid = pid;
+        cvth.rng = cfg->seed * 1000003ULL + (uint64_t)cc->slot * 131ULL + 0xc0ddULL;
+        cv = pthread_create(&cvt, NULL, cond_main, &cvth) == 0;
+    }
     int started = 0;
     for (int i = 0; i < n; i++)
         if (pthread_create(&tids[i], NULL, thread_main, &th[i]) == 0)
@@ -325,6 +394,8 @@ static int client_main(const nm_client_cfg_t *cc)
     __atomic_store_n(&sl->threads, started, __ATOMIC_RELEASE);
     for (int i = 0; i < started; i++)
         pthread_join(tids[i], NULL);
+    if (cv)
+        pthread_join(cvt, NULL);
     if (hb_ok)
         pthread_join(hb, NULL);
     for (int i = 0; i < n; i++)

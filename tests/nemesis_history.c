@@ -21,7 +21,7 @@ const char *nm_check_name(int c)
         [NM_C_LAPSE] = "unexplained-lapse", [NM_C_OWNERDEAD] = "ownerdead",
         [NM_C_LIVENESS] = "liveness",   [NM_C_HANG] = "hang",     [NM_C_CODE] = "code",
         [NM_C_CRASH] = "crash",         [NM_C_FENCE] = "fence-order", [NM_C_TIMED] = "timed",
-        [NM_C_ORPHAN] = "orphan",
+        [NM_C_ORPHAN] = "orphan",       [NM_C_WAKEUP] = "lost-wakeup",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
 }
@@ -123,6 +123,10 @@ static int code_ok(const nm_ev_t *e)
     int rc = e->rc;
     if (e->kind == NM_UNLOCK)
         return rc == 0 || rc == ENOLCK || rc == EIO;
+    if (e->kind == NM_CWAIT)
+        return rc == 0 || rc == ETIMEDOUT || rc == EOWNERDEAD || rc == EIO;
+    if (e->kind == NM_SIGNAL)
+        return rc == 0 || rc == EIO;
     if (e->kind != NM_LOCK)
         return rc == 0 || rc == 1;
     if (rc == 0 || rc == EOWNERDEAD || rc == EIO)
@@ -158,9 +162,10 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                                 e->name, e->t1, "%s of %s by %d/%d (depth %d) returned %s (%d), which "
                                 "the SPEC does not give for it",
                                 e->kind == NM_LOCK ? "lock call" : e->kind == NM_UNLOCK ? "unlock"
-                                : "store op (harness)", c->sh->names[e->name], sl->pid, (int)tl->tid,
-                                e->depth, e->kind == NM_LOCK || e->kind == NM_UNLOCK ? th_errname(e->rc)
-                                : "error", e->rc);
+                                : e->kind == NM_CWAIT ? "condition wait" : e->kind == NM_SIGNAL
+                                ? "signal" : "store op (harness)", c->sh->names[e->name], sl->pid,
+                                (int)tl->tid, e->depth, e->kind == NM_WRITE || e->kind == NM_READ
+                                ? "error" : th_errname(e->rc), e->rc);
                 if (e->kind == NM_LOCK) {
                     nm_call_t *k = push_call(hs, &ccap);
                     if (!k)
@@ -310,7 +315,9 @@ static line_t *collect(const nm_hist_t *hs, int name, int64_t from, int64_t to, 
                 int done = e->state == 2;
                 const char *what = e->kind == NM_LOCK
                     ? (e->op == NM_OP_LOCK ? "lock" : e->op == NM_OP_TRY ? "trylock" : "timedlock")
-                    : e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_WRITE ? "store write" : "store read";
+                    : e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_WRITE ? "store write"
+                    : e->kind == NM_CWAIT ? "cond timedwait" : e->kind == NM_SIGNAL ? "cond signal"
+                    : "store read";
                 char res[80];
                 if (!done)
                     snprintf(res, sizeof res, "(no return)");
@@ -321,7 +328,8 @@ static line_t *collect(const nm_hist_t *hs, int name, int64_t from, int64_t to, 
                     snprintf(res, sizeof res, "%s", th_errname(e->rc));
                 l[n].t = e->t0;
                 int w = snprintf(l[n].s, sizeof l[n].s, "%10.1f ms %6d/%-6d %-5s %-11s %c d%d hold %u fence %llu -> %s",
-                                 nm_rel(c, e->t0), sl->pid, (int)tl->tid, nm_locks[e->name].tag, what,
+                                 nm_rel(c, e->t0), sl->pid, (int)tl->tid,
+                                 e->name < nm_nlocks ? nm_locks[e->name].tag : "cv", what,
                                  e->mode ? e->mode : '-', e->depth, e->hold, (unsigned long long)e->fence, res);
                 if (done && w > 0 && (size_t)w < sizeof l[n].s)
                     snprintf(l[n].s + w, sizeof l[n].s - (size_t)w, " at %.1f", nm_rel(c, e->t1));

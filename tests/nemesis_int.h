@@ -91,6 +91,8 @@ enum nm_check {
     NM_C_FENCE,         /* fences out of order between processes */
     NM_C_TIMED,         /* ETIMEDOUT before the deadline */
     NM_C_ORPHAN,        /* EOWNERDEAD explained only by a lock call that failed */
+    NM_C_WAKEUP,        /* a condition's signal lost: a waiter that waited through it
+                           timed out, and no waiter was woken by it */
     NM_C_COUNT
 };
 

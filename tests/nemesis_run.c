@@ -271,7 +271,9 @@ static void watch_calls(nm_ctx_t *c, nm_hist_t *hs, int64_t now)
                 c->hang_ev[s][t] = n;
                 nm_viol_add(hs, NM_C_HANG, e->name, e->t0,
                             "%s of %s by %d/%d has not returned after %.1f s (bound %.1f s)",
-                            e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_LOCK ? "lock call" : "store op",
+                            e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_LOCK ? "lock call"
+                            : e->kind == NM_CWAIT ? "condition wait" : e->kind == NM_SIGNAL ? "signal"
+                            : "store op",
                             c->sh->names[e->name], sl->pid, (int)tl->tid, (double)took / 1e6,
                             (double)lim / 1e6);
                 c->hangs_seen++;
@@ -405,6 +407,10 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
     for (int i = 0; i < nm_nlocks; i++)
         snprintf(c->sh->names[i], sizeof c->sh->names[i], "nm%llu.%s",
                  (unsigned long long)cfg->seed, nm_locks[i].tag);
+    snprintf(c->sh->names[NM_CV_NAME], sizeof c->sh->names[0], "nm%llu.cv",
+             (unsigned long long)cfg->seed);
+    snprintf(c->sh->names[NM_CVM_NAME], sizeof c->sh->names[0], "nm%llu.cvm",
+             (unsigned long long)cfg->seed);
     nm_schedule_make(cfg, &c->sch);
     fprintf(stderr, "nemesis: seed %llu, %d clients x %d threads, %.1f s of faults (%d planned) "
             "+ %.1f s healed, lease %ld ms, fixed lease %ld ms, I/O time-out %ld ms; logs in %s\n",

@@ -1395,10 +1395,149 @@ static void test_sem_inputs(void **state)
     end("semaphores");
 }
 
+/* ------------------------------------------------------------ conditions */
+
+struct cwait_arg { dist_cond_t *c; dist_mutex_t *m; };
+static int a_cmlock(void *p) { return dist_mutex_lock(((struct cwait_arg *)p)->m); }
+static int a_cmunlock(void *p) { return dist_mutex_unlock(((struct cwait_arg *)p)->m); }
+
+/* dist_cond_*: NULL, uninitialized (zero and random bytes), destroyed and
+ * cast objects, bad names and attributes, bad timespecs, and a mutex not
+ * held (EPERM; the caller's mutex as it was). */
+static void test_conditions(void **state)
+{
+    begin();
+    char name[64];
+    th_name(name, sizeof name, "cond");
+    dist_cond_t c;
+    dist_condattr_t ca;
+    dist_mutex_t m;
+    dist_rwlock_t rw;
+    struct timespec ts = th_abstime_ms(100);
+
+    CASE(dist_condattr_init(NULL), EINVAL);
+    CASE(dist_condattr_destroy(NULL), EINVAL);
+    CASE(dist_cond_init(NULL, name, NULL), EINVAL);
+    CASE(dist_cond_init(&c, NULL, NULL), EINVAL);
+    CASE(dist_cond_init(&c, "", NULL), EINVAL);
+    char longname[DIST_NAME_MAX + 2];
+    memset(longname, 'c', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    check3("dist_cond_init(name of 513 bytes)", dist_cond_init(&c, longname, NULL), EINVAL,
+           dist_lasterror(), "DIST_NAME_MAX", 0);
+    CASE(dist_cond_wait(NULL, NULL), EINVAL);
+    CASE(dist_cond_timedwait(NULL, NULL, &ts), EINVAL);
+    CASE(dist_cond_signal(NULL), EINVAL);
+    CASE(dist_cond_broadcast(NULL), EINVAL);
+    CASE(dist_cond_destroy(NULL), EINVAL);
+
+    assert_int_equal(dist_cond_init(&c, name, NULL), 0);
+    assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
+    CASE(dist_cond_wait(&c, NULL), EINVAL);
+    CASE(dist_cond_timedwait(&c, NULL, &ts), EINVAL);
+    CASE(dist_cond_timedwait(&c, &m, NULL), EINVAL);
+
+    /* uninitialized: zero bytes, random bytes */
+    for (int z = 0; z < 2; z++)
+        for (unsigned seed = 1; seed <= (z ? 8u : 1u); seed++) {
+            dist_cond_t u;
+            dist_condattr_t ua;
+            char d[96];
+            const char *kind = z ? "random" : "zero";
+#define FILL() do { if (z) { fill_random(&u, sizeof u, seed); fill_random(&ua, sizeof ua, seed + 7); }     else { memset(&u, 0, sizeof u); memset(&ua, 0, sizeof ua); } } while (0)
+#define UCASE(call) do { FILL(); snprintf(d, sizeof d, "%s bytes #%u: %s", kind, seed, #call);     check(d, (call), EINVAL); } while (0)
+            UCASE(dist_cond_signal(&u));
+            UCASE(dist_cond_broadcast(&u));
+            UCASE(dist_cond_destroy(&u));
+            UCASE(dist_cond_timedwait(&u, &m, &ts));
+            UCASE(dist_condattr_destroy(&ua));
+            UCASE(dist_cond_init(&u, "uninit-attr", &ua));
+#undef UCASE
+#undef FILL
+        }
+    /* one kind for another */
+    assert_int_equal(dist_rwlock_init(&rw, name, NULL), 0);
+    CASE(dist_cond_signal((dist_cond_t *)&m), EINVAL);
+    CASE(dist_cond_destroy((dist_cond_t *)&rw), EINVAL);
+    CASE(dist_cond_timedwait(&c, (dist_mutex_t *)&rw, &ts), EINVAL);
+    CASE(dist_cond_timedwait((dist_cond_t *)&m, &m, &ts), EINVAL);
+    CASE(dist_cond_init(&c, name, (const dist_condattr_t *)&ts), EINVAL);
+    assert_int_equal(dist_rwlock_destroy(&rw), 0);
+    /* statically initialized objects all start alike: a static mutex this
+     * process already resolved, passed as a condition (and the other way
+     * round), is told apart by its kind, not its magic */
+    static dist_mutex_t smx = DIST_MUTEX_INITIALIZER("badinput-static-mx");
+    static dist_cond_t scv = DIST_COND_INITIALIZER("badinput-static-cv");
+    assert_int_equal(dist_mutex_lock(&smx), 0);
+    assert_int_equal(dist_mutex_unlock(&smx), 0);
+    assert_int_equal(dist_cond_signal(&scv), 0);
+    CASE(dist_cond_signal((dist_cond_t *)&smx), EINVAL);
+    CASE(dist_mutex_lock((dist_mutex_t *)&scv), EINVAL);
+    CASE(dist_mutex_lock(&smx), 0);
+    CASE(dist_mutex_unlock(&smx), 0);
+
+    /* bad timespecs, with the mutex held: refused, and still held once */
+    assert_int_equal(dist_mutex_lock(&m), 0);
+    static const long bad_nsec[] = { -1, 1000000000L, LONG_MAX, LONG_MIN };
+    for (size_t i = 0; i < sizeof bad_nsec / sizeof bad_nsec[0]; i++) {
+        char d[96];
+        ts = th_abstime_ms(1000);
+        ts.tv_nsec = bad_nsec[i];
+        snprintf(d, sizeof d, "dist_cond_timedwait(tv_nsec=%ld)", bad_nsec[i]);
+        check3(d, dist_cond_timedwait(&c, &m, &ts), EINVAL, dist_lasterror(), "tv_nsec", 0);
+    }
+    CASE(dist_mutex_unlock(&m), 0);
+    CASE(dist_mutex_unlock(&m), EPERM);
+
+    /* the mutex not held: by nobody, by another thread */
+    ts = th_abstime_ms(100);
+    check3("dist_cond_timedwait(mutex not held)", dist_cond_timedwait(&c, &m, &ts), EPERM,
+           dist_lasterror(), "not held", 0);
+    CASE(dist_cond_wait(&c, &m), EPERM);
+    th_actor_t *a = th_actor_new();
+    struct cwait_arg wa = { &c, &m };
+    assert_int_equal(th_actor_call(a, a_cmlock, &wa), 0);
+    CASE(dist_cond_timedwait(&c, &m, &ts), EPERM);
+    CASE(dist_cond_wait(&c, &m), EPERM);
+    assert_int_equal(th_actor_call(a, a_cmunlock, &wa), 0);   /* its hold intact */
+    th_actor_free(a);
+
+    /* signal and broadcast with nobody waiting: 0, not remembered */
+    CASE(dist_cond_signal(&c), 0);
+    CASE(dist_cond_broadcast(&c), 0);
+
+    /* destroyed */
+    CASE(dist_cond_destroy(&c), 0);
+    CASE(dist_cond_destroy(&c), EINVAL);
+    CASE(dist_cond_signal(&c), EINVAL);
+    CASE(dist_cond_broadcast(&c), EINVAL);
+    assert_int_equal(dist_mutex_lock(&m), 0);
+    CASE(dist_cond_timedwait(&c, &m, &ts), EINVAL);
+    CASE(dist_cond_wait(&c, &m), EINVAL);
+    CASE(dist_mutex_unlock(&m), 0);               /* the refused wait released nothing */
+    CASE(dist_cond_init(&c, name, NULL), 0);       /* re-init after destroy */
+    CASE(dist_cond_destroy(&c), 0);
+    /* statically initialized, used, destroyed */
+    static dist_cond_t sc = DIST_COND_INITIALIZER("badinput-static-cond");
+    CASE(dist_cond_signal(&sc), 0);
+    CASE(dist_cond_destroy(&sc), 0);
+    CASE(dist_cond_signal(&sc), EINVAL);
+    /* attributes */
+    CASE(dist_condattr_init(&ca), 0);
+    CASE(dist_cond_init(&c, name, &ca), 0);
+    CASE(dist_cond_destroy(&c), 0);
+    CASE(dist_condattr_destroy(&ca), 0);
+    CASE(dist_condattr_destroy(&ca), EINVAL);
+    CASE(dist_cond_init(&c, name, &ca), EINVAL);
+    assert_int_equal(dist_mutex_destroy(&m), 0);
+    end("conditions");
+}
+
 /* ------------------------------------------------------------ lasterror */
 
-/* dist_lasterror() survives what it describes: a message about a name
- * stays valid after the lock object and its name are gone. */
+
+/* ------------------------------------------------------------ lasterror */
+
 /* Lock-all: a bad array, count or element, a name twice, a bad
  * timespec, an errorcheck mutex held: the documented code, a readable
  * message, and nothing taken (the good errorcheck mutex in each set is
@@ -1487,6 +1626,8 @@ static void test_lockall_sets(void **state)
     end("lock-all sets");
 }
 
+/* dist_lasterror() survives what it describes: a message about a name
+ * stays valid after the lock object and its name are gone. */
 static void test_lasterror_lifetime(void **state)
 {
     begin();
@@ -1532,6 +1673,7 @@ int main(void)
         TH_TEST(test_attr_values),
         TH_TEST(test_lockall_sets),
         TH_TEST(test_sem_inputs),
+        TH_TEST(test_conditions),
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),
     };

@@ -18,6 +18,7 @@
 #include "harness.h"
 #include "pf.h"
 #include "pf_sem.h"
+#include "pf_cond.h"
 
 #include <string.h>
 
@@ -191,6 +192,35 @@ static void sem_runs(int leased, unsigned value, int procs)
 static void test_sem_counting(void **state) { (void)state; sem_runs(0, 2, 4); }
 static void test_sem_leased(void **state) { (void)state; sem_runs(1, 2, 4); }
 
+/* The condition's scripts (pf_cond.h): no lost wake-up, with waiters that
+ * lapse, die, give up and lose their pushes.  25 s at most per run: a slow
+ * box runs fewer steps, never times out. */
+static void run_cond(uint64_t seed, int procs, int steps)
+{
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    pf_opts_t o = { 0 };
+    o.seed = seed + (s ? strtoull(s, NULL, 10) : 0);
+    o.steps = n ? atoi(n) : steps;
+    o.procs = procs;
+    o.host = "127.0.0.1";
+    o.port = th_redis_port();
+    o.out = stderr;
+    o.max_ms = 25000;
+    pf_fail_t f;
+    int done = 0;
+    int rc = pf_cond_fuzz(&o, &done, &f);
+    if (rc < 0)
+        fail_msg("protofuzz (conditions) could not run: %s", f.msg);
+    if (rc > 0)
+        fail_msg("protofuzz (conditions) seed %llu, %d processes: step %d: %s: %s (the last "
+                 "steps are above)", (unsigned long long)o.seed, procs, f.step + 1, f.what, f.msg);
+    print_message("protofuzz (conditions) seed %llu, %d processes: %d steps, every invariant "
+                  "held\n", (unsigned long long)o.seed, procs, done);
+}
+
+static void test_cond_three_procs(void **state) { run_cond(11, 3, 1500); }
+static void test_cond_five_procs(void **state) { run_cond(12, 5, 1500); }
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +232,8 @@ int main(void)
         TH_TEST(test_redlock_mark),
         TH_TEST(test_sem_counting),
         TH_TEST(test_sem_leased),
+        TH_TEST(test_cond_three_procs),
+        TH_TEST(test_cond_five_procs),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -8,6 +8,8 @@
  *                      [--full | --gated | --no-late-acquire]
  *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
  *                      [--only INVARIANT] [--verbose] [--replay OPS] [--redlock]
+ *   distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N]
+ *                      [--time SECONDS] [--verbose]
  *
  * Runs seed, seed+1, ... (each --steps ops on fresh keys) until --runs runs
  * or --time seconds, whichever comes first; prints a progress line every
@@ -22,6 +24,9 @@
  * (how soon a flaw is found while others are known).  --redlock: every
  * process is a redlock:// client of this one server (no queue; a waiting
  * writer's mark keeps new readers out), with the mark's invariants.
+ * --cond: the condition variable's scripts instead (tests/protofuzz/
+ * pf_cond.h: no lost wake-up); a failure prints its last steps, and the
+ * seed and step count replay it (no shrinking).
  * The server: DISTLOCK_URL (redis://HOST:PORT), default 127.0.0.1:6379.
  */
 #include <stdio.h>
@@ -30,12 +35,13 @@
 #include <time.h>
 
 #include "pf.h"
+#include "pf_cond.h"
 
 static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -71,6 +77,7 @@ int main(int argc, char **argv)
     o.shrink_ms = 120000;
     long runs = 1000000, secs = 0;
     const char *replay = NULL;
+    int cond = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--full")) { o.gates = 0; continue; }
@@ -78,6 +85,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-late-acquire")) { o.gates = PF_GATE_LATE_ACQUIRE; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
         if (!strcmp(a, "--redlock")) { o.redlock = 1; continue; }
+        if (!strcmp(a, "--cond")) { cond = 1; continue; }
         if (!v)
             usage();
         i++;
@@ -126,7 +134,7 @@ int main(int argc, char **argv)
 
     printf("protofuzz: seeds from %llu, %d steps each, %d processes%s, %s, server %s:%d\n",
            (unsigned long long)o.seed, o.steps, o.procs, o.redlock ? " (redlock clients)" : "",
-           o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
+           cond ? "the condition's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
                                      : o.gates ? "gated, some known-flaw triggers" : "every op", host, o.port);
     o.progress_ms = 2000;
     int64_t start = pf_now_ms();
@@ -138,7 +146,7 @@ int main(int argc, char **argv)
         pf_fail_t f;
         int done = 0;
         o.max_ms = secs ? secs * 1000 - (pf_now_ms() - start) : 0;
-        int rc = pf_fuzz(&o, &done, &f);
+        int rc = cond ? pf_cond_fuzz(&o, &done, &f) : pf_fuzz(&o, &done, &f);
         total += done;
         if (rc) {
             printf("protofuzz: %s after %ld steps in all (%ld runs), %.1f s\n",

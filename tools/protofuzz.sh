@@ -17,6 +17,7 @@
 #   bash tools/protofuzz.sh -S 1234 -r 1           # one seed
 #   bash tools/protofuzz.sh -g -w stale-release    # scripts before hold ids
 #   bash tools/protofuzz.sh -R -p 4               # processes as redlock clients
+#   bash tools/protofuzz.sh -C -p 4               # the condition variable's scripts
 #   bash tools/protofuzz.sh -- --replay 'A0wt0,R01,...'
 #
 # Options: -t SECONDS in all (600)  -r RUNS at most  -n STEPS per run (5000)
@@ -27,6 +28,8 @@
 #   -L no lost acquires (what test_protofuzz runs for now)
 #   -R redlock: each process a redlock:// client of the one server (no
 #     queue, the waiting writer's mark: acquire ARGV[10], cancel/renew 'm')
+#   -C the condition variable's scripts (pf_cond.h: no lost wake-up; a
+#     failure prints its last steps, no shrinking)
 #   -o INVARIANT report only this one  -k SHRINK_SECONDS (120)
 #   -b BUILD_DIR (build-protofuzz)  -s build with ASan+UBSan
 #   Arguments after -- go to distlock-protofuzz as they are.
@@ -37,8 +40,8 @@ cd "$(dirname "$0")/.."
 secs=600 runs="" steps=5000 procs=3 seed=$(date +%s) shrink=120
 build=build-protofuzz sanitize=OFF
 extra=()
-usage() { sed -n '3,33p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
-while getopts "t:r:n:p:S:gLRw:o:k:b:sh" opt; do
+usage() { sed -n '3,36p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+while getopts "t:r:n:p:S:gLRCw:o:k:b:sh" opt; do
   case $opt in
     t) secs=$OPTARG ;;
     r) runs=$OPTARG ;;
@@ -48,6 +51,7 @@ while getopts "t:r:n:p:S:gLRw:o:k:b:sh" opt; do
     g) extra+=(--gated) ;;
     L) extra+=(--no-late-acquire) ;;
     R) extra+=(--redlock) ;;
+    C) extra+=(--cond) ;;
     w) extra+=(--with "$OPTARG") ;;
     o) extra+=(--only "$OPTARG") ;;
     k) shrink=$OPTARG ;;

@@ -27,15 +27,23 @@ void dl_obj_after_fork(void)
     pthread_mutex_init(&mu, NULL);
 }
 
-static int name_ok(const char *name, size_t *len)
+/* The word for an object of that magic in messages. */
+static const char *what_of(unsigned magic)
 {
+    return magic == DL_MAGIC_COND ? "condition" : magic == DL_MAGIC_SEM ? "semaphore" : "lock";
+}
+
+static int name_ok(const char *name, size_t *len, unsigned magic)
+{
+    const char *what = what_of(magic);
     if (!name)
-        return dl_fail(EINVAL, "lock name is NULL");
+        return dl_fail(EINVAL, "%s name is NULL", what);
     size_t n = strnlen(name, DIST_NAME_MAX + 1);
     if (n == 0)
-        return dl_fail(EINVAL, "lock name is empty");
+        return dl_fail(EINVAL, "%s name is empty", what);
     if (n > DIST_NAME_MAX)
-        return dl_fail(EINVAL, "lock name is longer than DIST_NAME_MAX (%d bytes)", DIST_NAME_MAX);
+        return dl_fail(EINVAL, "%s name is longer than DIST_NAME_MAX (%d bytes)", what,
+                       DIST_NAME_MAX);
     *len = n;
     return 0;
 }
@@ -44,8 +52,8 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
 {
     size_t len = 0;
     if (!o)
-        return dl_fail(EINVAL, "lock object is NULL");
-    if (name_ok(name, &len))
+        return dl_fail(EINVAL, "%s object is NULL", what_of(magic));
+    if (name_ok(name, &len, magic))
         return EINVAL;
     char *copy = NULL;
     if (len >= sizeof o->dl_iname && !(copy = malloc(len + 1)))
@@ -79,12 +87,13 @@ static const char *name_of(const struct dist_lockobj *o)
 
 static int valid(const struct dist_lockobj *o, unsigned magic)
 {
+    const char *what = what_of(magic);
     if (!o)
-        return dl_fail(EINVAL, "lock object is NULL");
+        return dl_fail(EINVAL, "%s object is NULL", what);
     if (o->dl_magic == DL_MAGIC_DEAD)
-        return dl_fail(EINVAL, "lock object was destroyed");
+        return dl_fail(EINVAL, "%s object was destroyed", what);
     if (o->dl_magic != magic && o->dl_magic != DIST_PRIV_MAGIC_STATIC)
-        return dl_fail(EINVAL, "lock object is not initialized");
+        return dl_fail(EINVAL, "%s object is not initialized", what);
     return 0;
 }
 
@@ -127,8 +136,9 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
         *cp = found;
         return 0;
     }
-    if (found)
-        return dl_fail(EINVAL, "object is of another kind than the call (a %s)", dl_core_what(found));
+    if (found)                    /* a static object of another type, cast */
+        return dl_fail(EINVAL, "%s object is not initialized (it is a %s)", what_of(magic),
+                       dl_core_what(found));
     if (!name_here(o))
         return dl_fail(EINVAL, "%s object was initialized by another process (a sibling or a "
                        "child, in shared memory) with a name of %zu bytes or more, which is "
@@ -137,7 +147,7 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
                        sizeof o->dl_iname);
     size_t len = 0;
     const char *name = name_of(o);
-    if (name_ok(name, &len))
+    if (name_ok(name, &len, magic))
         return EINVAL;
     dl_core_t *e = dl_registry_get(&p->reg, kind, p->cfg.prefix, name, len);
     if (!e)
@@ -157,6 +167,9 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
         dl_registry_put(&p->reg, e);
     if (!kept)
         return dl_fail(ENOMEM, "out of memory");
+    if (kept->kind != kind)
+        return dl_fail(EINVAL, "%s object is not initialized (it is a %s)", what_of(magic),
+                       dl_core_what(kept));
     *cp = kept;
     return 0;
 }
@@ -196,7 +209,9 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
         dl_hold_linger_end(p, e, 1, 0);
         dl_seterr("%s", kept);
         if (dl_objtab_remove(&p->objs, &k, drop_obj, p))
-            return dl_fail(EBUSY, "lock is held or waited on in this process");
+            return magic == DL_MAGIC_COND
+                       ? dl_fail(EBUSY, "condition is waited on in this process")
+                       : dl_fail(EBUSY, "lock is held or waited on in this process");
     }
     /* Only this process's copy of the name is freed (never another
      * process's pointer, which means nothing here). */

@@ -30,6 +30,8 @@ struct dl_kind;               /* dl_kind_t, core.h */
 #define DL_MAGIC_MUTEX  0x44534d58u   /* "DSMX" */
 #define DL_MAGIC_RWLOCK 0x4453524cu   /* "DSRL" */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
+#define DL_MAGIC_COND   0x4453434eu   /* "DSCN": dist_cond_t (api/cond.c) */
+#define DL_MAGIC_SEM    0x4453534du   /* "DSSM": dist_sem_t (api/sem_api.c) */
 
 /* A fixed lease (setlease) between these, in ms.  The shortest must still
  * leave a validity (the lease less the clock-drift allowance: tenure.c)
@@ -43,8 +45,9 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name);
  * object a sibling or child initialized in shared memory. */
 int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
                    struct dl_lock **lp);
-/* The same for an object of any kind (a semaphore's: api/sem_api.c): its
- * state in this process, an entry of that kind. */
+/* The same for an object of any kind (a semaphore's: api/sem_api.c; a
+ * condition's: dl_cond_kind): its state in this process, the entry's core
+ * in *cp. */
 int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const struct dl_kind *kind,
                         struct dl_proc **pp, struct dl_core **cp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);

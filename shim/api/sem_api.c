@@ -13,7 +13,6 @@
 #include "sem.h"
 #include "sem_api.h"
 
-#define DL_MAGIC_SEM 0x4453534du   /* "DSSM" */
 
 /* The object's own checks, worded for a semaphore (object.c checks again). */
 static int valid(const dist_sem_t *s)

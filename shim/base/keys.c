@@ -6,9 +6,10 @@
 
 const char *const dl_key_suffix[DL_KEYS_N] = { "", ":r", ":ri", ":q", ":w", ":m" };
 
-/* The condition's keys are its main key for now: its scripts add the rest
- * here, in their KEYS order. */
-static const char *const cond_suffix[] = { "" };
+/* A condition's (lua/cond_*.lua): its registrations in arrival order
+ * (zset "token:regid" -> Redis time, us), and their deadlines (zset the
+ * same -> Redis time, ms), which their waiters refresh. */
+static const char *const cond_suffix[] = { "", ":d" };
 /* A semaphore's, in lua/sem_common.lua's KEYS order: the semaphore, its
  * queue, its registrations' deadlines and their ids, its holders' lease
  * deadlines and their records (docs/PROTOCOL.md). */
@@ -16,7 +17,7 @@ static const char *const sem_suffix[] = { "", ":q", ":d", ":w", ":l", ":h" };
 
 static const dl_keyset_t keysets[DL_KINDS] = {
     [DL_KIND_LOCK] = { "lock", 0, DL_KEYS_N, dl_key_suffix },
-    [DL_KIND_COND] = { "condition", 'c', 1, cond_suffix },
+    [DL_KIND_COND] = { "condition", 'c', 2, cond_suffix },
     [DL_KIND_SEM] = { "semaphore", 's', 6, sem_suffix },
 };
 

@@ -32,6 +32,14 @@ typedef struct dl_stats {
                                         served another thread (hold.c) */
     unsigned long undos_written;     /* connections given up on with undos written behind
                                         their unanswered requests (cmdlink_io.c) */
+    unsigned long cond_waits;        /* condition waits registered in Redis */
+    unsigned long cond_pushes;       /* condition waiters woken by a pushed signal */
+    unsigned long cond_found;        /* condition waiters that found by asking Redis that
+                                        they were woken (a push lost) or lapsed */
+    unsigned long cond_local_wakes;  /* signals that woke a waiter of their own process
+                                        without a round trip (prim/cond.c) */
+    unsigned long cond_forwards;     /* signals passed on by such a waiter, whose
+                                        registration another signal had taken */
 } dl_stats_t;
 
 extern dl_stats_t dl_stats_g;

@@ -76,6 +76,13 @@ typedef struct dl_kind {
     int (*held)(const dl_core_t *o);
     int (*waiting)(const dl_core_t *o);
     int (*in_use)(const dl_core_t *o);
+    /* For a kind whose waiters Redis wakes by push rather than by a grant
+     * (a condition's signal: "k REGID KEY", notify.c); NULL for none.  mu
+     * held; never block.  woken: registration regid of the process was
+     * taken and woken; recheck: pushes may have been lost (the subscriber
+     * reconnected), every waiter asks Redis again. */
+    void (*woken)(dl_core_t *o, uint64_t regid);
+    void (*recheck)(dl_core_t *o);
 } dl_kind_t;
 
 /* hold.c: the process's Redis hold, and its one talker. */

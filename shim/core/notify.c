@@ -8,6 +8,9 @@
  *                                  granted to registration REGID
  *   "w KEY"                        another process queued for KEY, which we hold
  *   "r KEY"                        `distlock break` removed our hold on KEY
+ *   "k REGID KEY"                  registration REGID of ours on KEY was
+ *                                  woken (a condition's signal): the
+ *                                  object's kind is told (dl_kind_t.woken)
  * After a reconnection every waiter asks Redis again, since pushes sent
  * while we were away are lost.  A key names its object's kind and name
  * (keys.h), so one dispatch serves every kind: the registry finds the
@@ -62,6 +65,16 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         snprintf(why, sizeof why, "lock %s was broken (distlock break)",
                  dl_quote(s, (size_t)(end - s), q, sizeof q));
         dl_trust_end(why);
+    } else if (msg[0] == 'k') {
+        unsigned long long regid;
+        if (next_word(&s, end, &regid))
+            return;
+        dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!o)
+            return;
+        if (o->kind->woken)
+            o->kind->woken(o, regid);
+        pthread_mutex_unlock(&o->mu);
     } else if (msg[0] == 'w') {
         dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!o)
@@ -74,6 +87,8 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
 static void recheck(dl_core_t *o, void *arg)
 {
     dl_waiter_recheck(o);
+    if (o->kind->recheck)
+        o->kind->recheck(o);
 }
 
 static void *notify_main(void *arg)

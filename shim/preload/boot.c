@@ -141,15 +141,18 @@ static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where
                  e->name, s->target, entries[k].name);
     for (int k = 0; k < nentries; k++)
         if (entries[k].kind != DLP_FLOCK && entries[k].kind != DLP_SEM &&
+            entries[k].kind != DLP_COND && e->kind != DLP_COND &&
             entries[k].kind != e->kind && same_name(&entries[k], s))
             dlp_stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1, e->name);
     int rc = s->kind == DLP_MUTEX ? dist_mutex_init(&e->d.m, e->name, NULL)
-                                  : dist_rwlock_init(&e->d.rw, e->name, NULL);
+             : s->kind == DLP_COND ? dist_cond_init(&e->d.c, e->name, NULL)
+                                   : dist_rwlock_init(&e->d.rw, e->name, NULL);
     if (rc)
         dlp_stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
     dlp_table_add(e);
-    dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = %s %s", e->name,
-           s->kind == DLP_MUTEX ? "pthread_mutex_t" : "pthread_rwlock_t", where);
+    dl_log(DL_LOG_DEBUG, "preload: %s \"%s\" = %s %s", s->kind == DLP_COND ? "condition" : "lock",
+           e->name, s->kind == DLP_MUTEX ? "pthread_mutex_t"
+                    : s->kind == DLP_COND ? "pthread_cond_t" : "pthread_rwlock_t", where);
     nentries++;
 }
 
@@ -211,7 +214,8 @@ static void apply_map(const char *map, const char *argv0)
             add_sem(i, s);
             continue;
         }
-        size_t need = s->kind == DLP_MUTEX ? sizeof(pthread_mutex_t) : sizeof(pthread_rwlock_t);
+        size_t need = s->kind == DLP_MUTEX ? sizeof(pthread_mutex_t)
+                      : s->kind == DLP_COND ? sizeof(pthread_cond_t) : sizeof(pthread_rwlock_t);
         int rc = dlp_elf_resolve(s, need, &addrs[i], wheres[i], sizeof wheres[i], err, sizeof err);
         named += !s->is_offset;
         if (rc == 0) {

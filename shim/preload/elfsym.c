@@ -198,7 +198,7 @@ static int file_lookup(const char *file, const char *sym, hit_t *hits, int max, 
 
 static const char *kind_type(int kind)
 {
-    return kind == DLP_MUTEX ? "pthread_mutex_t" : "pthread_rwlock_t";
+    return kind == DLP_MUTEX ? "pthread_mutex_t" : kind == DLP_COND ? "pthread_cond_t" : "pthread_rwlock_t";
 }
 
 static int check_addr(const dlp_spec_t *s, const obj_t *o, uintptr_t a, size_t need,

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
- * KIND is mutex, rwlock, flock or sem.  TARGET is a symbol name or
- * exe+0xOFFSET (mutex, rwlock), a file path (flock), or the name of a POSIX
- * named semaphore, /NAME as sem_open(3) takes it (sem: the NAME is then a
- * semaphore's, which never clashes with a lock's).  `@PROGRAM` limits the entry to
+ * KIND is mutex, rwlock, flock, sem or cond.  TARGET is a symbol name or
+ * exe+0xOFFSET (mutex, rwlock, cond), a file path (flock), or the name of a
+ * POSIX named semaphore, /NAME as sem_open(3) takes it (sem: the NAME is
+ * then a semaphore's, which never clashes with a lock's).  A cond's NAME is
+ * a condition's: its own, never a lock's.  `@PROGRAM` limits the entry to
  * programs of that base name.  Entries are separated by ';'; whitespace
  * around an entry and empty entries are ignored, nothing else is: a NAME
  * is taken byte for byte (it is binary-safe in Redis).
@@ -109,8 +110,8 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
         char *kind = eq + 1;
         char *colon = strchr(kind, ':');
         if (!colon)
-            return fail(err, errlen, idx,
-                        "expected KIND:TARGET after '=' (KIND: mutex, rwlock, flock or sem)", shown);
+            return fail(err, errlen, idx, "expected KIND:TARGET after '=' (KIND: mutex, rwlock, "
+                        "flock, sem or cond)", shown);
         *colon = 0;
         char *target = colon + 1;
 
@@ -134,8 +135,11 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
             s.kind = DLP_FLOCK;
         else if (strcmp(kind, "sem") == 0)
             s.kind = DLP_SEM;
+        else if (strcmp(kind, "cond") == 0)
+            s.kind = DLP_COND;
         else
-            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock, flock or sem)", shown);
+            return fail(err, errlen, idx, "unknown KIND (expected mutex, rwlock, flock, sem or "
+                        "cond)", shown);
         if (!*target)
             return fail(err, errlen, idx, s.kind == DLP_FLOCK ? "empty file path"
                         : s.kind == DLP_SEM ? "empty semaphore name" : "empty symbol", shown);
@@ -174,8 +178,10 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
                 memcmp(specs[i].name, s.name, s.namelen) == 0)
                 return fail(err, errlen, idx, "semaphore name already used by an earlier entry",
                             shown);
-            /* Semaphores have names of their own: only locks clash. */
-            if (specs[i].kind != DLP_SEM && s.kind != DLP_SEM && specs[i].namelen == s.namelen &&
+            /* Semaphores and conditions have names of their own: only locks
+             * clash. */
+            if (specs[i].kind != DLP_SEM && s.kind != DLP_SEM && specs[i].kind != DLP_COND &&
+                s.kind != DLP_COND && specs[i].namelen == s.namelen &&
                 memcmp(specs[i].name, s.name, s.namelen) == 0 &&
                 (specs[i].kind == DLP_MUTEX) != (s.kind == DLP_MUTEX))
                 return fail(err, errlen, idx,

@@ -11,7 +11,7 @@
 
 #pragma GCC visibility push(hidden)
 
-enum { DLP_DORMANT = 0, DLP_MUTEX, DLP_RWLOCK, DLP_FLOCK, DLP_SEM };
+enum { DLP_DORMANT = 0, DLP_MUTEX, DLP_RWLOCK, DLP_FLOCK, DLP_SEM, DLP_COND };
 
 #define DLP_MAX_ENTRIES 64
 

@@ -101,7 +101,8 @@ static const char *why(const dlp_entry_t *e, char *buf, size_t size)
     const char *d = dist_lasterror();
     if (!d[0])
         d = "Redis unreachable";
-    if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0)
+    if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0 ||
+        strncmp(d, "condition", 9) == 0)
         snprintf(buf, size, "%s", d);
     else
         snprintf(buf, size, "lock \"%s\": %s", e->name, d);
@@ -190,6 +191,49 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
     if (rc == EINVAL)
         dlp_die("%s", why(e, buf, sizeof buf));
     return rc;
+}
+
+int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abstime)
+{
+    static __thread uint64_t last_try;
+    char buf[700];
+    if (dlp_on_error == DLP_ON_ERROR_ABORT)
+        dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
+    warn_outage(why(e, buf, sizeof buf));
+    if (how == DLP_TIMED && past(abstime))
+        return ETIMEDOUT;
+    if (!*quieted) {
+        quiet(1);
+        *quieted = 1;
+        last_try = 0;
+    }
+    uint64_t now = dl_now_ms();
+    if (last_try && now - last_try < 100)
+        dl_sleep_ms((unsigned)(100 - (now - last_try)));
+    last_try = dl_now_ms();
+    return 0;
+}
+
+void dlp_outage_end(dlp_entry_t *e, int quieted, int ok)
+{
+    if (!quieted)
+        return;
+    quiet(0);
+    if (ok)
+        dlp_say("condition \"%s\": Redis reachable again", e->name);
+}
+
+void dlp_dist_signal(dlp_entry_t *e, int all)
+{
+    int quieted = 0, rc;
+    while ((rc = all ? dist_cond_broadcast(&e->d.c) : dist_cond_signal(&e->d.c)) == EIO &&
+           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
+        ;
+    dlp_outage_end(e, quieted, rc == 0);
+    if (rc) {
+        char buf[700];
+        dl_log(DL_LOG_WARN, "%s", why(e, buf, sizeof buf));
+    }
 }
 
 void dlp_dist_interrupt(dlp_entry_t *e)

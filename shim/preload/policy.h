@@ -47,6 +47,16 @@ void dlp_dist_interrupt(dlp_entry_t *e);
  * nothing: the caller decides whether that matters). */
 int dlp_dist_release(dlp_entry_t *e);
 
+/* A mapped condition (DLP_COND): pthread_cond_signal/broadcast's
+ * distributed half, the policy applied (never fails but under `abort`). */
+void dlp_dist_signal(dlp_entry_t *e, int all);
+/* A condition wait's step that failed with EIO (`quieted` starts at 0):
+ * fatal under `abort`; else warned, and 0 once it is time to try again,
+ * or ETIMEDOUT when a timed wait's abstime (CLOCK_REALTIME) has passed.
+ * dlp_outage_end closes what the retries opened. */
+int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abstime);
+void dlp_outage_end(dlp_entry_t *e, int quieted, int ok);
+
 /* Prints "distlock: <msg>" as one line on stderr (one write). */
 void dlp_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, then abort(). */

@@ -60,6 +60,8 @@ TRAMP(cond_wait, (pthread_cond_t *c, pthread_mutex_t *m), (c, m), 0)
 TRAMP(cond_timedwait, (pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t), (c, m, t), 0)
 TRAMP(cond_clockwait, (pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t),
       (c, m, k, t), 0)
+TRAMP(cond_signal, (pthread_cond_t *c), (c), 0)
+TRAMP(cond_broadcast, (pthread_cond_t *c), (c), 0)
 TRAMP(rw_rdlock, (pthread_rwlock_t *r), (r), 0)
 TRAMP(rw_tryrdlock, (pthread_rwlock_t *r), (r), 0)
 TRAMP(rw_timedrdlock, (pthread_rwlock_t *r, const struct timespec *t), (r, t), 0)
@@ -142,6 +144,7 @@ dlp_real_t dlp_real = {
     boot_rw_unlock, boot_flock, boot_fcntl, boot_fcntl64, boot_lockf, boot_lockf64, boot_close,
     boot_sem_open, boot_sem_close, boot_sem_wait, boot_sem_trywait, boot_sem_timedwait,
     boot_sem_clockwait, boot_sem_post, boot_sem_getvalue,
+    boot_cond_signal, boot_cond_broadcast,
 };
 
 /* What a call gets if libc lacks the function (not on glibc 2.36). */
@@ -205,6 +208,8 @@ static void resolve_all(void)
     SET(sem_clockwait, "sem_clockwait", NULL, sem_missing);
     SET(sem_post, "sem_post", NULL, sem_missing);
     SET(sem_getvalue, "sem_getvalue", NULL, sem_missing);
+    SET(cond_signal, "pthread_cond_signal", "GLIBC_2.3.2", missing);
+    SET(cond_broadcast, "pthread_cond_broadcast", "GLIBC_2.3.2", missing);
     errno = saved;
 }
 

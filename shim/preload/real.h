@@ -49,6 +49,8 @@ typedef struct dlp_real {
     int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
     int (*sem_post)(sem_t *);
     int (*sem_getvalue)(sem_t *, int *);
+    int (*cond_signal)(pthread_cond_t *);
+    int (*cond_broadcast)(pthread_cond_t *);
 } dlp_real_t;
 
 extern dlp_real_t dlp_real;

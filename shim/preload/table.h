@@ -20,7 +20,7 @@
 typedef struct dlp_entry {
     int kind;
     char *name;               /* NUL-terminated copy of the lock name */
-    void *addr;               /* DLP_MUTEX / DLP_RWLOCK: the mapped global */
+    void *addr;               /* DLP_MUTEX / DLP_RWLOCK / DLP_COND: the mapped global */
     char *path;               /* DLP_FLOCK: the canonical path; DLP_SEM: the
                                  sem_open name, its leading '/' left out */
     size_t pathlen;
@@ -29,10 +29,11 @@ typedef struct dlp_entry {
         dist_mutex_t m;
         dist_rwlock_t rw;
         dist_sem_t s;         /* DLP_SEM: initialized by its first sem_open */
+        dist_cond_t c;        /* DLP_COND */
     } d;
 } dlp_entry_t;
 
-/* The address table: mapped mutexes and rwlocks, read-only after the
+/* The address table: mapped mutexes, rwlocks and conditions, read-only after the
  * constructor.  Addresses outside [dlp_lo, dlp_lo + dlp_span) are not
  * mapped; that one comparison is the whole cost for most calls. */
 extern uintptr_t dlp_lo, dlp_span;

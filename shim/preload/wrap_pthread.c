@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wrap_pthread.c - pthread_mutex_*, pthread_cond_*wait and
- * pthread_rwlock_* wrappers.
+/* wrap_pthread.c - pthread_mutex_*, pthread_cond_* and pthread_rwlock_*
+ * wrappers.
  *
  * A mapped pthread object stays the local lock and keeps its own semantics
  * (type, robustness, errorcheck answers): the real function is called
@@ -8,7 +8,9 @@
  * taken.  Unlocks go the other way round: the real unlock first (it decides
  * whether the caller may unlock), then the distributed release, which a
  * thread of this process already waiting on the local lock may receive
- * without a round trip.  Everything else goes straight to libc.  In a
+ * without a round trip.  A mapped condition (cond:SYMBOL) is a
+ * dist_cond_t: its waits (on a mapped mutex) wait in Redis, its signals
+ * wake waiters in every process.  Everything else goes straight to libc.  In a
  * dormant program (none of the map's symbols) every lookup gives the
  * DLP_DORMANT entry, and the first lock call stops the program; unlocks
  * and waits pass to libc. */
@@ -16,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "condwait.h"
 #include "dl.h"
 #include "preload.h"
 
@@ -232,8 +235,104 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
     return rc;
 }
 
+/* A wait on a mapped condition: a dist_cond_t's wait, with the program's
+ * own mutex released and retaken around it in the order the lock wrappers
+ * take the two (local first), so that no thread holds one and waits for
+ * the other against another thread (api/condwait.h).  The mutex must be
+ * mapped too: waiters and signallers of other processes exclude each
+ * other by it; a wait with one that is not stops the program. */
+static int __attribute__((noinline)) cond_wait_dist(dlp_entry_t *ec, pthread_mutex_t *m,
+                                                    clockid_t clk, const struct timespec *abstime)
+{
+    dlp_entry_t *em = dlp_lookup(m);
+    if (!em || em->kind != DLP_MUTEX)
+        dlp_stop("condition \"%s\" (DISTLOCK_MAP cond:) is waited on with a pthread mutex that "
+                 "is not in the map; map that mutex too (NAME=mutex:SYMBOL): waiters and "
+                 "signallers in other processes must exclude each other by it", ec->name);
+    int saved = errno;
+    how_t h = { abstime ? DLP_TIMED : DLP_BLOCK, clk, abstime };
+    struct timespec rt;
+    const struct timespec *at = realtime_of(&h, &rt);
+    dl_condwait_t cw;
+    int quieted = 0, rc;
+    dlp_in = 1;
+    while ((rc = dl_condwait_begin(&cw, &ec->d.c, &em->d.m, at)) == EIO &&
+           (rc = dlp_outage(ec, &quieted, h.how, at)) == 0)
+        ;
+    dlp_outage_end(ec, quieted, rc == 0);
+    if (rc) {                     /* the wait did not start: both still held */
+        if (rc == EPERM)
+            dl_log(DL_LOG_WARN, "condition \"%s\": waited on by a thread with no distributed "
+                   "hold on its mutex \"%s\" (locked before the map applied, or by another "
+                   "thread)", ec->name, em->name);
+        dlp_in = 0;
+        errno = saved;
+        return rc;
+    }
+    DLP_REAL(mutex_unlock)(m);
+    int brc = dl_condwait_block(&cw);
+    int lrc = DLP_REAL(mutex_lock)(m);
+    int erc = dl_condwait_end(&cw, brc);
+    if (erc == EIO) {
+        /* Not held again: taken as a lock call of the program would be. */
+        dlp_dist_acquire(em, 'w', DLP_BLOCK, NULL, NULL);
+        dl_condwait_restore(&cw);
+        erc = brc;
+    }
+    if (erc == EOWNERDEAD) {
+        dl_log(DL_LOG_WARN, "lock \"%s\": taken again after a condition wait, after a hold on "
+               "it lapsed (its holder crashed or stalled); the protected state may be "
+               "half-updated", em->name);
+        erc = brc;
+    }
+    __atomic_store_n(&em->holder_pid, getpid(), __ATOMIC_RELAXED);
+    dlp_in = 0;
+    errno = saved;
+    return lrc ? lrc : erc;
+}
+
+/* signal, broadcast: the real call (no thread waits on the local object
+ * of a mapped condition, but it costs nothing), then the distributed one,
+ * which wakes a waiter of this process without a round trip. */
+static int __attribute__((noinline)) cond_wake_dist(dlp_entry_t *e, pthread_cond_t *c, int all)
+{
+    int rc = all ? DLP_REAL(cond_broadcast)(c) : DLP_REAL(cond_signal)(c);
+    int saved = errno;
+    dlp_in = 1;
+    dlp_dist_signal(e, all);
+    dlp_in = 0;
+    errno = saved;
+    return rc;
+}
+
+/* A condition of the map, and not a call of the interposer's own? */
+static inline dlp_entry_t *mapped_cond(const pthread_cond_t *c)
+{
+    dlp_entry_t *e = dlp_lookup(c);
+    return DLP_UNLIKELY(e != NULL) && e->kind == DLP_COND && !dlp_in ? e : NULL;
+}
+
+DLP_EXPORT int pthread_cond_signal(pthread_cond_t *c)
+{
+    dlp_entry_t *e = mapped_cond(c);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_wake_dist(e, c, 0);
+    return DLP_REAL(cond_signal)(c);
+}
+
+DLP_EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
+{
+    dlp_entry_t *e = mapped_cond(c);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_wake_dist(e, c, 1);
+    return DLP_REAL(cond_broadcast)(c);
+}
+
 DLP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 {
+    dlp_entry_t *ec = mapped_cond(c);
+    if (DLP_UNLIKELY(ec != NULL))
+        return cond_wait_dist(ec, m, NOCLOCK, NULL);
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, NULL);
@@ -242,6 +341,9 @@ DLP_EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
 
 DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime)
 {
+    dlp_entry_t *ec = mapped_cond(c);
+    if (DLP_UNLIKELY(ec != NULL))
+        return cond_wait_dist(ec, m, NOCLOCK, abstime);
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, NOCLOCK, abstime);
@@ -251,6 +353,9 @@ DLP_EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, con
 DLP_EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
                                       const struct timespec *abstime)
 {
+    dlp_entry_t *ec = mapped_cond(c);
+    if (DLP_UNLIKELY(ec != NULL))
+        return cond_wait_dist(ec, m, clk, abstime);
     dlp_entry_t *e = dlp_lookup(m);
     if (DLP_UNLIKELY(e != NULL))
         return cond_wait_mapped(e, c, m, clk, abstime);

@@ -658,6 +658,48 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
     return rc;
 }
 
+/* --- a condition's wait on a mutex (prim/cond.c, api/cond.c) --- */
+
+unsigned dl_lock_held_count(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    unsigned n = h ? h->wcount : 0;
+    pthread_mutex_unlock(&o->mu);
+    return n;
+}
+
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pid_t tid = dl_tid();
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, tid);
+    /* Every reentrant hold but the last is counted here only: the thread
+     * stays the writer meanwhile, so no other thread gets in between. */
+    while (h && h->wcount > 1) {
+        int last;
+        uint64_t since;
+        dl_holder_pop(l, tid, &last, &since);
+        h = dl_holder_find(l, tid);
+    }
+    pthread_mutex_unlock(&o->mu);
+    return dl_lock_release(p, l, 1);
+}
+
+int dl_lock_restore(dl_lock_t *l, unsigned count)
+{
+    dl_core_t *o = &l->core;
+    pid_t tid = dl_tid();
+    int rc = 0;
+    pthread_mutex_lock(&o->mu);
+    for (unsigned i = 1; i < count && rc == 0; i++)
+        rc = dl_holder_push(l, tid, 'w');
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
 /* --- the lock's kind: what the registry and the hold core ask of it --- */
 
 static const dl_hold_calls_t lock_calls = {

@@ -119,4 +119,13 @@ int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, in
  * next holder is told of that lapse.  0, ENOLCK, EIO, EPERM. */
 int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
 
+/* A condition's wait on a mutex (dist_cond_wait): how many holds the
+ * calling thread has on l (0: none; never blocks); it gives up all of
+ * them, the reentrant ones counted locally and the last as an unlock does
+ * (0, ENOLCK: its hold had lapsed in Redis, EIO); and once it has taken l
+ * again, count - 1 more holds restore its count (0, EAGAIN, ENOMEM). */
+unsigned dl_lock_held_count(dl_lock_t *l);
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l);
+int dl_lock_restore(dl_lock_t *l, unsigned count);
+
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
-# (with its serial ceiling), W3, W3b, S1 and S1l against the redis-server the bench
+# (with its serial ceiling), W3, W3b, S1, S1l and C1 (a condition's
+# signal-to-wake latency) against the redis-server the bench
 # starts itself.  Checks the RESULT line format, that every selected
 # workload reported, that no counter update was lost, and that the targets
 # of W2, W3 and W3b are checked against the figures of the same run; then
@@ -16,12 +17,12 @@ fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
 help=$("$bench" --help) || bad "--help exited with $?"
-for w in W2 W3 W3b "serial ceiling"; do
+for w in W2 W3 W3b C1 "serial ceiling"; do
   [[ "$help" == *"$w"* ]] || bad "--help does not mention $w"
 done
 "$bench" --no-such-option >/dev/null 2>&1 && bad "an unknown option was accepted"
 
-"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 W3b S1 S1l >"$out"
+"$bench" --quick --no-progress --svg "$svg" floor W1 W2 W3 W3b S1 S1l C1 >"$out"
 rc=$?
 cat "$out"
 [ "$rc" -eq 0 ] || bad "distlock-bench exited with $rc"
@@ -39,7 +40,7 @@ done <"$out"
 
 for want in "floor EVALSHA" "floor PING" "floor W2serial" "naive W1" "distlock W1" "naive W2" \
             "distlock W2" "naive W3" "distlock W3" "naive W3b" "distlock W3b" "distlock S1" \
-            "distlock S1l"; do
+            "distlock S1l" "distlock C1"; do
   set -- $want
   grep -Eq "^RESULT peer=$1 workload=$2 " "$out" || bad "no RESULT for peer=$1 workload=$2"
 done
@@ -65,9 +66,15 @@ for p in naive distlock; do
   [[ "$l" == *"redis_cmds_per_op="* ]] || bad "$p W1 without redis_cmds_per_op"
 done
 grep -q "^TARGET workload=W1 " "$out" || bad "no TARGET line for W1"
+# C1: every round's waiter woken (by push, or by asking Redis), against the
+# PING of the run
+l=$(grep -E "^RESULT peer=distlock workload=C1 " "$out")
+[[ "$l" == *"ping_p50_us="* ]] || bad "C1 without the PING p50 of the run"
+[[ "$l" =~ woken_by_push=([0-9]+),woken_by_asking=([0-9]+) ]] &&
+  [ $((BASH_REMATCH[1] + BASH_REMATCH[2])) -ge 30 ] || bad "C1: its waiter was not woken each round: $l"
 for t in 'W2 check="ops_per_s >= 0.9 \* serial ceiling" value=' 'W2 check="min_share >= 0.9" value=' \
          'W3 check="p50_us <= 4 \* PING p50" value=' 'W3b check="p50_us <= 4 \* PING p50" value=' \
-         'W3b check="p99_us <= 1000" value='; do
+         'W3b check="p99_us <= 1000" value=' 'C1 check="p50_us <= 4 \* PING p50" value='; do
   grep -q "^TARGET workload=$t" "$out" || bad "no checked TARGET line: $t"
 done
 grep -q "<svg" "$svg" || bad "--svg wrote no chart"

@@ -26,6 +26,13 @@
  *                                      print "done" (the critical section ran to its end)
  *   legacy fclose LOCKFILE MS          fopen, flock(LOCK_EX), fclose, print "held", sleep
  *   legacy trywait LOCKFILE            flock(LOCK_EX|LOCK_NB) until it succeeds; prints ms waited
+ *   legacy produce FILE N GAP_MS       a queue (a count and a time stamp in FILE) under
+ *                                      g_ledger_lock: N items, one every GAP_MS, each
+ *                                      announced with pthread_cond_signal(&g_queue_cv)
+ *   legacy consume FILE N MS GIVEUP_MS takes N items, waiting with pthread_cond_timedwait
+ *                                      (MS) while the queue is empty; prints how many it
+ *                                      took, how many waits timed out, and the longest
+ *                                      time from an item's signal to its taker waking
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -49,6 +56,7 @@
 pthread_mutex_t g_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_rwlock_t cfg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
+pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER;
 static int turn;
 int g_counter_int;                       /* too small to be a mutex */
 
@@ -232,6 +240,63 @@ static void file_locked_bumps(const char *how, const char *lockfile, long n)
     }
 }
 
+/* ---- produce / consume: a queue in the ledger file (count at 0, the
+ * monotonic time of the last item's signal, in us, at 32) */
+static long now_us(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1000000L + t.tv_nsec / 1000;
+}
+
+static int produce(long n, long gap_ms)
+{
+    for (long i = 0; i < n; i++) {
+        usleep((useconds_t)gap_ms * 1000);
+        pthread_mutex_lock(&g_ledger_lock);
+        write_at(ledger_fd, 0, read_at(ledger_fd, 0) + 1);
+        write_at(ledger_fd, 32, now_us());
+        pthread_cond_signal(&g_queue_cv);
+        pthread_mutex_unlock(&g_ledger_lock);
+    }
+    printf("produced=%ld\n", n);
+    return 0;
+}
+
+static int consume(long n, long wait_ms, long giveup_ms)
+{
+    long got = 0, timeouts = 0, max_wake_us = 0, start = now_us();
+    pthread_mutex_lock(&g_ledger_lock);
+    while (got < n && now_us() - start < giveup_ms * 1000) {
+        int waited = 0;
+        while (read_at(ledger_fd, 0) <= 0 && now_us() - start < giveup_ms * 1000) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            ts.tv_sec += wait_ms / 1000;
+            ts.tv_nsec += (wait_ms % 1000) * 1000000L;
+            if (ts.tv_nsec >= 1000000000L) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000L;
+            }
+            if (pthread_cond_timedwait(&g_queue_cv, &g_ledger_lock, &ts) == ETIMEDOUT)
+                timeouts++;
+            waited = 1;
+        }
+        if (read_at(ledger_fd, 0) <= 0)
+            break;
+        if (waited) {
+            long wake = now_us() - read_at(ledger_fd, 32);
+            if (wake > max_wake_us)
+                max_wake_us = wake;
+        }
+        write_at(ledger_fd, 0, read_at(ledger_fd, 0) - 1);
+        got++;
+    }
+    pthread_mutex_unlock(&g_ledger_lock);
+    printf("consumed=%ld timeouts=%ld max_wake_ms=%ld\n", got, timeouts, max_wake_us / 1000);
+    return 0;
+}
+
 static long ms_since(const struct timespec *t0)
 {
     struct timespec t;
@@ -324,6 +389,10 @@ int main(int argc, char **argv)
         run_threads(argc > 4 ? atoi(argv[4]) : 2, mutex_worker);
     } else if (strcmp(mode, "lib") == 0) {
         run_threads(argc > 4 ? atoi(argv[4]) : 2, lib_worker);
+    } else if (strcmp(mode, "produce") == 0) {
+        return produce(iters, argc > 4 ? atol(argv[4]) : 10);
+    } else if (strcmp(mode, "consume") == 0) {
+        return consume(iters, argc > 4 ? atol(argv[4]) : 5000, argc > 5 ? atol(argv[5]) : 30000);
     } else if (strcmp(mode, "cond") == 0) {
         run_threads(2, cond_worker);
         printf("out_of_turn=%d\n", out_of_turn);

@@ -101,6 +101,11 @@ expect_stop "bad DISTLOCK_URL" "DISTLOCK_URL" "$LEGACY" DISTLOCK_URL=bogus://x \
 expect_stop "an int is too small for a mutex" "too small" "$LEGACY" "$M=ledger=mutex:g_counter_int"
 expect_stop "a mutex is too small for a rwlock" "too small" "$LEGACY" "$M=cfg=rwlock:g_ledger_lock"
 expect_stop "a function is not a lock" "not a global variable" "$LEGACY" "$M=ledger=mutex:main"
+expect_stop "an int is too small for a condition" "too small" "$LEGACY" "$M=q=cond:g_counter_int"
+expect_stop "a condition mapped twice" "already mapped" "$LEGACY" \
+  "$M=ledger=mutex:g_ledger_lock;a=cond:g_queue_cv;b=cond:g_queue_cv"
+expect_run "a condition's name is its own: a lock may have it too" "$LEGACY" \
+  "$M=ledger=mutex:g_ledger_lock;ledger=cond:g_queue_cv"
 
 # --- one symbol missing in a program that has the others: stopped before
 # main, with the hint for an entry meant for another program
@@ -197,7 +202,7 @@ check "launchers pass the environment on untouched ($(cat "$WORK/out"))" \
 # --- the exports
 objdump -T "$LIB" | awk '$2 == "g" && $4 != "*UND*"' >"$WORK/exports"
 n=$(wc -l <"$WORK/exports")
-check "31 wrappers exported (got $n)" test "$n" -eq 31
+check "33 wrappers exported (got $n)" test "$n" -eq 33
 check "no exported symbol has a version (all Base)" \
   bash -c "awk '{ print \$(NF-1) }' '$WORK/exports' | grep -qv '^Base\$' && exit 1 || exit 0"
 check "no version definitions in the library" bash -c "! readelf -S '$LIB' | grep -q 'gnu.version_d'"

@@ -22,6 +22,7 @@
  *   w_preload.c W8
  *   w_lockall.c LA2 LA8 (lock-all)
  *   w_sem.c     S1 S1l (a semaphore's permits contended)
+ *   w_cond.c    C1 (a condition's signal-to-wake latency)
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -41,6 +42,7 @@
 #include "floor.h"
 #include "w_basic.h"
 #include "w_local.h"
+#include "w_cond.h"
 #include "w_rw.h"
 #include "w_scale.h"
 #include "w_preload.h"

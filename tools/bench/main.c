@@ -19,9 +19,10 @@ char g_run_id[32];
 int g_rep = 1;
 
 enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8,
-       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_N };
+       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_C1, WL_N };
 static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W3b", "W4", "W4b",
-                                            "W5", "W6", "W7", "W8", "LA2", "LA8", "S1", "S1l" };
+                                            "W5", "W6", "W7", "W8", "LA2", "LA8", "S1", "S1l",
+                                            "C1" };
 
 static void usage(FILE *f)
 {
@@ -56,7 +57,9 @@ static void usage(FILE *f)
 "  S1     a counting semaphore of 4 permits, 16 processes x 150 x {wait;\n"
 "         200 us; post}: throughput, fairness, over-grants (must be 0)\n"
 "  S1l    S1 with leased permits (DIST_SEM_LEASED)\n"
-"The floor runs whenever W1, W3 or W3b runs; the naive lock runs on W1-W3b.\n"
+"  C1     a condition's signal-to-wake latency across processes, 500 rounds:\n"
+"         dist_cond_signal in one, dist_cond_wait back (mutex held) in another\n"
+"The floor runs whenever W1, W3, W3b or C1 runs; the naive lock runs on W1-W3b.\n"
 "\n"
 "Options:\n"
 "  --url URL            use this server instead of starting one (its\n"
@@ -202,7 +205,8 @@ static int parse(int argc, char **argv)
     if (!any)
         for (int k = 0; k < WL_N; k++)
             g_opt.wanted[k] = 1;
-    if ((g_opt.wanted[WL_W1] || g_opt.wanted[WL_W3] || g_opt.wanted[WL_W3B]) && !g_opt.no_floor)
+    if ((g_opt.wanted[WL_W1] || g_opt.wanted[WL_W3] || g_opt.wanted[WL_W3B] ||
+         g_opt.wanted[WL_C1]) && !g_opt.no_floor)
         g_opt.wanted[WL_FLOOR] = 1;
     if (g_opt.no_floor)
         g_opt.wanted[WL_FLOOR] = 0;
@@ -329,6 +333,17 @@ static void check_targets(void)
             target_add("W7", "connections_per_process <= 3 (CLIENT LIST)", c, 3, c <= 3, NULL);
         else
             target_add("W7", "connections_per_process <= 3 (CLIENT LIST)", 0, 0, -1, "not measured");
+    }
+    const result_t *c1 = result_find("distlock", "C1");
+    if (g_opt.wanted[WL_C1] && usable(c1)) {
+        if (usable(ping)) {
+            snprintf(note, sizeof note, "PING p50 %.0f us; C1 at %.1fx", ping->p50_us,
+                     c1->p50_us / ping->p50_us);
+            target_add("C1", "p50_us <= 4 * PING p50", c1->p50_us, 4 * ping->p50_us,
+                       c1->p50_us <= 4 * ping->p50_us, note);
+        } else {
+            target_add("C1", "p50_us <= 4 * PING p50", 0, 0, -1, "no PING floor in this run");
+        }
     }
     const result_t *w8 = result_find("distlock", "W8");
     if (g_opt.wanted[WL_W8] && w8) {
@@ -489,6 +504,8 @@ int main(int argc, char **argv)
             run_s1(0);
         if (g_opt.wanted[WL_S1L])
             run_s1(1);
+        if (g_opt.wanted[WL_C1])
+            run_c1();
         check_targets();
         check_lockall_targets();
         targets_end_rep();

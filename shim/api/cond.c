@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* cond.c - the pthread_cond_* mirror: a wait is the condition's
+ * registration (prim/cond.c), the release of the caller's holds on its
+ * mutex, the wait itself, and the mutex taken again with its count
+ * (prim/lock.c). */
+#include <errno.h>
+#include <stdio.h>
+
+#include "distlock.h"
+#include "dl.h"
+#include "lock.h"
+#include "object.h"
+#include "cond.h"               /* prim/: the condition primitive */
+#include "condwait.h"
+
+#define DL_MAGIC_CONDATTR 0x44534341u   /* "DSCA" */
+
+int dist_condattr_init(dist_condattr_t *attr)
+{
+    if (!attr)
+        return dl_fail(EINVAL, "attribute object is NULL");
+    attr->dl_magic = DL_MAGIC_CONDATTR;
+    return 0;
+}
+
+static int attr_ok(const dist_condattr_t *attr)
+{
+    if (!attr || attr->dl_magic != DL_MAGIC_CONDATTR)
+        return dl_fail(EINVAL, "attribute object is NULL or not initialized");
+    return 0;
+}
+
+int dist_condattr_destroy(dist_condattr_t *attr)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    attr->dl_magic = 0;
+    return 0;
+}
+
+int dist_cond_init(dist_cond_t *c, const char *name, const dist_condattr_t *attr)
+{
+    if (attr && attr_ok(attr))
+        return EINVAL;
+    if (!c)
+        return dl_fail(EINVAL, "condition is NULL");
+    return dl_obj_init(&c->dl_o, DL_MAGIC_COND, name);
+}
+
+int dist_cond_destroy(dist_cond_t *c)
+{
+    return dl_obj_destroy(c ? &c->dl_o : NULL, DL_MAGIC_COND);
+}
+
+static int resolve(dist_cond_t *c, dl_proc_t **pp, dl_cond_t **cp)
+{
+    dl_core_t *o = NULL;
+    int rc = dl_obj_resolve_kind(c ? &c->dl_o : NULL, DL_MAGIC_COND, &dl_cond_kind, pp, &o);
+    if (rc == 0)
+        *cp = dl_cond_of(o);
+    return rc;
+}
+
+static int wake(dist_cond_t *c, int all)
+{
+    dl_proc_t *p;
+    dl_cond_t *cv;
+    int rc = resolve(c, &p, &cv);
+    return rc ? rc : dl_cond_signal(p, cv, all);
+}
+
+int dist_cond_signal(dist_cond_t *c)
+{
+    return wake(c, 0);
+}
+
+int dist_cond_broadcast(dist_cond_t *c)
+{
+    return wake(c, 1);
+}
+
+/* Takes m again after the wait, as its own lock call would (its type,
+ * fairness and lease), blocking until it has it.  0, EOWNERDEAD, EIO (m
+ * not held). */
+static int retake(dl_condwait_t *cw)
+{
+    dist_mutex_t *m = cw->m;
+    dl_req_t rq = { 'w', 0, m->dl_o.dl_fair, m->dl_o.dl_lease_ms, 0, DL_FOREVER, NULL };
+    char q[96];
+    int rc = dl_lock_acquire(cw->p, cw->l, &rq);
+    if (rc != 0 && rc != EOWNERDEAD) {
+        char why[DL_ERRMAX];
+        snprintf(why, sizeof why, "%s", dist_lasterror());
+        return dl_fail(rc, "condition wait: taking the mutex %s again failed, the caller does "
+                       "not hold it: %s", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+                                                   sizeof q), why);
+    }
+    return rc;
+}
+
+int dl_condwait_restore(dl_condwait_t *cw)
+{
+    char q[96];
+    int prc = dl_lock_restore(cw->l, cw->count);
+    if (prc)
+        dl_log(DL_LOG_ERROR, "condition wait: the mutex %s is held again, but its count of %u "
+               "could not be restored (%s)", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+                                                      sizeof q),
+               cw->count, prc == EAGAIN ? "count overflow" : "out of memory");
+    return prc;
+}
+
+int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
+                      const struct timespec *abstime)
+{
+    dl_proc_t *pm;
+    char q[96], qm[96];
+    uint64_t deadline = DL_FOREVER;
+    cw->abstime = abstime;
+    cw->m = m;
+    cw->lapsed = 0;
+    if (abstime && dl_deadline_from_abstime(abstime, &deadline))
+        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+    int rc = resolve(c, &cw->p, &cw->cv);
+    if (rc)
+        return rc;
+    if ((rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &pm, &cw->l)))
+        return rc;
+    cw->count = dl_lock_held_count(cw->l);
+    if (!cw->count)
+        return dl_fail(EPERM, "condition %s: the mutex %s is not held by this thread",
+                       dl_core_qname(&cw->cv->core, q, sizeof q),
+                       dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
+    if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
+        return rc;                /* m untouched */
+    if (dl_lock_release_all(cw->p, cw->l) == ENOLCK) {
+        cw->lapsed = 1;
+        snprintf(cw->lapse, sizeof cw->lapse, "%s", dist_lasterror());
+    }
+    return 0;
+}
+
+int dl_condwait_block(dl_condwait_t *cw)
+{
+    return dl_cond_block(cw->p, cw->cv, &cw->w, cw->abstime);
+}
+
+int dl_condwait_end(dl_condwait_t *cw, int brc)
+{
+    char q[96];
+    int trc = retake(cw);
+    if (trc != 0 && trc != EOWNERDEAD)
+        return trc;
+    dl_condwait_restore(cw);
+    if (trc == EOWNERDEAD)
+        return EOWNERDEAD;        /* worded by the lock */
+    if (cw->lapsed)
+        return dl_fail(EOWNERDEAD, "condition wait: the mutex is held again, but the caller's "
+                       "hold had lapsed before the wait released it (%s); the protected state "
+                       "may be half-updated", cw->lapse);
+    if (brc == ETIMEDOUT)
+        return dl_fail(ETIMEDOUT, "condition %s: timed out",
+                       dl_core_qname(&cw->cv->core, q, sizeof q));
+    return brc;
+}
+
+static int wait_on(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
+{
+    dl_condwait_t cw;
+    int rc = dl_condwait_begin(&cw, c, m, abstime);
+    if (rc)
+        return rc;
+    return dl_condwait_end(&cw, dl_condwait_block(&cw));
+}
+
+int dist_cond_wait(dist_cond_t *c, dist_mutex_t *m)
+{
+    return wait_on(c, m, NULL);
+}
+
+int dist_cond_timedwait(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
+{
+    if (!abstime)
+        return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
+    return wait_on(c, m, abstime);
+}
