@@ -133,9 +133,8 @@ void dl_hold_handoff(dl_core_t *o)
 
 /* The process no longer has o's hold (released, given back): its state
  * is that of an object never held, and its waiters look again. */
-static void ended(dl_core_t *o)
+static void forget(dl_core_t *o)
 {
-    o->hold.busy = 0;
     o->hold.rmode = 0;
     o->hold.seq++;             /* late renew replies concern the old hold */
     dl_watchdog_undue(o);
@@ -145,6 +144,13 @@ static void ended(dl_core_t *o)
     o->hold.handoffs = 0;
     o->hold.linger_until = 0;
     pthread_cond_broadcast(&o->cv);
+}
+
+/* ... after a round trip of its own (o->hold.busy). */
+static void ended(dl_core_t *o)
+{
+    o->hold.busy = 0;
+    forget(o);
 }
 
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
@@ -229,16 +235,8 @@ int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
 
 void dl_hold_dropped(dl_core_t *o)
 {
-    o->hold.rmode = 0;
-    o->hold.seq++;             /* late renew replies concern the old hold */
-    dl_watchdog_undue(o);
-    o->hold.lost = 0;
-    o->hold.lost_told = 0;
-    o->hold.remote_waiting = 0;
-    o->hold.handoffs = 0;
-    o->hold.linger_until = 0;
     o->hold.told_fence = 0;
-    pthread_cond_broadcast(&o->cv);
+    forget(o);
 }
 
 static int lost_code(dl_core_t *o)

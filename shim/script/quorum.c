@@ -130,6 +130,20 @@ static const dl_quorum_op_t *op_of(const dl_call_t *c)
     return dl_scripts[c->script].entry->quorum;
 }
 
+/* Server i's copies of calls[0..n), each prepared by its entry (a
+ * server's own arguments). */
+static dl_call_t *copies_for(dl_call_t *per, int i, const dl_call_t *calls, int n)
+{
+    dl_call_t *mine = per + (size_t)i * n;
+    memcpy(mine, calls, (size_t)n * sizeof *calls);
+    for (int j = 0; j < n; j++) {
+        const dl_quorum_op_t *q = op_of(&mine[j]);
+        if (q && q->prepare)
+            q->prepare(&mine[j]);
+    }
+    return mine;
+}
+
 /* A server that failed within the last second is skipped (redlock.c: its
  * link's down window), so that a dead one costs a call nothing.  But when
  * the servers that were asked cannot decide a call without it (fewer than
@@ -166,12 +180,8 @@ static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per,
     for (int i = 0; i < nodes; i++) {
         if (!want[i])
             continue;
-        dl_call_t *mine = per + (size_t)i * n;
-        memcpy(mine, calls, (size_t)n * sizeof *calls);
+        dl_call_t *mine = copies_for(per, i, calls, n);
         for (int j = 0; j < n; j++) {
-            const dl_quorum_op_t *q = op_of(&mine[j]);
-            if (q && q->prepare)
-                q->prepare(&mine[j]);
             mine[j].cmd.err = 0;
             mine[j].cmd.sent = 0;
             mine[j].cmd.reply = NULL;
@@ -202,13 +212,7 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
     /* All at once: a server that is down fails at once (see conn.c). */
     uint64_t start = dl_now_ms();
     for (int i = 0; i < nodes; i++) {
-        dl_call_t *mine = per + (size_t)i * n;
-        memcpy(mine, calls, (size_t)n * sizeof *calls);
-        for (int j = 0; j < n; j++) {
-            const dl_quorum_op_t *q = op_of(&mine[j]);
-            if (q && q->prepare)
-                q->prepare(&mine[j]);
-        }
+        copies_for(per, i, calls, n);
         if (undos)
             q0->undo_for(&undos[i], &calls[0]);
     }
