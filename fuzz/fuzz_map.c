@@ -33,7 +33,8 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
         FUZZ_CHECK(n >= 1 && n <= max, "n %d", n);
         for (int i = 0; i < n; i++) {
             const dlp_spec_t *s = &specs[i];
-            FUZZ_CHECK(s->kind == DLP_MUTEX || s->kind == DLP_RWLOCK || s->kind == DLP_FLOCK, "kind");
+            FUZZ_CHECK(s->kind == DLP_MUTEX || s->kind == DLP_RWLOCK || s->kind == DLP_FLOCK ||
+                       s->kind == DLP_SEM || s->kind == DLP_COND, "kind");
             FUZZ_CHECK(s->namelen >= 1 && s->namelen <= DIST_NAME_MAX, "namelen %zu", s->namelen);
             FUZZ_CHECK(s->name >= buf && s->name + s->namelen < buf + bufsize, "name outside buf");
             FUZZ_CHECK(memchr(s->name, 0, s->namelen) == NULL, "NUL in name");
@@ -44,7 +45,10 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
             FUZZ_CHECK(tl > 0, "empty target");
             FUZZ_CHECK(!s->is_offset || strncmp(s->target, "exe+0x", 6) == 0 ||
                        strncmp(s->target, "exe+0X", 6) == 0, "offset flag");
-            FUZZ_CHECK(!s->is_offset || s->kind != DLP_FLOCK, "offset for a flock");
+            FUZZ_CHECK(!s->is_offset || (s->kind != DLP_FLOCK && s->kind != DLP_SEM),
+                       "offset for a flock or a semaphore");
+            FUZZ_CHECK(s->kind != DLP_SEM || (s->target[0] == '/' && !strchr(s->target + 1, '/')),
+                       "a semaphore's target is /NAME");
             if (s->program) {
                 FUZZ_CHECK(s->program > s->target && s->program < buf + bufsize, "program outside buf");
                 size_t pl = strnlen(s->program, (size_t)(buf + bufsize - s->program));

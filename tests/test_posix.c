@@ -229,7 +229,7 @@ static int sibling_b(void *p)
         TH_CHECK(__atomic_load_n(&g_sh->late_ready, __ATOMIC_ACQUIRE));
         TH_CHECK_RC(dist_mutex_trylock(&g_sh->late), EBUSY);
         TH_CHECK_RC(dist_mutex_trylock(&g_sh->late_long), EINVAL);
-        TH_CHECK(th_contains(dist_lasterror(), "initialize a shared lock object before fork"));
+        TH_CHECK(th_contains(dist_lasterror(), "initialize a shared object before fork"));
     }
     th_send(a->up, 5, 0, 0, 0);
     SIB_WAIT(a, 7);                               /* A let go */

@@ -155,7 +155,7 @@ int dlp_map_parse(const char *text, char *buf, size_t bufsize, dlp_spec_t *specs
 
         if (s.program && strchr(s.program, '/'))
             return fail(err, errlen, idx, "@PROGRAM is a base name, without '/'", shown);
-        if (s.kind == DLP_MUTEX || s.kind == DLP_RWLOCK) {
+        if (s.kind == DLP_MUTEX || s.kind == DLP_RWLOCK || s.kind == DLP_COND) {
             if (strncmp(target, "exe+", 4) == 0) {
                 if (parse_offset(target, &s.offset))
                     return fail(err, errlen, idx, "bad offset: expected exe+0xHEX", shown);
