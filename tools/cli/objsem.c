@@ -8,7 +8,8 @@
  * status does (lockstat.c): reconnects, cluster redirections, failovers
  * and an empty script cache are the library's.  Semaphores refuse
  * redlock:// (their count cannot be kept by independent servers), so
- * there they are listed, not read. */
+ * there they are counted (named, with no holder or waiter: never busy),
+ * not read. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,7 +65,7 @@ static int fetch_chunk(cli_redis_t *r, dl_call_t *calls, const sem_keys_t *k, ch
     return rc;
 }
 
-/* redlock://: named, not read. */
+/* redlock://: named, not read (so never busy: counted, not shown). */
 static int list_only(cli_redis_t *r, char **names, const size_t *lens, size_t n, cli_obj_t *out)
 {
     for (size_t i = 0; i < n; i++) {
