@@ -21,8 +21,9 @@
 --   KEYS[3] due      <prefix>{tag}:d   zset token -> the registration's
 --                                      deadline (ms): a waiter that dies
 --                                      leaves the queue that soon
---   KEYS[4] regs     <prefix>{tag}:w   hash token -> msgpack {regid, info}:
---                                      the id its wake-ups carry
+--   KEYS[4] regs     <prefix>{tag}:w   hash token -> msgpack {regid, info,
+--                                      since}: the id its wake-ups carry,
+--                                      when it first queued (ms)
 --   KEYS[5] leases   <prefix>{tag}:l   zset holder token -> lease deadline
 --                                      (ms) (leased)
 --   KEYS[6] holders  <prefix>{tag}:h   hash holder token -> msgpack {count,

@@ -60,8 +60,14 @@ if wait then
     rcall('ZADD', K_SQ, seq, token)
     rcall('PEXPIRE', K_SQ, IDLE)
   end
+  -- The registration keeps when its process first queued (a refresh, or
+  -- another of its threads taking it over, keeps it): `distlock top`
+  -- shows how long the process has waited.
+  local since = now
+  local prev = pos and rcall('HGET', K_SW, token)
+  if prev then since = cmsgpack.unpack(prev)[3] or now end
   rcall('ZADD', K_SD, int(now + wttl), token)
-  rcall('HSET', K_SW, token, cmsgpack.pack({id, info}))
+  rcall('HSET', K_SW, token, cmsgpack.pack({id, info, since}))
   rcall('PEXPIRE', K_SD, IDLE)
   rcall('PEXPIRE', K_SW, IDLE)
 end

@@ -47,7 +47,7 @@ static long long el_ll(const redisReply *r, size_t i)
 
 /* "host\tpid\ttid" -> who.  The host never holds a tab (the library
  * replaces them), so the last two tabs split it. */
-static void parse_info(const char *s, size_t n, char mode, const char *token, size_t toklen,
+void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
                        dl_view_who_t *w)
 {
     memset(w, 0, sizeof *w);
@@ -115,7 +115,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         dl_view_holder_t *h = &st->holders[st->nholders++];
         tok = dl_reply_str(w, 0, &tl);
         s = dl_reply_str(w, 1, &n);
-        parse_info(s, n, 'w', tok, tl, &h->who);
+        dl_view_who_parse(s, n, 'w', tok, tl, &h->who);
         h->held_ms = now - el_ll(w, 2);
         h->fence = strtoull(dl_reply_str(w, 3, NULL), NULL, 10);
         h->lease_ms = el_ll(w, 4);
@@ -130,7 +130,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         dl_view_holder_t *h = &st->holders[st->nholders++];
         tok = dl_reply_str(r, 0, &tl);
         s = dl_reply_str(r, 1, &n);
-        parse_info(s, n, 'r', tok, tl, &h->who);
+        dl_view_who_parse(s, n, 'r', tok, tl, &h->who);
         h->held_ms = now - el_ll(r, 2);
         h->fence = strtoull(dl_reply_str(r, 3, NULL), NULL, 10);
         h->after_lapse = el_ll(r, 4) == 1;
@@ -146,7 +146,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         tok = dl_reply_str(r, 0, &tl);
         s = dl_reply_str(r, 2, &n);
         dl_view_who_t *wt = &st->waiters[st->nwaiters++];
-        parse_info(s, n, dl_reply_str(r, 1, NULL)[0] == 'r' ? 'r' : 'w', tok, tl, wt);
+        dl_view_who_parse(s, n, dl_reply_str(r, 1, NULL)[0] == 'r' ? 'r' : 'w', tok, tl, wt);
         /* When it first queued: '' from a registration an older library
          * wrote. */
         size_t sl = 0;
@@ -166,7 +166,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         st->broken = strcmp(wh, "broken") == 0;
         if (!st->broken) {
             s = dl_reply_str(m, 2, &n);
-            parse_info(s, n, 'w', "", 0, &st->lapsed);
+            dl_view_who_parse(s, n, 'w', "", 0, &st->lapsed);
         }
     }
     st->known = st->nholders || st->nwaiters || st->last_fence || whlen;

@@ -19,7 +19,7 @@
 typedef struct dl_view_who {
     char host[128];
     long pid, tid;            /* 0 when the info could not be parsed */
-    char mode;                /* 'w' or 'r' */
+    char mode;                /* 'w' or 'r'; a semaphore's: 'p' (permits) */
     char token[64];           /* its process's owner token in Redis */
     long long waited_ms;      /* a waiter: how long it has been queued (Redis
                                  clock); -1 unknown (an older library, or not
@@ -33,6 +33,7 @@ typedef struct dl_view_holder {
     long long lease_ms;       /* the hold's lease; -1 unknown (readers) */
     unsigned long long fence;
     int after_lapse;          /* it was acquired with EOWNERDEAD */
+    unsigned count;           /* a semaphore's hold: its permits; else 0 */
 } dl_view_holder_t;
 
 /* redlock://: what one server shows of a lock. */
@@ -89,6 +90,11 @@ typedef struct dl_status_reply {
  * run, c->reply.status.view; free it with dl_call_free_reply, or take it
  * (set it NULL) and dl_view_clear + free it. */
 void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);
+/* "host\tpid\ttid" (n bytes: the info the library stores with a hold or
+ * a registration) -> w, with its mode and owner token; waited_ms -1.  Also
+ * read by the semaphore's status (call_sem_status.c). */
+void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
+                       dl_view_who_t *w);
 /* Frees what v points to and zeroes it (not v itself). */
 void dl_view_clear(dl_view_t *v);
 

@@ -156,6 +156,16 @@ has_waiting() { [ "$(waiting "$1")" = "$2" ]; }
 wait_waiting() {
   wait_until 5 has_waiting "$1" "$2" || { nok "5 s without $2 waiters on $1 (now: $(waiting "$1"))"; return 1; }
 }
+# Semaphores, read straight from Redis (docs/PROTOCOL.md, "Semaphores"),
+# so that a test waits on the state itself, not on the view it checks:
+# sem_count NAME SUFFIX, the members of a zset key of semaphore NAME
+# (:l its holders, :q its queue); wait_sem NAME SUFFIX N polls (up to 5 s)
+# until there are N, a time-out counting as a failure.
+sem_count() { rcli ZCARD "${DISTLOCK_PREFIX:-distlock:}{"$'\x01'"s$1}$2"; }
+has_sem() { [ "$(sem_count "$1" "$2")" = "$3" ]; }
+wait_sem() {
+  wait_until 5 has_sem "$@" || { nok "5 s without $3 in $2 of semaphore $1 (now: $(sem_count "$1" "$2"))"; return 1; }
+}
 # Polls (up to 5 s) until NAME is held; a time-out counts as a failure.
 wait_held() { wait_until 5 held "$1" || { nok "5 s without a holder of $1"; return 1; }; }
 now() { date +%s.%N; }

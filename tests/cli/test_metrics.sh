@@ -86,6 +86,48 @@ metrics 'm-s*'
 expect "PATTERN: only m-s" \
   'test "$(samples distlock_holders)" = 1 && test "$(value distlock_holders lock "\"m-s\"")" = 2.0'
 
+# --- a semaphore: m-pool's two leased permits held by distlock -N 2, a
+# third command queued for one
+t_sem=$(now)
+bg "$D" -N 2 m-pool -- sleep 60 >/dev/null 2>&1
+hs1=$last_pid
+wait_sem m-pool :l 1
+bg "$D" -N 2 m-pool -- sleep 60 >/dev/null 2>&1
+hs2=$last_pid
+wait_sem m-pool :l 2
+t_swait=$(now)
+bg "$D" -N 2 m-pool -- true >/dev/null 2>&1
+ws=$last_pid
+wait_sem m-pool :q 1
+t_squeued=$(now)
+sleep 0.3                       # so that the wait is visibly more than 0
+metrics
+expect "semaphore: exit 0 and the parser reads it" 'test "$rc" = 0 -a "$prc" = 0'
+expect "semaphore: distlock_holders 2 and distlock_waiters 1 for m-pool, kind sem" \
+  'test "$(value distlock_holders sem "\"m-pool\"")" = 2.0 && test "$(value distlock_waiters sem "\"m-pool\"")" = 1.0'
+w=$(value distlock_longest_wait_seconds sem '"m-pool"')
+expect "semaphore: the longest wait ($w s) lies between the test's own clocks ($(secs_between "$t_squeued" "$m_start") .. $(secs_between "$t_swait" "$m_end") s)" \
+  'le "$(secs_between "$t_squeued" "$m_start")" "$w" && le "$w" "$(secs_between "$t_swait" "$m_end")"'
+a=$(value distlock_hold_age_seconds sem '"m-pool"')
+expect "semaphore: the hold age ($a s) is at most the time since the first holder started, and more than the wait" \
+  'le "$a" "$(secs_between "$t_sem" "$m_end")" && lt "$w" "$a"'
+l=$(value distlock_lease_left_seconds sem '"m-pool"')
+expect "semaphore: the lease left ($l s) is within the 30 s lease" 'lt 0 "$l" && le "$l" 30'
+expect "semaphore: the totals by kind (1 read, 1 held), the locks' unchanged" \
+  'test "$(value distlock_objects sem -)" = 1.0 && test "$(value distlock_held_objects sem -)" = 1.0 &&
+   test "$(value distlock_held_objects lock -)" = 2.0'
+metrics 'm-s*'
+expect "PATTERN m-s*: not the semaphore m-pool" 'test "$(samples distlock_waiters)" = 1'
+# The holders leave: the waiter takes a permit, runs, and the semaphore
+# has nobody left.
+kill -TERM "$hs1" "$hs2"
+wait_pid "$ws"
+wait_sem m-pool :l 0
+metrics
+expect "semaphore left: no series for m-pool, none held" \
+  'test "$rc" = 0 -a "$prc" = 0 && test -z "$(value distlock_holders sem "\"m-pool\"")" &&
+   test "$(value distlock_held_objects sem -)" = 0.0'
+
 # --- names that need escaping: '"', '\', a newline, a byte that is not
 # UTF-8, and UTF-8 itself.  The label value shows the name as distlock
 # shows names: '\' doubled, other bytes as \xNN.

@@ -83,6 +83,58 @@ run "$D" --url redis://127.0.0.1:1 top -n 2 -d 0.2
 expect "plain, repeated, Redis unreachable: a line per try saying it retries, exit 69" \
   'test "$rc" = 69 && test "$(grep -c "; retrying in 0.2s$" "$T/err")" = 2'
 
+# ============================================================ semaphores
+# s-pool: two leased permits, both held by distlock -N 2, and a third
+# command queued for one.  s-count: a counting semaphore at 0 with one
+# registration of a process elsewhere, queued 5 s ago (written in Redis
+# as the library writes it: docs/PROTOCOL.md, "Semaphores"), as a
+# program with sem_open under the interposer leaves it.
+bg "$D" -N 2 s-pool -- sleep 120 >/dev/null 2>&1
+h_sem1=$last_pid
+wait_sem s-pool :l 1
+bg "$D" -N 2 s-pool -- sleep 120 >/dev/null 2>&1
+h_sem2=$last_pid
+wait_sem s-pool :l 2
+bg "$D" -N 2 s-pool -- true >/dev/null 2>&1
+w_sem=$last_pid
+wait_sem s-pool :q 1
+rcli eval "local t = redis.call('TIME')
+  local now = t[1] * 1000 + math.floor(t[2] / 1000)
+  local k = KEYS[1]
+  redis.call('HSET', k, 'k', 'c', 'v', 0, 'n0', 1, 'seq', 1)
+  redis.call('ZADD', k .. ':q', 1, 'tok-elsewhere')
+  redis.call('ZADD', k .. ':d', now + 120000, 'tok-elsewhere')
+  redis.call('HSET', k .. ':w', 'tok-elsewhere', cmsgpack.pack({1, 'elsewhere\t7\t8', now - 5000}))" \
+  1 "distlock:{"$'\x01'"ss-count}" >/dev/null
+run "$D" top -b
+expect "plain, semaphores: exit 0" 'test "$rc" = 0'
+check "plain, semaphores: the title sums them up (1 held, 2 waiting)" \
+  grep -qE "^distlock top [0-9-]+ [0-9:]+, redis [^ ]+: locks: 3 held, 3 waiting; sems: 1 held, 2 waiting; longest wait " "$T/out"
+check "plain: s-pool's row: 2/2 permits, 1 waiting, held for, max wait, its oldest holder and one more" \
+  grep -qE "^s-pool +sem +2/2 permits +1 +[0-9.]+s +[0-9.]+s +$host:$h_sem1 \\(thread $h_sem1\\) \\+1 more$" "$T/out"
+for p in "$h_sem1" "$h_sem2"; do
+  check "plain: s-pool's holder $p (host, pid, thread, permits, held for, lease left, fence)" \
+    grep -qE "^    holder $host:$p \\(thread $p\\), 1 permit, held [0-9.]+s, lease left [0-9.]+s, fence [0-9]+$" "$T/out"
+done
+check "plain: s-pool's waiter, with its wait" \
+  grep -qE "^    waiter $host:$w_sem \\(thread [0-9]+\\), a permit, waiting [0-9.]+s$" "$T/out"
+check "plain: s-count's row: value 0, 1 waiting, no hold, waited 5 s or more, no holder" \
+  grep -qE "^s-count +sem +value 0 +1 +- +([5-9]|[1-9][0-9])\\.[0-9]s +-$" "$T/out"
+check "plain: s-count's waiter (host, pid, thread from its registration) and its wait" \
+  grep -qE "^    waiter elsewhere:7 \\(thread 8\\), a permit, waiting ([5-9]|[1-9][0-9])\\.[0-9]s$" "$T/out"
+run "$D" top -b -o age 's-*'
+expect "plain -o age, semaphores: the one held first (s-pool s-count)" \
+  'test "$(grep -oE "^s-(count|pool) " "$T/out" | tr -d " " | tr "\n" " ")" = "s-pool s-count "'
+# The holders leave: the waiter takes a permit, runs and is done.
+kill -TERM "$h_sem1" "$h_sem2"
+wait_pid "$w_sem"
+rcli del "distlock:{"$'\x01'"ss-count}" "distlock:{"$'\x01'"ss-count}:q" "distlock:{"$'\x01'"ss-count}:d" \
+  "distlock:{"$'\x01'"ss-count}:w" >/dev/null
+wait_sem s-pool :l 0
+run "$D" top -b 's-*'
+expect "plain: semaphores nobody holds or waits on are not shown" \
+  'test "$rc" = 0 && grep -q "^(nothing held or waited on)$" "$T/out"'
+
 # ============================================================ the screen
 # start_screen NAME CMD...: runs CMD in a new 120x30 tmux window of session
 # NAME; when CMD ends, the window says "EXITED rc=N" and the terminal

@@ -110,6 +110,24 @@ expect "cluster: top shows the three, the one with a waiter first" \
    grep -qE "^${cnames[2]} +lock +exclusive +1 " "$T/out" &&
    test "$(grep -oE "^v-[a-t] " "$T/out" | head -n 1)" = "${cnames[2]} " &&
    grep -qE "^    holder $host:${cholders[0]} \\(thread ${cholders[0]}\\), exclusive, held " "$T/out"'
+# A semaphore in the cluster: its one leased permit held, one command
+# queued (waited for on its keys, through redis-cli's redirections).
+csem() { redis-cli -c -h 127.0.0.1 -p "${cports[0]}" ZCARD "distlock:{"$'\x01'"sv-sem}$1"; }
+bg "$D" -N 1 v-sem -- sleep 60 >/dev/null 2>&1
+csh=$last_pid
+wait_until 5 eval 'test "$(csem :l)" = 1'
+bg "$D" -N 1 v-sem -- true >/dev/null 2>&1
+wait_until 5 eval 'test "$(csem :q)" = 1'
+metrics
+expect "cluster: metrics reads the semaphore (1 holder, 1 waiter)" \
+  'test "$rc" = 0 -a "$prc" = 0 && test "$(value distlock_holders sem "\"v-sem\"")" = 1.0 &&
+   test "$(value distlock_waiters sem "\"v-sem\"")" = 1.0'
+run "$D" top
+expect "cluster: top shows the semaphore, its holder and its waiter" \
+  'test "$rc" = 0 && grep -qE "^v-sem +sem +1/1 permits +1 " "$T/out" &&
+   grep -qE "^    holder $host:$csh \\(thread $csh\\), 1 permit, held " "$T/out" &&
+   grep -qE "^    waiter $host:[0-9]+ \\(thread [0-9]+\\), a permit, waiting " "$T/out"'
+cholders+=("$csh")
 for p in "${cholders[@]}"; do stop_pid "$p"; done
 
 # ============================================================ redlock

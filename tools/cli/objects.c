@@ -5,10 +5,11 @@
 
 #include "objects.h"
 
-/* One line per kind that has a decoder.  The semaphore's and the
- * condition's go here once they have a status script to read them with. */
+/* One line per kind that has a decoder.  The condition's goes here once
+ * it has a status script to read it with. */
 static const cli_kind_view_t *const views[DL_KINDS] = {
     [DL_KIND_LOCK] = &cli_lock_view,
+    [DL_KIND_SEM] = &cli_sem_view,
 };
 
 const cli_kind_view_t *cli_kind_view(int kind)

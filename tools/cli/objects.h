@@ -57,7 +57,8 @@ const cli_kind_view_t *cli_kind_view(int kind);
 void cli_obj_finish(cli_obj_t *o);
 void cli_obj_free(cli_obj_t *o);
 
-/* The decoders (objlock.c, ...). */
+/* The decoders (objlock.c, objsem.c). */
 extern const cli_kind_view_t cli_lock_view;
+extern const cli_kind_view_t cli_sem_view;
 
 #endif

@@ -161,17 +161,26 @@ static const cli_holder_t *oldest(const cli_lockstat_t *st)
 
 static const char *mode_word(char m)
 {
-    return m == 'w' ? "exclusive" : m == 'r' ? "shared" : "-";
+    return m == 'w' ? "exclusive" : m == 'r' ? "shared" : m == 'p' ? "a permit" : "-";
+}
+
+/* A holder's mode: a lock's, or a semaphore hold's permits. */
+static const char *hold_word(const cli_holder_t *h, char *buf, size_t size)
+{
+    if (h->who.mode != 'p')
+        return mode_word(h->who.mode);
+    snprintf(buf, size, "%u permit%s", h->count, h->count == 1 ? "" : "s");
+    return buf;
 }
 
 static void detail_lines(cli_lines_t *l, const cli_obj_t *ob)
 {
-    char who[600], a[32], b[32];
+    char who[600], a[32], b[32], m[32];
     const cli_lockstat_t *st = &ob->st;
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         cli_lines_add(l, "    holder %s, %s, held %s, lease left %s, fence %llu%s",
-                      cli_who(&h->who, who, sizeof who), mode_word(h->who.mode),
+                      cli_who(&h->who, who, sizeof who), hold_word(h, m, sizeof m),
                       cli_duration(h->held_ms, a, sizeof a),
                       cli_duration(h->lease_left_ms, b, sizeof b), h->fence,
                       h->after_lapse ? ", taken after a lapse (EOWNERDEAD)" : "");
