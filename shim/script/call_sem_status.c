@@ -88,13 +88,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
         s = dl_reply_str(r, 1, &n);
         dl_view_who_t *w = &st->waiters[st->nwaiters++];
         dl_view_who_parse(s, n, 'p', tok, tl, w);
-        /* When it first queued: '' from a registration an older library
-         * wrote. */
-        size_t sl = 0;
-        dl_reply_str(r, 2, &sl);
-        w->waited_ms = sl ? now - el_ll(r, 2) : -1;
-        if (w->waited_ms < -1)
-            w->waited_ms = 0;
+        w->waited_ms = dl_view_waited_ms(r, 2, now);
     }
     st->known = sv->kind != 0;
     return 0;

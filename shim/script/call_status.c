@@ -45,6 +45,17 @@ static long long el_ll(const redisReply *r, size_t i)
     return strtoll(dl_reply_str(r, i, NULL), NULL, 10);
 }
 
+long long dl_view_waited_ms(const redisReply *r, size_t i, long long now)
+{
+    size_t sl = 0;
+    if (r->elements > i)
+        dl_reply_str(r, i, &sl);
+    if (!sl)
+        return -1;
+    long long w = now - el_ll(r, i);
+    return w < 0 ? 0 : w;
+}
+
 /* "host\tpid\ttid" -> who.  The host never holds a tab (the library
  * replaces them), so the last two tabs split it. */
 void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
@@ -147,14 +158,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         s = dl_reply_str(r, 2, &n);
         dl_view_who_t *wt = &st->waiters[st->nwaiters++];
         dl_view_who_parse(s, n, dl_reply_str(r, 1, NULL)[0] == 'r' ? 'r' : 'w', tok, tl, wt);
-        /* When it first queued: '' from a registration an older library
-         * wrote. */
-        size_t sl = 0;
-        if (r->elements > 3)
-            dl_reply_str(r, 3, &sl);
-        wt->waited_ms = sl ? now - el_ll(r, 3) : -1;
-        if (wt->waited_ms < -1)
-            wt->waited_ms = 0;
+        wt->waited_ms = dl_view_waited_ms(r, 3, now);
     }
     st->last_fence = strtoull(dl_reply_str(m, 0, NULL), NULL, 10);
     /* The meta hash names the writer whose hold was never released; while

@@ -95,6 +95,10 @@ void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size
  * read by the semaphore's status (call_sem_status.c). */
 void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
                        dl_view_who_t *w);
+/* A waiter's wait: now - element i of r (when it first queued, Redis ms),
+ * 0 at least; -1 when r has no such element or it is '' (a registration
+ * an older library wrote).  Also read by call_sem_status.c. */
+long long dl_view_waited_ms(const struct redisReply *r, size_t i, long long now);
 /* Frees what v points to and zeroes it (not v itself). */
 void dl_view_clear(dl_view_t *v);
 
