@@ -256,6 +256,7 @@ struct rejoin {
     dist_rwlock_t rw;
     sem_t held, go, relocked, done;
     int relock_rc, unlock_rc[2];
+    uint64_t fence;               /* the retaking thread's new hold */
 };
 
 static void *rejoin_t2(void *p)
@@ -265,6 +266,7 @@ static void *rejoin_t2(void *p)
     sem_post(&r->held);
     sem_wait(&r->go);
     r->relock_rc = dist_rwlock_rdlock(&r->rw);
+    dist_rwlock_getfence(&r->rw, &r->fence);
     sem_post(&r->relocked);
     sem_wait(&r->done);
     r->unlock_rc[0] = dist_rwlock_unlock(&r->rw);
@@ -272,10 +274,15 @@ static void *rejoin_t2(void *p)
     return NULL;
 }
 
-static void test_lost_read_hold_retaken_other_reader_told(void **state)
+/* mode 0: the left-behind reader unlocks (ENOLCK); 1: it reads again
+ * first (EOWNERDEAD, as the retaking thread was told; its part is in the
+ * new hold from then on, and its unlocks say 0).  Before either, its
+ * getfence still names the lost hold (a fenced store refuses its writes)
+ * and its getlease says ENOLCK. */
+static void run_rejoin(int mode)
 {
-    (void)state;
     static struct rejoin r;
+    memset(&r, 0, sizeof r);
     char name[96];
     th_name(name, sizeof name, "rejoin");
     assert_int_equal(dist_rwlock_init(&r.rw, name, NULL), 0);
@@ -284,6 +291,9 @@ static void test_lost_read_hold_retaken_other_reader_told(void **state)
     sem_init(&r.relocked, 0, 0);
     sem_init(&r.done, 0, 0);
     assert_int_equal(dist_rwlock_rdlock(&r.rw), 0);
+    uint64_t mine = 0, now = 0;
+    unsigned long left = 1;
+    assert_int_equal(dist_rwlock_getfence(&r.rw, &mine), 0);
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, rejoin_t2, &r), 0);
     sem_wait(&r.held);
@@ -292,16 +302,42 @@ static void test_lost_read_hold_retaken_other_reader_told(void **state)
     sem_post(&r.go);
     sem_wait(&r.relocked);
     assert_int_equal(r.relock_rc, EOWNERDEAD);
-    int rc = dist_rwlock_unlock(&r.rw);
+    assert_true(r.fence > mine);
+    assert_int_equal(dist_rwlock_getfence(&r.rw, &now), 0);
+    assert_true(now == mine);
+    assert_int_equal(dist_rwlock_getlease(&r.rw, &left), ENOLCK);
+    int rc;
+    if (mode == 0) {
+        rc = dist_rwlock_unlock(&r.rw);
+    } else {
+        assert_int_equal(dist_rwlock_rdlock(&r.rw), EOWNERDEAD);
+        assert_int_equal(dist_rwlock_getfence(&r.rw, &now), 0);
+        assert_true(now == r.fence);
+        assert_int_equal(dist_rwlock_getlease(&r.rw, &left), 0);
+        assert_int_equal(dist_rwlock_unlock(&r.rw), 0);
+        rc = dist_rwlock_unlock(&r.rw);
+    }
     sem_post(&r.done);
     pthread_join(t, NULL);
-    assert_int_equal(rc, ENOLCK);
+    assert_int_equal(rc, mode == 0 ? ENOLCK : 0);
     assert_int_equal(r.unlock_rc[0], 0);
     assert_int_equal(r.unlock_rc[1], 0);
     /* nothing left held */
     assert_int_equal(dist_rwlock_trywrlock(&r.rw), 0);
     assert_int_equal(dist_rwlock_unlock(&r.rw), 0);
     assert_int_equal(dist_rwlock_destroy(&r.rw), 0);
+}
+
+static void test_lost_read_hold_retaken_other_reader_told(void **state)
+{
+    (void)state;
+    run_rejoin(0);
+}
+
+static void test_lost_read_hold_retaken_other_reader_relocks(void **state)
+{
+    (void)state;
+    run_rejoin(1);
 }
 
 /* ------------------------------------------------------------------------
@@ -1004,6 +1040,7 @@ int main(void)
         TH_TEST(test_restart_hold_not_joined),
         TH_TEST(test_deleted_hold_not_joined),
         TH_TEST(test_lost_read_hold_retaken_other_reader_told),
+        TH_TEST(test_lost_read_hold_retaken_other_reader_relocks),
         TH_TEST(test_late_reply_not_returned),
         TH_TEST(test_late_confirmation_not_returned),
         TH_TEST(test_posted_renewal_survives_flush),

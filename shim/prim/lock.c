@@ -263,6 +263,24 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     return rc;
 }
 
+/* The calling thread relocks a hold the process has (trusted): 0, or,
+ * when the thread's part was in a hold that another thread of the process
+ * took anew after it was lost (retake), EOWNERDEAD as the retaking
+ * thread was told, and the thread's part is in the new hold from now on.
+ * o->mu held. */
+static int rejoin(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    if (!h || h->fence == o->hold.fence)
+        return 0;
+    h->fence = o->hold.fence;
+    return dl_fail(EOWNERDEAD, "lock %s: relocked, but this thread's hold had lapsed in Redis "
+                   "(another thread of the process took the lock again since); the "
+                   "protected state may be half-updated", dl_core_qname(o, q, sizeof q));
+}
+
 /* A thread that holds l locks it again (reentrant, or reading again): no
  * round trip while the process's hold is trusted (tenure.c); else it is
  * confirmed with Redis first, and taken again if Redis lost it (retake).
@@ -279,7 +297,7 @@ static int relock(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
             continue;
         }
         if (o->hold.rmode && dl_hold_trusted(o, fresh))
-            return 0;
+            return rejoin(l);
         if (!o->hold.rmode || o->hold.lost ||
             (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until)) {
             if (o->hold.rmode)
@@ -528,7 +546,9 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
          * this thread's part was in had been lost (retake): that part
          * lapsed, whatever becomes of the new hold. */
         int left_behind = o->hold.rmode && in_hold != o->hold.fence;
-        if (o->hold.rmode && (l->writer || l->rthreads))
+        if (left_behind && (l->writer || l->rthreads))
+            rc = 0;               /* ENOLCK below; the others' hold is theirs to vouch for */
+        else if (o->hold.rmode && (l->writer || l->rthreads))
             rc = dl_hold_vouch(p, o);
         else
             rc = settle(p, l, wrote && l->quick && short_hold(l));
@@ -554,7 +574,7 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence)
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     int held = h != NULL;
     if (held)
-        *fence = o->hold.fence;
+        *fence = h->fence;        /* the hold this thread's part is in (left behind: the lost one) */
     pthread_mutex_unlock(&o->mu);
     if (!held)
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
@@ -566,7 +586,11 @@ int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left)
     dl_core_t *o = &l->core;
     char q[96];
     pthread_mutex_lock(&o->mu);
-    int rc = dl_holder_find(l, dl_tid()) ? dl_hold_lease(o, ms_left) : EPERM;
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int rc = !h ? EPERM : o->hold.rmode && h->fence != o->hold.fence ? ENOLCK
+                        : dl_hold_lease(o, ms_left);
+    if (rc == ENOLCK)
+        *ms_left = 0;
     pthread_mutex_unlock(&o->mu);
     if (rc == EPERM)
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
@@ -582,8 +606,10 @@ int dl_lock_hold_lost(dl_lock_t *l)
     dl_core_t *o = &l->core;
     pthread_mutex_lock(&o->mu);
     int rc = -1;
-    if (dl_holder_find(l, dl_tid()))
-        rc = o->hold.lost || (!o->hold.rmode && !o->hold.busy);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    if (h)
+        rc = o->hold.lost || (!o->hold.rmode && !o->hold.busy) ||
+             (o->hold.rmode && h->fence != o->hold.fence);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
