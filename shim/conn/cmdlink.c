@@ -37,7 +37,7 @@ dl_link_t *dl_link_new(const dl_link_conf_t *conf)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&k->cv, &ca);
     pthread_condattr_destroy(&ca);
-    k->io.conf = *conf;
+    dl_link_io_init(&k->io, conf);
     return k;
 }
 
