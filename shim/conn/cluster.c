@@ -178,23 +178,17 @@ static int refresh(dl_cluster_t *cl, char *err, size_t errlen)
     for (int i = 0; i < n; i++) {
         static const char *argv[] = { "CLUSTER", "SLOTS" };
         static const size_t argvlen[] = { 7, 5 };
-        dl_cmd_t cmd;
-        memset(&cmd, 0, sizeof cmd);
-        cmd.argc = 2;
-        cmd.argv = argv;
-        cmd.argvlen = argvlen;
         pthread_mutex_lock(&cl->mu);
         dl_link_t *k = cl->nodes[i];
         pthread_mutex_unlock(&cl->mu);
-        if (dl_link_exec(k, &cmd, 1)) {
-            snprintf(err, errlen, "%s", cmd.errmsg);
+        redisReply *r = dl_link_ask(k, 2, argv, argvlen, err, errlen);
+        if (!r)
             continue;
-        }
-        int rc = cmd.reply->type == REDIS_REPLY_ERROR ? EIO : apply_slots(cl, cmd.reply, i);
+        int rc = r->type == REDIS_REPLY_ERROR ? EIO : apply_slots(cl, r, i);
         if (rc)
             snprintf(err, errlen, "redis cluster: CLUSTER SLOTS: %s",
-                     cmd.reply->type == REDIS_REPLY_ERROR ? cmd.reply->str : "unexpected reply");
-        freeReplyObject(cmd.reply);
+                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
         if (!rc)
             return 0;
     }

@@ -221,6 +221,21 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
     return dl_link_finish(k, cmds, n, &op);
 }
 
+redisReply *dl_link_ask(dl_link_t *k, int argc, const char **argv, const size_t *argvlen,
+                        char *err, size_t errlen)
+{
+    dl_cmd_t cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.argc = argc;
+    cmd.argv = argv;
+    cmd.argvlen = argvlen;
+    if (dl_link_exec(k, &cmd, 1)) {
+        snprintf(err, errlen, "%s", cmd.errmsg);
+        return NULL;
+    }
+    return cmd.reply;
+}
+
 int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvlen)
 {
     pthread_mutex_lock(&k->mu);

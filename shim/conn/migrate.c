@@ -45,18 +45,11 @@ static int importing_node(dl_link_t *k, unsigned slot, char *host, size_t hostsi
 {
     static const char *argv[] = { "CLUSTER", "NODES" };
     static const size_t argvlen[] = { 7, 5 };
-    dl_cmd_t cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.argc = 2;
-    cmd.argv = argv;
-    cmd.argvlen = argvlen;
-    if (dl_link_exec(k, &cmd, 1)) {
-        snprintf(err, errlen, "%s", cmd.errmsg);
+    redisReply *r = dl_link_ask(k, 2, argv, argvlen, err, errlen);
+    if (!r)
         return EIO;
-    }
     int rc = EIO;
     snprintf(err, errlen, "redis cluster: CLUSTER NODES names no node importing slot %u", slot);
-    const redisReply *r = cmd.reply;
     size_t len;
     const char *mine = r->type == REDIS_REPLY_STRING ? nodes_line(r->str, NULL, 0, &len) : NULL;
     char want[32];
@@ -85,7 +78,7 @@ static int importing_node(dl_link_t *k, unsigned slot, char *host, size_t hostsi
     }
     if (r->type == REDIS_REPLY_ERROR)
         snprintf(err, errlen, "redis cluster: CLUSTER NODES: %s", r->str);
-    freeReplyObject(cmd.reply);
+    freeReplyObject(r);
     return rc;
 }
 
@@ -119,16 +112,9 @@ int dl_migrate_lock(dl_link_t *k, const dl_config_t *cfg, const dl_cmd_t *c, int
     for (int i = 0; i < nkeys && i < DL_KEYS_N; i++)
         ARG(c->argv[3 + i], c->argvlen[3 + i]);
 #undef ARG
-    dl_cmd_t cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.argc = a;
-    cmd.argv = argv;
-    cmd.argvlen = len;
-    if (dl_link_exec(k, &cmd, 1)) {
-        snprintf(err, errlen, "%s", cmd.errmsg);
+    redisReply *r = dl_link_ask(k, a, argv, len, err, errlen);
+    if (!r)
         return EIO;
-    }
-    const redisReply *r = cmd.reply;
     int rc = r->type == REDIS_REPLY_STATUS && (strcmp(r->str, "OK") == 0 || strcmp(r->str, "NOKEY") == 0)
                  ? 0 : EIO;
     char q[96];
@@ -140,6 +126,6 @@ int dl_migrate_lock(dl_link_t *k, const dl_config_t *cfg, const dl_cmd_t *c, int
         dl_log(DL_LOG_DEBUG, "redis cluster: slot %u migrating to %s:%d: moved the keys of lock "
                "key %s there (%s)", slot, host, port, dl_quote(c->argv[3], c->argvlen[3], q, sizeof q),
                r->str);
-    freeReplyObject(cmd.reply);
+    freeReplyObject(r);
     return rc;
 }
