@@ -10,7 +10,9 @@
 # tests/fuzz/run.sh does all of that.  Each fuzzer compiles the few library
 # sources its parser needs directly, instrumented (no Lua, no hiredis, no
 # threads): config.c + error.c (dl_fail, dl_quote) for the URL and the
-# environment, map.c alone for the map.  So they take only the include
+# environment (no TLS layer: the client context is conn/'s, a check
+# config.c runs only when conn/tls.c registered it), map.c alone for the
+# map.  So they take only the include
 # directories of the internal interface (distlock_internal), not its
 # uninstrumented objects.  With DISTLOCK_TESTS on, ctest also
 # replays each committed corpus once (fuzz_*_corpus, no fuzzing).
@@ -43,9 +45,7 @@ if(DISTLOCK_FUZZ)
     endif()
   endfunction()
 
-  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
-    ${DLF_DIR}/tls_stub.c)
-  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
-    ${DLF_DIR}/tls_stub.c)
+  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c)
+  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c)
   dl_add_fuzzer(fuzz_map ${PROJECT_SOURCE_DIR}/shim/preload/map.c)
 endif()

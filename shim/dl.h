@@ -51,27 +51,40 @@
  *   conn.c          the one interface, a backend per topology, capabilities
  *   single.c        redis://, unix://, rediss://: one link
  *   sentinel.c      redis-sentinel://: the master found through sentinels
- *   cluster.c       redis-cluster://: a link per node, slots, MOVED/ASK, a
- *                   lock's keys moved together while its slot migrates
+ *   cluster.c       redis-cluster://: a link per node, slots, a call in
+ *                   rounds (route, a batch per node, settle: MOVED/ASK/
+ *                   TRYAGAIN/CLUSTERDOWN)
+ *   lockform.c      redis-cluster://: a lock's script with its guard key,
+ *                   or with its first key only under ASK
+ *   migrate.c       redis-cluster://: a lock's keys moved together to the
+ *                   node importing their slot
  *   redlock.c       redlock://: a link per independent server
  *   deferred.c      redlock://: releases and withdrawals owed to a server
  *                   that failed, sent in the background until they land
  *   cmdlink.c       a link: one socket shared and pipelined by all threads
- *   cmdlink_io.c    a link's batch I/O: connect, retry, deadlines, undos
+ *   cmdlink_io.c    a link's batch I/O in steps: dial, round trip, what a
+ *                   failure leaves (undos, trust), retry
+ *   transport.c     how a link's bytes move: the table, the plain one
+ *   fault.c         what an error reply or a broken connection means, and
+ *                   which faults end the trust (trust.c)
+ *   backoff.c       the pause between tries (links, cluster, subscriber)
  *   cmd.h           a command and its reply (no .c)
  *   connect.c       opening one connection: TCP/unix, AUTH, SELECT
- *   tls.c           TLS: the client contexts and the handshake
+ *   tls.c           TLS: the client contexts (a check config.c runs) and
+ *                   the handshake
  *   tls_relay.c     TLS: the relay threads, the fork/exit lock
- *   tls_direct.c    TLS: the command link's own I/O on its session
- * base/      the basics: no knowledge of locks or connections (but that
- *            config.c has conn/tls.c build a TLS client context)
+ *   tls_direct.c    TLS: the transport of the command links (their own
+ *                   I/O on the session)
+ * base/      the basics: no knowledge of locks or connections; it includes
+ *            nothing above it
  *   clock.c         monotonic time, deadlines, sleeping, thread ids, jitter,
  *                   starting the library's threads
  *   error.c         dist_strerror, the per-thread last error, logging, quoting
  *   status.c        the process's counters of round trips, renewals, handoffs
  *   version.c       dist_version()
  *   config.c        DISTLOCK_* environment and DISTLOCK_URL -> dl_config_t
- *                   (with TLS, it has conn/tls.c build the client context)
+ *                   (and the checks of it registered from above: conn/tls.c
+ *                   builds the TLS client context)
  *   keys.c          the Redis keys of an object of each kind (shared with
  *                   the tools)
  *   self.c          who this process is: a tag of its own, its forks, its

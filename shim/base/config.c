@@ -9,7 +9,6 @@
 
 #include "config.h"
 #include "dl.h"
-#include "tls.h"
 
 #define DL_DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -359,8 +358,8 @@ static int env_ulong(const char *var, unsigned long def, unsigned long min,
 }
 
 /* DISTLOCK_TLS_*: read whatever the URL, so a bad value is caught the
- * same way every time; files are opened (and the client context built,
- * tls.c) only when the URL asks for TLS. */
+ * same way every time.  The files are judged above (the check conn/tls.c
+ * registers: only when the URL asks for TLS). */
 static int load_tls(dl_config_t *c)
 {
     static const struct {
@@ -383,9 +382,16 @@ static int load_tls(dl_config_t *c)
     for (const char *n = c->tls_name; *n; n++)
         if (!isalnum((unsigned char)*n) && !strchr("-._:*", *n))
             return dl_fail(EINVAL, "DISTLOCK_TLS_SERVER_NAME: not a host name or IP address");
-    if (!c->tls)
-        return 0;
-    return dl_tls_setup(c);
+    return 0;
+}
+
+static dl_config_check_fn *checks[DL_CONFIG_CHECKS];
+static int nchecks;
+
+void dl_config_add_check(dl_config_check_fn *fn)
+{
+    if (nchecks < DL_CONFIG_CHECKS)
+        checks[nchecks++] = fn;
 }
 
 int dl_config_prefix(char *out, size_t size)
@@ -425,6 +431,9 @@ int dl_config_load(dl_config_t *c)
 
     if (load_tls(c))
         return EINVAL;
+    for (int i = 0; i < nchecks; i++)
+        if (checks[i](c))
+            return EINVAL;
 
     if (dl_config_prefix(c->prefix, sizeof c->prefix))
         return EINVAL;

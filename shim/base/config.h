@@ -2,8 +2,9 @@
 /*
  * config.h - the environment, read into one validated struct (config.c).
  *
- * config.c keeps no state: the struct is its caller's (the process's
- * copy is dl_proc_t.cfg, read once when the process state is created).
+ * config.c keeps no state but the checks registered from above
+ * (dl_config_add_check): the struct is its caller's (the process's copy
+ * is dl_proc_t.cfg, read once when the process state is created).
  */
 #ifndef DL_CONFIG_H
 #define DL_CONFIG_H
@@ -51,6 +52,18 @@ typedef struct dl_config {
 /* Reads DISTLOCK_* (secure_getenv) into c.  EINVAL with dist_lasterror()
  * naming the variable when a value is bad.  Never blocks. */
 int dl_config_load(dl_config_t *c);
+
+/* What a layer above judges of a configuration that base/ only reads:
+ * conn/tls.c builds the TLS client context from the DISTLOCK_TLS_*_FILE
+ * files when the URL asks for TLS, so that a bad file is a configuration
+ * error (EINVAL) wherever the configuration is loaded, before any
+ * connection.  0, or EINVAL with dist_lasterror() naming the variable. */
+typedef int dl_config_check_fn(const dl_config_t *c);
+/* Has every later dl_config_load run fn, in the order registered, once
+ * the DISTLOCK_TLS_* variables are read.  From a constructor (before
+ * anything loads a configuration); at most DL_CONFIG_CHECKS. */
+#define DL_CONFIG_CHECKS 4
+void dl_config_add_check(dl_config_check_fn *fn);
 /* DISTLOCK_PREFIX alone (the key prefix; "distlock:" when unset), checked
  * as dl_config_load checks it, into out (size bytes): for a tool that
  * names a lock's keys (shim/base/keys.h) without the rest of the

@@ -22,10 +22,16 @@
  *   cmd.h           dl_cmd_t, one command and its outcome
  *   conn.c          this interface, dispatching to the backend
  *   single.c, sentinel.c, cluster.c, redlock.c   the backends
+ *   lockform.c, migrate.c   the cluster's forms of a lock's script, and
+ *                   its keys moved together to a slot's importing node
  *   deferred.c      redlock's commands owed to a server that failed
  *   cmdlink.c       a link: the queue of commands and who leads its I/O
  *   cmdlink_io.c    a link's connection and one batch's round trip
+ *   transport.c     a link's bytes: plain (here) or TLS (tls_direct.c)
+ *   fault.c         what a failed exchange means; which faults end trust
+ *   backoff.c       the pause between tries
  *   connect.c       opening one connection (AUTH, SELECT, TLS)
+ *   tls.c, tls_relay.c   TLS: contexts, handshake, relay threads
  */
 #ifndef DL_CONN_H
 #define DL_CONN_H

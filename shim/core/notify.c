@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "dl.h"
 #include "hold.h"
 #include "notify.h"
@@ -94,7 +95,8 @@ static void recheck(dl_core_t *o, void *arg)
 static void *notify_main(void *arg)
 {
     dl_proc_t *p = arg;
-    unsigned backoff = 20;
+    dl_backoff_t backoff;
+    dl_backoff_init(&backoff, 20, 500);
     int ever = 0;
     for (;;) {
         char err[200];
@@ -116,11 +118,10 @@ static void *notify_main(void *arg)
             pthread_mutex_lock(&p->nmu);
             snprintf(p->nerr, sizeof p->nerr, "%s", err);
             pthread_mutex_unlock(&p->nmu);
-            dl_sleep_ms(backoff);
-            backoff = backoff * 2 > 500 ? 500 : backoff * 2;
+            dl_backoff_wait(&backoff, 0);
             continue;
         }
-        backoff = 20;
+        dl_backoff_reset(&backoff);
         pthread_mutex_lock(&p->nmu);
         p->sub = c;
         p->nsubscribed = 1;
