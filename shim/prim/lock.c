@@ -759,6 +759,7 @@ static const dl_hold_calls_t lock_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = dl_call_acquire_all,
+    .withdraw_all = dl_call_withdraw_all,
 };
 
 static void lock_fini(dl_core_t *o)
