@@ -123,7 +123,11 @@ DIST_API int dist_mutex_trylock(dist_mutex_t *m);
 /* Blocks until abstime (CLOCK_REALTIME); ETIMEDOUT then. */
 DIST_API int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime);
 /* One round trip at most.  EPERM if the caller does not own it, ENOLCK if the
- * hold had lapsed in Redis (the local hold is released anyway). */
+ * hold had lapsed in Redis (the local hold is released anyway).  The unlock
+ * that ends the caller's section (its count back to zero) says ENOLCK when the
+ * hold the section began with lapsed at any time before it, also where a
+ * relock inside it took the lock anew (EOWNERDEAD): 0 from it means no other
+ * holder could have been inside during the section. */
 DIST_API int dist_mutex_unlock(dist_mutex_t *m);
 /* Never blocks.  EBUSY when this is the last object of its name in the
  * process and the lock is held or waited on here; other objects of the same
@@ -165,7 +169,9 @@ DIST_API int dist_rwlock_timedrdlock(dist_rwlock_t *rw, const struct timespec *a
 DIST_API int dist_rwlock_wrlock(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_trywrlock(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_timedwrlock(dist_rwlock_t *rw, const struct timespec *abstime);
-/* Releases the calling thread's most recent hold on rw. */
+/* Releases the calling thread's most recent hold on rw.  ENOLCK as
+ * dist_mutex_unlock's: the unlock that ends the thread's section says it when
+ * the section's hold lapsed at any time before it. */
 DIST_API int dist_rwlock_unlock(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_destroy(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence);

@@ -101,7 +101,7 @@ static int retake(dl_condwait_t *cw)
 int dl_condwait_restore(dl_condwait_t *cw)
 {
     char q[96];
-    int prc = dl_lock_restore(cw->l, cw->count);
+    int prc = dl_lock_restore(cw->l, cw->count, cw->carried);
     if (prc)
         dl_log(DL_LOG_ERROR, "condition wait: the mutex %s is held again, but its count of %u "
                "could not be restored (%s)", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
@@ -119,6 +119,7 @@ int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
     cw->abstime = abstime;
     cw->m = m;
     cw->lapsed = 0;
+    cw->carried = 0;
     if (abstime && dl_deadline_from_abstime(abstime, &deadline))
         return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
     int rc = resolve(c, &cw->p, &cw->cv);
@@ -133,10 +134,14 @@ int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
                        dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
     if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
         return rc;                /* m untouched */
-    if (dl_lock_release_all(cw->p, cw->l) == ENOLCK) {
+    int seen = 0;
+    if (dl_lock_release_all(cw->p, cw->l, &seen) == ENOLCK) {
         cw->lapsed = 1;
         snprintf(cw->lapse, sizeof cw->lapse, "%s", dist_lasterror());
     }
+    /* The wait does not end the section: a lapse in it, told already or
+     * found now, still ends it with ENOLCK (restore). */
+    cw->carried = seen || cw->lapsed;
     return 0;
 }
 

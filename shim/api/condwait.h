@@ -15,6 +15,12 @@
  *           gives the wait's result: 0, ETIMEDOUT, EOWNERDEAD; or EIO
  *           with m not held (then, once the caller has taken m again by
  *           its own lock call, restore gives back the rest of its count)
+ *
+ * A wait does not end the caller's section on m (SPEC, ENOLCK): a lapse
+ * of its hold before the wait, whether a relock was told of it
+ * (EOWNERDEAD) or the wait's release found it (the wait says EOWNERDEAD),
+ * is carried over by restore, and the unlock that ends the section says
+ * ENOLCK.
  */
 #ifndef DL_CONDWAIT_H
 #define DL_CONDWAIT_H
@@ -34,6 +40,10 @@ typedef struct dl_condwait {
     unsigned count;                   /* the caller's holds on m */
     int lapsed;                       /* its hold had lapsed before the release */
     char lapse[DL_ERRMAX];            /* ... as the release said */
+    int carried;                      /* the caller's section has seen a lapse (this
+                                         one, or one a relock was told of): restore
+                                         carries it over to the unlock that ends
+                                         the section (ENOLCK) */
     dl_cwait_t w;
 } dl_condwait_t;
 

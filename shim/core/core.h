@@ -53,9 +53,12 @@ typedef struct dl_hold_calls {
     void (*touch)(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
     void (*release)(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
     void (*mark)(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
-    /* Several holds at once, all or none (take_all.c); NULL: a kind
-     * whose objects are taken one at a time only. */
+    /* Several holds at once, all or none (take_all.c), and the undo of
+     * such a request, sent behind it on its connection should the link
+     * give up on it (what that request took, nothing else); NULL both: a
+     * kind whose objects are taken one at a time only. */
     void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
+    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);
 } dl_hold_calls_t;
 
 /* A kind of object: what the registry and the hold core need to know of

@@ -149,10 +149,20 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         uint64_t soonest = dl_now_ms() + 50;
         c.deadline = deadline > soonest ? deadline : soonest;
     }
+    /* Should the link give up on a stalled server after sending this, the
+     * server may run it when it resumes and take every lock of the set:
+     * the withdrawal of exactly what this request takes then runs right
+     * after it, on the same connection (lua/withdraw_all.lua; redlock: on
+     * each server, the acquire_all entry's undo_for).  As take.c's
+     * take_ask; the caller has each lock withdrawn from a new connection
+     * as well (dl_hold_undo_later), in case the undo found no room. */
+    dl_call_t undo;
+    v[0].o->kind->calls->withdraw_all(&undo, &who, &(dl_withdraw_all_args_t){
+        .list = list, .listlen = listlen, .regid = rid });
     unsigned long epoch = dl_trust_epoch();
     uint64_t asked_at = dl_now_ms();
     uint64_t sent_us = dl_now_us();
-    int rc = dl_script_run(p->conn, &c, 1);
+    int rc = dl_script_run_undoable(p->conn, &c, &undo);
     const dl_acquire_all_reply_t *r = &c.reply.acquire_all;
     if (rc) {
         for (int i = 0; i < n; i++) {

@@ -13,8 +13,16 @@ dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid);
 /* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM. */
 int dl_holder_push(dl_lock_t *l, pid_t tid, char mode);
 /* Pops tid's most recent hold; returns its mode, 0 if tid holds nothing.
- * *last is set when tid now holds nothing on l, and *since then to when
- * its first hold began (dl_holder_t.since). */
-char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since);
+ * *last is set when tid now holds nothing on l (its section ends), *since
+ * then to when its first hold began (dl_holder_t.since), and *lapsed to
+ * whether the section saw a lapse (dl_holder_t.lapsed). */
+char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lapsed);
+/* h's holds are in the process's hold of `fence` from now on, after the
+ * hold they were in lapsed (taken anew by a relock, or by another thread):
+ * h's section has seen a lapse, and the unlock that ends it says so. */
+void dl_holder_moved(dl_holder_t *h, uint64_t fence);
+/* h's section carries a lapse from before a condition wait, which ended
+ * its earlier record (dl_lock_restore). */
+void dl_holder_mark_lapsed(dl_holder_t *h);
 
 #endif

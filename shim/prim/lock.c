@@ -224,8 +224,10 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
  * as a lock call of its kind would, keeping its local hold meanwhile (no
  * other thread of the process gets in).  Taken, it says EOWNERDEAD: the
  * caller's own earlier hold lapsed, and what it protects may be
- * half-updated.  Not taken (EBUSY, ETIMEDOUT, EIO), the hold stays lost:
- * its unlocks say ENOLCK.  o->mu held. */
+ * half-updated; its section has seen that lapse, and the unlock that ends
+ * it says ENOLCK (another holder may have been inside meanwhile).  Not
+ * taken (EBUSY, ETIMEDOUT, EIO), the hold stays lost: its unlocks say
+ * ENOLCK.  o->mu held. */
 static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 {
     dl_core_t *o = &l->core;
@@ -243,11 +245,12 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, &rr, &g);
         dl_hold_watch(p, o, g.posted);
-        /* This thread's holds are in the new hold; other threads' (readers
-         * sharing the lost one) are not: their unlocks say ENOLCK. */
+        /* This thread's holds are in the new hold, and its section has
+         * seen the lapse; other threads' (readers sharing the lost one)
+         * are not: their unlocks say ENOLCK. */
         dl_holder_t *mine = dl_holder_find(l, dl_tid());
         if (mine)
-            mine->fence = o->hold.fence;
+            dl_holder_moved(mine, o->hold.fence);
         rc = EOWNERDEAD;
         dl_seterr("lock %s: relocked, but this thread's hold had lapsed in Redis (lease ran "
                   "out, or the server lost it) and was taken again; the protected state may "
@@ -266,7 +269,8 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 /* The calling thread relocks a hold the process has (trusted): 0, or,
  * when the thread's part was in a hold that another thread of the process
  * took anew after it was lost (retake), EOWNERDEAD as the retaking
- * thread was told, and the thread's part is in the new hold from now on.
+ * thread was told, and the thread's part is in the new hold from now on
+ * (its section has seen the lapse: its last unlock says ENOLCK).
  * o->mu held. */
 static int rejoin(dl_lock_t *l)
 {
@@ -275,7 +279,7 @@ static int rejoin(dl_lock_t *l)
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     if (!h || h->fence == o->hold.fence)
         return 0;
-    h->fence = o->hold.fence;
+    dl_holder_moved(h, o->hold.fence);
     return dl_fail(EOWNERDEAD, "lock %s: relocked, but this thread's hold had lapsed in Redis "
                    "(another thread of the process took the lock again since); the "
                    "protected state may be half-updated", dl_core_qname(o, q, sizeof q));
@@ -523,10 +527,10 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         pthread_mutex_unlock(&o->mu);
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     }
-    int last;
+    int last, lapsed;
     uint64_t in_hold = h->fence;
     uint64_t since;
-    dl_holder_pop(l, tid, &last, &since);
+    dl_holder_pop(l, tid, &last, &since, &lapsed);
     int rc = 0;
     if (last) {
         dl_tally_held(o, since);
@@ -556,6 +560,15 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
             rc = dl_fail(ENOLCK, "lock %s: this thread's hold had lapsed in Redis (lease ran "
                          "out, or the server lost it) before unlock; another thread of the "
                          "process has taken the lock again since", dl_core_qname(o, q, sizeof q));
+        /* The section that ends here saw a lapse (a relock took the lock
+         * anew and said EOWNERDEAD, or a condition wait carried one over):
+         * its hold is released all the same, but another holder may have
+         * been inside it, and its end says so (SPEC, ENOLCK). */
+        else if (lapsed && rc != ENOLCK)
+            rc = dl_fail(ENOLCK, "lock %s: the hold this thread's section began with had "
+                         "lapsed in Redis before this unlock (a relock took the lock anew and "
+                         "said EOWNERDEAD); another holder may have been inside meanwhile; "
+                         "the lock is released", dl_core_qname(o, q, sizeof q));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;
@@ -664,9 +677,9 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         pthread_mutex_unlock(&o->mu);
         return EPERM;
     }
-    int last, rc = 0;
+    int last, lapsed, rc = 0;
     uint64_t since;               /* (never the program's hold: no hold time) */
-    dl_holder_pop(l, tid, &last, &since);
+    dl_holder_pop(l, tid, &last, &since, &lapsed);
     if (last) {
         while (o->hold.busy && o->hold.rmode)
             dl_core_wait(o, dl_now_ms() + 100);
@@ -696,7 +709,7 @@ unsigned dl_lock_held_count(dl_lock_t *l)
     return n;
 }
 
-int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l)
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -705,16 +718,22 @@ int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l)
     /* Every reentrant hold but the last is counted here only: the thread
      * stays the writer meanwhile, so no other thread gets in between. */
     while (h && h->wcount > 1) {
-        int last;
+        int last, lapsed;
         uint64_t since;
-        dl_holder_pop(l, tid, &last, &since);
+        dl_holder_pop(l, tid, &last, &since, &lapsed);
         h = dl_holder_find(l, tid);
     }
+    /* A lapse the section saw already (its relock was told EOWNERDEAD)
+     * goes with the caller through the wait, not into this release's
+     * code: that says ENOLCK only for a lapse found now. */
+    *seen = h && h->lapsed;
+    if (h)
+        h->lapsed = 0;
     pthread_mutex_unlock(&o->mu);
     return dl_lock_release(p, l, 1);
 }
 
-int dl_lock_restore(dl_lock_t *l, unsigned count)
+int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -722,6 +741,9 @@ int dl_lock_restore(dl_lock_t *l, unsigned count)
     pthread_mutex_lock(&o->mu);
     for (unsigned i = 1; i < count && rc == 0; i++)
         rc = dl_holder_push(l, tid, 'w');
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (h && lapsed)
+        dl_holder_mark_lapsed(h);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -737,6 +759,7 @@ static const dl_hold_calls_t lock_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = dl_call_acquire_all,
+    .withdraw_all = dl_call_withdraw_all,
 };
 
 static void lock_fini(dl_core_t *o)

@@ -45,6 +45,13 @@ typedef struct dl_holder {
     int nruns, cap;
     uint64_t since;           /* when its first hold began (us; 0 when the
                                  metrics file is off: tally.h) */
+    int lapsed;               /* this thread's section (from its first hold to
+                                 the unlock that ends it) has seen a lapse: a
+                                 hold its holds were in was lost and taken anew
+                                 (a relock's EOWNERDEAD), or the lapse came
+                                 through a condition wait.  The unlock that
+                                 ends the section says ENOLCK (holds.c: set by
+                                 dl_holder_moved, read by dl_holder_pop) */
 } dl_holder_t;
 
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
@@ -122,10 +129,15 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of
  * them, the reentrant ones counted locally and the last as an unlock does
- * (0, ENOLCK: its hold had lapsed in Redis, EIO); and once it has taken l
- * again, count - 1 more holds restore its count (0, EAGAIN, ENOMEM). */
+ * (0, ENOLCK: its hold had lapsed in Redis, found by this release, EIO;
+ * *seen: the section had seen a lapse before, which a relock was told of
+ * as EOWNERDEAD); and once it has taken l again, count - 1 more holds
+ * restore its count (0, EAGAIN, ENOMEM), with the lapse carried over
+ * (lapsed: seen, or found by the release), so that the unlock that ends
+ * the caller's section still says ENOLCK.  A wait does not end the
+ * section: the caller's count is the same after it. */
 unsigned dl_lock_held_count(dl_lock_t *l);
-int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l);
-int dl_lock_restore(dl_lock_t *l, unsigned count);
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen);
+int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed);
 
 #endif

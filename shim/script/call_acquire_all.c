@@ -143,6 +143,16 @@ static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const cha
             dl_quorum_owe(t->conn, s, &w, 2, until);
 }
 
+/* Each server's undo, which its link writes behind the request should it
+ * give up on a stalled server after sending it: every hold that request
+ * took there, by its registration id (the same on every server). */
+static void undo_for(dl_call_t *u, const dl_call_t *acq)
+{
+    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    dl_call_withdraw_all(u, &acq->who, &(dl_withdraw_all_args_t){
+        .list = a->list, .listlen = a->listlen, .regid = a->regid });
+}
+
 /* It did not count: every lock withdrawn at once from the servers that
  * granted it, and in the background from those whose answer never came
  * and from any granting server a withdrawal did not reach. */
@@ -213,6 +223,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 
 static const dl_quorum_op_t quorum = {
     .prepare = prepare,
+    .undo_for = undo_for,
     .said_yes = said_yes,
     .merge = merge,
     .undo = undo,

@@ -68,6 +68,33 @@ check "exit:7: its critical section did not end" bash -c "! grep -q '^done$' '$W
 check "exit:7: its output before the loss was written" grep -q '^held$' "$WORK/out"
 check "exit:7: one line says why ($(loss_lines 'exit:7') lines)" test "$(loss_lines 'exit:7')" -eq 1
 
+# --- warn, a recursive mutex relocked after the loss: the relock takes the
+# lock anew (EOWNERDEAD, logged), and the unlock that ends the section says
+# ENOLCK to the interposer (SPEC: the hold the section began with lapsed);
+# the loss is still told once, by the one policy line
+: >"$WORK/out"
+DISTLOCK_MAP="ledger=mutex:g_rec_lock" preload "$LEGACY" relockmutex 2000 \
+  >"$WORK/out" 2>"$WORK/err" &
+lp=$!
+DLP_PIDS+=("$lp")
+for _ in $(seq 200); do
+  grep -q '^held$' "$WORK/out" && break
+  sleep 0.05
+done
+redis-cli -p "$PORT" --scan --pattern "${PREFIX}*" | while read -r k; do
+  redis-cli -p "$PORT" del "$k" >/dev/null
+done
+wait "$lp"
+RC=$?
+check "relock after the loss: the program ran to its end (status $RC)" test "$RC" -eq 0
+check "relock after the loss: its critical section ended" grep -q '^done$' "$WORK/out"
+check "relock after the loss: the relock took the lock anew" \
+  grep -q 'lock "ledger": acquired after the previous holder' "$WORK/err"
+check "relock after the loss: one line says so ($(loss_lines warn) lines)" \
+  test "$(loss_lines warn)" -eq 1
+check "relock after the loss: nothing is left held" \
+  test "$(redis-cli -p "$PORT" exists "${PREFIX}{ledger}")" = 0
+
 # --- a mapped file lock (flock) is a hold like the others
 : >"$WORK/out"
 DISTLOCK_MAP="jobs=flock:$WORK/a.lock" DISTLOCK_ON_LOSS=exit:9 \

@@ -193,7 +193,8 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     pf_token(q->proc, token, sizeof token);
     int infolen = snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
     unsigned long lease = (unsigned long)q->lease;
-    int first = q->script == PF_S_ACQUIRE_ALL ? (q->comp_first ? PF_L_COMP : PF_L_MAIN) : q->lock;
+    int all = q->script == PF_S_ACQUIRE_ALL || q->script == PF_S_WITHDRAW_ALL;
+    int first = all ? (q->comp_first ? PF_L_COMP : PF_L_MAIN) : q->lock;
     const char *keys[6], *ckeys[6];
     for (int i = 0; i < 6; i++) {
         keys[i] = first == PF_L_COMP ? k->ckeys[i] : k->keys[i];
@@ -202,11 +203,15 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     const size_t *keylen = first == PF_L_COMP ? k->ckeylen : k->keylen;
     const size_t *ckeylen = first == PF_L_COMP ? k->keylen : k->ckeylen;
     dl_caller_t who = { keys, keylen, k->chan, strlen(k->chan), token };
-    /* acquire_all: both locks, the first one's keys declared */
+    /* acquire_all, withdraw_all: both locks, the first one's keys declared */
     dl_all_lock_t both[2] = { { keys, keylen, lease }, { ckeys, ckeylen, lease } };
     char list[400];
     dl_all_item_t items[2];
     dl_call_t c;
+    if (all && dl_acquire_all_list_size(both, 2) > sizeof list) {
+        snprintf(k->err, sizeof k->err, "acquire_all: keys too long");
+        return NULL;
+    }
     switch (q->script) {
     case PF_S_ACQUIRE:     /* take.c take_ask */
         dl_call_acquire(&c, &who, &(dl_acquire_args_t){
@@ -243,14 +248,15 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
             .fence = q->fence, .lingering = 1, .ms = (unsigned long)q->wttl, .seq = q->regid });
         break;
     case PF_S_ACQUIRE_ALL: /* take_all.c: the locks and one registration id */
-        if (dl_acquire_all_list_size(both, 2) > sizeof list) {
-            snprintf(k->err, sizeof k->err, "acquire_all: keys too long");
-            return NULL;
-        }
         dl_call_acquire_all(&c, &who, &(dl_acquire_all_args_t){
             .n = 2, .locks = both, .list = list, .listlen = dl_acquire_all_list(both, 2, list),
             .info = info, .infolen = (size_t)infolen, .regid = q->regid, .redlock = q->redlock,
             .out = items });
+        break;
+    case PF_S_WITHDRAW_ALL: /* cmdlink_io.c: the undo written behind a lock-all
+                               (take_all.c), the same list and id */
+        dl_call_withdraw_all(&c, &who, &(dl_withdraw_all_args_t){
+            .list = list, .listlen = dl_acquire_all_list(both, 2, list), .regid = q->regid });
         break;
     default:
         snprintf(k->err, sizeof k->err, "no such script %d", q->script);

@@ -18,7 +18,7 @@
 #include "pf.h"
 
 enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
-                 PF_S_MARK, PF_S_ACQUIRE_ALL };
+                 PF_S_MARK, PF_S_ACQUIRE_ALL, PF_S_WITHDRAW_ALL };
 
 /* The locks of a run: the one every op acts on, and a companion in the
  * same slot that only lock-all takes (and the release of a lock-all's
@@ -39,8 +39,9 @@ typedef struct pf_req {
                                   mark, cancel ARGV[5] / renew ARGV[6] = 'm') */
     int mark;                  /* acquire: the writer mark's ttl ms, 0 will not wait */
     int lock;                  /* PF_L_*: the lock it acts on (release) */
-    int comp_first;            /* acquire_all: the companion first in the list (and
-                                  its keys declared), else the lock first */
+    int comp_first;            /* acquire_all, withdraw_all: the companion first in
+                                  the list (and its keys declared), else the lock
+                                  first */
 } pf_req_t;
 
 typedef struct pf_conn {
