@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* usage.c - distlock --help (options.h).  distlock(1) says the same at
+ * length. */
+#include <stdio.h>
+
+#include "options.h"
+
+void cli_usage(void)
+{
+    fputs("usage: distlock [options] NAME -- COMMAND [ARG...]\n"
+          "       distlock [options] NAME -c 'SHELL COMMAND'\n"
+          "       distlock -N COUNT [options] NAME -- COMMAND [ARG...]\n"
+          "       distlock status NAME [--json]\n"
+          "       distlock list [PATTERN] [--json] [--all]\n"
+          "       distlock break NAME --force\n"
+          "       distlock top [PATTERN] [-d SECONDS] [-n COUNT] [-b] [-o KEY] [-r]\n"
+          "       distlock metrics [PATTERN] [--names N] [--output FILE]\n"
+          "\n"
+          "Runs COMMAND while holding the distributed lock NAME (kept in Redis),\n"
+          "renewing it until COMMAND ends, and exits with COMMAND's status.\n"
+          "\n"
+          "  -x, --exclusive       exclusive lock (default)\n"
+          "  -s, --shared          shared lock: any number of -s holders at once\n"
+          "  -n, --nonblock        fail at once if the lock is held (exit 1, or -E's code)\n"
+          "  -w, --wait SECONDS    wait at most SECONDS (fractions allowed; 0 is -n)\n"
+          "  -E, --conflict-exit-code N\n"
+          "                        exit code on conflict or time-out (default 1)\n"
+          "  -c, --command CMD     run CMD with /bin/sh -c\n"
+          "      --fair            strict arrival order across processes (exclusive only)\n"
+          "      --lease MS        if distlock dies, the lock frees within MS (default\n"
+          "                        30000; renewed every MS/3 while COMMAND runs)\n"
+          "      --kill-on-loss    send COMMAND SIGTERM if the hold is lost while it runs\n"
+          "  -N, --permits COUNT   hold one of COUNT leased permits of the semaphore NAME\n"
+          "                        (at most COUNT commands at once; -n, -w, -E, --lease,\n"
+          "                        --kill-on-loss apply; -s and --fair do not)\n"
+          "      --url URL         Redis (default $DISTLOCK_URL or redis://127.0.0.1:6379)\n"
+          "  -v, --verbose         say what happens\n"
+          "  -h, --help            this text\n"
+          "  -V, --version         the version\n"
+          "\n"
+          "  status NAME           mode, holders, waiters, lease left, fence;\n"
+          "                        exit 0 if held, 1 if free\n"
+          "  list [PATTERN]        held (or waited on) locks whose names match PATTERN;\n"
+          "                        --all: also free locks used in the last 7 days\n"
+          "  break NAME --force    delete a stuck lock's holds and wake its waiters\n"
+          "  --json                machine-readable output for status and list\n"
+          "  top [PATTERN]         the held and waited-on locks, live like top(1), with\n"
+          "                        holders, waiters and how long; keys w a t n sort (by\n"
+          "                        waiters, hold age, wait, name), r reverses, q quits;\n"
+          "                        -d SECONDS between refreshes (1), -n COUNT refreshes,\n"
+          "                        -o KEY sort by waiters, age, wait or name, -r reversed,\n"
+          "                        -b plain text (as when not on a terminal: one snapshot)\n"
+          "  metrics [PATTERN]     the same in the Prometheus text format; --names N:\n"
+          "                        series for the N busiest names (100), the rest summed\n"
+          "                        under name=\"\"; --output FILE: written atomically\n"
+          "  --limit N             top, metrics: read at most N objects (10000)\n"
+          "\n"
+          "Exit codes: COMMAND's status (128+N if killed by signal N); 1 (or -E's)\n"
+          "conflict or time-out; 64 usage; 69 Redis unreachable; 73 metrics --output\n"
+          "not written; 78 bad DISTLOCK_* variable; 126 COMMAND not executable; 127\n"
+          "COMMAND not found.  See distlock(1).\n",
+          stdout);
+}
