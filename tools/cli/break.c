@@ -14,7 +14,7 @@ static int begin(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len, c
         snprintf(r->err, sizeof r->err, "not connected");
         return -1;
     }
-    if (cli_keys_make(r, lk, name, len))
+    if (cli_keys_make(r, DL_KIND_LOCK, lk, name, len))
         return -1;
     snprintf(chan, 300, "%sn:", r->cfg.prefix);
     return 0;

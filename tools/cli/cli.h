@@ -13,12 +13,16 @@
  *   redis.c    the way to Redis: the library's config, conn, keys and scripts
  *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting;
  *              on redlock://, the servers' views merged by its script entry)
+ *              through objfetch.c
  *   scan.c     the names of the locks under the prefix (list)
  *   break.c    break, and a waiter leaving a queue (the library's scripts)
  *   commands.c the status, list and break subcommands
  *   output.c   messages, quoting, durations, JSON and tables
  * top and metrics (the objects of every kind under the prefix):
- *   objects.c  the kinds shown, each read by its decoder (objlock.c: locks)
+ *   objects.c  the kinds shown, each with its decoder (objlock.c: locks,
+ *              objsem.c: semaphores)
+ *   objfetch.c the state of objects of one kind, each read by its kind's
+ *              status script (lockstat.c: a lock's, for status and list)
  *   objscan.c  the objects under the prefix, found by their keys (scan.c)
  *   snapshot.c one reading of them all, and its orders
  *   top.c      distlock top: the refresh loop, its reader thread, keys

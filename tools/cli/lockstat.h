@@ -5,8 +5,9 @@
  * `distlock status`, `list`, `break` and the waiting line.  Nothing here
  * holds a lock.  The state is the library's view of the lock (the status
  * script's entry decodes it, and on redlock:// merges the servers' views
- * by a majority: shim/script/call_status.h); a cli_lockstat_t owns what it
- * points to (free it with cli_lockstat_free).
+ * by a majority: shim/script/call_status.h, view.h), read as every kind's
+ * is (objfetch.c); a cli_lockstat_t owns what it points to (free it with
+ * cli_lockstat_free).
  */
 #ifndef CLI_LOCKSTAT_H
 #define CLI_LOCKSTAT_H
@@ -15,7 +16,7 @@
 
 #include "redis.h"
 
-/* The library's view (call_status.h) under the names the tool prints. */
+/* The library's view (view.h) under the names the tool prints. */
 typedef dl_view_who_t cli_who_t;
 typedef dl_view_holder_t cli_holder_t;
 typedef dl_view_server_t cli_server_t;

@@ -7,9 +7,10 @@
  *
  * A kind is shown once it has a decoder in objects.c's table: the scan
  * (objscan.c) finds the objects of every kind under the prefix by their
- * keys (dl_key_parse), and reads those of the kinds that have one.  A new
- * kind is one decoder (see objlock.c) and one line in that table; top and
- * metrics need no change.
+ * keys (dl_key_parse), and objfetch.c reads those of the kinds that have
+ * one, each through its status script.  A new kind is one decoder (see
+ * objlock.c) and one line in that table; top and metrics need no
+ * change.
  */
 #ifndef CLI_OBJECTS_H
 #define CLI_OBJECTS_H
@@ -39,19 +40,33 @@ typedef struct cli_obj {
 typedef struct cli_kind_view {
     int kind;                 /* DL_KIND_* */
     const char *label;        /* the KIND column and the kind="" label */
+    const char *noun;         /* in messages: "lock", "semaphore" */
     /* The keys (bit k: the kind's key k, keys.h) whose existence says the
      * object may be in use.  The others alone (a lock's meta hash, which
      * outlives the holds by 7 days) do not make the scan read it. */
     unsigned live_keys;
-    /* Reads the objects names[0..n) into out[0..n) (kind, st and state;
-     * cli_obj_finish does the rest).  0, or -1 with r->err (Redis
-     * unreachable; redlock: no majority answered) and out[] empty. */
-    int (*fetch)(cli_redis_t *r, char **names, const size_t *lens, size_t n, cli_obj_t *out);
+    /* The call of the kind's status script on object `name` (len bytes),
+     * its keys who's. */
+    void (*call)(dl_call_t *c, const dl_caller_t *who, const char *name, size_t len);
+    /* Takes the call's reply into o (kind, st and state; cli_obj_finish
+     * does the rest), leaving c nothing to free.  0, or -1: the reply had
+     * no view (another shape, or out of memory). */
+    int (*take)(dl_call_t *c, cli_obj_t *o);
+    /* Why the objects of this kind cannot be read over r's connection
+     * (they are then named, not read), or NULL; NULL: always read. */
+    const char *(*unread)(const cli_redis_t *r);
 } cli_kind_view_t;
 
 /* The decoder of kind (DL_KIND_*), or NULL when that kind is not shown
  * (yet). */
 const cli_kind_view_t *cli_kind_view(int kind);
+
+/* Reads the objects names[0..n) of kind (DL_KIND_*, one with a decoder)
+ * into out[0..n) (kind, st and state; cli_obj_finish does the rest).  0,
+ * or -1 with r->err (Redis unreachable; redlock: no majority answered)
+ * and out[] empty. */
+int cli_objs_fetch(cli_redis_t *r, int kind, char **names, const size_t *lens, size_t n,
+                   cli_obj_t *out);
 
 /* Sets o's hold age, longest wait and busy from o->st. */
 void cli_obj_finish(cli_obj_t *o);
