@@ -94,6 +94,8 @@ typedef struct cli_opts {
     int json;                 /* --json */
     int all;                  /* list --all: free locks too */
     int force;                /* break --force */
+    int kind;                 /* --kind: DL_KIND_*, -1 every kind */
+    const char *holder;       /* break --holder HOST:PID (a semaphore's) */
 
     cli_view_opts_t view;     /* top, metrics */
 } cli_opts_t;

@@ -30,6 +30,11 @@ typedef struct cli_obj {
     char state[40];           /* the STATE column: "exclusive", "shared(3)",
                                  "2/5 permits", with " (2/3)" when redlock's
                                  servers disagree */
+    /* A semaphore's (objsem.c; 0 for the other kinds).  Its incarnation
+     * joins them once sem_status.lua's reply carries it. */
+    char semkind;             /* 'c' counting, 'l' leased, 0 gone */
+    long long value;          /* counting: its value; leased: its permits */
+    long long held;           /* leased: the permits its live holders have */
     /* Filled by cli_obj_finish from st: */
     long long hold_age_ms;    /* the oldest hold's age; -1 without a hold */
     long long longest_wait_ms;/* the longest waiter's wait; -1 without a
@@ -68,12 +73,19 @@ const cli_kind_view_t *cli_kind_view(int kind);
 int cli_objs_fetch(cli_redis_t *r, int kind, char **names, const size_t *lens, size_t n,
                    cli_obj_t *out);
 
+/* Reads the object `name` as each kind of `kinds` (bit k: DL_KIND k),
+ * pipelined, into out[k] (out has DL_KINDS entries; the others zeroed).
+ * 0, or -1 with r->err (out empty). */
+int cli_obj_fetch_kinds(cli_redis_t *r, unsigned kinds, const char *name, size_t len,
+                        cli_obj_t *out);
+
 /* Sets o's hold age, longest wait and busy from o->st. */
 void cli_obj_finish(cli_obj_t *o);
 void cli_obj_free(cli_obj_t *o);
 
-/* The decoders (objlock.c, objsem.c). */
+/* The decoders (objlock.c, objsem.c, objcond.c). */
 extern const cli_kind_view_t cli_lock_view;
 extern const cli_kind_view_t cli_sem_view;
+extern const cli_kind_view_t cli_cond_view;
 
 #endif

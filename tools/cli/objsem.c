@@ -30,6 +30,9 @@ static int take_sem(dl_call_t *c, cli_obj_t *o)
         return -1;
     o->kind = DL_KIND_SEM;
     o->st = v->v;                     /* the view's parts are the object's now */
+    o->semkind = v->kind;
+    o->value = v->value;
+    o->held = v->held;
     sem_state(v, o->state, sizeof o->state);
     free(v);
     c->reply.sem_status.view = NULL;

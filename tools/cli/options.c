@@ -5,9 +5,9 @@
  *   distlock -N COUNT [options] NAME -- COMMAND [ARG...]   (a semaphore's permit)
  *   distlock [options] NAME -c 'shell command'
  *   distlock [options] NAME COMMAND [ARG...]        (as flock(1) allows)
- *   distlock status NAME [--json]
- *   distlock list [PATTERN] [--json] [--all]
- *   distlock break NAME --force
+ *   distlock status NAME [--kind KIND] [--json]
+ *   distlock list [PATTERN] [--kind KIND] [--json] [--all]
+ *   distlock break NAME --force [--kind KIND] [--holder HOST:PID]
  *   distlock top [PATTERN] [-d SECONDS] [-n COUNT] [-b] [-o KEY] [-r] [--limit N]
  *   distlock metrics [PATTERN] [--names N] [--limit N] [--output FILE]
  *
@@ -16,19 +16,23 @@
  * (until the command starts), and the first word decides between running
  * a command and a subcommand.  A word is a subcommand only when no run
  * option came before it, so `distlock -x status -- cmd` runs cmd under a
- * lock named "status".  The letters of top follow
+ * lock named "status"; a word one letter away from a subcommand is taken
+ * for a typo of it unless `--` follows.  The letters of top follow
  * top(1): -d delay, -n iterations, -b batch, -o sort field (top's -n is
  * not run's).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "config.h"           /* dl_parse_ulong: whole numbers as DISTLOCK_* are read */
 #include "distlock.h"
+#include "keys.h"
 #include "options.h"
 #include "output.h"
 #include "snapshot.h"         /* the sort keys of top -o */
@@ -50,7 +54,8 @@ typedef struct optdef {
 
 enum {
     O_SHARED, O_EXCLUSIVE, O_NONBLOCK, O_WAIT, O_CONFLICT, O_COMMAND, O_FAIR, O_LEASE,
-    O_KILL, O_PERMITS, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE, O_DELAY, O_ITER, O_BATCH, O_SORT, O_REV, O_LIMIT, O_NAMES, O_OUTPUT
+    O_KILL, O_PERMITS, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE, O_KIND,
+    O_HOLDER, O_DELAY, O_ITER, O_BATCH, O_SORT, O_REV, O_LIMIT, O_NAMES, O_OUTPUT
 };
 
 /* flock(1)'s names are accepted too: -e, --nb, --timeout, --conflict-exit-code. */
@@ -75,6 +80,8 @@ static const optdef_t optdefs[] = {
     { 0, "json", 0, W(CLI_STATUS) | W(CLI_LIST), O_JSON },
     { 0, "all", 0, W(CLI_LIST), O_ALL },
     { 0, "force", 0, W(CLI_BREAK), O_FORCE },
+    { 0, "kind", 1, W_INSPECT, O_KIND },
+    { 0, "holder", 1, W(CLI_BREAK), O_HOLDER },
     { 'd', "delay", 1, W(CLI_TOP), O_DELAY },
     { 0, "interval", 1, W(CLI_TOP), O_DELAY },
     { 'n', "iterations", 1, W(CLI_TOP), O_ITER },
@@ -156,6 +163,19 @@ static int parse_count(const char *shown, const char *arg, const char *what, uns
 
 /* ---------------------------------------------------------------- options */
 
+static int parse_kind(const char *shown, const char *arg, int *kind)
+{
+    if (strcmp(arg, "lock") == 0)
+        *kind = DL_KIND_LOCK;
+    else if (strcmp(arg, "sem") == 0 || strcmp(arg, "semaphore") == 0)
+        *kind = DL_KIND_SEM;
+    else if (strcmp(arg, "cond") == 0 || strcmp(arg, "condition") == 0)
+        *kind = DL_KIND_COND;
+    else
+        return usage_error("%s: '%s' is not a kind (lock, sem or cond)", shown, arg);
+    return 0;
+}
+
 /* Applies option d (with its argument, if any).  0 or CLI_EX_USAGE. */
 static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char *arg)
 {
@@ -197,6 +217,12 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
     case O_JSON: o->json = 1; break;
     case O_ALL: o->all = 1; break;
     case O_FORCE: o->force = 1; break;
+    case O_KIND: return parse_kind(shown, arg, &o->kind);
+    case O_HOLDER:
+        if (!*arg)
+            return usage_error("%s: the holder is empty (HOST:PID, as status shows it)", shown);
+        o->holder = arg;
+        break;
     case O_DELAY:
         if (parse_seconds(arg, DELAY_MIN, DELAY_MAX, &v->interval_s))
             return usage_error("%s: '%s' is not an interval (0.1 to 86400 seconds, like 2 or 0.5)",
@@ -344,6 +370,75 @@ static int sub_of(const char *w)
     return -1;
 }
 
+/* The edit distance of a and b, a letter's case aside, counting a swap of
+ * two neighbours as one edit (optimal string alignment); 2 means 2 or
+ * more. */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 16 || lb > 16 || (la > lb ? la - lb : lb - la) > 1)
+        return 2;
+    int d[17][17];
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (!i || !j) {
+                d[i][j] = (int)(i + j);
+                continue;
+            }
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + !same;
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb] > 2 ? 2 : d[la][lb];
+}
+
+/* w and s differ only by two neighbouring letters swapped ("tpo"), a
+ * letter's case aside. */
+static int swapped(const char *w, const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    if (strlen(w) != n)
+        return 0;
+    while (i < n && tolower((unsigned char)w[i]) == tolower((unsigned char)s[i]))
+        i++;
+    if (i == n)
+        return 1;                     /* the case alone */
+    return i + 1 < n && tolower((unsigned char)w[i]) == s[i + 1] &&
+           tolower((unsigned char)w[i + 1]) == s[i] && strcasecmp(w + i + 2, s + i + 2) == 0;
+}
+
+/* The subcommand w is a typo of ("stauts", "lsit", "brake", "Status"),
+ * or NULL: one edit away, a letter's case aside.  A three-letter one is
+ * too close to other words ("tip", "to" may well name a lock): only a
+ * swap or the case. */
+static const char *near_miss(const char *w)
+{
+    for (size_t i = 0; i < NSUBS; i++) {
+        const char *s = subs[i].word;
+        if (strcmp(w, s) == 0)
+            return NULL;
+        if (strlen(s) <= 3 ? swapped(w, s) : distance(w, s) <= 1)
+            return s;
+    }
+    return NULL;
+}
+
+static int has_dashdash(int argc, char **argv, int from)
+{
+    for (int i = from; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0)
+            return 1;
+    return 0;
+}
+
 static int check_name(const char *name, size_t *len)
 {
     size_t n = strlen(name);
@@ -400,14 +495,23 @@ static int finish_sub(cli_opts_t *o)
     if (cmd != CLI_BREAK)
         return 0;
     if (!o->force)
-        return usage_error("break deletes the lock under its holders; add --force to do it");
+        return usage_error("break deletes holds under their holders; add --force to do it");
+    if (o->kind == DL_KIND_COND)
+        return usage_error("break: a condition holds nothing (its waiters leave on their own)");
+    if (o->holder && o->kind >= 0 && o->kind != DL_KIND_SEM)
+        return usage_error("--holder names a holder of a semaphore's permits (a lock's break "
+                           "removes every hold)");
+    if (o->holder)
+        o->kind = DL_KIND_SEM;
     return 0;
 }
 
-/* The word w when no command was decided: a subcommand, or the lock's
- * name.  Sets o->cmd when a subcommand. */
-static void first_word(const char *w, cli_opts_t *o)
+/* The word argv[i] when no command was decided: a subcommand, a typo of
+ * one, or the lock's name.  0 (o->cmd set when a subcommand), or the
+ * usage error. */
+static int first_word(int argc, char **argv, int i, cli_opts_t *o)
 {
+    const char *w = argv[i];
     int cmd = sub_of(w);
     if (cmd >= 0) {
         o->cmd = cmd;
@@ -417,9 +521,14 @@ static void first_word(const char *w, cli_opts_t *o)
             o->view.limit = CLI_VIEW_LIMIT;
             o->view.names = CLI_VIEW_NAMES;
         }
-        return;
+        return 0;
     }
+    const char *near = near_miss(w);
+    if (near && !has_dashdash(argc, argv, i + 1))
+        return usage_error("unknown command '%s'; did you mean '%s'? (a lock named so: "
+                           "distlock %s -- COMMAND)", w, near, w);
     o->name = w;
+    return 0;
 }
 
 int cli_parse(int argc, char **argv, cli_opts_t *o)
@@ -428,6 +537,7 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
     o->cmd = CLI_RUN;
     o->mode = 'w';
     o->conflict_code = 1;
+    o->kind = -1;
 
     int decided = 0;        /* the first word was read: o->cmd is the command */
     int run_opt = 0;        /* a run-only option came before the first word */
@@ -464,7 +574,9 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
         /* A word. */
         if (!decided && !run_opt) {
             decided = 1;
-            first_word(a, o);
+            int rc = first_word(argc, argv, i, o);
+            if (rc)
+                return rc;
             i++;
             continue;
         }

@@ -33,6 +33,12 @@ int cli_redis_fail(cli_redis_t *r, int node, const char *what)
     return -1;
 }
 
+int cli_redis_exit_code(const cli_redis_t *r)
+{
+    (void)r;
+    return CLI_EX_UNAVAILABLE;
+}
+
 int cli_redis_oom(cli_redis_t *r)
 {
     snprintf(r->err, sizeof r->err, "out of memory");

@@ -60,7 +60,7 @@ int cli_snapshot_take(cli_redis_t *r, const char *pattern, size_t limit, cli_sna
     long long t0 = clock_ms(CLOCK_MONOTONIC);
     s->at_ms = clock_ms(CLOCK_REALTIME);
     cli_objlist_t l;
-    if (cli_objscan(r, pattern, limit, &l))
+    if (cli_objscan(r, pattern, limit, 0, &l))
         return -1;
     s->truncated = l.truncated;
     int rc = 0;
