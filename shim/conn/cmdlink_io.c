@@ -263,6 +263,12 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
                 if (give_up)
                     dl_log(DL_LOG_INFO, "reconnected to redis");
             }
+            if (!io->ctx && dl_refused()) {
+                /* The server refused the configuration (connect.c: no
+                 * such database): no retry mends it. */
+                fail_all(cmds + first, n - first, err);
+                break;
+            }
         }
         if (io->ctx) {
             /* (written: dl_link_start sent them on this connection already) */
@@ -359,7 +365,9 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
             warn_rate_limited(err, io);
         }
         if (now >= give_up) {
-            fail_all(cmds + first, n - first, err);
+            char msg[200];
+            fail_all(cmds + first, n - first,
+                     dl_unreachable(cfg, err, conf->timeout_ms, msg, sizeof msg));
             break;
         }
         uint64_t left = give_up - now;

@@ -23,6 +23,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,9 +133,10 @@ static const char *cmd_word(int cmd)
 
 /* ---------------------------------------------------------------- numbers */
 
-/* Seconds (-w, top -d): digits with an optional fraction ("5", "0.5"),
- * nothing else (no signs, exponents, hex, inf or nan, which strtod would
- * take).  0, EINVAL (not such a number) or ERANGE (outside [min, max]). */
+/* Seconds (-w, top -d): a decimal number, digits with an optional
+ * fraction and exponent ("5", "0.5", "1e3"), as flock(1) reads them but
+ * without signs, hex, inf or nan, which strtod would also take.  0,
+ * EINVAL (not such a number) or ERANGE (outside [min, max]). */
 static int parse_seconds(const char *s, double min, double max, double *out)
 {
     const char *p = s;
@@ -144,10 +146,21 @@ static int parse_seconds(const char *s, double min, double max, double *out)
     if (*p == '.')
         for (p++; *p >= '0' && *p <= '9'; p++)
             digits++;
-    if (!digits || *p)
+    if (!digits)
         return EINVAL;
-    double v = strtod(s, NULL);
-    if (v < min || v > max)
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!(*p >= '0' && *p <= '9'))
+            return EINVAL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p)
+        return EINVAL;
+    double v = strtod(s, NULL);           /* HUGE_VAL past DBL_MAX: out of range */
+    if (!isfinite(v) || v < min || v > max)
         return ERANGE;
     *out = v;
     return 0;
@@ -157,7 +170,7 @@ static int parse_seconds(const char *s, double min, double max, double *out)
 static int parse_count(const char *shown, const char *arg, const char *what, unsigned long *out)
 {
     if (dl_parse_ulong(arg, 1, COUNT_MAX, out))
-        return usage_error("%s: '%s' is not a number of %s (1 or more)", shown, arg, what);
+        return usage_error("%s: '%s' is not a number of %s (1 to %lu)", shown, arg, what, COUNT_MAX);
     return 0;
 }
 
@@ -181,12 +194,15 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
 {
     cli_view_opts_t *v = &o->view;
     unsigned long n;
+    int rc;
     switch (d->id) {
     case O_SHARED: o->mode = 'r'; break;
     case O_EXCLUSIVE: o->mode = 'w'; break;
     case O_NONBLOCK: o->nonblock = 1; break;
     case O_WAIT:
-        if (parse_seconds(arg, 0, WAIT_MAX, &o->wait_s))
+        if ((rc = parse_seconds(arg, 0, WAIT_MAX, &o->wait_s)) == ERANGE)
+            return usage_error("%s: '%s' is out of range: at most %.0f seconds", shown, arg, WAIT_MAX);
+        if (rc)
             return usage_error("%s: '%s' is not a number of seconds (like 5 or 0.5)", shown, arg);
         o->has_wait = 1;
         break;
@@ -224,9 +240,10 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
         o->holder = arg;
         break;
     case O_DELAY:
-        if (parse_seconds(arg, DELAY_MIN, DELAY_MAX, &v->interval_s))
-            return usage_error("%s: '%s' is not an interval (0.1 to 86400 seconds, like 2 or 0.5)",
-                               shown, arg);
+        if ((rc = parse_seconds(arg, DELAY_MIN, DELAY_MAX, &v->interval_s)) == ERANGE)
+            return usage_error("%s: '%s' is out of range: 0.1 to 86400 seconds", shown, arg);
+        if (rc)
+            return usage_error("%s: '%s' is not an interval in seconds (like 2 or 0.5)", shown, arg);
         v->has_interval = 1;
         break;
     case O_ITER: return parse_count(shown, arg, "refreshes", &v->iterations);

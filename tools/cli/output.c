@@ -116,6 +116,23 @@ static const char *plain_name(const char *s, size_t n, char *buf, size_t size)
     return buf;
 }
 
+const char *cli_outage_text(const char *err, int with_url, char *buf, size_t size)
+{
+    /* The library's words (config.h dl_unreachable): up to the give-up,
+     * the URL (which has no space) left out if asked. */
+    static const char unreachable[] = "Redis is unreachable at ", gave_up[] = "; gave up after ";
+    size_t ul = sizeof unreachable - 1;
+    const char *cut = strncmp(err, unreachable, ul) == 0 ? strstr(err, gave_up) : NULL;
+    const char *why = cut ? strchr(err + ul, ' ') : NULL;
+    if (cut && !with_url && why && why < cut)
+        snprintf(buf, size, "Redis is unreachable%.*s", (int)(cut - why), why);
+    else if (cut)
+        snprintf(buf, size, "%.*s", (int)(cut - err), err);
+    else
+        snprintf(buf, size, "Redis unreachable: %s", strncmp(err, "redis ", 6) == 0 ? err + 6 : err);
+    return buf;
+}
+
 const char *cli_duration(long long ms, char *buf, size_t size)
 {
     if (ms < 0)

@@ -28,6 +28,11 @@ void cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A lock name for messages: in double quotes, control bytes, '"' and '\'
  * escaped, cut with "..." to fit size. */
 const char *cli_quote(const char *s, size_t n, char *buf, size_t size);
+/* A failure to reach Redis for a command that tries again (top): "Redis
+ * is unreachable at URL (why)" (with_url 0: without " at URL", for a
+ * screen that names it already), without the library's "gave up after"
+ * (config.h dl_unreachable); another error as "Redis unreachable: ...". */
+const char *cli_outage_text(const char *err, int with_url, char *buf, size_t size);
 /* 0.4s, 12.4s, 3m05s, 2h03m, 4d02h. */
 const char *cli_duration(long long ms, char *buf, size_t size);
 /* "host:pid (thread tid)"; "process 3f9c2a1b" (its token) for a

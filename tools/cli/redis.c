@@ -36,7 +36,9 @@ int cli_redis_fail(cli_redis_t *r, int node, const char *what)
 int cli_redis_exit_code(const cli_redis_t *r)
 {
     (void)r;
-    return CLI_EX_UNAVAILABLE;
+    /* A server that refused the configuration (SELECT of a database it
+     * has not) is no outage. */
+    return dl_refused() ? CLI_EX_CONFIG : CLI_EX_UNAVAILABLE;
 }
 
 int cli_redis_oom(cli_redis_t *r)

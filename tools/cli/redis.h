@@ -55,8 +55,9 @@ int cli_redis_tally(cli_redis_t *r, int got, const char *last);
 /* r->err = "redis <target>: what" (target: redlock server `node`, or with
  * node -1 where the conn sends its commands).  Returns -1. */
 int cli_redis_fail(cli_redis_t *r, int node, const char *what);
-/* The exit code for a failure r->err says: CLI_EX_UNAVAILABLE (Redis
- * unreachable or failing). */
+/* The exit code for a failure r->err says: CLI_EX_CONFIG when the server
+ * refused the configuration (error.h dl_refused: no such database), else
+ * CLI_EX_UNAVAILABLE (Redis unreachable or failing). */
 int cli_redis_exit_code(const cli_redis_t *r);
 /* r->err = "out of memory".  Returns -1. */
 int cli_redis_oom(cli_redis_t *r);
