@@ -47,6 +47,6 @@ if(DISTLOCK_TESTS)
   # program and the page in place.
   add_test(NAME cli_install
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/cli/test_install.sh ${PROJECT_BINARY_DIR}
-            ${PROJECT_SOURCE_DIR}/docs/distlock.1)
+            ${PROJECT_SOURCE_DIR}/docs/man/distlock.1)
   set_tests_properties(cli_install PROPERTIES TIMEOUT 60)
 endif()

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * view.h - a read-only view of a named object as the status scripts give
- * it (lua/status.lua, sem_status.lua), in one shape for every kind: who
- * holds it and how, who waits, since when (view.c).  Each kind's entry
- * (call_status.c, call_sem_status.c) decodes its script's reply into it with the helpers below, so that the
+ * it (lua/status.lua, sem_status.lua, cond_status.lua), in one shape for
+ * every kind: who holds it and how, who waits, since when (view.c).  Each
+ * kind's entry (call_status.c, call_sem_status.c, call_cond_status.c)
+ * decodes its script's reply into it with the helpers below, so that the
  * distlock tool shows every kind alike.
  */
 #ifndef DL_VIEW_H

@@ -11,18 +11,19 @@
  *   run.c      NAME -- COMMAND: take the lock, run the child, release
  *   waiting.c  while the lock call blocks: signals and the terminal status line
  *   redis.c    the way to Redis: the library's config, conn, keys and scripts
- *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting;
- *              on redlock://, the servers' views merged by its script entry)
- *              through objfetch.c
- *   scan.c     the names of the locks under the prefix (list)
- *   break.c    break, and a waiter leaving a queue (the library's scripts)
- *   commands.c the status, list and break subcommands
+ *   lockstat.c a lock's state for the waiting line, read by lua/status.lua
+ *              through objfetch.c (on redlock://, the servers' views merged
+ *              by its script entry)
+ *   scan.c     the keys under the prefix, on every server (SCAN)
+ *   break.c    break (a lock's, a semaphore's), and a waiter leaving a queue
+ *              (the library's scripts)
+ *   commands.c the status, list and break subcommands, on every kind
  *   output.c   messages, quoting, durations, JSON and tables
- * top and metrics (the objects of every kind under the prefix):
+ * status, list, break, top and metrics (the objects of every kind):
  *   objects.c  the kinds shown, each with its decoder (objlock.c: locks,
- *              objsem.c: semaphores)
- *   objfetch.c the state of objects of one kind, each read by its kind's
- *              status script (lockstat.c: a lock's, for status and list)
+ *              objsem.c: semaphores, objcond.c: conditions)
+ *   objfetch.c the state of objects, each read by its kind's status script,
+ *              pipelined
  *   objscan.c  the objects under the prefix, found by their keys (scan.c)
  *   snapshot.c one reading of them all, and its orders
  *   top.c      distlock top: the refresh loop, its reader thread, keys
