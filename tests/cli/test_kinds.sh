@@ -177,4 +177,26 @@ expect "after a run option too" 'test "$rc" = 0 && test "$out" = ran'
 run "$D" tip echo ran
 expect "'tip' is no typo of 'top' (three letters: only a swap)" 'test "$rc" = 0 && test "$out" = ran'
 
+# --- redlock://: a condition's waiter is read (the server that shows the
+# most speaks for all); a semaphore is refused there, and break says so
+dl_redis_start "$T" || { nok "no second redis-server"; finish; exit 1; }
+p2=$DL_REDIS_PORT
+dl_redis_start "$T" || { nok "no third redis-server"; finish; exit 1; }
+p3=$DL_REDIS_PORT
+RL="redlock://127.0.0.1:$REDIS_PORT,127.0.0.1:$p2,127.0.0.1:$p3"
+bg env DISTLOCK_URL="$RL" "$H" condwait rjobs 60 "$T/rsignalled"
+rcw=$last_pid
+settles --url "$RL" status rjobs --kind cond -- 'grep -q "^waiting: *1$" "$T/out"'
+expect "redlock: status of a condition with a waiter, exit 0" \
+  'test "$rc" = 0 && grep -q "^waiting: *1$" "$T/out" && grep -qE "^waiter: +process [0-9a-f]{8}, waiting " "$T/out"'
+settles --url "$RL" list -- 'grep -qE "^rjobs +cond +waited on +- +1 +-$" "$T/out"'
+check "redlock: list shows it" grep -qE '^rjobs +cond +waited on +- +1 +-$' "$T/out"
+run "$D" --url "$RL" break x --force --kind sem
+expect "redlock: break of a semaphore is a configuration error (78), one line" \
+  'test "$rc" = 78 && one_line_err && [[ "$err" == *redlock* ]]'
+: >"$T/rsignalled"
+run env DISTLOCK_URL="$RL" "$H" broadcast rjobs
+wait_pid "$rcw" 10
+expect_rc 0 "redlock: the broadcast woke the waiter"
+
 finish
