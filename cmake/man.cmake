@@ -1,7 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Manual pages (docs/man/): section 3 for the API, grouped as pthread's are,
-# distlock(7), distlock_preload(8) and distlock-bench(1); distlock(1) is
-# installed by cmake/cli.cmake.  Every function has a page of its own name
+# distlock(1), distlock-bench(1), distlock(7) and distlock_preload(8).  Every function has a page of its own name
 # (`man dist_mutex_trylock`): a symbolic link to its group's page.
 # Included by the top-level CMakeLists.txt before cmake/install.cmake.
 
@@ -90,9 +89,9 @@ endforeach()
 
 install(FILES ${DL_MAN3_PAGES} ${DL_MAN3_LINKS}
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man3 COMPONENT dev)
-# distlock(1) is the CLI's page (docs/distlock.1); cmake/cli.cmake leaves
-# its installation to this file.
-foreach(src ${PROJECT_SOURCE_DIR}/docs/distlock.1 ${DL_MAN_DIR}/distlock-bench.1
+# distlock(1) is the CLI's page; cmake/cli.cmake leaves its installation
+# to this file.
+foreach(src ${DL_MAN_DIR}/distlock.1 ${DL_MAN_DIR}/distlock-bench.1
             ${DL_MAN_DIR}/distlock.7 ${DL_MAN_DIR}/distlock_preload.8)
   string(REGEX MATCH "[0-9]$" section ${src})
   dl_man_page(${src} file)
@@ -110,6 +109,6 @@ if(DISTLOCK_TESTS)
   add_test(NAME man_pages
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/install/man.sh ${PROJECT_VERSION}
             ${PROJECT_SOURCE_DIR}/include/distlock.h ${DL_MAN3_NAMES_CSV}
-            ${DL_MAN_DIR} ${PROJECT_SOURCE_DIR}/docs/distlock.1)
+            ${DL_MAN_DIR})
   set_tests_properties(man_pages PROPERTIES TIMEOUT 60)
 endif()

@@ -44,6 +44,8 @@
  *   call_<name>.c   one script's entry: its typed call, ARGV, reply and
  *                   redlock merge (lua/<name>.lua; caller.h, and each
  *                   call_<name>.h)
+ *   view.c          the view of an object that the status scripts' entries
+ *                   decode their replies into (the distlock tool shows it)
  *   script.c        running calls: EVALSHA, EVAL on NOSCRIPT, batches, posts
  *   quorum.c        redlock://: a call on every server, the replies counted,
  *                   what a server that failed is owed

@@ -2,13 +2,15 @@
 /*
  * test_fork.c - fork(): the child holds nothing it did not lock itself,
  * may use any lock (the parent's too, once released), and neither its use
- * of the library nor its exit disturbs the parent's connections.
+ * of the library nor its exit disturbs the parent's connections; an
+ * object a child initialized in shared memory works in the parent.
  */
 #include "harness.h"
 #include "status.h"
 
 #include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static dist_mutex_t g_m;
 static dist_rwlock_t g_rw;
@@ -325,6 +327,66 @@ static void test_fork_of_fork(void **state)
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
 
+/* The man pages' claim (dist_mutex_init(3), dist_rwlock_init(3),
+ * dist_cond_init(3), dist_sem_init(3), distlock(7), README): an object in
+ * shared memory works in every process whichever initialized it, a child
+ * included, when its name is shorter than 64 bytes (the object holds it);
+ * a longer name is in the initializer's memory, and the others get EINVAL
+ * saying so. */
+struct shared_objs {
+    dist_mutex_t m, mlong;
+    dist_rwlock_t rw;
+    dist_cond_t c;
+    dist_sem_t s;
+    char name[128], longname[128];
+};
+
+static int init_shared(void *p)
+{
+    struct shared_objs *o = p;
+    TH_CHECK_RC(dist_mutex_init(&o->m, o->name, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&o->mlong, o->longname, NULL), 0);
+    TH_CHECK_RC(dist_rwlock_init(&o->rw, o->name, NULL), 0);
+    TH_CHECK_RC(dist_cond_init(&o->c, o->name, NULL), 0);
+    TH_CHECK_RC(dist_sem_init(&o->s, o->name, 1, 0), 0);
+    TH_CHECK_RC(dist_mutex_lock(&o->mlong), 0);     /* it works where it was made */
+    TH_CHECK_RC(dist_mutex_unlock(&o->mlong), 0);
+    return 0;
+}
+
+static void test_shared_object_initialized_by_child(void **state)
+{
+    struct shared_objs *o = mmap(NULL, sizeof *o, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                 -1, 0);
+    assert_true(o != MAP_FAILED);
+    memset(o, 0, sizeof *o);
+    th_name(o->name, sizeof o->name, "chinit");
+    /* 63 bytes: the longest a name held in the object may be */
+    assert_true(strlen(o->name) <= 63);
+    memset(o->longname, 'l', 64);
+    memcpy(o->longname, o->name, strlen(o->name));
+    o->longname[64] = 0;
+    TH_ASSERT_CHILD_OK(th_fork_child(init_shared, o));
+
+    /* The parent, which never initialized them, uses them. */
+    TH_ASSERT_RC(dist_mutex_lock(&o->m), 0);
+    TH_ASSERT_RC(dist_cond_signal(&o->c), 0);
+    TH_ASSERT_RC(dist_mutex_unlock(&o->m), 0);
+    TH_ASSERT_RC(dist_rwlock_wrlock(&o->rw), 0);
+    TH_ASSERT_RC(dist_rwlock_unlock(&o->rw), 0);
+    TH_ASSERT_RC(dist_sem_trywait(&o->s), 0);
+    TH_ASSERT_RC(dist_sem_post(&o->s), 0);
+    /* A name of 64 bytes or more: EINVAL, saying why. */
+    TH_ASSERT_RC(dist_mutex_lock(&o->mlong), EINVAL);
+    assert_non_null(strstr(dist_lasterror(), "initialized by another process"));
+
+    TH_ASSERT_RC(dist_mutex_destroy(&o->m), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&o->rw), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&o->c), 0);
+    TH_ASSERT_RC(dist_sem_destroy(&o->s), 0);
+    munmap(o, sizeof *o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +395,7 @@ int main(void)
         TH_TEST(test_fork_while_busy),
         TH_TEST(test_fork_of_fork),
         TH_TEST(test_child_exit_no_leaks),
+        TH_TEST(test_shared_object_initialized_by_child),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -66,7 +66,7 @@ static int wake(dist_cond_t *c, int all)
     dl_proc_t *p;
     dl_cond_t *cv;
     int rc = resolve(c, &p, &cv);
-    return rc ? rc : dl_cond_signal(p, cv, all);
+    return rc ? rc : dl_refused_rc(dl_cond_signal(p, cv, all));
 }
 
 int dist_cond_signal(dist_cond_t *c)
@@ -133,7 +133,7 @@ int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
                        dl_core_qname(&cw->cv->core, q, sizeof q),
                        dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
     if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
-        return rc;                /* m untouched */
+        return dl_refused_rc(rc);         /* m untouched */
     int seen = 0;
     if (dl_lock_release_all(cw->p, cw->l, &seen) == ENOLCK) {
         cw->lapsed = 1;

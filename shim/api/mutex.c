@@ -111,7 +111,7 @@ static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
     /* As pthread_mutex_trylock: a try is never told EDEADLK, only that the
      * lock cannot be taken now (the owner's relock of an errorcheck
      * mutex); dist_lasterror still says why. */
-    return try_only && rc == EDEADLK ? EBUSY : rc;
+    return try_only && rc == EDEADLK ? EBUSY : dl_refused_rc(rc);
 }
 
 int dist_mutex_lock(dist_mutex_t *m)
@@ -170,7 +170,7 @@ static int lockall(dist_mutex_t *const ms[], size_t n, int try_only, uint64_t de
         v[i].at = i;
     }
     if (!rc)
-        rc = dl_lock_all(p, v, n);
+        rc = dl_refused_rc(dl_lock_all(p, v, n));
     free(v);
     return rc;
 }
@@ -204,7 +204,7 @@ int dist_mutex_unlock(dist_mutex_t *m)
     dl_proc_t *p;
     dl_lock_t *l;
     int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
-    return rc ? rc : dl_lock_release(p, l, 1);
+    return rc ? rc : dl_refused_rc(dl_lock_release(p, l, 1));
 }
 
 int dist_mutex_destroy(dist_mutex_t *m)

@@ -73,7 +73,7 @@ static int acquire_stop(dist_rwlock_t *rw, char mode, int try_only, uint64_t dea
     /* As pthread_rwlock_trywrlock: a try is never told EDEADLK, only that
      * the lock cannot be taken now (a reader's write request); the
      * blocking and timed calls keep EDEADLK, and dist_lasterror says why. */
-    return try_only && rc == EDEADLK ? EBUSY : rc;
+    return try_only && rc == EDEADLK ? EBUSY : dl_refused_rc(rc);
 }
 
 static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline)
@@ -121,7 +121,7 @@ int dist_rwlock_unlock(dist_rwlock_t *rw)
     dl_proc_t *p;
     dl_lock_t *l;
     int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
-    return rc ? rc : dl_lock_release(p, l, 0);
+    return rc ? rc : dl_refused_rc(dl_lock_release(p, l, 0));
 }
 
 int dist_rwlock_destroy(dist_rwlock_t *rw)

@@ -103,7 +103,7 @@ int dl_sem_init_how(dist_sem_t *s, const char *name, unsigned int value, int fla
     s->dl_flags = flags;
     dl_sem_t *sem;
     if ((rc = resolve(s, &p, &sem)) == 0)
-        rc = dl_sem_open(p, sem, kind_of(s), value, how);
+        rc = dl_refused_rc(dl_sem_open(p, sem, kind_of(s), value, how));
     if (rc) {
         /* Not made: the object is as before init (uninitialized). */
         char kept[DL_ERRMAX];
@@ -129,7 +129,7 @@ static int wait_for(dist_sem_t *s, int try_only, uint64_t deadline, const int *s
     if (rc)
         return rc;
     dl_sem_req_t rq = { kind_of(s), s->dl_value, try_only, deadline, stop };
-    return dl_sem_wait(p, sem, &rq);
+    return dl_refused_rc(dl_sem_wait(p, sem, &rq));
 }
 
 int dist_sem_wait(dist_sem_t *s)
@@ -179,7 +179,7 @@ int dist_sem_post(dist_sem_t *s)
     dl_proc_t *p;
     dl_sem_t *sem;
     int rc = resolve(s, &p, &sem);
-    return rc ? rc : dl_sem_post(p, sem, kind_of(s), s->dl_value);
+    return rc ? rc : dl_refused_rc(dl_sem_post(p, sem, kind_of(s), s->dl_value));
 }
 
 int dist_sem_getvalue(dist_sem_t *s, int *value)
@@ -189,7 +189,7 @@ int dist_sem_getvalue(dist_sem_t *s, int *value)
     dl_proc_t *p;
     dl_sem_t *sem;
     int rc = resolve(s, &p, &sem);
-    return rc ? rc : dl_sem_getvalue(p, sem, kind_of(s), s->dl_value, value);
+    return rc ? rc : dl_refused_rc(dl_sem_getvalue(p, sem, kind_of(s), s->dl_value, value));
 }
 
 int dist_sem_destroy(dist_sem_t *s)

@@ -81,6 +81,19 @@ int dl_config_password(dl_config_t *c);
 /* Parses a whole decimal number in [min, max]; 0 or EINVAL. */
 int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
+/* c's DISTLOCK_URL for messages, rebuilt from what was parsed: the
+ * scheme, the user but never the password, the servers, the master, the
+ * database ("redis://127.0.0.1:6379/2", "redis-cluster://h:1,h:2"). */
+const char *dl_config_url(const dl_config_t *c, char *buf, size_t size);
+/* How a call that gave up on Redis says so, the library's and its tools'
+ * one wording (dist_lasterror, the interposer, the distlock command):
+ * "Redis is unreachable at URL (WHY); gave up after MS ms
+ * (DISTLOCK_IO_TIMEOUT_MS=N)", WHY the connection's last failure ("redis
+ * HOST:PORT: " left out where the URL names that one server), MS how long
+ * the call tried (the I/O time-out, or less for a call with a deadline of
+ * its own). */
+const char *dl_unreachable(const dl_config_t *c, const char *why, unsigned long ms, char *buf,
+                           size_t size);
 /* "host:port" ("[v6]:port") or the socket path, for messages. */
 const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size);
 /* The same for endpoint i of c. */

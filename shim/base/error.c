@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - dist_strerror, the per-thread last error, and logging. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +41,37 @@ int dl_fail(int code, const char *fmt, ...)
     vsnprintf(dl_lasterr, sizeof dl_lasterr, fmt, ap);
     va_end(ap);
     return code;
+}
+
+static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
+static char refused_why[DL_ERRMAX];
+static int refused_set;            /* atomic: read without the mutex first */
+
+void dl_refused_set(const char *why)
+{
+    if (!why && !__atomic_load_n(&refused_set, __ATOMIC_ACQUIRE))
+        return;                        /* the usual case: nothing to clear */
+    pthread_mutex_lock(&refused_mu);
+    snprintf(refused_why, sizeof refused_why, "%s", why ? why : "");
+    __atomic_store_n(&refused_set, why != NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&refused_mu);
+}
+
+int dl_refused(void)
+{
+    return __atomic_load_n(&refused_set, __ATOMIC_ACQUIRE);
+}
+
+int dl_refused_rc(int rc)
+{
+    if (rc != EIO || !dl_refused())
+        return rc;
+    pthread_mutex_lock(&refused_mu);
+    if (refused_set)
+        snprintf(dl_lasterr, sizeof dl_lasterr, "%s", refused_why);
+    int set = refused_set;
+    pthread_mutex_unlock(&refused_mu);
+    return set ? EINVAL : rc;
 }
 
 const char *dist_lasterror(void)

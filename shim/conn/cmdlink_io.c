@@ -390,7 +390,9 @@ static int retry(dl_link_io_t *io, batch_t *b)
         warn_rate_limited(b->err, io);
     }
     if (now >= b->give_up) {
-        fail_all(b->cmds + b->first, b->n - b->first, b->err);
+        char msg[200];
+        fail_all(b->cmds + b->first, b->n - b->first,
+                 dl_unreachable(conf->cfg, b->err, conf->timeout_ms, msg, sizeof msg));
         return 0;
     }
     dl_backoff_wait(&b->backoff, b->give_up);
@@ -408,6 +410,12 @@ void dl_link_io_run(dl_link_io_t *io, dl_cmd_t **cmds, size_t n, int written)
     for (;;) {
         if (!io->ctx)
             dial(io, &b);
+        if (!io->ctx && dl_refused()) {
+            /* The server refused the configuration (connect.c: no such
+             * database): no retry mends it. */
+            fail_all(b.cmds + b.first, b.n - b.first, b.err);
+            return;
+        }
         if (io->ctx) {
             if (round_trip(io, &b))
                 return;

@@ -117,6 +117,8 @@ static void *notify_main(void *arg)
         if (!c) {
             pthread_mutex_lock(&p->nmu);
             snprintf(p->nerr, sizeof p->nerr, "%s", err);
+            if (dl_refused())
+                pthread_cond_broadcast(&p->ncv);  /* a bad configuration: nobody waits it out */
             pthread_mutex_unlock(&p->nmu);
             dl_backoff_wait(&backoff, 0);
             continue;
@@ -180,12 +182,19 @@ int dl_notify_ensure(dl_proc_t *p, uint64_t until)
         }
         p->nstarted = 1;
     }
-    uint64_t deadline = dl_now_ms() + p->cfg.io_timeout_ms;
+    uint64_t start = dl_now_ms(), deadline = start + p->cfg.io_timeout_ms;
     if (until < deadline)
         deadline = until;
     while (!p->nsubscribed) {
+        if (p->nerr[0] && dl_refused()) {
+            rc = dl_fail(EIO, "%s", p->nerr);      /* the caller's code says EINVAL */
+            break;
+        }
         if (dl_now_ms() >= deadline) {
-            rc = p->nerr[0] ? dl_fail(EIO, "%s", p->nerr) : EAGAIN;
+            char msg[DL_ERRMAX];
+            rc = p->nerr[0] ? dl_fail(EIO, "%s", dl_unreachable(&p->cfg, p->nerr, deadline - start,
+                                                                 msg, sizeof msg))
+                            : EAGAIN;
             break;
         }
         struct timespec ts;

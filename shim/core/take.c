@@ -96,9 +96,9 @@ static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const tak
                "pushes (asking again every %lu ms)", dl_core_what(o), dl_core_qname(o, q, sizeof q),
                t->wttl / 3);
     else if (nrc) {
-        char why[200];
+        char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
-        return dl_fail(EIO, "%s %s: cannot wait for it: %s", dl_core_what(o),
+        return dl_fail(EIO, "%s %s: %s", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q), why);
     }
     return 0;

@@ -394,9 +394,9 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     if (rc == EAGAIN)
         rc = 0;
     else if (rc) {
-        char why[200];
+        char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
-        rc = dl_fail(EIO, "semaphore %s: cannot wait for it: %s", qname(s, q, sizeof q), why);
+        rc = dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), why);
     }
     pthread_mutex_lock(&o->mu);
     if (rc == 0)

@@ -4,7 +4,7 @@
  * for the distlock tool's top and metrics (call_sem_status.c).  No ARGV.
  * The reply is decoded here into a dl_sem_view_t: its kind and value, the
  * leased permits' holders and the queue, in the shape of a lock's view
- * (call_status.h) so that the tool shows both alike.  Never run on several
+ * (view.h) so that the tool shows both alike.  Never run on several
  * servers as one call: semaphores refuse redlock:// (api/sem_api.c).
  */
 #ifndef DL_CALL_SEM_STATUS_H
@@ -12,7 +12,8 @@
 
 #include <stddef.h>
 
-#include "call_status.h"
+#include "caller.h"
+#include "view.h"
 
 typedef struct dl_sem_view {
     /* The name, the holders (leased: one per process, who.mode 'p', count

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # check.sh [BUILD_DIR]: installs distlock into a temporary prefix and builds
 # tests/install/consumer.c against it twice: with pkg-config, and as a CMake
-# project using find_package(distlock).  Runs the consumers against a private
+# project using find_package(distlock), the way README tells a user of a
+# prefix to (checked too).  Runs the consumers against a private
 # redis-server when redis-server is there.
 #
 # Without BUILD_DIR it configures and builds a plain (unsanitized) tree of
@@ -71,6 +72,20 @@ cc -Wall -Werror -o "$tmp/consumer-pc-static" tests/install/consumer.c \
 step "find_package(distlock)"
 cmake -S tests/install -B "$tmp/consumer-build" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$tmp/consumer-build" >/dev/null
+
+# README ("Building and linking") tells a user of a prefix these same
+# steps: PKG_CONFIG_PATH and CMAKE_PREFIX_PATH above, LD_LIBRARY_PATH (or
+# ldconfig, or an rpath) below, and what happens without the last.
+step "README: the steps for a prefix, and the loader's error without them"
+for w in PKG_CONFIG_PATH CMAKE_PREFIX_PATH LD_LIBRARY_PATH ldconfig \
+         "libdistlock.so.0: cannot open shared object file"; do
+  grep -qF -- "$w" "$root/README.md" || { echo "README.md does not say \"$w\"" >&2; exit 1; }
+done
+if env -u LD_LIBRARY_PATH "$tmp/consumer-pc" >/dev/null 2>"$tmp/no-ld-path.err"; then
+  echo "consumer-pc ran without LD_LIBRARY_PATH: README's warning is wrong" >&2; exit 1
+fi
+grep -qF "libdistlock.so.0: cannot open shared object file" "$tmp/no-ld-path.err" || {
+  echo "consumer-pc without LD_LIBRARY_PATH:" >&2; cat "$tmp/no-ld-path.err" >&2; exit 1; }
 
 if command -v redis-server >/dev/null 2>&1; then
   step "running the consumers against redis"

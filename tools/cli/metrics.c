@@ -287,7 +287,7 @@ int cli_metrics(const cli_opts_t *o)
         snprintf(err, sizeof err, "%s", r.err);
     } else if (cli_snapshot_take(&r, o->view.pattern, o->view.limit, &s)) {
         snprintf(err, sizeof err, "%s", r.err);
-        rc = CLI_EX_UNAVAILABLE;
+        rc = cli_redis_exit_code(&r);
     } else {
         up = 1;
     }

@@ -292,8 +292,9 @@ static int supervise(const cli_opts_t *o, const sigstate_t *s, held_lock_t *l, p
         }
         if (!*lost_reported && lock_lost(l)) {
             *lost_reported = 1;
-            cli_err("lost the lock %s while the command runs: Redis no longer has the hold "
-                    "(lease ran out, or the lock was broken or deleted)%s", q,
+            cli_err("lost the %s %s while the command runs: Redis no longer has the hold "
+                    "(lease ran out, or the %s was broken or deleted)%s",
+                    l->sem ? "permit of semaphore" : "lock", q, l->sem ? "semaphore" : "lock",
                     o->kill_on_loss ? "; sending the command SIGTERM" : "");
             if (o->kill_on_loss)
                 kill(child, SIGTERM);
