@@ -15,7 +15,7 @@
 --                                      arrivals so far), t (Redis time of the
 --                                      last init or arrival, ms), s:<token>
 --                                      (that process's last operation: "ID
---                                      OUTCOME GEN MS", see bsess_*), sp (when
+--                                      OUTCOME GEN ARRIVAL MS", see bsess_*), sp (when
 --                                      old s: fields were last pruned, ms)
 --   KEYS[2] arrivals <prefix>{tag}:a   hash "token:id" -> generation: the
 --                                      arrivals of generation g, each named
@@ -50,20 +50,22 @@ end
 
 -- A process sends its operations on a barrier one at a time, with ids that
 -- grow in the order it sends them (shim/prim/barrier.c), and the last
--- one's outcome is kept: 'a' arrived and waits in generation GEN, 's'
--- arrived and tripped GEN (the serial), 'w' withdrawn (or never to count).
--- A copy resent after a lost reply (the same id) is told its first outcome
+-- one's outcome is kept: an arrival's ('a' it waits in generation GEN, 's'
+-- it tripped GEN: the serial), or a leave's ('W' it withdrew arrival ARR,
+-- 'R' ARR had been released already, 'N' nothing: ARR never counted).  A
+-- copy resent after a lost reply (the same id) is told its first outcome
 -- and counts nothing twice; a copy that runs after a later operation (a
 -- connection given up during a stall) does nothing at all.
 local function bsess_get(token)
   local s = rcall('HGET', K_BAR, 's:' .. token)
-  if not s then return 0, '', 0 end
-  local id, res, gen = string.match(s, '^(%d+) (%a) (%d+)')
-  return tonumber(id), res, tonumber(gen)
+  if not s then return 0, '', 0, 0 end
+  local id, res, gen, arr = string.match(s, '^(%d+) (%a) (%d+) (%d+)')
+  return tonumber(id), res, tonumber(gen), tonumber(arr)
 end
 
-local function bsess_set(token, id, res, gen)
-  rcall('HSET', K_BAR, 's:' .. token, int(id) .. ' ' .. res .. ' ' .. int(gen) .. ' ' .. int(now_ms()))
+local function bsess_set(token, id, res, gen, arr)
+  rcall('HSET', K_BAR, 's:' .. token, int(id) .. ' ' .. res .. ' ' .. int(gen) .. ' ' ..
+        int(arr) .. ' ' .. int(now_ms()))
 end
 
 -- s: fields of processes silent for an hour go, at most once a minute and

@@ -11,7 +11,7 @@
 --     caller is the serial; {1, gen, id} a resend of an arrival that waited
 --     in gen, which has tripped since; {-2, count} the barrier has another
 --     count; {-3} a stale copy (a later operation of the caller's ran
---     first); {-4} a resend of an arrival withdrawn since: nothing done.
+--     first); {-4} its id is a leave's: nothing done.
 -- A barrier Redis does not have (lost, or forgotten idle) is made anew
 -- with the caller's count.
 local token, count, id = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -21,7 +21,7 @@ local last, res, sgen = bsess_get(token)
 if id < last then return {-3} end
 if id == last then
   -- This very call ran before its reply was lost.
-  if res == 'w' then return {-4} end
+  if res ~= 'a' and res ~= 's' then return {-4} end
   if res == 's' then return {2, sgen, b[2]} end
   if b[3] > sgen then return {1, sgen, b[2]} end
   return {0, sgen, b[2], b[4]}
@@ -34,7 +34,7 @@ if n >= b[1] then
   local members = rcall('HKEYS', K_BA)
   rcall('DEL', K_BA)
   rcall('HSET', K_BAR, 'g', int(gen + 1), 'n', 0, 't', int(now))
-  bsess_set(token, id, 's', gen)
+  bsess_set(token, id, 's', gen, id)
   for _, m in ipairs(members) do
     local at = string.find(m, ':', 1, true)
     local t = at and string.sub(m, 1, at - 1)
@@ -49,7 +49,7 @@ if n >= b[1] then
 end
 rcall('HSET', K_BA, token .. ':' .. int(id), int(gen))
 rcall('HSET', K_BAR, 'n', n, 't', int(now))
-bsess_set(token, id, 'a', gen)
+bsess_set(token, id, 'a', gen, id)
 rcall('PEXPIRE', K_BAR, IDLE)
 rcall('PEXPIRE', K_BA, IDLE)
 bsess_prune()

@@ -15,9 +15,13 @@
  *
  * A timed wait that runs out withdraws its arrival (barrier_leave.lua),
  * which Redis refuses once the generation tripped: the wait then returns
- * as released.  An operation whose reply was lost is kept (pend_id): the
- * same thread's next wait sends it again (the same id: Redis tells it what
- * became of it, and counts it once), another thread's withdraws it first.
+ * as released.  A request whose reply was lost (an arrival, a leave) is
+ * kept and settled before the process's next operation on the barrier by
+ * a leave of its arrival (which Redis orders after it: a copy of it still
+ * on its way then does nothing): the arrival no longer counts, or Redis
+ * says it was released.  A thread whose wait failed so, and that waits
+ * again, is then released at once: its earlier arrival completed a
+ * generation the others went on with.
  *
  * redlock:// is refused (api/barrier.c): its independent servers keep no
  * common order of arrivals, so they could disagree on which arrival trips
@@ -113,26 +117,50 @@ static void lose_all(dl_barrier_t *b, unsigned long seq)
     pthread_cond_broadcast(&b->core.cv);
 }
 
-/* o->mu held, talking: withdraws the arrival kept from a call whose reply
- * was lost (another thread's).  0, or EIO (worded; it stays kept). */
-static int settle(dl_proc_t *p, dl_barrier_t *b)
+/* o->mu held: request op of the calling thread, on arrival, got no reply:
+ * kept until settled.  (More than DL_BARRIER_KEPT at once: the oldest is
+ * forgotten, and its arrival counts as a dead process's would.) */
+static void keep(dl_barrier_t *b, uint64_t op, uint64_t arrival, uint64_t gen, uint64_t inc)
 {
     char q[96];
-    uint64_t id = b->pend_id;
-    dl_caller_t who = dl_caller(p, &b->core);
-    dl_call_t c;
-    dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){ .id = id });
-    if (run(p, b, &c) || c.reply.barrier_leave.result < 0)
-        return dl_fail(EIO, "barrier %s: %s (withdrawing an earlier arrival that got no reply)",
-                       qname(b, q, sizeof q), c.cmd.err ? c.cmd.errmsg : "unexpected reply");
-    if (b->pend_id == id)
-        b->pend_id = 0;
+    if (b->nkept == DL_BARRIER_KEPT) {
+        dl_log(DL_LOG_WARN, "barrier %s: too many requests without a reply; the arrival of the "
+               "oldest may still count", qname(b, q, sizeof q));
+        memmove(&b->kept[0], &b->kept[1], (DL_BARRIER_KEPT - 1) * sizeof b->kept[0]);
+        b->nkept--;
+    }
+    b->kept[b->nkept++] = (dl_bkept_t){ op, arrival, gen, inc, dl_tid() };
+}
+
+/* o->mu held, talking: settles every kept request, oldest first (a leave
+ * of its arrival, a new operation: Redis runs no copy of the request after
+ * it).  0, or EIO (worded; what is left stays kept).  *mine: 1 if one was
+ * the calling thread's, whose arrival Redis says was released. */
+static int settle(dl_proc_t *p, dl_barrier_t *b, int *mine)
+{
+    char q[96];
+    pid_t me = dl_tid();
+    while (b->nkept) {
+        dl_bkept_t k = b->kept[0];
+        dl_caller_t who = dl_caller(p, &b->core);
+        dl_call_t c;
+        dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){
+            .arrival = k.arrival, .gen = k.gen, .inc = k.inc,
+            .id = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED), .failed = k.op });
+        if (run(p, b, &c) || c.reply.barrier_leave.result < 0)
+            return dl_fail(EIO, "barrier %s: %s (settling an earlier request that got no reply)",
+                           qname(b, q, sizeof q),
+                           c.cmd.err ? c.cmd.errmsg : "unexpected reply");
+        if (c.reply.barrier_leave.result == 2 && k.tid == me && mine)
+            *mine = 1;
+        memmove(&b->kept[0], &b->kept[1], (size_t)(b->nkept - 1) * sizeof b->kept[0]);
+        b->nkept--;
+    }
     return 0;
 }
 
-/* o->mu held, talking: one arrival (barrier_wait.lua) with operation id.
- * 0 with *r, or EIO (worded: the arrival is kept for this thread's next
- * wait, which continues it). */
+/* o->mu held, talking (settled): one arrival (barrier_wait.lua) with
+ * operation id.  0 with *r, or EIO (worded: kept). */
 static int arrive(dl_proc_t *p, dl_barrier_t *b, unsigned count, uint64_t id,
                   dl_barrier_wait_reply_t *r)
 {
@@ -143,11 +171,11 @@ static int arrive(dl_proc_t *p, dl_barrier_t *b, unsigned count, uint64_t id,
     DL_TALLY_ADD(&b->core, roundtrips, 1);
     if (run(p, b, &c)) {
         if (c.cmd.sent) {
-            b->pend_id = id;
-            b->pend_tid = dl_tid();
-            return dl_fail(EIO, "barrier %s: %s; the arrival may have been counted: this "
-                           "thread's next wait on it continues it, another thread's withdraws "
-                           "it first", qname(b, q, sizeof q), c.cmd.errmsg);
+            keep(b, id, id, 0, 0);
+            return dl_fail(EIO, "barrier %s: %s; the arrival may have been counted: it is "
+                           "withdrawn before this process's next call on the barrier (if this "
+                           "thread waits again and it had completed its generation, that wait "
+                           "returns at once)", qname(b, q, sizeof q), c.cmd.errmsg);
         }
         return dl_fail(EIO, "barrier %s: %s", qname(b, q, sizeof q), c.cmd.errmsg);
     }
@@ -164,23 +192,32 @@ static int leave(dl_proc_t *p, dl_barrier_t *b, dl_bwait_t *w, int why)
 {
     char q[96];
     talk(b);
-    dl_caller_t who = dl_caller(p, &b->core);
+    int rc = settle(p, b, NULL);
     dl_call_t c;
-    dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){
-        .id = w->id, .gen = w->gen, .inc = w->inc });
-    int rc = run(p, b, &c);
-    if (rc || c.reply.barrier_leave.result < 0) {
-        /* It may still count: kept, as an arrival with no reply is. */
-        b->pend_id = w->id;
-        b->pend_tid = dl_tid();
-        untalk(b);
-        return dl_fail(EIO, "barrier %s: the %s, but withdrawing its arrival failed (%s): it "
-                       "may still count (this thread's next wait on it continues it, another "
-                       "thread's withdraws it first)", qname(b, q, sizeof q),
-                       why == EINTR ? "wait was interrupted" : "timed wait ran out",
-                       rc ? c.cmd.errmsg : "unexpected reply");
+    uint64_t id = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+    if (rc == 0) {
+        dl_caller_t who = dl_caller(p, &b->core);
+        dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){
+            .arrival = w->id, .gen = w->gen, .inc = w->inc, .id = id });
+        rc = run(p, b, &c);
+        if (rc || c.reply.barrier_leave.result < 0) {
+            /* It may still count: kept, and settled before the next. */
+            if (!rc || c.cmd.sent)
+                keep(b, id, w->id, w->gen, w->inc);
+            else
+                keep(b, 0, w->id, w->gen, w->inc);
+            rc = dl_fail(EIO, "barrier %s: the %s, but withdrawing its arrival failed (%s): it "
+                         "may still count until this process's next call on the barrier",
+                         qname(b, q, sizeof q),
+                         why == EINTR ? "wait was interrupted" : "timed wait ran out",
+                         rc ? c.cmd.errmsg : "unexpected reply");
+        }
+    } else {
+        keep(b, 0, w->id, w->gen, w->inc);
     }
     untalk(b);
+    if (rc)
+        return rc;
     /* Redis's word, not a push's or a check's learnt meanwhile: a push for
      * this generation may have come for the process's other waiters after
      * this arrival was withdrawn from it. */
@@ -338,22 +375,22 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
         snprintf(why, sizeof why, "%s", dist_lasterror());
         return dl_fail(EIO, "barrier %s: cannot wait on it: %s", qname(b, q, sizeof q), why);
     }
-    pid_t me = dl_tid();
     dl_bwait_t w;
     memset(&w, 0, sizeof w);
     pthread_mutex_lock(&o->mu);
     b->inside++;
     for (;;) {
         talk(b);
-        uint64_t id = 0;
-        if (b->pend_id && b->pend_tid == me) {
-            id = b->pend_id;      /* this thread's earlier wait goes on */
-            b->pend_id = 0;
-        } else if (b->pend_id) {
-            rc = settle(p, b);
+        int mine = 0;
+        rc = settle(p, b, &mine);
+        if (rc == 0 && mine) {
+            /* This thread's earlier wait, which failed, had completed a
+             * generation: this one is that wait's end. */
+            untalk(b);
+            rc = 1;
+            break;
         }
-        if (!id)
-            id = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+        uint64_t id = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
         dl_barrier_wait_reply_t r = { 0 };
         if (rc == 0)
             rc = arrive(p, b, rq->count, id, &r);
@@ -378,7 +415,7 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
         untalk(b);
         if (rc != -4)
             break;
-        rc = 0;                   /* withdrawn by a settle: arrive anew */
+        rc = 0;                   /* (cannot be: ids are never reused) arrive anew */
     }
     if (rc == 1) {
         rc = 0;

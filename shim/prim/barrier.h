@@ -56,6 +56,17 @@ typedef struct dl_bwait {
     struct dl_bwait *next;
 } dl_bwait_t;
 
+/* A request on a barrier that got no reply (an arrival, or a timed wait's
+ * leave): it may have run, or may still (a stalled server).  Kept, and
+ * settled before the process's next operation on the barrier. */
+#define DL_BARRIER_KEPT 8
+typedef struct dl_bkept {
+    uint64_t op;              /* the request's own id */
+    uint64_t arrival;         /* the arrival it made or withdrew */
+    uint64_t gen, inc;        /* where that arrival waited (0: unknown) */
+    pid_t tid;                /* the thread whose call it was */
+} dl_bkept_t;
+
 typedef struct dl_barrier {
     dl_core_t core;           /* first: the registry's entry is the barrier */
 
@@ -65,10 +76,8 @@ typedef struct dl_barrier {
     dl_bwait_t *head;         /* the waiters of the process */
     int nwait;
     unsigned long seq;        /* waiters listed so far (dl_bwait_t.seq) */
-    uint64_t pend_id;         /* an arrival that got no reply (0: none): the
-                                 next wait of the same thread continues it,
-                                 another thread's withdraws it first */
-    pid_t pend_tid;
+    dl_bkept_t kept[DL_BARRIER_KEPT];  /* requests that got no reply, */
+    int nkept;                /* settled (barrier_leave.lua) before the next */
     uint64_t pushed;          /* the greatest generation pushed as tripped */
     int checking;             /* a thread asks Redis where the barrier is */
     int recheck;              /* pushes may have been lost: ask now */

@@ -11,18 +11,20 @@ void dl_call_barrier_leave(dl_call_t *c, const dl_caller_t *who, const dl_barrie
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 id, 4 gen, 5 incarnation */
+    /* 1 prefix, 2 token, 3 arrival, 4 gen, 5 incarnation, 6 id, 7 failed */
     const dl_barrier_leave_args_t *a = &c->arg.barrier_leave;
     dl_wire_barrier(w);
-    dl_wire_num(w, a->id);
+    dl_wire_num(w, a->arrival);
     dl_wire_num(w, a->gen);
     dl_wire_num(w, a->inc);
+    dl_wire_num(w, a->id);
+    dl_wire_num(w, a->failed);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
     long long n = dl_reply_int(r);
-    c->reply.barrier_leave.result = n >= 0 && n <= 2 ? (int)n : -1;
+    c->reply.barrier_leave.result = (n >= 0 && n <= 2) || n == -3 ? (int)n : -1;
     return 0;
 }
 

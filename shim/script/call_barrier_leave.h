@@ -8,15 +8,19 @@
 #include "caller.h"
 
 typedef struct dl_barrier_leave_args {
-    uint64_t id;                  /* the arrival's operation id */
+    uint64_t arrival;             /* the arrival's operation id */
     uint64_t gen;                 /* the generation it waits in, 0 unknown */
     uint64_t inc;                 /* its incarnation, 0 unknown */
+    uint64_t id;                  /* this leave's own operation id */
+    uint64_t failed;              /* the request it settles (the arrival's or a
+                                     leave's id), 0 none */
 } dl_barrier_leave_args_t;
 
 typedef struct dl_barrier_leave_reply {
     int result;                   /* 1 withdrawn, 2 its generation tripped
-                                     (released), 0 nothing (never ran, or Redis
-                                     lost the barrier), -1 unexpected */
+                                     (released), 0 nothing (never counted, or
+                                     Redis lost the barrier), -3 a stale copy,
+                                     -1 unexpected */
 } dl_barrier_leave_reply_t;
 
 /* dl_call_t's members for it (calls.h). */
