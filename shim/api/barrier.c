@@ -125,7 +125,8 @@ int dist_barrier_init(dist_barrier_t *b, const char *name, const dist_barrieratt
     return rc;
 }
 
-static int wait_for(dist_barrier_t *b, const struct timespec *abstime, const int *stop)
+static int wait_for(dist_barrier_t *b, const struct timespec *abstime, const int *stop,
+                    uint64_t *gen)
 {
     uint64_t deadline;
     if (abstime && dl_deadline_from_abstime(abstime, &deadline))
@@ -135,25 +136,32 @@ static int wait_for(dist_barrier_t *b, const struct timespec *abstime, const int
     int rc = resolve(b, &p, &bar);
     if (rc)
         return rc;
-    dl_barrier_req_t rq = { b->dl_count, abstime, stop };
+    dl_barrier_req_t rq = { b->dl_count, abstime, stop, gen };
     return dl_barrier_wait(p, bar, &rq);
 }
 
 int dist_barrier_wait(dist_barrier_t *b)
 {
-    return wait_for(b, NULL, NULL);
+    return wait_for(b, NULL, NULL, NULL);
 }
 
 int dist_barrier_timedwait(dist_barrier_t *b, const struct timespec *abstime)
 {
     if (!abstime)
         return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return wait_for(b, abstime, NULL);
+    return wait_for(b, abstime, NULL, NULL);
 }
 
 int dl_barrier_wait_stoppable(dist_barrier_t *b, const struct timespec *abstime, const int *stop)
 {
-    return wait_for(b, abstime, stop);
+    return wait_for(b, abstime, stop, NULL);
+}
+
+int dl_barrier_wait_gen(dist_barrier_t *b, const struct timespec *abstime, uint64_t *gen)
+{
+    if (gen)
+        *gen = 0;
+    return wait_for(b, abstime, NULL, gen);
 }
 
 void dl_barrier_interrupt(dist_barrier_t *b)

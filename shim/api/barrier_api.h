@@ -30,4 +30,10 @@ int dl_barrier_check_mode(void);
 int dl_barrier_wait_stoppable(dist_barrier_t *b, const struct timespec *abstime, const int *stop);
 void dl_barrier_interrupt(dist_barrier_t *b);
 
+/* dist_barrier_wait (abstime NULL) or timedwait that also gives, once
+ * released, the generation it was released in (Redis's number of it, the
+ * same in every process; 0 if unknown): the nemesis's checks group
+ * releases by it. */
+int dl_barrier_wait_gen(dist_barrier_t *b, const struct timespec *abstime, uint64_t *gen);
+
 #endif

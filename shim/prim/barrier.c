@@ -396,6 +396,7 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
             rc = arrive(p, b, rq->count, id, &r);
         if (rc == 0) {
             rc = took(b, rq->count, &r);
+            w.gen = r.gen;
             if (rc == 0) {
                 /* Waiting: listed before the talk ends, so that a check
                  * or a push learnt from now on finds it. */
@@ -417,12 +418,16 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
             break;
         rc = 0;                   /* (cannot be: ids are never reused) arrive anew */
     }
+    uint64_t gen = w.gen;         /* (0: a settle said released) */
     if (rc == 1) {
         rc = 0;
     } else if (rc == 0) {
         rc = block(p, b, &w, rq);
         unlist(b, &w);
+        gen = w.gen;
     }
+    if (rq->gen)
+        *rq->gen = rc == 0 || rc == DIST_BARRIER_SERIAL_THREAD ? gen : 0;
     b->inside--;
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);

@@ -90,6 +90,8 @@ typedef struct dl_barrier_req {
     const struct timespec *abstime;   /* NULL, or CLOCK_REALTIME: ETIMEDOUT */
     const int *stop;          /* NULL, or set (atomic) by another thread, which
                                  then calls dl_barrier_wake: EINTR */
+    uint64_t *gen;            /* NULL, or where a release says the generation
+                                 (Redis's number; 0 unknown): the tests' */
 } dl_barrier_req_t;
 
 /* The barrier's kind: its keys (keys.h) and what the registry and the
