@@ -21,6 +21,11 @@
  *  - counts: another count while the barrier is in use is EINVAL naming
  *    both; once idle for a lease, a new count is taken, and an object
  *    with the old one is refused at its wait, naming both;
+ *  - replies lost (single, through a proxy): an arrival's reply cut (the
+ *    request resent: counted once); an arrival held back on a frozen
+ *    connection past the I/O time-out (EIO), then settled by the next wait
+ *    before its late copy runs (which then counts nothing), or run first
+ *    and completing a generation (the thread's next wait returns at once);
  *  - Redis losing the barrier (single: FLUSHALL) gives its waiter ENOLCK;
  *    destroy EBUSY while a thread waits; an object in shared memory used
  *    by forked processes; names apart from locks; redlock:// refused.
@@ -29,6 +34,7 @@
  * (the library reads it once per process).
  */
 #include "harness_mode.h"
+#include "harness_proxy.h"
 #include "barrier_api.h"
 #include "keys.h"
 #include "status.h"
@@ -675,6 +681,190 @@ static void test_destroy_busy(void **state)
     bp_stop(&b);
 }
 
+/* ------------------------------------------------------ replies lost */
+
+typedef struct px_env {
+    char url[200];
+    const char *env[3];
+} px_env_t;
+
+/* The environment of a process that reaches Redis through px, giving up
+ * on a silent server after io_ms. */
+static const char *const *through(px_env_t *e, th_proxy_t *px, long io_ms)
+{
+    static char io[64];
+    snprintf(e->url, sizeof e->url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    snprintf(io, sizeof io, "DISTLOCK_IO_TIMEOUT_MS=%ld", io_ms);
+    e->env[0] = e->url;
+    e->env[1] = io;
+    e->env[2] = NULL;
+    return e->env;
+}
+
+/* An arrival's reply is cut: the library sends it again, and Redis
+ * counts it once. */
+static void test_reply_lost_counted_once(void **state)
+{
+    (void)state;
+    if (tm_mode != TM_SINGLE)
+        skip();
+    char name[64], err[300];
+    th_name(name, sizeof name, "bcut");
+    th_proxy_t *px = th_proxy_start(tm_server()->port);
+    assert_non_null(px);
+    px_env_t e;
+    bp_t a, b;
+    assert_int_equal(bp_start_env(&a, name, 2, through(&e, px, 3000), err, sizeof err), 0);
+    bp_start(&b, name, 2);
+    th_proxy_cut_replies(px, 1);
+    bp_send(&a, BP_WAIT, 0);
+    wait_arrivals(name, 1);
+    th_sleep_ms(300);             /* (the resend, had it counted, would be in) */
+    assert_int_equal(field(name, "n"), 1);
+    BP_RC(&b, BP_WAIT, 0, DIST_BARRIER_SERIAL_THREAD);
+    if (bp_recv(&a, 10000) || g_last.rc != 0)
+        fail_msg("the waiter whose reply was cut: %s \"%s\"", th_errname(g_last.rc), g_last.err);
+    assert_int_equal(field(name, "n"), 0);
+    bp_stop(&a);
+    bp_stop(&b);
+    th_proxy_stop(px);
+}
+
+/* An arrival held back on a frozen connection past the I/O time-out:
+ * EIO.  The process's next wait settles it before its late copy reaches
+ * Redis (it never counted: the copy then counts nothing), and arrives
+ * anew: one arrival, not two. */
+static void test_kept_arrival_settled(void **state)
+{
+    (void)state;
+    if (tm_mode != TM_SINGLE)
+        skip();
+    char name[64], err[300];
+    th_name(name, sizeof name, "bkept");
+    th_proxy_t *px = th_proxy_start(tm_server()->port);
+    assert_non_null(px);
+    px_env_t e;
+    bp_t a, b;
+    assert_int_equal(bp_start_env(&a, name, 2, through(&e, px, 1000), err, sizeof err), 0);
+    bp_start(&b, name, 2);
+    BP_RC(&b, BP_TIMED, 20, ETIMEDOUT);           /* the scripts in the server's cache */
+    assert_true(th_proxy_freeze(px, a.pid, TH_PROXY_COMMANDS, 0) >= 1);
+    BP_RC(&a, BP_WAIT, 0, EIO);
+    if (!th_contains(g_last.err, "may have been counted"))
+        fail_msg("the EIO says \"%s\"", g_last.err);
+    assert_int_equal(field(name, "n"), 0);        /* held back: not in Redis */
+    bp_send(&a, BP_WAIT, 0);                      /* settles it, arrives anew */
+    wait_arrivals(name, 1);
+    th_proxy_thaw(px);                            /* the late copy runs now */
+    assert_int_equal(th_proxy_settled(px, 5000), 1);
+    th_sleep_ms(100);
+    if (field(name, "n") != 1)
+        fail_msg("the late copy of a settled arrival counted: %lld arrivals", field(name, "n"));
+    BP_RC(&b, BP_WAIT, 0, DIST_BARRIER_SERIAL_THREAD);
+    if (bp_recv(&a, 10000) || g_last.rc != 0)
+        fail_msg("the waiter: %s \"%s\"", th_errname(g_last.rc), g_last.err);
+    assert_int_equal(field(name, "n"), 0);
+    bp_stop(&a);
+    bp_stop(&b);
+    th_proxy_stop(px);
+}
+
+/* The same, but the late copy reaches Redis first and completes a
+ * generation with another process's arrival: the thread's next wait,
+ * told so when it settles it, returns at once (the wait that failed
+ * ended), and arrives nowhere. */
+static void test_kept_arrival_released(void **state)
+{
+    (void)state;
+    if (tm_mode != TM_SINGLE)
+        skip();
+    char name[64], err[300];
+    th_name(name, sizeof name, "bkrel");
+    th_proxy_t *px = th_proxy_start(tm_server()->port);
+    assert_non_null(px);
+    px_env_t e;
+    bp_t a, b;
+    assert_int_equal(bp_start_env(&a, name, 2, through(&e, px, 1000), err, sizeof err), 0);
+    bp_start(&b, name, 2);
+    BP_RC(&b, BP_TIMED, 20, ETIMEDOUT);           /* the scripts in the server's cache */
+    assert_true(th_proxy_freeze(px, a.pid, TH_PROXY_COMMANDS, 0) >= 1);
+    BP_RC(&a, BP_WAIT, 0, EIO);
+    th_proxy_thaw(px);
+    wait_arrivals(name, 1);                       /* the late copy counted */
+    BP_RC(&b, BP_WAIT, 0, DIST_BARRIER_SERIAL_THREAD);
+    BP_RC(&a, BP_WAIT, 0, 0);                     /* at once: its wait had ended */
+    assert_int_equal(field(name, "n"), 0);
+    bp_stop(&a);
+    bp_stop(&b);
+    th_proxy_stop(px);
+}
+
+/* The member of the barrier's arrivals (its only one) into buf; "" none. */
+static void only_member(const char *name, char *buf, size_t size)
+{
+    char k[700];
+    size_t len = tm_key(k, sizeof k, DL_KIND_BARRIER, name, 1);
+    redisReply *r = th_cmd_at(tm_key_port(k, len), "HKEYS %b", k, len);
+    buf[0] = 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 1)
+        snprintf(buf, size, "%s", r->element[0]->str);
+    if (r)
+        freeReplyObject(r);
+}
+
+/* A timed wait runs out and its leave is held back on a frozen
+ * connection past the I/O time-out (EIO: its arrival may still count).
+ * The thread waits again: the arrival is settled (withdrawn) and a new one
+ * made; the held-back leave then reaches Redis late and must not take the
+ * new arrival, nor anything: the generation completes with the next
+ * process's arrival. */
+static void test_kept_leave_settled(void **state)
+{
+    (void)state;
+    if (tm_mode != TM_SINGLE)
+        skip();
+    char name[64], err[300], first[200], now[200];
+    th_name(name, sizeof name, "bkleave");
+    th_proxy_t *px = th_proxy_start(tm_server()->port);
+    assert_non_null(px);
+    px_env_t e;
+    bp_t a, b;
+    assert_int_equal(bp_start_env(&a, name, 2, through(&e, px, 1000), err, sizeof err), 0);
+    bp_start(&b, name, 2);
+    /* The leave script in the server's cache: the late copy runs (a copy
+     * sent by its SHA1 to a server without it would do nothing). */
+    BP_RC(&b, BP_TIMED, 20, ETIMEDOUT);
+    bp_send(&a, BP_TIMED, 400);
+    wait_arrivals(name, 1);
+    only_member(name, first, sizeof first);
+    assert_true(th_proxy_freeze(px, a.pid, TH_PROXY_COMMANDS, 0) >= 1);
+    if (bp_recv(&a, 10000) || g_last.rc != EIO || !th_contains(g_last.err, "may still count"))
+        fail_msg("the timed wait whose leave was held back: %s \"%s\"", th_errname(g_last.rc),
+                 g_last.err);
+    bp_send(&a, BP_WAIT, 0);                      /* settles, arrives anew */
+    /* Its arrival is made once its member is another (or, whatever the
+     * library makes of it, after a second: a round trip's worth many
+     * times over). */
+    int64_t end = th_now_ms() + 1000;
+    do {
+        only_member(name, now, sizeof now);
+        if (now[0] && strcmp(now, first) != 0)
+            break;
+        th_sleep_ms(2);
+    } while (th_now_ms() < end);
+    th_proxy_thaw(px);                            /* the late leave runs now */
+    assert_int_equal(th_proxy_settled(px, 5000), 1);
+    th_sleep_ms(100);
+    if (field(name, "n") != 1)
+        fail_msg("after the late leave: %lld arrivals, want the new one", field(name, "n"));
+    BP_RC(&b, BP_WAIT, 0, DIST_BARRIER_SERIAL_THREAD);
+    if (bp_recv(&a, 10000) || g_last.rc != 0)
+        fail_msg("the waiter: %s \"%s\"", th_errname(g_last.rc), g_last.err);
+    bp_stop(&a);
+    bp_stop(&b);
+    th_proxy_stop(px);
+}
+
 /* Redis loses the barrier under a waiter: ENOLCK, not a release. */
 static void test_state_lost(void **state)
 {
@@ -805,6 +995,10 @@ int main(void)
         TT_TEST(test_destroy_busy),
         TT_TEST(test_fork_shared_object),
         TT_TEST(test_names_apart),
+        TT_TEST(test_reply_lost_counted_once),
+        TT_TEST(test_kept_arrival_settled),
+        TT_TEST(test_kept_arrival_released),
+        TT_TEST(test_kept_leave_settled),
         TT_TEST(test_state_lost),      /* single only: last (it flushes) */
     };
     static const struct CMUnitTest redlock[] = {
