@@ -60,7 +60,10 @@ set(DL_MAN3_GROUPS
   "dist_cond_init:dist_cond_destroy,DIST_COND_INITIALIZER"
   "dist_cond_wait:dist_cond_timedwait"
   "dist_cond_signal:dist_cond_broadcast"
-  "dist_condattr_init:dist_condattr_destroy")
+  "dist_condattr_init:dist_condattr_destroy"
+  "dist_barrier_init:dist_barrier_destroy,dist_barrierattr_init,dist_barrierattr_destroy"
+  "dist_barrier_wait:dist_barrier_timedwait"
+  "dist_once:DIST_ONCE_INITIALIZER")
 
 set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)
 file(MAKE_DIRECTORY ${DL_MAN_LINK_DIR})

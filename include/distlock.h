@@ -266,6 +266,68 @@ DIST_API int dist_cond_broadcast(dist_cond_t *c);
  * process and a thread of the process waits on it. */
 DIST_API int dist_cond_destroy(dist_cond_t *c);
 
+/* --- barriers (version 3) ---
+ * count callers of dist_barrier_wait, from any threads of any processes,
+ * are released together; then the barrier is ready for the next
+ * generation.  A barrier has a name of its own (never a lock's).  Not
+ * supported with redlock:// (EINVAL). */
+#define DIST_BARRIER_SERIAL_THREAD (-1)   /* as PTHREAD_BARRIER_SERIAL_THREAD */
+
+typedef struct dist_barrierattr {
+    unsigned int dl_magic;
+} dist_barrierattr_t;
+typedef struct dist_barrier {
+    struct dist_lockobj dl_o;
+    unsigned int dl_count;          /* the count it was initialized with */
+} dist_barrier_t;
+
+/* Never block. */
+DIST_API int dist_barrierattr_init(dist_barrierattr_t *attr);
+DIST_API int dist_barrierattr_destroy(dist_barrierattr_t *attr);
+/* One round trip: makes the barrier in Redis with count (> 0) if it does
+ * not exist, else checks that it has that count.  attr may be NULL.
+ * EINVAL (count 0; another count while the barrier is in use, naming both;
+ * redlock://), EIO. */
+DIST_API int dist_barrier_init(dist_barrier_t *b, const char *name, const dist_barrierattr_t *attr,
+                               unsigned count);
+/* One round trip to arrive, then blocks until count arrivals (its own
+ * included) were made in its generation.  DIST_BARRIER_SERIAL_THREAD for
+ * exactly one caller of each generation (the one whose arrival completed
+ * it), 0 for the others; EINVAL (another count in Redis), ENOLCK (Redis
+ * lost the barrier while the caller waited: its arrival no longer
+ * counts), EIO.  An arrival counts once made, also if its process dies
+ * afterwards. */
+DIST_API int dist_barrier_wait(dist_barrier_t *b);
+/* Extension: as dist_barrier_wait until abstime (CLOCK_REALTIME), then
+ * ETIMEDOUT with the caller's arrival withdrawn (never before abstime),
+ * unless its generation completed meanwhile: then as dist_barrier_wait. */
+DIST_API int dist_barrier_timedwait(dist_barrier_t *b, const struct timespec *abstime);
+/* Never blocks.  EBUSY when this is the last object of its name in the
+ * process and a thread of the process waits on it.  The barrier stays in
+ * Redis. */
+DIST_API int dist_barrier_destroy(dist_barrier_t *b);
+
+/* --- once (version 3) ---
+ * The routine runs in exactly one process for a name (not once per
+ * process), and every caller returns once it has completed; if the
+ * process running it dies first, another caller runs it (the routine must
+ * tolerate a run cut short).  Its completion is kept in Redis for as long
+ * as Redis keeps its data: after a restart without persistence, or a
+ * flush, the routine runs again. */
+typedef struct dist_once { struct dist_lockobj dl_o; } dist_once_t;
+
+/* name: a string literal (or any string that outlives the object). */
+#define DIST_ONCE_INITIALIZER(name) \
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+
+/* Blocks until the routine completed, here or in another process.  0;
+ * EINVAL (o or routine NULL, a bad name); EDEADLK (the routine called
+ * dist_once on its own object, which pthread_once would deadlock on); EIO
+ * (Redis did not answer: whether it completed is unknown; or the routine
+ * completed here and Redis could not be told).  A routine's own failure
+ * has no code, as with pthread_once: a routine that returns completed. */
+DIST_API int dist_once(dist_once_t *o, void (*routine)(void));
+
 /* --- errors (never block) --- */
 /* Text for any code these functions return. */
 DIST_API const char *dist_strerror(int err);

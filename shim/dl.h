@@ -15,12 +15,25 @@
  *   object.c        what the two share: validation, the name, lazy
  *                   resolution to the process's lock, fences, leases
  *   onlost.c        dist_onlost: the process's function for lost holds
+ *   sem_api.c       the semaphore mirror (dist_sem_*), and sem_api.h: what
+ *                   the interposer and the tools ask beyond it
+ *   cond.c          the condition mirror (dist_cond_*); condwait.h: its
+ *                   wait in three steps, for the interposer
+ *   barrier.c       the barrier mirror (dist_barrier_*); barrier_api.h: a
+ *                   stoppable wait and the mode check for the interposer
+ *   once.c          dist_once
  * prim/      the primitives: each one's local admission on the hold core
  *   lock.c          the lock (mutex, rwlock): local admission and handoff,
  *                   its kind (dl_lock_kind)
  *   holds.c         each thread's stack of holds on a lock
  *   lockall.c       several locks at once (dist_mutex_lockall): all or
  *                   none, in one canonical order
+ *   sem.c           the semaphore: counting and leased permits
+ *   cond.c          the condition: waiters registered in Redis, signals
+ *   barrier.c       the barrier: arrivals counted in Redis, one push per
+ *                   process and generation, its kind (dl_barrier_kind)
+ *   once.c          the once: its running state a hold taken with the
+ *                   lock's scripts, its completion; its kind (dl_once_kind)
  * core/      the hold core: what every primitive's object has
  *   core.h          dl_core_t (its fields by writer) and dl_kind_t
  *   registry.c      (kind, name) -> the process's one object, references
@@ -46,6 +59,8 @@
  *                   call_<name>.h)
  *   view.c          the view of an object that the status scripts' entries
  *                   decode their replies into (the distlock tool shows it)
+ *   sem_calls.c, barrier_calls.c, once_calls.c, cond_wire.h
+ *                   what one kind's entries share: its keys, first ARGV
  *   script.c        running calls: EVALSHA, EVAL on NOSCRIPT, batches, posts
  *   quorum.c        redlock://: a call on every server, the replies counted,
  *                   what a server that failed is owed

@@ -29,7 +29,7 @@
 /* ------------------------------------------------------------------ config */
 
 #define NM_MAX_SLOTS 48          /* client processes of one run, respawns included */
-#define NM_MAX_THREADS 4
+#define NM_MAX_THREADS 5         /* lock threads, the condition's, the barrier and once one */
 #define NM_EV_PER_THREAD 16384
 #define NM_MAX_FAULTS 512
 #define NM_MAX_NAMES 16
@@ -76,12 +76,25 @@ enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ,
                NM_CWAIT,         /* dist_cond_timedwait on the condition (name NM_CV_NAME):
                                     abs_rt_us its deadline, fence its deadline on
                                     CLOCK_MONOTONIC (us) */
-               NM_SIGNAL };      /* dist_cond_signal: fence the time (us) the signaller's
+               NM_SIGNAL,        /* dist_cond_signal: fence the time (us) the signaller's
                                     lock of the condition's mutex returned */
+               NM_BWAIT,         /* dist_barrier_timedwait (name NM_BAR_NAME): abs_rt_us
+                                    its deadline, fence the generation it was released
+                                    in (0 unknown), rc -1 DIST_BARRIER_SERIAL_THREAD is
+                                    kept as NM_RC_SERIAL */
+               NM_ONCE,          /* dist_once (name NM_ONCE_NAME) of epoch `hold` */
+               NM_ORUN };        /* its routine's run (state 2: completed) */
 /* The condition of the nemesis and its mutex: names after the locks' (they
  * take no part in the lock checks; nemesis_check.c check_cond). */
 #define NM_CV_NAME (nm_nlocks)
 #define NM_CVM_NAME (nm_nlocks + 1)
+/* The barrier (count: the clients alive at once) and the prefix of the
+ * once names (one per epoch of NM_EPOCH_MS), after the condition's. */
+#define NM_BAR_NAME (nm_nlocks + 2)
+#define NM_ONCE_NAME (nm_nlocks + 3)
+#define NM_EPOCH_MS 1500
+#define NM_EPOCHS 64
+#define NM_RC_SERIAL 1000         /* a barrier wait's DIST_BARRIER_SERIAL_THREAD, recorded */
 enum nm_op { NM_OP_LOCK = 1, NM_OP_TRY, NM_OP_TIMED };
 
 /* One call, written by its thread: t0 and the rest before the call, then

@@ -14,6 +14,15 @@
  * the mutex, lets it go and signals; nemesis_check.c judges that no signal
  * is lost.  That mutex is not one of nm_locks: the lock checks ignore it.
  *
+ * When one more slot is left, a last thread uses the nemesis's barrier
+ * (count: the clients alive at once) and its onces: it waits on the
+ * barrier (timed, 0.3-1.5 s), and at each new epoch of NM_EPOCH_MS calls
+ * dist_once on that epoch's once, whose routine records its run and takes
+ * 50-600 ms (a client killed in it leaves the run unfinished);
+ * nemesis_check.c judges one serial per generation, nobody released early,
+ * and each once run to completion once (unless something explains more),
+ * nobody returning before a run completed.
+ *
  * Each thread draws its choices from its own generator, seeded from the
  * run's seed, the slot and the thread: a run's workload is the same each
  * time, its interleaving is the machine's.
@@ -32,6 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "barrier_api.h"
 #include "distlock.h"
 
 typedef struct nm_thr {
@@ -48,6 +58,11 @@ static dist_mutex_t nm_mx[NM_MAX_NAMES];
 static dist_rwlock_t nm_rw[NM_MAX_NAMES];
 static dist_cond_t nm_cv;
 static dist_mutex_t nm_cvm;
+static dist_barrier_t nm_bar;
+static dist_once_t nm_once[NM_EPOCHS];
+static char nm_once_names[NM_EPOCHS][80];
+static __thread nm_thr_t *nm_once_thr;   /* the thread in a once's routine, */
+static __thread uint32_t nm_once_epoch;  /* and its epoch */
 
 static uint64_t rnd(uint64_t *s)
 {
@@ -280,6 +295,66 @@ static void *cond_main(void *arg)
     return NULL;
 }
 
+/* A once's routine: its run recorded, 50-600 ms long. */
+static void once_routine(void)
+{
+    nm_thr_t *t = nm_once_thr;
+    nm_ev_t *e = nm_ev_begin(t->tl, NM_ORUN, 0, NM_ONCE_NAME, 'w', 1, nm_once_epoch);
+    sleep_us(rnd_in(&t->rng, 50000, 600000));
+    nm_ev_end(e, 0, 0);
+}
+
+/* The barrier and once thread (above).  bar: the barrier could be
+ * initialized (redlock:// refuses barriers). */
+static void *barrier_once_main(void *arg)
+{
+    nm_thr_t *t = arg;
+    t->tid = (int)syscall(SYS_gettid);
+    t->tl->tid = (uint32_t)t->tid;
+    int bar = dist_barrier_init(&nm_bar, t->cc->sh->names[NM_BAR_NAME], NULL,
+                                (unsigned)t->cc->cfg->procs) == 0;
+    if (!bar && t->cc->cfg->topo != NM_TOPO_REDLOCK)
+        fprintf(stderr, "nemesis client %d/%d: barrier init: %s\n", t->pid, t->tid,
+                dist_lasterror());
+    nm_once_thr = t;
+    int64_t last = -1;
+    while (!stopping(t) && !t->tl->full) {
+        if (bar) {
+            long ms = rnd_in(&t->rng, 300, 1500);
+            nm_ev_t *e = nm_ev_begin(t->tl, NM_BWAIT, NM_OP_TIMED, NM_BAR_NAME, 'w', 0, 0);
+            int64_t abs_us = nm_realtime_us() + ms * 1000;
+            if (e)
+                e->abs_rt_us = abs_us;
+            struct timespec ts = { abs_us / 1000000, (abs_us % 1000000) * 1000 };
+            uint64_t gen = 0;
+            int rc = dl_barrier_wait_gen(&nm_bar, &ts, &gen);
+            if (e)
+                e->rt1_us = nm_realtime_us();
+            nm_ev_end(e, rc == DIST_BARRIER_SERIAL_THREAD ? NM_RC_SERIAL : rc, gen);
+            if (rc != 0 && rc != DIST_BARRIER_SERIAL_THREAD && rc != ETIMEDOUT)
+                fprintf(stderr, "nemesis client %d/%d: barrier wait: %s (%s)\n", t->pid, t->tid,
+                        strerror(rc), dist_lasterror());
+            /* (paced: a few dozen generations a second) */
+            sleep_us(rnd_in(&t->rng, 5000, 60000));
+        } else {
+            sleep_us(rnd_in(&t->rng, 100000, 300000));
+        }
+        int64_t start = __atomic_load_n(&t->cc->sh->start_us, __ATOMIC_ACQUIRE);
+        int64_t epoch = start ? (nm_now_us() - start) / (NM_EPOCH_MS * 1000) : -1;
+        if (epoch < 0 || epoch == last || epoch >= NM_EPOCHS)
+            continue;
+        last = epoch;
+        nm_once_epoch = (uint32_t)epoch;
+        nm_ev_t *e = nm_ev_begin(t->tl, NM_ONCE, 0, NM_ONCE_NAME, 'w', 0, (uint32_t)epoch);
+        int rc = dist_once(&nm_once[epoch], once_routine);
+        nm_ev_end(e, rc, 0);
+        if (rc != 0)
+            fprintf(stderr, "nemesis client %d/%d: once of epoch %lld: %s (%s)\n", t->pid, t->tid,
+                    (long long)epoch, strerror(rc), dist_lasterror());
+    }
+    return NULL;
+}
+
 /* The heartbeat: a thread that wakes every 5 ms and records when it woke
  * NM_STALL_US late: the machine (or a SIGSTOP) held the process up.  The
  * checks count such a stall as they count a stop. */
@@ -324,6 +399,7 @@ static int client_main(const nm_client_cfg_t *cc)
     nm_thr_t th[NM_MAX_THREADS];
     int n = cfg->threads < NM_MAX_THREADS ? cfg->threads : NM_MAX_THREADS;
     int cv = n < NM_MAX_THREADS;      /* a slot left for the condition's thread */
+    int bo = n + cv < NM_MAX_THREADS; /* ... and one for the barrier and once thread */
     /* The store is reached on connections made here, before the process
      * enters its network namespace: a socket stays in the namespace it was
      * made in, so no cut of the lock's network touches the store. */
@@ -373,7 +449,12 @@ static int client_main(const nm_client_cfg_t *cc)
     if (cv && (dist_cond_init(&nm_cv, sh->names[NM_CV_NAME], NULL) != 0 ||
                dist_mutex_init(&nm_cvm, sh->names[NM_CVM_NAME], NULL) != 0))
         return 4;
-    pthread_t tids[NM_MAX_THREADS], hb, cvt;
+    for (int k = 0; bo && k < NM_EPOCHS; k++) {
+        snprintf(nm_once_names[k], sizeof nm_once_names[k], "%s.%d", sh->names[NM_ONCE_NAME], k);
+        dist_once_t o = DIST_ONCE_INITIALIZER(nm_once_names[k]);
+        nm_once[k] = o;
+    }
+    pthread_t tids[NM_MAX_THREADS], hb, cvt, bot;
     int hb_ok = pthread_create(&hb, NULL, heartbeat_main, (void *)cc) == 0;
     nm_thr_t cvth;
     if (cv) {
@@ -384,6 +465,16 @@ static int client_main(const nm_client_cfg_t *cc)
         cvth.pid = pid;
         cvth.rng = cfg->seed * 1000003ULL + (uint64_t)cc->slot * 131ULL + 0xc0ddULL;
         cv = pthread_create(&cvt, NULL, cond_main, &cvth) == 0;
+    }
+    nm_thr_t both;
+    if (bo) {
+        memset(&both, 0, sizeof both);
+        both.cc = cc;
+        both.tl = &sl->th[n + cv];
+        both.idx = n + cv;
+        both.pid = pid;
+        both.rng = cfg->seed * 1000003ULL + (uint64_t)cc->slot * 131ULL + 0xba55ULL;
+        bo = pthread_create(&bot, NULL, barrier_once_main, &both) == 0;
     }
     int started = 0;
     for (int i = 0; i < n; i++)
@@ -396,6 +487,8 @@ static int client_main(const nm_client_cfg_t *cc)
         pthread_join(tids[i], NULL);
     if (cv)
         pthread_join(cvt, NULL);
+    if (bo)
+        pthread_join(bot, NULL);
     if (hb_ok)
         pthread_join(hb, NULL);
     for (int i = 0; i < n; i++)

@@ -22,6 +22,7 @@ const char *nm_check_name(int c)
         [NM_C_LIVENESS] = "liveness",   [NM_C_HANG] = "hang",     [NM_C_CODE] = "code",
         [NM_C_CRASH] = "crash",         [NM_C_FENCE] = "fence-order", [NM_C_TIMED] = "timed",
         [NM_C_ORPHAN] = "orphan",       [NM_C_WAKEUP] = "lost-wakeup",
+        [NM_C_BARRIER] = "barrier",     [NM_C_ONCE] = "once",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
 }
@@ -127,6 +128,12 @@ static int code_ok(const nm_ev_t *e)
         return rc == 0 || rc == ETIMEDOUT || rc == EOWNERDEAD || rc == EIO;
     if (e->kind == NM_SIGNAL)
         return rc == 0 || rc == EIO;
+    if (e->kind == NM_BWAIT)      /* ENOLCK: Redis lost the barrier (a restart) */
+        return rc == 0 || rc == NM_RC_SERIAL || rc == ETIMEDOUT || rc == ENOLCK || rc == EIO;
+    if (e->kind == NM_ONCE)
+        return rc == 0 || rc == EIO;
+    if (e->kind == NM_ORUN)
+        return 1;
     if (e->kind != NM_LOCK)
         return rc == 0 || rc == 1;
     if (rc == 0 || rc == EOWNERDEAD || rc == EIO)

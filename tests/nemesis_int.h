@@ -93,6 +93,10 @@ enum nm_check {
     NM_C_ORPHAN,        /* EOWNERDEAD explained only by a lock call that failed */
     NM_C_WAKEUP,        /* a condition's signal lost: a waiter that waited through it
                            timed out, and no waiter was woken by it */
+    NM_C_BARRIER,       /* a barrier generation with two serials, more releases than its
+                           count, or one released before its last arrival was made */
+    NM_C_ONCE,          /* a once's routine completed twice with nothing to explain it, or
+                           a caller returned before any run of it completed */
     NM_C_COUNT
 };
 

@@ -411,6 +411,10 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
              (unsigned long long)cfg->seed);
     snprintf(c->sh->names[NM_CVM_NAME], sizeof c->sh->names[0], "nm%llu.cvm",
              (unsigned long long)cfg->seed);
+    snprintf(c->sh->names[NM_BAR_NAME], sizeof c->sh->names[0], "nm%llu.bar",
+             (unsigned long long)cfg->seed);
+    snprintf(c->sh->names[NM_ONCE_NAME], sizeof c->sh->names[0], "nm%llu.once",
+             (unsigned long long)cfg->seed);
     nm_schedule_make(cfg, &c->sch);
     fprintf(stderr, "nemesis: seed %llu, %d clients x %d threads, %.1f s of faults (%d planned) "
             "+ %.1f s healed, lease %ld ms, fixed lease %ld ms, I/O time-out %ld ms; logs in %s\n",

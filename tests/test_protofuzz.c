@@ -19,6 +19,8 @@
 #include "pf.h"
 #include "pf_sem.h"
 #include "pf_cond.h"
+#include "pf_barrier.h"
+#include "pf_once.h"
 
 #include <string.h>
 
@@ -221,6 +223,65 @@ static void run_cond(uint64_t seed, int procs, int steps)
 static void test_cond_three_procs(void **state) { run_cond(11, 3, 1500); }
 static void test_cond_five_procs(void **state) { run_cond(12, 5, 1500); }
 
+/* The barrier's scripts (pf_barrier.h): counts of 1, 2 and 3 with four
+ * processes of three threads; PROTOFUZZ_SEED shifts the seeds,
+ * PROTOFUZZ_STEPS sets the length. */
+static void barrier_runs(unsigned count)
+{
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    int64_t end = th_now_ms() + 20000;        /* within the harness's 50 s per test */
+    for (uint64_t seed = 1; seed <= 6 && th_now_ms() < end; seed++) {
+        pf_barrier_opts_t o = { 0 };
+        o.seed = seed + (s ? strtoull(s, NULL, 10) : 0) + 100 * count;
+        o.steps = n ? atoi(n) : 1500;
+        o.procs = 4;
+        o.count = count;
+        o.host = "127.0.0.1";
+        o.port = th_redis_port();
+        o.max_ms = 8000;
+        char why[600];
+        int done = 0;
+        int rc = pf_barrier_fuzz(&o, &done, why, sizeof why);
+        if (rc < 0)
+            fail_msg("barrier protofuzz could not run: %s", why);
+        if (rc > 0)
+            fail_msg("barrier protofuzz (count %u) seed %llu: %s", count,
+                     (unsigned long long)o.seed, why);
+        print_message("barrier protofuzz seed %llu (count %u): %d steps, every invariant held\n",
+                      (unsigned long long)o.seed, count, done);
+    }
+}
+
+static void test_barrier_count1(void **state) { (void)state; barrier_runs(1); }
+static void test_barrier_count2(void **state) { (void)state; barrier_runs(2); }
+static void test_barrier_count3(void **state) { (void)state; barrier_runs(3); }
+
+/* The once's scripts (pf_once.h). */
+static void test_once(void **state)
+{
+    (void)state;
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    int64_t end = th_now_ms() + 25000;
+    for (uint64_t seed = 1; seed <= 6 && th_now_ms() < end; seed++) {
+        pf_once_opts_t o = { 0 };
+        o.seed = seed + (s ? strtoull(s, NULL, 10) : 0);
+        o.steps = n ? atoi(n) : 800;
+        o.procs = 4;
+        o.host = "127.0.0.1";
+        o.port = th_redis_port();
+        o.max_ms = 8000;
+        char why[600];
+        int done = 0;
+        int rc = pf_once_fuzz(&o, &done, why, sizeof why);
+        if (rc < 0)
+            fail_msg("once protofuzz could not run: %s", why);
+        if (rc > 0)
+            fail_msg("once protofuzz seed %llu: %s", (unsigned long long)o.seed, why);
+        print_message("once protofuzz seed %llu: %d steps, every invariant held\n",
+                      (unsigned long long)o.seed, done);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +295,10 @@ int main(void)
         TH_TEST(test_sem_leased),
         TH_TEST(test_cond_three_procs),
         TH_TEST(test_cond_five_procs),
+        TH_TEST(test_barrier_count1),
+        TH_TEST(test_barrier_count2),
+        TH_TEST(test_barrier_count3),
+        TH_TEST(test_once),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

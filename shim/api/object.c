@@ -30,7 +30,13 @@ void dl_obj_after_fork(void)
 /* The word for an object of that magic in messages. */
 static const char *what_of(unsigned magic)
 {
-    return magic == DL_MAGIC_COND ? "condition" : magic == DL_MAGIC_SEM ? "semaphore" : "lock";
+    switch (magic) {
+    case DL_MAGIC_COND: return "condition";
+    case DL_MAGIC_SEM: return "semaphore";
+    case DL_MAGIC_BARRIER: return "barrier";
+    case DL_MAGIC_ONCE: return "once";
+    default: return "lock";
+    }
 }
 
 static int name_ok(const char *name, size_t *len, unsigned magic)

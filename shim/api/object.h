@@ -32,6 +32,8 @@ struct dl_kind;               /* dl_kind_t, core.h */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
 #define DL_MAGIC_COND   0x4453434eu   /* "DSCN": dist_cond_t (api/cond.c) */
 #define DL_MAGIC_SEM    0x4453534du   /* "DSSM": dist_sem_t (api/sem_api.c) */
+#define DL_MAGIC_BARRIER 0x44534252u  /* "DSBR": dist_barrier_t (api/barrier.c) */
+#define DL_MAGIC_ONCE   0x44534f4eu   /* "DSON": dist_once_t (api/once.c) */
 
 /* A fixed lease (setlease) between these, in ms.  The shortest must still
  * leave a validity (the lease less the clock-drift allowance: tenure.c)
