@@ -67,8 +67,8 @@ static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fcv;
 int dlp_fheld;
 
-static void lock(void) { DLP_REAL(mutex_lock)(&fmu); }
-static void unlock(void) { DLP_REAL(mutex_unlock)(&fmu); }
+static void lock(void) { DLP_REAL(pthread_mutex_lock)(&fmu); }
+static void unlock(void) { DLP_REAL(pthread_mutex_unlock)(&fmu); }
 static void wake(void) { pthread_cond_broadcast(&fcv); }
 static void wait_ms(unsigned ms)
 {
@@ -80,9 +80,9 @@ static void wait_ms(unsigned ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    DLP_REAL(cond_timedwait)(&fcv, &fmu, &ts);
+    DLP_REAL(pthread_cond_timedwait)(&fcv, &fmu, &ts);
 }
-static void wait_forever(void) { DLP_REAL(cond_wait)(&fcv, &fmu); }
+static void wait_forever(void) { DLP_REAL(pthread_cond_wait)(&fcv, &fmu); }
 
 void dlp_file_init(void)
 {
@@ -390,7 +390,7 @@ void dlp_file_release_all(void)
     /* At exit other threads may still run (and hold fmu): wait a little
      * at most, and never for longer than a few seconds in all. */
     int got = 0;
-    for (int i = 0; i < 100 && !(got = DLP_REAL(mutex_trylock)(&fmu) == 0); i++)
+    for (int i = 0; i < 100 && !(got = DLP_REAL(pthread_mutex_trylock)(&fmu) == 0); i++)
         dl_sleep_ms(10);
     if (!got)
         return;
