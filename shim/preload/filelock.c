@@ -63,6 +63,7 @@ typedef struct frec {
 } frec_t;
 
 static frec_t recs[MAX_RECS];
+static pid_t recs_pid;            /* the process they are of (a vfork child shares them) */
 static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fcv;
 int dlp_fheld;
@@ -86,6 +87,7 @@ static void wait_forever(void) { DLP_REAL(pthread_cond_wait)(&fcv, &fmu); }
 
 void dlp_file_init(void)
 {
+    recs_pid = getpid();
     pthread_condattr_t a;
     pthread_condattr_init(&a);
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
@@ -383,6 +385,23 @@ void dlp_file_closed(int fd, dev_t dev, ino_t ino)
         }
     }
     unlock();
+}
+
+int dlp_file_holds(dlp_filehold_t *out, int max)
+{
+    if (!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED) || getpid() != recs_pid)
+        return 0;
+    int n = 0;
+    lock();
+    for (int i = 0; i < MAX_RECS && n < max; i++) {
+        frec_t *r = &recs[i];
+        /* (One being taken, converted or released by another thread now
+         * is not held.) */
+        if (r->used && !r->abandoned && !r->busy && r->state == H_HELD)
+            out[n++] = (dlp_filehold_t){ r->e, r->kind, r->fd, r->dev, r->ino, r->mode };
+    }
+    unlock();
+    return n;
 }
 
 void dlp_file_release_all(void)

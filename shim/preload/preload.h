@@ -18,6 +18,11 @@
  *              (launchers, @PROGRAM), makes them, runs the kinds' hooks
  *   lockwrap.c what the pthread lock kinds' wrappers share
  *   filelock.c the process-owned distributed holds of file locks
+ *   keeper.c   the keeper: a process that keeps the holds of file locks
+ *              held across exec (flock -F, chpst -l ...)
+ *   kept.c     what a program started with such locks knows of their keepers
+ *   wrap_exec.c the exec family: holds handed to a keeper before exec (no
+ *              header: it offers only exported libc names)
  * A kind is its wrappers and its dlp_kind_t, in one file:
  *   wrap_mutex.c     mutex:   pthread_mutex_*
  *   wrap_rwlock.c    rwlock:  pthread_rwlock_*
@@ -55,6 +60,8 @@
 #include "policy.h"
 #include "lockwrap.h"
 #include "filelock.h"
+#include "keeper.h"
+#include "kept.h"
 #include "boot.h"
 
 #endif

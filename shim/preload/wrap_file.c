@@ -21,8 +21,11 @@
  * flock(1).  No process with the interposer is there to keep that hold
  * (the subshell runs no lock call), so such a lock is refused: a lock on
  * a description the parent process also has open stops the program, with
- * the one-line reason and the way that works (`distlock NAME -c '...'`),
- * before anything is locked. */
+ * the one-line reason and the ways that work (`flock FILE -c '...'`,
+ * `distlock NAME -c '...'`), before anything is locked.  A lock held
+ * across exec by one process (flock -F, chpst -l: the same pid before and
+ * after) is another matter: the exec wrappers hand its hold to a keeper
+ * (wrap_exec.c). */
 /* hiredis's pkg-config sets _FILE_OFFSET_BITS=64, which renames fcntl and
  * lockf to their *64 twins in the headers: both names are defined here. */
 #undef _FILE_OFFSET_BITS
@@ -203,8 +206,8 @@ static void refuse_shared(const dlp_entry_t *e, int fd, dev_t dev, ino_t ino, co
     dlp_stop("lock \"%s\" (%s): refused: %s on descriptor %d, which this program shares with "
              "its parent (pid %d), would leave the file locked after this program ends while "
              "the distributed lock ends with it (the shell idiom `( flock %d; ... ) %d>FILE`); "
-             "hold it around the commands instead: distlock %s -c '...'",
-             e->name, e->target, what, fd, (int)pp, fd, fd, e->name);
+             "hold it around the commands instead: flock %s -c '...', or distlock %s -c '...'",
+             e->name, e->target, what, fd, (int)pp, fd, fd, e->target, e->name);
 }
 
 /* Does fdinfo text (/proc/self/fdinfo/N) show an flock or POSIX lock that
@@ -222,6 +225,12 @@ static int locked_by(const char *info, pid_t pid)
     return 0;
 }
 
+/* Before main: a mapped file this program was started holding, locked by
+ * its own process before it executed this program (lock, then exec:
+ * flock -F, chpst -l, setlock, lckdo -e), is kept by a keeper when the
+ * exec went through the interposer (wrap_exec.c, kept.h).  If none keeps
+ * it, the distributed hold ended with the image that took it while the
+ * file stays locked: the program stops here. */
 static void check_inherited(void)
 {
     int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -253,16 +262,42 @@ static void check_inherited(void)
             if (got <= 0)
                 continue;
             info[got] = 0;
-            if (locked_by(info, me))
-                dlp_stop("lock \"%s\" (%s): refused: this program was started with the file "
-                         "locked (descriptor %d) by its own process before it executed this "
-                         "program (lock, then exec: setlock, lckdo -e, with-lock-ex); that "
-                         "distributed hold ended with the program that took it, while the file "
-                         "stays locked; hold it around the command instead: distlock %s -- COMMAND",
-                         e->name, e->target, fd, e->name);
+            if (!locked_by(info, me))
+                continue;
+            if (dlp_kept_has(dev, ino)) {
+                dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" (%s): held across exec on descriptor "
+                       "%d, its distributed hold kept by a keeper", e->name, e->target, fd);
+                continue;
+            }
+            const char *cmd = program_invocation_short_name;
+            dlp_stop("lock \"%s\" (%s): refused: this program was started with the file "
+                     "locked (descriptor %d) by its own process before it executed this "
+                     "program, and no keeper keeps its distributed hold (the exec did not go "
+                     "through the interposer), so %s would run unprotected; hold it around the "
+                     "command instead: flock %s %s, or distlock %s -- %s", e->name, e->target, fd,
+                     cmd, e->target, cmd, e->name, cmd);
         }
     }
     DLP_REAL(close)(dfd);
+}
+
+/* The distributed half of a lock just taken on fd.  A file this program
+ * was started holding, whose hold a keeper keeps (kept.h), is the
+ * program's own from now on: the keeper lets go first, as a conversion
+ * releases and acquires. */
+static int acquire(dlp_entry_t *e, int kind, int fd, dev_t dev, ino_t ino, char mode,
+                   int nonblock)
+{
+    if (dlp_kept_has(dev, ino))
+        dlp_kept_drop(dev, ino);
+    return dlp_file_acquire(e, kind, fd, dev, ino, mode, nonblock);
+}
+
+/* The distributed half of an unlock: a kept file's keeper looks now. */
+static void release(int kind, int fd, dev_t dev, ino_t ino)
+{
+    dlp_file_release(kind, fd, dev, ino);
+    dlp_kept_poke(dev, ino);
 }
 
 /* ---------------------------------------------------------------- flock */
@@ -286,8 +321,8 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
     dlp_in = 1;
     int err = 0;
     if (base == LOCK_UN)
-        dlp_file_release(DLP_FL_FLOCK, fd, dev, ino);
-    else if ((err = dlp_file_acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
+        release(DLP_FL_FLOCK, fd, dev, ino);
+    else if ((err = acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
                                      (op & LOCK_NB) != 0)))
         DLP_REAL(flock)(fd, LOCK_UN);
     dlp_in = 0;
@@ -359,8 +394,8 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
     dlp_in = 1;
     int err = 0;
     if (type == F_UNLCK) {
-        dlp_file_release(kind, fd, dev, ino);
-    } else if ((err = dlp_file_acquire(e, kind, fd, dev, ino, type == F_WRLCK ? 'w' : 'r',
+        release(kind, fd, dev, ino);
+    } else if ((err = acquire(e, kind, fd, dev, ino, type == F_WRLCK ? 'w' : 'r',
                                        cmd == F_SETLK || cmd == F_OFD_SETLK))) {
         struct flock u = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
         real(fd, ofd ? F_OFD_SETLK : F_SETLK, &u);
@@ -408,8 +443,8 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
     dlp_in = 1;
     int err = 0;
     if (cmd == F_ULOCK)
-        dlp_file_release(DLP_FL_POSIX, fd, dev, ino);
-    else if ((err = dlp_file_acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
+        release(DLP_FL_POSIX, fd, dev, ino);
+    else if ((err = acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
         DLP_REAL(lockf)(fd, F_ULOCK, 0);
         if (err == EWOULDBLOCK)
             err = EAGAIN;
@@ -444,6 +479,7 @@ static int __attribute__((noinline)) close_mapped(int fd)
     if (known) {
         dlp_in = 1;
         dlp_file_closed(fd, st.st_dev, st.st_ino);
+        dlp_kept_poke(st.st_dev, st.st_ino);
         dlp_in = 0;
     }
     errno = saved;
@@ -452,7 +488,7 @@ static int __attribute__((noinline)) close_mapped(int fd)
 
 DLP_EXPORT int close(int fd)
 {
-    if (DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) || dlp_in)
+    if ((DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) && !dlp_kept_any()) || dlp_in)
         return DLP_REAL(close)(fd);
     return close_mapped(fd);
 }
@@ -476,7 +512,15 @@ static int init(dlp_entry_t *e)
 static void ready(void)
 {
     dlp_file_init();
+    dlp_kept_load();
     check_inherited();
+}
+
+static void after_fork(void)
+{
+    dlp_file_after_fork();
+    dlp_kept_after_fork();
+    dlp_keeper_after_fork();
 }
 
 /* POSIX file locks end with the process: so do their distributed holds,
@@ -495,7 +539,7 @@ const dlp_kind_t dlp_kind_flock = {
     .shape = 'r',
     .init = init,
     .ready = ready,
-    .after_fork = dlp_file_after_fork,
+    .after_fork = after_fork,
     .at_exit = at_exit,
     .lock = &dlp_rwlock_ops,
 };
