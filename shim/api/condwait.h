@@ -3,7 +3,7 @@
  * condwait.h - dist_cond_wait in its three steps (api/cond.c), for a
  * caller that must do something of its own between them: the interposer
  * releases and retakes the program's own pthread mutex around the wait
- * (shim/preload/wrap_pthread.c), always in the order its lock wrappers
+ * (shim/preload/wrap_cond.c), always in the order its lock wrappers
  * take the two (the local mutex first), so that no thread of the program
  * holds one and waits for the other against another thread.
  *

@@ -196,17 +196,12 @@ static int file_lookup(const char *file, const char *sym, hit_t *hits, int max, 
     return nhits;
 }
 
-static const char *kind_type(int kind)
-{
-    return kind == DLP_MUTEX ? "pthread_mutex_t" : kind == DLP_COND ? "pthread_cond_t" : "pthread_rwlock_t";
-}
-
 static int check_addr(const dlp_spec_t *s, const obj_t *o, uintptr_t a, size_t need,
                       const char *what, char *err, size_t errlen)
 {
-    if (a % sizeof(long) != 0) {
+    if (a % s->kind->calign != 0) {
         snprintf(err, errlen, "%s: address %#lx is not aligned for a %s", what,
-                 (unsigned long)a, kind_type(s->kind));
+                 (unsigned long)a, s->kind->ctype);
         return -1;
     }
     if (!writable(o, a, need)) {
@@ -280,7 +275,7 @@ int dlp_elf_resolve(const dlp_spec_t *s, size_t need, void **addr, char *where, 
             }
             if (hits[0].size && hits[0].size < need) {
                 snprintf(err, errlen, "symbol \"%s\" in %s is %zu bytes, too small for a %s (%zu)",
-                         s->target, oname, hits[0].size, kind_type(s->kind), need);
+                         s->target, oname, hits[0].size, s->kind->ctype, need);
                 return -1;
             }
             uintptr_t a = o->bias + hits[0].value;

@@ -16,7 +16,6 @@
 #include "config.h"
 #include "dl.h"
 #include "preload.h"
-#include "rwlock.h"
 
 int dlp_on_error = DLP_ON_ERROR_WAIT;
 int dlp_on_loss = DLP_ON_LOSS_WARN;
@@ -84,7 +83,7 @@ static void warn_outage(const char *what)
  * every DISTLOCK_IO_TIMEOUT_MS: ours (every WARN_EVERY_MS) replaces it. */
 static void quiet(int on)
 {
-    DLP_REAL(mutex_lock)(&quiet_mu);
+    DLP_REAL(pthread_mutex_lock)(&quiet_mu);
     if (on && quiet_n++ == 0) {
         quiet_saved = dl_log_get_level();
         if (quiet_saved > DL_LOG_ERROR)
@@ -92,11 +91,10 @@ static void quiet(int on)
     } else if (!on && --quiet_n == 0) {
         dl_log_set_level(quiet_saved);
     }
-    DLP_REAL(mutex_unlock)(&quiet_mu);
+    DLP_REAL(pthread_mutex_unlock)(&quiet_mu);
 }
 
-/* dist_lasterror(), with the lock's name in front unless it names it. */
-static const char *why(const dlp_entry_t *e, char *buf, size_t size)
+const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size)
 {
     const char *d = dist_lasterror();
     if (!d[0])
@@ -105,34 +103,18 @@ static const char *why(const dlp_entry_t *e, char *buf, size_t size)
         strncmp(d, "condition", 9) == 0)
         snprintf(buf, size, "%s", d);
     else
-        snprintf(buf, size, "lock \"%s\": %s", e->name, d);
+        snprintf(buf, size, "%s \"%s\": %s", e->kind->what, e->name, d);
     return buf;
 }
 
+/* One attempt of the kind's distributed half. */
 static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
                      const int *stop)
 {
-    if (stop && e->kind != DLP_MUTEX && how == DLP_BLOCK)
-        return dl_rwlock_lock_stoppable(&e->d.rw, mode, stop);
-    if (e->kind == DLP_MUTEX) {
-        switch (how) {
-        case DLP_TRY: return dist_mutex_trylock(&e->d.m);
-        case DLP_TIMED: return dist_mutex_timedlock(&e->d.m, abstime);
-        default: return dist_mutex_lock(&e->d.m);
-        }
-    }
-    if (mode == 'r') {
-        switch (how) {
-        case DLP_TRY: return dist_rwlock_tryrdlock(&e->d.rw);
-        case DLP_TIMED: return dist_rwlock_timedrdlock(&e->d.rw, abstime);
-        default: return dist_rwlock_rdlock(&e->d.rw);
-        }
-    }
-    switch (how) {
-    case DLP_TRY: return dist_rwlock_trywrlock(&e->d.rw);
-    case DLP_TIMED: return dist_rwlock_timedwrlock(&e->d.rw, abstime);
-    default: return dist_rwlock_wrlock(&e->d.rw);
-    }
+    const dlp_lockops_t *ops = e->kind->lock;
+    if (stop && how == DLP_BLOCK && ops->acquire_stoppable)
+        return ops->acquire_stoppable(e, mode, stop);
+    return ops->acquire(e, mode, how, abstime);
 }
 
 static int past(const struct timespec *abstime)
@@ -160,8 +142,8 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
             break;
         char buf[700];
         if (dlp_on_error == DLP_ON_ERROR_ABORT)
-            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
-        warn_outage(why(e, buf, sizeof buf));
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
+        warn_outage(dlp_why(e, buf, sizeof buf));
         if (how == DLP_TRY) {
             rc = EBUSY;               /* a try never waits: "not now" */
             break;
@@ -185,11 +167,11 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
     if (quieted) {
         quiet(0);
         if (rc == 0)
-            dlp_say("lock \"%s\": Redis reachable again", e->name);
+            dlp_say("%s \"%s\": Redis reachable again", e->kind->what, e->name);
     }
     char buf[700];
     if (rc == EINVAL)
-        dlp_die("%s", why(e, buf, sizeof buf));
+        dlp_die("%s", dlp_why(e, buf, sizeof buf));
     return rc;
 }
 
@@ -198,8 +180,8 @@ int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abs
     static __thread uint64_t last_try;
     char buf[700];
     if (dlp_on_error == DLP_ON_ERROR_ABORT)
-        dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
-    warn_outage(why(e, buf, sizeof buf));
+        dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
+    warn_outage(dlp_why(e, buf, sizeof buf));
     if (how == DLP_TIMED && past(abstime))
         return ETIMEDOUT;
     if (!*quieted) {
@@ -220,31 +202,18 @@ void dlp_outage_end(dlp_entry_t *e, int quieted, int ok)
         return;
     quiet(0);
     if (ok)
-        dlp_say("condition \"%s\": Redis reachable again", e->name);
-}
-
-void dlp_dist_signal(dlp_entry_t *e, int all)
-{
-    int quieted = 0, rc;
-    while ((rc = all ? dist_cond_broadcast(&e->d.c) : dist_cond_signal(&e->d.c)) == EIO &&
-           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
-        ;
-    dlp_outage_end(e, quieted, rc == 0);
-    if (rc) {
-        char buf[700];
-        dl_log(DL_LOG_WARN, "%s", why(e, buf, sizeof buf));
-    }
+        dlp_say("%s \"%s\": Redis reachable again", e->kind->what, e->name);
 }
 
 void dlp_dist_interrupt(dlp_entry_t *e)
 {
-    if (e->kind != DLP_MUTEX)
-        dl_rwlock_interrupt(&e->d.rw);
+    if (e->kind->lock->interrupt)
+        e->kind->lock->interrupt(e);
 }
 
 int dlp_dist_release(dlp_entry_t *e)
 {
-    int rc = e->kind == DLP_MUTEX ? dist_mutex_unlock(&e->d.m) : dist_rwlock_unlock(&e->d.rw);
+    int rc = e->kind->lock->release(e);
     char buf[700];
     switch (rc) {
     case 0:
@@ -252,7 +221,7 @@ int dlp_dist_release(dlp_entry_t *e)
         return 0;
     case EIO:
         if (dlp_on_error == DLP_ON_ERROR_ABORT)
-            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
         return 0;                     /* logged by the library; the hold lapses within a lease */
     default:
         return rc;

@@ -35,9 +35,10 @@ enum { DLP_BLOCK, DLP_TRY, DLP_TIMED };
 /* The distributed half of an acquisition, with the error policy applied:
  * EIO (Redis unreachable) is retried (wait) or fatal (abort); EOWNERDEAD
  * counts as acquired.  Returns 0, EBUSY (try), ETIMEDOUT (timed), EAGAIN,
- * ENOMEM, EDEADLK.  mode 'w' or 'r'; for DLP_MUTEX entries only 'w'.
- * stop (DLP_BLOCK on a file entry only; else NULL): once another thread
- * sets *stop and calls dlp_dist_interrupt(e), the wait ends with EINTR. */
+ * ENOMEM, EDEADLK.  e is of a lock kind (kind->lock); mode 'w' or 'r'
+ * (a mutex: 'w').  stop (DLP_BLOCK, a kind with acquire_stoppable; else
+ * NULL): once another thread sets *stop and calls dlp_dist_interrupt(e),
+ * the wait ends with EINTR. */
 int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
                      const int *stop);
 /* Wakes a stoppable acquisition of e whose stop flag was just set. */
@@ -47,13 +48,14 @@ void dlp_dist_interrupt(dlp_entry_t *e);
  * nothing: the caller decides whether that matters). */
 int dlp_dist_release(dlp_entry_t *e);
 
-/* A mapped condition (DLP_COND): pthread_cond_signal/broadcast's
- * distributed half, the policy applied (never fails but under `abort`). */
-void dlp_dist_signal(dlp_entry_t *e, int all);
-/* A condition wait's step that failed with EIO (`quieted` starts at 0):
- * fatal under `abort`; else warned, and 0 once it is time to try again,
- * or ETIMEDOUT when a timed wait's abstime (CLOCK_REALTIME) has passed.
- * dlp_outage_end closes what the retries opened. */
+/* dist_lasterror(), with e's kind and name in front unless it names them
+ * ("lock \"x\": ..."). */
+const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size);
+/* A step of a kind's own call (a condition's wait or signal) that failed
+ * with EIO (`quieted` starts at 0): fatal under `abort`; else warned, and
+ * 0 once it is time to try again, or ETIMEDOUT when a timed wait's
+ * abstime (CLOCK_REALTIME) has passed.  dlp_outage_end closes what the
+ * retries opened. */
 int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abstime);
 void dlp_outage_end(dlp_entry_t *e, int quieted, int ok);
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wrap_sem.c - POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
+/* wrap_sem.c - the sem kind: POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
  * entries: sem_open of a mapped name returns a handle of the interposer's
  * (one per entry, in this library's memory, so a lookup is one range
  * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait,
@@ -35,6 +35,50 @@
 #include "preload.h"
 #include "sem_api.h"
 
+DLP_OBJ_FITS(dist_sem_t);
+
+/* The semaphore calls are not made by dlsym's allocator: no fallback is
+ * ever used (ENOSYS, as a libc without them would give). */
+static int sem_missing(void)
+{
+    errno = ENOSYS;
+    return -1;
+}
+
+static sem_t *sem_open_missing(void)
+{
+    errno = ENOSYS;
+    return SEM_FAILED;
+}
+
+#define SEM_REAL(f, params, args) \
+    DLP_REAL_FN(int, f, params, args, NULL, sem_missing, (errno = ENOSYS, -1))
+SEM_REAL(sem_close, (sem_t *s), (s))
+SEM_REAL(sem_wait, (sem_t *s), (s))
+SEM_REAL(sem_trywait, (sem_t *s), (s))
+SEM_REAL(sem_timedwait, (sem_t *s, const struct timespec *t), (s, t))
+SEM_REAL(sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t))
+SEM_REAL(sem_post, (sem_t *s), (s))
+SEM_REAL(sem_getvalue, (sem_t *s, int *v), (s, v))
+
+/* sem_open's mode and value are there only with O_CREAT; passed on alike. */
+static sem_t *boot_sem_open(const char *name, int oflag, ...);
+static sem_t *(*dlp_real_sem_open)(const char *, int, ...) = boot_sem_open;
+DLP_REAL_ROW(sem_open, NULL, sem_open_missing);
+static sem_t *boot_sem_open(const char *name, int oflag, ...)
+{
+    va_list ap;
+    va_start(ap, oflag);
+    mode_t mode = (oflag & O_CREAT) ? va_arg(ap, mode_t) : 0;
+    unsigned value = (oflag & O_CREAT) ? va_arg(ap, unsigned) : 0;
+    va_end(ap);
+    if (!dlp_real_resolve()) {
+        errno = ENOSYS;
+        return SEM_FAILED;
+    }
+    return DLP_REAL(sem_open)(name, oflag, mode, value);
+}
+
 #define HELPER_STACK (256 * 1024)
 
 /* The handles sem_open returns: one per entry, never read or written by
@@ -46,15 +90,18 @@ static int opens[DLP_MAX_ENTRIES];     /* sem_open count not closed (under mu) *
 static int made[DLP_MAX_ENTRIES];      /* the dist_sem_t is initialized (under mu) */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void lock(void) { DLP_REAL(mutex_lock)(&mu); }
-static void unlock(void) { DLP_REAL(mutex_unlock)(&mu); }
+static void lock(void) { DLP_REAL(pthread_mutex_lock)(&mu); }
+static void unlock(void) { DLP_REAL(pthread_mutex_unlock)(&mu); }
 
-void dlp_sem_add(dlp_entry_t *e)
+/* Before main: e is mapped, a sem_open of its name returns its handle
+ * from now on; EINVAL when semaphores cannot be used (redlock://). */
+static int add(dlp_entry_t *e)
 {
-    if (dl_sem_check_mode())
-        dlp_stop("DISTLOCK_MAP: semaphore \"%s\" (/%s): %s", e->name, e->path, dist_lasterror());
+    int rc = dl_sem_check_mode();
+    if (rc)
+        return rc;
     sems[nsem++] = e;
-    dl_log(DL_LOG_DEBUG, "preload: semaphore \"%s\" = sem_open(\"/%s\")", e->name, e->path);
+    return 0;
 }
 
 /* The entry of a handle, or -1: not ours. */
@@ -74,7 +121,7 @@ static int entry_of(const char *name)
     while (*name == '/')
         name++;
     for (int i = 0; i < nsem; i++)
-        if (strcmp(sems[i]->path, name) == 0)
+        if (strcmp(sems[i]->target, name) == 0)
             return i;
     return -1;
 }
@@ -138,7 +185,7 @@ DLP_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
     int rc;
     for (;;) {
         if (!made[i]) {
-            rc = dl_sem_init_how(&e->d.s, e->name, value, 0, how);
+            rc = dl_sem_init_how(DLP_OBJ(e, dist_sem_t), e->name, value, 0, how);
             if (rc == 0)
                 made[i] = 1;
         } else {
@@ -214,7 +261,7 @@ static void *helper(void *arg)
     dlp_in = 1;                               /* all of this thread is interposer code */
     int rc;
     for (;;) {
-        rc = dl_sem_wait_stoppable(&w->e->d.s, w->timed ? &w->abs : NULL, &w->stop);
+        rc = dl_sem_wait_stoppable(DLP_OBJ(w->e, dist_sem_t), w->timed ? &w->abs : NULL, &w->stop);
         if (rc != EIO || __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
             break;
         outage(w->e, "sem_wait");
@@ -225,7 +272,7 @@ static void *helper(void *arg)
          * back, as the kernel's interrupted wait takes none. */
         unlock();
         if (rc == 0)
-            dist_sem_post(&w->e->d.s);
+            dist_sem_post(DLP_OBJ(w->e, dist_sem_t));
         DLP_REAL(close)(w->efd);
         free(w);
         return NULL;
@@ -250,7 +297,7 @@ static int wait_dist(int i, const struct timespec *abstime)
      * timed wait with a permit free takes it whatever its abstime (as
      * sem_timedwait does). */
     int rc;
-    while ((rc = dist_sem_trywait(&e->d.s)) == EIO)
+    while ((rc = dist_sem_trywait(DLP_OBJ(e, dist_sem_t))) == EIO)
         outage(e, "sem_wait");
     if (rc != EAGAIN)
         goto out;
@@ -296,7 +343,7 @@ static int wait_dist(int i, const struct timespec *abstime)
             w->abandoned = 1;
             __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
             unlock();
-            dl_sem_interrupt(&e->d.s);
+            dl_sem_interrupt(DLP_OBJ(e, dist_sem_t));
             rc = EINTR;
             break;
         }
@@ -383,7 +430,7 @@ DLP_EXPORT int sem_trywait(sem_t *s)
         return -1;
     int saved = dlp_in;
     dlp_in = 1;
-    int rc = dist_sem_trywait(&sems[i]->d.s);
+    int rc = dist_sem_trywait(DLP_OBJ(sems[i], dist_sem_t));
     if (rc == EIO) {
         /* A try never waits: "not now", as a lock's try says EBUSY. */
         outage(sems[i], "sem_trywait");
@@ -405,12 +452,12 @@ DLP_EXPORT int sem_post(sem_t *s)
     dlp_entry_t *e = sems[i];
     int saved = dlp_in;
     dlp_in = 1;
-    int rc = dist_sem_post(&e->d.s);
+    int rc = dist_sem_post(DLP_OBJ(e, dist_sem_t));
     /* Not confirmed: the library keeps the post and makes it once Redis
      * answers, exactly once; this waits until it has. */
     while (rc == EIO) {
         outage(e, "sem_post");
-        rc = dl_sem_flush(&e->d.s);
+        rc = dl_sem_flush(DLP_OBJ(e, dist_sem_t));
     }
     dlp_in = saved;
     if (rc == 0)
@@ -431,13 +478,27 @@ DLP_EXPORT int sem_getvalue(sem_t *s, int *sval)
     int saved = dlp_in;
     dlp_in = 1;
     int rc;
-    while ((rc = dist_sem_getvalue(&e->d.s, sval)) == EIO)
+    while ((rc = dist_sem_getvalue(DLP_OBJ(e, dist_sem_t), sval)) == EIO)
         outage(e, "sem_getvalue");
     dlp_in = saved;
     return rc ? fail(odd(e, "sem_getvalue", rc)) : 0;
 }
 
-void dlp_sem_after_fork(void)
+static void after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
 }
+
+/* ------------------------------------------------------------ the kind */
+
+/* A semaphore applies in every program, as a file does: its name means
+ * the same semaphore anywhere. */
+const dlp_kind_t dlp_kind_sem = {
+    .word = "sem",
+    .target = DLP_BY_NAME,
+    .what = "semaphore",
+    .space = DL_KIND_SEM,
+    .unique = 1,
+    .init = add,
+    .after_fork = after_fork,
+};

@@ -14,8 +14,11 @@
 #              (flock(1) arms alarm() and needs EINTR from the blocked call);
 #   the descriptor idiom `( flock 9 || exit 1; work ) 9>FILE`, whose lock
 #              would outlive flock(1) and its distributed hold: refused
-#              with the one-line reason; so is a lock held across exec
-#              (lckdo -e).
+#              with the one-line reason;
+#   lock, then exec (flock -F, chpst -l, setlock, lckdo -e): the command,
+#              static or not, stays excluded past several leases; it lets
+#              go when it unlocks or ends; refused, it gives the lock back
+#              at once.
 # Run under tools/with-redis.sh.
 . "$(dirname "$0")/lib.sh"
 
@@ -23,6 +26,8 @@
 export DISTLOCK_PREFIX="dlpprog$$:"
 command -v flock >/dev/null || { echo "flock(1) not found (util-linux)"; exit 1; }
 command -v lckdo >/dev/null || { echo "lckdo not found (moreutils: tools/deps.sh --test)"; exit 1; }
+command -v chpst >/dev/null || { echo "chpst not found (runit: tools/deps.sh --test)"; exit 1; }
+command -v setlock >/dev/null || { echo "setlock not found (daemontools: tools/deps.sh --test)"; exit 1; }
 
 mkdir -p "$WORK/hosta" "$WORK/hostb"
 HA=$WORK/hosta/jobs.lock
@@ -183,9 +188,180 @@ done
 on a flock -n "$HA" true; rc=$?
 check "after the refusal the name is free ($rc)" test "$rc" -eq 0
 
-# --- a lock held across exec (lckdo -e): refused in the program it runs
-on b lckdo -e "$HB" sh -c 'echo inside' >"$WORK/out" 2>"$WORK/err"; rc=$?
-check "lckdo -e (lock, then exec): refused, rc $rc: $(head -c 300 "$WORK/err")" \
-  bash -c "[ $rc -ne 0 ] && [ ! -s '$WORK/out' ] && grep -qF 'distlock jobs -- COMMAND' '$WORK/err'"
+# --- lock, then exec: flock -F, chpst -l (runit), setlock (daemontools),
+# lckdo -e.  The launcher takes the lock and execs the command, which holds
+# it from then on; the interposer hands the distributed hold to a keeper
+# at the exec, which keeps it (renewed past any number of leases) while the
+# command holds the file lock and gives it back the moment it ends.
+# A short lease: without a keeper the hold lapses within a second.
+command -v gcc >/dev/null || { fail "gcc not found"; finish; exit; }
+# A statically linked command, which no LD_PRELOAD enters:
+#   target hold SECONDS              sleeps
+#   target section IN CTR LOG MS     the critical section: an overlap shows
+#                                    as a failed mkdir, a lost update as a
+#                                    short count (read, pause MS, write)
+cat >"$WORK/target.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+static void pause_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0)
+        ;
+}
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "hold") == 0) {
+        pause_ms((long)(atof(argv[2]) * 1000));
+        return 0;
+    }
+    if (argc != 6 || strcmp(argv[1], "section") != 0)
+        return 2;
+    if (mkdir(argv[2], 0700) != 0) {
+        FILE *log = fopen(argv[4], "a");
+        if (log) {
+            fputs("overlap\n", log);
+            fclose(log);
+        }
+    }
+    long v = 0;
+    FILE *f = fopen(argv[3], "r");
+    if (f) {
+        if (fscanf(f, "%ld", &v) != 1)
+            v = 0;
+        fclose(f);
+    }
+    pause_ms(atol(argv[5]));
+    f = fopen(argv[3], "w");
+    if (!f)
+        return 3;
+    fprintf(f, "%ld\n", v + 1);
+    fclose(f);
+    rmdir(argv[2]);
+    return 0;
+}
+EOF
+TARGET=$WORK/target
+gcc -static -O2 -o "$TARGET" "$WORK/target.c" 2>"$WORK/gcc.err" ||
+  { fail "gcc -static (libc6-dev's libc.a): $(head -c 300 "$WORK/gcc.err")"; finish; exit; }
+check "the target is statically linked" bash -c "! ldd '$TARGET' >/dev/null 2>&1"
+
+# launch TOOL HOST CMD...: CMD under the lock-then-exec TOOL, on host HOST.
+launch() {
+  local tool=$1 h=$2 path=$HA; shift 2
+  [ "$h" = b ] && path=$HB
+  case $tool in
+    flock) on "$h" flock -F "$path" "$@" ;;
+    chpst) on "$h" chpst -l "$path" "$@" ;;
+    setlock) on "$h" setlock "$path" "$@" ;;
+    lckdo) on "$h" lckdo -e "$path" "$@" ;;
+  esac
+}
+# probe_while TOOL WHAT SECONDS CMD...: CMD holds on host a for about
+# SECONDS (leases of 1 s); host b tries every 0.5 s and must be refused
+# each time, and gets the lock at once when CMD ends.
+probe_while() {
+  local tool=$1 what=$2 secs=$3 got=0 tries=0 i; shift 3
+  launch "$tool" a "$@" &
+  local holder=$!
+  sleep 0.5
+  local probes
+  probes=$(awk -v s="$secs" 'BEGIN { print int((s - 1) / 0.5) }')
+  for i in $(seq "$probes"); do
+    tries=$((tries + 1))
+    on b flock -n "$HB" true 2>>"$WORK/err.probe" && got=$((got + 1))
+    sleep 0.5
+  done
+  wait "$holder"; local rc=$?
+  local t0 after ms
+  t0=$(date +%s%N)
+  on b flock -w 10 "$HB" true 2>>"$WORK/err.probe"; after=$?
+  ms=$(elapsed_ms "$t0")
+  check "$tool with $what holding $secs leases: host b kept out $((tries - got)) of $tries tries, holder rc $rc; then in at once (rc $after, $ms ms)" \
+    test "$got" -eq 0 -a "$tries" -ge 4 -a "$rc" -eq 0 -a "$after" -eq 0 -a "$ms" -lt 2000
+}
+export DISTLOCK_LEASE_MS=1000
+rm -f "$WORK/err.probe"
+probe_while chpst "a static target" 4 "$TARGET" hold 4
+probe_while flock "a static target" 4 "$TARGET" hold 4
+probe_while setlock "a target with the interposer" 3 sh -c 'sleep 3'
+probe_while lckdo "a target with the interposer" 3 sh -c 'sleep 3'
+check "no lapse was seen: nobody acquired after a lease ran out" \
+  bash -c "! grep -q 'lease ran out' '$WORK/err.probe'"
+
+# The same, two hosts at once: each section (1.3 s) outlasts the lease.
+exec_sections() {
+  local tool=$1 pids=() h p
+  rm -f "$CTR" "$LOG"; rmdir "$IN" 2>/dev/null
+  for h in a b; do
+    (
+      for _ in 1 2; do
+        launch "$tool" "$h" "$TARGET" section "$IN" "$CTR" "$LOG" 1300 || exit 1
+      done
+    ) 2>>"$WORK/err.sections" &
+    pids+=($!)
+  done
+  gstatus=0
+  for p in "${pids[@]}"; do wait "$p" || gstatus=1; done
+}
+for tool in chpst flock; do
+  exec_sections "$tool"
+  got=$(counter "$CTR")
+  overlaps=$(lines "$LOG")
+  check "$tool exec'ing a static target on two hosts, sections past the lease: $got of 4 updates, $overlaps overlaps" \
+    test "$gstatus" -eq 0 -a "$got" -eq 4 -a "$overlaps" -eq 0
+done
+
+# The command unlocks what it inherited (flock -u on the descriptor): the
+# other host gets in while it still runs.  FD_OF: the descriptor of $1 in
+# the shell that runs it.
+FD_OF='for f in /proc/$$/fd/*; do [ "$(readlink "$f")" = "$1" ] && fd=${f##*/}; done'
+rm -f "$WORK/unlocked"
+launch flock a sh -c "$FD_OF"'; flock -u "$fd" && touch "$WORK/unlocked"; sleep 3' sh "$HA" &
+holder=$!
+await "$WORK/unlocked"
+t0=$(date +%s%N)
+on b flock -w 5 "$HB" true; rc=$?
+ms=$(elapsed_ms "$t0")
+kill -0 "$holder" 2>/dev/null; running=$?
+check "the command unlocks its inherited lock: host b in after $ms ms (rc $rc), the command still running ($running)" \
+  test -e "$WORK/unlocked" -a "$rc" -eq 0 -a "$ms" -lt 2000 -a "$running" -eq 0
+wait "$holder"
+
+# The command locks its inherited lock again itself (exec flock 3 ...):
+# its own hold from then on, no deadlock with the keeper, still excluded.
+probe_while flock "a target that locks it again" 3 sh -c "$FD_OF"'; exec flock -x "$fd" sleep 3' sh "$HA"
+
+# A kept hold lost while the static target holds the file (its key
+# deleted): the keeper says so, and under DISTLOCK_ON_LOSS=abort ends the
+# target with SIGABRT.
+for loss in warn abort; do
+  DISTLOCK_ON_LOSS=$loss launch flock a "$TARGET" hold 3 2>"$WORK/err.loss" &
+  holder=$!
+  sleep 1
+  redis-cli -u "$DISTLOCK_URL" DEL "${DISTLOCK_PREFIX}{jobs}" >/dev/null
+  wait "$holder"; rc=$?
+  want=0; [ "$loss" = abort ] && want=134
+  check "DISTLOCK_ON_LOSS=$loss, the kept hold deleted: told, the target's status $rc: $(head -c 250 "$WORK/err.loss")" \
+    bash -c "[ $rc -eq $want ] && grep -q 'kept for pid .* found lapsed in Redis' '$WORK/err.loss'"
+done
+unset DISTLOCK_LEASE_MS
+
+# A command the interposer refuses (here a map entry for sh with a symbol
+# sh lacks): it never runs, and the lock is given back at once; the other
+# host gets it without waiting a lease and without EOWNERDEAD.
+DISTLOCK_MAP="jobs=flock:$HA;x=mutex:no_such_lock@sh" LD_PRELOAD=$LIB \
+  flock -F "$HA" sh -c 'echo inside' >"$WORK/out" 2>"$WORK/err"; rc=$?
+check "flock -F, the command refused: rc $rc, not run: $(head -c 200 "$WORK/err")" \
+  test "$rc" -ne 0 -a ! -s "$WORK/out"
+t0=$(date +%s%N)
+on b flock -w 10 "$HB" true 2>"$WORK/err"; rc=$?
+ms=$(elapsed_ms "$t0")
+check "... and host b gets the lock at once: rc $rc after $ms ms, no lapse ($(head -c 200 "$WORK/err"))" \
+  bash -c "[ $rc -eq 0 ] && [ $ms -lt 2000 ] && ! grep -q 'lease ran out' '$WORK/err'"
 
 finish
