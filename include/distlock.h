@@ -77,6 +77,9 @@ struct dist_lockobj {
     const char *dl_name;
     uint64_t dl_origin;         /* the process that initialized it (0: static) */
     uint64_t dl_born;           /* how many times it had forked by then */
+    uint64_t dl_gen;            /* which initialization of this memory (0: static):
+                                   a sibling that resolved an earlier one knows
+                                   it is another object */
     char dl_iname[64];          /* a name this short, in the object itself: any
                                    process sharing the object can read it */
 };
@@ -94,11 +97,11 @@ typedef struct dist_cond { struct dist_lockobj dl_o; } dist_cond_t;
 
 /* name: a string literal (or any string that outlives the lock). */
 #define DIST_MUTEX_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 #define DIST_RWLOCK_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 #define DIST_COND_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 
 /* --- mutex attributes (never block) --- */
 DIST_API int dist_mutexattr_init(dist_mutexattr_t *attr);
@@ -205,7 +208,7 @@ typedef struct dist_sem {
 /* A counting semaphore (flags 0) created with value at its first use.
  * name: a string literal (or any string that outlives the object). */
 #define DIST_SEM_INITIALIZER(name, value) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } }, (value), 0 }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } }, (value), 0 }
 
 /* One round trip: creates the semaphore in Redis with value (at most
  * INT_MAX) if it does not exist; a later init with another value keeps the
