@@ -21,7 +21,8 @@
  *    counting and leased: every process that used it gets ENOLCK from its
  *    next call and its dist_onlost function is called once with the name,
  *    until it destroys and initializes it again; a process that never used
- *    it sees a new one;
+ *    it sees a new one; ?wait=N: a permit taken or a post counts once the
+ *    replicas have it (sentinel mode);
  *  - threads of one process waiting together; destroy EBUSY; names apart
  *    from locks; redlock:// refused with EINVAL.
  *
@@ -1193,6 +1194,35 @@ static void gate_lost(int flush)
     sp_stop(&l);
 }
 
+/* ?wait=N (sentinel mode: the master has one replica): a permit taken or
+ * a post counts once the replica has it, so that a failover to it does
+ * not undo it.  With the replica stopped, a try says EIO and its permit
+ * goes back; a post says EIO and is made exactly once. */
+static void test_wait_replicas(void **state)
+{
+    (void)state;
+    if (g_mode != M_SENTINEL)
+        skip();
+    char name[64], url[700];
+    th_name(name, sizeof name, "semwait");
+    snprintf(url, sizeof url, "%s?wait=1&wait_ms=300", g_url);
+    const char *const env[] = { url, NULL };
+    sp_t p;
+    assert_int_equal(sp_start_env(&p, name, 2, 0, env, NULL, 0), 0);
+    SP_RC(&p, SP_TRY, 0, 0);                    /* the replica has it */
+    kill(g_replica.pid, SIGSTOP);
+    SP_RC(&p, SP_TRY, 0, EIO);
+    if (!th_contains(g_last.err, "replicas") || !th_contains(g_last.err, "given back"))
+        fail_msg("a try the replica did not confirm says \"%s\"", g_last.err);
+    SP_RC(&p, SP_POST, 0, EIO);
+    kill(g_replica.pid, SIGCONT);
+    assert_int_equal(sp_value(&p), 2);          /* the try's permit back, the post made once */
+    SP_RC(&p, SP_TRY, 0, 0);
+    SP_RC(&p, SP_POST, 0, 0);
+    assert_int_equal(sp_value(&p), 2);
+    sp_stop(&p);
+}
+
 static void test_flush_lost(void **state)
 {
     (void)state;
@@ -1255,6 +1285,7 @@ int main(void)
         TT_TEST(test_threads_and_destroy),
         TT_TEST(test_names_apart),
         TT_TEST(test_static_initializer),
+        TT_TEST(test_wait_replicas),
         TT_TEST(test_flush_lost),
         TT_TEST(test_restart_lost),            /* single only: last */
     };
