@@ -283,14 +283,15 @@ int dlp_on_loss_parse(const char *v)
  * say so, and stop the program if asked to.  exit:N runs the program's
  * atexit handlers (its buffered output is written) without waiting for
  * its other threads. */
-void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+static void loss_act(const char *line)
 {
-    (void)arg;
-    int len = namelen > 200 ? 200 : (int)namelen;
-    const char *what = "lock \"%.*s\": the distributed hold (fence %llu) was found lapsed in "
-                       "Redis while held; another process may hold the lock now";
-    char line[512];
-    snprintf(line, sizeof line, what, len, name, (unsigned long long)fence);
+    /* abort, exit:N: the first to tell ends the program; another thread
+     * telling meanwhile (the library's teller, a semaphore call) waits
+     * for the end instead of saying it twice. */
+    static int ending;
+    if (dlp_on_loss != DLP_ON_LOSS_WARN && __atomic_exchange_n(&ending, 1, __ATOMIC_ACQ_REL))
+        for (;;)
+            pause();
     switch (dlp_on_loss) {
     case DLP_ON_LOSS_ABORT:
         dlp_die("%s (DISTLOCK_ON_LOSS=abort)", line);
@@ -301,6 +302,39 @@ void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
     default:
         dlp_say("%s; the program goes on (DISTLOCK_ON_LOSS=warn)", line);
     }
+}
+
+/* The words for a mapped semaphore that Redis lost. */
+static void sem_line(char *line, size_t size, const char *name, size_t namelen)
+{
+    int len = namelen > 200 ? 200 : (int)namelen;
+    snprintf(line, size, "semaphore \"%.*s\": Redis lost it while this program used it (a "
+             "restart without persistence, a flush, eviction); it starts again from its first "
+             "value, and more processes than it allows may be inside now", len, name);
+}
+
+void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+{
+    (void)arg;
+    char line[512];
+    if (fence == 0 && dlp_sem_named(name, namelen)) {
+        sem_line(line, sizeof line, name, namelen);
+    } else {
+        int len = namelen > 200 ? 200 : (int)namelen;
+        snprintf(line, sizeof line, "lock \"%.*s\": the distributed hold (fence %llu) was found "
+                 "lapsed in Redis while held; another process may hold the lock now", len, name,
+                 (unsigned long long)fence);
+    }
+    loss_act(line);
+}
+
+void dlp_sem_lost(const char *name, size_t namelen)
+{
+    if (dlp_on_loss == DLP_ON_LOSS_WARN)
+        return;
+    char line[512];
+    sem_line(line, sizeof line, name, namelen);
+    loss_act(line);
 }
 
 void dlp_policy_after_fork(void)

@@ -25,8 +25,15 @@ extern int dlp_on_loss_status;        /* exit:N */
 /* Parses DISTLOCK_ON_LOSS's value into the two above: 0, or -1. */
 int dlp_on_loss_parse(const char *v);
 /* The dist_onlost function of the interposer: warns, aborts or exits as
- * DISTLOCK_ON_LOSS says. */
+ * DISTLOCK_ON_LOSS says.  A mapped hold found lapsed, or a mapped
+ * semaphore that Redis lost (fence 0, the name of a sem: entry). */
 void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg);
+/* A mapped semaphore that Redis lost, found by a call of the program's on
+ * it (ENOLCK): with DISTLOCK_ON_LOSS abort or exit:N, the program stops
+ * here (told once, whoever tells first: this or dlp_lost); with warn it
+ * returns (dlp_lost says so) and the caller goes on with the semaphore
+ * Redis has now. */
+void dlp_sem_lost(const char *name, size_t namelen);
 
 /* How a distributed call is made: blocking, one attempt, or until abstime
  * (CLOCK_REALTIME). */

@@ -16,6 +16,9 @@ struct dlp_entry;
  * sem_open of its path returns its handle from now on.  Stops the program
  * when semaphores cannot be used (redlock://). */
 void dlp_sem_add(struct dlp_entry *e);
+/* Whether name (len bytes) is a mapped semaphore's (policy.c: the words
+ * of a loss). */
+int dlp_sem_named(const char *name, size_t len);
 /* In a forked child (boot.c's atfork handler). */
 void dlp_sem_after_fork(void);
 
