@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* objsem.c - the semaphore's decoder for top and metrics (objects.h): the
  * read-only script lua/sem_status.lua's view (shim/script/call_sem_status.h),
- * its leased permits' holders and its queue in a lock's shape.
+ * its leased permits' holders and its queue in a lock's shape, and its
+ * incarnation with its age.
  *
  * The script runs through the library's script layer, routed by the
  * semaphore's first key (its keys share one hash slot), as the lock's
@@ -57,6 +58,8 @@ static int fetch_chunk(cli_redis_t *r, dl_call_t *calls, const sem_keys_t *k, ch
             out[i].kind = DL_KIND_SEM;
             out[i].st = v->v;                /* the view's parts are the caller's now */
             sem_state(v, out[i].state, sizeof out[i].state);
+            out[i].incarn = v->incarn;
+            out[i].incarn_age_ms = v->incarn ? v->age_ms : -1;
             free(v);
             calls[i].reply.sem_status.view = NULL;
         }
