@@ -1094,17 +1094,21 @@ static void test_static_initializer(void **state)
 
 /* ------------------------------------------- a semaphore Redis lost */
 
-/* Redis loses the semaphore under its users.  flush: FLUSHALL on the
- * server that has it (every mode); else a restart without persistence
- * (single mode). */
-static void lose_state(int flush, const char *name)
+/* Redis loses semaphores name and name2 under their users.  flush:
+ * FLUSHALL on the servers that have them (every mode; a cluster's names
+ * may be on two nodes); else a restart without persistence (single
+ * mode). */
+static void lose_state(int flush, const char *name, const char *name2)
 {
     if (flush) {
-        char k[700];
-        size_t len = sem_key(k, sizeof k, name, 0);
-        redisReply *r = th_cmd_at(key_port(k, len), "FLUSHALL");
-        assert_true(r && r->type == REDIS_REPLY_STATUS);
-        freeReplyObject(r);
+        const char *names[2] = { name, name2 };
+        for (int i = 0; i < 2; i++) {
+            char k[700];
+            size_t len = sem_key(k, sizeof k, names[i], 0);
+            redisReply *r = th_cmd_at(key_port(k, len), "FLUSHALL");
+            assert_true(r && r->type == REDIS_REPLY_STATUS);
+            freeReplyObject(r);
+        }
         return;
     }
     th_server_kill(&g_srv);
@@ -1139,7 +1143,7 @@ static void gate_lost(int flush)
     sp_send(&w, SP_WAIT, 0);
     wait_queued(name, 1);
 
-    lose_state(flush, name);
+    lose_state(flush, name, lname);
 
     /* The waiter asks again within a third of its registration's life. */
     sp_res_t r;
