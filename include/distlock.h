@@ -77,6 +77,9 @@ struct dist_lockobj {
     const char *dl_name;
     uint64_t dl_origin;         /* the process that initialized it (0: static) */
     uint64_t dl_born;           /* how many times it had forked by then */
+    uint64_t dl_gen;            /* which initialization of this memory (0: static):
+                                   a sibling that resolved an earlier one knows
+                                   it is another object */
     char dl_iname[64];          /* a name this short, in the object itself: any
                                    process sharing the object can read it */
 };
@@ -94,11 +97,11 @@ typedef struct dist_cond { struct dist_lockobj dl_o; } dist_cond_t;
 
 /* name: a string literal (or any string that outlives the lock). */
 #define DIST_MUTEX_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, DIST_MUTEX_RECURSIVE, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 #define DIST_RWLOCK_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 #define DIST_COND_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 
 /* --- mutex attributes (never block) --- */
 DIST_API int dist_mutexattr_init(dist_mutexattr_t *attr);
@@ -186,7 +189,9 @@ DIST_API int dist_rwlock_getfence(dist_rwlock_t *rw, uint64_t *fence);
 DIST_API int dist_mutex_getlease(dist_mutex_t *m, unsigned long *ms_left);
 DIST_API int dist_rwlock_getlease(dist_rwlock_t *rw, unsigned long *ms_left);
 /* Called once for each hold of the process found lapsed while held, from a
- * thread of the library, with the lock's name and the hold's fence.  It
+ * thread of the library, with the lock's name and the hold's fence (a
+ * leased semaphore permit's too; and, fence 0, a semaphore the process
+ * used that Redis lost: dist_sem_init).  It
  * must not block: it may call getlease, getfence, dist_strerror, write to
  * a pipe or set a flag, but not lock (a lock call from it is refused:
  * EDEADLK, EBUSY for a try*). */
@@ -199,7 +204,12 @@ DIST_API int dist_onlost(dist_lost_fn fn, void *arg);
 /* --- semaphores (version 2) ---
  * A semaphore has a name of its own: it never clashes with a lock of the
  * same name.  Its value lives in Redis only: every wait, try and post is
- * one round trip, and a post is seen at once everywhere. */
+ * one round trip, and a post is seen at once everywhere.  A semaphore
+ * Redis lost (a restart without persistence, a flush, eviction) cannot
+ * keep its count: a process that used it gets ENOLCK from its next call
+ * on it (and every later one; a post adds nothing) and dist_onlost's
+ * function is called with its name, until the process destroys and
+ * initializes it again; a process that never used it sees a new one. */
 #define DIST_SEM_LEASED 1           /* flag for dist_sem_init: leased permits */
 
 typedef struct dist_sem {
@@ -211,18 +221,20 @@ typedef struct dist_sem {
 /* A counting semaphore (flags 0) created with value at its first use.
  * name: a string literal (or any string that outlives the object). */
 #define DIST_SEM_INITIALIZER(name, value) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } }, (value), 0 }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } }, (value), 0 }
 
 /* One round trip: creates the semaphore in Redis with value (at most
  * INT_MAX) if it does not exist; a later init with another value keeps the
- * existing one.  flags 0: a POSIX counting semaphore (any process posts,
+ * existing one.  The process uses the semaphore Redis has from then on (an
+ * init ends the ENOLCK of one Redis lost).  flags 0: a POSIX counting semaphore (any process posts,
  * the value survives its users, waiters are woken in arrival order);
  * DIST_SEM_LEASED: each permit taken is held by the taking process under a
  * lease renewed while it lives, given back by its post or within one lease
  * of its death.  EINVAL (also when the semaphore exists as the other
  * kind, and with redlock://), EIO. */
 DIST_API int dist_sem_init(dist_sem_t *s, const char *name, unsigned int value, int flags);
-/* Blocks until a permit is taken.  0, EINVAL, EIO. */
+/* Blocks until a permit is taken.  0, EINVAL, EIO, ENOLCK (Redis lost the
+ * semaphore the process used). */
 DIST_API int dist_sem_wait(dist_sem_t *s);
 /* One round trip; EAGAIN if no permit is free. */
 DIST_API int dist_sem_trywait(dist_sem_t *s);
@@ -230,10 +242,13 @@ DIST_API int dist_sem_trywait(dist_sem_t *s);
 DIST_API int dist_sem_timedwait(dist_sem_t *s, const struct timespec *abstime);
 /* One round trip.  Counting: a permit more (EOVERFLOW past INT_MAX);
  * leased: one of the calling process's permits back (EPERM if it holds
- * none, or if the permit had lapsed).  EIO: not confirmed; the post is
- * kept and made once Redis answers, never twice. */
+ * none; ENOLCK, as a lock's unlock, if the permit had lapsed: its lease
+ * ran out, or Redis lost it).  ENOLCK: Redis lost the semaphore, nothing
+ * posted.  EIO: not confirmed; the post is kept and made once Redis
+ * answers, never twice. */
 DIST_API int dist_sem_post(dist_sem_t *s);
-/* One round trip: the permits free now (leased: not held by a live hold). */
+/* One round trip: the permits free now (leased: not held by a live hold).
+ * ENOLCK: Redis lost the semaphore the process used. */
 DIST_API int dist_sem_getvalue(dist_sem_t *s, int *value);
 /* Never blocks.  EBUSY when this is the last object of its name in the
  * process and a thread waits on it, or the process holds leased permits of
@@ -318,7 +333,7 @@ typedef struct dist_once { struct dist_lockobj dl_o; } dist_once_t;
 
 /* name: a string literal (or any string that outlives the object). */
 #define DIST_ONCE_INITIALIZER(name) \
-    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, { 0 } } }
+    { { DIST_PRIV_MAGIC_STATIC, 0, 0, 0, 0UL, (name), 0, 0, 0, { 0 } } }
 
 /* Blocks until the routine completed, here or in another process.  0;
  * EINVAL (o or routine NULL, a bad name); EDEADLK (the routine called

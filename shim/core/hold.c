@@ -112,11 +112,19 @@ void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted)
 
 void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid)
 {
+    dl_hold_undo_later_in(p, o, mode, rid, 0);
+}
+
+void dl_hold_undo_later_in(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid,
+                           uint64_t incarn)
+{
     /* Kept whatever the process does next: a later request (a hold taken,
      * a wait) has a greater id, which no withdrawal of this one touches. */
     int m = mode == 'r';
-    if (rid > o->hold.undo[m])
+    if (rid > o->hold.undo[m]) {
         o->hold.undo[m] = rid;
+        o->hold.undo_inc[m] = incarn;
+    }
     o->hold.undo_checks[m] = 2;
     o->hold.undo_at = dl_now_ms() + 50;
     dl_watchdog_ensure(p);
@@ -413,11 +421,12 @@ uint64_t dl_hold_undo_due(const dl_core_t *o)
     return (o->hold.undo[0] || o->hold.undo[1]) && !o->hold.undoing ? o->hold.undo_at : 0;
 }
 
-void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid)
+void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid, uint64_t *incarn)
 {
     int m = o->hold.undo[0] ? 0 : 1;
     *mode = m ? 'r' : 'w';
     *rid = o->hold.undo[m];
+    *incarn = o->hold.undo_inc[m];
     o->hold.undoing = 1;
 }
 
