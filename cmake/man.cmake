@@ -44,24 +44,25 @@ endfunction()
 # page: the other names it documents
 set(DL_MAN3_GROUPS
   "dist_mutex_init:dist_mutex_destroy,DIST_MUTEX_INITIALIZER"
-  "dist_mutex_lock:dist_mutex_trylock,dist_mutex_timedlock,dist_mutex_unlock"
+  "dist_mutex_lock:dist_mutex_trylock,dist_mutex_timedlock,dist_mutex_clocklock,dist_mutex_unlock"
+  "dist_mutex_consistent:"
   "dist_mutex_lockall:dist_mutex_trylockall,dist_mutex_timedlockall"
-  "dist_mutexattr_init:dist_mutexattr_destroy,dist_mutexattr_settype,dist_mutexattr_setfair,dist_mutexattr_setlease"
+  "dist_mutexattr_init:dist_mutexattr_destroy,dist_mutexattr_settype,dist_mutexattr_setfair,dist_mutexattr_setlease,dist_mutexattr_setrobust,dist_mutexattr_getrobust,dist_mutexattr_gettype"
   "dist_mutex_getfence:dist_rwlock_getfence"
   "dist_mutex_getlease:dist_rwlock_getlease"
   "dist_onlost:"
   "dist_rwlock_init:dist_rwlock_destroy,DIST_RWLOCK_INITIALIZER"
-  "dist_rwlock_rdlock:dist_rwlock_tryrdlock,dist_rwlock_timedrdlock"
-  "dist_rwlock_wrlock:dist_rwlock_trywrlock,dist_rwlock_timedwrlock"
+  "dist_rwlock_rdlock:dist_rwlock_tryrdlock,dist_rwlock_timedrdlock,dist_rwlock_clockrdlock"
+  "dist_rwlock_wrlock:dist_rwlock_trywrlock,dist_rwlock_timedwrlock,dist_rwlock_clockwrlock"
   "dist_rwlock_unlock:"
   "dist_rwlockattr_init:dist_rwlockattr_destroy,dist_rwlockattr_setlease"
-  "dist_sem_init:dist_sem_destroy,DIST_SEM_INITIALIZER"
-  "dist_sem_wait:dist_sem_trywait,dist_sem_timedwait,dist_sem_post,dist_sem_getvalue"
+  "dist_sem_init:dist_sem_destroy,dist_sem_unlink,DIST_SEM_INITIALIZER"
+  "dist_sem_wait:dist_sem_trywait,dist_sem_timedwait,dist_sem_clockwait,dist_sem_post,dist_sem_getvalue"
   "dist_strerror:dist_lasterror,dist_version"
   "dist_cond_init:dist_cond_destroy,DIST_COND_INITIALIZER"
-  "dist_cond_wait:dist_cond_timedwait"
+  "dist_cond_wait:dist_cond_timedwait,dist_cond_clockwait"
   "dist_cond_signal:dist_cond_broadcast"
-  "dist_condattr_init:dist_condattr_destroy")
+  "dist_condattr_init:dist_condattr_destroy,dist_condattr_setclock,dist_condattr_getclock")
 
 set(DL_MAN_LINK_DIR ${PROJECT_BINARY_DIR}/man3-links)
 file(MAKE_DIRECTORY ${DL_MAN_LINK_DIR})
