@@ -24,7 +24,9 @@
  *    it sees a new one; ?wait=N: a permit taken or a post counts once the
  *    replicas have it (sentinel mode);
  *  - threads of one process waiting together; destroy EBUSY; names apart
- *    from locks; redlock:// refused with EINVAL.
+ *    from locks; redlock:// refused with EINVAL;
+ *  - unlink: the name gone from Redis (ENOENT then), a new init makes a
+ *    new semaphore, a waiter queued on it takes no permit nobody posted.
  *
  * Every library call runs in a forked process with the mode's environment
  * (the library reads it once per process); the test talks to them over
@@ -190,7 +192,7 @@ static void wait_queued(const char *name, long long n)
 /* ------------------------------------------------ processes with a semaphore */
 
 enum { SP_WAIT = 1, SP_TRY, SP_TIMED, SP_POST, SP_VALUE, SP_HELD, SP_DESTROY, SP_STATS, SP_EXIT,
-       SP_REINIT, SP_LOST };
+       SP_REINIT, SP_LOST, SP_UNLINK };
 
 typedef struct sp_req { int op; long arg; } sp_req_t;
 typedef struct sp_res {
@@ -261,6 +263,7 @@ static int sp_main(void *p)
         case SP_VALUE: r.rc = dist_sem_getvalue(&s, &r.value); break;
         case SP_HELD: r.value = dl_sem_held_count(&s); break;
         case SP_DESTROY: r.rc = dist_sem_destroy(&s); break;
+        case SP_UNLINK: r.rc = dist_sem_unlink(b->name); break;
         case SP_STATS: {
             /* value: waits woken by a push; early: by a timer (a lost push) */
             dl_stats_t st;
@@ -1042,6 +1045,86 @@ static void test_threads_and_destroy(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(threads_child, name));
 }
 
+/* How many of semaphore name's six keys Redis has. */
+static int sem_keys_present(const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < 6; i++) {
+        char k[700];
+        size_t len = sem_key(k, sizeof k, name, i);
+        redisReply *r = th_cmd_at(key_port(k, len), "EXISTS %b", k, len);
+        n += r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
+        if (r)
+            freeReplyObject(r);
+    }
+    return n;
+}
+
+/* dist_sem_unlink: the name goes from Redis (ENOENT the second time, and
+ * for a name never made), the next init makes a new semaphore with its own
+ * value; a process queued on it when it goes is woken, and takes no permit
+ * that nobody posted: it waits for a post to the new semaphore (or, once
+ * the semaphore's incarnation is kept, is told ENOLCK: it used the one
+ * that went). */
+static void test_unlink(void **state)
+{
+    (void)state;
+    char name[64], made[64], queued[64];
+    th_name(name, sizeof name, "semu");
+    th_name(made, sizeof made, "semu.made");
+    th_name(queued, sizeof queued, "semu.q");
+    sp_t a, b, n;
+    sp_start(&a, name, 2, 0);
+    SP_RC(&a, SP_TRY, 0, 0);
+    assert_int_equal(sp_value(&a), 1);
+    assert_true(sem_keys_present(name) > 0);
+    SP_RC(&a, SP_UNLINK, 0, 0);
+    assert_int_equal(sem_keys_present(name), 0);
+    SP_RC(&a, SP_UNLINK, 0, ENOENT);
+    if (!th_contains(g_last.err, "does not exist"))
+        fail_msg("unlink's ENOENT says: \"%s\"", g_last.err);
+    sp_start(&b, name, 5, 0);                  /* a new semaphore: its own value */
+    assert_int_equal(sp_value(&b), 5);
+    sp_start(&n, made, 1, 0);
+    SP_RC(&n, SP_DESTROY, 0, 0);
+    SP_RC(&n, SP_UNLINK, 0, 0);                /* init made it; destroy kept it */
+    SP_RC(&n, SP_UNLINK, 0, ENOENT);
+    sp_stop(&n);
+
+    /* Leased permits go with it. */
+    sp_t l;
+    char leased[64];
+    th_name(leased, sizeof leased, "semu.l");
+    sp_start(&l, leased, 1, DIST_SEM_LEASED);
+    SP_RC(&l, SP_TRY, 0, 0);
+    SP_RC(&l, SP_UNLINK, 0, 0);
+    assert_int_equal(sem_keys_present(leased), 0);
+    sp_stop(&l);
+
+    /* A waiter queued on it. */
+    sp_t w, u;
+    sp_start(&w, queued, 0, 0);
+    sp_start(&u, queued, 0, 0);
+    sp_send(&w, SP_WAIT, 0);
+    wait_queued(queued, 1);
+    SP_RC(&u, SP_UNLINK, 0, 0);
+    sp_res_t r;
+    if (sp_recv(&w, &r, 500) == 0) {
+        if (r.rc != ENOLCK)
+            fail_msg("a waiter of an unlinked semaphore returned %s with nobody posting: %s",
+                     th_errname(r.rc), r.err);
+    } else {
+        wait_queued(queued, 1);                /* it waits on the new one */
+        SP_RC(&u, SP_POST, 0, 0);
+        assert_int_equal(sp_recv(&w, &r, 10000), 0);
+        TH_ASSERT_RC(r.rc, 0);
+    }
+    sp_stop(&w);
+    sp_stop(&u);
+    sp_stop(&a);
+    sp_stop(&b);
+}
+
 /* A semaphore and a mutex of one name are two objects. */
 static int names_child(void *p)
 {
@@ -1255,6 +1338,8 @@ static int redlock_child(void *p)
     TH_CHECK_RC(dist_sem_wait(&g_rl_static), EINVAL);
     TH_CHECK(th_contains(dist_lasterror(), "redlock"));
     TH_CHECK_RC(dist_sem_post(&g_rl_static), EINVAL);
+    TH_CHECK_RC(dist_sem_unlink("sem.redlock"), EINVAL);
+    TH_CHECK(th_contains(dist_lasterror(), "redlock"));
     return 0;
 }
 
@@ -1288,6 +1373,7 @@ int main(void)
         TT_TEST(test_fork),
         TT_TEST(test_threads_and_destroy),
         TT_TEST(test_names_apart),
+        TT_TEST(test_unlink),
         TT_TEST(test_static_initializer),
         TT_TEST(test_wait_replicas),
         TT_TEST(test_flush_lost),

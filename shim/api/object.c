@@ -248,6 +248,15 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     dl_objkey_t k;
     key_of(o, &k);
     dl_core_t *e = p ? dl_objtab_find(&p->objs, &k) : NULL;
+    /* A lock the process was told is unrecoverable (ENOTRECOVERABLE): the
+     * destroy that precedes its new init makes it usable again, in Redis,
+     * for every process (SPEC, robust).  Not reached: the object stays, so
+     * that the destroy can be tried again. */
+    if (e && e->kind == &dl_lock_kind) {
+        int rc = dl_lock_recover(p, dl_lock_of(e));
+        if (rc)
+            return rc;
+    }
     if (e) {
         /* Unlocked: pass it on now.  Should that release fail, it is
          * logged and the hold lapses within its claim window; destroy

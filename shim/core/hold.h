@@ -61,6 +61,13 @@ void dl_hold_rtt(dl_core_t *o, uint64_t us);
  * trip while o->hold.busy keeps the other threads away.  0, ENOLCK (the
  * hold had lapsed), EIO. */
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
+/* The same for a robust lock's write hold whose holder was told
+ * EOWNERDEAD and did not make it consistent (dist_mutex_consistent): held
+ * still, the lock is left unrecoverable in Redis (every later acquisition
+ * refused, lua/release.lua), its queued waiters told to ask again; lapsed
+ * already, its death trace stays for the next holder (the state is as
+ * inconsistent as after its holder's death).  0, ENOLCK, EIO. */
+int dl_hold_release_unrecoverable(dl_proc_t *p, dl_core_t *o);
 /* Ends the process's Redis hold as if it had never been taken: withdrawn
  * by the registration id it was taken with (withdraw.lua), which puts back
  * a death trace its taking consumed, so the next holder is told of that

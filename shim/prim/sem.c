@@ -303,7 +303,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     if (o->hold.rmode && (r->fresh || r->fence != o->hold.fence))
         lapse_all(s, "their lease ran out, or the server lost them");
     if (!o->hold.rmode) {
-        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL };
+        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL, 0 };
         dl_grant_t g = { .fence = r->fence, .rid = id, .valid_until = valid_until,
                          .sent_ms = sent, .epoch = epoch };
         dl_hold_record(p, o, &rq, &g);
@@ -776,6 +776,30 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
         return dl_fail(EEXIST, "semaphore %s exists already", qname(s, q, sizeof q));
     case -2:
         return other_kind(s, kind, c.reply.sem_open.other);
+    default:
+        return unexpected(s);
+    }
+}
+
+int dl_sem_unlink(dl_proc_t *p, dl_sem_t *s)
+{
+    dl_core_t *o = &s->core;
+    char q[96];
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_sem_unlink(&c, &who);
+    pthread_mutex_lock(&o->mu);
+    s->inside++;
+    int rc = run(p, s, &c, NULL);
+    s->inside--;
+    pthread_mutex_unlock(&o->mu);
+    if (rc)
+        return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
+    switch (c.reply.sem_unlink.result) {
+    case 1:
+        return 0;
+    case 0:
+        return dl_fail(ENOENT, "semaphore %s does not exist", qname(s, q, sizeof q));
     default:
         return unexpected(s);
     }

@@ -94,6 +94,10 @@ static inline dl_sem_t *dl_sem_of(dl_core_t *o)
  * function first).  0, EINVAL (it is of the other kind), EEXIST, ENOENT,
  * EIO. */
 int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how);
+/* Removes the semaphore's name from Redis (sem_unlink.lua): its value,
+ * queue and leased holds; its queued waiters are pushed a wake-up.  One
+ * round trip.  0, ENOENT (Redis has none of that name), EIO. */
+int dl_sem_unlink(dl_proc_t *p, dl_sem_t *s);
 /* Takes a permit, waiting as rq says.  0, EAGAIN (try), ETIMEDOUT, EINTR
  * (rq->stop), EINVAL (the other kind), EIO, ENOLCK (Redis lost the
  * semaphore the process used: until dl_sem_open). */
