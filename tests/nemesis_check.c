@@ -5,17 +5,18 @@
  * what the recorded faults and indeterminate calls can explain.
  *
  *  overlap       two holds of one name overlap (write/write or write/read)
- *                only when the earlier holder was told ENOLCK, died, or
- *                its unlock is indeterminate (EIO), and the later has the
- *                greater fence.  Within one process, never.  A relock by
- *                the holder's thread that says EOWNERDEAD with a greater
- *                fence tells it too (PROTOCOL.md "Trust": the relock took
- *                the lock anew after its own hold lapsed).
+ *                only when the earlier holder was told ENOLCK by the
+ *                unlock that ended its hold, died, or that unlock is
+ *                indeterminate (EIO), and the later has the greater fence.
+ *                Within one process, never.  A relock by the holder's
+ *                thread that says EOWNERDEAD with a greater fence (it took
+ *                the lock anew after its own hold lapsed) is evidence of
+ *                the lapse, not the telling of it: SPEC (ENOLCK) has the
+ *                unlock that ends the section say ENOLCK as well.
  *  store         every write the fenced store refused (and every read that
- *                found a newer write) belongs to a hold later told ENOLCK
- *                (or EOWNERDEAD by a relock, as above), that died, or whose
- *                unlock is indeterminate; two processes never write with
- *                one fence.
+ *                found a newer write) belongs to a hold whose last unlock
+ *                said ENOLCK, that died, or whose unlock is indeterminate;
+ *                two processes never write with one fence.
  *  stale-return  no lock call (relocks too) returns 0 or EOWNERDEAD with a
  *                fence below that of another process's conflicting hold
  *                whose own lock call had already returned: Redis had given
@@ -261,8 +262,7 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                              x->tid, (unsigned long long)x->fence, nm_rel(hs->c, x->t_ret));
                     note_lapse(a, x->t_ret, why);
                 }
-                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open ||
-                             a->told;
+                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open;
                 if (lapsed && x->fence > a->fence)
                     continue;
                 /* x returned after a began but holds the older grant (its
@@ -270,8 +270,7 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                  * return): x is the earlier holder, and must be the one
                  * told; whether its return came too late is stale-return's
                  * to judge, with its tolerances (netns seed 218) */
-                int x_lapsed = x->unlock_rc == ENOLCK || x->unlock_rc == EIO || x->died || x->open ||
-                               x->told;
+                int x_lapsed = x->unlock_rc == ENOLCK || x->unlock_rc == EIO || x->died || x->open;
                 if (x_lapsed && x->fence < a->fence)
                     continue;
                 const nm_fault_t *xl = a->unlock_rc == 0 && x->fence > a->fence
@@ -327,7 +326,7 @@ static void check_store(nm_hist_t *hs)
                             (unsigned long long)e->fence);
                 continue;
             }
-            if (h->unlock_rc == 0 && !h->died && !h->told)
+            if (h->unlock_rc == 0 && !h->died)
                 nm_viol_add(hs, NM_C_STORE, k, h->lapse_ev ? h->lapse_ev : h->t_end,
                             "the store %s a %s with fence %llu (it had %llu from %d) during the %s, "
                             "yet its unlock said 0",
@@ -927,8 +926,10 @@ static void check_small(nm_hist_t *hs)
 
 /* A relock (depth > 0) that said EOWNERDEAD with a greater fence than the
  * hold its thread had: the library found that hold lapsed, took the lock
- * anew and told its caller so (PROTOCOL.md "Trust"), as an unlock's ENOLCK
- * would have.  The hold lapsed by then: evidence for the lapse check. */
+ * anew and told its caller so (PROTOCOL.md "Trust").  The hold lapsed by
+ * then: evidence for the lapse check, and a lapse the ownerdead check
+ * need not find another telling of.  The overlap and store checks still
+ * want the hold's last unlock to say ENOLCK (SPEC, ENOLCK). */
 static void mark_told(nm_hist_t *hs)
 {
     char why[96];

@@ -132,7 +132,8 @@ typedef struct nm_hold {
     int explained;              /* a fault explains the lapse */
     int64_t told;               /* a relock by its thread inside it said EOWNERDEAD
                                    with a greater fence (0: none): its holder was
-                                   told it had lapsed, as by ENOLCK */
+                                   told it had lapsed (the ownerdead check; its
+                                   last unlock must say ENOLCK all the same) */
 } nm_hold_t;
 
 /* A lock call (any depth, any result). */

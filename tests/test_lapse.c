@@ -380,6 +380,88 @@ static void test_reader_joined(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * A reader that leaves while another reader thread of the process stays.
+ * Its unlock ends its section, but it is not the process's last: it used
+ * to say 0 without asking Redis for as long as the hold's validity lasted
+ * (up to a lease), even after a loss without a sign (keys deleted, a
+ * flush, the server's clock jumping) had let a writer of another process
+ * in.  Such an unlock asks Redis once the hold is past its trust (40 ms),
+ * as a thread taking or joining it would. */
+
+static void *leaver_thread(void *p)
+{
+    struct pass *a = p;
+    a->rc[0] = dist_rwlock_rdlock(&a->rw);
+    sem_post(&a->done);
+    sem_wait(&a->go);
+    a->rc[1] = dist_rwlock_unlock(&a->rw);
+    sem_post(&a->done);
+    return NULL;
+}
+
+static void run_leaver(struct pass *a, int lapse)
+{
+    TH_ASSERT_RC(dist_rwlock_rdlock(&a->rw), 0);
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, leaver_thread, a), 0);
+    sem_wait(&a->done);
+    TH_ASSERT_RC(a->rc[0], 0);
+    /* past the renewal that the second reader's join asks for (20 ms):
+     * the watchdog's next one is a third of the lease (30 s) away */
+    th_sleep_ms(150);
+    int wr = -1, wu = -1;
+    if (lapse) {
+        lose(a->name);
+        th_proc_t q;
+        assert_int_equal(th_proc_start(&q, NULL), 0);
+        wr = th_proc_op(&q, TH_RW_TRYWRLOCK, a->name);
+        if (wr == 0 || wr == EOWNERDEAD)
+            wu = th_proc_op(&q, TH_RW_UNLOCK, a->name);
+        assert_int_equal(th_proc_stop(&q), 0);
+    } else {
+        th_sleep_ms(100);
+    }
+    sem_post(&a->go);
+    sem_wait(&a->done);
+    pthread_join(t, NULL);
+    int last = dist_rwlock_unlock(&a->rw);
+    if (!lapse) {
+        print_message("no lapse: the leaving reader's unlock %s, the last reader's %s\n",
+                      th_errname(a->rc[1]), th_errname(last));
+        TH_ASSERT_RC(a->rc[1], 0);
+        TH_ASSERT_RC(last, 0);
+        return;
+    }
+    print_message("keys deleted: another process's trywrlock %s, unlock %s; the leaving "
+                  "reader's unlock %s, the last reader's %s\n", th_errname(wr), th_errname(wu),
+                  th_errname(a->rc[1]), th_errname(last));
+    TH_ASSERT_RC(wr, 0);
+    TH_ASSERT_RC(wu, 0);
+    if (a->rc[1] != ENOLCK)
+        fail_msg("the reader that left beside another said %s, want ENOLCK: a writer of "
+                 "another process held the lock inside its section", th_errname(a->rc[1]));
+    TH_ASSERT_RC(last, ENOLCK);
+}
+
+static void test_reader_left_beside_another(void **state)
+{
+    (void)state;
+    static struct pass a;
+    memset(&a, 0, sizeof a);
+    th_name(a.name, sizeof a.name, "lapseleave");
+    assert_int_equal(dist_onlost(count_lost, NULL), 0);
+    assert_int_equal(dist_rwlock_init(&a.rw, a.name, NULL), 0);
+    sem_init(&a.go, 0, 0);
+    sem_init(&a.done, 0, 0);
+    run_leaver(&a, 1);
+    told(1, "a reader left beside another");
+    free_now(a.name, 1);
+    run_leaver(&a, 0);
+    assert_int_equal(lost_calls(), 1);
+    assert_int_equal(dist_rwlock_destroy(&a.rw), 0);
+}
+
+/* ------------------------------------------------------------------------
  * Locks taken by dist_mutex_lockall: the one that lapsed and was relocked
  * ends its section with ENOLCK, the other keeps its 0. */
 
@@ -477,6 +559,7 @@ int main(void)
         TH_TEST(test_rwlock_mixed),
         TH_TEST(test_handoff),
         TH_TEST(test_reader_joined),
+        TH_TEST(test_reader_left_beside_another),
         TH_TEST(test_lockall),
         TH_TEST(test_cond_relocked_before_wait),
         TH_TEST(test_cond_found_by_wait),

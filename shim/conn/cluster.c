@@ -473,6 +473,12 @@ static void settle_one(call_t *call, item_t *it, verdict_t *v)
         it->pending = 0;              /* its caller's deadline ran out */
         return;
     }
+    if (c->err == EAGAIN) {
+        /* Never sent twice (dl_cmd_t.once): ended by the node's link with
+         * its undo behind it; its caller asks again under a new id. */
+        it->pending = 0;
+        return;
+    }
     if (c->err) {
         /* The node failed, perhaps mid-command: it may have run. */
         snprintf(call->err, sizeof call->err, "%s", c->errmsg);

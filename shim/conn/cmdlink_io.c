@@ -113,44 +113,64 @@ static uint64_t batch_deadline(dl_cmd_t **cmds, size_t first, size_t n)
     return d;
 }
 
-/* Moves the commands of cmds[first..*n) whose deadline has passed behind
- * the others (keeping their order), fails them, and shrinks *n to the
- * rest.  The array keeps every pointer: the caller marks them all done. */
-static void expire(dl_cmd_t **cmds, size_t first, size_t *n, uint64_t now, const char *why)
+/* Whether a command sent on a connection given up after a round trip cut
+ * short for a deadline ends there: its own deadline passed, or it is never
+ * sent twice (dl_cmd_t.once, with its undo written behind it: undone). */
+static int ends_at_cut(const dl_cmd_t *c, uint64_t now, int undone)
+{
+    return (c->deadline && c->deadline <= now) ||
+           (undone && c->once && c->undo_argc && c->sent);
+}
+
+/* Moves the commands of cmds[first..*n) that end at this cut (ends_at_cut)
+ * behind the others (keeping their order), fails them, and shrinks *n to
+ * the rest.  The array keeps every pointer: the caller marks them all
+ * done. */
+static void expire(dl_cmd_t **cmds, size_t first, size_t *n, uint64_t now, int undone,
+                   const char *why)
 {
     size_t m = *n - first, keep = 0, gone = 0;
     dl_cmd_t **tmp = malloc(m * sizeof *tmp);
     if (!tmp)
         return;                       /* they wait for the I/O time-out instead */
     for (size_t i = first; i < *n; i++)
-        if (!(cmds[i]->deadline && cmds[i]->deadline <= now))
+        if (!ends_at_cut(cmds[i], now, undone))
             tmp[keep++] = cmds[i];
-    for (size_t i = first; i < *n; i++)
-        if (cmds[i]->deadline && cmds[i]->deadline <= now) {
-            tmp[keep + gone++] = cmds[i];
-            cmds[i]->err = EIO;
-            snprintf(cmds[i]->errmsg, sizeof cmds[i]->errmsg, "timed out waiting for %s", why);
+    for (size_t i = first; i < *n; i++) {
+        dl_cmd_t *c = cmds[i];
+        if (!ends_at_cut(c, now, undone))
+            continue;
+        tmp[keep + gone++] = c;
+        if (c->deadline && c->deadline <= now) {
+            c->err = EIO;
+            snprintf(c->errmsg, sizeof c->errmsg, "timed out waiting for %s", why);
+        } else {
+            c->err = EAGAIN;
+            snprintf(c->errmsg, sizeof c->errmsg, "redis %.60s: the round trip was cut short for "
+                     "another call's deadline (undone; to be asked again)", why);
         }
+    }
     memcpy(cmds + first, tmp, m * sizeof *tmp);
     free(tmp);
     *n = first + keep;
 }
 
 /* Before giving up on a connection that timed out: the commands of
- * cmds[first..n) that end now (`all`, or those whose deadline is at or
- * before `now`) and that have an undo get it written behind them on this
- * connection.  A stalled server that resumes then runs each undo right
- * after its command, whatever the order in which it serves its other
- * connections (where the caller may have asked again).  Best effort: it
- * never waits for room in the socket (an undo cut short is never run: the
- * server discards an incomplete command at the close). */
+ * cmds[first..n) that end now (`all`, or at a cut those ends_at_cut names:
+ * their deadline is at or before `now`, or they are never sent twice) and
+ * that have an undo get it written behind them on this connection.  A
+ * stalled server that resumes then runs each undo right after its
+ * command, whatever the order in which it serves its other connections
+ * (where the caller may have asked again).  Best effort: it never waits
+ * for room in the socket (an undo cut short is never run: the server
+ * discards an incomplete command at the close). */
 static void write_undos(dl_link_io_t *io, dl_cmd_t **cmds, size_t first, size_t n, int all,
                         uint64_t now)
 {
     int any = 0;
     for (size_t i = first; i < n; i++) {
         const dl_cmd_t *c = cmds[i];
-        if (c->undo_argc && c->sent && (all || (c->deadline && c->deadline <= now))) {
+        if (c->undo_argc && c->sent && (all || ends_at_cut(c, now, 1))) {
             redisAppendCommandArgv(io->ctx, c->undo_argc, c->undo_argv, c->undo_argvlen);
             any = 1;
         }
@@ -340,6 +360,7 @@ static next_t after_failure(dl_link_io_t *io, batch_t *b)
              b->fresh ? dl_plain_hint(conf->cfg, io->ctx) : "");
     b->stale = b->may_be_stale && b->fault == DL_FAULT_CLOSED;
     b->may_be_stale = 0;
+    int undone = 0;               /* a cut's undos written (ends_at_cut) */
     if (b->fault == DL_FAULT_TIMEOUT) {
         /* Which of them end now, without being sent again: see the
          * deadline check below and the give-up check of retry(). */
@@ -349,6 +370,7 @@ static next_t after_failure(dl_link_io_t *io, batch_t *b)
                   (conf->fail_fast || now >= (b->give_up ? b->give_up : b->started + conf->timeout_ms));
         if (cut_over || all)
             write_undos(io, b->cmds, b->first, b->n, all, now);
+        undone = cut_over;
     }
     dl_link_io_drop(io);
     /* The server may have restarted empty, or stepped down to a replica
@@ -359,9 +381,10 @@ static next_t after_failure(dl_link_io_t *io, batch_t *b)
     if (!b->cut || dl_now_ms() < b->deadline)
         return NEXT_RETRY;
     /* A deadline ran out, not the I/O time-out: those commands end here
-     * (they may still run: the caller knows from `sent`); the others are
-     * sent again at once. */
-    expire(b->cmds, b->first, &b->n, dl_now_ms(), conf->name);
+     * (they may still run: the caller knows from `sent`), with those never
+     * sent twice whose undo went behind them; the others are sent again at
+     * once. */
+    expire(b->cmds, b->first, &b->n, dl_now_ms(), undone, conf->name);
     return b->first == b->n ? NEXT_DONE : NEXT_RESEND;
 }
 

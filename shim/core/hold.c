@@ -319,10 +319,16 @@ int dl_hold_vouch(dl_proc_t *p, dl_core_t *o)
 {
     if (!o->hold.rmode)
         return 0;
-    /* Only a sign of lost state, or the end of the hold's validity, makes
-     * an unlock ask: a reader leaving beside others is no reuse of the
-     * hold, and its unlock stays free while Redis gave no sign. */
-    if (!o->hold.lost && dl_hold_valid(o) && o->tenure.trust_epoch == dl_trust_epoch())
+    /* A reader leaving beside others ends its section: its 0 says that no
+     * writer could have been inside (SPEC, ENOLCK).  A loss that gives no
+     * sign (keys deleted, a flush, the server's clock jumping) leaves the
+     * hold valid as far as the process knows, for up to a lease: so the
+     * unlock is free only while the hold is trusted (confirmed within
+     * DL_TRUST_MS, as for a thread taking or joining it), and asks Redis
+     * otherwise.  A confirmation that finds the hold there proves it was
+     * there all along: its fence names it, and a lost hold never comes
+     * back under the same fence. */
+    if (dl_hold_trusted(o, 0))
         return 0;
     int rc = dl_hold_confirm(p, o);
     return rc == ENOLCK ? lost_code(o) : rc;

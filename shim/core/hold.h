@@ -88,8 +88,9 @@ void dl_hold_dropped(dl_core_t *o);
  * (o->hold.lost set; unworded); EIO: no answer (worded). */
 int dl_hold_confirm(dl_proc_t *p, dl_core_t *o);
 /* A thread ends its part of a hold that other threads of the process keep:
- * 0 if the hold was Redis's all along (asking Redis after a sign of lost
- * state or past its validity), ENOLCK (it is gone), EIO. */
+ * 0 if the hold was Redis's all along (asking Redis unless it is trusted:
+ * confirmed lately, no sign of lost state since, within its validity),
+ * ENOLCK (it is gone), EIO. */
 int dl_hold_vouch(dl_proc_t *p, dl_core_t *o);
 /* The last unlock keeps the write hold for a relock (the primitive says
  * when): marks it lingering in Redis (mark.c) and has the lingerer end it

@@ -117,11 +117,20 @@ static void take_register(dl_proc_t *p, dl_core_t *o, take_t *t, int first)
     pthread_mutex_unlock(&o->mu);
 }
 
+/* An ask the link ended unanswered, its undo written behind it, rather
+ * than send it twice (dl_cmd_t.once): asked again under a new id.  (Never
+ * a code a caller sees.) */
+#define ASK_AGAIN (-1)
+/* How many times in a row one taking asks again so: each is a round trip
+ * cut short by another thread's deadline on a stalled connection. */
+#define DL_ASKS_AGAIN_MAX 8
+
 /* One ask (acquire.lua).  0: taken, *g says what; EBUSY: busy, for *pttl ms
- * at most; else the error (ETIMEDOUT unworded: the caller words it), with
- * g->maybe set if the ask may have run. */
+ * at most; ASK_AGAIN (*cut: the id it was sent under); else the error
+ * (ETIMEDOUT unworded: the caller words it), with g->maybe set if the ask
+ * may have run. */
 static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, dl_grant_t *g,
-                    long long *pttl)
+                    long long *pttl, uint64_t *cut)
 {
     char q[96];
     dl_call_t c;
@@ -139,12 +148,19 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
     }
     /* Should the link give up on a stalled server after sending this,
      * the server may run it when it resumes: the withdrawal of exactly
-     * this request then runs right after it (lua/withdraw.lua). */
+     * this request then runs right after it (lua/withdraw.lua).  Nor is
+     * it sent twice: a second copy answered "busy" while the first still
+     * waits in a stalled connection would leave the lock to the first. */
     dl_call_t undo;
     t->calls->withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
+    c.once = 1;
     uint64_t sent_us = dl_now_us();
     DL_TALLY_ADD(o, roundtrips, 1);
     if (dl_script_run_undoable(p->conn, &c, &undo)) {
+        if (c.cmd.err == EAGAIN) {
+            *cut = t->regid;
+            return ASK_AGAIN;
+        }
         /* A time-out says nothing of whether Redis ran it (a stalled
          * server runs it when it resumes): we may hold the lock, or be
          * queued, without knowing.  The caller has that withdrawn as
@@ -320,6 +336,7 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
     if (rc)
         return rc;
     take_register(p, o, &t, 1);
+    int agains = 0;
     for (;;) {
         if (t.asked_at) {
             /* Each ask registers anew: a push for an earlier registration
@@ -330,7 +347,22 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
             take_register(p, o, &t, 0);
         }
         long long pttl = 0;
-        rc = take_ask(p, o, rq, &t, g, &pttl);
+        uint64_t cut = 0;
+        rc = take_ask(p, o, rq, &t, g, &pttl, &cut);
+        if (rc == ASK_AGAIN) {
+            /* Its undo went behind it; the watchdog withdraws it as well,
+             * by its id, should that undo have found no room: what this
+             * taking asks next has a greater id, which that leaves alone. */
+            pthread_mutex_lock(&o->mu);
+            dl_hold_undo_later(p, o, t.mode, cut);
+            pthread_mutex_unlock(&o->mu);
+            if (++agains <= DL_ASKS_AGAIN_MAX)
+                continue;
+            char q[96];
+            rc = dl_fail(EIO, "%s %s: every ask was cut short by other calls' deadlines on a "
+                         "stalled connection", dl_core_what(o), dl_core_qname(o, q, sizeof q));
+            break;
+        }
         if (rc != EBUSY || !t.queue)
             break;
         if (take_wait(o, rq, &t, pttl, g)) {

@@ -35,6 +35,7 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
     call->cmd.key = call->who.keys[0];
     call->cmd.keylen = call->who.keylen[0];
     call->cmd.deadline = call->deadline;
+    call->cmd.once = call->once;
     call->cmd.undo_argc = 0;
     call->cmd.undo_argv = NULL;
     call->cmd.undo_argvlen = NULL;
