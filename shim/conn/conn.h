@@ -140,6 +140,14 @@ void dl_conn_free(dl_conn_t *c);
 redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
                              char *err, size_t errlen);
 
+/* caps.slots: the node serving `slot`, as the slot map says (loaded first
+ * if it has no node for it; reloaded first with `reload`, after a sign
+ * that it changed): for the subscriber's connection per node
+ * (shardsub.h).  0, or EIO with a reason in err; ENOTSUP without
+ * slots.  Blocks when it loads the map. */
+int dl_conn_locate(dl_conn_t *c, unsigned slot, int reload, dl_endpoint_t *ep, char *err,
+                   size_t errlen);
+
 /* --- what a backend provides (single.h, sentinel.h, cluster.h, redlock.h) */
 
 /* Each function gets the state its open returned.  node: which of
@@ -159,6 +167,8 @@ typedef struct dl_backend {
     /* dl_connect_any for this topology. */
     redisContext *(*connect_any)(const dl_config_t *cfg, unsigned long timeout_ms,
                                  char *err, size_t errlen);
+    /* Only with caps.slots (dl_conn_locate). */
+    int (*locate)(void *b, unsigned slot, int reload, dl_endpoint_t *ep, char *err, size_t errlen);
     void (*abandon)(void *b);
     void (*free)(void *b);
 } dl_backend_t;
