@@ -333,11 +333,11 @@ static long long stat_of(const char *text, const char *field)
     return p ? atoll(p + strlen(field)) : 0;
 }
 
-static pubs_t publishes(void)
+static pubs_t publishes_of(const tt_cluster_t *c)
 {
     pubs_t t = { 0, 0, 0, 0 };
     for (int i = 0; i < TT_CLUSTER_NODES; i++) {
-        redisReply *r = th_cmd_at(g_c.node[i].port, "CLUSTER INFO");
+        redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER INFO");
         if (!r)
             continue;                 /* a node a test killed */
         if (r->type == REDIS_REPLY_STRING) {
@@ -345,7 +345,7 @@ static pubs_t publishes(void)
             t.bus_sharded += stat_of(r->str, "cluster_stats_messages_publishshard_sent:");
         }
         freeReplyObject(r);
-        if (!(r = th_cmd_at(g_c.node[i].port, "INFO commandstats")))
+        if (!(r = th_cmd_at(c->node[i].port, "INFO commandstats")))
             continue;
         if (r->type == REDIS_REPLY_STRING) {
             t.publish += stat_of(r->str, "cmdstat_publish:calls=");
@@ -356,11 +356,21 @@ static pubs_t publishes(void)
     return t;
 }
 
-static pubs_t pubs_since(pubs_t a)
+static pubs_t publishes(void)
 {
-    pubs_t b = publishes();
+    return publishes_of(&g_c);
+}
+
+static pubs_t pubs_since_of(const tt_cluster_t *c, pubs_t a)
+{
+    pubs_t b = publishes_of(c);
     return (pubs_t){ b.bus_classic - a.bus_classic, b.bus_sharded - a.bus_sharded,
                      b.publish - a.publish, b.spublish - a.spublish };
+}
+
+static pubs_t pubs_since(pubs_t a)
+{
+    return pubs_since_of(&g_c, a);
 }
 
 /* A handoff on name from h to w, the waiter queued first (on the master
@@ -561,6 +571,57 @@ static void test_cond_sem_sharded(void **state)
                  d.bus_classic, d.publish);
     if (d.spublish < 2)
         fail_msg("%lld SPUBLISH for two pushes", d.spublish);
+}
+
+/* A cluster whose nodes have no sharded pub/sub, as before Redis 7
+ * (SPUBLISH and SSUBSCRIBE renamed away on every node): the scripts' push
+ * falls back to a classic PUBLISH (lua/common.lua), the subscriber to one
+ * classic SUBSCRIBE (conn/shardsub.c), and a waiter on each master is
+ * still woken by the push, never by asking again. */
+static void test_before_redis7(void **state)
+{
+    (void)state;
+    tt_alarm(120);
+    static const char *const more[] = { "--rename-command", "SPUBLISH", "",
+                                        "--rename-command", "SSUBSCRIBE", "", NULL };
+    tt_cluster_t c;
+    assert_int_equal(tt_cluster_start_with(&c, more), 0);
+    char u[380], url[400];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", tt_cluster_url(&c, 3, u, sizeof u));
+    int masters[3];
+    assert_int_equal(tt_cluster_masters(&c, masters, 3), 3);
+    static int map[16384];
+    assert_int_equal(tt_cluster_slot_map(&c, 0, map), 0);
+    const char *env[] = { url, "DISTLOCK_LEASE_MS=30000", "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    pubs_t p0 = publishes_of(&c);
+    int64_t lat[6];
+    int nl = 0, n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        struct on_port o = { map, c.node[masters[mi]].port };
+        char name[64];
+        name_where(name, sizeof name, "cold", &n, slot_on, &o);
+        for (int i = 0; i < 2; i++)
+            lat[nl++] = handoff(&h, &w, name, o.port);
+    }
+    unsigned long long fb = fallbacks(&w);
+    pubs_t d = pubs_since_of(&c, p0);
+    int64_t med = th_median(lat, nl);
+    printf("nodes without sharded pub/sub: %d handoffs, median %lld us, fallback checks %llu; "
+           "classic bus messages %lld (PUBLISH %lld)\n", nl, (long long)med, fb, d.bus_classic,
+           d.publish);
+    fflush(stdout);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    tt_cluster_stop(&c);
+    if (fb != 0)
+        fail_msg("%llu waits ended by the fallback timer, not a push", fb);
+    if (med >= 50000)
+        fail_msg("handoff median %lld us: not woken by the release", (long long)med);
+    if (d.bus_classic == 0)
+        fail_msg("no classic publish: the pushes did not fall back");
 }
 
 /* ------------------------------------------------------------ odd names */
@@ -1277,6 +1338,7 @@ int main(void)
         TT_TEST(test_late_grant),
         TT_TEST(test_sharded_pushes),
         TT_TEST(test_cond_sem_sharded),
+        TT_TEST(test_before_redis7),
         TT_TEST(test_reshard_stress),
         TT_TEST(test_lock_while_slot_migrates),
         TT_TEST(test_reshard_waiter),
