@@ -1251,12 +1251,17 @@ static int master_with_replica(void)
  * lock: the waiter's subscriber loses its connection to that node and
  * subscribes on the replica that takes over; the waiter gets the lock
  * when the holder releases it, and the handoffs after the failover are
- * woken by pushes from the new master (never by asking again). */
+ * woken by pushes from the new master (never by asking again).  A timed
+ * lock of another name of that shard made while it fails over, which
+ * cannot subscribe until a replica takes over, ends as the command path
+ * does (ETIMEDOUT, or the lock), never EIO. */
 static void test_failover_waiter(void **state)
 {
     (void)state;
     tt_alarm(150);
     int victim = master_with_replica();
+    for (int64_t t0 = th_now_ms(); victim < 0 && th_now_ms() - t0 < 15000; th_sleep_ms(100))
+        victim = master_with_replica();     /* (replicas show once known everywhere) */
     if (victim < 0)
         skip();
     int vport = g_c.node[victim].port;
@@ -1277,10 +1282,23 @@ static void test_failover_waiter(void **state)
     if (!th_wait_zcard_at(vport, qkey, 1, 5000))
         fail_msg("the waiter never queued");
     th_sleep_ms(500);                 /* (the replica has the queue) */
+    /* A third process that will lock another name of the shard while it
+     * fails over, its subscriber not yet subscribed there. */
+    th_proc_t t;
+    assert_int_equal(th_proc_start(&t, env), 0);
+    char name2[64];
+    name_where(name2, sizeof name2, "cfw", &n, slot_on, &o);
     int64_t t_kill = th_now_ms();
     pid_t vpid = g_c.node[victim].pid;
     th_server_kill(&g_c.node[victim]);
     tt_forget(vpid);
+    /* Its node is gone: no subscription can be made until a replica takes
+     * over; the call waits the failover out as the command path does, and
+     * never says EIO for it. */
+    th_res_t rt;
+    int trc = th_proc_opa(&t, TH_M_TIMEDLOCK, name2, 2000, &rt);
+    if (trc == 0)
+        TH_ASSERT_RC(th_proc_op(&t, TH_M_UNLOCK, name2), 0);
     int nport = 0;
     while (th_now_ms() - t_kill < 30000) {
         if (tt_cluster_slot_map(&g_c, 0, map) == 0 && map[slot] && map[slot] != vport) {
@@ -1309,6 +1327,8 @@ static void test_failover_waiter(void **state)
         lat2[i] = handoff(&h, &w, name, nport);
     unsigned long long fb1 = fallbacks(&w);
     pubs_t d = pubs_since(p0);
+    printf("failover with a waiter: a timed lock (2 s) of another name of the shard just after "
+           "the SIGKILL: %s \"%s\"\n", th_errname(trc), rt.err);
     printf("failover with a waiter: slot %u served by %d %lld ms after the SIGKILL of %d; the "
            "holder's unlock %s after %lld ms; the waiter got the lock %lld ms after it; then 3 "
            "handoffs on the new master: %lld / %lld / %lld us, fallback checks %llu, PUBLISH "
@@ -1319,6 +1339,9 @@ static void test_failover_waiter(void **state)
     fflush(stdout);
     assert_int_equal(th_proc_stop(&h), 0);
     assert_int_equal(th_proc_stop(&w), 0);
+    assert_int_equal(th_proc_stop(&t), 0);
+    if (trc != 0 && trc != ETIMEDOUT)
+        fail_msg("a timed lock during the failover: %s (%s)", th_errname(trc), rt.err);
     if (lat > 5000000)
         fail_msg("the waiter got the lock %lld ms after the release", (long long)lat / 1000);
     if (fb1 != fb0)

@@ -144,7 +144,11 @@ int dl_shardsub_wait(dl_shardsub_t *s, unsigned slot, uint64_t until, char *err,
     pthread_mutex_lock(&s->mu);
     while (s->st[slot] != SL_ON) {
         if (dl_now_ms() >= until) {
-            rc = s->err[0] ? EIO : EAGAIN;
+            /* The caller registers without it: when the slot is
+             * subscribed, its waiters ask Redis (what was pushed meanwhile
+             * is lost). */
+            rc = EAGAIN;
+            s->lost[slot] = s->want[slot];
             snprintf(err, errlen, "%s", s->err);
             break;
         }

@@ -62,7 +62,10 @@ dl_shardsub_t *dl_shardsub_new(dl_conn_t *conn, const dl_config_t *cfg, const dl
  * longer (no object of the process is in it).  Never blocks. */
 void dl_shardsub_want(dl_shardsub_t *s, unsigned slot, int on);
 /* Waits until slot is subscribed, at most until `until` (monotonic ms).
- * 0; EAGAIN when not yet; EIO (why in err) when the last try failed. */
+ * 0; or EAGAIN when not yet, with the last failure in err ("" none): the
+ * slot's node may be failing over, and the command path, which waits that
+ * out, says whether the cluster can be reached; the slot's waiters ask
+ * Redis once it is subscribed. */
 int dl_shardsub_wait(dl_shardsub_t *s, unsigned slot, uint64_t until, char *err, size_t errlen);
 /* The subscriber's loop; never returns.  Blocks. */
 void dl_shardsub_run(dl_shardsub_t *s);

@@ -291,7 +291,9 @@ int dl_notify_ensure(dl_proc_t *p, const dl_core_t *o, uint64_t until)
         char err[200];
         dl_shardsub_want(p->shards, s, 1);
         rc = dl_shardsub_wait(p->shards, s, deadline, err, sizeof err);
-        return rc == EIO ? dl_fail(EIO, "%s", err) : rc;
+        if (rc && err[0])
+            dl_log(DL_LOG_INFO, "subscriber: %s", err);
+        return rc;
     }
     while (!p->nsubscribed) {
         if (p->nerr[0] && dl_refused()) {

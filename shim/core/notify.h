@@ -18,7 +18,9 @@
  * most until `until` (monotonic ms) or the I/O timeout.  0 when
  * subscribed; EIO when the subscriber failed to reach Redis; EAGAIN when
  * it is still connecting (a waiter may then go on and find its grant by
- * asking again: slower, never wrong).  Sets dist_lasterror on EIO. */
+ * asking again: slower, never wrong; on a cluster, also when the node of
+ * o's slot cannot be reached yet: the command path says whether the
+ * cluster can).  Sets dist_lasterror on EIO. */
 int dl_notify_ensure(dl_proc_t *p, const dl_core_t *o, uint64_t until);
 /* At the process's creation: on a cluster (channels by slot), the
  * subscriber's connections per node and the registry's count of objects
