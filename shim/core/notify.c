@@ -188,13 +188,10 @@ void dl_notify_abandon(dl_proc_t *p)
 
 /* --- elsewhere: the process's one channel --- */
 
-static void *notify_main(void *arg)
+/* The classic subscriber: one connection, SUBSCRIBEd to the process's
+ * channel, made again whenever it is lost.  Never returns. */
+static void classic_run(dl_proc_t *p)
 {
-    dl_proc_t *p = arg;
-    if (p->shards) {
-        dl_shardsub_run(p->shards);
-        return NULL;
-    }
     dl_backoff_t backoff;
     dl_backoff_init(&backoff, 20, 500);
     int ever = 0;
@@ -268,6 +265,15 @@ static void *notify_main(void *arg)
          * socket): a sign (trust.h), and pushes sent meanwhile are lost. */
         dl_trust_end("redis: the subscriber's connection was lost");
     }
+}
+
+static void *notify_main(void *arg)
+{
+    dl_proc_t *p = arg;
+    if (p->shards)
+        dl_shardsub_run(p->shards);       /* a cluster: a connection per node */
+    else
+        classic_run(p);
     return NULL;
 }
 
