@@ -844,8 +844,11 @@ static void test_reshard_stress(void **state)
     assert_true(tt_cluster_wait_ok(&g_c, 10000));
     char *out = NULL;
     int chk = tt_cluster_check(&g_c, &out);
-    if (chk != 0)
-        fail_msg("cluster check after the reshard: %s", out);
+    if (chk != 0) {
+        printf("cluster check after the reshard:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the reshard failed (above)");
+    }
     free(out);
 }
 
@@ -1014,8 +1017,11 @@ static void test_lock_while_slot_migrates(void **state)
     assert_int_equal(th_proc_stop(&q), 0);
     char *out = NULL;
     int chk = tt_cluster_check(&g_c, &out);
-    if (chk != 0)
-        fail_msg("cluster check after the migrations: %s", out);
+    if (chk != 0) {
+        printf("cluster check after the migrations:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the migrations failed (above)");
+    }
     free(out);
 }
 
@@ -1125,8 +1131,11 @@ static void test_reshard_waiter(void **state)
         fail_msg("classic publishes crossed the cluster bus (%lld)", d.bus_classic);
     char *out = NULL;
     int chk = tt_cluster_check(&g_c, &out);
-    if (chk != 0)
-        fail_msg("cluster check after the reshards: %s", out);
+    if (chk != 0) {
+        printf("cluster check after the reshards:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the reshards failed (above)");
+    }
     free(out);
 }
 
