@@ -111,10 +111,10 @@ if ARGV[6] == '1' then
     -- Tell the holders someone waits (once, at the first registration), so
     -- they stop passing the lock between their own threads.
     if writer then
-      rcall('PUBLISH', CHAN .. writer, 'w ' .. K_LOCK)
+      push(writer, 'w ' .. K_LOCK)
     elseif mode == 'w' then
       for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
-        rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+        push(r, 'w ' .. K_LOCK)
       end
     end
   end

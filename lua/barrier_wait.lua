@@ -40,7 +40,7 @@ if n >= b[1] then
     local t = at and string.sub(m, 1, at - 1)
     if t and not told[t] then
       told[t] = true
-      rcall('PUBLISH', CHAN .. t, 'k ' .. int(gen) .. ' ' .. K_BAR)
+      push(t, 'k ' .. int(gen) .. ' ' .. K_BAR)
     end
   end
   rcall('PEXPIRE', K_BAR, IDLE)

@@ -40,13 +40,32 @@
 -- the others are then KEYS[1] and their suffix, as shim/keys.c builds them,
 -- and every command on them names one key.  A 7th key (the cluster's slot
 -- guard, which never exists) is never read.
--- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
+-- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token
+-- (push, below).
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
 local K_LOCK = KEYS[1]
 local K_RD, K_RI, K_Q = KEYS[2] or K_LOCK .. ':r', KEYS[3] or K_LOCK .. ':ri', KEYS[4] or K_LOCK .. ':q'
 local K_W, K_META = KEYS[5] or K_LOCK .. ':w', KEYS[6] or K_LOCK .. ':m'
 local CHAN = ARGV[1]
+-- On redis-cluster:// ARGV[1] is '<prefix>n:{TAG}:', TAG putting it in the
+-- slot of the keys (shim/conn/channel.h): pushes are sharded (SPUBLISH),
+-- so they stay in the slot's shard instead of crossing the whole cluster
+-- bus; a node without SPUBLISH (before Redis 7) publishes them on the
+-- classic channel, '<prefix>n:' .. token.  Elsewhere ARGV[1] is
+-- '<prefix>n:' (it ends so, never with '}:'), published as it is.
+local CLASSIC = CHAN and string.match(CHAN, '^(.*){[^{}]*}:$')
+
+-- Pushes msg to the process whose token is `to`.
+local function push(to, msg)
+  if CLASSIC then
+    local r = redis.pcall('SPUBLISH', CHAN .. to, msg)
+    if type(r) ~= 'table' or not r.err then return end
+    rcall('PUBLISH', CLASSIC .. to, msg)
+  else
+    rcall('PUBLISH', CHAN .. to, msg)
+  end
+end
 local META_TTL = 7 * 24 * 3600 * 1000
 -- The death trace of a grant not claimed yet (see take_meta).
 local PENDING = 'g:'
@@ -369,8 +388,7 @@ end
 -- Tells grantee h (registration w) of its grant: the push carries its
 -- registration id and fence, so it needs no further round trip.
 local function push_grant(h, w, fence, dead, more)
-  rcall('PUBLISH', CHAN .. h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead ..
-        ' ' .. more .. ' ' .. K_LOCK)
+  push(h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead .. ' ' .. more .. ' ' .. K_LOCK)
 end
 
 -- Hands the lock, if no writer holds it, to the head of the queue: one
@@ -444,7 +462,7 @@ local function ww_set(token, ttl, now)
   -- their process join their hold (as a first registration does).
   if not left then
     for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
-      rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+      push(r, 'w ' .. K_LOCK)
     end
   end
 end

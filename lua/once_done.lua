@@ -25,6 +25,6 @@ if h[1] ~= token or (h[2] ~= fence and h[3] ~= rid) then
 end
 rcall('HSET', K_DONE, 'at', int(now_ms()), 'by', info, 'fence', fence)
 for _, t in ipairs(rcall('ZRANGE', K_Q, 0, -1)) do
-  if t ~= token then rcall('PUBLISH', CHAN .. t, 'k 0 ' .. K_LOCK) end
+  if t ~= token then push(t, 'k 0 ' .. K_LOCK) end
 end
 return res

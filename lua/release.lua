@@ -54,7 +54,7 @@ if mode == 'w' then
       marks_added(rcall('HSET', K_META, unpack(raise({'wh', '', 'wi', '', MARK, fence}, cur))))
       put_unrecoverable(unrec)
       for _, t in ipairs(rcall('ZRANGE', K_Q, 0, -1)) do
-        rcall('PUBLISH', CHAN .. t, 'u ' .. K_LOCK)
+        push(t, 'u ' .. K_LOCK)
       end
       return 1
     end

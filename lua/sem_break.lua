@@ -40,7 +40,7 @@ for _, t in ipairs(holders) do
   if h then
     rcall('HDEL', K_SH, t)
     rcall('ZREM', K_SL, t)
-    rcall('PUBLISH', CHAN .. t, 'r ' .. K_SEM)
+    push(t, 'r ' .. K_SEM)
     removed = removed + 1
     permits = permits + h[1]
   end

@@ -197,7 +197,7 @@ local function wake(avail)
   for _, t in ipairs(rcall('ZRANGE', K_SQ, 0, avail - 1)) do
     local w = rcall('HGET', K_SW, t)
     if w then
-      rcall('PUBLISH', CHAN .. t, 'g ' .. int(cmsgpack.unpack(w)[1]) .. ' 0 0 0 ' .. K_SEM)
+      push(t, 'g ' .. int(cmsgpack.unpack(w)[1]) .. ' 0 0 0 ' .. K_SEM)
     end
   end
 end

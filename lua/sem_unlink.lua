@@ -12,7 +12,7 @@
 local had = rcall('EXISTS', K_SEM)
 local regs = rcall('HGETALL', K_SW)
 for i = 1, #regs, 2 do
-  rcall('PUBLISH', CHAN .. regs[i], 'g ' .. int(cmsgpack.unpack(regs[i + 1])[1]) .. ' 0 0 0 ' .. K_SEM)
+  push(regs[i], 'g ' .. int(cmsgpack.unpack(regs[i + 1])[1]) .. ' 0 0 0 ' .. K_SEM)
 end
 -- One key per command (common.lua: a cluster node importing the slot).
 rcall('DEL', K_SEM)

@@ -75,6 +75,10 @@
  *                   or with its first key only under ASK
  *   migrate.c       redis-cluster://: a lock's keys moved together to the
  *                   node importing their slot
+ *   channel.c       the channels pushes go on: classic, or on a cluster one
+ *                   per slot and process (SPUBLISH stays in the shard)
+ *   shardsub.c      redis-cluster://: the subscriber's connections, one per
+ *                   node, SSUBSCRIBEd to the process's channels of its slots
  *   redlock.c       redlock://: a link per independent server
  *   deferred.c      redlock://: releases and withdrawals owed to a server
  *                   that failed, sent in the background until they land

@@ -36,8 +36,9 @@ static unsigned gates(void)
 }
 
 /* One seeded run; fails the test with the fuzzer's report.  redlock: every
- * process a redlock:// client of the one server (the waiting writer's mark). */
-static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_ms)
+ * process a redlock:// client of the one server (the waiting writer's mark);
+ * by_slot: the channel prefix of redis-cluster://, pushes by SPUBLISH. */
+static void run_opts(uint64_t seed, int procs, int steps, int redlock, int by_slot, long max_ms)
 {
     const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
     pf_opts_t o = { 0 };
@@ -51,6 +52,7 @@ static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_
     o.shrink_ms = 15000;          /* within the harness's 50 s per test */
     o.max_ms = max_ms;            /* a slow box runs fewer steps, never times out */
     o.redlock = redlock;
+    o.by_slot = by_slot;
     pf_fail_t f;
     int done = 0;
     int rc = pf_fuzz(&o, &done, &f);
@@ -59,8 +61,18 @@ static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_
     if (rc > 0)
         fail_msg("protofuzz seed %llu, %d processes: step %d: %s: %s (the sequence is above)",
                  (unsigned long long)o.seed, procs, f.step + 1, f.what, f.msg);
-    print_message("protofuzz seed %llu, %d processes%s: %d steps, every invariant held\n",
-                  (unsigned long long)o.seed, procs, redlock ? " (redlock)" : "", done);
+    print_message("protofuzz seed %llu, %d processes%s: %d steps, %ld grants pushed, every "
+                  "invariant held\n", (unsigned long long)o.seed, procs,
+                  redlock ? " (redlock)" : by_slot ? " (pushes by slot)" : "", done, f.pushes);
+    /* (the model lets pushes be lost: the library asks again; here they
+     * must have come, by SSUBSCRIBE) */
+    if (by_slot && f.pushes == 0)
+        fail_msg("no grant was pushed on the slot's channels in %d steps", done);
+}
+
+static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_ms)
+{
+    run_opts(seed, procs, steps, redlock, 0, max_ms);
 }
 
 static void run(uint64_t seed, int procs, int steps) { run_mode(seed, procs, steps, 0, 25000); }
@@ -159,6 +171,10 @@ static void test_six_procs(void **state) { run(4, 6, 800); }
  * out, lapses when its writer dies, and goes when it takes the lock or
  * gives up; renew 'm' counts it as a waiter.  ~4 s. */
 static void test_redlock_mark(void **state) { run_mode(5, 3, 800, 1, 10000); }
+/* The channel prefix of redis-cluster://: the scripts push by SPUBLISH on
+ * each process's channel of the lock's slot (lua/common.lua, push), heard
+ * with SSUBSCRIBE; the same invariants, grants pushed included. */
+static void test_pushes_by_slot(void **state) { (void)state; run_opts(6, 3, 1000, 0, 1, 15000); }
 
 /* The semaphore's scripts (tests/protofuzz/pf_sem.h): several seeds of
  * each kind; PROTOFUZZ_SEED shifts them, PROTOFUZZ_STEPS sets the length. */
@@ -291,6 +307,7 @@ int main(void)
         TH_TEST(test_four_procs),
         TH_TEST(test_six_procs),
         TH_TEST(test_redlock_mark),
+        TH_TEST(test_pushes_by_slot),
         TH_TEST(test_sem_counting),
         TH_TEST(test_sem_leased),
         TH_TEST(test_cond_three_procs),

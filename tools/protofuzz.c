@@ -8,6 +8,7 @@
  *                      [--full | --gated | --no-late-acquire]
  *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
  *                      [--only INVARIANT] [--verbose] [--replay OPS] [--redlock]
+ *                      [--by-slot]
  *   distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N]
  *                      [--time SECONDS] [--verbose]
  *   distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N]
@@ -26,6 +27,8 @@
  * (how soon a flaw is found while others are known).  --redlock: every
  * process is a redlock:// client of this one server (no queue; a waiting
  * writer's mark keeps new readers out), with the mark's invariants.
+ * --by-slot: the channel prefix of redis-cluster:// (the slot's, so the
+ * scripts push by SPUBLISH; heard with SSUBSCRIBE).
  * --cond: the condition variable's scripts instead (tests/protofuzz/
  * pf_cond.h: no lost wake-up); a failure prints its last steps, and the
  * seed and step count replay it (no shrinking).
@@ -47,7 +50,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n       distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock] [--by-slot]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n       distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -92,6 +95,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-late-acquire")) { o.gates = PF_GATE_LATE_ACQUIRE; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
         if (!strcmp(a, "--redlock")) { o.redlock = 1; continue; }
+        if (!strcmp(a, "--by-slot")) { o.by_slot = 1; continue; }
         if (!strcmp(a, "--cond")) { cond = 1; continue; }
         if (!strcmp(a, "--once")) { once = 1; continue; }
         if (!v)

@@ -9,6 +9,13 @@ void dl_backoff_init(dl_backoff_t *b, unsigned first_ms, unsigned max_ms)
     b->max_ms = max_ms;
 }
 
+unsigned dl_backoff_next(dl_backoff_t *b)
+{
+    unsigned ms = b->step_ms;
+    b->step_ms = b->step_ms * 2 > b->max_ms ? b->max_ms : b->step_ms * 2;
+    return ms;
+}
+
 void dl_backoff_wait(dl_backoff_t *b, uint64_t until)
 {
     unsigned ms = b->step_ms;

@@ -35,6 +35,7 @@
 #include <strings.h>
 
 #include "backoff.h"
+#include "channel.h"
 #include "cluster.h"
 #include "cmdlink.h"
 #include "dl.h"
@@ -42,7 +43,6 @@
 #include "lockform.h"
 #include "migrate.h"
 
-#define DL_SLOTS 16384
 #define DL_MAX_NODES 128
 
 typedef struct dl_cluster {
@@ -55,15 +55,28 @@ typedef struct dl_cluster {
                                          to, while its slot migrates; -1 none */
 } dl_cluster_t;
 
-/* CRC16-CCITT (XMODEM), as Redis Cluster uses it. */
-static unsigned crc16(const char *buf, size_t len)
+/* CRC16-CCITT (XMODEM), as Redis Cluster uses it, a byte at a time from
+ * a table made once (every command routed, every call's channel prefix
+ * and every object of a cluster's subscriber hash a key). */
+static unsigned short crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_make(void)
 {
-    unsigned crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (unsigned)(unsigned char)buf[i] << 8;
+    for (unsigned i = 0; i < 256; i++) {
+        unsigned crc = i << 8;
         for (int b = 0; b < 8; b++)
             crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+        crc_table[i] = (unsigned short)crc;
     }
+}
+
+static unsigned crc16(const char *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_make);
+    unsigned crc = 0;
+    for (size_t i = 0; i < len; i++)
+        crc = ((crc << 8) ^ crc_table[((crc >> 8) ^ (unsigned char)buf[i]) & 0xff]) & 0xffff;
     return crc;
 }
 
@@ -583,6 +596,33 @@ static int cluster_finish(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t
     return cluster_exec(b, cmds, n);
 }
 
+/* The node serving slot (the map loaded first if it has none for it, or
+ * reloaded when asked): for the subscriber's connections per node. */
+static int cluster_locate(void *b, unsigned slot, int reload, dl_endpoint_t *ep, char *err,
+                          size_t errlen)
+{
+    dl_cluster_t *cl = b;
+    slot &= DL_SLOTS - 1;
+    err[0] = 0;
+    pthread_mutex_lock(&cl->mu);
+    int at = cl->slots[slot];
+    pthread_mutex_unlock(&cl->mu);
+    if ((reload || at < 0) && refresh(cl, err, errlen) == 0) {
+        pthread_mutex_lock(&cl->mu);
+        at = cl->slots[slot];
+        pthread_mutex_unlock(&cl->mu);
+    }
+    if (at < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "redis cluster: no node serves slot %u", slot);
+        return EIO;
+    }
+    pthread_mutex_lock(&cl->mu);
+    *ep = *dl_link_ep(cl->nodes[at]);
+    pthread_mutex_unlock(&cl->mu);
+    return 0;
+}
+
 const dl_backend_t dl_backend_cluster = {
     .caps = { .queue = 1, .quorum = 0, .post = 0, .slots = 1 },
     .open = cluster_open,
@@ -591,6 +631,7 @@ const dl_backend_t dl_backend_cluster = {
     .start = cluster_start,
     .finish = cluster_finish,
     .connect_any = dl_connect_first,
+    .locate = cluster_locate,
     .abandon = cluster_abandon,
     .free = cluster_free,
 };

@@ -88,7 +88,7 @@ static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const tak
      * hint there (renewals say it too), so no failure to subscribe stops
      * the call. */
     int nrc = t->enqueue || (t->redlock && t->queue && rq->mode == 'r')
-                  ? dl_notify_ensure(p, rq->deadline) : 0;
+                  ? dl_notify_ensure(p, o, rq->deadline) : 0;
     if (nrc && !t->enqueue)
         nrc = 0;
     if (nrc == EAGAIN)

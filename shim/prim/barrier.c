@@ -367,7 +367,7 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
     uint64_t ndl = DL_FOREVER;
     if (rq->abstime)
         dl_deadline_from_abstime(rq->abstime, &ndl);
-    int rc = dl_notify_ensure(p, ndl);
+    int rc = dl_notify_ensure(p, o, ndl);
     if (rc == EAGAIN) {
         rc = 0;
     } else if (rc) {

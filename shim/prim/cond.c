@@ -107,7 +107,7 @@ int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
     char q[96];
     memset(w, 0, sizeof *w);
     /* Listening before registering: no push can come before we listen. */
-    int nrc = dl_notify_ensure(p, deadline);
+    int nrc = dl_notify_ensure(p, o, deadline);
     if (nrc == EAGAIN) {
         dl_log(DL_LOG_INFO, "condition %s: the subscriber is still connecting; waiting without "
                "pushes (asking again every %lu ms)", dl_core_qname(o, q, sizeof q), reg_ttl(p) / 3);

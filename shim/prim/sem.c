@@ -528,7 +528,7 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     /* Listening before registering: no wake-up can be missed.  A
      * subscriber still connecting is no reason to fail: the waiter asks
      * again every third of its registration's life. */
-    rc = dl_notify_ensure(p, rq->deadline);
+    rc = dl_notify_ensure(p, o, rq->deadline);
     if (rc == EAGAIN)
         rc = 0;
     else if (rc) {

@@ -107,12 +107,15 @@ typedef struct pf_opts {
     int redlock;               /* 1: every process is a redlock:// client of this one
                                   server: no queue, a waiting writer's mark (acquire's
                                   ARGV[10], cancel's and renew's 'm'), no lost requests */
+    int by_slot;               /* 1: the channel prefix of redis-cluster:// (a slot's:
+                                  the scripts' pushes go by SPUBLISH) */
 } pf_opts_t;
 
 /* What went wrong, at which step. */
 typedef struct pf_fail {
     int step;                  /* index into the ops, -1 none */
     int steps_run;             /* how many ops ran (the failing one included) */
+    long pushes;               /* grants pushed and read (lock scripts) */
     char what[64];             /* the invariant's name */
     char msg[512];
 } pf_fail_t;

@@ -586,7 +586,7 @@ int pf_barrier_fuzz(const pf_barrier_opts_t *o, int *steps_done, char *why, size
         return -1;
     }
     dl_kind_keys_write(DL_KIND_BARRIER, r.keybuf, prefix, "b", 1, r.keys, r.lens);
-    if (pf_conn_open(&r.k, o->host, o->port, prefix)) {
+    if (pf_conn_open(&r.k, o->host, o->port, prefix, 0)) {
         snprintf(why, whylen, "%s", r.k.err);
         free(r.keybuf);
         free(r.arr);

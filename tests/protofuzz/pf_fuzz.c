@@ -323,7 +323,8 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     fprintf(out, "protofuzz: FAILED: seed %llu, %d processes, step %d of %d: %s: %s\n",
             (unsigned long long)o->seed, o->procs, fail->step + 1, o->steps, fail->what, fail->msg);
     fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s%s\n",
-            (unsigned long long)o->seed, fail->step + 1, o->procs, o->redlock ? " --redlock" : "",
+            (unsigned long long)o->seed, fail->step + 1, o->procs,
+            o->redlock ? " --redlock" : o->by_slot ? " --by-slot" : "",
             o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated"
             : o->gates == PF_GATE_LATE_ACQUIRE ? " --no-late-acquire" : " --gated --with ...");
     int n = fail->step + 1, replays = 0;

@@ -366,7 +366,7 @@ int pf_once_fuzz(const pf_once_opts_t *o, int *steps_done, char *why, size_t why
         pf_token(i, r.token[i], sizeof r.token[i]);
     if (use_round(&r, 0))
         return -1;
-    if (pf_conn_open(&r.k, o->host, o->port, r.prefix)) {
+    if (pf_conn_open(&r.k, o->host, o->port, r.prefix, 0)) {
         snprintf(why, whylen, "%s", r.k.err);
         free(r.keybuf);
         return -1;

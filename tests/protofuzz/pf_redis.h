@@ -48,7 +48,8 @@ typedef struct pf_conn {
     redisContext *c;           /* commands */
     redisContext *sub;         /* PSUBSCRIBE <prefix>n:* */
     char prefix[64];
-    char chan[80];             /* ARGV[1]: <prefix>n: */
+    char chan[80];             /* ARGV[1]: <prefix>n:, or by slot <prefix>n:{T}: */
+    int by_slot;               /* pushes by SPUBLISH, heard by SSUBSCRIBE */
     char keys[6][96];
     size_t keylen[6];
     char ckeys[6][96];         /* the companion's: <prefix>{L}c... (the same slot) */
@@ -78,7 +79,9 @@ typedef struct pf_snap {
     struct { int proc; char mode; int64_t deadline; uint64_t regid; int queued; } wt[PF_MAX_PROCS + 4];
 } pf_snap_t;
 
-int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix);
+/* by_slot: the channel prefix of redis-cluster:// (the slot of the lock's
+ * keys), whose pushes go by SPUBLISH; else the classic one. */
+int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix, int by_slot);
 void pf_conn_close(pf_conn_t *k);
 /* The token of simulated process i ("t<i>"). */
 void pf_token(int proc, char *buf, size_t size);

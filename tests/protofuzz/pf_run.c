@@ -943,7 +943,7 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
     fail->step = -1;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "pf:%d.%u:", (int)getpid(), ++runs);
-    if (pf_conn_open(&r->k, o->host, o->port, prefix)) {
+    if (pf_conn_open(&r->k, o->host, o->port, prefix, o->by_slot)) {
         snprintf(fail->what, sizeof fail->what, "infrastructure");
         snprintf(fail->msg, sizeof fail->msg, "%s", r->k.err);
         free(r);
@@ -992,6 +992,7 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
             break;
     }
     fail->steps_run = r->step + 1;
+    fail->pushes = r->st.pushes;
     if (rc == 0)
         fail->step = -1;
     else if (rc < 0 && fail->step < 0)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "break.h"
+#include "channel.h"
 
 /* What both commands need first: a connection, the lock's keys and the
  * channel prefix (chan, 300 bytes).  0 or -1 (r->err). */
@@ -18,7 +19,9 @@ static int begin(cli_redis_t *r, int kind, cli_keys_t *lk, const char *name, siz
     }
     if (cli_keys_make(r, kind, lk, name, len))
         return -1;
-    snprintf(chan, 300, "%sn:", r->cfg.prefix);
+    /* On a cluster, the channel of the lock's slot (shim/conn/channel.h). */
+    dl_chan_prefix(r->cfg.prefix, dl_conn_caps(r->conn).slots, lk->k[0], lk->len[0], chan,
+                   300);
     return 0;
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# wirecheck.sh [-m "MODE..."] OLD_BUILD NEW_BUILD
+# wirecheck.sh [-s] [-m "MODE..."] OLD_BUILD NEW_BUILD
 #     Shows that two builds of the library put the same commands on the
 #     wire: the same fixed run (drive.c) against fresh servers of each
 #     topology, captured with MONITOR on every server, normalised (times,
@@ -8,8 +8,13 @@
 #     a pair is the same to the letter (WIRECHECK_TRIES, 4, runs each at
 #     most: see below).  Exit 0 when every mode has such a pair; the diff
 #     of a pair otherwise.
-# wirecheck.sh -c [-m "MODE..."] BUILD OUTDIR
+# wirecheck.sh -c [-s] [-m "MODE..."] BUILD OUTDIR
 #     Only captures BUILD's normalised traces into OUTDIR.
+# -s: the scripts are compared by the order they are first used in, not by
+#     their text: each SHA1 becomes S1, S2... and each script text T1,
+#     T2... where it first appears.  For a change of the scripts' text
+#     (a new line in lua/common.lua) that keeps every command, key and
+#     argument they are called with, and every command they run.
 #
 # MODE: single (redis://), tls (rediss://), cluster (redis-cluster://,
 # three masters; its links fail fast, as redlock's do); these three by
@@ -27,15 +32,17 @@ src=$(cd "$here/../.." && pwd)
 
 modes="single tls cluster"
 capture_only=""
-while getopts m:c o; do
+scripts_by_order=0
+while getopts m:cs o; do
   case $o in
     m) modes=$OPTARG ;;
     c) capture_only=1 ;;
-    *) sed -n '3,24p' "$0" >&2; exit 2 ;;
+    s) scripts_by_order=1 ;;
+    *) sed -n '3,30p' "$0" >&2; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
-[ $# -eq 2 ] || { sed -n '3,24p' "$0" >&2; exit 2; }
+[ $# -eq 2 ] || { sed -n '3,30p' "$0" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/wirecheck.XXXXXX")
 mon_pids=()
@@ -121,8 +128,9 @@ servers() {
 # driver's own left out), a server's port as P1, P2... (the order of
 # PORTS), tokens and other per-run values as the order they first appear.
 normalise() {
-  perl -MDigest::SHA -e '
+  WIRECHECK_SCRIPTS_BY_ORDER=$scripts_by_order perl -MDigest::SHA -e '
     my $side = shift @ARGV; my %port; my $k = 0;
+    my $by_order = $ENV{WIRECHECK_SCRIPTS_BY_ORDER}; my (%sha, %text); my ($ns, $nt) = (0, 0);
     $port{$_} = "P" . ++$k for @ARGV;
     my (%cli, %uuid); my ($nc, $nu) = (0, 0);
     while (<STDIN>) {
@@ -140,6 +148,10 @@ normalise() {
       $cmd =~ s/\\t\d+\\t\d+"/\\tPID\\tTID"/g;
       # a script s text (EVAL, SCRIPT LOAD): its SHA1, same text same SHA1
       $cmd =~ s/"((?:[^"\\]|\\.){200,})"/"\"<text " . Digest::SHA::sha1_hex($1) . ">\""/ge;
+      if ($by_order) {
+        $cmd =~ s/<text ([0-9a-f]{40})>/"<text " . ($text{$1} \/\/= "T" . ++$nt) . ">"/ge;
+        $cmd =~ s/"([0-9a-f]{40})"/"\"" . ($sha{$1} \/\/= "S" . ++$ns) . "\""/ge;
+      }
       # what a script packs (msgpack) holds Redis times and pids
       if ($who eq "lua") {
         $cmd =~ s/"((?:[^"\\]|\\.)*)"/(length($1) > 20 && $1 =~ m{\\x} && $1 !~ m{^distlock:} && $1 !~ m{\{}) ? "\"<packed>\"" : "\"$1\""/ge;
