@@ -76,8 +76,12 @@ if(DISTLOCK_TESTS)
   add_executable(preload_semlegacy ${DLP_TDIR}/semlegacy.c)
   target_link_libraries(preload_semlegacy Threads::Threads)
 
+  # Legacy code with a global pthread barrier, no distlock.
+  add_executable(preload_barlegacy ${DLP_TDIR}/barlegacy.c)
+  target_link_libraries(preload_barlegacy Threads::Threads)
+
   foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8
-            preload_semlegacy)
+            preload_semlegacy preload_barlegacy)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
     dl_target_flags(${t} PLAIN)
   endforeach()
@@ -88,7 +92,7 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;180;1" "sem;120;1" "cond;60;1")
+               "programs;180;1" "sem;120;1" "cond;60;1" "barrier;120;1")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

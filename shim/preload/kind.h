@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kind.h - the seam of the interposer: a kind of mapped object (mutex,
- * rwlock, cond, flock, sem) is its wrappers and one dlp_kind_t, both in
- * its own file (wrap_<kind>.c); the rest of the interposer reads the kind
+ * rwlock, cond, barrier, flock, sem) is its wrappers and one dlp_kind_t,
+ * both in its own file (wrap_<kind>.c); the rest of the interposer reads the kind
  * through this table and names no kind.  Included through preload.h.
  *
  * What a kind tells:
@@ -80,7 +80,7 @@ typedef struct dlp_kind {
 
 /* Every kind, one word each, in the order messages list them: each is
  * the dlp_kind_t dlp_kind_<word> of its wrap_*.c. */
-#define DLP_KINDS(X) X(mutex) X(rwlock) X(flock) X(sem) X(cond)
+#define DLP_KINDS(X) X(mutex) X(rwlock) X(flock) X(sem) X(cond) X(barrier)
 
 #define DLP_KIND_DECLARE(w) extern const dlp_kind_t dlp_kind_##w;
 DLP_KINDS(DLP_KIND_DECLARE)

@@ -53,7 +53,7 @@ int dlp_local_only(const dlp_entry_t *e, const dlp_kind_t *kind, const void *cal
     if (e->kind == kind && !dlp_in)
         return 0;
     if (e->kind == &dlp_kind_dormant && !dlp_in)
-        dlp_dormant_check(kind->word, caller);
+        dlp_dormant_check(kind->word, "lock", caller);
     return 1;
 }
 

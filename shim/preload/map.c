@@ -2,11 +2,12 @@
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
  * KIND is the word of one of the kinds it is given (kind.h: mutex,
- * rwlock, flock, sem, cond).  TARGET is what the kind's objects are named
- * by: a symbol name or exe+0xOFFSET (mutex, rwlock, cond), a file path
- * (flock), or a name /NAME as sem_open(3) takes it (sem).  NAME is the
- * object's name in Redis, among the names of the kind's space: a
- * semaphore's or a condition's never clashes with a lock's, and a lock's
+ * rwlock, flock, sem, cond, barrier).  TARGET is what the kind's objects
+ * are named by: a symbol name or exe+0xOFFSET (mutex, rwlock, cond,
+ * barrier), a file path (flock), or a name /NAME as sem_open(3) takes it
+ * (sem).  NAME is the object's name in Redis, among the names of the
+ * kind's space: a semaphore's, a condition's or a barrier's never clashes
+ * with a lock's, and a lock's
  * name is a mutex or a read-write lock (rwlock, flock), not both.
  * `@PROGRAM` limits the entry to programs of that base name.  Entries are
  * separated by ';'; whitespace around an entry and empty entries are

@@ -100,7 +100,7 @@ const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size)
     if (!d[0])
         d = "Redis unreachable";
     if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0 ||
-        strncmp(d, "condition", 9) == 0)
+        strncmp(d, "condition", 9) == 0 || strncmp(d, "barrier", 7) == 0)
         snprintf(buf, size, "%s", d);
     else
         snprintf(buf, size, "%s \"%s\": %s", e->kind->what, e->name, d);
