@@ -9,6 +9,7 @@
  *   kind.c     the table of kinds (kind.h: what a kind tells the rest)
  *   map.c      DISTLOCK_MAP text -> entries of those kinds (pure parsing)
  *   elfsym.c   symbol name or exe+0xOFFSET -> address in this process
+ *   demangle.c the C++ names of globals' mangled symbols (elfsym.c's)
  *   real.c     the real libc functions behind the wrappers (each declared
  *              where it is called), the guard
  *   table.c    the entries' read-only address table, the dormant state
@@ -56,6 +57,7 @@
 #include "kind.h"
 #include "map.h"
 #include "elfsym.h"
+#include "demangle.h"
 #include "real.h"
 #include "table.h"
 #include "policy.h"
