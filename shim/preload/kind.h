@@ -45,14 +45,19 @@ enum {
 };
 
 /* The distributed half of a lock kind's calls (policy.c's loop runs
- * them): `how` DLP_BLOCK, DLP_TRY or DLP_TIMED (policy.h), mode 'w' or
- * 'r'.  acquire_stoppable (NULL: none) ends with EINTR once *stop is set
- * and interrupt(e) called. */
+ * them): `how` DLP_BLOCK, DLP_TRY or DLP_TIMED (policy.h: then until
+ * abstime on clk, CLOCK_REALTIME or CLOCK_MONOTONIC, with the library's
+ * clock calls), mode 'w' or 'r'.  acquire_stoppable (NULL: none) ends
+ * with EINTR once *stop is set and interrupt(e) called.  robust (NULL:
+ * never): 1 when the program hears EOWNERDEAD itself (a robust mutex,
+ * which it makes consistent); else the policy takes it as acquired. */
 typedef struct dlp_lockops {
-    int (*acquire)(dlp_entry_t *e, char mode, int how, const struct timespec *abstime);
+    int (*acquire)(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                   const struct timespec *abstime);
     int (*acquire_stoppable)(dlp_entry_t *e, char mode, const int *stop);
     void (*interrupt)(dlp_entry_t *e);
     int (*release)(dlp_entry_t *e);
+    int (*robust)(dlp_entry_t *e);
 } dlp_lockops_t;
 
 typedef struct dlp_kind {

@@ -24,7 +24,6 @@
  * do calls in a dormant program, except that its first barrier wait or
  * init stops it, as its first lock does. */
 #include <errno.h>
-#include <stdlib.h>
 
 #include "barrier_api.h"
 #include "dl.h"
@@ -53,23 +52,13 @@ static inline dlp_entry_t *mapped_barrier(const pthread_barrier_t *b, const char
     return NULL;
 }
 
-/* The arrival of a wait found lost (ENOLCK): what DISTLOCK_ON_LOSS says,
- * and under warn the program goes on as if released. */
+/* The arrival of a wait found lost (ENOLCK): what DISTLOCK_ON_LOSS says
+ * (policy.c); under warn the wait returns as released. */
 static int lost(dlp_entry_t *e)
 {
     char buf[700];
-    const char *why = dlp_why(e, buf, sizeof buf);
-    switch (dlp_on_loss) {
-    case DLP_ON_LOSS_ABORT:
-        dlp_die("%s (DISTLOCK_ON_LOSS=abort)", why);
-    case DLP_ON_LOSS_EXIT:
-        dlp_say("%s; exiting with status %d (DISTLOCK_ON_LOSS=exit:%d)", why, dlp_on_loss_status,
-                dlp_on_loss_status);
-        exit(dlp_on_loss_status);
-    default:
-        dlp_say("%s; the wait returns as released (DISTLOCK_ON_LOSS=warn)", why);
-        return 0;
-    }
+    dlp_loss_act(dlp_why(e, buf, sizeof buf));
+    return 0;
 }
 
 static int __attribute__((noinline)) barrier_wait_dist(dlp_entry_t *e)
@@ -78,7 +67,7 @@ static int __attribute__((noinline)) barrier_wait_dist(dlp_entry_t *e)
     dlp_in = 1;
     /* A retry after EIO continues the same arrival (barrier_api.h). */
     while ((rc = dist_barrier_wait(DLP_OBJ(e, dist_barrier_t))) == EIO &&
-           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
+           dlp_outage(e, &quieted, DLP_BLOCK, CLOCK_REALTIME, NULL) == 0)
         ;
     dlp_outage_end(e, quieted, rc == 0 || rc == DIST_BARRIER_SERIAL_THREAD);
     if (rc == ENOLCK)
@@ -102,7 +91,7 @@ static int __attribute__((noinline)) barrier_init_dist(dlp_entry_t *e, pthread_b
     int saved = errno, quieted = 0;
     dlp_in = 1;
     while ((rc = dist_barrier_init(DLP_OBJ(e, dist_barrier_t), e->name, NULL, count)) == EIO &&
-           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
+           dlp_outage(e, &quieted, DLP_BLOCK, CLOCK_REALTIME, NULL) == 0)
         ;
     dlp_outage_end(e, quieted, rc == 0);
     if (rc == EINVAL) {
