@@ -49,9 +49,11 @@ done
 step "libdistlock.so exports every function of distlock.h, and only dist_*"
 bash "$root/tests/install/exports.sh" "$libdir/libdistlock.so" "$prefix/include/distlock.h"
 step "... and every library call of distlock/pthread.h (DIST_API)"
+exported=$(nm -D --defined-only "$libdir/libdistlock.so")
 for fn in $(grep -oE 'DIST_API [a-z_ ]+\*? *dist_pthread_[a-z_]+ *\(' "$prefix/include/distlock/pthread.h" |
             grep -oE 'dist_pthread_[a-z_]+'); do
-  nm -D --defined-only "$libdir/libdistlock.so" | grep -q " $fn@@DISTLOCK_0\$" || {
+  # (a here-string, not a pipe: grep -q leaving early fails it under pipefail)
+  grep -q " $fn@@DISTLOCK_0\$" <<<"$exported" || {
     echo "distlock/pthread.h declares $fn, which $libdir/libdistlock.so does not export" >&2; exit 1; }
 done
 

@@ -15,6 +15,11 @@
  *                         answer (EDEADLK: no self-deadlock)
  *   edges protocol        setprotocol(PTHREAD_PRIO_INHERIT): ENOTSUP
  *   edges once            pthread_once is pthreads' own: prints "ran 1"
+ *   edges condclock MS    a condition of pthread_condattr_setclock(CLOCK_MONOTONIC),
+ *                         pthread_cond_timedwait of MS nobody signals: prints the
+ *                         result, the ms waited, "early" if before MS
+ *   edges sem             sem_init 1, sem_trywait twice, sem_post, sem_getvalue:
+ *                         prints "ok EAGAIN value=1"
  */
 #include <errno.h>
 #include <stdio.h>
@@ -32,6 +37,9 @@ static pthread_mutex_t one = PTHREAD_MUTEX_INITIALIZER, two = PTHREAD_MUTEX_INIT
 static pthread_mutex_t arr[3];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static int ran;
+static pthread_cond_t mono_cv;
+static pthread_mutex_t mono_lock = PTHREAD_MUTEX_INITIALIZER;
+static sem_t slots;
 
 static const char *ename(int e)
 {
@@ -97,6 +105,41 @@ int main(int argc, char **argv)
         pthread_mutexattr_t a;
         pthread_mutexattr_init(&a);
         printf("%s\n", ename(pthread_mutexattr_setprotocol(&a, PTHREAD_PRIO_INHERIT)));
+    } else if (strcmp(mode, "condclock") == 0 && argc > 2) {
+        long ms = atol(argv[2]);
+        pthread_condattr_t a;
+        pthread_condattr_init(&a);
+        pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&mono_cv, &a);
+        pthread_condattr_destroy(&a);
+        struct timespec t0, at, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        at = t0;
+        at.tv_sec += ms / 1000;
+        at.tv_nsec += (ms % 1000) * 1000000L;
+        if (at.tv_nsec >= 1000000000L) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000L;
+        }
+        pthread_mutex_lock(&mono_lock);
+        int rc;
+        while ((rc = pthread_cond_timedwait(&mono_cv, &mono_lock, &at)) == 0)
+            ;
+        pthread_mutex_unlock(&mono_lock);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long waited = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        printf("%s %ld%s\n", rc == ETIMEDOUT ? "ETIMEDOUT" : ename(rc), waited,
+               waited < ms ? " early" : "");
+    } else if (strcmp(mode, "sem") == 0) {
+        sem_init(&slots, 0, 1);
+        int a = sem_trywait(&slots);
+        int b = sem_trywait(&slots);
+        int e = errno;
+        sem_post(&slots);
+        int v = -1;
+        sem_getvalue(&slots, &v);
+        sem_destroy(&slots);
+        printf("%s %s value=%d\n", a == 0 ? "ok" : "fail", b == -1 && e == EAGAIN ? "EAGAIN" : "?", v);
     } else if (strcmp(mode, "once") == 0) {
         pthread_once(&once, run_once);
         pthread_once(&once, run_once);

@@ -129,6 +129,10 @@ check "each of an array named with dist_pthread_name before its init: ok" [ "$("
 check "a default mutex locked twice by its owner: EDEADLK, no self-deadlock" [ "$("$E" relock 2>&1)" = EDEADLK ]
 check "priority inheritance refused: ENOTSUP" [ "$("$E" protocol 2>&1)" = ENOTSUP ]
 check "pthread_once is pthreads' own: ran once" [ "$("$E" once 2>&1)" = "ran 1" ]
+res=$("$E" condclock 400 2>&1)
+check "pthread_condattr_setclock(CLOCK_MONOTONIC), then timedwait: '$res' (ETIMEDOUT, not early)" \
+  bash -c '[[ "$1" == ETIMEDOUT* ]] && [[ "$1" != *early* ]] && [ "$(awk "{ print \$2 }" <<<"$1")" -ge 400 ]' _ "$res"
+check "sem_init, trywait, post, getvalue: $("$E" sem 2>&1)" [ "$("$E" sem 2>&1)" = "ok EAGAIN value=1" ]
 
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
