@@ -75,10 +75,13 @@ check "without the interposer threads are released before the other processes ar
   [ "$BAD" -eq 0 -a "$EARLY" -gt 0 ]
 
 pre() { DISTLOCK_MAP="${MAP:-phase=barrier:g_phase_barrier}" LD_PRELOAD=$LIB "$BAR" "$@"; }
+# The same in the background: the job is the program itself (exec), so
+# that $! is its pid, to kill.
+bg_pre() { DISTLOCK_MAP="${MAP:-phase=barrier:g_phase_barrier}" LD_PRELOAD=$LIB exec "$BAR" "$@"; }
 
 # An arrival counts once made: a process killed while it waits leaves it.
 MAP="dead=barrier:g_phase_barrier"
-pre arrive 3 >"$WORK/arrive" 2>&1 &
+bg_pre arrive 3 >"$WORK/arrive" 2>&1 &
 APID=$!
 DLP_PIDS+=("$APID")
 for _ in $(seq 200); do
@@ -87,7 +90,8 @@ for _ in $(seq 200); do
 done
 check "the first process arrived (Redis counts $(arrivals dead))" [ "$(arrivals dead)" = 1 ]
 kill -9 "$APID"; wait "$APID" 2>/dev/null
-pre once 3 >"$WORK/o1" 2>"$WORK/oe1" &
+check "the first process is gone (killed while it waited)" bash -c '! kill -0 "$1" 2>/dev/null' _ "$APID"
+bg_pre once 3 >"$WORK/o1" 2>"$WORK/oe1" &
 O1=$!
 DLP_PIDS+=("$O1")
 pre once 3 >"$WORK/o2" 2>"$WORK/oe2"
@@ -104,7 +108,7 @@ check "pthread_barrier_destroy while a thread waits: EBUSY, then the wait comple
 
 # Another count while arrivals of the barrier's own count wait: one line.
 MAP="counted=barrier:g_phase_barrier"
-pre once 3 >"$WORK/w3" 2>&1 &
+bg_pre once 3 >"$WORK/w3" 2>&1 &
 W3=$!
 DLP_PIDS+=("$W3")
 for _ in $(seq 200); do
