@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Manual pages (docs/man/): section 3 for the API, grouped as pthread's are,
-# distlock(1), distlock-bench(1), distlock(7) and distlock_preload(8).  Every function has a page of its own name
+# distlock(1), distlock-bench(1), distlock(7), distlock_pthread(7) and distlock_preload(8).
+# Every function has a page of its own name
 # (`man dist_mutex_trylock`): a symbolic link to its group's page.
 # Included by the top-level CMakeLists.txt before cmake/install.cmake.
 
@@ -101,6 +102,9 @@ foreach(src ${DL_MAN_DIR}/distlock.1 ${DL_MAN_DIR}/distlock-bench.1
   dl_man_page(${src} file)
   install(FILES ${file} DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT tools)
 endforeach()
+# distlock_pthread(7) goes with <distlock/pthread.h>, for developers.
+dl_man_page(${DL_MAN_DIR}/distlock_pthread.7 DL_MAN_PORT)
+install(FILES ${DL_MAN_PORT} DESTINATION ${CMAKE_INSTALL_MANDIR}/man7 COMPONENT dev)
 if(DL_MAN_BUILT)
   add_custom_target(distlock_man ALL DEPENDS ${DL_MAN_BUILT})
 endif()

@@ -76,8 +76,27 @@ if(DISTLOCK_TESTS)
   add_executable(preload_semlegacy ${DLP_TDIR}/semlegacy.c)
   target_link_libraries(preload_semlegacy Threads::Threads)
 
+  # Legacy code with a global pthread barrier, no distlock.
+  add_executable(preload_barlegacy ${DLP_TDIR}/barlegacy.c)
+  target_link_libraries(preload_barlegacy Threads::Threads)
+
+  # Legacy code of the newer POSIX calls (robust mutexes, clock waits), and
+  # a wall clock set back for the clock tests (preloaded in front of libc).
+  add_executable(preload_posixlegacy ${DLP_TDIR}/posixlegacy.c)
+  target_link_libraries(preload_posixlegacy Threads::Threads)
+  add_library(preload_fakeclock SHARED ${DLP_TDIR}/fakeclock.c)
+  target_link_libraries(preload_fakeclock ${CMAKE_DL_LIBS})
+
+  # The reader of C++ globals' names alone, checked against c++filt
+  # (test_cxx.sh, which builds its C++ programs itself with g++).
+  add_executable(preload_demangle_check ${DLP_TDIR}/demangle_check.c
+    ${PROJECT_SOURCE_DIR}/shim/preload/demangle.c)
+  target_include_directories(preload_demangle_check PRIVATE ${PROJECT_SOURCE_DIR}/shim/preload
+    $<TARGET_PROPERTY:distlock_internal,INTERFACE_INCLUDE_DIRECTORIES>)
+
   foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8
-            preload_semlegacy)
+            preload_semlegacy preload_barlegacy preload_demangle_check preload_posixlegacy
+            preload_fakeclock)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
     dl_target_flags(${t} PLAIN)
   endforeach()
@@ -88,7 +107,8 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;180;1" "sem;120;1" "cond;60;1")
+               "programs;180;1" "sem;120;1" "cond;60;1" "barrier;120;1" "cxx;240;1"
+               "robust;120;1" "clocks;120;1")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

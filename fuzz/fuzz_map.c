@@ -31,7 +31,9 @@ static const dlp_kind_t sem = { .word = "sem", .target = DLP_BY_NAME, .what = "s
                                 .space = DL_KIND_SEM, .unique = 1 };
 static const dlp_kind_t cond = { .word = "cond", .target = DLP_BY_SYMBOL, .what = "condition",
                                  .space = DL_KIND_COND };
-static const dlp_kind_t *const kinds[] = { &mutex, &rwlock, &flock_, &sem, &cond, NULL };
+static const dlp_kind_t barrier = { .word = "barrier", .target = DLP_BY_SYMBOL,
+                                    .what = "barrier", .space = DL_KIND_BARRIER };
+static const dlp_kind_t *const kinds[] = { &mutex, &rwlock, &flock_, &sem, &cond, &barrier, NULL };
 
 static void check(const char *text, size_t len, size_t bufsize, int max)
 {
@@ -49,7 +51,7 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
         for (int i = 0; i < n; i++) {
             const dlp_spec_t *s = &specs[i];
             FUZZ_CHECK(s->kind == &mutex || s->kind == &rwlock || s->kind == &flock_ ||
-                       s->kind == &sem || s->kind == &cond, "kind");
+                       s->kind == &sem || s->kind == &cond || s->kind == &barrier, "kind");
             FUZZ_CHECK(s->namelen >= 1 && s->namelen <= DIST_NAME_MAX, "namelen %zu", s->namelen);
             FUZZ_CHECK(s->name >= buf && s->name + s->namelen < buf + bufsize, "name outside buf");
             FUZZ_CHECK(memchr(s->name, 0, s->namelen) == NULL, "NUL in name");

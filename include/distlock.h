@@ -59,6 +59,10 @@ extern "C" {
 
 /* Private: tells a statically initialized object from garbage. */
 #define DIST_PRIV_MAGIC_STATIC 0x44534c53u  /* "DSLS" */
+/* Private: a static object whose name is the place of its initializer
+ * (FILE:LINE, distlock/pthread.h), in dl_owns_name: one object per place
+ * and process, checked at its first use. */
+#define DIST_PRIV_NAME_PLACE 4
 
 /* The contents of these types are private; they are complete only so that
  * locks can be declared statically and on the stack. */

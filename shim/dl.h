@@ -22,6 +22,9 @@
  *   barrier.c       the barrier mirror (dist_barrier_*); barrier_api.h: a
  *                   stoppable wait and the mode check for the interposer
  *   once.c          dist_once
+ *   port.c          the calls of <distlock/pthread.h> (dist_pthread_*): the
+ *                   one-line port of a pthread program, its names, places
+ *                   and policy
  * prim/      the primitives: each one's local admission on the hold core
  *   lock.c          the lock (mutex, rwlock): local admission and handoff,
  *                   its kind (dl_lock_kind)

@@ -5,7 +5,9 @@
 set -euo pipefail
 
 # libssl-dev: TLS to Redis (rediss://); openssl: the TLS tests make their
-# certificates with it.
+# certificates with it.  build-essential brings g++ and binutils' c++filt:
+# the interposer's C++ test (tests/preload/test_cxx.sh) builds its program
+# with g++ and checks the interposer's C++ names against c++filt.
 pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
       libssl-dev openssl redis-server redis-tools)
 # The test suite also runs valgrind and the libFuzzer targets (clang; its

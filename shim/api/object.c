@@ -12,11 +12,13 @@
 #include "lock.h"
 #include "object.h"
 #include "objtab.h"
+#include "port.h"
 #include "process.h"
 #include "self.h"
 
 /* dl_owns_name: where the name of an initialized object is (a static
- * object's, 0, is the program's string). */
+ * object's, 0 or DIST_PRIV_NAME_PLACE, is the program's string; the
+ * latter a name that is the place of its initializer: port.c). */
 enum { DL_NAME_COPY = 1, DL_NAME_INLINE = 2 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -34,6 +36,7 @@ static uint64_t gens;
 void dl_obj_after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
+    dl_port_after_fork();
 }
 
 /* The word for an object of that magic in messages. */
@@ -99,6 +102,11 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
 static const char *name_of(const struct dist_lockobj *o)
 {
     return o->dl_owns_name == DL_NAME_INLINE ? o->dl_iname : o->dl_name;
+}
+
+const char *dl_obj_name(const struct dist_lockobj *o)
+{
+    return name_of(o);
 }
 
 static int valid(const struct dist_lockobj *o, unsigned magic)
@@ -195,6 +203,10 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
     const char *name = name_of(o);
     if (name_ok(name, &len, magic))
         return EINVAL;
+    /* A static object named by its place: the place's only object here,
+     * or the program stops (port.c). */
+    if (o->dl_magic == DIST_PRIV_MAGIC_STATIC && o->dl_owns_name == DIST_PRIV_NAME_PLACE)
+        dl_port_place_claim(o, magic, name);
     dl_core_t *e = dl_registry_get(&p->reg, kind, p->cfg.prefix, name, len);
     if (!e)
         return dl_fail(ENOMEM, "out of memory");
@@ -270,6 +282,7 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
                        ? dl_fail(EBUSY, "condition is waited on in this process")
                        : dl_fail(EBUSY, "lock is held or waited on in this process");
     }
+    dl_port_place_release(o);
     /* Only this process's copy of the name is freed (never another
      * process's pointer, which means nothing here). */
     if (o->dl_owns_name == DL_NAME_COPY && name_here(o))

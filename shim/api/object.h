@@ -55,6 +55,9 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
 int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const struct dl_kind *kind,
                         struct dl_proc **pp, struct dl_core **cp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
+/* An initialized object's name as this process reads it (NULL for a
+ * static object's of no name). */
+const char *dl_obj_name(const struct dist_lockobj *o);
 /* dist_*_getfence: the calling thread's fence of its hold on o. */
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
 /* dist_*_getlease: the time left of the calling thread's hold on o. */

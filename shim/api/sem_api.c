@@ -168,9 +168,10 @@ int dist_sem_clockwait(dist_sem_t *s, clockid_t clock, const struct timespec *ab
     return timed(s, clock, abstime, NULL);
 }
 
-int dl_sem_wait_stoppable(dist_sem_t *s, const struct timespec *abstime, const int *stop)
+int dl_sem_wait_stoppable(dist_sem_t *s, clockid_t clock, const struct timespec *abstime,
+                          const int *stop)
 {
-    return abstime ? timed(s, CLOCK_REALTIME, abstime, stop) : wait_for(s, 0, DL_FOREVER, stop);
+    return abstime ? timed(s, clock, abstime, stop) : wait_for(s, 0, DL_FOREVER, stop);
 }
 
 void dl_sem_interrupt(dist_sem_t *s)

@@ -137,14 +137,15 @@ static void add_entry(int i, const dlp_spec_t *s, void *addr, const char *where)
  *   apply in every program: they mean the same object anywhere;
  * - an entry with @PROGRAM applies only in programs of that name, and there
  *   it must resolve, or the program stops now;
- * - the other entries of symbol kinds (mutex, rwlock, cond): a program that has some of the map's
- *   symbols (any symbol found, or for a map of offsets only, an offset
- *   that fits) is the program the map is for: every such entry must
- *   resolve, or it stops now.  A program that has none of them is
- *   dormant: a launcher (timeout, env, sh...) runs and starts the next
- *   program with the environment untouched; a program that locks a
- *   pthread mutex or rwlock anyway (a misspelt symbol) stops at that first
- *   lock call with the reason the start would have given;
+ * - the other entries of symbol kinds (mutex, rwlock, cond, barrier): a
+ *   program that has some of the map's symbols (any symbol found, or for
+ *   a map of offsets only, an offset that fits) is the program the map is
+ *   for: every such entry must resolve, or it stops now.  A program that
+ *   has none of them is dormant: a launcher (timeout, env, sh...) runs and
+ *   starts the next program with the environment untouched; a program
+ *   that locks a pthread mutex or rwlock anyway, or uses a barrier (a
+ *   misspelt symbol), stops at that first call with the reason the start
+ *   would have given;
  * - in a program started by the one the map applied to (DLP_MARKER), missing
  *   entries are skipped. */
 static void apply_map(const char *map, const char *argv0)

@@ -147,7 +147,7 @@ static void *helper(void *arg)
     int try_only = r->req_try;
     unlock();
 
-    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, NULL,
+    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, CLOCK_REALTIME, NULL,
                               try_only ? NULL : &r->stop);
     lock();
     if (r->abandoned) {

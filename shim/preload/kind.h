@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * kind.h - the seam of the interposer: a kind of mapped object (mutex,
- * rwlock, cond, flock, sem) is its wrappers and one dlp_kind_t, both in
- * its own file (wrap_<kind>.c); the rest of the interposer reads the kind
+ * rwlock, cond, barrier, flock, sem) is its wrappers and one dlp_kind_t,
+ * both in its own file (wrap_<kind>.c); the rest of the interposer reads the kind
  * through this table and names no kind.  Included through preload.h.
  *
  * What a kind tells:
@@ -45,14 +45,19 @@ enum {
 };
 
 /* The distributed half of a lock kind's calls (policy.c's loop runs
- * them): `how` DLP_BLOCK, DLP_TRY or DLP_TIMED (policy.h), mode 'w' or
- * 'r'.  acquire_stoppable (NULL: none) ends with EINTR once *stop is set
- * and interrupt(e) called. */
+ * them): `how` DLP_BLOCK, DLP_TRY or DLP_TIMED (policy.h: then until
+ * abstime on clk, CLOCK_REALTIME or CLOCK_MONOTONIC, with the library's
+ * clock calls), mode 'w' or 'r'.  acquire_stoppable (NULL: none) ends
+ * with EINTR once *stop is set and interrupt(e) called.  robust (NULL:
+ * never): 1 when the program hears EOWNERDEAD itself (a robust mutex,
+ * which it makes consistent); else the policy takes it as acquired. */
 typedef struct dlp_lockops {
-    int (*acquire)(dlp_entry_t *e, char mode, int how, const struct timespec *abstime);
+    int (*acquire)(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                   const struct timespec *abstime);
     int (*acquire_stoppable)(dlp_entry_t *e, char mode, const int *stop);
     void (*interrupt)(dlp_entry_t *e);
     int (*release)(dlp_entry_t *e);
+    int (*robust)(dlp_entry_t *e);
 } dlp_lockops_t;
 
 typedef struct dlp_kind {
@@ -85,7 +90,7 @@ typedef struct dlp_kind {
 
 /* Every kind, one word each, in the order messages list them: each is
  * the dlp_kind_t dlp_kind_<word> of its wrap_*.c. */
-#define DLP_KINDS(X) X(mutex) X(rwlock) X(flock) X(sem) X(cond)
+#define DLP_KINDS(X) X(mutex) X(rwlock) X(flock) X(sem) X(cond) X(barrier)
 
 #define DLP_KIND_DECLARE(w) extern const dlp_kind_t dlp_kind_##w;
 DLP_KINDS(DLP_KIND_DECLARE)

@@ -15,23 +15,6 @@
 #include "dl.h"
 #include "preload.h"
 
-const struct timespec *dlp_realtime_of(const dlp_how_t *h, struct timespec *out)
-{
-    if (h->how != DLP_TIMED || h->clk == DLP_NOCLOCK || h->clk == CLOCK_REALTIME)
-        return h->abstime;
-    struct timespec now_c, now_r;
-    clock_gettime(h->clk, &now_c);
-    clock_gettime(CLOCK_REALTIME, &now_r);
-    int64_t left = ((int64_t)h->abstime->tv_sec - now_c.tv_sec) * 1000000000LL +
-                   (h->abstime->tv_nsec - now_c.tv_nsec);
-    if (left < 0)
-        left = 0;
-    int64_t ns = (int64_t)now_r.tv_nsec + left % 1000000000LL;
-    out->tv_sec = now_r.tv_sec + (time_t)(left / 1000000000LL) + (time_t)(ns / 1000000000LL);
-    out->tv_nsec = (long)(ns % 1000000000LL);
-    return out;
-}
-
 /* A release found no distributed hold of this thread.  After fork (the
  * child of a holder unlocking what it inherited) or for a lock taken before
  * the map applied that is expected; another thread of the holding process
@@ -53,18 +36,16 @@ int dlp_local_only(const dlp_entry_t *e, const dlp_kind_t *kind, const void *cal
     if (e->kind == kind && !dlp_in)
         return 0;
     if (e->kind == &dlp_kind_dormant && !dlp_in)
-        dlp_dormant_check(kind->word, caller);
+        dlp_dormant_check(kind->word, "lock", caller);
     return 1;
 }
 
 int dlp_acquire_dist(dlp_entry_t *e, char mode, const dlp_how_t *h, int (*unlock)(void *),
                      void *obj)
 {
-    struct timespec rt;
-    const struct timespec *abstime = dlp_realtime_of(h, &rt);
     dlp_in = 1;
-    int drc = dlp_dist_acquire(e, mode, h->how, abstime, NULL);
-    if (drc)
+    int drc = dlp_dist_acquire(e, mode, h->how, dlp_clock_of(h), h->abstime, NULL);
+    if (drc && drc != EOWNERDEAD)
         unlock(obj);
     else
         __atomic_store_n(&e->holder_pid, getpid(), __ATOMIC_RELAXED);

@@ -15,7 +15,8 @@
 
 /* How the local lock is asked for: DLP_BLOCK, DLP_TRY, or DLP_TIMED with
  * an abstime on clk (DLP_NOCLOCK: the function's own CLOCK_REALTIME
- * variant). */
+ * variant).  The distributed half waits on the same clock (the library's
+ * clock calls): never early on it, whatever the other clock does. */
 typedef struct dlp_how {
     int how;
     clockid_t clk;
@@ -24,9 +25,11 @@ typedef struct dlp_how {
 
 #define DLP_NOCLOCK ((clockid_t)-1)
 
-/* The abstime of another clock, moved to CLOCK_REALTIME (which the
- * distributed calls take) in *out; h->abstime when it is already that. */
-const struct timespec *dlp_realtime_of(const dlp_how_t *h, struct timespec *out);
+/* The clock of h's abstime: clk, or CLOCK_REALTIME for DLP_NOCLOCK. */
+static inline clockid_t dlp_clock_of(const dlp_how_t *h)
+{
+    return h->clk == DLP_NOCLOCK ? CLOCK_REALTIME : h->clk;
+}
 
 /* Does a lock call on e go to libc alone?  Yes when e is not of `kind`,
  * or when the interposer itself is calling; a dormant program stops here
@@ -36,7 +39,8 @@ int dlp_local_only(const dlp_entry_t *e, const dlp_kind_t *kind, const void *cal
 
 /* The distributed half of an acquisition whose local lock the caller now
  * holds; if it fails, the local lock is given back with unlock(obj).  0 or
- * the error of dlp_dist_acquire. */
+ * the error of dlp_dist_acquire (EOWNERDEAD of a robust mutex: acquired,
+ * both held). */
 int dlp_acquire_dist(dlp_entry_t *e, char mode, const dlp_how_t *h, int (*unlock)(void *),
                      void *obj);
 

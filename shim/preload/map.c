@@ -2,11 +2,13 @@
 /* map.c - DISTLOCK_MAP: `NAME=KIND:TARGET[@PROGRAM];...`.
  *
  * KIND is the word of one of the kinds it is given (kind.h: mutex,
- * rwlock, flock, sem, cond).  TARGET is what the kind's objects are named
- * by: a symbol name or exe+0xOFFSET (mutex, rwlock, cond), a file path
- * (flock), or a name /NAME as sem_open(3) takes it (sem).  NAME is the
- * object's name in Redis, among the names of the kind's space: a
- * semaphore's or a condition's never clashes with a lock's, and a lock's
+ * rwlock, flock, sem, cond, barrier).  TARGET is what the kind's objects
+ * are named by: a symbol name (or a C++ global's name as nm -C prints
+ * it: app::counter_mutex) or exe+0xOFFSET (mutex, rwlock, cond,
+ * barrier), a file path (flock), or a name /NAME as sem_open(3) takes it
+ * (sem).  NAME is the object's name in Redis, among the names of the
+ * kind's space: a semaphore's, a condition's or a barrier's never clashes
+ * with a lock's, and a lock's
  * name is a mutex or a read-write lock (rwlock, flock), not both.
  * `@PROGRAM` limits the entry to programs of that base name.  Entries are
  * separated by ';'; whitespace around an entry and empty entries are
@@ -93,6 +95,28 @@ static const dlp_kind_t *kind_of(const dlp_kind_t *const *kinds, const char *wor
     return NULL;
 }
 
+/* Is t a symbol, or the C++ name of a global (`app::counter_mutex`,
+ * `(anonymous namespace)::m`, `app::name[abi:cxx11]`)?  No whitespace,
+ * '=' or ':' but in those three forms. */
+static int symbol_ok(const char *t)
+{
+    static const char *const forms[] = { "::", "(anonymous namespace)", "[abi:" };
+    while (*t) {
+        size_t skip = 0;
+        for (size_t i = 0; i < sizeof forms / sizeof forms[0] && !skip; i++)
+            if (strncmp(t, forms[i], strlen(forms[i])) == 0)
+                skip = strlen(forms[i]);
+        if (skip) {
+            t += skip;
+            continue;
+        }
+        if (isspace_ascii(*t) || *t == '=' || *t == ':')
+            return 0;
+        t++;
+    }
+    return 1;
+}
+
 /* Checks a TARGET of its kind (the '@PROGRAM' cut off already); 0, or -1
  * with the reason in *what. */
 static int check_target(dlp_spec_t *s, char *target, const char **what, char *buf, size_t size)
@@ -129,12 +153,9 @@ static int check_target(dlp_spec_t *s, char *target, const char **what, char *bu
                 return -1;
             }
             s->is_offset = 1;
-        } else {
-            for (const char *c = target; *c; c++)
-                if (isspace_ascii(*c) || *c == '=' || *c == ':') {
-                    *what = "bad symbol name";
-                    return -1;
-                }
+        } else if (!symbol_ok(target)) {
+            *what = "bad symbol name (a symbol, or a C++ name as nm -C prints it)";
+            return -1;
         }
     }
     return 0;

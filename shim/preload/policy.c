@@ -100,7 +100,7 @@ const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size)
     if (!d[0])
         d = "Redis unreachable";
     if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0 ||
-        strncmp(d, "condition", 9) == 0)
+        strncmp(d, "condition", 9) == 0 || strncmp(d, "barrier", 7) == 0)
         snprintf(buf, size, "%s", d);
     else
         snprintf(buf, size, "%s \"%s\": %s", e->kind->what, e->name, d);
@@ -108,31 +108,31 @@ const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size)
 }
 
 /* One attempt of the kind's distributed half. */
-static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
-                     const int *stop)
+static int dist_call(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                     const struct timespec *abstime, const int *stop)
 {
     const dlp_lockops_t *ops = e->kind->lock;
     if (stop && how == DLP_BLOCK && ops->acquire_stoppable)
         return ops->acquire_stoppable(e, mode, stop);
-    return ops->acquire(e, mode, how, abstime);
+    return ops->acquire(e, mode, how, clk, abstime);
 }
 
-static int past(const struct timespec *abstime)
+/* Has abstime passed on clk?  (The library's own test: a bad clock or
+ * abstime counts as passed, which the call itself then refuses.) */
+static int past(clockid_t clk, const struct timespec *abstime)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return now.tv_sec > abstime->tv_sec ||
-           (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+    return dl_passed_on(clk, abstime);
 }
 
-int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
-                     const int *stop)
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                     const struct timespec *abstime, const int *stop)
 {
+    const dlp_lockops_t *ops = e->kind->lock;
     int quieted = 0, rc;
     for (;;) {
         uint64_t t0 = dl_now_ms();
-        rc = dist_call(e, mode, how, abstime, stop);
-        if (rc == EOWNERDEAD) {
+        rc = dist_call(e, mode, how, clk, abstime, stop);
+        if (rc == EOWNERDEAD && !(ops->robust && ops->robust(e))) {
             /* Acquired; legacy code has no way to hear about it. */
             dl_log(DL_LOG_WARN, "lock \"%s\": acquired after the previous holder's lease ran out "
                    "(it crashed or stalled); the protected state may be half-updated", e->name);
@@ -148,7 +148,7 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
             rc = EBUSY;               /* a try never waits: "not now" */
             break;
         }
-        if (how == DLP_TIMED && past(abstime)) {
+        if (how == DLP_TIMED && past(clk, abstime)) {
             rc = ETIMEDOUT;
             break;
         }
@@ -175,14 +175,15 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
     return rc;
 }
 
-int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abstime)
+int dlp_outage(dlp_entry_t *e, int *quieted, int how, clockid_t clk,
+               const struct timespec *abstime)
 {
     static __thread uint64_t last_try;
     char buf[700];
     if (dlp_on_error == DLP_ON_ERROR_ABORT)
         dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
     warn_outage(dlp_why(e, buf, sizeof buf));
-    if (how == DLP_TIMED && past(abstime))
+    if (how == DLP_TIMED && past(clk, abstime))
         return ETIMEDOUT;
     if (!*quieted) {
         quiet(1);

@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * preload.h - internals of libdistlock_preload.so, the LD_PRELOAD
- * interposer that turns chosen pthread mutexes, rwlocks, conditions, lock
- * files and named semaphores of an unmodified program into distributed
- * ones (SPEC "The interposer").
+ * interposer that turns chosen pthread mutexes, rwlocks, conditions,
+ * barriers, lock files and named semaphores of an unmodified program into
+ * distributed ones (SPEC "The interposer").
  *
  * The machinery names no kind:
  *   kind.c     the table of kinds (kind.h: what a kind tells the rest)
  *   map.c      DISTLOCK_MAP text -> entries of those kinds (pure parsing)
  *   elfsym.c   symbol name or exe+0xOFFSET -> address in this process
+ *   demangle.c the C++ names of globals' mangled symbols (elfsym.c's)
  *   real.c     the real libc functions behind the wrappers (each declared
  *              where it is called), the guard
  *   table.c    the entries' read-only address table, the dormant state
@@ -27,6 +28,7 @@
  *   wrap_mutex.c     mutex:   pthread_mutex_*
  *   wrap_rwlock.c    rwlock:  pthread_rwlock_*
  *   wrap_cond.c      cond:    pthread_cond_* (and waits on a mapped mutex)
+ *   wrap_barrier.c   barrier: pthread_barrier_init, wait, destroy
  *   wrap_file.c      flock:   flock, fcntl, fcntl64, lockf, lockf64, close
  *   wrap_sem.c       sem:     sem_open and the calls on the semaphores it maps
  *
@@ -55,6 +57,7 @@
 #include "kind.h"
 #include "map.h"
 #include "elfsym.h"
+#include "demangle.h"
 #include "real.h"
 #include "table.h"
 #include "policy.h"

@@ -66,7 +66,7 @@ void dlp_table_dormant(const char *why, const char *hint)
     __atomic_store_n(&dlp_span, UINTPTR_MAX, __ATOMIC_RELEASE);
 }
 
-void dlp_dormant_check(const char *what, const void *caller)
+void dlp_dormant_check(const char *what, const char *call, const void *caller)
 {
     static int stopping;
     if ((uintptr_t)caller >= self_lo && (uintptr_t)caller < self_hi)
@@ -76,6 +76,6 @@ void dlp_dormant_check(const char *what, const void *caller)
     if (__atomic_exchange_n(&stopping, 1, __ATOMIC_ACQ_REL))
         for (;;)
             pause();
-    dlp_stop("%s; stopped at the program's first pthread %s lock (an entry for another program: %s)",
-             dormant_why, what, dormant_hint);
+    dlp_stop("%s; stopped at the program's first pthread %s %s (an entry for another program: %s)",
+             dormant_why, what, call, dormant_hint);
 }

@@ -54,8 +54,9 @@ extern const dlp_kind_t dlp_kind_dormant;
  * symbols (dlp_lookup gave the dlp_kind_dormant entry).  Unless the call is the
  * interposer's own (dlp_in, or `caller`, the wrapper's return address, is
  * in this library), the program stops here with the one-line reason (exit
- * status 1), before the lock is taken.  `what`: "mutex" or "rwlock". */
-void dlp_dormant_check(const char *what, const void *caller);
+ * status 1), before the lock is taken.  `what`: the kind's word ("mutex",
+ * "rwlock", "barrier"), `call` what was called ("lock", "wait"). */
+void dlp_dormant_check(const char *what, const char *call, const void *caller);
 
 /* boot.c, before main: enters an entry of a DLP_BY_SYMBOL kind (e->addr
  * set) in the table; publishes [lo, hi] as the range every lookup checks first

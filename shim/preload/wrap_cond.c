@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wrap_cond.c - pthread_cond_wait, timedwait, clockwait, signal and
- * broadcast: the cond kind, and waits on a mapped mutex.
+/* wrap_cond.c - pthread_cond_wait, timedwait, clockwait, signal,
+ * broadcast, init and destroy: the cond kind, and waits on a mapped mutex.
  *
  * `NAME=cond:SYMBOL` maps a global pthread_cond_t to the dist_cond_t
  * NAME: its waits (on a mapped mutex) wait in Redis, its signals wake
- * waiters in every process.  A wait on an unmapped condition with a
+ * waiters in every process.  A timed wait waits on its clock with the
+ * library's clock calls: clockwait's, and timedwait's the condition's own
+ * (CLOCK_REALTIME, or the clock of the attribute the program initialized
+ * it with: pthread_condattr_setclock, then pthread_cond_init).  A wait
+ * that takes back a robust mapped mutex after its holder died says
+ * EOWNERDEAD, as pthread_cond_wait does.  A wait on an unmapped condition with a
  * mapped mutex (the mutex kind's) releases the distributed lock around
  * the real wait.  Everything else goes straight to libc; so do waits and
  * signals in a dormant program. */
@@ -24,6 +29,18 @@ DLP_REAL_FN(int, pthread_cond_clockwait,
 DLP_REAL_FN(int, pthread_cond_signal, (pthread_cond_t *c), (c), "GLIBC_2.3.2", dlp_real_missing, 0)
 DLP_REAL_FN(int, pthread_cond_broadcast, (pthread_cond_t *c), (c), "GLIBC_2.3.2",
             dlp_real_missing, 0)
+DLP_REAL_FN(int, pthread_cond_init, (pthread_cond_t *c, const pthread_condattr_t *a), (c, a),
+            "GLIBC_2.3.2", dlp_real_missing, 0)
+DLP_REAL_FN(int, pthread_cond_destroy, (pthread_cond_t *c), (c), "GLIBC_2.3.2",
+            dlp_real_missing, 0)
+DLP_REAL_FN(int, pthread_condattr_getclock, (const pthread_condattr_t *a, clockid_t *k), (a, k),
+            NULL, dlp_real_missing, 0)
+
+/* Is e's distributed mutex robust (the program hears EOWNERDEAD)? */
+static int robust_mutex(dlp_entry_t *e)
+{
+    return e->kind->lock->robust && e->kind->lock->robust(e);
+}
 
 static int real_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
                      const struct timespec *abstime)
@@ -45,6 +62,7 @@ static int real_wait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
 typedef struct cwait {
     dlp_entry_t *e;
     int held;
+    int rc;                   /* the retake's: EOWNERDEAD of a robust mutex */
 } cwait_t;
 
 static void cond_retake(void *arg)
@@ -54,7 +72,7 @@ static void cond_retake(void *arg)
         return;
     int saved = errno;
     dlp_in = 1;
-    dlp_dist_acquire(w->e, 'w', DLP_BLOCK, NULL, NULL);
+    w->rc = dlp_dist_acquire(w->e, 'w', DLP_BLOCK, CLOCK_REALTIME, NULL, NULL);
     dlp_in = 0;
     errno = saved;
 }
@@ -66,7 +84,7 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
     if (e->kind != &dlp_kind_mutex || dlp_in)
         return real_wait(c, m, clk, abstime);
     int saved = errno;
-    cwait_t w = { e, 0 };
+    cwait_t w = { e, 0, 0 };
     dlp_in = 1;
     w.held = dlp_dist_release(e) == 0;
     dlp_in = 0;
@@ -75,6 +93,8 @@ static int __attribute__((noinline)) cond_wait_mapped(dlp_entry_t *e, pthread_co
     rc = real_wait(c, m, clk, abstime);
     pthread_cleanup_pop(1);
     errno = saved;
+    if ((rc == 0 || rc == ETIMEDOUT) && w.rc == EOWNERDEAD)
+        return EOWNERDEAD;
     return rc;
 }
 
@@ -95,15 +115,16 @@ static int __attribute__((noinline)) cond_wait_dist(dlp_entry_t *ec, pthread_mut
                  "is not in the map; map that mutex too (NAME=mutex:SYMBOL): waiters and "
                  "signallers in other processes must exclude each other by it", ec->name);
     int saved = errno;
-    dlp_how_t h = { abstime ? DLP_TIMED : DLP_BLOCK, clk, abstime };
-    struct timespec rt;
-    const struct timespec *at = dlp_realtime_of(&h, &rt);
+    int how = abstime ? DLP_TIMED : DLP_BLOCK;
+    dist_cond_t *dc = DLP_OBJ(ec, dist_cond_t);
+    /* timedwait: the condition's own clock (dist_cond_timedwait's). */
+    if (clk == DLP_NOCLOCK)
+        clk = (clockid_t)dc->dl_o.dl_type;
     dl_condwait_t cw;
     int quieted = 0, rc;
     dlp_in = 1;
-    while ((rc = dl_condwait_begin(&cw, DLP_OBJ(ec, dist_cond_t), DLP_OBJ(em, dist_mutex_t),
-                                   at)) == EIO &&
-           (rc = dlp_outage(ec, &quieted, h.how, at)) == 0)
+    while ((rc = dl_condwait_begin_on(&cw, dc, DLP_OBJ(em, dist_mutex_t), clk, abstime)) == EIO &&
+           (rc = dlp_outage(ec, &quieted, how, clk, abstime)) == 0)
         ;
     dlp_outage_end(ec, quieted, rc == 0);
     if (rc) {                     /* the wait did not start: both still held */
@@ -121,11 +142,11 @@ static int __attribute__((noinline)) cond_wait_dist(dlp_entry_t *ec, pthread_mut
     int erc = dl_condwait_end(&cw, brc);
     if (erc == EIO) {
         /* Not held again: taken as a lock call of the program would be. */
-        dlp_dist_acquire(em, 'w', DLP_BLOCK, NULL, NULL);
+        int trc = dlp_dist_acquire(em, 'w', DLP_BLOCK, CLOCK_REALTIME, NULL, NULL);
         dl_condwait_restore(&cw);
-        erc = brc;
+        erc = trc == EOWNERDEAD ? trc : brc;
     }
-    if (erc == EOWNERDEAD) {
+    if (erc == EOWNERDEAD && !robust_mutex(em)) {
         dl_log(DL_LOG_WARN, "lock \"%s\": taken again after a condition wait, after a hold on "
                "it lapsed (its holder crashed or stalled); the protected state may be "
                "half-updated", em->name);
@@ -144,7 +165,7 @@ static void dist_signal(dlp_entry_t *e, int all)
     dist_cond_t *c = DLP_OBJ(e, dist_cond_t);
     int quieted = 0, rc;
     while ((rc = all ? dist_cond_broadcast(c) : dist_cond_signal(c)) == EIO &&
-           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
+           dlp_outage(e, &quieted, DLP_BLOCK, CLOCK_REALTIME, NULL) == 0)
         ;
     dlp_outage_end(e, quieted, rc == 0);
     if (rc) {
@@ -214,6 +235,72 @@ COND_WAIT_WRAP(pthread_cond_timedwait,
 COND_WAIT_WRAP(pthread_cond_clockwait,
                (pthread_cond_t *c, pthread_mutex_t *m, clockid_t clk,
                 const struct timespec *abstime), clk, abstime, (c, m, clk, abstime))
+
+/* The entry's dist_cond_t made again on clock: the old one ends (EBUSY
+ * while a thread of this process waits on it: then it is kept). */
+static void remake(dlp_entry_t *e, clockid_t clock, const char *why)
+{
+    dist_cond_t *dc = DLP_OBJ(e, dist_cond_t);
+    if (dist_cond_destroy(dc)) {
+        dl_log(DL_LOG_WARN, "condition \"%s\": %s: the distributed condition is kept as it "
+               "was: %s", e->name, why, dist_lasterror());
+        return;
+    }
+    dist_condattr_t a;
+    dist_condattr_init(&a);
+    dist_condattr_setclock(&a, clock);
+    int rc = dist_cond_init(dc, e->name, &a);
+    dist_condattr_destroy(&a);
+    if (rc)                            /* never: the name was good before main */
+        dlp_die("condition \"%s\": %s: %s", e->name, why, dist_lasterror());
+}
+
+static int __attribute__((noinline)) cond_init_dist(dlp_entry_t *e, pthread_cond_t *c,
+                                                   const pthread_condattr_t *attr)
+{
+    int rc = DLP_REAL(pthread_cond_init)(c, attr);
+    if (rc)
+        return rc;                    /* a clock libc refuses: its answer */
+    clockid_t clock = CLOCK_REALTIME;
+    if (attr && DLP_REAL(pthread_condattr_getclock)(attr, &clock))
+        clock = CLOCK_REALTIME;
+    int saved = errno;
+    dlp_in = 1;
+    if ((clockid_t)DLP_OBJ(e, dist_cond_t)->dl_o.dl_type != clock)
+        remake(e, clock, "pthread_cond_init");
+    dlp_in = 0;
+    errno = saved;
+    return 0;
+}
+
+static int __attribute__((noinline)) cond_destroy_dist(dlp_entry_t *e, pthread_cond_t *c)
+{
+    int rc = DLP_REAL(pthread_cond_destroy)(c);
+    if (rc)
+        return rc;
+    int saved = errno;
+    dlp_in = 1;
+    remake(e, CLOCK_REALTIME, "pthread_cond_destroy");
+    dlp_in = 0;
+    errno = saved;
+    return 0;
+}
+
+DLP_EXPORT int pthread_cond_init(pthread_cond_t *c, const pthread_condattr_t *attr)
+{
+    dlp_entry_t *e = mapped_cond(c);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_init_dist(e, c, attr);
+    return DLP_REAL(pthread_cond_init)(c, attr);
+}
+
+DLP_EXPORT int pthread_cond_destroy(pthread_cond_t *c)
+{
+    dlp_entry_t *e = mapped_cond(c);
+    if (DLP_UNLIKELY(e != NULL))
+        return cond_destroy_dist(e, c);
+    return DLP_REAL(pthread_cond_destroy)(c);
+}
 
 /* ------------------------------------------------------------ the kind */
 

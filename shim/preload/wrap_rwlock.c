@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* wrap_rwlock.c - the rwlock kind: `NAME=rwlock:SYMBOL` maps a global
  * pthread_rwlock_t to the dist_rwlock_t NAME.  pthread_rwlock_rdlock,
- * wrlock and their try, timed and clock variants, and unlock; the
+ * wrlock and their try, timed and clock variants (on their clock: the
+ * library's dist_rwlock_clock*lock), and unlock; the
  * program's own rwlock is taken first and keeps its semantics
  * (lockwrap.c).  Its distributed half, dlp_rwlock_ops, is the file locks'
  * too (wrap_file.c). */
@@ -94,19 +95,20 @@ DLP_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *rw)
 
 /* ------------------------------------------------------------ the kind */
 
-static int dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime)
+static int dist_acquire(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                        const struct timespec *abstime)
 {
     dist_rwlock_t *rw = DLP_OBJ(e, dist_rwlock_t);
     if (mode == 'r') {
         switch (how) {
         case DLP_TRY: return dist_rwlock_tryrdlock(rw);
-        case DLP_TIMED: return dist_rwlock_timedrdlock(rw, abstime);
+        case DLP_TIMED: return dist_rwlock_clockrdlock(rw, clk, abstime);
         default: return dist_rwlock_rdlock(rw);
         }
     }
     switch (how) {
     case DLP_TRY: return dist_rwlock_trywrlock(rw);
-    case DLP_TIMED: return dist_rwlock_timedwrlock(rw, abstime);
+    case DLP_TIMED: return dist_rwlock_clockwrlock(rw, clk, abstime);
     default: return dist_rwlock_wrlock(rw);
     }
 }

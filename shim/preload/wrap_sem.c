@@ -2,12 +2,14 @@
 /* wrap_sem.c - the sem kind: POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
  * entries: sem_open of a mapped name returns a handle of the interposer's
  * (one per entry, in this library's memory, so a lookup is one range
- * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait,
- * sem_post, sem_getvalue and sem_close on it become calls of a counting
- * dist_sem_t (its first value: sem_open's).  Anything else goes to libc:
- * unnamed semaphores (sem_init), other names, sem_unlink (the semaphore in
- * Redis is not removed: other hosts may use it; an idle one is forgotten
- * after 30 days).
+ * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait (on
+ * its clock), sem_post, sem_getvalue and sem_close on it become calls of a
+ * counting dist_sem_t (its first value: sem_open's).  sem_unlink of a
+ * mapped name removes the semaphore from Redis (dist_sem_unlink): a later
+ * sem_open with O_CREAT makes a new one with its value, one without
+ * O_CREAT fails with ENOENT; unlike the kernel's, handles still open then
+ * use the new one from their next call.  Anything else goes to libc:
+ * unnamed semaphores (sem_init), other names.
  *
  * Errors as the kernel's: sem_open ENOENT (no O_CREAT, the semaphore does
  * not exist), EEXIST (O_CREAT|O_EXCL, it does), EINVAL (value above
@@ -66,6 +68,7 @@ SEM_REAL(sem_timedwait, (sem_t *s, const struct timespec *t), (s, t))
 SEM_REAL(sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t))
 SEM_REAL(sem_post, (sem_t *s), (s))
 SEM_REAL(sem_getvalue, (sem_t *s, int *v), (s, v))
+SEM_REAL(sem_unlink, (const char *n), (n))
 
 /* sem_open's mode and value are there only with O_CREAT; passed on alike. */
 static sem_t *boot_sem_open(const char *name, int oflag, ...);
@@ -311,6 +314,7 @@ DLP_EXPORT int sem_close(sem_t *s)
 typedef struct swait {
     dlp_entry_t *e;
     int timed;
+    clockid_t clock;          /* abs's */
     struct timespec abs;
     int stop;                 /* set by the interrupted caller (atomic) */
     int done, abandoned, rc;  /* under mu */
@@ -323,7 +327,8 @@ static void *helper(void *arg)
     dlp_in = 1;                               /* all of this thread is interposer code */
     int rc;
     for (;;) {
-        rc = dl_sem_wait_stoppable(DLP_OBJ(w->e, dist_sem_t), w->timed ? &w->abs : NULL, &w->stop);
+        rc = dl_sem_wait_stoppable(DLP_OBJ(w->e, dist_sem_t), w->clock, w->timed ? &w->abs : NULL,
+                                   &w->stop);
         if (rc != EIO || __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
             break;
         outage(w->e, "sem_wait");
@@ -348,9 +353,9 @@ static void *helper(void *arg)
     return NULL;
 }
 
-/* The distributed wait of entry i until abstime (NULL: none): 0 or an
- * errno value. */
-static int wait_dist(int i, const struct timespec *abstime)
+/* The distributed wait of entry i until abstime on clock (NULL: none): 0
+ * or an errno value. */
+static int wait_dist(int i, clockid_t clock, const struct timespec *abstime)
 {
     dlp_entry_t *e = sems[i];
     int saved = dlp_in;
@@ -376,6 +381,7 @@ static int wait_dist(int i, const struct timespec *abstime)
     }
     w->e = e;
     w->efd = efd;
+    w->clock = clock;
     if (abstime) {
         w->timed = 1;
         w->abs = *abstime;
@@ -441,7 +447,7 @@ DLP_EXPORT int sem_wait(sem_t *s)
     if (i < 0)
         return -1;
     int rc;
-    while ((rc = wait_dist(i, NULL)) == ENOLCK && take_up(i) == 0)
+    while ((rc = wait_dist(i, CLOCK_REALTIME, NULL)) == ENOLCK && take_up(i) == 0)
         ;
     return waited(i, rc, "sem_wait");
 }
@@ -456,13 +462,14 @@ DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
     if (!DLP_LAUNDER(abstime))
         return fail(EINVAL);
     int rc;
-    while ((rc = wait_dist(i, abstime)) == ENOLCK && take_up(i) == 0)
+    while ((rc = wait_dist(i, CLOCK_REALTIME, abstime)) == ENOLCK && take_up(i) == 0)
         ;
     return waited(i, rc, "sem_timedwait");
 }
 
-/* sem_clockwait: CLOCK_REALTIME as sem_timedwait; CLOCK_MONOTONIC turned
- * into the CLOCK_REALTIME time as far away. */
+/* sem_clockwait: the wait on the clock it names (the library's clock
+ * wait): never ETIMEDOUT before abstime on that clock, whatever the other
+ * one does. */
 DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
     if (index_of(s) < 0)
@@ -472,24 +479,8 @@ DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *a
         return -1;
     if (!DLP_LAUNDER(abstime) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
         return fail(EINVAL);
-    struct timespec abs = *abstime;
-    if (clock == CLOCK_MONOTONIC && abs.tv_nsec >= 0 && abs.tv_nsec < 1000000000L) {
-        struct timespec mono, real;
-        clock_gettime(CLOCK_MONOTONIC, &mono);
-        clock_gettime(CLOCK_REALTIME, &real);
-        long long ns = ((long long)abs.tv_sec - mono.tv_sec) * 1000000000LL + abs.tv_nsec -
-                       mono.tv_nsec + real.tv_nsec;
-        long long sec = (long long)real.tv_sec + ns / 1000000000LL;
-        ns %= 1000000000LL;
-        if (ns < 0) {
-            ns += 1000000000LL;
-            sec--;
-        }
-        abs.tv_sec = (time_t)sec;
-        abs.tv_nsec = (long)ns;
-    }
     int rc;
-    while ((rc = wait_dist(i, &abs)) == ENOLCK && take_up(i) == 0)
+    while ((rc = wait_dist(i, clock, abstime)) == ENOLCK && take_up(i) == 0)
         ;
     return waited(i, rc, "sem_clockwait");
 }
@@ -565,6 +556,25 @@ DLP_EXPORT int sem_getvalue(sem_t *s, int *sval)
     }
     dlp_in = saved;
     return rc ? fail(odd(e, "sem_getvalue", rc)) : 0;
+}
+
+/* --------------------------------------------------------------- unlink */
+
+DLP_EXPORT int sem_unlink(const char *name)
+{
+    int i = entry_of(name);
+    if (i < 0)
+        return DLP_REAL(sem_unlink)(name);
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    int rc;
+    while ((rc = dist_sem_unlink(e->name)) == EIO)
+        outage(e, "sem_unlink");
+    dlp_in = saved;
+    if (rc == 0)
+        return 0;
+    return fail(rc == ENOENT ? ENOENT : odd(e, "sem_unlink", rc));
 }
 
 static void after_fork(void)

@@ -141,6 +141,8 @@ int main(int argc, char **argv)
         printf("%d\n", v);
         return 0;
     }
+    if (strcmp(op, "unlink") == 0)
+        return result(sem_unlink(name));
     if (strcmp(op, "open") == 0 && argc >= 4) {
         int oflag = argv[3][0] == 'c' ? O_CREAT : argv[3][0] == 'x' ? O_CREAT | O_EXCL : 0;
         sem_t *s = sem_open(name, oflag, 0600, argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 0u);
@@ -173,6 +175,25 @@ int main(int argc, char **argv)
         }
         errno = err;
         return result(rc);
+    }
+    if (strcmp(op, "clock") == 0 && argc == 4) {
+        struct timespec ts, t0, t1;
+        long ms = atol(argv[3]);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ts = t0;
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int rc = sem_clockwait(s, CLOCK_MONOTONIC, &ts);
+        int err = errno;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long waited = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        printf("%s %ld%s\n", rc == 0 ? "ok" : ename(err), waited,
+               rc && err == ETIMEDOUT && waited < ms ? " early" : "");
+        return 0;
     }
     if (strcmp(op, "intr") == 0 && argc == 4) {
         struct sigaction sa;
