@@ -63,10 +63,10 @@ static void lapse_all(dl_sem_t *s, const char *why);
 static int gone_code(dl_sem_t *s)
 {
     char q[96];
-    return dl_fail(ENOLCK, "semaphore %s: Redis lost the semaphore this process used (a "
-                   "restart without persistence, a flush, eviction) and may have made it anew "
-                   "with its first value; destroy and initialize it again to use that one",
-                   qname(s, q, sizeof q));
+    return dl_fail(ENOLCK, "semaphore %s: the semaphore this process used is gone from Redis "
+                   "(a restart without persistence, a flush, eviction, or a reset by distlock "
+                   "break) and may have been made anew with its first value; destroy and "
+                   "initialize it again to use that one", qname(s, q, sizeof q));
 }
 
 /* o->mu held: Redis lost the semaphore the process used; told once.  Its
@@ -100,9 +100,9 @@ static int found_lost(dl_sem_t *s)
     if (!s->gone) {
         s->gone = 1;
         dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a restart "
-               "without persistence, a flush, eviction, or 30 days unused): its count may "
-               "have started again; every call on it returns ENOLCK until it is destroyed and "
-               "initialized again", qname(s, q, sizeof q));
+               "without persistence, a flush, eviction, or 30 days unused), or distlock break "
+               "reset it: its count may have started again; every call on it returns ENOLCK "
+               "until it is destroyed and initialized again", qname(s, q, sizeof q));
         tell_lost(s);
     }
     return gone_code(s);
@@ -125,8 +125,9 @@ static void adopt(dl_sem_t *s, uint64_t inc)
     if (s->inc && s->inc != inc) {
         if (!s->gone) {
             dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a "
-                   "restart without persistence, a flush, eviction, or 30 days unused); "
-                   "initialized again, the process now uses the one Redis has",
+                   "restart without persistence, a flush, eviction, or 30 days unused), or "
+                   "distlock break reset it; initialized again, the process now uses the one "
+                   "Redis has",
                    qname(s, q, sizeof q));
             tell_lost(s);
         }
