@@ -333,11 +333,10 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         .op = { rq->kind, rq->value, id, inc }, .wait = wait,
         .waiter_ttl_ms = dl_claim_window(p->cfg.lease_ms), .lease_ms = p->cfg.lease_ms,
         .info = info, .infolen = infolen });
-    /* A timed wait waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        uint64_t soonest = dl_now_ms() + 50;   /* (a round trip's worth at least) */
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed wait waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as trywait. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending it, the
      * server may run it when it resumes: its withdrawal runs right after. */
     dl_call_sem_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = id,
@@ -348,7 +347,9 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         if (c.cmd.sent)
             pending(p, s, 'w', id, inc);
         if (c.deadline && dl_now_ms() >= c.deadline)
-            return ETIMEDOUT;
+            return dl_fail(ETIMEDOUT, "semaphore %s: timed out (Redis did not answer by the "
+                           "deadline; a permit the request may take is given back)",
+                           qname(s, q, sizeof q));
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
     *r = c.reply.sem_wait;
@@ -503,8 +504,12 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = gone_code(s);
         goto out;
     }
-    if (rq->try_only) {
+    if (rq->try_only || over(rq)) {
+        /* A deadline already past: one try (never queued), as trywait;
+         * its EAGAIN is the time-out. */
         rc = try_once(p, s, rq);
+        if (rc == EAGAIN && !rq->try_only)
+            rc = over_code(s, rq);
         goto out;
     }
     /* One thread of the process waits in Redis's queue (the core's one
