@@ -59,6 +59,11 @@ typedef struct dl_hold_calls {
      * kind whose objects are taken one at a time only. */
     void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
     void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);
+    /* Many holds renewed in one call, each one's outcome said as renew's
+     * would be (the watchdog's batches: renew_many.lua for a lock, whose
+     * holds it names by their main keys); NULL: the watchdog renews each
+     * hold of the kind alone, with renew. */
+    void (*renew_many)(dl_call_t *c, const dl_caller_t *who, const dl_renew_many_args_t *a);
 } dl_hold_calls_t;
 
 /* A kind of object: what the registry and the hold core need to know of
@@ -182,6 +187,9 @@ struct dl_core {
     dl_tenure_t tenure;       /* tenure.c */
     uint64_t renew_due;       /* watchdog.c: renew before this (monotonic ms),
                                  0: at the tick (dl_watchdog_due, _undue) */
+    unsigned wlook;           /* watchdog.c, under the process's wmu: where
+                                 the watchdog's schedule of early looks has
+                                 this object (its index + 1), 0: nowhere */
     dl_waiter_t wait;         /* take.c */
     dl_tally_t tally;         /* counted by anyone through tally.h (atomics);
                                  reported by metrics.c */

@@ -852,6 +852,7 @@ static const dl_hold_calls_t lock_calls = {
     .mark = dl_call_mark,
     .acquire_all = dl_call_acquire_all,
     .withdraw_all = dl_call_withdraw_all,
+    .renew_many = dl_call_renew_many,
 };
 
 static void lock_fini(dl_core_t *o)

@@ -285,6 +285,7 @@ static const dl_hold_calls_t once_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = NULL,
+    .renew_many = dl_call_renew_many,
 };
 
 /* The routine runs: the hold is in use. */
