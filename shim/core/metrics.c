@@ -405,6 +405,14 @@ static void render_process(buf_t *b, const dl_proc_t *p, const dl_metrics_t *m)
           offsetof(dl_stats_t, roundtrips) },
         { "distlock_watchdog_round_trips_total", "Round trips of the watchdog's renewals.",
           offsetof(dl_stats_t, watchdog_roundtrips) },
+        { "distlock_watchdog_renewals_late_total",
+          "Renewals the watchdog sent with less than a third of their hold's lease left: it "
+          "fell behind (Redis, or this process, did not keep up), and renewed first the holds "
+          "that expire first.",
+          offsetof(dl_stats_t, renewals_late) },
+        { "distlock_watchdog_passes_behind_total",
+          "Watchdog passes over every hold that took longer than a tick (a third of the lease).",
+          offsetof(dl_stats_t, watchdog_behind) },
         { "distlock_trust_ends_total",
           "Signs that Redis may have lost state (a dropped connection, a failover, a break).",
           offsetof(dl_stats_t, trust_ends) },

@@ -18,6 +18,7 @@
 #include "process.h"
 #include "trust.h"
 #include "watchdog.h"
+#include "watchdog.h"
 #include "self.h"
 
 static dl_proc_t *dl_proc;
@@ -114,6 +115,7 @@ static dl_proc_t *create(int *err)
         return NULL;
     }
     dl_registry_init(&p->reg);
+    dl_watchdog_init(p);
     dl_objtab_init(&p->objs);
     pthread_mutex_init(&p->nmu, NULL);
     pthread_mutex_init(&p->wmu, NULL);

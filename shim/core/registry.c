@@ -34,6 +34,8 @@ void dl_registry_init(dl_registry_t *r)
     r->retire_arg = NULL;
     r->made = r->gone = NULL;
     r->watch_arg = NULL;
+    r->unwatch = NULL;
+    r->unwatch_arg = NULL;
 }
 
 static int grow(dl_registry_t *r)
@@ -124,6 +126,8 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
             r->retire(o, r->retire_arg);
         if (r->gone)
             r->gone(o, r->watch_arg);
+        if (r->unwatch)
+            r->unwatch(o, r->unwatch_arg);
         pthread_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
         if (o->kind->fini)
@@ -185,6 +189,29 @@ void dl_registry_walk(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg),
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), void *arg)
 {
     dl_registry_walk(r, fn, NULL, arg);
+}
+
+int dl_registry_walk_part(dl_registry_t *r, dl_registry_cursor_t *cur, size_t buckets,
+                          void (*fn)(dl_core_t *o, void *arg), void *arg)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!cur->base)
+        cur->base = r->nbuckets;
+    /* The table only doubles, and an object's bucket is its hash masked by
+     * the table's size: the objects of bucket j when the walk began are
+     * now in buckets j, j + base, j + 2 base ...  Visiting those together
+     * visits each object once, however often the table grew. */
+    size_t end = cur->at + buckets < cur->base ? cur->at + buckets : cur->base;
+    for (; cur->at < end; cur->at++)
+        for (size_t b = cur->at; b < r->nbuckets; b += cur->base)
+            for (dl_core_t *o = r->buckets[b]; o; o = o->next) {
+                pthread_mutex_lock(&o->mu);
+                fn(o, arg);
+                pthread_mutex_unlock(&o->mu);
+            }
+    int more = cur->at < cur->base;
+    pthread_mutex_unlock(&r->mu);
+    return more;
 }
 
 size_t dl_registry_count(dl_registry_t *r)

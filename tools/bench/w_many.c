@@ -122,6 +122,9 @@ static unsigned long lease_of(unsigned long opt, const char **source)
 static void set_lease(unsigned long opt)
 {
     char buf[32];
+    /* A step that loses holds would print a line for each: the counts are
+     * in its RESULT line (DISTLOCK_LOG, when set, still decides). */
+    setenv("DISTLOCK_LOG", "error", 0);
     if (opt) {
         snprintf(buf, sizeof buf, "%lu", opt);
         setenv("DISTLOCK_LEASE_MS", buf, 1);     /* read on first use in this process */
@@ -133,8 +136,10 @@ typedef struct w9l {
     unsigned long n, lease_opt, lease_ms;
     progress_t pr;
     double acquire_s, first10_us, last10_us, unlock_s;
+    double tenths_us[10];     /* mean acquire time of each tenth, in order */
     double hold_s, redis_cpu_pct, idle_cpu_pct, wakeups_per_s, switches_per_s;
     unsigned long ticks, rts, renewed, lost, held, unlock_errs, threads;
+    unsigned long renewals_late, behind;
     long rss0_kb, rss1_kb;
     long long redis_mem0, redis_mem1;
     double lat[];
@@ -173,6 +178,8 @@ static int w9l_worker(void *arg, int idx)
     w->redis_mem0 = rc_info_ll(c, "memory", "used_memory");
     w->rss0_kb = proc_rss_kb(getpid());
 
+    dl_stats_t sa;
+    dl_stats_get(&sa);
     uint64_t t0 = now_ns();
     int failed = 0;
     for (unsigned long i = 0; i < n; i++) {
@@ -191,6 +198,8 @@ static int w9l_worker(void *arg, int idx)
     unsigned long tenth = n / 10 ? n / 10 : 1;
     w->first10_us = mean_of(w->lat, tenth);
     w->last10_us = mean_of(w->lat + (n - tenth), tenth);
+    for (int k = 0; k < 10 && n >= 10; k++)
+        w->tenths_us[k] = mean_of(w->lat + (size_t)k * (n / 10), n / 10);
     w->rss1_kb = proc_rss_kb(getpid());
     w->redis_mem1 = rc_info_ll(c, "memory", "used_memory");
 
@@ -216,7 +225,9 @@ static int w9l_worker(void *arg, int idx)
     w->ticks = s1.watchdog_ticks - s0.watchdog_ticks;
     w->rts = s1.watchdog_roundtrips - s0.watchdog_roundtrips;
     w->renewed = s1.renewed - s0.renewed;
-    w->lost = s1.lost - s0.lost;
+    w->lost = s1.lost - sa.lost;             /* while taking them too */
+    w->renewals_late = s1.renewals_late - s0.renewals_late;
+    w->behind = s1.watchdog_behind - s0.watchdog_behind;
 
     /* Still held in Redis: every lock hash there with time left. */
     w->held = 0;
@@ -278,6 +289,11 @@ static int w9l_step(unsigned long n)
         result_extra(r, "acquire_us_per_lock", "%.1f", w->acquire_s * 1e6 / (double)n);
         result_extra(r, "acquire_us_first10", "%.1f", w->first10_us);
         result_extra(r, "acquire_us_last10", "%.1f", w->last10_us);
+        char tenths[160] = "";
+        for (int k = 0, at = 0; k < 10 && n >= 10; k++)
+            at += snprintf(tenths + at, sizeof tenths - (size_t)at, "%s%.0f", k ? "/" : "",
+                           w->tenths_us[k]);
+        result_extra(r, "acquire_us_tenths", "%s", n >= 10 ? tenths : "n/a");
         result_extra(r, "renew_round_trips_per_period", "%.2f",
                      w->ticks ? (double)w->rts / (double)w->ticks : 0);
         result_extra(r, "redis_cpu_pct", "%.1f", w->redis_cpu_pct);
@@ -294,6 +310,8 @@ static int w9l_step(unsigned long n)
         result_extra(r, "renewal_ticks", "%lu", w->ticks);
         result_extra(r, "renew_round_trips", "%lu", w->rts);
         result_extra(r, "renewed", "%lu", w->renewed);
+        result_extra(r, "renewals_late", "%lu", w->renewals_late);
+        result_extra(r, "passes_behind", "%lu", w->behind);
         result_extra(r, "held_at_end", "%lu", w->held);
         result_extra(r, "lost", "%lu", w->lost);
         result_extra(r, "unlock_errors", "%lu", w->unlock_errs);
