@@ -33,7 +33,8 @@ static dl_caller_t caller(lockkeys_t *k, const char *name, const char *token)
         k->keylen[i] = strlen(k->buf[i]);
     }
     snprintf(k->chanprefix, sizeof k->chanprefix, "%sn:", th_prefix());
-    return (dl_caller_t){ k->keys, k->keylen, k->chanprefix, strlen(k->chanprefix), token };
+    return (dl_caller_t){ .keys = k->keys, .keylen = k->keylen, .chanprefix = k->chanprefix,
+                          .chanprefix_len = strlen(k->chanprefix), .token = token };
 }
 
 /* Runs c as script.c would (with the script's text) and reads its reply. */
@@ -497,7 +498,8 @@ static dl_caller_t all_of(allcall_t *x, char names[][128], int n, const char *to
     dl_caller_t who = caller(&x->k[0], names[0], token);
     for (int i = 0; i < n; i++) {
         caller(&x->k[i], names[i], token);
-        x->locks[i] = (dl_all_lock_t){ x->k[i].keys, x->k[i].keylen, 30000 };
+        x->locks[i] = (dl_all_lock_t){ .keys = x->k[i].keys, .keylen = x->k[i].keylen,
+                                       .lease_ms = 30000 };
     }
     size_t len = dl_acquire_all_list(x->locks, n, x->list);
     x->args = (dl_acquire_all_args_t){ .n = n, .locks = x->locks, .list = x->list,
@@ -609,6 +611,91 @@ static void test_acquire_all(void **state)
     assert_int_equal(c.reply.acquire_all.got, 1);
 }
 
+/* renew_many: three holds of A (a writer with a waiter, a reader, and a
+ * writer whose lock was deleted) and a name of another hold, in one call:
+ * each answered as renew.lua answers it alone, renewed to the lease where
+ * it is there and named; a batch in the ASK form (its first key only)
+ * refused, nothing renewed; the six keys and the guard as the six. */
+static void test_renew_many(void **state)
+{
+    (void)state;
+    char n1[128], n2[128], n3[128];
+    th_name(n1, sizeof n1, "callsmany");
+    th_name(n2, sizeof n2, "callsmany");
+    th_name(n3, sizeof n3, "callsmany");
+    lockkeys_t k1, k2, k3, kb;
+    dl_caller_t a1 = caller(&k1, n1, "tokA"), a2 = caller(&k2, n2, "tokA"),
+                a3 = caller(&k3, n3, "tokA"), b1 = caller(&kb, n1, "tokB");
+    dl_call_t c;
+    uint64_t f[3];
+    const dl_caller_t *as[3] = { &a1, &a2, &a3 };
+    for (int i = 0; i < 3; i++) {
+        dl_acquire_args_t aa = ask(i == 1 ? 'r' : 'w', 0, 1);
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, as[i], &aa);
+        run(&c);
+        assert_int_equal(c.reply.acquire.got, 1);
+        f[i] = c.reply.acquire.fence;
+    }
+    dl_acquire_args_t ab = ask('w', 1, 2);        /* B queues for n1 */
+    dl_call_acquire(&c, &b1, &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(th_cmd_ll("DEL %s", k3.keys[0]), 1);
+
+    dl_renew_item_t items[4] = {
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] },
+        { k2.keys[0], k2.keylen[0], 'r', 30000, f[1] },
+        { k3.keys[0], k3.keylen[0], 'w', 30000, f[2] },
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] + 100 },   /* another hold */
+    };
+    char list[2000];
+    assert_true(dl_renew_many_list_size(items, 4) <= sizeof list);
+    dl_renew_reply_t out[4];
+    dl_renew_many_args_t ra = { .n = 4, .list = list,
+                                .listlen = dl_renew_many_list(items, 4, 0, list), .out = out };
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(c.reply.renew_many.got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_int_equal(out[0].queued, 1);
+    assert_int_equal(out[1].held, 1);
+    assert_int_equal(out[1].queued, 0);
+    assert_int_equal(out[2].held, 0);
+    assert_int_equal(out[3].held, 0);
+    long long p1 = th_cmd_ll("PTTL %s", k1.keys[0]), p2 = th_cmd_ll("PTTL %s", k2.keys[1]);
+    assert_true(p1 > 5000 && p1 <= 30000);
+    assert_true(p2 > 5000 && p2 <= 30000);
+    /* each as renew.lua alone says */
+    dl_renew_args_t one = { .mode = 'w', .lease_ms = 30000, .fence = f[0] };
+    dl_call_renew(&c, &a1, &one);
+    run(&c);
+    assert_int_equal(c.reply.renew.held, 1);
+    assert_int_equal(c.reply.renew.queued, 1);
+
+    /* a lease of 0 only checks: found, not extended */
+    items[0].lease_ms = 0;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    ra.n = 1;
+    th_cmd_ll("PEXPIRE %s 4000", k1.keys[0]);
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+
+    /* the ASK form: refused, nothing renewed; six and the guard: renewed */
+    items[0].lease_ms = 30000;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    dl_call_renew_many(&c, &a1, &ra);
+    run_form(&c, 1);
+    assert_int_equal(c.reply.renew_many.got, 0);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+    run_form(&c, 7);
+    assert_int_equal(c.reply.renew_many.got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) > 4000);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -620,6 +707,7 @@ int main(void)
         TH_TEST(test_quorum_release_older_trace_and_fence),
         TH_TEST(test_cluster_forms),
         TH_TEST(test_acquire_all),
+        TH_TEST(test_renew_many),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

@@ -14,6 +14,8 @@
  *  - mixed (single): read holds, write holds and a fixed lease in the same
  *    batches; a read hold and a write hold removed in Redis are found lost,
  *    the fixed lease is found lapsed at its end, the others kept;
+ *  - names (single): names whose keys a call derives from the main key,
+ *    and names too long for that, escaped tags, kept and released;
  *  - late (single): a process stopped (SIGSTOP) for most of a lease
  *    renews, once it runs again, holds with less than a third of their
  *    lease left: it counts them (renewals_late) and says so in its log,
@@ -409,6 +411,69 @@ static void test_many_late(void **state)
         fail_msg("no warning of late renewals in the holder's log:\n%s", log);
 }
 
+/* Names of every length keep their holds through renewals in batches and
+ * release them: those whose keys a call derives from the main key, those
+ * a byte too long for that (the object keeps all its keys), the longest,
+ * and names whose tag is escaped ('}' or the escape byte first). */
+#define NNAMES 7
+static char g_names[NNAMES][DIST_NAME_MAX + 1];
+
+static int names_child(void *p)
+{
+    (void)p;
+    setenv("DISTLOCK_LEASE_MS", "600", 1);
+    static dist_mutex_t m[NNAMES];
+    static dist_rwlock_t rw[NNAMES];
+    for (int i = 0; i < NNAMES; i++) {
+        TH_CHECK_RC(dist_mutex_init(&m[i], g_names[i], NULL), 0);
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+        char rwname[DIST_NAME_MAX + 1];
+        snprintf(rwname, sizeof rwname, "%s", g_names[i]);
+        rwname[strlen(rwname) - 1] ^= 1;          /* another name, as long */
+        TH_CHECK_RC(dist_rwlock_init(&rw[i], rwname, NULL), 0);
+        TH_CHECK_RC(dist_rwlock_rdlock(&rw[i]), 0);
+    }
+    dl_stats_t s0, s1;
+    dl_stats_get(&s0);
+    th_sleep_ms(1500);                            /* renewed every 200 ms */
+    dl_stats_get(&s1);
+    TH_CHECK(s1.renewed - s0.renewed >= 2 * NNAMES * 4);
+    for (int i = 0; i < NNAMES; i++) {
+        char key[DIST_NAME_MAX + 300];
+        th_key(key, sizeof key, g_names[i], "");
+        long long pttl = th_cmd_ll("PTTL %b", key, strlen(key));
+        TH_CHECK(pttl > 0 && pttl <= 600);
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+        TH_CHECK(th_cmd_ll("EXISTS %b", key, strlen(key)) == 0);
+        TH_CHECK_RC(dist_rwlock_unlock(&rw[i]), 0);
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+        TH_CHECK_RC(dist_rwlock_destroy(&rw[i]), 0);
+    }
+    TH_CHECK(s1.lost == s0.lost);
+    return 0;
+}
+
+static void test_many_names(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();
+    /* The longest main key whose lock keys a call derives (calls.h:
+     * DL_CALL_KEYBUF, the six keys and their NULs): prefix + name of 78. */
+    size_t plen = strlen(th_prefix()), edge = 78 > plen + 8 ? 78 - plen : 8;
+    size_t lens[NNAMES] = { 8, edge, edge + 1, 200, DIST_NAME_MAX, 40, 40 };
+    char base[64];
+    th_name(base, sizeof base, "names");
+    for (int i = 0; i < NNAMES; i++) {
+        memset(g_names[i], 'a' + i, lens[i]);
+        g_names[i][lens[i]] = 0;
+        memcpy(g_names[i], base, strlen(base) < lens[i] ? strlen(base) : lens[i]);
+    }
+    g_names[5][0] = '}';                          /* escaped tags */
+    g_names[6][0] = '\x01';
+    TH_ASSERT_CHILD_OK(th_fork_child(names_child, NULL));
+}
+
 /* Holds spread over the slots kept while 2,000 slots migrate under them. */
 static void test_many_reshard(void **state)
 {
@@ -450,6 +515,7 @@ int main(void)
         TT_TEST(test_many_kept),
         TT_TEST(test_many_mixed),
         TT_TEST(test_many_late),
+        TT_TEST(test_many_names),
         TT_TEST(test_many_reshard),
     };
     return th_run_tests(all, group_setup, group_teardown);

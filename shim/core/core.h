@@ -93,32 +93,16 @@ typedef struct dl_kind {
     void (*recheck)(dl_core_t *o);
 } dl_kind_t;
 
-/* hold.c: the process's Redis hold, and its one talker. */
+/* hold.c: the process's Redis hold, and its one talker.  (Its flags are
+ * bytes and its words come first: a process may hold a million holds.) */
 typedef struct dl_hold {
-    int busy;                 /* a thread is talking to Redis for this object
-                                 (dl_hold_reserve, a release, a confirmation) */
-    char rmode;               /* 0, or the mode held ('w', 'r') */
     uint64_t fence;
     uint64_t rid;             /* the registration id it was taken or claimed with */
-    unsigned servers;         /* redlock: the servers that may have it (0: any) */
     unsigned long lease_ms;   /* of the Redis hold */
-    int renew;                /* the watchdog renews it (default lease) */
-    int fair;                 /* taken by a fair request */
-    int lost;                 /* Redis no longer has it (a renewal, or an
-                                 unlock's check, said so: dl_hold_lapsed) */
-    int lost_told;            /* that loss was counted and told to the program
-                                 (loss.c): once per hold */
     unsigned long seq;        /* bumped at each Redis acquisition and release */
-    int remote_waiting;       /* another process queues for it
-                                 (dl_hold_waited_on) */
     uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
-    unsigned handoffs;        /* local handoffs since remote_waiting was set */
-    int ttl_cut;              /* a linger cut the hold's Redis TTL to a claim
-                                 window (mark.c); the next renewal restores it */
     uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
                                  for a relock; the lingerer ends it then (us) */
-    int od_told;              /* the hold was taken after a lapse (Redis keeps
-                                 saying so at each claim) and its taker told */
     uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
                                  still be in Redis, and a claim of it is not
                                  told EOWNERDEAD again */
@@ -132,10 +116,27 @@ typedef struct dl_hold {
                                  asks for since (only later requests) */
     uint64_t undo_inc[2];     /* the incarnation of the object in Redis each was
                                  sent to (a semaphore's; 0 none known, locks) */
-    int undo_checks[2];       /* withdrawals left to try that may find nothing */
     uint64_t undo_at;         /* not before this (monotonic ms): the next look
                                  must come after the request may have run */
-    int undoing;              /* the watchdog is withdrawing one now (pinned) */
+    unsigned servers;         /* redlock: the servers that may have it (0: any) */
+    unsigned handoffs;        /* local handoffs since remote_waiting was set */
+    char rmode;               /* 0, or the mode held ('w', 'r') */
+    unsigned char busy;       /* a thread is talking to Redis for this object
+                                 (dl_hold_reserve, a release, a confirmation) */
+    unsigned char renew;      /* the watchdog renews it (default lease) */
+    unsigned char fair;       /* taken by a fair request */
+    unsigned char lost;       /* Redis no longer has it (a renewal, or an
+                                 unlock's check, said so: dl_hold_lapsed) */
+    unsigned char lost_told;  /* that loss was counted and told to the program
+                                 (loss.c): once per hold */
+    unsigned char remote_waiting; /* another process queues for it
+                                 (dl_hold_waited_on) */
+    unsigned char ttl_cut;    /* a linger cut the hold's Redis TTL to a claim
+                                 window (mark.c); the next renewal restores it */
+    unsigned char od_told;    /* the hold was taken after a lapse (Redis keeps
+                                 saying so at each claim) and its taker told */
+    unsigned char undoing;    /* the watchdog is withdrawing one now (pinned) */
+    signed char undo_checks[2]; /* withdrawals left to try that may find nothing */
 } dl_hold_t;
 
 /* tenure.c: how long the hold may serve without asking Redis. */
@@ -161,10 +162,10 @@ typedef struct dl_tenure {
  * tells it: dl_waiter_granted, dl_waiter_recheck). */
 typedef struct dl_waiter {
     uint64_t regid;           /* its registration id, 0 none */
-    int granted;
     uint64_t grant_fence;
-    int grant_dead, grant_more;
-    int recheck;              /* wake-ups may have been lost: ask Redis again */
+    unsigned char granted;
+    unsigned char grant_dead, grant_more;
+    unsigned char recheck;    /* wake-ups may have been lost: ask Redis again */
 } dl_waiter_t;
 
 struct dl_core {
@@ -175,11 +176,14 @@ struct dl_core {
                                  atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     const dl_kind_t *kind;
-    char *name;
+    char *name;               /* (name and key are stored after the state) */
     size_t namelen;
-    int nkeys;                /* its kind's (keys.h) */
-    const char *keys[DL_KEYS_MAX];
-    size_t keylen[DL_KEYS_MAX];
+    const char *key;          /* its main key (keys.h: keys[0] of its kind): */
+    size_t keylen;            /* what pushes name it by; a call derives the
+                                 others from it (caller.h) */
+    const char **allkeys;     /* NULL; or, for a name too long for a call to
+                                 derive its keys (DL_CALL_KEYBUF), every key */
+    size_t *allkeylens;
     pthread_mutex_t mu;       /* everything below, and the primitive's fields */
     pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
 
@@ -191,8 +195,10 @@ struct dl_core {
                                  the watchdog's schedule of early looks has
                                  this object (its index + 1), 0: nowhere */
     dl_waiter_t wait;         /* take.c */
-    dl_tally_t tally;         /* counted by anyone through tally.h (atomics);
-                                 reported by metrics.c */
+    dl_tally_t *tally;        /* counted by anyone through tally.h (atomics);
+                                 reported by metrics.c.  Allocated with the
+                                 object (registry.c) only while the process
+                                 writes a metrics file, else NULL */
 };
 
 /* The word for o's kind in messages ("lock"). */

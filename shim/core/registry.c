@@ -59,23 +59,39 @@ static int grow(dl_registry_t *r)
 
 static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *name, size_t len)
 {
-    dl_core_t *o = calloc(1, kind->size);
+    /* One allocation: the state, then its name and its main key.  The
+     * other keys are derived by each call (caller.h); only a name too long
+     * for that has them all, in a buffer of their own. */
+    size_t all = dl_kind_keys_size(kind->id, prefix, len);
+    dl_core_t *o = calloc(1, kind->size + len + 1 + dl_kind_key_main_size(prefix, len));
     if (!o)
         return NULL;
-    /* One buffer for the name and all its kind's keys (keys.h). */
-    size_t total = len + 1 + dl_kind_keys_size(kind->id, prefix, len);
-    char *buf = malloc(total);
-    if (!buf) {
+    if (all > DL_CALL_KEYBUF) {
+        int n = dl_kind_keys(kind->id)->n;
+        char *m = malloc((size_t)n * (sizeof(char *) + sizeof(size_t)) + all);
+        if (!m) {
+            free(o);
+            return NULL;
+        }
+        o->allkeys = (const char **)m;
+        o->allkeylens = (size_t *)(m + (size_t)n * sizeof(char *));
+        dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
+                           name, len, o->allkeys, o->allkeylens);
+    }
+    /* Counters only for a process that writes them (tally.h). */
+    if (dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) {
+        free(o->allkeys);
         free(o);
         return NULL;
     }
+    char *buf = (char *)o + kind->size;
     o->kind = kind;
     o->name = buf;
     memcpy(buf, name, len);
     buf[len] = 0;
     o->namelen = len;
-    o->nkeys = dl_kind_keys(kind->id)->n;
-    dl_kind_keys_write(kind->id, buf + len + 1, prefix, name, len, o->keys, o->keylen);
+    o->key = buf + len + 1;
+    o->keylen = dl_kind_key_main(kind->id, buf + len + 1, prefix, name, len);
     pthread_mutex_init(&o->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -132,7 +148,8 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
         pthread_cond_destroy(&o->cv);
         if (o->kind->fini)
             o->kind->fini(o);
-        free(o->name);
+        free(o->tally);
+        free(o->allkeys);
         free(o);
     }
     pthread_mutex_unlock(&r->mu);

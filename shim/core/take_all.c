@@ -184,8 +184,10 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
     if (locks) {
         for (int i = 0; i < n; i++) {
             const dl_req_t *rq = v[i].rq;
-            locks[i] = (dl_all_lock_t){ v[i].o->keys, v[i].o->keylen,
-                                        rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms };
+            locks[i] = (dl_all_lock_t){ (const char *const *)v[i].o->allkeys,
+                                        v[i].o->allkeylens,
+                                        rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms,
+                                        v[i].o->key, v[i].o->keylen };
         }
         if ((list = malloc(dl_acquire_all_list_size(locks, n))))
             listlen = dl_acquire_all_list(locks, n, list);
@@ -234,7 +236,7 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         rc = dead ? EOWNERDEAD : 0;
         char err[200];
         if (p->cfg.wait_replicas &&
-            dl_conn_wait(p->conn, v[0].o->keys[0], v[0].o->keylen[0], err, sizeof err)) {
+            dl_conn_wait(p->conn, v[0].o->key, v[0].o->keylen, err, sizeof err)) {
             give_back(p, v, n, rid);
             rc = dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
         } else {

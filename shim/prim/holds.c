@@ -21,7 +21,9 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     dl_holder_t *h = dl_holder_find(l, tid);
     if (!h) {
         if (l->nholders == l->capholders) {
-            int cap = l->capholders ? l->capholders * 2 : 4;
+            /* One to start with: a lock is mostly held by one thread at a
+             * time, and a process may hold a million of them. */
+            int cap = l->capholders ? l->capholders * 2 : 1;
             dl_holder_t *n = realloc(l->holders, (size_t)cap * sizeof *n);
             if (!n)
                 return ENOMEM;

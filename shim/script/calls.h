@@ -43,6 +43,10 @@ enum { DL_SCRIPT_LIST(DL_SCRIPT_ID_) DL_SCRIPT_COUNT };
 
 #define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 10) */
 #define DL_CALL_NUMS 6            /* numbers a call formats for its ARGV */
+/* The bytes a call has for the keys it derives from its caller's main key
+ * (caller.h): the six keys of a lock whose main key is up to 83 bytes.  An
+ * object whose keys would not fit keeps them all (registry.c). */
+#define DL_CALL_KEYBUF 512
 
 /* One script call on one object. */
 #define DL_CALL_ARG_(ID, name) DL_CALL_ARG_##name
@@ -65,6 +69,7 @@ struct dl_call {
     const char *argv[3 + DL_KEYS_MAX + DL_MAX_ARGS];
     size_t argvlen[3 + DL_KEYS_MAX + DL_MAX_ARGS];
     char num[DL_CALL_NUMS][24];
+    char keybuf[DL_CALL_KEYBUF];  /* the keys derived from who.main */
     dl_cmd_t cmd;                 /* err, errmsg, sent: how the run went */
 };
 #undef DL_CALL_ARG_
@@ -74,6 +79,7 @@ struct dl_call {
 typedef struct dl_wire {
     dl_call_t *c;
     int nums;                     /* of c->num taken */
+    size_t keys;                  /* of c->keybuf taken */
 } dl_wire_t;
 
 struct dl_quorum_op;              /* quorum.h */

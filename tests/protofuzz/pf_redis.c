@@ -293,9 +293,11 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     }
     const size_t *keylen = first == PF_L_COMP ? k->ckeylen : k->keylen;
     const size_t *ckeylen = first == PF_L_COMP ? k->keylen : k->ckeylen;
-    dl_caller_t who = { keys, keylen, k->chan, strlen(k->chan), token };
+    dl_caller_t who = { .keys = keys, .keylen = keylen, .chanprefix = k->chan,
+                        .chanprefix_len = strlen(k->chan), .token = token };
     /* acquire_all, withdraw_all: both locks, the first one's keys declared */
-    dl_all_lock_t both[2] = { { keys, keylen, lease }, { ckeys, ckeylen, lease } };
+    dl_all_lock_t both[2] = { { .keys = keys, .keylen = keylen, .lease_ms = lease },
+                              { .keys = ckeys, .keylen = ckeylen, .lease_ms = lease } };
     char list[400];
     dl_all_item_t items[2];
     dl_call_t c;
