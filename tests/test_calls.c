@@ -696,6 +696,79 @@ static void test_renew_many(void **state)
     assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) > 4000);
 }
 
+/* renew_many over holds of several names of which some are no longer the
+ * caller's: a write hold broken and then taken by B, a write hold whose
+ * key was deleted, a read hold broken (B's read hold there since), beside
+ * a write hold and a read hold still A's.  Only A's are renewed; each
+ * other one is said gone (what the watchdog marks lost), B's holds keep
+ * their TTL, and no key of a hold gone is made again. */
+static void test_renew_many_lost(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    char n[N][128];
+    lockkeys_t k[N], kb[N];
+    dl_caller_t a[N], b[N];
+    uint64_t f[N];
+    const char mode[N] = { 'w', 'w', 'w', 'r', 'r' };
+    dl_call_t c;
+    for (int i = 0; i < N; i++) {
+        th_name(n[i], sizeof n[i], "callslost");
+        a[i] = caller(&k[i], n[i], "tokA");
+        b[i] = caller(&kb[i], n[i], "tokB");
+        dl_acquire_args_t aa = ask(mode[i], 0, (uint64_t)(10 + i));
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, &a[i], &aa);
+        run(&c);
+        assert_int_equal(c.reply.acquire.got, 1);
+        f[i] = c.reply.acquire.fence;
+    }
+    /* [1] broken, then B's write hold; [2] its key deleted; [4] broken,
+     * then B's read hold. */
+    dl_call_break(&c, &a[1]);
+    run(&c);
+    assert_int_equal(c.reply.brk.removed, 1);
+    dl_acquire_args_t ab = ask('w', 0, 30);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[1], &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(th_cmd_ll("DEL %s", k[2].keys[0]), 1);
+    dl_call_break(&c, &a[4]);
+    run(&c);
+    assert_int_equal(c.reply.brk.removed, 1);
+    ab = ask('r', 0, 31);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[4], &ab);
+    run(&c);
+    assert_int_equal(c.reply.acquire.got, 1);
+
+    dl_renew_item_t items[N];
+    for (int i = 0; i < N; i++)
+        items[i] = (dl_renew_item_t){ k[i].keys[0], k[i].keylen[0], mode[i], 30000, f[i] };
+    char list[4000];
+    assert_true(dl_renew_many_list_size(items, N) <= sizeof list);
+    dl_renew_reply_t out[N];
+    dl_renew_many_args_t ra = { .n = N, .list = list,
+                                .listlen = dl_renew_many_list(items, N, 0, list), .out = out };
+    /* (a call's holds share a slot: on one server, any names) */
+    dl_call_renew_many(&c, &a[0], &ra);
+    run(&c);
+    assert_int_equal(c.reply.renew_many.got, 1);
+    const int still[N] = { 1, 0, 0, 1, 0 };
+    for (int i = 0; i < N; i++)
+        if (out[i].held != still[i])
+            fail_msg("hold %d (%c): held %d, expected %d", i, mode[i], (int)out[i].held, still[i]);
+    /* A's renewed to the lease */
+    long long p0 = th_cmd_ll("PTTL %s", k[0].keys[0]), p3 = th_cmd_ll("PTTL %s", k[3].keys[1]);
+    assert_true(p0 > 5000 && p0 <= 30000);
+    assert_true(p3 > 5000 && p3 <= 30000);
+    /* B's left as they were, the deleted one not made again */
+    assert_true(th_cmd_ll("PTTL %s", k[1].keys[0]) <= 4000);
+    assert_true(th_cmd_ll("PTTL %s", k[4].keys[1]) <= 4000);
+    assert_int_equal(th_cmd_ll("EXISTS %s", k[2].keys[0]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -708,6 +781,7 @@ int main(void)
         TH_TEST(test_cluster_forms),
         TH_TEST(test_acquire_all),
         TH_TEST(test_renew_many),
+        TH_TEST(test_renew_many_lost),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

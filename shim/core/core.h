@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "dl.h"
 #include "keys.h"
@@ -145,17 +146,18 @@ typedef struct dl_tenure {
                                  (monotonic ms): when the acquire or renewal that
                                  confirmed it was sent + the TTL it set - a drift
                                  margin.  Past it, no local reuse */
-    unsigned long cuts;       /* TTL cuts by lingers, bumped by each, and the */
-    uint64_t cut_until;       /* validity the last one left (ms): a renewal sent
-                                 before a cut confirms no more than that */
-    unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
-                                 renewals then confirm no more than that from
-                                 their sending (dl_hold_ttl) */
+    uint64_t cut_until;       /* the validity the last TTL cut (below) left (ms):
+                                 a renewal sent before a cut confirms no more
+                                 than that */
     unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
                                  that last confirmed the hold was sent: a sign of
                                  lost state since ends the trust (dl_hold_trusted) */
     uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
                                  serves other threads only while this is recent */
+    unsigned cuts;            /* TTL cuts by lingers, bumped by each */
+    unsigned cut_ttl;         /* nonzero: a linger cut this hold's TTL to it (ms);
+                                 renewals then confirm no more than that from
+                                 their sending (dl_hold_ttl) */
 } dl_tenure_t;
 
 /* take.c: a thread waiting in Redis's queue for a grant (the subscriber
@@ -176,16 +178,20 @@ struct dl_core {
                                  atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     const dl_kind_t *kind;
-    char *name;               /* (name and key are stored after the state) */
-    size_t namelen;
+    char *name;               /* (its main key is stored after the state, and
+                                 the name is in it: not NUL-ended) */
     const char *key;          /* its main key (keys.h: keys[0] of its kind): */
-    size_t keylen;            /* what pushes name it by; a call derives the
-                                 others from it (caller.h) */
+    uint32_t namelen;         /* what pushes name it by; a call derives the */
+    uint32_t keylen;          /* others from it (caller.h) */
     const char **allkeys;     /* NULL; or, for a name too long for a call to
-                                 derive its keys (DL_CALL_KEYBUF), every key */
-    size_t *allkeylens;
+                                 derive its keys (DL_CALL_KEYBUF), every key,
+                                 and their lengths after them
+                                 (dl_core_allkeylens) */
     pthread_mutex_t mu;       /* everything below, and the primitive's fields */
-    pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
+    pthread_cond_t *cv;       /* CLOCK_MONOTONIC; local waiters and grants.
+                                 Made by the first wait (dl_core_wait), under
+                                 mu: most objects are never waited on, and a
+                                 process may hold a million (48 bytes each) */
 
     dl_hold_t hold;           /* hold.c */
     dl_tenure_t tenure;       /* tenure.c */
@@ -201,6 +207,12 @@ struct dl_core {
                                  writes a metrics file, else NULL */
 };
 
+/* The lengths of o->allkeys (NULL with them). */
+static inline size_t *dl_core_allkeylens(const dl_core_t *o)
+{
+    return o->allkeys ? (size_t *)(o->allkeys + dl_kind_keys(o->kind->id)->n) : NULL;
+}
+
 /* The word for o's kind in messages ("lock"). */
 static inline const char *dl_core_what(const dl_core_t *o)
 {
@@ -213,12 +225,31 @@ static inline const char *dl_core_qname(const dl_core_t *o, char *buf, size_t si
     return dl_quote(o->name, o->namelen, buf, size);
 }
 
-/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms). */
+/* A condition variable on CLOCK_MONOTONIC (registry.c), NULL: no memory. */
+pthread_cond_t *dl_core_cv_new(void);
+
+/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms).
+ * Its callers wait in loops on what they wait for: without memory for the
+ * cv it returns after a millisecond, as a spurious wake-up. */
 static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
 {
+    if (!o->cv && !(o->cv = dl_core_cv_new())) {
+        pthread_mutex_unlock(&o->mu);
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+        pthread_mutex_lock(&o->mu);
+        return;
+    }
     struct timespec ts;
     dl_timespec_at(deadline, &ts);
-    pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+    pthread_cond_timedwait(o->cv, &o->mu, &ts);
+}
+
+/* Wakes every thread waiting on o (o->mu held): none while o has no cv. */
+static inline void dl_core_wake(dl_core_t *o)
+{
+    if (o->cv)
+        pthread_cond_broadcast(o->cv);
 }
 
 /* Whether a thread of the process holds o, waits for it or talks to Redis

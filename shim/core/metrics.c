@@ -117,7 +117,8 @@ static int slot_of(dl_metrics_t *m, dl_core_t *o)
         m->other_used[kind] = 1;
         return o->tally->slot = -1;
     }
-    memcpy(name, o->name, o->namelen + 1);
+    memcpy(name, o->name, o->namelen);     /* (o's is not NUL-ended) */
+    name[o->namelen] = 0;
     mslot_t *s = &m->slot[m->n++];
     memset(s, 0, sizeof *s);
     s->kind = kind;

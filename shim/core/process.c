@@ -169,7 +169,7 @@ int dl_proc_start(void)
 
 dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o)
 {
-    dl_caller_t who = { (const char *const *)o->allkeys, o->allkeylens, p->chanprefix,
+    dl_caller_t who = { (const char *const *)o->allkeys, dl_core_allkeylens(o), p->chanprefix,
                         p->chanprefix_len, p->token, o->key, o->keylen, o->kind->id };
     /* On a cluster: the channel of o's slot, so that its pushes stay in
      * the slot's shard (channel.h); the classic prefix only for want of

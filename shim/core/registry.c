@@ -59,11 +59,11 @@ static int grow(dl_registry_t *r)
 
 static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *name, size_t len)
 {
-    /* One allocation: the state, then its name and its main key.  The
+    /* One allocation: the state, then its main key (its name is in it).  The
      * other keys are derived by each call (caller.h); only a name too long
      * for that has them all, in a buffer of their own. */
     size_t all = dl_kind_keys_size(kind->id, prefix, len);
-    dl_core_t *o = calloc(1, kind->size + len + 1 + dl_kind_key_main_size(prefix, len));
+    dl_core_t *o = calloc(1, kind->size + dl_kind_key_main_size(prefix, len));
     if (!o)
         return NULL;
     if (all > DL_CALL_KEYBUF) {
@@ -73,10 +73,9 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
             free(o);
             return NULL;
         }
-        o->allkeys = (const char **)m;
-        o->allkeylens = (size_t *)(m + (size_t)n * sizeof(char *));
+        o->allkeys = (const char **)m;          /* (their lengths after them) */
         dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
-                           name, len, o->allkeys, o->allkeylens);
+                           name, len, o->allkeys, (size_t *)(m + (size_t)n * sizeof(char *)));
     }
     /* Counters only for a process that writes them (tally.h). */
     if (dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) {
@@ -84,28 +83,37 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
         free(o);
         return NULL;
     }
-    char *buf = (char *)o + kind->size;
+    /* The main key is PREFIX{HEAD NAME} (keys.h): the name is the len
+     * bytes before its '}', and is not stored again (nor ended by a NUL:
+     * every use of it goes by namelen). */
+    char *key = (char *)o + kind->size;
     o->kind = kind;
-    o->name = buf;
-    memcpy(buf, name, len);
-    buf[len] = 0;
+    o->key = key;
+    o->keylen = dl_kind_key_main(kind->id, key, prefix, name, len);
+    o->name = key + o->keylen - 1 - len;
     o->namelen = len;
-    o->key = buf + len + 1;
-    o->keylen = dl_kind_key_main(kind->id, buf + len + 1, prefix, name, len);
     pthread_mutex_init(&o->mu, NULL);
+    return o;
+}
+
+pthread_cond_t *dl_core_cv_new(void)
+{
+    pthread_cond_t *cv = malloc(sizeof *cv);
+    if (!cv)
+        return NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&o->cv, &ca);
+    pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
-    return o;
+    return cv;
 }
 
 dl_core_t *dl_registry_get(dl_registry_t *r, const dl_kind_t *kind, const char *prefix,
                            const char *name, size_t len)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->count >= r->nbuckets && grow(r) && !r->nbuckets) {
+    if (r->count >= 2 * r->nbuckets && grow(r) && !r->nbuckets) {
         pthread_mutex_unlock(&r->mu);
         return NULL;
     }
@@ -145,7 +153,10 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
         if (r->unwatch)
             r->unwatch(o, r->unwatch_arg);
         pthread_mutex_destroy(&o->mu);
-        pthread_cond_destroy(&o->cv);
+        if (o->cv) {
+            pthread_cond_destroy(o->cv);
+            free(o->cv);
+        }
         if (o->kind->fini)
             o->kind->fini(o);
         free(o->tally);

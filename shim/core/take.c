@@ -592,13 +592,13 @@ void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, i
     o->wait.grant_fence = fence;
     o->wait.grant_dead = dead;
     o->wait.grant_more = more;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 void dl_waiter_interrupt(dl_core_t *o)
 {
     pthread_mutex_lock(&o->mu);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -606,6 +606,6 @@ void dl_waiter_recheck(dl_core_t *o)
 {
     if (o->wait.regid) {
         o->wait.recheck = 1;
-        pthread_cond_broadcast(&o->cv);
+        dl_core_wake(o);
     }
 }

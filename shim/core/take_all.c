@@ -185,7 +185,7 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         for (int i = 0; i < n; i++) {
             const dl_req_t *rq = v[i].rq;
             locks[i] = (dl_all_lock_t){ (const char *const *)v[i].o->allkeys,
-                                        v[i].o->allkeylens,
+                                        dl_core_allkeylens(v[i].o),
                                         rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms,
                                         v[i].o->key, v[i].o->keylen };
         }

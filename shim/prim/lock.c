@@ -142,7 +142,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
         if (dl_hold_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
-            pthread_cond_broadcast(&o->cv);
+            dl_core_wake(o);
             return 0;
         }
         if (fresh)
@@ -172,7 +172,7 @@ static int unrecoverable(dl_proc_t *p, dl_lock_t *l)
     dl_core_t *o = &l->core;
     char q[96];
     int rc = dl_hold_release_unrecoverable(p, o);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     dl_core_qname(o, q, sizeof q);
     if (rc == 0)
         dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent: "
@@ -241,7 +241,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             rc = busy_code(rq, l);
         settle(p, l, 0);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -291,7 +291,7 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     return rc;
 }
 
@@ -436,7 +436,7 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
         if (rq->try_only || dl_req_over(rq)) {
             l->wwait--;
             settle(p, l, 0);
-            pthread_cond_broadcast(&o->cv);   /* readers held back by us */
+            dl_core_wake(o);   /* readers held back by us */
             pthread_mutex_unlock(&o->mu);
             return busy_code(rq, l);
         }
@@ -488,7 +488,7 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
                 int crc = confirm(p, l);
                 if (crc == EIO && l->rthreads) {
                     l->rwait--;
-                    pthread_cond_broadcast(&o->cv);
+                    dl_core_wake(o);
                     pthread_mutex_unlock(&o->mu);
                     return EIO;       /* worded by dl_hold_confirm */
                 }
@@ -776,7 +776,7 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         else
             rc = settle(p, l, 0);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -858,7 +858,8 @@ static const dl_hold_calls_t lock_calls = {
 static void lock_fini(dl_core_t *o)
 {
     dl_lock_t *l = dl_lock_of(o);
-    free(l->holders);
+    if (l->holders != &l->holder1)
+        free(l->holders);
 }
 
 /* A thread of the process holds the lock now (a lingering hold stays). */

@@ -40,7 +40,7 @@ static const char *qname(dl_once_t *ob, char *buf, size_t size)
 static void complete(dl_once_t *ob)
 {
     __atomic_store_n(&ob->done, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
 }
 
 /* Has it completed?  1 yes, 0 no, -1 EIO (worded).  o->mu not held. */
@@ -94,7 +94,7 @@ static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
     } else if (g.maybe) {
         dl_hold_undo_later(p, o, 'w', g.rid);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     *dead = rc == EOWNERDEAD;
     if (rc == 0 || rc == EOWNERDEAD)
@@ -124,7 +124,7 @@ static void cancelled(void *arg)
     give_back(x->p, ob);
     ob->active = 0;
     ob->inside--;
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
     pthread_mutex_unlock(&ob->core.mu);
 }
 
@@ -264,7 +264,7 @@ int dl_once_run(dl_proc_t *p, dl_once_t *ob, void (*routine)(void))
     rc = attempt(p, ob, routine);
     pthread_mutex_lock(&o->mu);
     ob->active = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     ob->inside--;
     pthread_mutex_unlock(&o->mu);
@@ -314,7 +314,7 @@ static void once_woken(dl_core_t *o, uint64_t regid)
 {
     (void)regid;
     __atomic_store_n(&dl_once_of(o)->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 const dl_kind_t dl_once_kind = {

@@ -150,7 +150,7 @@ static void talk(dl_sem_t *s)
 static void untalk(dl_sem_t *s)
 {
     s->talking = 0;
-    pthread_cond_broadcast(&s->core.cv);
+    dl_core_wake(&s->core);
 }
 
 /* o->mu held, talking: the next operation's id. */
@@ -547,7 +547,7 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = wait_in_queue(p, s, rq);
     dl_waiter_leave(o);
     s->waiter = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     s->inside--;
     pthread_mutex_unlock(&o->mu);
