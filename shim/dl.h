@@ -114,7 +114,8 @@
  *
  * Generated (cmake/embed_lua.cmake, from lua/): dl_scripts.c, the scripts'
  * text with their SHA1s (script.h); dl_script_list.h, the list of scripts
- * (calls.h).
+ * and their ids (for the entries and script.c; a user of a call includes
+ * its call_<name>.h).
  */
 #ifndef DL_H
 #define DL_H

@@ -10,6 +10,7 @@
  * simply running the late command last.  One goes through the library and
  * a proxy that loses pushes and slows the connection.
  */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_proxy.h"
 #include "mutex.h"

@@ -21,6 +21,7 @@
  *     thread of the process waits in Redis.
  * The library runs only in helper processes, never in the test process.
  */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_proxy.h"
 #include "harness_script.h"

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -185,13 +188,13 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
-    } else if (c.reply.release.result == DL_RELEASE_UNDECIDED) {
+    } else if (DL_REPLY(&c, release).result == DL_RELEASE_UNDECIDED) {
         /* redlock: the servers that did not answer may hold it (they are
          * owed the release).  Within its validity a majority had it: no
          * one else could hold the lock meanwhile, and the release stands;
          * past it, it may have lapsed there. */
         lost |= !was_valid;
-    } else if (c.reply.release.result == 0) {
+    } else if (DL_REPLY(&c, release).result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under
          * us gives ENOLCK, and a cut connection does not. */
@@ -267,7 +270,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     int rc = dl_script_run(p->conn, &c, 1);
     DL_STAT_ADD(confirms, 1);
     DL_TALLY_ADD(o, roundtrips, 1);
-    long long held = rc ? -1 : c.reply.renew.held;
+    long long held = rc ? -1 : DL_REPLY(&c, renew).held;
     char why[200];
     snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
     pthread_mutex_lock(&o->mu);
@@ -279,7 +282,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
         if (o->hold.renew)
             dl_hold_renewing(o);  /* its TTL is the lease again */
         dl_hold_confirmed(o, sent, cuts, epoch, o->hold.renew);
-        if (c.reply.renew.queued > 0)
+        if (DL_REPLY(&c, renew).queued > 0)
             waited(o);
         return 0;
     }

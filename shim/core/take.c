@@ -17,6 +17,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_cancel.h"
+#include "call_renew.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -157,7 +162,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
                        c.cmd.errmsg);
     }
     dl_hold_rtt(o, dl_now_us() - sent_us);
-    const dl_acquire_reply_t *ar = &c.reply.acquire;
+    const dl_acquire_reply_t *ar = &DL_REPLY(&c, acquire);
     if (ar->got == 1 && t->asked_again)
         DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
     if (ar->got == 1) {
@@ -242,7 +247,7 @@ static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_gra
         .mode = t->mode, .lease_ms = t->fixed ? 0 : t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
     DL_TALLY_ADD(o, roundtrips, 1);
-    long long kept = rrc ? -1 : c.reply.renew.held;
+    long long kept = rrc ? -1 : DL_REPLY(&c, renew).held;
     char why[200];
     snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
     if (kept == 0) {
@@ -291,10 +296,10 @@ static int take_give_up(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const ta
     DL_TALLY_ADD(o, roundtrips, 1);
     if (crc)
         g->maybe = 1;             /* still queued: a grant may come */
-    if (crc == 0 && c.reply.cancel.granted == 1) {
-        g->fence = c.reply.cancel.fence;
-        g->dead = c.reply.cancel.dead;
-        g->more = c.reply.cancel.waiters > 0;
+    if (crc == 0 && DL_REPLY(&c, cancel).granted == 1) {
+        g->fence = DL_REPLY(&c, cancel).fence;
+        g->dead = DL_REPLY(&c, cancel).dead;
+        g->more = DL_REPLY(&c, cancel).waiters > 0;
         g->claimed = 1;
         g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
         g->sent_ms = t->asked_at;
@@ -426,7 +431,7 @@ static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant
                                 : "Redis may have lost state meanwhile",
                            c.cmd.errmsg);
         }
-        if (c.reply.renew.held != 1)
+        if (DL_REPLY(&c, renew).held != 1)
             break;
         if (lease)
             g->valid_until = dl_hold_valid_until(sent, lease);
@@ -483,7 +488,7 @@ static int take_extend(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_
         return dl_fail(EIO, "%s %s: renewing the hold it was granted: %s", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q), c.cmd.errmsg);
     }
-    if (c.reply.renew.held != 1)
+    if (DL_REPLY(&c, renew).held != 1)
         return EAGAIN;
     if (lease)
         g->valid_until = dl_hold_valid_until(sent, lease);

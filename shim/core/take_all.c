@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_acquire_all.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -90,7 +94,7 @@ static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
                               : "Redis may have lost state meanwhile", c[0].cmd.errmsg);
         } else {
             for (int i = 0; i < n; i++)
-                lapsed |= c[i].reply.renew.held != 1;
+                lapsed |= DL_REPLY(&c[i], renew).held != 1;
             for (int i = 0; i < n && !lapsed; i++) {
                 if (!v[i].rq->lease_ms)
                     v[i].g.valid_until = dl_hold_valid_until(sent, p->cfg.lease_ms);
@@ -163,7 +167,7 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
     uint64_t asked_at = dl_now_ms();
     uint64_t sent_us = dl_now_us();
     int rc = dl_script_run_undoable(p->conn, &c, &undo);
-    const dl_acquire_all_reply_t *r = &c.reply.acquire_all;
+    const dl_acquire_all_reply_t *r = &DL_REPLY(&c, acquire_all);
     if (rc) {
         for (int i = 0; i < n; i++) {
             v[i].g.maybe = c.cmd.sent;

@@ -24,6 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"

@@ -19,6 +19,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_renew.h"
+#include "call_sem_cancel.h"
+#include "call_sem_open.h"
+#include "call_sem_post.h"
+#include "call_sem_renew.h"
+#include "call_sem_value.h"
+#include "call_sem_wait.h"
+#include "call_sem_withdraw.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -116,7 +125,7 @@ static int settle(dl_proc_t *p, dl_sem_t *s)
                        qname(s, q, sizeof q), c.cmd.errmsg, what == 'r' ? "post" : "wait");
     if (s->pend == what && s->pend_id == id)
         s->pend = 0;
-    if (what == 'r' && c.reply.withdraw.result == -4)
+    if (what == 'r' && DL_REPLY(&c, withdraw).result == -4)
         dl_log(DL_LOG_WARN, "semaphore %s: a post that got no reply could not be made: the value "
                "is INT_MAX", qname(s, q, sizeof q));
     return 0;
@@ -177,7 +186,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
                            late ? "Redis answered after its validity"
                                 : "Redis may have lost state meanwhile", c.cmd.errmsg);
         }
-        if (c.reply.renew.held != 1) {
+        if (DL_REPLY(&c, renew).held != 1) {
             dl_log(DL_LOG_INFO, "semaphore %s: %s; asking again", qname(s, q, sizeof q),
                    late ? "Redis answered after the permit's validity ended"
                         : "Redis lost the permit while the call was under way");
@@ -235,7 +244,7 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
             return ETIMEDOUT;
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
-    *r = c.reply.sem_wait;
+    *r = DL_REPLY(&c, sem_wait);
     switch (r->got) {
     case 1:
         if (rq->kind == 'l') {
@@ -472,7 +481,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         rc = dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
                      qname(s, q, sizeof q), c.cmd.errmsg);
     } else {
-        switch (c.reply.sem_post.result) {
+        switch (DL_REPLY(&c, sem_post).result) {
         case 1:
         case 2:
             one_fewer(s);
@@ -483,7 +492,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             rc = lapsed_code(s);
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, DL_REPLY(&c, sem_post).other);
             break;
         case -3:
             one_fewer(s);             /* (cannot be: ours go one at a time) */
@@ -519,7 +528,7 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         rc = dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
                      "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
     } else {
-        switch (c.reply.sem_post.result) {
+        switch (DL_REPLY(&c, sem_post).result) {
         case 1:
         case 2:
         case -3:
@@ -529,7 +538,7 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
                          qname(s, q, sizeof q));
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, DL_REPLY(&c, sem_post).other);
             break;
         default:
             rc = unexpected(s);
@@ -565,11 +574,11 @@ int dl_sem_getvalue(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, int *o
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    if (c.reply.sem_value.result == -2)
-        return other_kind(s, kind, c.reply.sem_value.other);
-    if (c.reply.sem_value.result != 1)
+    if (DL_REPLY(&c, sem_value).result == -2)
+        return other_kind(s, kind, DL_REPLY(&c, sem_value).other);
+    if (DL_REPLY(&c, sem_value).result != 1)
         return unexpected(s);
-    long long v = c.reply.sem_value.value;
+    long long v = DL_REPLY(&c, sem_value).value;
     *out = v < 0 ? 0 : v > 2147483647LL ? 2147483647 : (int)v;
     return 0;
 }
@@ -588,7 +597,7 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    switch (c.reply.sem_open.result) {
+    switch (DL_REPLY(&c, sem_open).result) {
     case 1:
     case 0:
         return 0;
@@ -597,7 +606,7 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     case -5:
         return dl_fail(EEXIST, "semaphore %s exists already", qname(s, q, sizeof q));
     case -2:
-        return other_kind(s, kind, c.reply.sem_open.other);
+        return other_kind(s, kind, DL_REPLY(&c, sem_open).other);
     default:
         return unexpected(s);
     }

@@ -6,16 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_status.h"
 #include "calls.h"
 #include "config.h"
+#include "dl_script_list.h"
 #include "quorum.h"
+#include "view.h"
 
 void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen)
 {
     dl_call_init(c, DL_SCRIPT_STATUS, who);
-    c->arg.status.name = name;
-    c->arg.status.namelen = namelen;
-    c->reply.status.view = NULL;
+    DL_ARGS(c, status).name = name;
+    DL_ARGS(c, status).namelen = namelen;
+    DL_REPLY(c, status).view = NULL;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
@@ -33,7 +36,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
     memset(st, 0, sizeof *st);
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5)
         return -1;
-    if (dl_view_set_name(st, c->arg.status.name, c->arg.status.namelen))
+    if (dl_view_set_name(st, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen))
         return -1;
 
     long long now = dl_view_ll(rep, 0);
@@ -111,16 +114,16 @@ static int parse(dl_call_t *c, redisReply *r)
         free(v);
         v = NULL;
     }
-    c->reply.status.view = v;
+    DL_REPLY(c, status).view = v;
     return 0;
 }
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.status.view) {
-        dl_view_clear(c->reply.status.view);
-        free(c->reply.status.view);
-        c->reply.status.view = NULL;
+    if (DL_REPLY(c, status).view) {
+        dl_view_clear(DL_REPLY(c, status).view);
+        free(DL_REPLY(c, status).view);
+        DL_REPLY(c, status).view = NULL;
     }
 }
 
@@ -163,7 +166,7 @@ static const char *strip_ep(const char *msg, const char *name)
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.status.view != NULL;
+    return DL_REPLY(c, status).view != NULL;
 }
 
 /* The holds a majority shows, writers first.  The hold took effect when
@@ -301,18 +304,18 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     const dl_view_t *per[DL_MAX_ENDPOINTS];
     for (int i = 0; i < t->nodes; i++)
-        per[i] = t->at[i]->cmd.err ? NULL : t->at[i]->reply.status.view;
+        per[i] = t->at[i]->cmd.err ? NULL : DL_REPLY(t->at[i], status).view;
     dl_view_t *out = calloc(1, sizeof *out);
-    c->reply.status.view = NULL;
+    DL_REPLY(c, status).view = NULL;
     if (!out)
         return;
     out->need = (size_t)t->need;
-    if (dl_view_set_name(out, c->arg.status.name, c->arg.status.namelen) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
+    if (dl_view_set_name(out, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
         goto fail;
     out->nservers = (size_t)t->nodes;
     if (merge_holders(per, out->nservers, out->need, out) || merge_servers(t, per, out))
         goto fail;
-    c->reply.status.view = out;
+    DL_REPLY(c, status).view = out;
     return;
 fail:
     dl_view_clear(out);

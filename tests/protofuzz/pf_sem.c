@@ -7,6 +7,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call_renew.h"
+#include "call_sem_cancel.h"
+#include "call_sem_post.h"
+#include "call_sem_renew.h"
+#include "call_sem_value.h"
+#include "call_sem_wait.h"
+#include "call_sem_withdraw.h"
+#include "call_withdraw.h"
 #include "calls.h"
 #include "keys.h"
 #include "pf_sem.h"
@@ -132,7 +140,7 @@ static int withdraw(run_t *r, int i, char what, uint64_t id, int *result)
     dl_call_sem_withdraw(&c, &w, &(dl_withdraw_args_t){ .mode = what, .regid = id });
     if (run_call(r, &c))
         return 1;
-    *result = c.reply.withdraw.result;
+    *result = DL_REPLY(&c, withdraw).result;
     return 0;
 }
 
@@ -204,7 +212,7 @@ static int op_wait(run_t *r, int i, int wait, int lost)
         p->pend_id = id;
         return 0;
     }
-    dl_sem_wait_reply_t *w = &c.reply.sem_wait;
+    dl_sem_wait_reply_t *w = &DL_REPLY(&c, sem_wait);
     if (w->got == 1) {
         p->reg_last = 0;
         if (r->kind == 'c') {
@@ -250,7 +258,7 @@ static int op_post(run_t *r, int i, int lost)
     build_post(r, i, id, fence, &c);
     if (run_call(r, &c))
         return 1;
-    int res = c.reply.sem_post.result;
+    int res = DL_REPLY(&c, sem_post).result;
     if (r->kind == 'c') {
         if (res != 1 && res != 2)
             return bad(r, "p%d counting post replied %d", i, res);
@@ -297,7 +305,7 @@ static int op_renew(run_t *r, int i)
     int64_t sent = now_ms();
     if (run_call(r, &c))
         return 1;
-    if (c.reply.renew.held == 1) {
+    if (DL_REPLY(&c, renew).held == 1) {
         p->valid_until = sent + (int64_t)r->lease;
     } else {
         if (p->valid_until && now_ms() + MARGIN_MS < p->valid_until)
@@ -434,8 +442,8 @@ static int finish(run_t *r)
     dl_call_sem_value(&c, &w, &(dl_sem_value_args_t){ r->kind, r->o->value });
     if (run_call(r, &c))
         return 1;
-    if (c.reply.sem_value.value != (long long)r->o->value)
-        return bad(r, "at the end: value %lld of %u permits", c.reply.sem_value.value,
+    if (DL_REPLY(&c, sem_value).value != (long long)r->o->value)
+        return bad(r, "at the end: value %lld of %u permits", DL_REPLY(&c, sem_value).value,
                    r->o->value);
     return 0;
 }
