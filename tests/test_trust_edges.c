@@ -264,7 +264,7 @@ static void test_reentrant_relock_past_validity(void **state)
 
 /* ------------------------------------------------------------------------
  * The trust window is DL_TRUST_MS plus the lock's smoothed round trip
- * (tenure.c, dl_hold_trusted).  One slow acquisition (a first sample is
+ * (tenure.c, dl_tenure_trusted).  One slow acquisition (a first sample is
  * taken whole) widens it for as long as no other sample comes, even once
  * the link is fast again: a reader of the process joins a hold Redis lost
  * (DEL) hundreds of ms after the loss, while another process writes. */

@@ -154,16 +154,16 @@ typedef struct dl_tenure {
                                  before a cut confirms no more than that */
     unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
                                  renewals then confirm no more than that from
-                                 their sending (dl_hold_ttl) */
+                                 their sending (dl_tenure_ttl) */
     unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
                                  that last confirmed the hold was sent: a sign of
-                                 lost state since ends the trust (dl_hold_trusted) */
+                                 lost state since ends the trust (dl_tenure_trusted) */
     uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
                                  serves other threads only while this is recent */
 } dl_tenure_t;
 
 /* take.c: a thread waiting in Redis's queue for a grant (the subscriber
- * tells it: dl_waiter_granted, dl_waiter_recheck). */
+ * tells it: dl_take_granted, dl_take_recheck). */
 typedef struct dl_waiter {
     uint64_t regid;           /* its registration id, 0 none */
     int granted;

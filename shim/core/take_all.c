@@ -97,7 +97,7 @@ static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
                 lapsed |= DL_REPLY(&c[i], renew).held != 1;
             for (int i = 0; i < n && !lapsed; i++) {
                 if (!v[i].rq->lease_ms)
-                    v[i].g.valid_until = dl_hold_valid_until(sent, p->cfg.lease_ms);
+                    v[i].g.valid_until = dl_tenure_valid_until(sent, p->cfg.lease_ms);
                 v[i].g.sent_ms = sent;
                 v[i].g.epoch = epoch;
             }
@@ -192,7 +192,7 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
              * way its TTL was set to the lease after the call was sent
              * (acquire_all.lua's claim_hold, or the first copy of this
              * very call, resent). */
-            g->valid_until = dl_hold_valid_until(asked_at, locks[i].lease_ms);
+            g->valid_until = dl_tenure_valid_until(asked_at, locks[i].lease_ms);
             g->sent_ms = asked_at;
             g->epoch = epoch;
             dead |= g->dead;

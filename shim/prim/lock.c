@@ -84,7 +84,7 @@
 
 /* Would the process keep its Redis hold for another local holder, as far
  * as other processes go?  (Whether it may, without asking Redis first, is
- * tenure.c's: dl_hold_trusted.) */
+ * tenure.c's: dl_tenure_trusted.) */
 static int keepable(const dl_lock_t *l)
 {
     const dl_core_t *o = &l->core;
@@ -113,7 +113,7 @@ static int confirm(dl_proc_t *p, dl_lock_t *l)
 static int trusted(const dl_lock_t *l, int *fresh)
 {
     const dl_core_t *o = &l->core;
-    int ok = dl_hold_trusted(o, *fresh);
+    int ok = dl_tenure_trusted(o, *fresh);
     *fresh = 0;
     return ok;
 }
@@ -148,7 +148,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
             return 0;
         if (!((l->wwait || l->rwait) && keepable(l)))
             break;
-        if (dl_hold_trusted(o, fresh)) {
+        if (dl_tenure_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
             pthread_cond_broadcast(&o->cv);
@@ -166,7 +166,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
         fresh = 1;
     }
     if (linger && o->hold.rmode == 'w' && o->hold.remote_waiting && keepable(l) &&
-        dl_hold_trusted(o, 0) && dl_hold_linger(p, o) == 0)
+        dl_tenure_trusted(o, 0) && dl_hold_linger(p, o) == 0)
         return 0;
     return dl_hold_release(p, o, 0);
 }
@@ -309,7 +309,7 @@ static int relock(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
             dl_core_wait(o, dl_now_ms() + 100);
             continue;
         }
-        if (o->hold.rmode && dl_hold_trusted(o, fresh))
+        if (o->hold.rmode && dl_tenure_trusted(o, fresh))
             return rejoin(l);
         if (!o->hold.rmode || o->hold.lost ||
             (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until)) {
@@ -610,7 +610,7 @@ int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left)
     pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     int rc = !h ? EPERM : o->hold.rmode && h->fence != o->hold.fence ? ENOLCK
-                        : dl_hold_lease(o, ms_left);
+                        : dl_tenure_lease(o, ms_left);
     if (rc == ENOLCK)
         *ms_left = 0;
     pthread_mutex_unlock(&o->mu);

@@ -170,7 +170,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     dl_core_t *o = &s->core;
     char q[96];
     unsigned long lease = p->cfg.lease_ms;
-    uint64_t valid_until = dl_hold_valid_until(sent, lease);
+    uint64_t valid_until = dl_tenure_valid_until(sent, lease);
     if (dl_now_ms() >= valid_until || epoch != dl_trust_epoch()) {
         int late = dl_now_ms() >= valid_until;
         dl_caller_t who = dl_caller(p, o);
@@ -193,7 +193,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
             lapse_all(s, "Redis lost them");
             return EAGAIN;
         }
-        valid_until = dl_hold_valid_until(sent, lease);
+        valid_until = dl_tenure_valid_until(sent, lease);
     }
     /* A hold in Redis that is not the one we had: ours lapsed, with its
      * permits (the watchdog may not have noticed yet). */
@@ -206,7 +206,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
         dl_hold_record(p, o, &rq, &g);
         dl_hold_watch(p, o, 0);
     } else {
-        dl_hold_confirmed(o, sent, o->tenure.cuts, epoch, 1);
+        dl_tenure_confirmed(o, sent, o->tenure.cuts, epoch, 1);
     }
     s->permits = r->count > 0 ? (unsigned)r->count : s->permits + 1;
     return 0;
@@ -338,7 +338,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         dl_sem_wait_reply_t r;
         if (rc == 0) {
             uint64_t id = next_id(p);
-            dl_waiter_listen(o, id);
+            dl_take_listen(o, id);
             rc = ask(p, s, rq, 1, id, &r);
             last = id;
         }
@@ -361,7 +361,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
             nap = (uint64_t)r.nap_ms + 1;
         uint64_t now = dl_now_ms();
         uint64_t until = now + nap < rq->deadline ? now + nap : rq->deadline;
-        pushed = dl_waiter_sleep(o, until, rq->stop);
+        pushed = dl_take_sleep(o, until, rq->stop);
         slept = 1;
         if (!pushed && over(rq)) {
             give_up(p, s, rq, last);
@@ -410,7 +410,7 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     pthread_mutex_lock(&o->mu);
     if (rc == 0)
         rc = wait_in_queue(p, s, rq);
-    dl_waiter_leave(o);
+    dl_take_leave(o);
     s->waiter = 0;
     pthread_cond_broadcast(&o->cv);
 out:
