@@ -51,7 +51,8 @@
  *   tally.c         an object's counters for the metrics file
  *   metrics.c       the metrics file: its thread, the counts by name
  *   process.c       the per-process state (dl_proc_t), its reset after
- *                   fork (which resets api/object.c's mutex too)
+ *                   fork (and the hooks by which a layer above resets its
+ *                   own: api/object.c's mutex)
  * script/    the scripts of lua/ as typed calls
  *   calls.c         what every call shares: building, ARGV, replies
  *   call_<name>.c   one script's entry: its typed call, ARGV, reply and

@@ -22,9 +22,15 @@ enum { DL_NAME_COPY = 1, DL_NAME_INLINE = 2 };
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 /* In a forked child: a thread of the parent may have held mu. */
-void dl_obj_after_fork(void)
+static void after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
+}
+
+__attribute__((constructor)) static void register_after_fork(void)
+{
+    static dl_fork_hook_t hook = { after_fork, NULL };
+    dl_proc_on_fork(&hook);
 }
 
 /* The word for an object of that magic in messages. */
