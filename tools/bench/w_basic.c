@@ -392,21 +392,7 @@ static void w3_wait_b_blocked(w3_t *w, redisContext *c)
         sleep_us(2000 + (unsigned long)(rand() % 1000));
         return;
     }
-    uint64_t until = now_ns() + 2000000000ull;
-    for (;;) {
-        redisReply *r = redisCommand(c, "ZCARD %s", w->qkey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n > 0)
-            break;
-        if (now_ns() > until) {
-            w->unqueued++;
-            break;
-        }
-        sleep_us(20);
-    }
-    sleep_us(300);
+    w->unqueued += (unsigned long)rc_wait_listed(c, w->qkey);
 }
 
 static int w3_worker(void *arg, int idx)

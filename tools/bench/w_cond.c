@@ -61,21 +61,7 @@ static int cond_key(char *buf, size_t size, const char *name)
  * sleep on it (as W3 waits for its B to be queued). */
 static void wait_registered(c1_t *w, redisContext *c)
 {
-    uint64_t until = now_ns() + 2000000000ull;
-    for (;;) {
-        redisReply *r = redisCommand(c, "ZCARD %s", w->ckey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n > 0)
-            break;
-        if (now_ns() > until) {
-            w->unregistered++;
-            break;
-        }
-        sleep_us(20);
-    }
-    sleep_us(300);
+    w->unregistered += (unsigned long)rc_wait_listed(c, w->ckey);
 }
 
 static int c1_worker(void *arg, int idx)
