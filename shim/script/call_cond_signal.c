@@ -45,10 +45,11 @@ static int said_yes(const dl_call_t *c)
 /* The most any server woke (each wakes its own copies of the same waiters). */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    DL_REPLY(c, cond_signal).woken = 0;
+    long long *woken = &DL_REPLY(c, cond_signal).woken;
+    *woken = 0;
     for (int i = 0; i < t->nodes; i++)
-        if (!t->at[i]->cmd.err && DL_REPLY(t->at[i], cond_signal).woken > DL_REPLY(c, cond_signal).woken)
-            DL_REPLY(c, cond_signal).woken = DL_REPLY(t->at[i], cond_signal).woken;
+        if (!t->at[i]->cmd.err && DL_REPLY(t->at[i], cond_signal).woken > *woken)
+            *woken = DL_REPLY(t->at[i], cond_signal).woken;
 }
 
 static const dl_quorum_op_t quorum = { .prepare = prepare, .said_yes = said_yes, .merge = merge };

@@ -13,10 +13,11 @@
  * the generated dl_script_list.h, with the DL_SCRIPT_* ids (included by
  * the entries and script.c, not by the users of the calls).  So adding a
  * script is its Lua file and its entry; no other file names it, and a
- * file above script/ includes the call_<name>.h of the calls it makes.  A script whose Lua header has the line
- * `--! sent with its text` is sent with its text every time (EVAL), on
- * its own; every other one is prefixed with lua/common.lua and called by
- * its SHA1 (EVALSHA, EVAL on NOSCRIPT).
+ * file above script/ includes the call_<name>.h of the calls it makes.
+ * A script whose Lua header has the line `--! sent with its text` is sent
+ * with its text every time (EVAL), on its own; every other one is
+ * prefixed with lua/common.lua and called by its SHA1 (EVALSHA, EVAL on
+ * NOSCRIPT).
  *
  * Every topology runs the same dl_call_t: script.c sends it and reads its
  * reply through the entry (dl_call_wire, dl_call_parse); quorum.c merges
