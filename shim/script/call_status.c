@@ -173,6 +173,78 @@ static int said_yes(const dl_call_t *c)
  * the need-th server granted it and ends when fewer than need still have
  * it: the need-th longest time held and lease left.  per[i] is server i's
  * view, NULL where it gave none.  0, or -1: out of memory. */
+/* One server's view s added to the candidates cand[0..*nc) (a holder per
+ * who, with what each server shows of it) and to out's waiters, fence,
+ * and signs of a lapse (*lapsed: the first server showing one). */
+static void add_server(const dl_view_t *s, cand_t *cand, size_t *nc, dl_view_t *out,
+                       const dl_view_t **lapsed)
+{
+    for (size_t k = 0; k < s->nholders; k++) {
+        const dl_view_holder_t *h = &s->holders[k];
+        size_t c = 0;
+        while (c < *nc && !same_who(&cand[c].h.who, &h->who))
+            c++;
+        if (c == *nc) {
+            cand[(*nc)++].h = *h;
+        } else {
+            dl_view_holder_t *m = &cand[c].h;
+            if (h->fence > m->fence)
+                m->fence = h->fence;
+            if (h->lease_ms > m->lease_ms)
+                m->lease_ms = h->lease_ms;
+            m->after_lapse |= h->after_lapse;
+        }
+        if (cand[c].count < DL_MAX_ENDPOINTS) {     /* one per server */
+            cand[c].held[cand[c].count] = h->held_ms;
+            cand[c].left[cand[c].count++] = h->lease_left_ms;
+        }
+    }
+    /* Nobody queues with redlock (the library's waiters retry), but
+     * show whatever registrations a server has. */
+    for (size_t k = 0; k < s->nwaiters; k++) {
+        size_t w = 0;
+        while (w < out->nwaiters && !same_who(&out->waiters[w], &s->waiters[k]))
+            w++;
+        if (w == out->nwaiters)
+            out->waiters[out->nwaiters++] = s->waiters[k];
+    }
+    if (s->last_fence > out->last_fence)
+        out->last_fence = s->last_fence;
+    out->known |= s->known;
+    if (s->next_ownerdead) {
+        out->next_ownerdead = 1;
+        out->broken |= s->broken;
+        if (!s->broken && !*lapsed)
+            *lapsed = s;
+    }
+}
+
+/* The candidates that `need` servers show become out's holders (writers
+ * first), each with the time held and left that a majority vouches for.
+ * 0, or -1 (out of memory). */
+static int pick_holders(cand_t *cand, size_t nc, size_t need, dl_view_t *out)
+{
+    size_t nh = 0;
+    for (size_t c = 0; c < nc; c++)
+        nh += cand[c].count >= need;
+    if (nh && !(out->holders = calloc(nh, sizeof *out->holders)))
+        return -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t c = 0; c < nc; c++) {
+            if (cand[c].count < need || (cand[c].h.who.mode == 'w') != (pass == 0))
+                continue;
+            dl_view_holder_t *h = &out->holders[out->nholders++];
+            *h = cand[c].h;
+            qsort(cand[c].held, cand[c].count, sizeof cand[c].held[0], cmp_ll_desc);
+            qsort(cand[c].left, cand[c].count, sizeof cand[c].left[0], cmp_ll_desc);
+            h->held_ms = cand[c].held[need - 1];
+            h->lease_left_ms = cand[c].left[need - 1];
+            if (!out->mode)
+                out->mode = h->who.mode;
+        }
+    return 0;
+}
+
 static int merge_holders(const dl_view_t *const *per, size_t nodes, size_t need, dl_view_t *out)
 {
     size_t ncand = 0, nwait = 0, nc = 0;
@@ -189,76 +261,19 @@ static int merge_holders(const dl_view_t *const *per, size_t nodes, size_t need,
         return -1;
     }
     const dl_view_t *lapsed = NULL;
-    for (size_t i = 0; i < nodes; i++) {
-        const dl_view_t *s = per[i];
-        if (!s)
-            continue;
-        for (size_t k = 0; k < s->nholders; k++) {
-            const dl_view_holder_t *h = &s->holders[k];
-            size_t c = 0;
-            while (c < nc && !same_who(&cand[c].h.who, &h->who))
-                c++;
-            if (c == nc) {
-                cand[nc++].h = *h;
-            } else {
-                dl_view_holder_t *m = &cand[c].h;
-                if (h->fence > m->fence)
-                    m->fence = h->fence;
-                if (h->lease_ms > m->lease_ms)
-                    m->lease_ms = h->lease_ms;
-                m->after_lapse |= h->after_lapse;
-            }
-            if (cand[c].count < DL_MAX_ENDPOINTS) {     /* one per server */
-                cand[c].held[cand[c].count] = h->held_ms;
-                cand[c].left[cand[c].count++] = h->lease_left_ms;
-            }
-        }
-        /* Nobody queues with redlock (the library's waiters retry), but
-         * show whatever registrations a server has. */
-        for (size_t k = 0; k < s->nwaiters; k++) {
-            size_t w = 0;
-            while (w < out->nwaiters && !same_who(&out->waiters[w], &s->waiters[k]))
-                w++;
-            if (w == out->nwaiters)
-                out->waiters[out->nwaiters++] = s->waiters[k];
-        }
-        if (s->last_fence > out->last_fence)
-            out->last_fence = s->last_fence;
-        out->known |= s->known;
-        if (s->next_ownerdead) {
-            out->next_ownerdead = 1;
-            out->broken |= s->broken;
-            if (!s->broken && !lapsed)
-                lapsed = s;
-        }
-    }
-
-    size_t nh = 0;
-    for (size_t c = 0; c < nc; c++)
-        nh += cand[c].count >= need;
-    if (nh && !(out->holders = calloc(nh, sizeof *out->holders))) {
+    for (size_t i = 0; i < nodes; i++)
+        if (per[i])
+            add_server(per[i], cand, &nc, out, &lapsed);
+    if (pick_holders(cand, nc, need, out)) {
         free(cand);
         return -1;
     }
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t c = 0; c < nc; c++) {
-            if (cand[c].count < need || (cand[c].h.who.mode == 'w') != (pass == 0))
-                continue;
-            dl_view_holder_t *h = &out->holders[out->nholders++];
-            *h = cand[c].h;
-            qsort(cand[c].held, cand[c].count, sizeof cand[c].held[0], cmp_ll_desc);
-            qsort(cand[c].left, cand[c].count, sizeof cand[c].left[0], cmp_ll_desc);
-            h->held_ms = cand[c].held[need - 1];
-            h->lease_left_ms = cand[c].left[need - 1];
-            if (!out->mode)
-                out->mode = h->who.mode;
-        }
     /* As one server shows it: only while no writer holds it. */
     if (out->mode == 'w')
         out->next_ownerdead = out->broken = 0;
     else if (out->next_ownerdead && !out->broken && lapsed)
         out->lapsed = lapsed->lapsed;
-    out->disputed = nc > nh || out->nwaiters;
+    out->disputed = nc > out->nholders || out->nwaiters;
     free(cand);
     return 0;
 }
@@ -310,7 +325,8 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     if (!out)
         return;
     out->need = (size_t)t->need;
-    if (dl_view_set_name(out, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
+    if (dl_view_set_name(out, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen) ||
+        !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
         goto fail;
     out->nservers = (size_t)t->nodes;
     if (merge_holders(per, out->nservers, out->need, out) || merge_servers(t, per, out))
