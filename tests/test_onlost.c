@@ -499,18 +499,24 @@ static void test_deleted_busy(void **state)
 /* Nobody renews before the unlock (default lease): the unlock's release
  * finds the loss, says ENOLCK, and the function is called once, from the
  * library's thread. */
-static void test_deleted_unlock(void **state)
+static void unlock_finds_loss(const char *tag, int fork_first, const char *what)
 {
-    (void)state;
     static struct holder h;
-    holder_init(&h, "lostunlock", url_env());
+    holder_init(&h, tag, url_env());
+    h.fork_first = fork_first;
     run_t r;
     holder_start(&r, &h);
     int64_t t0 = th_now_us();
     th_lock_lose(0, h.name);
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
-    wait_lost(&r, 5000, t0, "the keys were deleted (found by the unlock)");
+    wait_lost(&r, 5000, t0, what);
     holder_told(&r, 1);
+}
+
+static void test_deleted_unlock(void **state)
+{
+    (void)state;
+    unlock_finds_loss("lostunlock", 0, "the keys were deleted (found by the unlock)");
 }
 
 /* A reentrant relock after the loss (past the 40 ms trust window) confirms
@@ -666,16 +672,8 @@ static void test_fixed_lease(void **state)
 static void test_forked_child(void **state)
 {
     (void)state;
-    static struct holder h;
-    holder_init(&h, "lostfork", url_env());
-    h.fork_first = 1;
-    run_t r;
-    holder_start(&r, &h);
-    int64_t t0 = th_now_us();
-    th_lock_lose(0, h.name);
-    TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
-    wait_lost(&r, 5000, t0, "the keys were deleted (a forked child's hold, found by its unlock)");
-    holder_told(&r, 1);
+    unlock_finds_loss("lostfork", 1,
+                      "the keys were deleted (a forked child's hold, found by its unlock)");
 }
 
 /* ------------------------------------------------------------------------
