@@ -436,6 +436,43 @@ static void one_fewer(dl_sem_t *s)
         dl_hold_dropped(&s->core);
 }
 
+/* o->mu held, this thread the talker: one post (sem_post.lua), of a
+ * permit of the process's leased hold (kind 'l') or of the value; its
+ * answer in *r.  0, or EIO: perhaps made, perhaps not, the post is kept
+ * and made once Redis answers (before the process's next operation on
+ * the semaphore, or by its watchdog), and never twice; a leased permit is
+ * given back as far as the process goes. */
+static int send_post(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value,
+                     dl_sem_post_reply_t *r)
+{
+    dl_core_t *o = &s->core;
+    char q[96];
+    int leased = kind == 'l';
+    uint64_t id = next_id(p);
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
+        .op = { kind, value, id }, .fence = leased ? o->hold.fence : 0 });
+    /* The watchdog must not take a renewal that finds the hold just ended
+     * by this post for a loss. */
+    if (leased)
+        dl_hold_reserve(o);
+    int rc = run(p, s, &c, NULL);
+    if (leased)
+        dl_hold_unreserve(o);
+    if (rc == 0) {
+        *r = DL_REPLY(&c, sem_post);
+        return 0;
+    }
+    pending(p, s, 'r', id);
+    if (!leased)
+        return dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
+                       "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
+    one_fewer(s);
+    return dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
+                   qname(s, q, sizeof q), c.cmd.errmsg);
+}
+
 static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
     dl_core_t *o = &s->core;
@@ -463,25 +500,9 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return post_leased(p, s, kind, value);
     }
-    uint64_t id = next_id(p);
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
-        .op = { kind, value, id }, .fence = o->hold.fence });
-    /* The watchdog must not take a renewal that finds the hold just ended
-     * by this post for a loss. */
-    dl_hold_reserve(o);
-    rc = run(p, s, &c, NULL);
-    dl_hold_unreserve(o);
-    if (rc) {
-        /* Given back as far as the process goes: the post is made once
-         * Redis answers (settle, or the watchdog), and never twice. */
-        pending(p, s, 'r', id);
-        one_fewer(s);
-        rc = dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
-                     qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        switch (DL_REPLY(&c, sem_post).result) {
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, kind, value, &r)) == 0) {
+        switch (r.result) {
         case 1:
         case 2:
             one_fewer(s);
@@ -492,7 +513,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             rc = lapsed_code(s);
             break;
         case -2:
-            rc = other_kind(s, kind, DL_REPLY(&c, sem_post).other);
+            rc = other_kind(s, kind, r.other);
             break;
         case -3:
             one_fewer(s);             /* (cannot be: ours go one at a time) */
@@ -508,7 +529,6 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 
 static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
-    dl_core_t *o = &s->core;
     char q[96];
     talk(s);
     int rc = settle(p, s);
@@ -516,19 +536,9 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return rc;
     }
-    uint64_t id = next_id(p);
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){ .op = { kind, value, id } });
-    if (run(p, s, &c, NULL)) {
-        /* Perhaps made, perhaps not: kept, and made once Redis answers
-         * (before this process's next operation on the semaphore, or by
-         * its watchdog), exactly once. */
-        pending(p, s, 'r', id);
-        rc = dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
-                     "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        switch (DL_REPLY(&c, sem_post).result) {
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, kind, value, &r)) == 0) {
+        switch (r.result) {
         case 1:
         case 2:
         case -3:
@@ -538,7 +548,7 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
                          qname(s, q, sizeof q));
             break;
         case -2:
-            rc = other_kind(s, kind, DL_REPLY(&c, sem_post).other);
+            rc = other_kind(s, kind, r.other);
             break;
         default:
             rc = unexpected(s);
