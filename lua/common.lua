@@ -7,7 +7,10 @@
 --                                       fence, lease, od (acquired after a lapse),
 --                                       rid (the registration id of the request
 --                                       the owner last took or claimed it with),
---                                       mx (when the meta hash expires, ms)
+--                                       mx (when the meta hash expires, ms);
+--                                       or, with no TTL, an unrecoverable lock
+--                                       (put_unrecoverable): nr (its mark),
+--                                       owner '' (nobody's)
 --   KEYS[2] readers  <prefix>{tag}:r    zset reader token -> lease deadline (ms)
 --   KEYS[3] rinfo    <prefix>{tag}:ri   hash reader token -> msgpack {info, since, fence,
 --                                       od, rid}
@@ -240,6 +243,20 @@ local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx, pre
           'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx))
   end
   rcall('PEXPIRE', K_LOCK, ttl)
+end
+
+-- A robust lock unlocked after EOWNERDEAD without dist_mutex_consistent
+-- (release.lua's ARGV[7]): the lock hash stays, with no TTL and nobody's
+-- (owner ''), so that every script that looks for a holder finds the lock
+-- busy and grants nothing, and acquire.lua refuses every request with
+-- ENOTRECOVERABLE ({3, nr}).  Its mark `nr` names this state: only a
+-- process told of this very mark clears it (recover.lua), and `distlock
+-- break` (which deletes the hash) does too.  The status scripts show it as
+-- a holder whose info says so.
+local function put_unrecoverable(nr)
+  rcall('DEL', K_LOCK)
+  rcall('HSET', K_LOCK, 'owner', '', 'info', 'unrecoverable\t0\t0', 'since', int(now_ms()),
+        'fence', nr, 'lease', 0, 'od', 1, 'nr', nr)
 end
 
 local function take_write(token, lease, info, now, ttl, rid, pending)

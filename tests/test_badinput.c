@@ -1268,6 +1268,141 @@ static void test_attr_values(void **state)
     end("attribute values");
 }
 
+/* ------------------------------------------------ version 3: robust, clocks */
+
+/* The getters, the robust attribute, consistent, the clock* calls and
+ * condattr's clock, and dist_sem_unlink: NULL, uninitialized and
+ * destroyed objects, NULL results, bad values, clocks and names; EINVAL
+ * (EPERM for consistent without a hold) with a readable message, and the
+ * good objects still work after. */
+static void test_v3_inputs(void **state)
+{
+    begin();
+    char name[64];
+    th_name(name, sizeof name, "v3");
+    struct timespec ts = th_abstime_ms(100), bad = ts;
+    bad.tv_nsec = 1000000000L;
+    dist_mutexattr_t ma, zero_ma;
+    dist_condattr_t ca, zero_ca;
+    memset(&zero_ma, 0, sizeof zero_ma);
+    memset(&zero_ca, 0, sizeof zero_ca);
+    int v = -1;
+    clockid_t clk = -1;
+
+    CASE(dist_mutexattr_setrobust(NULL, DIST_MUTEX_ROBUST), EINVAL);
+    CASE(dist_mutexattr_getrobust(NULL, &v), EINVAL);
+    CASE(dist_mutexattr_gettype(NULL, &v), EINVAL);
+    CASE(dist_mutexattr_setrobust(&zero_ma, DIST_MUTEX_ROBUST), EINVAL);
+    CASE(dist_mutexattr_getrobust(&zero_ma, &v), EINVAL);
+    CASE(dist_mutexattr_gettype(&zero_ma, &v), EINVAL);
+    assert_int_equal(dist_mutexattr_init(&ma), 0);
+    CASE(dist_mutexattr_getrobust(&ma, NULL), EINVAL);
+    CASE(dist_mutexattr_gettype(&ma, NULL), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, 2), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, -1), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, INT_MAX), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, INT_MIN), EINVAL);
+    CASE(dist_mutexattr_getrobust(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_LENIENT);
+    CASE(dist_mutexattr_gettype(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_RECURSIVE);
+    CASE(dist_mutexattr_settype(&ma, DIST_MUTEX_ERRORCHECK), 0);
+    CASE(dist_mutexattr_gettype(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_ERRORCHECK);
+    CASE(dist_mutexattr_setrobust(&ma, DIST_MUTEX_ROBUST), 0);
+    dist_mutex_t m;
+    CASE(dist_mutex_init(&m, name, &ma), 0);
+    CASE(dist_mutexattr_destroy(&ma), 0);
+    CASE(dist_mutexattr_getrobust(&ma, &v), EINVAL);     /* destroyed */
+    CASE(dist_mutexattr_gettype(&ma, &v), EINVAL);
+
+    CASE(dist_mutex_consistent(NULL), EINVAL);
+    check3("dist_mutex_consistent(not held)", dist_mutex_consistent(&m), EPERM,
+           dist_lasterror(), "not held", 0);
+    CASE(dist_mutex_clocklock(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_mutex_clocklock(&m, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_mutex_clocklock(&m, CLOCK_MONOTONIC, &bad), EINVAL);
+    check3("dist_mutex_clocklock(CLOCK_PROCESS_CPUTIME_ID)",
+           dist_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL, dist_lasterror(),
+           "CLOCK_MONOTONIC", 0);
+    CASE(dist_mutex_clocklock(&m, (clockid_t)-1, &ts), EINVAL);
+    CASE(dist_mutex_lock(&m), 0);
+    check3("dist_mutex_consistent(held, no EOWNERDEAD)", dist_mutex_consistent(&m), EINVAL,
+           dist_lasterror(), "EOWNERDEAD", 0);
+    CASE(dist_mutex_unlock(&m), 0);
+    CASE(dist_mutex_destroy(&m), 0);
+    CASE(dist_mutex_consistent(&m), EINVAL);             /* destroyed */
+
+    dist_rwlock_t rw;
+    CASE(dist_rwlock_clockrdlock(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(NULL, CLOCK_MONOTONIC, &ts), EINVAL);
+    CASE(dist_rwlock_init(&rw, name, NULL), 0);
+    CASE(dist_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, NULL), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, CLOCK_REALTIME, &bad), EINVAL);
+    CASE(dist_rwlock_clockrdlock(&rw, CLOCK_THREAD_CPUTIME_ID, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, 99, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &ts), 0);   /* the good one works */
+    CASE(dist_rwlock_unlock(&rw), 0);
+    CASE(dist_rwlock_destroy(&rw), 0);
+
+    CASE(dist_condattr_setclock(NULL, CLOCK_MONOTONIC), EINVAL);
+    CASE(dist_condattr_getclock(NULL, &clk), EINVAL);
+    CASE(dist_condattr_setclock(&zero_ca, CLOCK_MONOTONIC), EINVAL);
+    CASE(dist_condattr_getclock(&zero_ca, &clk), EINVAL);
+    assert_int_equal(dist_condattr_init(&ca), 0);
+    CASE(dist_condattr_getclock(&ca, NULL), EINVAL);
+    CASE(dist_condattr_setclock(&ca, CLOCK_BOOTTIME), EINVAL);
+    CASE(dist_condattr_setclock(&ca, (clockid_t)-5), EINVAL);
+    CASE(dist_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
+    CASE(dist_condattr_getclock(&ca, &clk), 0);
+    assert_int_equal(clk, CLOCK_MONOTONIC);
+    dist_cond_t c;
+    CASE(dist_cond_init(&c, name, &ca), 0);
+    CASE(dist_condattr_destroy(&ca), 0);
+    CASE(dist_condattr_getclock(&ca, &clk), EINVAL);      /* destroyed */
+    dist_mutex_t cm;
+    CASE(dist_mutex_init(&cm, name, NULL), 0);
+    CASE(dist_cond_clockwait(NULL, &cm, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_cond_clockwait(&c, NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, &ts), EPERM);   /* m not held */
+    CASE(dist_mutex_lock(&cm), 0);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, &bad), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+    /* the condition's own clock: a CLOCK_REALTIME abstime far past on
+     * CLOCK_MONOTONIC's scale is taken as that clock's, and waits */
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    mono.tv_nsec = (mono.tv_nsec + 30000000L) % 1000000000L;
+    mono.tv_sec += mono.tv_nsec < 30000000L ? 1 : 0;
+    CASE(dist_cond_timedwait(&c, &cm, &mono), ETIMEDOUT);
+    CASE(dist_mutex_unlock(&cm), 0);                     /* held once, after the waits */
+    CASE(dist_mutex_unlock(&cm), EPERM);
+    CASE(dist_mutex_destroy(&cm), 0);
+    CASE(dist_cond_destroy(&c), 0);
+
+    dist_sem_t s;
+    CASE(dist_sem_clockwait(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_sem_init(&s, name, 1, 0), 0);
+    CASE(dist_sem_clockwait(&s, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_sem_clockwait(&s, CLOCK_MONOTONIC, &bad), EINVAL);
+    CASE(dist_sem_clockwait(&s, CLOCK_MONOTONIC_RAW, &ts), EINVAL);
+    CASE(dist_sem_getvalue(&s, &v), 0);
+    assert_int_equal(v, 1);
+    CASE(dist_sem_destroy(&s), 0);
+    check3("dist_sem_unlink(NULL)", dist_sem_unlink(NULL), EINVAL, dist_lasterror(), "NULL", 0);
+    check3("dist_sem_unlink(\"\")", dist_sem_unlink(""), EINVAL, dist_lasterror(), "empty", 0);
+    char longname[DIST_NAME_MAX + 2];
+    memset(longname, 's', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    check3("dist_sem_unlink(name of 513 bytes)", dist_sem_unlink(longname), EINVAL,
+           dist_lasterror(), "DIST_NAME_MAX", 0);
+    CASE(dist_sem_unlink(name), 0);
+    check3("dist_sem_unlink(gone)", dist_sem_unlink(name), ENOENT, dist_lasterror(),
+           "does not exist", 0);
+    end("version 3 inputs");
+}
+
 /* ------------------------------------------------------------ semaphores */
 
 /* Every dist_sem_* call with NULL, uninitialized (zero and random bytes),
@@ -1842,6 +1977,7 @@ int main(void)
         TH_TEST(test_sem_inputs),
         TH_TEST(test_barrier_inputs),
         TH_TEST(test_once_inputs),
+        TH_TEST(test_v3_inputs),
         TH_TEST(test_conditions),
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),

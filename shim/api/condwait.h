@@ -37,6 +37,7 @@ typedef struct dl_condwait {
     dl_lock_t *l;
     dist_mutex_t *m;
     const struct timespec *abstime;   /* NULL: no time limit */
+    clockid_t clock;                  /* abstime's: CLOCK_REALTIME or CLOCK_MONOTONIC */
     unsigned count;                   /* the caller's holds on m */
     int lapsed;                       /* its hold had lapsed before the release */
     char lapse[DL_ERRMAX];            /* ... as the release said */
@@ -44,11 +45,20 @@ typedef struct dl_condwait {
                                          one, or one a relock was told of): restore
                                          carries it over to the unlock that ends
                                          the section (ENOLCK) */
+    int od;                           /* a robust EOWNERDEAD was pending in the
+                                         section, or the wait says one (its release
+                                         found a lapse): restore carries it over, to
+                                         be made consistent before the section ends */
     dl_cwait_t w;
 } dl_condwait_t;
 
+/* begin with abstime on CLOCK_REALTIME (the interposer's: it moves the
+ * program's other clocks to that one), or on clock (EINVAL for a clock
+ * other than CLOCK_REALTIME and CLOCK_MONOTONIC). */
 int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
                       const struct timespec *abstime);
+int dl_condwait_begin_on(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m, clockid_t clock,
+                         const struct timespec *abstime);
 int dl_condwait_block(dl_condwait_t *cw);
 int dl_condwait_end(dl_condwait_t *cw, int brc);
 int dl_condwait_restore(dl_condwait_t *cw);

@@ -9,7 +9,9 @@
  * which forked processes may share): object.c writes its magic, its name
  * and who initialized it when (dl_origin: that process's tag, dl_born:
  * its fork count; self.h), which tells whether the name pointer means
- * anything in the calling process; mutex.c and rwlock.c set its
+ * anything in the calling process, and which of that process's
+ * initializations it is (dl_gen), so that memory initialized again is
+ * another object to every process that shares it; mutex.c and rwlock.c set its
  * attributes (type, fairness, lease) at init.  What an object resolves to
  * in a process is kept in that process (objtab.h), never in the object.
  * A lock's reference for its objects is the registry's

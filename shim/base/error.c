@@ -91,6 +91,9 @@ const char *dist_strerror(int err)
     case EOWNERDEAD: return "lock acquired, but its previous holder's lease ran out before it unlocked";
     case ENOLCK: return "the hold had already lapsed in Redis before unlock";
     case EAGAIN: return "the reentrancy or reader count would overflow";
+    case ENOTRECOVERABLE: return "the lock is unrecoverable: a robust holder unlocked it after "
+                                 "EOWNERDEAD without dist_mutex_consistent";
+    case ENOENT: return "no such semaphore in Redis";
     case EIO: return "Redis unreachable or failing";
     case ENOMEM: return "out of memory";
     default: return "unknown distlock error";

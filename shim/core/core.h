@@ -137,6 +137,8 @@ typedef struct dl_hold {
                                  watchdog withdraws it and every earlier one
                                  (withdraw.lua), whatever the process holds or
                                  asks for since (only later requests) */
+    uint64_t undo_inc[2];     /* the incarnation of the object in Redis each was
+                                 sent to (a semaphore's; 0 none known, locks) */
     int undo_checks[2];       /* withdrawals left to try that may find nothing */
     uint64_t undo_at;         /* not before this (monotonic ms): the next look
                                  must come after the request may have run */

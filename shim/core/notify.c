@@ -8,6 +8,10 @@
  *                                  granted to registration REGID
  *   "w KEY"                        another process queued for KEY, which we hold
  *   "r KEY"                        `distlock break` removed our hold on KEY
+ *   "u KEY"                        KEY, a lock we queue for, was left
+ *                                  unrecoverable (a robust holder's unlock
+ *                                  without dist_mutex_consistent): our waiter
+ *                                  asks again, and is refused at once
  *   "k REGID KEY"                  registration REGID of ours on KEY was
  *                                  woken (a condition's signal): the
  *                                  object's kind is told (dl_kind_t.woken)
@@ -75,6 +79,12 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
             return;
         if (o->kind->woken)
             o->kind->woken(o, regid);
+        pthread_mutex_unlock(&o->mu);
+    } else if (msg[0] == 'u') {
+        dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
+        if (!o)
+            return;
+        dl_take_recheck(o);
         pthread_mutex_unlock(&o->mu);
     } else if (msg[0] == 'w') {
         dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));

@@ -182,6 +182,13 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         return 0;
     }
     *pttl = ar->pttl_ms;
+    if (ar->got == 3) {
+        g->unrec = ar->mark;
+        return dl_fail(ENOTRECOVERABLE, "%s %s: unrecoverable: a robust holder unlocked it after "
+                       "EOWNERDEAD without dist_mutex_consistent; refused until a process told "
+                       "so destroys its object and initializes it again", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q));
+    }
     if (ar->got != 0)
         return dl_fail(EIO, "%s %s: unexpected reply from Redis", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q));

@@ -242,6 +242,10 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         rc = EBUSY;
     } else if (r->got == 2) {
         rc = EAGAIN;
+    } else if (r->got == 3) {
+        *busy = r->busy;
+        v[r->busy].g.unrec = r->mark;
+        rc = ENOTRECOVERABLE;
     } else {
         rc = dl_fail(EIO, "lock-all of %d locks: unexpected reply from Redis", n);
     }

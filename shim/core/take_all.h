@@ -40,6 +40,8 @@ typedef struct dl_take_one {
  *                  were given back): none taken;
  *   EAGAIN         they cannot be asked for in one call here (a cluster
  *                  slot migrates): none taken;
+ *   ENOTRECOVERABLE  one is unrecoverable (*busy its index, its
+ *                  v[i].g.unrec its mark): none taken;
  *   ETIMEDOUT      deadline passed (unworded), EIO, ENOMEM: none kept,
  *                  each v[i].g.maybe when Redis may have taken it (the
  *                  caller has it withdrawn: dl_hold_undo_later). */

@@ -28,6 +28,7 @@
 #define DLP_KIND_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "keys.h"
@@ -76,6 +77,10 @@ typedef struct dlp_kind {
     /* The interposer's destructor, at exit. */
     void (*at_exit)(void);
     const dlp_lockops_t *lock; /* a lock kind's distributed half; NULL for others */
+    /* A loss dist_onlost tells (name, fence) that is one of this kind's
+     * entries: writes what to say in line and returns 1; else 0.  NULL:
+     * the lock's words are right. */
+    int (*lost_words)(const char *name, size_t namelen, uint64_t fence, char *line, size_t size);
 } dlp_kind_t;
 
 /* Every kind, one word each, in the order messages list them: each is

@@ -252,14 +252,15 @@ int dlp_on_loss_parse(const char *v)
  * say so, and stop the program if asked to.  exit:N runs the program's
  * atexit handlers (its buffered output is written) without waiting for
  * its other threads. */
-void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+void dlp_loss_act(const char *line)
 {
-    (void)arg;
-    int len = namelen > 200 ? 200 : (int)namelen;
-    const char *what = "lock \"%.*s\": the distributed hold (fence %llu) was found lapsed in "
-                       "Redis while held; another process may hold the lock now";
-    char line[512];
-    snprintf(line, sizeof line, what, len, name, (unsigned long long)fence);
+    /* abort, exit:N: the first to tell ends the program; another thread
+     * telling meanwhile (the library's teller, a semaphore call) waits
+     * for the end instead of saying it twice. */
+    static int ending;
+    if (dlp_on_loss != DLP_ON_LOSS_WARN && __atomic_exchange_n(&ending, 1, __ATOMIC_ACQ_REL))
+        for (;;)
+            pause();
     switch (dlp_on_loss) {
     case DLP_ON_LOSS_ABORT:
         dlp_die("%s (DISTLOCK_ON_LOSS=abort)", line);
@@ -270,6 +271,24 @@ void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
     default:
         dlp_say("%s; the program goes on (DISTLOCK_ON_LOSS=warn)", line);
     }
+}
+
+void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+{
+    (void)arg;
+    char line[512];
+    /* A kind with words of its own for a loss of one of its entries (a
+     * semaphore Redis lost: fence 0) says them; else it was a lock's hold. */
+    for (const dlp_kind_t *const *k = dlp_kinds; *k; k++)
+        if ((*k)->lost_words && (*k)->lost_words(name, namelen, fence, line, sizeof line)) {
+            dlp_loss_act(line);
+            return;
+        }
+    int len = namelen > 200 ? 200 : (int)namelen;
+    snprintf(line, sizeof line, "lock \"%.*s\": the distributed hold (fence %llu) was found "
+             "lapsed in Redis while held; another process may hold the lock now", len, name,
+             (unsigned long long)fence);
+    dlp_loss_act(line);
 }
 
 void dlp_policy_after_fork(void)

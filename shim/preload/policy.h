@@ -25,8 +25,13 @@ extern int dlp_on_loss_status;        /* exit:N */
 /* Parses DISTLOCK_ON_LOSS's value into the two above: 0, or -1. */
 int dlp_on_loss_parse(const char *v);
 /* The dist_onlost function of the interposer: warns, aborts or exits as
- * DISTLOCK_ON_LOSS says. */
+ * DISTLOCK_ON_LOSS says, in the words of the kind whose entry it was
+ * (dlp_kind_t's lost_words), else a lock's. */
 void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg);
+/* Says line and acts as DISTLOCK_ON_LOSS says: warn returns; abort and
+ * exit:N end the program here (the first to tell; another thread telling
+ * meanwhile waits for the end instead of saying it twice). */
+void dlp_loss_act(const char *line);
 
 /* How a distributed call is made: blocking, one attempt, or until abstime
  * (CLOCK_REALTIME). */

@@ -19,13 +19,19 @@
  * sleeps in poll() (never restarted either) on an eventfd the helper
  * writes; a free permit is taken first, without a helper.  Redis
  * unreachable: DISTLOCK_ON_ERROR (wait: retried, a post kept and made
- * once Redis answers; abort: the program aborts), as for locks. */
+ * once Redis answers; abort: the program aborts), as for locks.  A
+ * semaphore Redis lost while the program used it (a restart without
+ * persistence, a flush: the library's ENOLCK and dist_onlost, which no
+ * sem_* call can pass on): DISTLOCK_ON_LOSS, as for a mapped lock's lost
+ * hold (abort, exit:N; warn: said once, and the program goes on with the
+ * semaphore Redis has now, a post to the lost one dropped). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -113,6 +119,28 @@ static int index_of(const sem_t *s)
     return (int)(off / sizeof(sem_t));
 }
 
+/* The words for a mapped semaphore that Redis lost. */
+static void sem_line(char *line, size_t size, const char *name, size_t namelen)
+{
+    int len = namelen > 200 ? 200 : (int)namelen;
+    snprintf(line, size, "semaphore \"%.*s\": Redis lost it while this program used it (a "
+             "restart without persistence, a flush, eviction); it starts again from its first "
+             "value, and more processes than it allows may be inside now", len, name);
+}
+
+/* The kind's lost_words: a semaphore Redis lost is told with fence 0. */
+static int lost_words(const char *name, size_t len, uint64_t fence, char *line, size_t size)
+{
+    if (fence != 0)
+        return 0;
+    for (int i = 0; i < nsem; i++)
+        if (strlen(sems[i]->name) == len && memcmp(sems[i]->name, name, len) == 0) {
+            sem_line(line, size, name, len);
+            return 1;
+        }
+    return 0;
+}
+
 /* The entry mapping a sem_open name (glibc ignores leading '/'s). */
 static int entry_of(const char *name)
 {
@@ -150,6 +178,40 @@ static void outage(dlp_entry_t *e, const char *what)
         dlp_say("semaphore \"%s\": %s: %s; waiting for Redis (DISTLOCK_ON_ERROR=wait)", e->name,
                 what, dist_lasterror());
     dl_sleep_ms(100);
+}
+
+/* A call on entry i said ENOLCK: Redis lost the semaphore the program
+ * used.  DISTLOCK_ON_LOSS abort or exit:N ends the program here; warn
+ * (dlp_lost says it) takes up the semaphore Redis has now, initialized
+ * again through an object of its own (as sem_open does), so that the
+ * caller's next try works on it.  0, or the init's error (said). */
+static int take_up(int i)
+{
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    /* abort, exit:N stop the program here (told once, whoever tells
+     * first: this or dlp_lost); warn: dlp_lost says it. */
+    if (dlp_on_loss != DLP_ON_LOSS_WARN) {
+        char line[512];
+        sem_line(line, sizeof line, e->name, strlen(e->name));
+        dlp_loss_act(line);
+    }
+    int rc;
+    for (;;) {
+        dist_sem_t t;
+        rc = dl_sem_init_how(&t, e->name, DLP_OBJ(e, dist_sem_t)->dl_value, 0, 'c');
+        if (rc == 0)
+            dist_sem_destroy(&t);
+        if (rc != EIO)
+            break;
+        outage(e, "sem_open");
+    }
+    if (rc)
+        dlp_say("semaphore \"%s\": cannot use it again after Redis lost it: %s", e->name,
+                dist_lasterror());
+    dlp_in = saved;
+    return rc;
 }
 
 /* A code the library returned where the kernel has none: the program
@@ -376,7 +438,12 @@ DLP_EXPORT int sem_wait(sem_t *s)
     if (index_of(s) < 0)
         return DLP_REAL(sem_wait)(s);
     int i = open_entry(s);
-    return i < 0 ? -1 : waited(i, wait_dist(i, NULL), "sem_wait");
+    if (i < 0)
+        return -1;
+    int rc;
+    while ((rc = wait_dist(i, NULL)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_wait");
 }
 
 DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
@@ -388,7 +455,10 @@ DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
         return -1;
     if (!DLP_LAUNDER(abstime))
         return fail(EINVAL);
-    return waited(i, wait_dist(i, abstime), "sem_timedwait");
+    int rc;
+    while ((rc = wait_dist(i, abstime)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_timedwait");
 }
 
 /* sem_clockwait: CLOCK_REALTIME as sem_timedwait; CLOCK_MONOTONIC turned
@@ -418,7 +488,10 @@ DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *a
         abs.tv_sec = (time_t)sec;
         abs.tv_nsec = (long)ns;
     }
-    return waited(i, wait_dist(i, &abs), "sem_clockwait");
+    int rc;
+    while ((rc = wait_dist(i, &abs)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_clockwait");
 }
 
 DLP_EXPORT int sem_trywait(sem_t *s)
@@ -430,7 +503,9 @@ DLP_EXPORT int sem_trywait(sem_t *s)
         return -1;
     int saved = dlp_in;
     dlp_in = 1;
-    int rc = dist_sem_trywait(DLP_OBJ(sems[i], dist_sem_t));
+    int rc;
+    while ((rc = dist_sem_trywait(DLP_OBJ(sems[i], dist_sem_t))) == ENOLCK && take_up(i) == 0)
+        ;
     if (rc == EIO) {
         /* A try never waits: "not now", as a lock's try says EBUSY. */
         outage(sems[i], "sem_trywait");
@@ -460,6 +535,10 @@ DLP_EXPORT int sem_post(sem_t *s)
         rc = dl_sem_flush(DLP_OBJ(e, dist_sem_t));
     }
     dlp_in = saved;
+    /* Posted to a semaphore Redis lost: nothing to add to the new one,
+     * whose first value counts the permit again. */
+    if (rc == ENOLCK && take_up(i) == 0)
+        return 0;
     if (rc == 0)
         return 0;
     return fail(rc == EOVERFLOW ? EOVERFLOW : odd(e, "sem_post", rc));
@@ -478,8 +557,12 @@ DLP_EXPORT int sem_getvalue(sem_t *s, int *sval)
     int saved = dlp_in;
     dlp_in = 1;
     int rc;
-    while ((rc = dist_sem_getvalue(DLP_OBJ(e, dist_sem_t), sval)) == EIO)
-        outage(e, "sem_getvalue");
+    while ((rc = dist_sem_getvalue(DLP_OBJ(e, dist_sem_t), sval)) == EIO || rc == ENOLCK) {
+        if (rc == EIO)
+            outage(e, "sem_getvalue");
+        else if (take_up(i))
+            break;
+    }
     dlp_in = saved;
     return rc ? fail(odd(e, "sem_getvalue", rc)) : 0;
 }
@@ -501,4 +584,5 @@ const dlp_kind_t dlp_kind_sem = {
     .unique = 1,
     .init = add,
     .after_fork = after_fork,
+    .lost_words = lost_words,
 };

@@ -28,6 +28,7 @@
 #include "call_acquire_all.h"
 #include "call_cancel.h"
 #include "call_mark.h"
+#include "call_recover.h"
 #include "call_release.h"
 #include "call_renew.h"
 #include "call_touch.h"
@@ -171,6 +172,28 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
     return dl_hold_release(p, o, 0);
 }
 
+/* The unlock that ends a section with a robust EOWNERDEAD pending (no
+ * dist_mutex_consistent): the hold is never handed on, kept nor left to
+ * linger, but released with the unrecoverable mark (or, lapsed already,
+ * with its death trace kept); the threads of the process that wait for it
+ * ask Redis, and are refused.  o->mu held.  0, ENOLCK, EIO. */
+static int unrecoverable(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    int rc = dl_hold_release_unrecoverable(p, o);
+    pthread_cond_broadcast(&o->cv);
+    dl_core_qname(o, q, sizeof q);
+    if (rc == 0)
+        dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent: "
+               "it is unrecoverable (ENOTRECOVERABLE for every lock call) until a process "
+               "told so destroys its object and initializes it again", q);
+    else if (rc == ENOLCK)
+        dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent, "
+               "but its hold had lapsed: the next holder is told EOWNERDEAD", q);
+    return rc;
+}
+
 static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
 {
     const dl_core_t *o = &l->core;
@@ -207,9 +230,12 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             if (rq->mode == 'r')
                 l->rthreads++;
             if (rc == EOWNERDEAD) {
+                if (rq->robust)
+                    dl_holder_owner_dead(dl_holder_find(l, tid));
                 dl_seterr("lock %s: acquired, but the previous holder's lease ran out "
-                          "before it unlocked; the protected state may be half-updated",
-                          dl_core_qname(o, q, sizeof q));
+                          "before it unlocked; the protected state may be half-updated%s",
+                          dl_core_qname(o, q, sizeof q),
+                          rq->robust ? " (robust: make it consistent before unlocking)" : "");
                 dl_log(DL_LOG_INFO, "%s", dist_lasterror());
             }
             dl_hold_watch(p, o, g->posted);
@@ -217,6 +243,8 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     } else {
         if (g->maybe)
             dl_hold_undo_later(p, o, rq->mode, g->rid);
+        if (rc == ENOTRECOVERABLE && g->unrec)
+            l->unrec = g->unrec;  /* what this process's destroy may clear */
         if (rq->mode == 'w')
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
@@ -268,6 +296,8 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     } else {
         if (g.maybe)
             dl_hold_undo_later(p, o, rr.mode, g.rid);
+        if (rc == ENOTRECOVERABLE)
+            l->unrec = g.unrec;
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
     }
@@ -364,6 +394,12 @@ static int acquire_again(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
                          prc == EAGAIN ? (w ? "reentrancy count overflow" : "reader count overflow")
                                        : "out of memory");
+        /* A relock told EOWNERDEAD (its hold lapsed and was taken anew)
+         * through a robust object: the section's state is as after a
+         * death, to be made consistent before its end (even should the
+         * count not go up: the lock is held anew). */
+        if (w && rc == EOWNERDEAD && rq->robust)
+            dl_holder_owner_dead(dl_holder_find(l, tid));
     }
     return rc;
 }
@@ -520,10 +556,10 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         pthread_mutex_unlock(&o->mu);
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     }
-    int last, lapsed;
+    int last, lapsed, od;
     uint64_t in_hold = h->fence;
     uint64_t since;
-    dl_holder_pop(l, tid, &last, &since, &lapsed);
+    dl_holder_pop(l, tid, &last, &since, &lapsed, &od);
     int rc = 0;
     if (last) {
         dl_tally_held(o, since);
@@ -547,6 +583,8 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
             rc = 0;               /* ENOLCK below; the others' hold is theirs to vouch for */
         else if (o->hold.rmode && (l->writer || l->rthreads))
             rc = dl_hold_vouch(p, o);
+        else if (od && wrote && o->hold.rmode == 'w')
+            rc = unrecoverable(p, l);
         else
             rc = settle(p, l, wrote && l->quick && short_hold(l));
         if (left_behind && rc != ENOLCK)
@@ -620,6 +658,53 @@ int dl_lock_hold_lost(dl_lock_t *l)
     return rc;
 }
 
+int dl_lock_consistent(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int rc = !h || !h->wcount ? EPERM : !h->od ? EINVAL : 0;
+    if (rc == 0)
+        h->od = 0;
+    pthread_mutex_unlock(&o->mu);
+    dl_core_qname(o, q, sizeof q);
+    if (rc == EPERM)
+        return dl_fail(EPERM, "lock %s: not held by this thread", q);
+    if (rc == EINVAL)
+        return dl_fail(EINVAL, "lock %s: no EOWNERDEAD to make consistent (this thread's section "
+                       "was told none by a lock call through a robust mutex, or made it "
+                       "consistent already)", q);
+    return 0;
+}
+
+int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    pthread_mutex_lock(&o->mu);
+    uint64_t mark = l->unrec;
+    pthread_mutex_unlock(&o->mu);
+    if (!mark)
+        return 0;
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_recover(&c, &who, &(dl_recover_args_t){ .mark = mark });
+    DL_TALLY_ADD(o, roundtrips, 1);
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, recover).result < 0)
+        return dl_fail(EIO, "lock %s: clearing its unrecoverable state: %s",
+                       dl_core_qname(o, q, sizeof q),
+                       c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
+    pthread_mutex_lock(&o->mu);
+    if (l->unrec == mark)
+        l->unrec = 0;
+    pthread_mutex_unlock(&o->mu);
+    if (DL_REPLY(&c, recover).result == 1)
+        dl_log(DL_LOG_INFO, "lock %s: recovered (its unrecoverable state cleared)",
+               dl_core_qname(o, q, sizeof q));
+    return 0;
+}
+
 /* --- several locks at once (prim/lockall.c) --- */
 
 int dl_lock_deadlocks(dl_lock_t *l, const dl_req_t *rq)
@@ -670,9 +755,9 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         pthread_mutex_unlock(&o->mu);
         return EPERM;
     }
-    int last, lapsed, rc = 0;
+    int last, lapsed, od, rc = 0;
     uint64_t since;               /* (never the program's hold: no hold time) */
-    dl_holder_pop(l, tid, &last, &since, &lapsed);
+    dl_holder_pop(l, tid, &last, &since, &lapsed, &od);
     if (last) {
         while (o->hold.busy && o->hold.rmode)
             dl_core_wait(o, dl_now_ms() + 100);
@@ -702,7 +787,7 @@ unsigned dl_lock_held_count(dl_lock_t *l)
     return n;
 }
 
-int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen)
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen, int *od)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -711,9 +796,9 @@ int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen)
     /* Every reentrant hold but the last is counted here only: the thread
      * stays the writer meanwhile, so no other thread gets in between. */
     while (h && h->wcount > 1) {
-        int last, lapsed;
+        int last, lapsed, pod;
         uint64_t since;
-        dl_holder_pop(l, tid, &last, &since, &lapsed);
+        dl_holder_pop(l, tid, &last, &since, &lapsed, &pod);
         h = dl_holder_find(l, tid);
     }
     /* A lapse the section saw already (its relock was told EOWNERDEAD)
@@ -722,11 +807,17 @@ int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen)
     *seen = h && h->lapsed;
     if (h)
         h->lapsed = 0;
+    /* So does a robust EOWNERDEAD still to be made consistent: the wait's
+     * release does not end the section, so it leaves nothing
+     * unrecoverable. */
+    *od = h && h->od;
+    if (h)
+        h->od = 0;
     pthread_mutex_unlock(&o->mu);
     return dl_lock_release(p, l, 1);
 }
 
-int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed)
+int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed, int od)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -737,6 +828,8 @@ int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed)
     dl_holder_t *h = dl_holder_find(l, tid);
     if (h && lapsed)
         dl_holder_mark_lapsed(h);
+    if (h && od)
+        dl_holder_owner_dead(h);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }

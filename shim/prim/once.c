@@ -88,7 +88,7 @@ static void give_back(dl_proc_t *p, dl_once_t *ob)
 static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
 {
     dl_core_t *o = &ob->core;
-    dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, &ob->stop };
+    dl_req_t rq = { .mode = 'w', .deadline = DL_FOREVER, .stop = &ob->stop };
     dl_grant_t g;
     pthread_mutex_lock(&o->mu);
     __atomic_store_n(&ob->stop, 0, __ATOMIC_RELEASE);

@@ -53,7 +53,8 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* {1, n, fence, dead, claimed, was, ...}; {0, i, pttl}; {2} */
+    /* {1, n, fence, dead, claimed, was, ...}; {0, i, pttl}; {2};
+     * {3, i, mark} */
     const dl_acquire_all_args_t *a = &DL_ARGS(c, acquire_all);
     dl_acquire_all_reply_t *x = &DL_REPLY(c, acquire_all);
     x->got = (int)dl_reply_elem(r, 0);
@@ -61,7 +62,8 @@ static int parse(dl_call_t *c, redisReply *r)
     x->pttl_ms = dl_reply_elem(r, 2);
     x->servers = 0;               /* (the quorum's merge sets them) */
     x->kept = NULL;
-    if (x->got == 0 && (x->busy < 0 || x->busy >= a->n))
+    x->mark = x->got == 3 ? (uint64_t)dl_reply_elem(r, 2) : 0;
+    if ((x->got == 0 || x->got == 3) && (x->busy < 0 || x->busy >= a->n))
         x->got = -1;
     if (x->got != 1)
         return 0;
@@ -219,6 +221,20 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
         return;
     }
     undo(c, t);
+    /* Refused by a majority for a lock left unrecoverable (its mark the
+     * same on every server), as acquire's merge. */
+    int unrec = 0, first = -1;
+    for (int s = 0; s < t->nodes; s++)
+        if (!t->failed[s] && DL_REPLY(t->at[s], acquire_all).got == 3 && (unrec++, first < 0))
+            first = s;
+    if (unrec >= t->need) {
+        const dl_acquire_all_reply_t *r = &DL_REPLY(t->at[first], acquire_all);
+        out->got = 3;
+        out->busy = r->busy;
+        out->mark = r->mark;
+        out->pttl_ms = 0;
+        return;
+    }
     const dl_call_t *no = t->firstno >= 0 ? t->at[t->firstno] : NULL;
     out->got = 0;
     out->busy = no && DL_REPLY(no, acquire_all).got == 0 ? DL_REPLY(no, acquire_all).busy : 0;

@@ -36,7 +36,8 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
 {
     dl_view_t *st = &sv->v;
     memset(sv, 0, sizeof *sv);
-    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5)
+    /* (5 elements from a library before incarnations) */
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || (rep->elements != 5 && rep->elements != 7))
         return -1;
     if (dl_view_set_name(st, DL_ARGS(c, sem_status).name, DL_ARGS(c, sem_status).namelen))
         return -1;
@@ -82,6 +83,12 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
         w->waited_ms = dl_view_waited_ms(r, 2, now);
     }
     st->known = sv->kind != 0;
+    size_t il = 0, bl = 0;
+    const char *inc = dl_reply_str(rep, 5, &il), *born = dl_reply_str(rep, 6, &bl);
+    sv->incarn = il ? strtoull(inc, NULL, 10) : 0;
+    sv->age_ms = bl ? now - strtoll(born, NULL, 10) : -1;
+    if (sv->age_ms < -1)
+        sv->age_ms = 0;
     return 0;
 }
 

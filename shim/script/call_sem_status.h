@@ -24,6 +24,9 @@ typedef struct dl_sem_view {
     char kind;                /* 'c' counting, 'l' leased, 0 no such semaphore */
     long long value;          /* counting: the value; leased: the permits */
     long long held;           /* leased: the permits the live holders have */
+    uint64_t incarn;          /* its incarnation (lua/sem_common.lua), 0 none yet */
+    long long age_ms;         /* how long ago that incarnation was created (Redis's
+                                 clock), -1 unknown */
 } dl_sem_view_t;
 
 typedef struct dl_sem_status_args {

@@ -38,7 +38,7 @@ typedef struct dl_caller {
 /* The largest arguments and reply of any script (bytes; dl_scripts.c
  * checks them: raise one when a script's types outgrow it). */
 #define DL_CALL_ARGS_SIZE 80
-#define DL_CALL_REPLY_SIZE 64
+#define DL_CALL_REPLY_SIZE 72
 
 /* One script call on one object (calls.h says who writes what). */
 typedef struct dl_call {

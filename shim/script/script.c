@@ -52,12 +52,12 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
  * FLUSH, a failover).  A posted call has no reply to fall back on after a
  * NOSCRIPT, so it goes by EVALSHA only while its script is known cached,
  * else with its text. */
-static unsigned dl_cached;
-_Static_assert(DL_SCRIPT_COUNT <= 32, "dl_cached holds one bit per script");
+static uint64_t dl_cached;
+_Static_assert(DL_SCRIPT_COUNT <= 64, "dl_cached holds one bit per script");
 
 static void note_cached(const dl_call_t *call, const redisReply *r)
 {
-    unsigned bit = 1u << call->script;
+    uint64_t bit = (uint64_t)1 << call->script;
     if (r && r->type != REDIS_REPLY_ERROR &&
         !(__atomic_load_n(&dl_cached, __ATOMIC_RELAXED) & bit))
         __atomic_fetch_or(&dl_cached, bit, __ATOMIC_RELAXED);

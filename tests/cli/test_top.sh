@@ -122,6 +122,13 @@ check "plain: s-count's row: value 0, 1 waiting, no hold, waited 5 s or more, no
   grep -qE "^s-count +sem +value 0 +1 +- +([5-9]|[1-9][0-9])\\.[0-9]s +-$" "$T/out"
 check "plain: s-count's waiter (host, pid, thread from its registration) and its wait" \
   grep -qE "^    waiter elsewhere:7 \\(thread 8\\), a permit, waiting ([5-9]|[1-9][0-9])\\.[0-9]s$" "$T/out"
+# The incarnation: made by s-pool's first user (seconds ago); s-count's
+# hash was written as an older library writes it, with none.
+details_of() { awk -v n="$1" '$1 == n { f = 1; next } /^[^ ]/ { f = 0 } f' "$T/out"; }
+has_incarnation() { details_of "$1" | grep -qE '^    incarnation [0-9]+, made [0-9.]+s ago$'; }
+no_incarnation() { ! details_of "$1" | grep -q incarnation; }
+check "plain: s-pool's incarnation, made seconds ago" has_incarnation s-pool
+check "plain: s-count has no incarnation line (none in Redis)" no_incarnation s-count
 run "$D" top -b -o age 's-*'
 expect "plain -o age, semaphores: the one held first (s-pool s-count)" \
   'test "$(grep -oE "^s-(count|pool) " "$T/out" | tr -d " " | tr "\n" " ")" = "s-pool s-count "'

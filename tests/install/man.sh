@@ -26,9 +26,12 @@ for page in "${pages[@]}"; do
 done
 
 IFS=, read -r -a linked <<<"$names"
+linked_lines=$(printf '%s\n' "${linked[@]}")
 whatis=$(lexgrog "$mandir"/*.3 2>/dev/null || true)
 for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$header" | tr -d '( ' | sort -u); do
-  printf '%s\n' "${linked[@]}" | grep -qx "$fn" || nok "$fn: no page or link installed"
+  # (a here-string, not a pipe: grep -q leaving early would fail the
+  # pipeline under pipefail once the list outgrows one write)
+  grep -qx -- "$fn" <<<"$linked_lines" || nok "$fn: no page or link installed"
   # the NAME section of some section-3 page, as mandb reads it (whatis, apropos)
   if command -v lexgrog >/dev/null 2>&1; then
     grep -qF "\"$fn - " <<<"$whatis" || nok "$fn: in no NAME section (lexgrog $mandir/*.3)"

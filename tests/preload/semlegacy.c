@@ -18,6 +18,11 @@
  *   semlegacy intr NAME MS          sem_wait, a SIGALRM handler (SA_RESTART)
  *                                   after MS: "ok" or the errno's name
  *   semlegacy wait NAME / post NAME sem_wait / sem_post: "ok" or the name
+ *   semlegacy gate NAME MS          sem_open(NAME, O_CREAT, 0600, 1), sem_wait,
+ *                                   "inside", MS ms, sem_post, "posted", then
+ *                                   once more through the gate ("again") and
+ *                                   "value=V"; a failed call prints its errno's
+ *                                   name and ends
  */
 #include <dirent.h>
 #include <errno.h>
@@ -107,6 +112,25 @@ int main(int argc, char **argv)
         }
         sem_close(s);
         printf("max=%d holds=%d\n", max, holds);
+        return 0;
+    }
+    if (strcmp(op, "gate") == 0 && argc == 4) {
+        sem_t *s = open_or_die(name, O_CREAT, 1);
+        if (sem_wait(s))
+            return result(-1);
+        printf("inside\n");
+        fflush(stdout);
+        usleep((useconds_t)(atol(argv[3]) * 1000));
+        if (sem_post(s))
+            return result(-1);
+        printf("posted\n");
+        if (sem_trywait(s))
+            return result(-1);
+        printf("again\n");
+        int v = -1;
+        if (sem_post(s) || sem_getvalue(s, &v))
+            return result(-1);
+        printf("value=%d\n", v);
         return 0;
     }
     if (strcmp(op, "value") == 0) {

@@ -30,11 +30,15 @@ typedef struct cli_obj {
     char state[40];           /* the STATE column: "exclusive", "shared(3)",
                                  "2/5 permits", with " (2/3)" when redlock's
                                  servers disagree */
-    /* A semaphore's (objsem.c; 0 for the other kinds).  Its incarnation
-     * joins them once sem_status.lua's reply carries it. */
+    /* A semaphore's (objsem.c; 0 for the other kinds). */
     char semkind;             /* 'c' counting, 'l' leased, 0 gone */
     long long value;          /* counting: its value; leased: its permits */
     long long held;           /* leased: the permits its live holders have */
+    /* A semaphore: its incarnation in Redis (lua/sem_common.lua; 0 none
+     * known, and every other kind) and how long ago it was made (-1
+     * unknown): a restart, a flush or eviction makes a new one. */
+    unsigned long long incarn;
+    long long incarn_age_ms;
     /* Filled by cli_obj_finish from st: */
     long long hold_age_ms;    /* the oldest hold's age; -1 without a hold */
     long long longest_wait_ms;/* the longest waiter's wait; -1 without a

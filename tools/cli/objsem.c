@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* objsem.c - the semaphore's decoder (objects.h): the read-only script
  * lua/sem_status.lua's view (shim/script/call_sem_status.h), its leased
- * permits' holders and its queue in a lock's shape.  Semaphores refuse
+ * permits' holders and its queue in a lock's shape, and its incarnation
+ * with its age.  Semaphores refuse
  * redlock:// (their count cannot be kept by independent servers), so
  * there they are counted (named, with no holder or waiter: never busy),
  * not read. */
@@ -35,6 +36,8 @@ static int take_sem(dl_call_t *c, cli_obj_t *o)
     o->value = v->value;
     o->held = v->held;
     sem_state(v, o->state, sizeof o->state);
+    o->incarn = v->incarn;
+    o->incarn_age_ms = v->incarn ? v->age_ms : -1;
     free(v);
     DL_REPLY(c, sem_status).view = NULL;
     return 0;

@@ -158,8 +158,9 @@ static int lock_take(held_lock_t *l, const cli_opts_t *o)
 static int lock_release(held_lock_t *l)
 {
     if (l->sem) {
-        /* A leased permit that lapsed is EPERM (saying so): as a lock's
-         * ENOLCK. */
+        /* A leased permit that lapsed says ENOLCK, as a lock's unlock
+         * does (and so does a semaphore Redis lost); EPERM, none held any
+         * more (its lapse was told already), is the same news. */
         int rc = dist_sem_post(&l->s);
         return rc == EPERM ? ENOLCK : rc;
     }
