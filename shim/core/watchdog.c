@@ -41,6 +41,9 @@
 #include <sys/mman.h>
 
 #include "dl.h"
+#include "call_renew.h"
+#include "call_renew_many.h"
+#include "call_withdraw.h"
 #include "hold.h"
 #include "tenure.h"
 #include "trust.h"
@@ -256,7 +259,7 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     h->cuts = o->tenure.cuts;
     h->check = (char)check;
     h->single = !o->kind->calls->renew_many;
-    h->order = check ? dl_hold_fixed_end(o) : o->tenure.valid_until;
+    h->order = check ? dl_tenure_fixed_end(o) : o->tenure.valid_until;
     h->group = 0;
     h->slot = c->slots ? (unsigned)dl_conn_slot(c->p->conn, o->key, o->keylen) : 0;
     /* A regular renewal of a hold that lives its lease (no claim window,
@@ -315,7 +318,7 @@ static void collect(dl_core_t *o, void *arg)
      * renewed by the last pass when it ran late) waits for the next one.
      * Not after a sign: then every hold is confirmed anew. */
     if (!due && !c->sign &&
-        o->tenure.valid_until > dl_hold_valid_until(c->now - c->tick_ms / 2, o->hold.lease_ms)) {
+        o->tenure.valid_until > dl_tenure_valid_until(c->now - c->tick_ms / 2, o->hold.lease_ms)) {
         if (o->renew_due)
             later(c, o, o->renew_due * 1000);
         return;
@@ -493,12 +496,12 @@ static void renew_trip(dl_proc_t *p, trip_t *t, held_t *v, size_t n, size_t *at,
         const held_t *h = &v[t->span[k].at];
         if (h->single) {
             /* renew.lua alone: an unexpected reply is a hold gone */
-            settle(p, h, c->cmd.err != 0, c->reply.renew.held == 1 ? 1 : 0,
-                   c->reply.renew.queued, sent, epoch);
+            settle(p, h, c->cmd.err != 0, DL_REPLY(c, renew).held == 1 ? 1 : 0,
+                   DL_REPLY(c, renew).queued, sent, epoch);
             continue;
         }
-        const dl_renew_many_args_t *a = &c->arg.renew_many;
-        if (!c->cmd.err && c->reply.renew_many.got == 0) {
+        const dl_renew_many_args_t *a = &DL_ARGS(c, renew_many);
+        if (!c->cmd.err && DL_REPLY(c, renew_many).got == 0) {
             if (!again)
                 again = malloc(DL_RENEW_TRIP * sizeof *again);
             for (size_t j = 0; again && j < t->span[k].n; j++) {
@@ -508,7 +511,7 @@ static void renew_trip(dl_proc_t *p, trip_t *t, held_t *v, size_t n, size_t *at,
             if (again)
                 continue;
         }
-        int err = c->cmd.err || c->reply.renew_many.got != 1;
+        int err = c->cmd.err || DL_REPLY(c, renew_many).got != 1;
         for (size_t j = 0; j < t->span[k].n; j++)
             settle(p, &h[j], err, err ? -1 : a->out[j].held, err ? 0 : a->out[j].queued, sent,
                    epoch);
@@ -542,7 +545,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         o->kind->calls->withdraw(&call, &who, &(dl_withdraw_args_t){
             .mode = c->u[i].mode, .regid = c->u[i].rid, .incarn = c->u[i].incarn });
         int rc = dl_script_run(p->conn, &call, 1);
-        int had = !call.cmd.err && call.reply.withdraw.result >= 1;
+        int had = !call.cmd.err && DL_REPLY(&call, withdraw).result >= 1;
         /* Redis still unreachable, or a second look: again in a while */
         if (dl_hold_undo_end(o, c->u[i].mode, c->u[i].rid, !rc, had))
             look_at(p, o, (dl_now_ms() + DL_UNDO_AGAIN_MS) * 1000);

@@ -3,15 +3,17 @@
  * read hold by hold, and each hold's majority on redlock:// (calls.h). */
 #include <string.h>
 
+#include "call_renew_many.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_renew_many(dl_call_t *c, const dl_caller_t *who, const dl_renew_many_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_RENEW_MANY, who);
-    c->arg.renew_many = *a;
-    c->reply.renew_many.got = -1;
-    c->reply.renew_many.kept = NULL;
+    DL_ARGS(c, renew_many) = *a;
+    DL_REPLY(c, renew_many).got = -1;
+    DL_REPLY(c, renew_many).kept = NULL;
 }
 
 /* "MODE:LEASE:FENCE:LEN:" and the main key, for each hold: a length and
@@ -62,7 +64,7 @@ size_t dl_renew_many_list(const dl_renew_item_t *items, int n, int nofence, char
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* KEYS: the first hold's six; 1 prefix, 2 token, 3 'm' | '', 4 the holds */
-    const dl_renew_many_args_t *a = &c->arg.renew_many;
+    const dl_renew_many_args_t *a = &DL_ARGS(c, renew_many);
     dl_wire_lock(w, 1);
     dl_wire_put(w, a->redlock ? "m" : "", a->redlock ? 1 : 0);
     dl_wire_put(w, a->list, a->listlen);
@@ -89,8 +91,8 @@ static int well_formed(const redisReply *r, int n)
 static int parse(dl_call_t *c, redisReply *r)
 {
     /* {r1, r2, ...}; -1 not here */
-    const dl_renew_many_args_t *a = &c->arg.renew_many;
-    dl_renew_many_reply_t *x = &c->reply.renew_many;
+    const dl_renew_many_args_t *a = &DL_ARGS(c, renew_many);
+    dl_renew_many_reply_t *x = &DL_REPLY(c, renew_many);
     x->kept = NULL;
     if (dl_reply_int(r) == -1 && r->type == REDIS_REPLY_INTEGER) {
         x->got = 0;
@@ -110,9 +112,9 @@ static int parse(dl_call_t *c, redisReply *r)
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.renew_many.kept) {
-        freeReplyObject(c->reply.renew_many.kept);
-        c->reply.renew_many.kept = NULL;
+    if (DL_REPLY(c, renew_many).kept) {
+        freeReplyObject(DL_REPLY(c, renew_many).kept);
+        DL_REPLY(c, renew_many).kept = NULL;
     }
 }
 
@@ -123,10 +125,10 @@ static void free_reply(dl_call_t *c)
  * server numbers a hold itself): the caller wrote it so. */
 static void prepare(dl_call_t *c)
 {
-    c->arg.renew_many.redlock = 1;
-    c->arg.renew_many.out = NULL;
-    c->reply.renew_many.got = -1;
-    c->reply.renew_many.kept = NULL;
+    DL_ARGS(c, renew_many).redlock = 1;
+    DL_ARGS(c, renew_many).out = NULL;
+    DL_REPLY(c, renew_many).got = -1;
+    DL_REPLY(c, renew_many).kept = NULL;
 }
 
 /* Every hold of the batch is there: a server that says less has the
@@ -134,8 +136,8 @@ static void prepare(dl_call_t *c)
  * majority would. */
 static int said_yes(const dl_call_t *c)
 {
-    const redisReply *r = c->reply.renew_many.kept;
-    if (c->reply.renew_many.got != 1 || !r)
+    const redisReply *r = DL_REPLY(c, renew_many).kept;
+    if (DL_REPLY(c, renew_many).got != 1 || !r)
         return 0;
     for (size_t i = 0; i < r->elements; i++)
         if (r->element[i]->integer < 1)
@@ -149,15 +151,15 @@ static int said_yes(const dl_call_t *c)
  * still make up that majority, gone where they could not. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    const dl_renew_many_args_t *a = &c->arg.renew_many;
-    c->reply.renew_many.got = 1;
-    c->reply.renew_many.kept = NULL;
+    const dl_renew_many_args_t *a = &DL_ARGS(c, renew_many);
+    DL_REPLY(c, renew_many).got = 1;
+    DL_REPLY(c, renew_many).kept = NULL;
     for (int i = 0; i < a->n; i++) {
         int yes = 0, answered = 0;
         long long queued = 0;
         for (int s = 0; s < t->nodes; s++) {
             const dl_call_t *pc = t->at[s];
-            const redisReply *r = pc->cmd.err ? NULL : pc->reply.renew_many.kept;
+            const redisReply *r = pc->cmd.err ? NULL : DL_REPLY(pc, renew_many).kept;
             if (!r)
                 continue;
             dl_renew_reply_t h = result_of(r, i);

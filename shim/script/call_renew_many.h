@@ -44,9 +44,9 @@ typedef struct dl_renew_many_reply {
                                      merge reads it; dl_call_free_reply frees it) */
 } dl_renew_many_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_renew_many dl_renew_many_args_t renew_many;
-#define DL_CALL_REPLY_renew_many dl_renew_many_reply_t renew_many;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_renew_many_args_t dl_call_args_renew_many;
+typedef dl_renew_many_reply_t dl_call_reply_renew_many;
 
 void dl_call_renew_many(dl_call_t *c, const dl_caller_t *who, const dl_renew_many_args_t *a);
 
