@@ -50,7 +50,9 @@
 #include "watchdog.h"
 
 #define DL_RENEW_BATCH 512    /* holds per renew_many call (about 1 ms of Redis) */
-#define DL_RENEW_TRIP 4096    /* holds per pipelined round trip */
+#define DL_RENEW_TRIP 16384   /* holds per pipelined round trip: a round trip
+                                 waits for the scheduler on a busy host, so
+                                 few large ones (about 32 ms of Redis) */
 #define DL_RENEW_CALLS 2048   /* calls per round trip (a hold renewed alone is one;
                                  so is a cluster slot's batch: few holds a slot) */
 #define DL_WALK_BUCKETS 512   /* registry buckets per hold of its mutex */
