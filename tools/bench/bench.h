@@ -25,6 +25,8 @@
  *   w_cond.c    C1 (a condition's signal-to-wake latency)
  *   w_shard.c   SH (SH3, SH6): pushes in a cluster the bench starts, 3 and
  *               6 masters: bus publish messages per op, spread handoffs
+ *   w_many.c    W9L (many locks in one process), W9W (a process that only
+ *               waits): memory, renewals, idle CPU and wake-ups
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -51,6 +53,7 @@
 #include "w_lockall.h"
 #include "w_sem.h"
 #include "w_shard.h"
+#include "w_many.h"
 #include "svg.h"
 
 #endif

@@ -14,6 +14,9 @@ typedef struct bench_opts {
     unsigned long lease_ms;   /* W6 lease (0: the library default) */
     unsigned long w6_locks;
     unsigned long w7_iters;
+    unsigned long w9_lease_ms;  /* W9L, W9W lease (0: the library default) */
+    unsigned long w9_steps[16]; /* --w9-locks: W9L's steps (none: the default) */
+    int w9_nsteps;
     double w5_seconds;
     unsigned long repeat;     /* --repeat: runs of the selected workloads (1) */
     const char *url;          /* --url, or the server we started */
