@@ -8,7 +8,7 @@
 
 #define CHART_MAX_PTS 24
 #define CHART_MAX_SERIES 8
-#define CHART_MAX_PANELS 8
+#define CHART_MAX_PANELS 10
 
 typedef struct chart_pt {
     double x, lo, mid, hi;    /* hi == lo: one repetition */

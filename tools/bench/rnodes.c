@@ -44,6 +44,13 @@ int rnodes_snap(const rnodes_t *s, rsnap_t *out)
             rc = -1;
         out->cpu_s += cpu;
         out->used_memory += mem;
+        out->calls += rc_cmd_calls(c);
+        static const char *const scripts[] = { "evalsha", "eval", "evalsha_ro", "eval_ro" };
+        for (size_t k = 0; k < sizeof scripts / sizeof scripts[0]; k++) {
+            long long calls, usec;
+            if (rc_cmdstat(c, scripts[k], &calls, &usec) == 0)
+                out->scripts += calls;
+        }
         redisFree(c);
     }
     return rc;

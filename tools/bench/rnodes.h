@@ -25,6 +25,9 @@ int rnodes_of(const rnodes_t *s, const char *key);
 typedef struct rsnap {
     double cpu_s;             /* used_cpu_sys + used_cpu_user */
     long long used_memory;
+    long long calls;          /* INFO commandstats: every command but INFO (those
+                                 the scripts run too) */
+    long long scripts;        /* EVALSHA, EVAL and their _RO calls */
 } rsnap_t;
 int rnodes_snap(const rnodes_t *s, rsnap_t *out);
 /* The nodes' CPU seconds per second while nobody works (the cron, a

@@ -23,6 +23,7 @@
  * with its counter's), the workers' resident memory (VmRSS at the end).
  * Each step prints a line on stderr; at the end, one SVG chart per curve
  * (--svg-dir, log-scale x) over the repetitions (chart.c). */
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <semaphore.h>
@@ -36,6 +37,7 @@
 
 #include "bench.h"
 #include "distlock.h"
+#include "status.h"
 
 #define W9_MAX_PROCS 256
 
@@ -106,6 +108,52 @@ static long rss_kb_self(void)
     return kb;
 }
 
+/* What the scheduler says of this process, summed over its threads
+ * (/proc/self/task/<tid>/schedstat: time on a CPU, time waiting on a run
+ * queue; status: context switches).  A thread that waits for a CPU while
+ * the lock is granted to it keeps every other process waiting too. */
+typedef struct sched_use {
+    double run_s, runq_s;
+    unsigned long vol, invol;
+} sched_use_t;
+
+static void sched_of_self(sched_use_t *u)
+{
+    memset(u, 0, sizeof *u);
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[300], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%s/schedstat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (f) {
+            unsigned long long run = 0, wait = 0;
+            if (fscanf(f, "%llu %llu", &run, &wait) == 2) {
+                u->run_s += (double)run / 1e9;
+                u->runq_s += (double)wait / 1e9;
+            }
+            fclose(f);
+        }
+        snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+        f = fopen(path, "r");
+        if (!f)
+            continue;
+        while (fgets(line, sizeof line, f)) {
+            unsigned long v;
+            if (sscanf(line, "voluntary_ctxt_switches: %lu", &v) == 1)
+                u->vol += v;
+            else if (sscanf(line, "nonvoluntary_ctxt_switches: %lu", &v) == 1)
+                u->invol += v;
+        }
+        fclose(f);
+    }
+    closedir(d);
+}
+
 /* ====================================================== W9P and W9O */
 typedef struct w9slot {
     char name[128];           /* its lock */
@@ -113,6 +161,8 @@ typedef struct w9slot {
     int lock_node, ctr_node;  /* the nodes that serve them */
     unsigned long count;      /* operations done (written as they are) */
     double wait_max_us, cpu_s;
+    sched_use_t sched;        /* over the loop */
+    unsigned long roundtrips, grants, lingers, linger_ends, fallbacks;  /* dl_stats, over the loop */
     long rss_kb;
     uint64_t t_end;
     unsigned long nlat;       /* samples kept, at most cap */
@@ -144,6 +194,10 @@ static int w9p_worker(void *arg, int idx)
         return 1;
     double *lat = w->lat + (size_t)idx * w->cap;
     gate_pass(&w->gate);
+    sched_use_t u0, u1;
+    dl_stats_t d0, d1;
+    dl_stats_get(&d0);
+    sched_of_self(&u0);
     double cpu0 = cpu_of_self();
     unsigned long i = 0;
     while (!__atomic_load_n(&w->stop, __ATOMIC_RELAXED)) {
@@ -163,6 +217,15 @@ static int w9p_worker(void *arg, int idx)
     }
     s->t_end = now_ns();
     s->cpu_s = cpu_of_self() - cpu0;
+    sched_of_self(&u1);
+    dl_stats_get(&d1);
+    s->roundtrips = d1.roundtrips - d0.roundtrips;
+    s->grants = d1.grants - d0.grants;
+    s->lingers = d1.lingers - d0.lingers;
+    s->linger_ends = d1.linger_ends - d0.linger_ends;
+    s->fallbacks = d1.fallback_checks - d0.fallback_checks;
+    s->sched = (sched_use_t){ u1.run_s - u0.run_s, u1.runq_s - u0.runq_s, u1.vol - u0.vol,
+                              u1.invol - u0.invol };
     s->rss_kb = rss_kb_self();
     s->nlat = i < w->cap ? i : w->cap;
     /* Stay connected until the parent has read the servers: their CPU is
@@ -318,13 +381,22 @@ reap:
     }
     uint64_t tend = 0;
     unsigned long ops = 0, nlat = 0;
-    double cpu = 0, wmax = 0, rss = 0, rss_max = 0;
+    double cpu = 0, wmax = 0, rss = 0, rss_max = 0, runq = 0;
+    unsigned long vol = 0, invol = 0, rts = 0, grants = 0, lingers = 0, lends = 0, fbs = 0;
     long long ctrs = 0;
     for (int i = 0; i < procs; i++) {
         w9slot_t *s = &w->slot[i];
         tend = s->t_end > tend ? s->t_end : tend;
         ops += s->count;
         cpu += s->cpu_s;
+        runq += s->sched.runq_s;
+        vol += s->sched.vol;
+        invol += s->sched.invol;
+        rts += s->roundtrips;
+        grants += s->grants;
+        lingers += s->lingers;
+        lends += s->linger_ends;
+        fbs += s->fallbacks;
         wmax = fmax(wmax, s->wait_max_us);
         rss += (double)s->rss_kb;
         rss_max = fmax(rss_max, (double)s->rss_kb);
@@ -351,6 +423,26 @@ reap:
     result_extra(r, "redis_cpu_us_per_op", "%.1f", (rcpu > 0 ? rcpu : 0) * 1e6 / (double)ops);
     result_extra(r, "redis_cpu_pct", "%.0f", (b.cpu_s - a.cpu_s) / dt * 100);
     result_extra(r, "client_cpu_us_per_op", "%.1f", cpu * 1e6 / (double)ops);
+    /* the workers' threads: time waiting for a CPU, and sleeps (voluntary
+     * switches) and preemptions, per op */
+    result_extra(r, "runq_wait_us_per_op", "%.1f", runq * 1e6 / (double)ops);
+    result_extra(r, "sleeps_per_op", "%.2f", (double)vol / (double)ops);
+    result_extra(r, "preemptions_per_op", "%.2f", (double)invol / (double)ops);
+    /* every command Redis ran (those inside the scripts too), and the
+     * script calls, per op */
+    result_extra(r, "redis_cmds_per_op", "%.2f", (double)(b.calls - a.calls) / (double)ops);
+    result_extra(r, "scripts_per_op", "%.3f", (double)(b.scripts - a.scripts) / (double)ops);
+    if (peer == PEER_DISTLOCK) {
+        /* the library's own counters: round trips on its command
+         * connections, holds passed by a grant (a push), unlocks that kept
+         * the hold for the loop's relock and those nobody relocked, waits
+         * ended by asking again */
+        result_extra(r, "lib_round_trips_per_op", "%.2f", (double)rts / (double)ops);
+        result_extra(r, "grants_per_op", "%.3f", (double)grants / (double)ops);
+        result_extra(r, "lingers_per_op", "%.3f", (double)lingers / (double)ops);
+        result_extra(r, "linger_ends", "%lu", lends);
+        result_extra(r, "fallback_checks", "%lu", fbs);
+    }
     if (have_cl) {
         result_extra(r, "lib_conns_per_proc", "%.2f", (double)cl.library / procs);
         result_extra(r, "conns_per_proc", "%.2f", (double)(cl.library + cl.bench) / procs);
@@ -366,9 +458,9 @@ reap:
     result_get(r, "min_share", &mn);
     result_get(r, "max_share", &mx);
     step_line(label, "%.0f ops/s, shares %.2f..%.2f, wait p99 %.0f us max %.0f us, Redis %.1f "
-              "us/op, client %.1f us/op, lost %lld", r->ops_per_s, mn, mx, r->p99_us, wmax,
-              (rcpu > 0 ? rcpu : 0) * 1e6 / (double)ops, cpu * 1e6 / (double)ops,
-              (long long)ops - ctrs);
+              "us/op, client %.1f us/op (run queue %.1f), lost %lld", r->ops_per_s, mn, mx,
+              r->p99_us, wmax, (rcpu > 0 ? rcpu : 0) * 1e6 / (double)ops,
+              cpu * 1e6 / (double)ops, runq * 1e6 / (double)ops, (long long)ops - ctrs);
 out:
     for (int i = 0; i < where->n; i++)
         if (ctl[i])
@@ -811,6 +903,10 @@ static int write_curve_chart(const char *base, const char *file, const char *wha
              "conns_per_proc");
     panel_of(&c->p[c->npanels++], "client resident memory per process (VmRSS, kB)", 0, base,
              "rss_kb_mean");
+    panel_of(&c->p[c->npanels++], "client threads' wait for a CPU per operation (us, log)", 1,
+             base, "runq_wait_us_per_op");
+    panel_of(&c->p[c->npanels++], "Redis commands per operation (scripts' own included)", 0,
+             base, "redis_cmds_per_op");
     char path[600];
     snprintf(path, sizeof path, "%s/%s", g_opt.svg_dir ? g_opt.svg_dir : ".", file);
     int rc = c->p[0].nseries ? chart_write(c, path) : 0;
