@@ -143,6 +143,13 @@ grep -q '^TARGET workload=W9 check="lost_updates == 0 (every step)" value=0.00 .
 for f in w9-one-lock.svg w9-own-locks.svg; do
   grep -q "<svg" "$svgdir/$f" 2>/dev/null || bad "W9 wrote no $f"
 done
+# the tables of PERFORMANCE.md come from the same lines
+if command -v python3 >/dev/null; then
+  tbl=$(python3 "$(dirname "$0")/../../tools/bench/w9_table.py" "$out") || bad "w9_table.py failed"
+  for h in "#### W9P distlock" "#### W9O3 naive" "#### W9M"; do
+    [[ "$tbl" == *"$h"* ]] || bad "w9_table.py printed no $h"
+  done
+fi
 "$bench" --w9-procs 0 W9 >/dev/null 2>&1 && bad "--w9-procs 0 was accepted"
 "$bench" --w9-masters 4 W9 >/dev/null 2>&1 && bad "--w9-masters 4 was accepted"
 
