@@ -5,7 +5,7 @@
 # signal-to-wake latency) against the redis-server the bench
 # starts itself; then a ctest-sized W9 (the scaling curves: 1 and 4
 # processes, on the bench's server and on a cluster of 3 masters it starts,
-# the memory step, the charts).  Checks the RESULT line format, that every selected
+# the memory step, the charts) and W9L (100 locks, a short lease).  Checks the RESULT line format, that every selected
 # workload reported, that no counter update was lost, and that the targets
 # of W2, W3 and W3b are checked against the figures of the same run; then
 # --json and --help.  Speed is never checked
@@ -150,6 +150,12 @@ if command -v python3 >/dev/null; then
     [[ "$tbl" == *"$h"* ]] || bad "w9_table.py printed no $h"
   done
 fi
+# W9L, ctest-sized: 100 locks held for 3 leases of 1 s, all kept, its chart
+"$bench" --quick --no-progress --w9-lease-ms 1000 --w9-locks 100 --svg-dir "$svgdir" W9L >"$out" ||
+  bad "W9L --quick run failed"
+grep -qE '^RESULT peer=distlock workload=W9L .*extra=locks=100,.*all_still_held=1,.*lost=0,unlock_errors=0,' "$out" ||
+  bad "W9L: 100 locks not all kept: $(cat "$out")"
+grep -q "<svg" "$svgdir/w9-many-locks-lease1000ms.svg" 2>/dev/null || bad "W9L wrote no chart"
 "$bench" --w9-procs 0 W9 >/dev/null 2>&1 && bad "--w9-procs 0 was accepted"
 "$bench" --w9-masters 4 W9 >/dev/null 2>&1 && bad "--w9-masters 4 was accepted"
 

@@ -29,6 +29,8 @@
  *               on the run's server and on clusters), Redis memory per lock
  *   rcluster.c  a Redis Cluster of the bench's own (SH, W9)
  *   rnodes.c    the servers of a workload: INFO and CLIENT LIST summed
+ *   w_many.c    W9L (many locks in one process), W9W (a process that only
+ *               waits): memory, renewals, idle CPU and wake-ups
  *   svg.c       the W3 latency chart
  *   chart.c     the W9 charts (log-scale x, ranges over the repetitions)
  *
@@ -59,6 +61,7 @@
 #include "rcluster.h"
 #include "rnodes.h"
 #include "w_curves.h"
+#include "w_many.h"
 #include "svg.h"
 #include "chart.h"
 

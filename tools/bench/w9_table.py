@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
 """w9_table.py RUN.out: the W9 tables of docs/PERFORMANCE.md from the
-RESULT lines of `distlock-bench --repeat N W9` (stdin or a file): for each
-curve and step, the median of the repetitions and their range.
+RESULT lines of `distlock-bench --repeat N W9` (and W9L; stdin or files):
+for each curve and step, the median of the repetitions and their range.
 
     distlock-bench --repeat 3 --svg-dir docs W9 > w9.out
-    tools/bench/w9_table.py w9.out
+    distlock-bench W9L > w9l.out
+    tools/bench/w9_table.py w9.out w9l.out
 """
 import re
 import statistics
@@ -64,8 +65,9 @@ def cell(vals, fmt):
 
 
 def main():
-    src = open(sys.argv[1]) if len(sys.argv) > 1 else sys.stdin
-    rows = parse(src)
+    rows = []
+    for name in sys.argv[1:] or ["-"]:
+        rows += parse(sys.stdin if name == "-" else open(name))
     curves = []
     for r in rows:
         key = (r["wl"], r["peer"])
@@ -81,6 +83,27 @@ def main():
             cells = [cell([r[k] for r in sel if isinstance(r.get(k), float)], fmt)
                      for _, k, fmt in FIELDS]
             print("| {:.0f} | ".format(n) + " | ".join(cells) + " |")
+    many = [r for r in rows if r["wl"] == "W9L"]
+    if many:
+        print("\n#### W9L\n")
+        cols = [("acquire µs/lock", "acquire_us_per_lock", "{:.0f}"),
+                ("first tenth", "acquire_us_first10", "{:.0f}"),
+                ("last tenth", "acquire_us_last10", "{:.0f}"),
+                ("renewal round trips/tick", "renew_round_trips_per_period", "{:.0f}"),
+                ("Redis CPU %", "redis_cpu_pct", "{:.1f}"),
+                ("lost", "lost", "{:.0f}"),
+                ("unlock errors", "unlock_errors", "{:.0f}"),
+                ("client B/lock", "rss_bytes_per_lock", "{:.0f}"),
+                ("Redis B/lock", "redis_bytes_per_lock", "{:.0f}"),
+                ("idle CPU %", "idle_cpu_pct", "{:.2f}"),
+                ("wake-ups/s", "wakeups_per_s", "{:.1f}")]
+        print("| locks | lease ms | " + " | ".join(c for c, _, _ in cols) + " |")
+        print("|---" * (len(cols) + 2) + "|")
+        for key in sorted({(r.get("lease_ms", 0), r["locks"]) for r in many if "locks" in r}):
+            sel = [r for r in many if (r.get("lease_ms", 0), r.get("locks")) == key]
+            print("| {:.0f} | {:.0f} | ".format(key[1], key[0]) + " | ".join(
+                cell([r[k] for r in sel if isinstance(r.get(k), float)], f)
+                for _, k, f in cols) + " |")
     mem = [r for r in rows if r["wl"] == "W9M"]
     if mem:
         print("\n#### W9M\n")

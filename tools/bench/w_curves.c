@@ -9,7 +9,8 @@
  *   W9O   the same with each process on a lock (and counter) of its own;
  *   W9M   Redis's memory per held lock, per waiter, per idle name (a name
  *         locked and released once), and per connected process;
- *   W9L   one process holding 10^2 ... 10^5 locks (w_many.c), when built.
+ *   W9L   one process holding 10^2 ... 10^6 locks (w_many.c; its chart,
+ *         w9-many-locks.svg, is drawn here with the others).
  *
  * W9P and W9O run for distlock and for the naive lock side by side, step
  * by step, then again on each cluster (workloads W9P3, W9O3, W9P6, W9O6).
@@ -37,6 +38,7 @@
 
 #include "bench.h"
 #include "distlock.h"
+#include "cmdlink_io.h"
 #include "status.h"
 
 #define W9_MAX_PROCS 256
@@ -184,6 +186,8 @@ static int w9p_worker(void *arg, int idx)
 {
     w9p_t *w = arg;
     w9slot_t *s = &w->slot[idx];
+    if (g_opt.w9_spin_us >= 0)
+        dl_link_spin_us = (unsigned long)g_opt.w9_spin_us;
     if (w->where->cl)
         setenv("DISTLOCK_URL", w->where->cl->url, 1);
     wlock_t l;
@@ -416,6 +420,8 @@ reap:
     r->ops_per_s = (double)ops / dt;          /* every operation, kept sample or not */
     double rcpu = b.cpu_s - a.cpu_s - idle * dt;
     result_extra(r, "procs", "%d", procs);
+    if (g_opt.w9_spin_us >= 0)
+        result_extra(r, "reply_spin_us", "%ld", g_opt.w9_spin_us);
     result_extra(r, "masters", "%d", masters);
     result_extra(r, "locks", "%d", own ? procs : 1);
     result_shares(r, (long long)ops - ctrs, snap, procs);
@@ -912,6 +918,60 @@ static int write_curve_chart(const char *base, const char *file, const char *wha
     int rc = c->p[0].nseries ? chart_write(c, path) : 0;
     if (rc)
         output_error("W9", "could not write %s", path);
+    else if (c->p[0].nseries && !g_opt.no_progress)
+        fprintf(stderr, "distlock-bench: wrote %s\n", path);
+    free(c);
+    return rc;
+}
+
+/* W9L's chart: one series (the run's lease), x = the locks held.  The
+ * naive lock has no lease to renew, so it has no line here. */
+int w9l_chart(void)
+{
+    chart_t *c = calloc(1, sizeof *c);
+    if (!c)
+        return -1;
+    double lease = 0;
+    for (int i = 0; i < results_count(); i++)
+        if (!strcmp(result_at(i)->workload, "W9L") &&
+            !result_get(result_at(i), "lease_ms", &lease))
+            break;
+    snprintf(c->title, sizeof c->title, "W9L: one process, one thread, holding N locks for "
+             "3 leases (%.0f ms), idle", lease);
+    snprintf(c->subtitle, sizeof c->subtitle, "distlock-bench%s --repeat %lu W9L, run %s: the "
+             "median of the repetitions, a bar from the least to the largest", g_opt.quick ?
+             " --quick" : "", g_opt.repeat, g_run_id);
+    snprintf(c->xlabel, sizeof c->xlabel, "locks held (log scale)");
+    static const struct { const char *title, *key; int logy; } pn[] = {
+        { "acquire time per lock (us)", "acquire_us_per_lock", 0 },
+        { "acquire time per lock, last tenth (us)", "acquire_us_last10", 0 },
+        { "renewal round trips per renewal tick (log)", "renew_round_trips_per_period", 1 },
+        { "Redis CPU while holding (%)", "redis_cpu_pct", 0 },
+        { "holding process's CPU while idle (%)", "idle_cpu_pct", 0 },
+        { "holding process's wake-ups per second", "wakeups_per_s", 0 },
+        { "client resident memory per held lock (bytes)", "rss_bytes_per_lock", 0 },
+        { "Redis memory per held lock (bytes)", "redis_bytes_per_lock", 0 },
+        { "holds lost while holding", "lost", 0 },
+    };
+    for (size_t k = 0; k < sizeof pn / sizeof pn[0]; k++) {
+        chart_panel_t *p = &c->p[c->npanels++];
+        snprintf(p->title, sizeof p->title, "%s", pn[k].title);
+        p->logy = pn[k].logy;
+        chart_series_t *sr = &p->s[0];
+        series_of(sr, "distlock", "W9L", "locks", pn[k].key);
+        snprintf(sr->label, sizeof sr->label, "distlock, lease %.0f ms", lease);
+        sr->color = colors[0];
+        p->nseries = sr->n ? 1 : 0;
+    }
+    char path[600];
+    if (g_opt.w9_lease_ms)
+        snprintf(path, sizeof path, "%s/w9-many-locks-lease%lums.svg",
+                 g_opt.svg_dir ? g_opt.svg_dir : ".", g_opt.w9_lease_ms);
+    else
+        snprintf(path, sizeof path, "%s/w9-many-locks.svg", g_opt.svg_dir ? g_opt.svg_dir : ".");
+    int rc = c->p[0].nseries ? chart_write(c, path) : 0;
+    if (rc)
+        output_error("W9L", "could not write %s", path);
     else if (c->p[0].nseries && !g_opt.no_progress)
         fprintf(stderr, "distlock-bench: wrote %s\n", path);
     free(c);

@@ -7,5 +7,8 @@
 int run_w9(void);
 /* After the repetitions: one SVG chart per curve into --svg-dir. */
 int w9_charts(void);
+/* After the repetitions of W9L: its chart, w9-many-locks.svg (or
+ * w9-many-locks-leaseNms.svg with --w9-lease-ms). */
+int w9l_chart(void);
 
 #endif
