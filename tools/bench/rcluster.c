@@ -163,7 +163,7 @@ int rcl_start(rcluster_t *c, int n, const char *wl)
 
 int rcl_master_of(const rcluster_t *c, const char *key)
 {
-    long s = (long)dl_key_slot(key, strlen(key));
+    long s = (long)dl_cluster_slot(key, strlen(key));
     int m = 0;
     while (m + 1 < c->n && (long)(m + 1) * 16384 / c->n <= s)   /* rcl_start's split */
         m++;
