@@ -893,9 +893,12 @@ static int write_curve_chart(const char *base, const char *file, const char *wha
     if (!c)
         return -1;
     snprintf(c->title, sizeof c->title, "W9: %s", what);
-    snprintf(c->subtitle, sizeof c->subtitle, "distlock-bench%s --repeat %lu W9, run %s: the "
+    char secs[48] = "";
+    if (g_opt.w9_seconds > 0)
+        snprintf(secs, sizeof secs, " --w9-seconds %g", g_opt.w9_seconds);
+    snprintf(c->subtitle, sizeof c->subtitle, "distlock-bench%s --repeat %lu%s W9, run %s: the "
              "median of the repetitions, a bar from the least to the largest", g_opt.quick ?
-             " --quick" : "", g_opt.repeat, g_run_id);
+             " --quick" : "", g_opt.repeat, secs, g_run_id);
     snprintf(c->xlabel, sizeof c->xlabel, "processes (log scale)");
     panel_of(&c->p[c->npanels++], "operations per second", 0, base, "ops_per_s");
     panel_of(&c->p[c->npanels++], "fairness: least / largest share", 0, base, "fairness");
