@@ -954,7 +954,7 @@ int w9l_chart(void)
         { "holding process's wake-ups per second", "wakeups_per_s", 0 },
         { "client resident memory per held lock (bytes)", "rss_bytes_per_lock", 0 },
         { "Redis memory per held lock (bytes)", "redis_bytes_per_lock", 0 },
-        { "holds lost while holding", "lost", 0 },
+        { "unlocks that failed: holds lost (ENOLCK)", "unlock_errors", 0 },
     };
     for (size_t k = 0; k < sizeof pn / sizeof pn[0]; k++) {
         chart_panel_t *p = &c->p[c->npanels++];
