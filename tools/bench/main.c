@@ -38,7 +38,9 @@ static void usage(FILE *f)
 "\n"
 "Workloads (default: all, in this order):\n"
 "  floor  redis-benchmark -c 1 -P 1 -n 100000: EVALSHA of \"return 1\", and PING\n"
-"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive)\n"
+"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive),\n"
+"         and its script floor W1scripts: the same pairs as two calls of a\n"
+"         script that does nothing (Redis CPU per pair at least)\n"
 "  W2     4 processes x 2000 x {lock; GET ctr; SET ctr v+1; unlock} (+ naive),\n"
 "         and its serial ceiling: 8000 x {GET ctr; SET ctr v+1}, one client, no lock\n"
 "  W3     handoff latency, 300 rounds                               (+ naive)\n"
@@ -247,7 +249,31 @@ static void check_targets(void)
             target_add("W1", "ops_per_s >= 0.85 * floor_rps / 2", 0, 0, -1, "no floor in this run");
         }
     }
+    /* Redis CPU per operation against the naive lock's (issue 30): a pair
+     * of the library is two script calls, and W1scripts (two calls of a
+     * script that does nothing) is what such a pair costs at least. */
+    const result_t *n1 = result_find("naive", "W1"), *s1 = result_find("floor", "W1scripts");
+    if (g_opt.wanted[WL_W1] && usable(w1) && usable(n1)) {
+        double c = xget(w1, "redis_cpu_us_per_op"), nc = xget(n1, "redis_cpu_us_per_op");
+        if (usable(s1))
+            snprintf(note, sizeof note, "naive %.1f us per pair; two scripts doing nothing %.1f "
+                     "(%.2fx naive); distlock at %.2fx naive", nc,
+                     xget(s1, "redis_cpu_us_per_op"), xget(s1, "redis_cpu_us_per_op") / nc,
+                     c / nc);
+        else
+            snprintf(note, sizeof note, "naive %.1f us per pair; distlock at %.2fx naive", nc,
+                     c / nc);
+        target_add("W1", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2 = result_find("distlock", "W2"), *n2 = result_find("naive", "W2");
+    if (g_opt.wanted[WL_W2] && usable(w2) && usable(n2)) {
+        double c = xget(w2, "redis_cpu_us_per_op"), nc = xget(n2, "redis_cpu_us_per_op");
+        snprintf(note, sizeof note, "naive %.1f us per op; distlock at %.2fx naive (both with "
+                 "the counter's GET and SET)", nc, c / nc);
+        target_add("W2", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2s = result_find("floor", "W2serial");
     if (g_opt.wanted[WL_W2] && usable(w2)) {
         const char *check = "ops_per_s >= 0.9 * serial ceiling";
@@ -494,6 +520,8 @@ int main(int argc, char **argv)
         if (g_opt.wanted[WL_FLOOR])
             run_floor();
         if (g_opt.wanted[WL_W1]) {
+            if (!g_opt.no_floor)
+                run_w1(PEER_SCRIPTS);
             if (!g_opt.no_naive)
                 run_w1(PEER_NAIVE);
             run_w1(PEER_DISTLOCK);
