@@ -140,12 +140,10 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
         .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
-    /* A timed lock waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        /* (a round trip's worth at least, for a deadline already past) */
-        uint64_t soonest = dl_now_ms() + 50;
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed lock waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as a trylock. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending this,
      * the server may run it when it resumes: the withdrawal of exactly
      * this request then runs right after it (lua/withdraw.lua).  Nor is

@@ -138,12 +138,9 @@ static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, dl_
             .n = n, .locks = locks, .list = list, .listlen = listlen, .info = info,
             .infolen = infolen, .regid = a->rid, .out = items });
         /* A timed lock waits for a stalled server no longer than its
-         * deadline (a round trip's worth at least, for a deadline already
-         * past). */
-        if (deadline != DL_FOREVER) {
-            uint64_t soonest = dl_now_ms() + 50;
-            a->c.deadline = deadline > soonest ? deadline : soonest;
-        }
+         * deadline; one already past (or too near for a wait) asks once,
+         * as a trylock. */
+        a->c.deadline = dl_round_trip_cut(deadline);
         /* Should the link give up on a stalled server after sending this,
          * the server may run it when it resumes and take every lock of the
          * set: the withdrawal of exactly what this request takes then runs

@@ -63,10 +63,10 @@ static void lapse_all(dl_sem_t *s, const char *why);
 static int gone_code(dl_sem_t *s)
 {
     char q[96];
-    return dl_fail(ENOLCK, "semaphore %s: Redis lost the semaphore this process used (a "
-                   "restart without persistence, a flush, eviction) and may have made it anew "
-                   "with its first value; destroy and initialize it again to use that one",
-                   qname(s, q, sizeof q));
+    return dl_fail(ENOLCK, "semaphore %s: the semaphore this process used is gone from Redis "
+                   "(a restart without persistence, a flush, eviction, or a reset by distlock "
+                   "break) and may have been made anew with its first value; destroy and "
+                   "initialize it again to use that one", qname(s, q, sizeof q));
 }
 
 /* o->mu held: Redis lost the semaphore the process used; told once.  Its
@@ -100,9 +100,9 @@ static int found_lost(dl_sem_t *s)
     if (!s->gone) {
         s->gone = 1;
         dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a restart "
-               "without persistence, a flush, eviction, or 30 days unused): its count may "
-               "have started again; every call on it returns ENOLCK until it is destroyed and "
-               "initialized again", qname(s, q, sizeof q));
+               "without persistence, a flush, eviction, or 30 days unused), or distlock break "
+               "reset it: its count may have started again; every call on it returns ENOLCK "
+               "until it is destroyed and initialized again", qname(s, q, sizeof q));
         tell_lost(s);
     }
     return gone_code(s);
@@ -125,8 +125,9 @@ static void adopt(dl_sem_t *s, uint64_t inc)
     if (s->inc && s->inc != inc) {
         if (!s->gone) {
             dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a "
-                   "restart without persistence, a flush, eviction, or 30 days unused); "
-                   "initialized again, the process now uses the one Redis has",
+                   "restart without persistence, a flush, eviction, or 30 days unused), or "
+                   "distlock break reset it; initialized again, the process now uses the one "
+                   "Redis has",
                    qname(s, q, sizeof q));
             tell_lost(s);
         }
@@ -332,11 +333,10 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         .op = { rq->kind, rq->value, id, inc }, .wait = wait,
         .waiter_ttl_ms = dl_claim_window(p->cfg.lease_ms), .lease_ms = p->cfg.lease_ms,
         .info = info, .infolen = infolen });
-    /* A timed wait waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        uint64_t soonest = dl_now_ms() + 50;   /* (a round trip's worth at least) */
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed wait waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as trywait. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending it, the
      * server may run it when it resumes: its withdrawal runs right after. */
     dl_call_sem_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = id,
@@ -347,7 +347,9 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         if (c.cmd.sent)
             pending(p, s, 'w', id, inc);
         if (c.deadline && dl_now_ms() >= c.deadline)
-            return ETIMEDOUT;
+            return dl_fail(ETIMEDOUT, "semaphore %s: timed out (Redis did not answer by the "
+                           "deadline; a permit the request may take is given back)",
+                           qname(s, q, sizeof q));
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
     *r = c.reply.sem_wait;
@@ -502,8 +504,12 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = gone_code(s);
         goto out;
     }
-    if (rq->try_only) {
+    if (rq->try_only || over(rq)) {
+        /* A deadline already past: one try (never queued), as trywait;
+         * its EAGAIN is the time-out. */
         rc = try_once(p, s, rq);
+        if (rc == EAGAIN && !rq->try_only)
+            rc = over_code(s, rq);
         goto out;
     }
     /* One thread of the process waits in Redis's queue (the core's one
