@@ -8,6 +8,19 @@
 
 #include "holds.h"
 
+/* A holder's runs: in the holder itself while they fit (the record is
+ * copied around, so no pointer to its own storage is kept), or on the
+ * heap. */
+static dl_run_t *runs_of(dl_holder_t *h)
+{
+    return h->runs ? h->runs : h->small;
+}
+
+static int cap_of(const dl_holder_t *h)
+{
+    return h->runs ? h->cap : (int)(sizeof h->small / sizeof h->small[0]);
+}
+
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid)
 {
     for (int i = 0; i < l->nholders; i++)
@@ -37,24 +50,23 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
         return EAGAIN;
-    if (h->nruns && h->runs[h->nruns - 1].mode == mode) {
-        h->runs[h->nruns - 1].count++;
+    dl_run_t *runs = runs_of(h);
+    if (h->nruns && runs[h->nruns - 1].mode == mode) {
+        runs[h->nruns - 1].count++;
     } else {
-        if (h->nruns == h->cap) {
-            int cap = h->cap ? h->cap * 2 : 2;
-            dl_run_t *n = realloc(h->runs, (size_t)cap * sizeof *n);
-            if (!n) {
-                if (!h->nruns) {      /* do not leave an empty record behind */
-                    free(h->runs);
-                    *h = l->holders[--l->nholders];
-                }
-                return ENOMEM;
-            }
-            h->runs = n;
+        if (h->nruns == cap_of(h)) {
+            int cap = cap_of(h) * 2;
+            dl_run_t *n = h->runs ? realloc(h->runs, (size_t)cap * sizeof *n)
+                                  : malloc((size_t)cap * sizeof *n);
+            if (!n)
+                return ENOMEM;    /* (h->nruns > 0: the record is in use) */
+            if (!h->runs)
+                memcpy(n, h->small, sizeof h->small);
+            h->runs = runs = n;
             h->cap = cap;
         }
-        h->runs[h->nruns].mode = mode;
-        h->runs[h->nruns].count = 1;
+        runs[h->nruns].mode = mode;
+        runs[h->nruns].count = 1;
         h->nruns++;
     }
     (*count)++;
@@ -70,7 +82,7 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lap
     *od = 0;
     if (!h || !h->nruns)
         return 0;
-    dl_run_t *run = &h->runs[h->nruns - 1];
+    dl_run_t *run = &runs_of(h)[h->nruns - 1];
     char mode = run->mode;
     if (--run->count == 0)
         h->nruns--;

@@ -41,8 +41,11 @@ typedef struct dl_holder {
                                  in (its fence when the thread's first hold
                                  began): another thread's retake of a lost hold
                                  leaves it behind, and its unlock says ENOLCK */
-    dl_run_t *runs;
-    int nruns, cap;
+    dl_run_t small[2];        /* the runs while they fit here (a thread holds
+                                 the lock once, or reads while writing: no
+                                 allocation per hold) */
+    dl_run_t *runs;           /* else on the heap (NULL: in small) */
+    int nruns, cap;           /* cap: of runs, when on the heap */
     uint64_t since;           /* when its first hold began (us; 0 when the
                                  metrics file is off: tally.h) */
     int lapsed;               /* this thread's section (from its first hold to
