@@ -10,7 +10,7 @@
 # must hold the library (cmake/bench.cmake links it in) and its symbols:
 # dist_mutex_lock/unlock, dist_cond_signal/wait, dl_take (a lock call's
 # Redis part), dispatch (the subscriber thread handing on a push),
-# dl_waiter_granted (the push that grants a queued request).  Runs
+# dl_take_granted (the push that grants a queued request).  Runs
 # `BENCH --no-floor --no-naive W3`, then `... C1`, under perf record and
 # pairs the events of each round across the two processes.  Each probe hit
 # costs a few microseconds, so the sums are a little above the bench's own
@@ -31,7 +31,7 @@ trap cleanup EXIT
 perf probe -q -d 'probe_distlock:*' 2>/dev/null || true
 for f in dist_mutex_lock 'dist_mutex_lock%return' dist_mutex_unlock 'dist_mutex_unlock%return' \
          dist_cond_signal 'dist_cond_signal%return' 'dist_cond_wait%return' \
-         dl_take 'dl_take%return' dispatch dl_waiter_granted; do
+         dl_take 'dl_take%return' dispatch dl_take_granted; do
   perf probe -q -x "$BENCH" -a "$f"
 done
 uptime
@@ -76,7 +76,7 @@ def show(title, names, rows):
 ev = load(sys.argv[1])
 rows = []
 for i, (t, pid, e) in enumerate(ev):
-    if e != 'dl_waiter_granted':
+    if e != 'dl_take_granted':
         continue
     ue = back(ev, i, lambda x: x[1] != pid and x[2] == 'dist_mutex_unlock')
     disp = back(ev, i, lambda x: x[1] == pid and x[2] == 'dispatch')
@@ -87,7 +87,7 @@ for i, (t, pid, e) in enumerate(ev):
              lambda x: x[1] != pid and x[2] == 'dist_mutex_unlock__return')
     rows.append((disp - ue, t - disp, lr - t, lr - ue, (ur or ue) - ue))
 show('W3 (handoff)', ['unlock called -> push reaches the waiter (dispatch)',
-                      'dispatch -> the grant is found (dl_waiter_granted)',
+                      'dispatch -> the grant is found (dl_take_granted)',
                       'grant -> the waiting lock call returns',
                       'unlock called -> lock returns (a W3 sample)',
                       'the unlock call itself (holder)'], rows)
