@@ -8,19 +8,16 @@
 # (DL_CALL_ARGS_SIZE, DL_CALL_REPLY_SIZE, caller.h).
 #
 # SCRIPTS (comma-separated): the scripts' names, lua/<name>.lua each, with
-# its entry shim/script/call_<name>.{h,c}.  A script whose header has the
-# line `--! sent with its text` is sent with its text every time (EVAL),
-# on its own, kept short: it is sent as one line, without its comment
-# lines and indentation.  Every other script is lua/common.lua followed by
-# lua/<name>.lua, called by its SHA1; a script lua/<kind>_<op>.lua whose
-# kind has helpers of its own, lua/<kind>_common.lua, gets them between
-# the two (the semaphore's scripts: sem_common.lua).
+# its entry shim/script/call_<name>.{h,c}.  What text each script is
+# (lua/common.lua and the script, a kind's helpers between them, a fast
+# path put inside common.lua; or a short script sent with its text) is
+# cmake/lua_assemble.cmake's.
 # dl_scripts[] is indexed by DL_SCRIPT_<NAME>, so the order of
 # the list does not matter.  OUT_H is written only when the list changes,
 # so a change of a script's text rebuilds only OUT.
 # Inputs: OUT, OUT_H, LUA_DIR, ENTRY_DIR (shim/script), SCRIPTS.
+include(${CMAKE_CURRENT_LIST_DIR}/lua_assemble.cmake)
 string(REPLACE "," ";" SCRIPTS "${SCRIPTS}")
-file(READ ${LUA_DIR}/common.lua common)
 set(body "/* Generated from lua/ by cmake/embed_lua.cmake: do not edit. */\n#include \"dl_script_list.h\"\n#include \"script.h\"\n")
 set(table "")
 set(includes "")
@@ -29,28 +26,13 @@ set(fits "")
 set(list "")
 set(count 0)
 foreach(op ${SCRIPTS})
-  file(READ ${LUA_DIR}/${op}.lua text)
-  file(STRINGS ${LUA_DIR}/${op}.lua by_text REGEX "^--! sent with its text$")
+  dl_lua_assemble(${LUA_DIR} ${op} script by_text)
   if(by_text)
-    set(script "\n${text}")
-    string(REGEX REPLACE "\n[ \t]*--[^\n]*" "" script "${script}")
-    string(REGEX REPLACE "[ \t]*\n[ \t]*" "\n" script "${script}")
-    string(REGEX REPLACE "\n+" " " script "${script}")
-    string(STRIP "${script}" script)
     set(var "dl_${op}_lua")
     set(decl "const char ${var}[]")
-    set(by_text 1)
   else()
-    set(kind_common "")
-    string(REGEX MATCH "^[a-z]+_" kind "${op}")
-    if(kind AND EXISTS ${LUA_DIR}/${kind}common.lua)
-      file(READ ${LUA_DIR}/${kind}common.lua kind_common)
-      set(kind_common "${kind_common}\n")
-    endif()
-    set(script "${common}\n${kind_common}${text}")
     set(var "dl_lua_${op}")
     set(decl "static const char ${var}[]")
-    set(by_text 0)
   endif()
   string(SHA1 sha "${script}")
   string(LENGTH "${script}" len)

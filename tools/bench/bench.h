@@ -14,6 +14,8 @@
  *   output.c    RESULT lines, --json, the progress line
  *   locks.c     the library as the workloads use it: names, keys, warm-up
  *   naive.c     the naive lock
+ *   scriptfloor.c  W1's pair as two calls of a script that does nothing: the
+ *               Redis CPU any lock made of two script calls costs at least
  *   floor.c     redis-benchmark floors (EVALSHA "return 1", PING)
  *   w_basic.c   W1 W2 W3 W3b (distlock and naive), W2's serial ceiling
  *   w_local.c   W4 and W4b (W2 with local threads)
@@ -47,6 +49,7 @@
 #include "proc.h"
 #include "output.h"
 #include "naive.h"
+#include "scriptfloor.h"
 #include "locks.h"
 #include "floor.h"
 #include "w_basic.h"

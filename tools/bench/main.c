@@ -39,7 +39,9 @@ static void usage(FILE *f)
 "\n"
 "Workloads (default: all, in this order):\n"
 "  floor  redis-benchmark -c 1 -P 1 -n 100000: EVALSHA of \"return 1\", and PING\n"
-"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive)\n"
+"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive),\n"
+"         and its script floor W1scripts: the same pairs as two calls of a\n"
+"         script that does nothing (Redis CPU per pair at least)\n"
 "  W1nospin  W1 with the link's wait for a reply never spinning (its client\n"
 "         CPU per op against W1's: what the spin costs)\n"
 "  W2     4 processes x 2000 x {lock; GET ctr; SET ctr v+1; unlock} (+ naive),\n"
@@ -47,7 +49,8 @@ static void usage(FILE *f)
 "  W3     handoff latency, 300 rounds                               (+ naive)\n"
 "  W3b    W3 with the holder locking again at once after an unlock, then\n"
 "         holding 2 ms before the timed unlock                      (+ naive)\n"
-"  W4     8 threads of one process x 20000 x {lock; x++; unlock}\n"
+"  W4     8 threads of one process x 20000 x {lock; x++; unlock}, and a\n"
+"         pthread_mutex_t in the same loop (peer=pthread)\n"
 "  W4b    W2 with 4 threads in each process (500 iterations each)\n"
 "  W5     4 x 8 reader threads {rdlock; 100 us; unlock} + 1 writer/s; then 1 reader\n"
 "  W6     one process holds 10000 locks for 3 lease periods\n"
@@ -355,7 +358,31 @@ static void check_targets(void)
             target_add("W1", "ops_per_s >= 0.85 * floor_rps / 2", 0, 0, -1, "no floor in this run");
         }
     }
+    /* Redis CPU per operation against the naive lock's (issue 30): a pair
+     * of the library is two script calls, and W1scripts (two calls of a
+     * script that does nothing) is what such a pair costs at least. */
+    const result_t *n1 = result_find("naive", "W1"), *s1 = result_find("floor", "W1scripts");
+    if (g_opt.wanted[WL_W1] && usable(w1) && usable(n1)) {
+        double c = xget(w1, "redis_cpu_us_per_op"), nc = xget(n1, "redis_cpu_us_per_op");
+        if (usable(s1))
+            snprintf(note, sizeof note, "naive %.1f us per pair; two scripts doing nothing %.1f "
+                     "(%.2fx naive); distlock at %.2fx naive", nc,
+                     xget(s1, "redis_cpu_us_per_op"), xget(s1, "redis_cpu_us_per_op") / nc,
+                     c / nc);
+        else
+            snprintf(note, sizeof note, "naive %.1f us per pair; distlock at %.2fx naive", nc,
+                     c / nc);
+        target_add("W1", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2 = result_find("distlock", "W2"), *n2 = result_find("naive", "W2");
+    if (g_opt.wanted[WL_W2] && usable(w2) && usable(n2)) {
+        double c = xget(w2, "redis_cpu_us_per_op"), nc = xget(n2, "redis_cpu_us_per_op");
+        snprintf(note, sizeof note, "naive %.1f us per op; distlock at %.2fx naive (both with "
+                 "the counter's GET and SET)", nc, c / nc);
+        target_add("W2", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2s = result_find("floor", "W2serial");
     if (g_opt.wanted[WL_W2] && usable(w2)) {
         const char *check = "ops_per_s >= 0.9 * serial ceiling";
@@ -410,6 +437,14 @@ static void check_targets(void)
                    note);
         double lost = xget(w4, "lost_updates");
         target_add("W4", "lost_updates == 0", lost, 0, lost == 0, NULL);
+        /* issue 30: the local path, with the trust bounds kept */
+        const result_t *pt = result_find("pthread", "W4");
+        if (usable(pt))
+            snprintf(note, sizeof note, "a pthread_mutex_t in the same loop: %.0f ops/s (distlock "
+                     "at %.3fx)", pt->ops_per_s, w4->ops_per_s / pt->ops_per_s);
+        else
+            snprintf(note, sizeof note, "no pthread peer in this run");
+        target_add("W4", "ops_per_s >= 1000000", w4->ops_per_s, 1e6, w4->ops_per_s >= 1e6, note);
     }
     const result_t *w4b = result_find("distlock", "W4b");
     if (g_opt.wanted[WL_W4B] && usable(w4b)) {
@@ -626,6 +661,8 @@ int main(int argc, char **argv)
         if (g_opt.wanted[WL_FLOOR])
             run_floor();
         if (g_opt.wanted[WL_W1]) {
+            if (!g_opt.no_floor)
+                run_w1(PEER_SCRIPTS);
             if (!g_opt.no_naive)
                 run_w1(PEER_NAIVE);
             run_w1(PEER_DISTLOCK);

@@ -19,6 +19,7 @@ typedef struct plock {
     int peer;
     dist_mutex_t m;
     naive_t n;
+    sfloor_t f;               /* W1 only: the script floor */
 } plock_t;
 
 static int pl_init(plock_t *p, int peer, const char *name)
@@ -26,6 +27,8 @@ static int pl_init(plock_t *p, int peer, const char *name)
     p->peer = peer;
     if (peer == PEER_NAIVE)
         return naive_init(&p->n, name);
+    if (peer == PEER_SCRIPTS)
+        return sfloor_init(&p->f, name);
     return mutex_warm(&p->m, name);
 }
 
@@ -33,6 +36,8 @@ static int pl_lock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_lock(&p->n);
+    if (p->peer == PEER_SCRIPTS)
+        return sfloor_lock(&p->f);
     return lock_err("dist_mutex_lock", dist_mutex_lock(&p->m)) ? -1 : 0;
 }
 
@@ -40,6 +45,8 @@ static int pl_unlock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_unlock(&p->n);
+    if (p->peer == PEER_SCRIPTS)
+        return sfloor_unlock(&p->f);
     return lock_err("dist_mutex_unlock", dist_mutex_unlock(&p->m)) ? -1 : 0;
 }
 
@@ -47,6 +54,8 @@ static unsigned long pl_sent(const plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return p->n.commands;
+    if (p->peer == PEER_SCRIPTS)
+        return p->f.commands;
     dl_stats_t s;
     dl_stats_get(&s);
     return s.commands;
@@ -56,6 +65,8 @@ static void pl_fini(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         naive_fini(&p->n);
+    else if (p->peer == PEER_SCRIPTS)
+        sfloor_fini(&p->f);
     else
         dist_mutex_destroy(&p->m);
 }
@@ -82,7 +93,7 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
     w->sent = pl_sent(p) - w->sent;
     if (p->peer == PEER_NAIVE) {
         w->retries = p->n.retries - w->retries;
-    } else {
+    } else if (p->peer == PEER_DISTLOCK) {
         w->roundtrips = s.roundtrips - s0->roundtrips;
         w->grants = s.grants - s0->grants;
         w->local_handoffs = s.local_handoffs - s0->local_handoffs;
@@ -149,9 +160,11 @@ static int w1_worker(void *arg, int idx)
     return 0;
 }
 
+/* peer PEER_SCRIPTS: the script floor, "peer=floor workload=W1scripts";
+ * nospin: W1 with the link never spinning for a reply ("W1nospin"). */
 static int w1_run(int peer, int nospin)
 {
-    const char *wl = nospin ? "W1nospin" : "W1";
+    const char *wl = peer == PEER_SCRIPTS ? "W1scripts" : nospin ? "W1nospin" : "W1";
     unsigned long n = g_opt.quick ? 1000 : 20000;
     size_t size = sizeof(w1_t) + n * sizeof(double);
     w1_t *w = shm_alloc(size);
@@ -271,7 +284,9 @@ int run_w2(int peer)
     long long calls0;
     uint64_t t0;
     int rc = spawn_gated(w2_worker, w, pids, W2_PROCS, &w->gate, c, &calls0, &t0);
+    double rcpu0 = rc_cpu_seconds(c);
     rc = wait_workers(pids, W2_PROCS, label, &w->pr) || rc;
+    double rcpu = rc_cpu_seconds(c) - rcpu0;
     if (rc) {
         output_error("W2", "%s workers failed", peer_name(peer));
     } else {
@@ -300,6 +315,9 @@ int run_w2(int peer)
             result_extra(r, "over_serial", "%.3f", r->ops_per_s / ceil->ops_per_s);
         /* lock + counter (GET/SET) commands, every command Redis ran */
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)calls / (double)total);
+        /* redis-server's CPU (INFO cpu, user + system) from the gate to the
+         * last worker's end, per operation: the lock's and the counter's */
+        result_extra(r, "redis_cpu_us_per_op", "%.1f", rcpu * 1e6 / (double)total);
         result_extra(r, "lock_sent_cmds_per_op", "%.2f", (double)sent / (double)total);
         if (peer == PEER_DISTLOCK) {
             result_extra(r, "grants", "%lu", grants);
