@@ -33,6 +33,16 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
         h->tid = tid;
         h->fence = l->core.hold.fence;
         h->since = dl_tally_start();
+        /* The section of a thread whose condition wait could not take the
+         * lock again goes on in this hold. */
+        for (int i = 0; i < l->ncarries; i++)
+            if (l->carries[i].tid == tid) {
+                h->lapsed = l->carries[i].lapsed;
+                h->od = l->carries[i].od;
+                h->untold = l->carries[i].untold;
+                l->carries[i] = l->carries[--l->ncarries];
+                break;
+            }
     }
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
@@ -103,4 +113,29 @@ void dl_holder_mark_lapsed(dl_holder_t *h)
 void dl_holder_owner_dead(dl_holder_t *h)
 {
     h->od = 1;
+}
+
+int dl_holder_carry(dl_lock_t *l, pid_t tid, int lapsed, int od, int untold)
+{
+    dl_carry_t *c = NULL;
+    for (int i = 0; i < l->ncarries && !c; i++)
+        if (l->carries[i].tid == tid)
+            c = &l->carries[i];
+    if (!c) {
+        if (l->ncarries == l->capcarries) {
+            int cap = l->capcarries ? l->capcarries * 2 : 2;
+            dl_carry_t *n = realloc(l->carries, (size_t)cap * sizeof *n);
+            if (!n)
+                return ENOMEM;
+            l->carries = n;
+            l->capcarries = cap;
+        }
+        c = &l->carries[l->ncarries++];
+        memset(c, 0, sizeof *c);
+        c->tid = tid;
+    }
+    c->lapsed |= lapsed;
+    c->od |= od;
+    c->untold |= untold;
+    return 0;
 }
