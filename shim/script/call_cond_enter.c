@@ -12,10 +12,12 @@ void dl_call_cond_enter(dl_call_t *c, const dl_caller_t *who, const dl_cond_ente
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 registration id, 4 ttl */
+    /* 1 prefix, 2 token, 3 registration id, 4 ttl, 5 the waiter's info */
     dl_wire_cond(w);
     dl_wire_num(w, c->arg.cond_enter.regid);
     dl_wire_num(w, c->arg.cond_enter.ttl_ms);
+    dl_wire_put(w, c->arg.cond_enter.info ? c->arg.cond_enter.info : "",
+                c->arg.cond_enter.info ? c->arg.cond_enter.infolen : 0);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
