@@ -44,18 +44,27 @@ dl_redis_start "$WORK" -c "$WORK/sentinel.conf" -- --sentinel ||
 SENTINEL=$DL_REDIS_PORT
 # A cluster of three masters, the slots in thirds: the lock's slot may be
 # on any of them, and the URL names the first only.
+# (Each node's bus on a free port of its own: the default, port + 10000,
+# may be past 65535 or taken.)
 CP=()
+CB=()
 for i in 0 1 2; do
-  port=$(dl_free_port)
-  dl_redis_start "$WORK" -p "$port" -- --cluster-enabled yes \
-    --cluster-config-file "nodes-$port.conf" || { fail "no cluster node"; finish; exit; }
+  up=0
+  for _ in 1 2 3; do
+    port=$(dl_free_port) && bus=$(dl_free_port) || continue
+    [ "$port" = "$bus" ] && continue
+    dl_redis_start "$WORK" -p "$port" -- --cluster-enabled yes \
+      --cluster-config-file "nodes-$port.conf" --cluster-port "$bus" && { up=1; break; }
+  done
+  [ "$up" = 1 ] || { fail "no cluster node"; finish; exit; }
   CP+=("$port")
+  CB+=("$bus")
 done
 redis-cli -p "${CP[0]}" CLUSTER ADDSLOTSRANGE 0 5460 >/dev/null
 redis-cli -p "${CP[1]}" CLUSTER ADDSLOTSRANGE 5461 10922 >/dev/null
 redis-cli -p "${CP[2]}" CLUSTER ADDSLOTSRANGE 10923 16383 >/dev/null
-redis-cli -p "${CP[0]}" CLUSTER MEET 127.0.0.1 "${CP[1]}" >/dev/null
-redis-cli -p "${CP[0]}" CLUSTER MEET 127.0.0.1 "${CP[2]}" >/dev/null
+redis-cli -p "${CP[0]}" CLUSTER MEET 127.0.0.1 "${CP[1]}" "${CB[1]}" >/dev/null
+redis-cli -p "${CP[0]}" CLUSTER MEET 127.0.0.1 "${CP[2]}" "${CB[2]}" >/dev/null
 cluster_ok() {
   local p
   for p in "${CP[@]}"; do
