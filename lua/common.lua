@@ -486,3 +486,47 @@ end
 local function ww_clear(token)
   if rcall('HGET', K_META, 'ww') == token then rcall('HDEL', K_META, 'ww', 'wwx') end
 end
+
+-- How many wait for the lock named by the K_ keys (marks: a live writer
+-- mark of another process counts as one, redlock://).
+local function renew_waiting(token, marks)
+  local n = rcall('ZCARD', K_Q)
+  if marks then
+    local ww = ww_live(now_ms())
+    if ww and ww ~= token then n = n + 1 end
+  end
+  return n
+end
+
+-- The caller's hold on the lock named by the K_ keys, in mode 'w'|'r',
+-- renewed to lease ms (0: only looked at) if it is the hold named by
+-- fence (nil: the caller's hold in that mode; redlock's servers each
+-- number a hold themselves), and how many wait (renew_waiting).
+-- 0: the hold is gone (or is another hold than the one named);
+-- n >= 1: renewed (or there), and n - 1 wait.  renew.lua's reply, and
+-- renew_many.lua's for each of its holds.
+-- A write hold granted by push is named in the death trace only once its
+-- holder claims it (take_meta): a renewal (or a check) is its holder's
+-- claim, should the posted one (touch.lua) not have reached Redis.
+local function renew_hold(token, mode, lease, fence, marks)
+  if mode == 'w' then
+    local h = rcall('HMGET', K_LOCK, 'owner', 'fence', 'info')
+    if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
+    if lease > 0 then rcall('PEXPIRE', K_LOCK, lease) end
+    if rcall('HGET', K_META, 'wh') == PENDING .. token then
+      rcall('HSET', K_META, 'wh', token, 'wi', h[3])
+    end
+    return 1 + renew_waiting(token, marks)
+  end
+  local now = now_ms()
+  local s = rcall('ZSCORE', K_RD, token)
+  if not s or tonumber(s) <= now then return 0 end
+  local r = rcall('HGET', K_RI, token)
+  if fence and (not r or tonumber(cmsgpack.unpack(r)[3]) ~= fence) then return 0 end
+  if lease > 0 then
+    rcall('ZADD', K_RD, int(now + lease), token)
+    extend(K_RD, lease)
+    extend(K_RI, lease)
+  end
+  return 1 + renew_waiting(token, marks)
+end

@@ -15,6 +15,7 @@
 #include "call_mark.h"
 #include "call_release.h"
 #include "call_renew.h"
+#include "call_renew_many.h"
 #include "call_withdraw.h"
 #include "harness.h"
 #include "keys.h"
@@ -41,7 +42,8 @@ static dl_caller_t caller(lockkeys_t *k, const char *name, const char *token)
         k->keylen[i] = strlen(k->buf[i]);
     }
     snprintf(k->chanprefix, sizeof k->chanprefix, "%sn:", th_prefix());
-    return (dl_caller_t){ k->keys, k->keylen, k->chanprefix, strlen(k->chanprefix), token };
+    return (dl_caller_t){ .keys = k->keys, .keylen = k->keylen, .chanprefix = k->chanprefix,
+                          .chanprefix_len = strlen(k->chanprefix), .token = token };
 }
 
 /* Runs c as script.c would (with the script's text) and reads its reply. */
@@ -505,7 +507,8 @@ static dl_caller_t all_of(allcall_t *x, char names[][128], int n, const char *to
     dl_caller_t who = caller(&x->k[0], names[0], token);
     for (int i = 0; i < n; i++) {
         caller(&x->k[i], names[i], token);
-        x->locks[i] = (dl_all_lock_t){ x->k[i].keys, x->k[i].keylen, 30000 };
+        x->locks[i] = (dl_all_lock_t){ .keys = x->k[i].keys, .keylen = x->k[i].keylen,
+                                       .lease_ms = 30000 };
     }
     size_t len = dl_acquire_all_list(x->locks, n, x->list);
     x->args = (dl_acquire_all_args_t){ .n = n, .locks = x->locks, .list = x->list,
@@ -617,6 +620,164 @@ static void test_acquire_all(void **state)
     assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
 }
 
+/* renew_many: three holds of A (a writer with a waiter, a reader, and a
+ * writer whose lock was deleted) and a name of another hold, in one call:
+ * each answered as renew.lua answers it alone, renewed to the lease where
+ * it is there and named; a batch in the ASK form (its first key only)
+ * refused, nothing renewed; the six keys and the guard as the six. */
+static void test_renew_many(void **state)
+{
+    (void)state;
+    char n1[128], n2[128], n3[128];
+    th_name(n1, sizeof n1, "callsmany");
+    th_name(n2, sizeof n2, "callsmany");
+    th_name(n3, sizeof n3, "callsmany");
+    lockkeys_t k1, k2, k3, kb;
+    dl_caller_t a1 = caller(&k1, n1, "tokA"), a2 = caller(&k2, n2, "tokA"),
+                a3 = caller(&k3, n3, "tokA"), b1 = caller(&kb, n1, "tokB");
+    dl_call_t c;
+    uint64_t f[3];
+    const dl_caller_t *as[3] = { &a1, &a2, &a3 };
+    for (int i = 0; i < 3; i++) {
+        dl_acquire_args_t aa = ask(i == 1 ? 'r' : 'w', 0, 1);
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, as[i], &aa);
+        run(&c);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        f[i] = DL_REPLY(&c, acquire).fence;
+    }
+    dl_acquire_args_t ab = ask('w', 1, 2);        /* B queues for n1 */
+    dl_call_acquire(&c, &b1, &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
+    assert_int_equal(th_cmd_ll("DEL %s", k3.keys[0]), 1);
+
+    dl_renew_item_t items[4] = {
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] },
+        { k2.keys[0], k2.keylen[0], 'r', 30000, f[1] },
+        { k3.keys[0], k3.keylen[0], 'w', 30000, f[2] },
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] + 100 },   /* another hold */
+    };
+    char list[2000];
+    assert_true(dl_renew_many_list_size(items, 4) <= sizeof list);
+    dl_renew_reply_t out[4];
+    dl_renew_many_args_t ra = { .n = 4, .list = list,
+                                .listlen = dl_renew_many_list(items, 4, 0, list), .out = out };
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_int_equal(out[0].queued, 1);
+    assert_int_equal(out[1].held, 1);
+    assert_int_equal(out[1].queued, 0);
+    assert_int_equal(out[2].held, 0);
+    assert_int_equal(out[3].held, 0);
+    long long p1 = th_cmd_ll("PTTL %s", k1.keys[0]), p2 = th_cmd_ll("PTTL %s", k2.keys[1]);
+    assert_true(p1 > 5000 && p1 <= 30000);
+    assert_true(p2 > 5000 && p2 <= 30000);
+    /* each as renew.lua alone says */
+    dl_renew_args_t one = { .mode = 'w', .lease_ms = 30000, .fence = f[0] };
+    dl_call_renew(&c, &a1, &one);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew).held, 1);
+    assert_int_equal(DL_REPLY(&c, renew).queued, 1);
+
+    /* a lease of 0 only checks: found, not extended */
+    items[0].lease_ms = 0;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    ra.n = 1;
+    th_cmd_ll("PEXPIRE %s 4000", k1.keys[0]);
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+
+    /* the ASK form: refused, nothing renewed; six and the guard: renewed */
+    items[0].lease_ms = 30000;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    dl_call_renew_many(&c, &a1, &ra);
+    run_form(&c, 1);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 0);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+    run_form(&c, 7);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) > 4000);
+}
+
+/* renew_many over holds of several names of which some are no longer the
+ * caller's: a write hold broken and then taken by B, a write hold whose
+ * key was deleted, a read hold broken (B's read hold there since), beside
+ * a write hold and a read hold still A's.  Only A's are renewed; each
+ * other one is said gone (what the watchdog marks lost), B's holds keep
+ * their TTL, and no key of a hold gone is made again. */
+static void test_renew_many_lost(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    char n[N][128];
+    lockkeys_t k[N], kb[N];
+    dl_caller_t a[N], b[N];
+    uint64_t f[N];
+    const char mode[N] = { 'w', 'w', 'w', 'r', 'r' };
+    dl_call_t c;
+    for (int i = 0; i < N; i++) {
+        th_name(n[i], sizeof n[i], "callslost");
+        a[i] = caller(&k[i], n[i], "tokA");
+        b[i] = caller(&kb[i], n[i], "tokB");
+        dl_acquire_args_t aa = ask(mode[i], 0, (uint64_t)(10 + i));
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, &a[i], &aa);
+        run(&c);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        f[i] = DL_REPLY(&c, acquire).fence;
+    }
+    /* [1] broken, then B's write hold; [2] its key deleted; [4] broken,
+     * then B's read hold. */
+    dl_call_break(&c, &a[1]);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 1);
+    dl_acquire_args_t ab = ask('w', 0, 30);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[1], &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(th_cmd_ll("DEL %s", k[2].keys[0]), 1);
+    dl_call_break(&c, &a[4]);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 1);
+    ab = ask('r', 0, 31);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[4], &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+
+    dl_renew_item_t items[N];
+    for (int i = 0; i < N; i++)
+        items[i] = (dl_renew_item_t){ k[i].keys[0], k[i].keylen[0], mode[i], 30000, f[i] };
+    char list[4000];
+    assert_true(dl_renew_many_list_size(items, N) <= sizeof list);
+    dl_renew_reply_t out[N];
+    dl_renew_many_args_t ra = { .n = N, .list = list,
+                                .listlen = dl_renew_many_list(items, N, 0, list), .out = out };
+    /* (a call's holds share a slot: on one server, any names) */
+    dl_call_renew_many(&c, &a[0], &ra);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    const int still[N] = { 1, 0, 0, 1, 0 };
+    for (int i = 0; i < N; i++)
+        if (out[i].held != still[i])
+            fail_msg("hold %d (%c): held %d, expected %d", i, mode[i], (int)out[i].held, still[i]);
+    /* A's renewed to the lease */
+    long long p0 = th_cmd_ll("PTTL %s", k[0].keys[0]), p3 = th_cmd_ll("PTTL %s", k[3].keys[1]);
+    assert_true(p0 > 5000 && p0 <= 30000);
+    assert_true(p3 > 5000 && p3 <= 30000);
+    /* B's left as they were, the deleted one not made again */
+    assert_true(th_cmd_ll("PTTL %s", k[1].keys[0]) <= 4000);
+    assert_true(th_cmd_ll("PTTL %s", k[4].keys[1]) <= 4000);
+    assert_int_equal(th_cmd_ll("EXISTS %s", k[2].keys[0]), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -628,6 +789,8 @@ int main(void)
         TH_TEST(test_quorum_release_older_trace_and_fence),
         TH_TEST(test_cluster_forms),
         TH_TEST(test_acquire_all),
+        TH_TEST(test_renew_many),
+        TH_TEST(test_renew_many_lost),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

@@ -154,7 +154,7 @@ static void forget(dl_core_t *o)
     o->hold.remote_waiting = 0;
     o->hold.handoffs = 0;
     o->hold.linger_until = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 /* ... after a round trip of its own (o->hold.busy). */
@@ -297,7 +297,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
     pthread_mutex_lock(&o->mu);
     o->hold.busy = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     if (o->hold.seq != holdseq || !o->hold.rmode)
         return 0;                 /* (cannot happen: busy kept it) */
     if (held == 1) {
@@ -463,7 +463,7 @@ void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned lon
         /* Threads that found it untrusted wait for it (a reader beside the
          * process's readers): it may serve them now. */
         if (!was && dl_tenure_trusted(o, 0))
-            pthread_cond_broadcast(&o->cv);
+            dl_core_wake(o);
         /* Others wait: local handoffs are bounded from now on, pushes or
          * not. */
         if (queued > 0)

@@ -24,7 +24,7 @@
 /* This thread talks to Redis for o: the other threads of the process wait
  * (o->hold.busy) until dl_hold_unreserve. */
 void dl_hold_reserve(dl_core_t *o);
-/* ... done (the caller broadcasts o->cv). */
+/* ... done (the caller wakes o's waiters: dl_core_wake). */
 void dl_hold_unreserve(dl_core_t *o);
 /* Records the hold rq took, as g says. */
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g);

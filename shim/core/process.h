@@ -26,6 +26,13 @@
 /* The metrics file's state (metrics.c). */
 typedef struct dl_metrics dl_metrics_t;
 
+/* An early look the watchdog is to take at an object (watchdog.c): at
+ * `at` (monotonic us), before the next regular tick. */
+typedef struct dl_wlook {
+    uint64_t at;
+    dl_core_t *o;
+} dl_wlook_t;
+
 /* A lingering hold the lingerer watches, and when its linger ends (us). */
 typedef struct dl_linger {
     dl_core_t *o;
@@ -63,8 +70,13 @@ typedef struct dl_proc {
     pthread_mutex_t wmu;
     pthread_cond_t wcv;
     int wstarted;
-    uint64_t wnext;           /* when the watchdog must look next (monotonic us:
-                                 a renew_due or a lingering hold), or DL_FOREVER */
+    uint64_t wnext;           /* when the watchdog was asked to look next, besides
+                                 its schedule (monotonic us), or DL_FOREVER */
+    uint64_t wsleep;          /* until when it sleeps now (us), 0 while it works */
+    dl_wlook_t *wlooks;       /* its schedule of early looks at objects (a
+                                 renew_due, a linger's end, an undo, a retry):
+                                 a min-heap by time; o->wlook says where */
+    size_t nwlooks, capwlooks;
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
     int wall;                 /* a sign of lost state (trust.h): renew every
                                  hold at once, not at the next tick */

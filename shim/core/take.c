@@ -416,7 +416,7 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
         dl_script_run(p->conn, &c, 1);
         DL_TALLY_ADD(o, roundtrips, 1);
     }
-    if (dl_conn_wait(p->conn, o->keys[0], o->keylen[0], err, sizeof err) == 0)
+    if (dl_conn_wait(p->conn, o->key, o->keylen, err, sizeof err) == 0)
         return 0;
     /* Undo exactly this acquisition (named by its registration id: the same
      * on every redlock server, whose fences differ). */
@@ -605,13 +605,13 @@ void dl_take_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int
     o->wait.grant_fence = fence;
     o->wait.grant_dead = dead;
     o->wait.grant_more = more;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 void dl_take_interrupt(dl_core_t *o)
 {
     pthread_mutex_lock(&o->mu);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -619,6 +619,6 @@ void dl_take_recheck(dl_core_t *o)
 {
     if (o->wait.regid) {
         o->wait.recheck = 1;
-        pthread_cond_broadcast(&o->cv);
+        dl_core_wake(o);
     }
 }

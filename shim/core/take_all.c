@@ -144,8 +144,10 @@ static int set_new(dl_proc_t *p, const dl_take_one_t *v, int n, all_set_t *set)
     if (set->locks) {
         for (int i = 0; i < n; i++) {
             const dl_req_t *rq = v[i].rq;
-            set->locks[i] = (dl_all_lock_t){ v[i].o->keys, v[i].o->keylen,
-                                             rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms };
+            set->locks[i] = (dl_all_lock_t){ (const char *const *)v[i].o->allkeys,
+                                             dl_core_allkeylens(v[i].o),
+                                             rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms,
+                                             v[i].o->key, v[i].o->keylen };
         }
         if ((set->list = malloc(dl_acquire_all_list_size(set->locks, n))))
             set->listlen = dl_acquire_all_list(set->locks, n, set->list);
@@ -187,7 +189,7 @@ static int took_all(dl_proc_t *p, dl_take_one_t *v, int n, const all_set_t *set,
     }
     char err[200];
     if (p->cfg.wait_replicas &&
-        dl_conn_wait(p->conn, v[0].o->keys[0], v[0].o->keylen[0], err, sizeof err)) {
+        dl_conn_wait(p->conn, v[0].o->key, v[0].o->keylen, err, sizeof err)) {
         give_back(p, v, n, rid);
         return dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
     }

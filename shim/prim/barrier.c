@@ -69,7 +69,7 @@ static void talk(dl_barrier_t *b)
 static void untalk(dl_barrier_t *b)
 {
     b->talking = 0;
-    pthread_cond_broadcast(&b->core.cv);
+    dl_core_wake(&b->core);
 }
 
 /* Runs c with o->mu released (talking keeps the order).  0 or EIO. */
@@ -107,7 +107,7 @@ static void learn(dl_barrier_t *b, uint64_t inc, uint64_t gen)
             w->state = DL_BW_TRIPPED, any = 1;
     }
     if (any)
-        pthread_cond_broadcast(&b->core.cv);
+        dl_core_wake(&b->core);
 }
 
 /* o->mu held: Redis had no barrier when a check was sent, with `seq`
@@ -118,7 +118,7 @@ static void lose_all(dl_barrier_t *b, unsigned long seq)
     for (dl_bwait_t *w = b->head; w; w = w->next)
         if (w->state == DL_BW_WAITING && w->seq <= seq)
             w->state = DL_BW_LOST;
-    pthread_cond_broadcast(&b->core.cv);
+    dl_core_wake(&b->core);
 }
 
 /* o->mu held: request op of the calling thread, on arrival, got no reply:
@@ -254,7 +254,7 @@ static void check(dl_proc_t *p, dl_barrier_t *b, uint64_t deadline)
     DL_STAT_ADD(barrier_checks, 1);
     pthread_mutex_lock(&b->core.mu);
     b->checking = 0;
-    pthread_cond_broadcast(&b->core.cv);
+    dl_core_wake(&b->core);
     if (rc || DL_REPLY(&c, barrier_check).result < 0) {
         /* Ask again in a moment, not a whole period later. */
         uint64_t every = check_every(p), soon = every < 100 ? every : 100;
@@ -433,7 +433,7 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
     if (rq->gen)
         *rq->gen = rc == 0 || rc == DIST_BARRIER_SERIAL_THREAD ? gen : 0;
     b->inside--;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -441,7 +441,7 @@ int dl_barrier_wait(dl_proc_t *p, dl_barrier_t *b, const dl_barrier_req_t *rq)
 void dl_barrier_wake(dl_barrier_t *b)
 {
     pthread_mutex_lock(&b->core.mu);
-    pthread_cond_broadcast(&b->core.cv);
+    dl_core_wake(&b->core);
     pthread_mutex_unlock(&b->core.mu);
 }
 
@@ -497,7 +497,7 @@ static void barrier_woken(dl_core_t *o, uint64_t gen)
             any = 1;
         }
     if (any)
-        pthread_cond_broadcast(&o->cv);
+        dl_core_wake(o);
 }
 
 /* The subscriber reconnected: pushes may have been lost (o->mu held). */
@@ -506,7 +506,7 @@ static void barrier_recheck(dl_core_t *o)
     dl_barrier_t *b = dl_barrier_of(o);
     if (b->nwait) {
         b->recheck = 1;
-        pthread_cond_broadcast(&o->cv);
+        dl_core_wake(o);
     }
 }
 

@@ -8,6 +8,12 @@
 
 #include "holds.h"
 
+/* h's runs: in h while it has room for one. */
+static dl_run_t *runs_of(dl_holder_t *h)
+{
+    return h->cap > 1 ? h->runs.many : &h->runs.one;
+}
+
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid)
 {
     for (int i = 0; i < l->nholders; i++)
@@ -21,8 +27,18 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     dl_holder_t *h = dl_holder_find(l, tid);
     if (!h) {
         if (l->nholders == l->capholders) {
-            int cap = l->capholders ? l->capholders * 2 : 4;
-            dl_holder_t *n = realloc(l->holders, (size_t)cap * sizeof *n);
+            /* One to start with, in the lock: a lock is mostly held by one
+             * thread at a time, and a process may hold a million of them. */
+            int cap = l->capholders ? l->capholders * 2 : 1;
+            dl_holder_t *n;
+            if (cap == 1) {
+                n = &l->holder1;
+            } else if (l->holders == &l->holder1) {
+                if ((n = malloc((size_t)cap * sizeof *n)))
+                    memcpy(n, &l->holder1, sizeof *n);
+            } else {
+                n = realloc(l->holders, (size_t)cap * sizeof *n);
+            }
             if (!n)
                 return ENOMEM;
             l->holders = n;
@@ -35,36 +51,46 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
         h->since = dl_tally_start();
         /* The section of a thread whose condition wait could not take the
          * lock again goes on in this hold. */
-        for (int i = 0; i < l->ncarries; i++)
-            if (l->carries[i].tid == tid) {
-                h->lapsed = l->carries[i].lapsed;
-                h->od = l->carries[i].od;
-                h->untold = l->carries[i].untold;
-                l->carries[i] = l->carries[--l->ncarries];
+        dl_carries_t *cs = l->carries;
+        for (int i = 0; cs && i < cs->n; i++)
+            if (cs->v[i].tid == tid) {
+                h->lapsed = cs->v[i].lapsed;
+                h->od = cs->v[i].od;
+                h->untold = cs->v[i].untold;
+                cs->v[i] = cs->v[--cs->n];
+                if (!cs->n) {
+                    free(cs);
+                    l->carries = NULL;
+                }
                 break;
             }
     }
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
         return EAGAIN;
-    if (h->nruns && h->runs[h->nruns - 1].mode == mode) {
-        h->runs[h->nruns - 1].count++;
+    if (h->nruns && runs_of(h)[h->nruns - 1].mode == mode) {
+        runs_of(h)[h->nruns - 1].count++;
     } else {
         if (h->nruns == h->cap) {
-            int cap = h->cap ? h->cap * 2 : 2;
-            dl_run_t *n = realloc(h->runs, (size_t)cap * sizeof *n);
-            if (!n) {
-                if (!h->nruns) {      /* do not leave an empty record behind */
-                    free(h->runs);
-                    *h = l->holders[--l->nholders];
-                }
-                return ENOMEM;
+            /* The first run in h (a new holder never fails here), then
+             * in memory of their own. */
+            int cap = h->cap > 1 ? h->cap * 2 : h->cap + 1;
+            dl_run_t *n = NULL;
+            if (cap == 2) {
+                if ((n = malloc((size_t)cap * sizeof *n)))
+                    n[0] = h->runs.one;
+            } else if (cap > 2) {
+                n = realloc(h->runs.many, (size_t)cap * sizeof *n);
             }
-            h->runs = n;
+            if (cap > 1 && !n)
+                return ENOMEM;        /* (h has a run: not an empty record) */
+            if (n)
+                h->runs.many = n;
             h->cap = cap;
         }
-        h->runs[h->nruns].mode = mode;
-        h->runs[h->nruns].count = 1;
+        dl_run_t *r = &runs_of(h)[h->nruns];
+        r->mode = mode;
+        r->count = 1;
         h->nruns++;
     }
     (*count)++;
@@ -80,7 +106,7 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lap
     *od = 0;
     if (!h || !h->nruns)
         return 0;
-    dl_run_t *run = &h->runs[h->nruns - 1];
+    dl_run_t *run = &runs_of(h)[h->nruns - 1];
     char mode = run->mode;
     if (--run->count == 0)
         h->nruns--;
@@ -92,7 +118,8 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lap
         *since = h->since;
         *lapsed = h->lapsed;
         *od = h->od;
-        free(h->runs);
+        if (h->cap > 1)
+            free(h->runs.many);
         *h = l->holders[--l->nholders];
         *last = 1;
     }
@@ -117,25 +144,28 @@ void dl_holder_owner_dead(dl_holder_t *h)
 
 int dl_holder_carry(dl_lock_t *l, pid_t tid, int lapsed, int od, int untold)
 {
+    dl_carries_t *cs = l->carries;
     dl_carry_t *c = NULL;
-    for (int i = 0; i < l->ncarries && !c; i++)
-        if (l->carries[i].tid == tid)
-            c = &l->carries[i];
+    for (int i = 0; cs && i < cs->n && !c; i++)
+        if (cs->v[i].tid == tid)
+            c = &cs->v[i];
     if (!c) {
-        if (l->ncarries == l->capcarries) {
-            int cap = l->capcarries ? l->capcarries * 2 : 2;
-            dl_carry_t *n = realloc(l->carries, (size_t)cap * sizeof *n);
+        if (!cs || cs->n == cs->cap) {
+            int cap = cs ? cs->cap * 2 : 2;
+            dl_carries_t *n = realloc(cs, sizeof *n + (size_t)cap * sizeof n->v[0]);
             if (!n)
                 return ENOMEM;
-            l->carries = n;
-            l->capcarries = cap;
+            if (!cs)
+                n->n = 0;
+            n->cap = cap;
+            l->carries = cs = n;
         }
-        c = &l->carries[l->ncarries++];
+        c = &cs->v[cs->n++];
         memset(c, 0, sizeof *c);
         c->tid = tid;
     }
-    c->lapsed |= lapsed;
-    c->od |= od;
-    c->untold |= untold;
+    c->lapsed |= lapsed != 0;
+    c->od |= od != 0;
+    c->untold |= untold != 0;
     return 0;
 }

@@ -31,6 +31,7 @@
 #include "call_recover.h"
 #include "call_release.h"
 #include "call_renew.h"
+#include "call_renew_many.h"
 #include "call_touch.h"
 #include "call_withdraw.h"
 #include "call_withdraw_all.h"
@@ -152,7 +153,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
         if (dl_tenure_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
-            pthread_cond_broadcast(&o->cv);
+            dl_core_wake(o);
             return 0;
         }
         if (fresh)
@@ -182,7 +183,7 @@ static int unrecoverable(dl_proc_t *p, dl_lock_t *l)
     dl_core_t *o = &l->core;
     char q[96];
     int rc = dl_hold_release_unrecoverable(p, o);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     dl_core_qname(o, q, sizeof q);
     if (rc == 0)
         dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent: "
@@ -251,7 +252,7 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             rc = busy_code(rq, l);
         settle(p, l, 0);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -301,7 +302,7 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     return rc;
 }
 
@@ -483,7 +484,7 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
                 int crc = confirm(p, l);
                 if (crc == EIO && !w && l->rthreads) {
                     --*waiting;
-                    pthread_cond_broadcast(&o->cv);
+                    dl_core_wake(o);
                     pthread_mutex_unlock(&o->mu);
                     return EIO;       /* worded by dl_hold_confirm */
                 }
@@ -510,7 +511,7 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
             --*waiting;
             settle(p, l, 0);
             if (w)
-                pthread_cond_broadcast(&o->cv);   /* readers held back by us */
+                dl_core_wake(o);   /* readers held back by us */
             pthread_mutex_unlock(&o->mu);
             return busy_code(rq, l);
         }
@@ -797,7 +798,7 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         else
             rc = settle(p, l, 0);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -888,12 +889,14 @@ static const dl_hold_calls_t lock_calls = {
     .mark = dl_call_mark,
     .acquire_all = dl_call_acquire_all,
     .withdraw_all = dl_call_withdraw_all,
+    .renew_many = dl_call_renew_many,
 };
 
 static void lock_fini(dl_core_t *o)
 {
     dl_lock_t *l = dl_lock_of(o);
-    free(l->holders);
+    if (l->holders != &l->holder1)
+        free(l->holders);
     free(l->carries);
 }
 

@@ -33,58 +33,70 @@ typedef struct dl_run {
     unsigned count;
 } dl_run_t;
 
-/* One thread's holds on one lock, most recent last. */
+/* One thread's holds on one lock, most recent last.  (48 bytes, a run
+ * in it: a process may hold a million locks, each by one thread.) */
 typedef struct dl_holder {
     pid_t tid;
     unsigned wcount, rcount;
-    uint64_t fence;           /* the process's Redis hold this thread's holds are
-                                 in (its fence when the thread's first hold
-                                 began): another thread's retake of a lost hold
-                                 leaves it behind, and its unlock says ENOLCK */
-    dl_run_t *runs;
-    int nruns, cap;
-    uint64_t since;           /* when its first hold began (us; 0 when the
-                                 metrics file is off: tally.h) */
-    int lapsed;               /* this thread's section (from its first hold to
+    int nruns, cap;           /* cap 0 or 1: the run is runs.one, in here;
+                                 more: runs.many (holds.c) */
+    unsigned char lapsed;     /* this thread's section (from its first hold to
                                  the unlock that ends it) has seen a lapse: a
                                  hold its holds were in was lost and taken anew
                                  (a relock's EOWNERDEAD), or the lapse came
                                  through a condition wait.  The unlock that
                                  ends the section says ENOLCK (holds.c: set by
                                  dl_holder_moved, read by dl_holder_pop) */
-    int od;                   /* a lock call of this thread's section through a
+    unsigned char od;         /* a lock call of this thread's section through a
                                  robust object (DIST_MUTEX_ROBUST) returned
                                  EOWNERDEAD, and dist_mutex_consistent has not
                                  been called since: the unlock that ends the
                                  section leaves the lock unrecoverable (lock.c:
                                  set by dl_holder_owner_dead, cleared by
                                  dl_lock_consistent, read by dl_holder_pop) */
-    int untold;               /* the section carries a lapse that no call of the
+    unsigned char untold;     /* the section carries a lapse that no call of the
                                  thread was told of yet (a condition wait's
                                  release found it, and the wait said EIO): its
                                  next lock call says EOWNERDEAD (lock.c) */
+    uint64_t fence;           /* the process's Redis hold this thread's holds are
+                                 in (its fence when the thread's first hold
+                                 began): another thread's retake of a lost hold
+                                 leaves it behind, and its unlock says ENOLCK */
+    union {
+        dl_run_t one;
+        dl_run_t *many;
+    } runs;
+    uint64_t since;           /* when its first hold began (us; 0 when the
+                                 metrics file is off: tally.h) */
 } dl_holder_t;
 
 /* What a thread's section carries while the thread holds nothing on the
  * lock: a condition wait gave up every hold, and taking the mutex again
  * failed (EIO).  The section has not ended (no unlock ended it): the
- * thread's next hold on the lock picks this up (holds.c). */
+ * thread's next hold on the lock picks this up (holds.c).  Rare: a lock
+ * keeps only a pointer to them (NULL: none). */
 typedef struct dl_carry {
     pid_t tid;
-    int lapsed, od, untold;   /* as dl_holder_t's */
+    unsigned char lapsed, od, untold;   /* as dl_holder_t's */
 } dl_carry_t;
+
+typedef struct dl_carries {
+    int n, cap;
+    dl_carry_t v[];
+} dl_carries_t;
 
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
  * fields below the core are the lock's own, under core.mu. */
 typedef struct dl_lock {
     dl_core_t core;           /* first: the registry's entry is the lock */
 
-    /* holds.c: each thread's stack of holds, and what the sections of
-     * threads that hold nothing now carry (dl_carry_t). */
+    /* holds.c: each thread's stack of holds; the first thread's in the
+     * lock (holders is &holder1 while capholders is 1); what the sections
+     * of threads that hold nothing now carry (dl_carry_t). */
     dl_holder_t *holders;
     int nholders, capholders;
-    dl_carry_t *carries;
-    int ncarries, capcarries;
+    dl_holder_t holder1;
+    dl_carries_t *carries;
 
     /* lock.c: local admission and handoff. */
     pid_t writer;             /* thread holding write locally, 0 none */

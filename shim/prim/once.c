@@ -32,6 +32,7 @@
 #include "call_once_done.h"
 #include "call_release.h"
 #include "call_renew.h"
+#include "call_renew_many.h"
 #include "call_touch.h"
 #include "call_withdraw.h"
 #include "distlock.h"
@@ -49,7 +50,7 @@ static const char *qname(dl_once_t *ob, char *buf, size_t size)
 static void complete(dl_once_t *ob)
 {
     __atomic_store_n(&ob->done, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
 }
 
 /* Has it completed?  1 yes, 0 no, -1 EIO (worded).  o->mu not held. */
@@ -103,7 +104,7 @@ static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
     } else if (g.maybe) {
         dl_hold_undo_later(p, o, 'w', g.rid);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     *dead = rc == EOWNERDEAD;
     if (rc == 0 || rc == EOWNERDEAD)
@@ -133,7 +134,7 @@ static void cancelled(void *arg)
     give_back(x->p, ob);
     ob->active = 0;
     ob->inside--;
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
     pthread_mutex_unlock(&ob->core.mu);
 }
 
@@ -273,7 +274,7 @@ int dl_once_run(dl_proc_t *p, dl_once_t *ob, void (*routine)(void))
     rc = attempt(p, ob, routine);
     pthread_mutex_lock(&o->mu);
     ob->active = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     ob->inside--;
     pthread_mutex_unlock(&o->mu);
@@ -294,6 +295,7 @@ static const dl_hold_calls_t once_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = NULL,
+    .renew_many = dl_call_renew_many,
 };
 
 /* The routine runs: the hold is in use. */
@@ -322,7 +324,7 @@ static void once_woken(dl_core_t *o, uint64_t regid)
 {
     (void)regid;
     __atomic_store_n(&dl_once_of(o)->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 const dl_kind_t dl_once_kind = {

@@ -161,7 +161,7 @@ static void talk(dl_sem_t *s)
 static void untalk(dl_sem_t *s)
 {
     s->talking = 0;
-    pthread_cond_broadcast(&s->core.cv);
+    dl_core_wake(&s->core);
 }
 
 /* o->mu held, talking: the next operation's id. */
@@ -206,7 +206,7 @@ static int replicated(dl_proc_t *p, dl_sem_t *s, const char *what)
     if (!p->cfg.wait_replicas)
         return 0;
     pthread_mutex_unlock(&s->core.mu);
-    int rc = dl_conn_wait(p->conn, s->core.keys[0], s->core.keylen[0], err, sizeof err);
+    int rc = dl_conn_wait(p->conn, s->core.key, s->core.keylen, err, sizeof err);
     pthread_mutex_lock(&s->core.mu);
     return rc ? dl_fail(EIO, "semaphore %s: %s; %s", qname(s, q, sizeof q), err, what) : 0;
 }
@@ -558,7 +558,7 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = wait_in_queue(p, s, rq);
     dl_take_leave(o);
     s->waiter = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     s->inside--;
     pthread_mutex_unlock(&o->mu);

@@ -20,11 +20,24 @@ void dl_call_acquire_all(dl_call_t *c, const dl_caller_t *who, const dl_acquire_
 
 /* "LEASE:LEN:" and the main key, for each lock: lengths and not
  * separators, so that a key may hold any byte. */
+/* Lock i's main key. */
+static const char *main_of(const dl_all_lock_t *l, size_t *len)
+{
+    if (l->keys) {
+        *len = l->keylen[0];
+        return l->keys[0];
+    }
+    *len = l->mainlen;
+    return l->main;
+}
+
 size_t dl_acquire_all_list_size(const dl_all_lock_t *locks, int n)
 {
-    size_t size = 0;
-    for (int i = 0; i < n; i++)
-        size += 2 * 21 + 2 + locks[i].keylen[0];
+    size_t size = 0, len;
+    for (int i = 0; i < n; i++) {
+        main_of(&locks[i], &len);
+        size += 2 * 21 + 2 + len;
+    }
     return size;
 }
 
@@ -32,9 +45,11 @@ size_t dl_acquire_all_list(const dl_all_lock_t *locks, int n, char *buf)
 {
     size_t at = 0;
     for (int i = 0; i < n; i++) {
-        at += (size_t)sprintf(buf + at, "%lu:%zu:", locks[i].lease_ms, locks[i].keylen[0]);
-        memcpy(buf + at, locks[i].keys[0], locks[i].keylen[0]);
-        at += locks[i].keylen[0];
+        size_t len;
+        const char *key = main_of(&locks[i], &len);
+        at += (size_t)sprintf(buf + at, "%lu:%zu:", locks[i].lease_ms, len);
+        memcpy(buf + at, key, len);
+        at += len;
     }
     return at;
 }
@@ -131,6 +146,8 @@ static void withdrawal(dl_call_t *w, const dl_call_t *acq, int i, uint64_t older
     dl_caller_t who = acq->who;
     who.keys = a->locks[i].keys;
     who.keylen = a->locks[i].keylen;
+    who.main = a->locks[i].main;
+    who.mainlen = a->locks[i].mainlen;
     dl_call_withdraw(w, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = a->regid,
                                                      .older = older });
 }

@@ -11,9 +11,11 @@ struct redisReply;
 
 /* One lock of a lock-all, as the caller gives it. */
 typedef struct dl_all_lock {
-    const char *const *keys;      /* its six keys (keys.h); keys[0] its main key */
+    const char *const *keys;      /* its six keys (keys.h); keys[0] its main key; */
     const size_t *keylen;
     unsigned long lease_ms;
+    const char *main;             /* or NULL and its main key alone, the others */
+    size_t mainlen;               /* derived (caller.h) */
 } dl_all_lock_t;
 
 /* What the script says of one lock it took. */

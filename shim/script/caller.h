@@ -24,13 +24,24 @@
 #define DL_NKEYS DL_KEYS_N        /* the keys of a lock (lua/common.lua) */
 
 /* Who calls, on which object: its keys (a lock's scripts take its six),
- * and the operation scripts' ARGV[1] channel prefix, ARGV[2] token. */
+ * and the operation scripts' ARGV[1] channel prefix, ARGV[2] token.
+ *
+ * The keys are given one of two ways.  A caller with every key at hand
+ * (the tools, the tests) gives them in keys and keylen.  The library's own
+ * objects keep only their main key (a lock held by a process holding a
+ * million of them would otherwise carry its six keys, some 250 bytes):
+ * keys is NULL, and main (mainlen bytes) and kind (keys.h) give the
+ * others, each the main key and its kind's suffix, which a call writes
+ * into its own buffer (dl_call_t's keybuf) when it is wired. */
 typedef struct dl_caller {
-    const char *const *keys;      /* the object's keys (keys.h) */
+    const char *const *keys;      /* the object's keys (keys.h), or NULL */
     const size_t *keylen;
     const char *chanprefix;
     size_t chanprefix_len;
     const char *token;            /* NUL-terminated */
+    const char *main;             /* keys NULL: the object's main key, */
+    size_t mainlen;
+    int kind;                     /* and its kind (DL_KIND_*) */
 } dl_caller_t;
 
 #define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 11) */
@@ -39,6 +50,21 @@ typedef struct dl_caller {
  * checks them: raise one when a script's types outgrow it). */
 #define DL_CALL_ARGS_SIZE 88
 #define DL_CALL_REPLY_SIZE 72
+/* The bytes a call has for the keys it derives from its caller's main key
+ * (above): the six keys of a lock whose main key is up to 83 bytes.  An
+ * object whose keys would not fit keeps them all (registry.c). */
+#define DL_CALL_KEYBUF 512
+
+/* The main key of the caller's object (keys[0] of its kind). */
+static inline const char *dl_caller_main(const dl_caller_t *who, size_t *len)
+{
+    if (who->keys) {
+        *len = who->keylen[0];
+        return who->keys[0];
+    }
+    *len = who->mainlen;
+    return who->main;
+}
 
 /* One script call on one object (calls.h says who writes what). */
 typedef struct dl_call {
@@ -64,6 +90,7 @@ typedef struct dl_call {
     const char *argv[3 + DL_KEYS_MAX + DL_MAX_ARGS];
     size_t argvlen[3 + DL_KEYS_MAX + DL_MAX_ARGS];
     char num[DL_CALL_NUMS][24];
+    char keybuf[DL_CALL_KEYBUF];  /* the keys derived from who.main */
     dl_cmd_t cmd;                 /* err, errmsg, sent: how the run went */
 } dl_call_t;
 

@@ -41,6 +41,7 @@
 typedef struct dl_wire {
     dl_call_t *c;
     int nums;                     /* of c->num taken */
+    size_t keys;                  /* of c->keybuf taken */
 } dl_wire_t;
 
 struct dl_quorum_op;              /* quorum.h */

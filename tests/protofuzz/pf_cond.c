@@ -151,7 +151,8 @@ static long long call(crun_t *r, int script, int i, uint64_t regid)
     char token[16];
     pf_token(i, token, sizeof token);
     const char *keys[3] = { r->key[0], r->key[1], r->key[2] };
-    dl_caller_t who = { keys, r->keylen, r->k.chan, strlen(r->k.chan), token };
+    dl_caller_t who = { .keys = keys, .keylen = r->keylen, .chanprefix = r->k.chan,
+                        .chanprefix_len = strlen(r->k.chan), .token = token };
     unsigned long ttl = (unsigned long)r->p[i].ttl;
     dl_call_t c;
     /* who waits, as the library says it; every third enter sends none, as

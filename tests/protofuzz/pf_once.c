@@ -111,7 +111,8 @@ static int run_call(run_t *r, dl_call_t *c)
 
 static dl_caller_t who(run_t *r, int i)
 {
-    dl_caller_t w = { r->keys, r->lens, r->k.chan, strlen(r->k.chan), r->token[i] };
+    dl_caller_t w = { .keys = r->keys, .keylen = r->lens, .chanprefix = r->k.chan,
+                      .chanprefix_len = strlen(r->k.chan), .token = r->token[i] };
     return w;
 }
 

@@ -121,7 +121,8 @@ static int run_call(run_t *r, dl_call_t *c)
 
 static dl_caller_t who(run_t *r, int i)
 {
-    dl_caller_t w = { r->keys, r->lens, r->chan, strlen(r->chan), r->token[i] };
+    dl_caller_t w = { .keys = r->keys, .keylen = r->lens, .chanprefix = r->chan,
+                      .chanprefix_len = strlen(r->chan), .token = r->token[i] };
     return w;
 }
 

@@ -25,7 +25,14 @@
  *   w_cond.c    C1 (a condition's signal-to-wake latency)
  *   w_shard.c   SH (SH3, SH6): pushes in a cluster the bench starts, 3 and
  *               6 masters: bus publish messages per op, spread handoffs
+ *   w_curves.c  W9: the scaling curves (one lock, own locks, N processes,
+ *               on the run's server and on clusters), Redis memory per lock
+ *   rcluster.c  a Redis Cluster of the bench's own (SH, W9)
+ *   rnodes.c    the servers of a workload: INFO and CLIENT LIST summed
+ *   w_many.c    W9L (many locks in one process), W9W (a process that only
+ *               waits): memory, renewals, idle CPU and wake-ups
  *   svg.c       the W3 latency chart
+ *   chart.c     the W9 charts (log-scale x, ranges over the repetitions)
  *
  * Each file has its header of the same name; every file includes this
  * one, which includes them all.
@@ -51,6 +58,11 @@
 #include "w_lockall.h"
 #include "w_sem.h"
 #include "w_shard.h"
+#include "rcluster.h"
+#include "rnodes.h"
+#include "w_curves.h"
+#include "w_many.h"
 #include "svg.h"
+#include "chart.h"
 
 #endif

@@ -11,6 +11,7 @@
 
 #include "bench.h"
 #include "distlock.h"
+#include "cmdlink_io.h"
 #include "status.h"
 
 /* ------------------------------------------------ a lock of either peer */
@@ -94,6 +95,7 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
 /* ================================================================ W1 */
 typedef struct w1 {
     int peer;
+    int nospin;               /* the link never spins for a reply (W1nospin) */
     unsigned long warm, n;
     char name[128];
     progress_t pr;
@@ -114,6 +116,8 @@ static int w1_worker(void *arg, int idx)
 {
     w1_t *w = arg;
     plock_t p;
+    if (w->nospin)
+        dl_link_spin_us = 0;
     if (pl_init(&p, w->peer, w->name))
         return 1;
     redisContext *c = rc_connect("bench-ctl");
@@ -145,24 +149,26 @@ static int w1_worker(void *arg, int idx)
     return 0;
 }
 
-int run_w1(int peer)
+static int w1_run(int peer, int nospin)
 {
+    const char *wl = nospin ? "W1nospin" : "W1";
     unsigned long n = g_opt.quick ? 1000 : 20000;
     size_t size = sizeof(w1_t) + n * sizeof(double);
     w1_t *w = shm_alloc(size);
     w->peer = peer;
+    w->nospin = nospin;
     w->warm = g_opt.quick ? 100 : 1000;
     w->n = n;
     w->pr.total = n;
-    lock_name(w->name, sizeof w->name, "W1", peer_name(peer));
+    lock_name(w->name, sizeof w->name, wl, peer_name(peer));
     char label[32];
-    snprintf(label, sizeof label, "W1 %s", peer_name(peer));
+    snprintf(label, sizeof label, "%s %s", wl, peer_name(peer));
     pid_t pid = spawn(w1_worker, w, 0);
     int rc = wait_workers(&pid, 1, label, &w->pr);
     if (rc) {
-        output_error("W1", "%s worker failed", peer_name(peer));
+        output_error(wl, "%s worker failed", peer_name(peer));
     } else {
-        result_t *r = result_timed(peer_name(peer), "W1", w->lat, n, w->ws.t_end - w->ws.t_start);
+        result_t *r = result_timed(peer_name(peer), wl, w->lat, n, w->ws.t_end - w->ws.t_start);
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)w->ws.redis_calls / (double)n);
         result_extra(r, "sent_cmds_per_op", "%.2f", (double)w->ws.sent / (double)n);
         if (peer == PEER_DISTLOCK)
@@ -174,10 +180,22 @@ int run_w1(int peer)
         result_extra(r, "pairs", "%lu", n);
         result_extra(r, "warmup", "%lu", w->warm);
         result_extra(r, "mean_us", "%.1f", mean_of(w->lat, n));
+        if (peer == PEER_DISTLOCK)
+            result_extra(r, "reply_spin_us", "%lu", nospin ? 0UL : dl_link_spin_us);
         result_emit(r);
     }
     shm_free(w, size);
     return rc;
+}
+
+int run_w1(int peer)
+{
+    return w1_run(peer, 0);
+}
+
+int run_w1_nospin(void)
+{
+    return w1_run(PEER_DISTLOCK, 1);
 }
 
 /* ================================================================ W2 */
