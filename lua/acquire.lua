@@ -8,7 +8,14 @@
 --       10 (redlock:// only; absent elsewhere) the writer mark's ttl ms: a
 --       write that finds the lock busy and will wait sets the mark with it
 --       ('0': a request that will not wait); a read refuses while another
---       process's mark lives (common.lua, ww_live)
+--       process's mark lives (common.lua, ww_live); '' elsewhere when 11
+--       follows,
+--       11 (optional) the fence of a hold of the caller's whose EOWNERDEAD
+--       the caller was told, and whose release failed (it may still be
+--       here): a claim of that very hold (`was` equal to it) takes its
+--       death as told: od goes to 0 and the trace it consumed is dropped,
+--       so that neither a later claim nor a withdrawal of this request
+--       (withdraw.lua puts a consumed trace back) tells it again
 -- Reply: {3, mark} the lock is unrecoverable (common.lua, put_unrecoverable):
 --        refused (ENOTRECOVERABLE), the caller's registration dropped;
 --        {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1, was}
@@ -31,6 +38,8 @@ if KEYS[6] and ARGV[3] == 'w' and not ARGV[10] and rcall('EXISTS', K_LOCK, K_RD,
 end
 --! end of fast path
 local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
+if marks == '' then marks = nil end
+local told = tonumber(ARGV[11])
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid', 'nr')
 local writer = w[1]
 
@@ -44,6 +53,10 @@ end
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
   local was = mine[1]
+  if told and was == told and mine[2] == 1 then
+    death_told(token, mode)
+    mine[2] = 0
+  end
   mine = claim_hold(token, mode, rid, mine, mode == 'w' and w[4] or nil, lease, info)
   dequeue_upto(token, rid)
   if marks and mode == 'w' then ww_clear(token) end

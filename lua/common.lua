@@ -347,6 +347,22 @@ local function claim_hold(token, mode, rid, mine, cur, lease, info)
   return {fence, mine[2]}
 end
 
+-- The caller was told of the death its hold in `mode` found (acquire.lua's
+-- ARGV[11]): the hold no longer says so (od 0), and the trace it consumed
+-- is dropped, so that no withdrawal puts it back to be told again.
+local function death_told(token, mode)
+  if mode == 'w' then
+    rcall('HSET', K_LOCK, 'od', 0)
+    rcall('HDEL', K_LOCK, 'pt')
+    return
+  end
+  local r = rcall('HGET', K_RI, token)
+  if not r then return end
+  local v = cmsgpack.unpack(r)
+  v[4], v[6] = 0, nil
+  rcall('HSET', K_RI, token, cmsgpack.pack(v))
+end
+
 -- {fence, od} of the caller's hold in this mode, or nil.  `w` is the lock
 -- hash's {owner, fence, od} when the caller already read it.
 local function held_by(token, mode, now, w)

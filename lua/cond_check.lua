@@ -11,6 +11,7 @@
 --        sleep through a signal it can no longer be found by
 local K_C = KEYS[1]
 local K_D = KEYS[2] or K_C .. ':d'
+local K_I = KEYS[3] or K_C .. ':i'
 local member, ttl = ARGV[2] .. ':' .. ARGV[3], tonumber(ARGV[4])
 local now = now_ms()
 local d = rcall('ZSCORE', K_D, member)
@@ -18,10 +19,12 @@ if d and tonumber(d) > now then
   rcall('ZADD', K_D, int(now + ttl), member)
   extend(K_C, 2 * ttl)
   extend(K_D, 2 * ttl)
+  extend(K_I, 2 * ttl)
   return 1
 end
 if d then
   rcall('ZREM', K_C, member)
   rcall('ZREM', K_D, member)
+  rcall('HDEL', K_I, member)
 end
 return 0

@@ -12,10 +12,12 @@
 --        again: shim/prim/cond.c)
 local K_C = KEYS[1]
 local K_D = KEYS[2] or K_C .. ':d'
+local K_I = KEYS[3] or K_C .. ':i'
 local member = ARGV[2] .. ':' .. ARGV[3]
 local now = now_ms()
 local d = rcall('ZSCORE', K_D, member)
 rcall('ZREM', K_C, member)
 rcall('ZREM', K_D, member)
+rcall('HDEL', K_I, member)
 if d and tonumber(d) > now then return 1 end
 return 0

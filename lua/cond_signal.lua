@@ -10,6 +10,7 @@
 -- Reply: the number of waiters woken
 local K_C = KEYS[1]
 local K_D = KEYS[2] or K_C .. ':d'
+local K_I = KEYS[3] or K_C .. ':i'
 local now = now_ms()
 -- Waiters whose deadline passed (their process died, or stalled past it)
 -- are never woken: a signal taken by one would be lost.  Their waiter, if
@@ -20,6 +21,7 @@ while true do
   for _, m in ipairs(gone) do
     rcall('ZREM', K_C, m)
     rcall('ZREM', K_D, m)
+    rcall('HDEL', K_I, m)
   end
 end
 local woken
@@ -27,11 +29,13 @@ if ARGV[3] == 'a' then
   woken = rcall('ZRANGE', K_C, 0, -1)
   rcall('DEL', K_C)
   rcall('DEL', K_D)
+  rcall('DEL', K_I)
 else
   woken = rcall('ZRANGE', K_C, 0, 0)
   for _, m in ipairs(woken) do
     rcall('ZREM', K_C, m)
     rcall('ZREM', K_D, m)
+    rcall('HDEL', K_I, m)
   end
 end
 for _, m in ipairs(woken) do

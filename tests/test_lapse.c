@@ -31,6 +31,7 @@
  * test) or in the children it forks.
  */
 #include "harness.h"
+#include "harness_proxy.h"
 #include "status.h"
 
 #include <errno.h>
@@ -539,6 +540,98 @@ static void test_cond_found_by_wait(void **state)
     run_cond(0, "lapsecvw");
 }
 
+/* ------------------------------------------------------------------------
+ * A condition wait whose retake of the mutex fails (EIO: Redis unreachable
+ * past the I/O time-out) leaves the caller without m; the caller takes it
+ * again with its own lock call.  The section has not ended for all that:
+ * a lapse before the wait (told to a relock, or found by the wait's
+ * release and told to nobody yet) still ends it with ENOLCK, and a lapse
+ * nobody was told of yet is told by that lock call (EOWNERDEAD). */
+
+struct cut {
+    th_proxy_t *px;
+    int after_ms;
+};
+
+static void *cut_later(void *arg)
+{
+    struct cut *c = arg;
+    th_sleep_ms(c->after_ms);
+    th_proxy_mode(c->px, TH_PROXY_DROP, 0);
+    return NULL;
+}
+
+static void run_cond_retake_fails(int relock_first, const char *tag)
+{
+    char name[96], cname[110];
+    th_name(name, sizeof name, tag);
+    snprintf(cname, sizeof cname, "%s.cv", name);
+    /* the proxy is a thread: the library runs in the test's own process */
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char url[128];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *env[] = { url, "DISTLOCK_IO_TIMEOUT_MS=400", "DISTLOCK_LOG=error", NULL };
+    th_setenv_list(env);
+    assert_int_equal(dist_onlost(count_lost, NULL), 0);
+    dist_mutex_t m;
+    dist_cond_t c;
+    init_recursive(&m, name);
+    assert_int_equal(dist_cond_init(&c, cname, NULL), 0);
+    TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    lose(name);
+    if (relock_first)
+        TH_ASSERT_RC(dist_mutex_lock(&m), EOWNERDEAD);
+    /* Redis goes away while the thread waits: the wait's release has run,
+     * its retake finds nobody */
+    struct cut cut = { px, 250 };
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, cut_later, &cut), 0);
+    struct timespec at = th_abstime_ms(700);
+    int wrc = dist_cond_timedwait(&c, &m, &at);
+    pthread_join(t, NULL);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    if (wrc != EIO)
+        fail_msg("the condition wait said %s, want EIO (Redis unreachable when it took the "
+                 "mutex again)", th_errname(wrc));
+    TH_ASSERT_RC(dist_mutex_unlock(&m), EPERM);     /* m not held */
+    /* the caller takes m again by its own lock call (retried while Redis
+     * is still being reconnected to); the section goes on */
+    int lrc = dist_mutex_lock(&m);
+    for (int i = 0; i < 100 && lrc == EIO; i++) {
+        th_sleep_ms(100);
+        lrc = dist_mutex_lock(&m);
+    }
+    int last = dist_mutex_unlock(&m);
+    print_message("%s: lock after the failed wait %s, the unlock ending the section %s\n", tag,
+                  th_errname(lrc), th_errname(last));
+    if (last != ENOLCK)
+        fail_msg("the unlock that ended the section said %s, want ENOLCK (the hold lapsed "
+                 "before the wait, whose retake failed)", th_errname(last));
+    /* told once: by the relock before the wait, else by the lock call after it */
+    TH_ASSERT_RC(lrc, relock_first ? 0 : EOWNERDEAD);
+    told(1, tag);
+    free_now(name, 0);
+    /* the next section is a section of its own, without a lapse */
+    clean_mutex_section(&m);
+    assert_int_equal(lost_calls(), 1);
+    assert_int_equal(dist_cond_destroy(&c), 0);
+    assert_int_equal(dist_mutex_destroy(&m), 0);
+    th_proxy_stop(px);
+}
+
+static void test_cond_retake_fails_told(void **state)
+{
+    (void)state;
+    run_cond_retake_fails(1, "lapsecvio1");
+}
+
+static void test_cond_retake_fails_untold(void **state)
+{
+    (void)state;
+    run_cond_retake_fails(0, "lapsecvio0");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -553,6 +646,8 @@ int main(void)
         TH_TEST(test_lockall),
         TH_TEST(test_cond_relocked_before_wait),
         TH_TEST(test_cond_found_by_wait),
+        TH_TEST(test_cond_retake_fails_told),
+        TH_TEST(test_cond_retake_fails_untold),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -15,6 +15,7 @@
  */
 #include "harness_topo.h"
 #include "harness_checker.h"
+#include "harness_proxy.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -1207,6 +1208,166 @@ static void test_fences_rise_past_a_fast_clock(void **state)
     all_up();
 }
 
+/* ------------------------------------------------------------------------
+ * An acquisition's copy for one server is never sent to it twice
+ * (test_trust's test_resent_try_not_taken_late, per server): the link of
+ * each server writes the commands of several threads as one batch; when
+ * a timed lock in it runs out, the link gives the connection up with the
+ * timed lock's undo behind it.  A trylock's copy in that batch was sent
+ * again on a new connection while its first copy was still on its way (a
+ * connection stalled in the network: the proxies hold what it sends
+ * 1.5 s): answered EBUSY there, the lock released before the first copies
+ * arrived, they took it on every server for a process told EBUSY, and
+ * nothing undid it. */
+
+struct rl_resend {
+    char url[300];
+    char w[96], y[96], x[96], x2[96];
+    int all;                      /* trylockall of X and X2, else trylock X */
+    int up, down;
+    dist_mutex_t mw, my, mx, mx2;
+    int rc_w, rc_y, rc_x;
+};
+
+static void *rl_resend_w(void *p)
+{
+    struct rl_resend *a = p;
+    a->rc_w = dist_mutex_lock(&a->mw);         /* leads the first batches */
+    return NULL;
+}
+
+static void *rl_resend_y(void *p)
+{
+    struct rl_resend *a = p;
+    struct timespec at = th_abstime_ms(1900);   /* runs out in the second batches */
+    a->rc_y = dist_mutex_timedlock(&a->my, &at);
+    return NULL;
+}
+
+static void *rl_resend_x(void *p)
+{
+    struct rl_resend *a = p;
+    dist_mutex_t *const ms[2] = { &a->mx, &a->mx2 };
+    a->rc_x = a->all ? dist_mutex_trylockall(ms, 2) : dist_mutex_trylock(&a->mx);
+    th_send(a->up, 2, a->rc_x, 0, 0);
+    return NULL;
+}
+
+static int rl_resend_child(void *p)
+{
+    struct rl_resend *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "6000", 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    TH_CHECK_RC(dist_mutex_init(&a->mw, a->w, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->my, a->y, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->mx, a->x, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->mx2, a->x2, NULL), 0);
+    /* connected to every server, the scripts cached */
+    TH_CHECK_RC(dist_mutex_lock(&a->my), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&a->my), 0);
+    th_send(a->up, 1, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    pthread_t tw, ty, tx;
+    TH_CHECK(pthread_create(&tw, NULL, rl_resend_w, a) == 0);
+    th_sleep_ms(300);
+    TH_CHECK(pthread_create(&ty, NULL, rl_resend_y, a) == 0);
+    TH_CHECK(pthread_create(&tx, NULL, rl_resend_x, a) == 0);
+    pthread_join(tw, NULL);
+    pthread_join(ty, NULL);
+    pthread_join(tx, NULL);
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    if (a->rc_w == 0 || a->rc_w == EOWNERDEAD)
+        dist_mutex_unlock(&a->mw);
+    if (a->rc_y == 0 || a->rc_y == EOWNERDEAD)
+        dist_mutex_unlock(&a->my);
+    th_send(a->up, 3, a->rc_w, a->rc_y, 0);
+    return 0;
+}
+
+static void run_rl_resend(int all)
+{
+    all_up();
+    static struct rl_resend a;
+    memset(&a, 0, sizeof a);
+    a.all = all;
+    th_name(a.w, sizeof a.w, "rlresendw");
+    th_name(a.y, sizeof a.y, "rlresendy");
+    th_name(a.x, sizeof a.x, "rlresendx");
+    th_name(a.x2, sizeof a.x2, "rlresendx2");
+    th_proxy_t *px[3];
+    size_t o = (size_t)snprintf(a.url, sizeof a.url, "redlock://");
+    for (int i = 0; i < 3; i++) {
+        assert_non_null(px[i] = th_proxy_start(g_port[i]));
+        o += (size_t)snprintf(a.url + o, sizeof a.url - o, "%s127.0.0.1:%d", i ? "," : "",
+                              th_proxy_port(px[i]));
+    }
+    th_proc_t q;
+    start(&q, 3);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_TRYLOCK, a.x), 0);      /* X is busy */
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(rl_resend_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    /* what its connections open now send reaches each server 1.5 s late */
+    for (int i = 0; i < 3; i++)
+        assert_true(th_proxy_delay(px[i], pid, 1500, 0) > 0);
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
+    assert_int_equal(msg.tag, 2);
+    int rc_x = (int)msg.a;
+    /* the try was answered; X is released before first copies, if any,
+     * reach the servers */
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.x), 0);
+    th_sleep_ms(2500);                          /* every first copy has arrived */
+    for (int i = 0; i < 3; i++)
+        th_proxy_delay(px[i], pid, 0, 0);
+    th_proc_t r;
+    start(&r, 3);
+    int got[2];
+    for (int i = 0; i < 2; i++) {
+        got[i] = th_proc_op(&r, TH_M_TRYLOCK, i ? a.x2 : a.x);
+        if (got[i] == 0 || got[i] == EOWNERDEAD)
+            th_proc_op(&r, TH_M_UNLOCK, i ? a.x2 : a.x);
+    }
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
+    print_message("redlock batch: lock W %s, timedlock Y %s, %s %s; X released, then another "
+                  "process's trylocks of X and X2: %s %s\n", th_errname((int)msg.a),
+                  th_errname((int)msg.b), all ? "trylockall X X2" : "trylock X",
+                  th_errname(rc_x), th_errname(got[0]), th_errname(got[1]));
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&r), 0);
+    assert_int_equal(th_proc_stop(&q), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    for (int i = 0; i < 3; i++)
+        th_proxy_stop(px[i]);
+    TH_ASSERT_RC(rc_x, EBUSY);
+    for (int i = 0; i < 2; i++)
+        if (got[i] != 0)
+            fail_msg("after a %s answered EBUSY, another process's trylock of %s said %s: first "
+                     "copies of the try took it late on the servers and nothing undid them",
+                     all ? "trylockall" : "trylock", i ? a.x2 : a.x, th_errname(got[i]));
+}
+
+static void test_resent_try_not_taken_late(void **state)
+{
+    (void)state;
+    run_rl_resend(0);
+}
+
+static void test_resent_trylockall_not_taken_late(void **state)
+{
+    (void)state;
+    run_rl_resend(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1232,6 +1393,8 @@ int main(void)
         TT_TEST(test_skipped_server_asked_for_quorum),
         TT_TEST(test_crash_reported_once_past_skipped_server),
         TT_TEST(test_fences_rise_past_a_fast_clock),
+        TT_TEST(test_resent_try_not_taken_late),
+        TT_TEST(test_resent_trylockall_not_taken_late),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
 }

@@ -12,7 +12,8 @@
  *   - the renewal posted for a pushed grant survives an emptied script
  *     cache (SCRIPT FLUSH) and a command connection the server closed;
  *   - EOWNERDEAD is told once, also when the told hold's unlock failed and
- *     the next lock call takes the process's own hold back;
+ *     the next lock call takes the process's own hold back, and when that
+ *     call is withdrawn (its reply lost);
  *   - a waiter that died before its grant is no death of a holder;
  *   - a reader leaving beside others past its fixed lease's validity is
  *     answered by Redis, not by the clock;
@@ -637,6 +638,82 @@ static void test_ownerdead_told_once(void **state)
 }
 
 /* ------------------------------------------------------------------------
+ * Nor told again when the lock call that took back the process's own hold
+ * (after its unlock failed) is withdrawn: P takes a lock whose last holder
+ * died (EOWNERDEAD), its unlock fails, and its next lock call claims its own
+ * hold in Redis but loses the reply (EIO): that call is withdrawn.  The
+ * withdrawal ends P's hold; the death it had found was told to P already,
+ * so the next holder, Q, must not be told EOWNERDEAD for it again. */
+static void run_not_retold(int slow, const char *tag)
+{
+    char name[96], warm[96];
+    th_name(name, sizeof name, tag);
+    th_name(warm, sizeof warm, "deadundowarm");
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char envurl[96];
+    snprintf(envurl, sizeof envurl, "DISTLOCK_URL=%s", th_proxy_url(px));
+    const char *penv[] = { envurl, "DISTLOCK_IO_TIMEOUT_MS=700", NULL };
+    const char *denv[] = { "DISTLOCK_LEASE_MS=600", NULL };
+    th_proc_t d, p, q;
+    assert_int_equal(th_proc_start(&d, denv), 0);
+    TH_ASSERT_RC(th_proc_op(&d, TH_M_LOCK, name), 0);
+    th_proc_kill(&d);                     /* dies holding it: lapses in 600 ms */
+    assert_int_equal(th_proc_start(&p, penv), 0);
+    assert_int_equal(th_proc_op(&p, TH_M_LOCK, name), EOWNERDEAD);
+    th_proxy_mode(px, TH_PROXY_BLACKHOLE, 0);
+    assert_int_equal(th_proc_op(&p, TH_M_UNLOCK, name), EIO);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    /* P's connections are back (its subscriber too) before the cut */
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_LOCK, warm), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, warm), 0);
+    th_sleep_ms(300);
+    /* slow: its replies come late, past the I/O time-out: the call gives
+     * up (EIO) and its undo, written behind it, withdraws it.  Else the
+     * reply is cut: the call asks again under a new id (its undo behind
+     * the cut one).  Either way it claims the hold whose death P was told
+     * of, and must not tell it again. */
+    if (slow)
+        assert_true(th_proxy_delay(px, p.pid, 0, 1500) > 0);
+    else
+        th_proxy_cut_replies(px, 1);
+    int rc = th_proc_op(&p, TH_M_LOCK, name);
+    if (slow)
+        th_proxy_delay(px, p.pid, 0, 0);
+    if (rc == EOWNERDEAD)
+        fail_msg("P's lock call that took back its own hold again (a reply cut) was told "
+                 "EOWNERDEAD: the one death was told to P twice");
+    if (rc != 0 && rc != EIO)
+        fail_msg("the lock call whose reply was cut said %s, want 0 or EIO", th_errname(rc));
+    if (rc == 0)
+        TH_ASSERT_RC(th_proc_op(&p, TH_M_UNLOCK, name), 0);
+    /* The next holder waits for P's hold to end (unlocked, or withdrawn) */
+    assert_int_equal(th_proc_start(&q, NULL), 0);
+    th_res_t res;
+    rc = th_proc_opa(&q, TH_M_TIMEDLOCK, name, 20000, &res);
+    if (rc == EOWNERDEAD)
+        fail_msg("the next holder was told EOWNERDEAD: the one death was told twice (to P, "
+                 "then again after P's withdrawn lock call put its trace back)");
+    TH_ASSERT_RC(rc, 0);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, name), 0);
+    assert_int_equal(th_proc_stop(&q), 0);
+    assert_int_equal(th_proc_stop(&p), 0);
+    th_proxy_stop(px);
+}
+
+static void test_ownerdead_not_retold_by_undo(void **state)
+{
+    (void)state;
+    run_not_retold(1, "deadundo");
+}
+
+static void test_ownerdead_not_retold_asked_again(void **state)
+{
+    (void)state;
+    run_not_retold(0, "deadagain");
+}
+
+/* ------------------------------------------------------------------------
  * A waiter killed before its grant never held the lock: when the grant
  * made to it lapses, the next holder is not told EOWNERDEAD. */
 static void test_dead_waiter_no_ownerdead(void **state)
@@ -1119,6 +1196,8 @@ int main(void)
         TH_TEST(test_posted_renewal_survives_flush),
         TH_TEST(test_posted_renewal_survives_killed_connection),
         TH_TEST(test_ownerdead_told_once),
+        TH_TEST(test_ownerdead_not_retold_by_undo),
+        TH_TEST(test_ownerdead_not_retold_asked_again),
         TH_TEST(test_dead_waiter_no_ownerdead),
         TH_TEST(test_reader_past_validity_asks_redis),
         TH_TEST(test_undo_kept_after_later_success),

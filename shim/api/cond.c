@@ -191,12 +191,23 @@ int dl_condwait_end(dl_condwait_t *cw, int brc)
 {
     char q[96];
     int trc = retake(cw);
-    if (trc != 0 && trc != EOWNERDEAD)
-        return trc;
     /* The wait says EOWNERDEAD for a lapse its release found: through a
      * robust mutex, that is one more to make consistent. */
     if (cw->lapsed && cw->m->dl_o.dl_robust == DIST_MUTEX_ROBUST)
         cw->od = 1;
+    if (trc != 0 && trc != EOWNERDEAD) {
+        /* m not held, and no unlock ended the caller's section: it goes on
+         * in the caller's next hold of m, whoever's lock call takes it (the
+         * program's, or the interposer's before restore), with what it had
+         * seen.  A lapse the release found and nobody was told of (this
+         * wait says EIO) is told by that lock call. */
+        char kept[DL_ERRMAX];
+        snprintf(kept, sizeof kept, "%s", dist_lasterror());
+        if (dl_lock_carry(cw->l, cw->carried, cw->od, cw->lapsed))
+            dl_log(DL_LOG_ERROR, "condition wait: %s", dist_lasterror());
+        dl_seterr("%s", kept);
+        return trc;
+    }
     dl_condwait_restore(cw);
     if (trc == EOWNERDEAD)
         return EOWNERDEAD;        /* worded by the lock */

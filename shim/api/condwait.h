@@ -14,13 +14,15 @@
  *   end     takes m again (blocking), restores the caller's count and
  *           gives the wait's result: 0, ETIMEDOUT, EOWNERDEAD; or EIO
  *           with m not held (then, once the caller has taken m again by
- *           its own lock call, restore gives back the rest of its count)
+ *           its own lock call, restore gives back the rest of its count;
+ *           that lock call carries the section on: dl_lock_carry)
  *
  * A wait does not end the caller's section on m (SPEC, ENOLCK): a lapse
  * of its hold before the wait, whether a relock was told of it
  * (EOWNERDEAD) or the wait's release found it (the wait says EOWNERDEAD),
  * is carried over by restore, and the unlock that ends the section says
- * ENOLCK.
+ * ENOLCK; also when taking m again failed (EIO), by the caller's next hold
+ * of m, whose lock call says EOWNERDEAD for a lapse nobody was told of. 
  */
 #ifndef DL_CONDWAIT_H
 #define DL_CONDWAIT_H

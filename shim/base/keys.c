@@ -7,9 +7,11 @@
 const char *const dl_key_suffix[DL_KEYS_N] = { "", ":r", ":ri", ":q", ":w", ":m" };
 
 /* A condition's (lua/cond_*.lua): its registrations in arrival order
- * (zset "token:regid" -> Redis time, us), and their deadlines (zset the
- * same -> Redis time, ms), which their waiters refresh. */
-static const char *const cond_suffix[] = { "", ":d" };
+ * (zset "token:regid" -> Redis time, us), their deadlines (zset the same
+ * -> Redis time, ms), which their waiters refresh, and who each waiter is
+ * (hash the same -> "host\tpid\ttid", as a lock's waiters; none for a
+ * registration of an older library). */
+static const char *const cond_suffix[] = { "", ":d", ":i" };
 /* A semaphore's, in lua/sem_common.lua's KEYS order: the semaphore, its
  * queue, its registrations' deadlines and their ids, its holders' lease
  * deadlines and their records (docs/PROTOCOL.md). */
@@ -25,7 +27,7 @@ static const char *const once_suffix[] = { "", ":r", ":ri", ":q", ":w", ":m", ":
 
 static const dl_keyset_t keysets[DL_KINDS] = {
     [DL_KIND_LOCK] = { "lock", 0, DL_KEYS_N, dl_key_suffix },
-    [DL_KIND_COND] = { "condition", 'c', 2, cond_suffix },
+    [DL_KIND_COND] = { "condition", 'c', 3, cond_suffix },
     [DL_KIND_SEM] = { "semaphore", 's', 6, sem_suffix },
     [DL_KIND_BARRIER] = { "barrier", 'b', 2, barrier_suffix },
     [DL_KIND_ONCE] = { "once", 'o', 7, once_suffix },

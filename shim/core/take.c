@@ -51,6 +51,7 @@ typedef struct take {
     char info[200];           /* holder info */
     size_t infolen;
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
+    uint64_t told;            /* dl_hold_t.told_fence when the taking began */
     uint64_t regid;           /* of the last ask */
     uint64_t asked_at;        /* when the last acquire was sent */
     unsigned long asked_epoch; /* the trust epoch then (trust.h) */
@@ -80,6 +81,12 @@ static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
     if (t->redlock && rq->mode == 'w' && t->queue)
         t->markms = DL_WRITER_MARK_MS < t->wttl ? DL_WRITER_MARK_MS : t->wttl;
     t->infolen = dl_proc_info(p, t->info, sizeof t->info);
+    /* A hold whose death the caller was told, its release failed: a claim
+     * of it takes that death as told (acquire.lua's ARGV[11]), so that
+     * neither an ask again nor this ask's withdrawal tells it twice. */
+    pthread_mutex_lock(&o->mu);
+    t->told = o->hold.told_fence;
+    pthread_mutex_unlock(&o->mu);
 }
 
 /* A taking that may wait listens for its grant before it registers.  0, or
@@ -144,7 +151,8 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
     t->calls->acquire(&c, &t->who, &(dl_acquire_args_t){
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
-        .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
+        .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms,
+        .told = t->told });
     /* A timed lock waits for a stalled server no longer than its deadline;
      * one already past (or too near for a wait) asks once, as a trylock. */
     if (!rq->try_only)

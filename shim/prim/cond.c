@@ -139,8 +139,10 @@ int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
 
     dl_caller_t who = dl_caller(p, o);
     dl_call_t call;
-    dl_call_cond_enter(&call, &who, &(dl_cond_enter_args_t){ .regid = w->regid,
-                                                             .ttl_ms = reg_ttl(p) });
+    char info[200];               /* who waits, for `distlock status` */
+    size_t infolen = dl_proc_info(p, info, sizeof info);
+    dl_call_cond_enter(&call, &who, &(dl_cond_enter_args_t){
+        .regid = w->regid, .ttl_ms = reg_ttl(p), .info = info, .infolen = infolen });
     uint64_t sent = dl_now_ms();
     int rc = dl_script_run(p->conn, &call, 1);
     if (rc == 0 && DL_REPLY(&call, cond_enter).ok != 1)

@@ -49,6 +49,21 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
         h->tid = tid;
         h->fence = l->core.hold.fence;
         h->since = dl_tally_start();
+        /* The section of a thread whose condition wait could not take the
+         * lock again goes on in this hold. */
+        dl_carries_t *cs = l->carries;
+        for (int i = 0; cs && i < cs->n; i++)
+            if (cs->v[i].tid == tid) {
+                h->lapsed = cs->v[i].lapsed;
+                h->od = cs->v[i].od;
+                h->untold = cs->v[i].untold;
+                cs->v[i] = cs->v[--cs->n];
+                if (!cs->n) {
+                    free(cs);
+                    l->carries = NULL;
+                }
+                break;
+            }
     }
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
@@ -125,4 +140,32 @@ void dl_holder_mark_lapsed(dl_holder_t *h)
 void dl_holder_owner_dead(dl_holder_t *h)
 {
     h->od = 1;
+}
+
+int dl_holder_carry(dl_lock_t *l, pid_t tid, int lapsed, int od, int untold)
+{
+    dl_carries_t *cs = l->carries;
+    dl_carry_t *c = NULL;
+    for (int i = 0; cs && i < cs->n && !c; i++)
+        if (cs->v[i].tid == tid)
+            c = &cs->v[i];
+    if (!c) {
+        if (!cs || cs->n == cs->cap) {
+            int cap = cs ? cs->cap * 2 : 2;
+            dl_carries_t *n = realloc(cs, sizeof *n + (size_t)cap * sizeof n->v[0]);
+            if (!n)
+                return ENOMEM;
+            if (!cs)
+                n->n = 0;
+            n->cap = cap;
+            l->carries = cs = n;
+        }
+        c = &cs->v[cs->n++];
+        memset(c, 0, sizeof *c);
+        c->tid = tid;
+    }
+    c->lapsed |= lapsed != 0;
+    c->od |= od != 0;
+    c->untold |= untold != 0;
+    return 0;
 }

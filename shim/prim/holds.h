@@ -10,7 +10,9 @@
 #include "lock.h"
 
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid);
-/* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM. */
+/* Pushes a hold of mode for tid: EAGAIN on count overflow, ENOMEM.  The
+ * first hold of tid's section takes over what tid's carry held
+ * (dl_holder_carry), if it has one. */
 int dl_holder_push(dl_lock_t *l, pid_t tid, char mode);
 /* Pops tid's most recent hold; returns its mode, 0 if tid holds nothing.
  * *last is set when tid now holds nothing on l (its section ends), *since
@@ -28,5 +30,8 @@ void dl_holder_mark_lapsed(dl_holder_t *h);
 /* A lock call of h's thread through a robust object returned EOWNERDEAD:
  * pending until dist_mutex_consistent (dl_holder_t.od). */
 void dl_holder_owner_dead(dl_holder_t *h);
+/* Keeps what tid's section carries while tid holds nothing on l (lock.h,
+ * dl_carry_t): lapsed, od, untold as dl_holder_t's.  0, ENOMEM. */
+int dl_holder_carry(dl_lock_t *l, pid_t tid, int lapsed, int od, int untold);
 
 #endif

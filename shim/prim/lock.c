@@ -530,6 +530,33 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
     return finish(p, l, rq, tid, rc, &g);
 }
 
+/* A hold just taken by the calling thread (rc 0 or EOWNERDEAD) began a
+ * section that goes on from a condition wait that could not take the lock
+ * again (dl_lock_carry), and the lapse it carries was told to nobody: this
+ * call says it (EOWNERDEAD), as the wait would have. */
+static int tell_carried(dl_lock_t *l, const dl_req_t *rq, int rc)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    if (rc != 0 && rc != EOWNERDEAD)
+        return rc;
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int untold = h && h->untold;
+    if (untold) {
+        h->untold = 0;
+        if (rq->robust)
+            dl_holder_owner_dead(h);
+    }
+    pthread_mutex_unlock(&o->mu);
+    if (untold && rc == 0)
+        rc = dl_fail(EOWNERDEAD, "lock %s: acquired, but this thread's hold had lapsed before a "
+                     "condition wait released it (the wait could not take the lock again and "
+                     "said EIO); the protected state may be half-updated",
+                     dl_core_qname(o, q, sizeof q));
+    return rc;
+}
+
 int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 {
     if (dl_loss_in_callback()) {
@@ -541,7 +568,7 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     }
     pid_t tid = dl_tid();
     uint64_t t0 = dl_tally_start();
-    int rc = acquire(p, l, rq, tid);
+    int rc = tell_carried(l, rq, acquire(p, l, rq, tid));
     dl_tally_call(&l->core, rc, t0);
     return rc;
 }
@@ -743,7 +770,7 @@ int dl_lock_reserve(dl_lock_t *l, pid_t tid)
 int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int rc,
                    const dl_grant_t *g)
 {
-    return finish(p, l, rq, tid, rc, g);
+    return tell_carried(l, rq, finish(p, l, rq, tid, rc, g));
 }
 
 int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
@@ -835,6 +862,21 @@ int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed, int od)
     return rc;
 }
 
+int dl_lock_carry(dl_lock_t *l, int lapsed, int od, int untold)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    if (!lapsed && !od && !untold)
+        return 0;
+    pthread_mutex_lock(&o->mu);
+    int rc = dl_holder_carry(l, dl_tid(), lapsed, od, untold);
+    pthread_mutex_unlock(&o->mu);
+    if (rc)
+        return dl_fail(rc, "lock %s: out of memory keeping what the caller's section had seen",
+                       dl_core_qname(o, q, sizeof q));
+    return 0;
+}
+
 /* --- the lock's kind: what the registry and the hold core ask of it --- */
 
 static const dl_hold_calls_t lock_calls = {
@@ -855,6 +897,7 @@ static void lock_fini(dl_core_t *o)
     dl_lock_t *l = dl_lock_of(o);
     if (l->holders != &l->holder1)
         free(l->holders);
+    free(l->carries);
 }
 
 /* A thread of the process holds the lock now (a lingering hold stays). */

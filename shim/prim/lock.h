@@ -54,6 +54,10 @@ typedef struct dl_holder {
                                  section leaves the lock unrecoverable (lock.c:
                                  set by dl_holder_owner_dead, cleared by
                                  dl_lock_consistent, read by dl_holder_pop) */
+    unsigned char untold;     /* the section carries a lapse that no call of the
+                                 thread was told of yet (a condition wait's
+                                 release found it, and the wait said EIO): its
+                                 next lock call says EOWNERDEAD (lock.c) */
     uint64_t fence;           /* the process's Redis hold this thread's holds are
                                  in (its fence when the thread's first hold
                                  began): another thread's retake of a lost hold
@@ -66,16 +70,33 @@ typedef struct dl_holder {
                                  metrics file is off: tally.h) */
 } dl_holder_t;
 
+/* What a thread's section carries while the thread holds nothing on the
+ * lock: a condition wait gave up every hold, and taking the mutex again
+ * failed (EIO).  The section has not ended (no unlock ended it): the
+ * thread's next hold on the lock picks this up (holds.c).  Rare: a lock
+ * keeps only a pointer to them (NULL: none). */
+typedef struct dl_carry {
+    pid_t tid;
+    unsigned char lapsed, od, untold;   /* as dl_holder_t's */
+} dl_carry_t;
+
+typedef struct dl_carries {
+    int n, cap;
+    dl_carry_t v[];
+} dl_carries_t;
+
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
  * fields below the core are the lock's own, under core.mu. */
 typedef struct dl_lock {
     dl_core_t core;           /* first: the registry's entry is the lock */
 
     /* holds.c: each thread's stack of holds; the first thread's in the
-     * lock (holders is &holder1 while capholders is 1). */
+     * lock (holders is &holder1 while capholders is 1); what the sections
+     * of threads that hold nothing now carry (dl_carry_t). */
     dl_holder_t *holders;
     int nholders, capholders;
     dl_holder_t holder1;
+    dl_carries_t *carries;
 
     /* lock.c: local admission and handoff. */
     pid_t writer;             /* thread holding write locally, 0 none */
@@ -172,5 +193,12 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
 unsigned dl_lock_held_count(dl_lock_t *l);
 int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen, int *od);
 int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed, int od);
+/* A condition wait gave up the calling thread's holds on l and could not
+ * take l again (EIO): its section goes on, and the thread's next hold on
+ * l (its own lock call) carries what the section had seen: a lapse
+ * (lapsed: its end says ENOLCK), a robust EOWNERDEAD pending (od), and a
+ * lapse nobody was told of yet (untold: that lock call says EOWNERDEAD).
+ * Nothing to carry: nothing is kept.  ENOMEM (worded; nothing kept). */
+int dl_lock_carry(dl_lock_t *l, int lapsed, int od, int untold);
 
 #endif

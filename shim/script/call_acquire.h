@@ -17,6 +17,10 @@ typedef struct dl_acquire_args {
     unsigned long claim_ms;       /* first TTL of a hold pushed to this waiter */
     int redlock;                  /* sends writer_mark_ms (redlock:// only) */
     unsigned long writer_mark_ms; /* a waiting write's mark's TTL; 0: will not wait */
+    uint64_t told;                /* the fence of a hold of the caller's whose
+                                     EOWNERDEAD it was told and whose release
+                                     failed (dl_hold_t.told_fence): claiming it,
+                                     the request takes that death as told; 0 none */
 } dl_acquire_args_t;
 
 typedef struct dl_acquire_reply {

@@ -15,10 +15,12 @@ void dl_call_cond_enter(dl_call_t *c, const dl_caller_t *who, const dl_cond_ente
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 registration id, 4 ttl */
+    /* 1 prefix, 2 token, 3 registration id, 4 ttl, 5 the waiter's info */
     dl_wire_cond(w);
-    dl_wire_num(w, DL_ARGS(c, cond_enter).regid);
-    dl_wire_num(w, DL_ARGS(c, cond_enter).ttl_ms);
+    const dl_cond_enter_args_t *a = &DL_ARGS(c, cond_enter);
+    dl_wire_num(w, a->regid);
+    dl_wire_num(w, a->ttl_ms);
+    dl_wire_put(w, a->info ? a->info : "", a->info ? a->infolen : 0);
 }
 
 static int parse(dl_call_t *c, redisReply *r)

@@ -9,6 +9,9 @@
 typedef struct dl_cond_enter_args {
     uint64_t regid;               /* the wait's registration id */
     unsigned long ttl_ms;         /* its life unless refreshed (cond_check) */
+    const char *info;             /* the waiter, "host\tpid\ttid" (as a lock's),
+                                     for `distlock status` */
+    size_t infolen;
 } dl_cond_enter_args_t;
 
 typedef struct dl_cond_enter_reply {

@@ -21,7 +21,7 @@ void dl_call_cond_status(dl_call_t *c, const dl_caller_t *who, const char *name,
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     (void)c;
-    dl_view_wire(w, 2);           /* the condition's two keys, no ARGV */
+    dl_view_wire(w, 3);           /* the condition's three keys, no ARGV */
 }
 
 /* cond_status.lua's reply (its header gives the layout) -> v.  0, or -1
@@ -40,12 +40,15 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *v)
         return -1;
     for (size_t i = 0; i < nw; i++) {
         const redisReply *r = wq->element[i];
-        if (r->type != REDIS_REPLY_ARRAY || r->elements != 4)
+        /* {token, regid, since, deadline, info}; info '' (or absent: an
+         * older script) for a registration an older library made */
+        if (r->type != REDIS_REPLY_ARRAY || r->elements < 4)
             continue;
-        size_t tl;
+        size_t tl, il = 0;
         const char *tok = dl_reply_str(r, 0, &tl);
+        const char *info = r->elements > 4 ? dl_reply_str(r, 4, &il) : NULL;
         dl_view_who_t *w = &v->waiters[v->nwaiters++];
-        dl_view_who_parse("", 0, 'c', tok, tl, w);
+        dl_view_who_parse(info ? info : "", info ? il : 0, 'c', tok, tl, w);
         w->waited_ms = dl_view_waited_ms(r, 2, now);
     }
     v->known = v->nwaiters > 0;

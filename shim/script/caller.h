@@ -44,11 +44,11 @@ typedef struct dl_caller {
     int kind;                     /* and its kind (DL_KIND_*) */
 } dl_caller_t;
 
-#define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 10) */
+#define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 11) */
 #define DL_CALL_NUMS 6            /* numbers a call formats for its ARGV */
 /* The largest arguments and reply of any script (bytes; dl_scripts.c
  * checks them: raise one when a script's types outgrow it). */
-#define DL_CALL_ARGS_SIZE 80
+#define DL_CALL_ARGS_SIZE 88
 #define DL_CALL_REPLY_SIZE 72
 /* The bytes a call has for the keys it derives from its caller's main key
  * (above): the six keys of a lock whose main key is up to 83 bytes.  An

@@ -6,13 +6,13 @@
 
 #include "calls.h"
 
-/* A condition's two keys (keys.c), ARGV[1] the channel prefix, ARGV[2]
+/* A condition's three keys (keys.c), ARGV[1] the channel prefix, ARGV[2]
  * the caller's token. */
 static inline void dl_wire_cond(dl_wire_t *w)
 {
-    static const int both[2] = { 0, 1 };
+    static const int all[3] = { 0, 1, 2 };
     const dl_caller_t *who = &w->c->who;
-    dl_wire_keys(w, both, 2);
+    dl_wire_keys(w, all, 3);
     dl_wire_put(w, who->chanprefix, who->chanprefix_len);
     dl_wire_str(w, who->token);
 }

@@ -137,10 +137,12 @@ static dl_call_t *copies_for(dl_call_t *per, int i, const dl_call_t *calls, int 
     dl_call_t *mine = per + (size_t)i * n;
     memcpy(mine, calls, (size_t)n * sizeof *calls);
     for (int j = 0; j < n; j++) {
-        /* A server's copy may be sent to it again (dl_cmd_t.once): ended
-         * there, it would count as a server that failed, and a call
-         * without a majority says EIO, where its caller would ask again. */
-        mine[j].once = 0;
+        /* A server's copy of an acquisition is never sent to it twice
+         * either (dl_cmd_t.once, kept from the call): a second copy
+         * answered "busy" while the first still waits in a stalled
+         * connection would leave the lock there to the first.  Ended at a
+         * cut, its undo behind it, it counts as a server that failed, and
+         * a call left without a majority by it asks again (cut_short). */
         const dl_quorum_op_t *q = op_of(&mine[j]);
         if (q && q->prepare)
             q->prepare(&mine[j]);
@@ -196,6 +198,16 @@ static void ask_skipped(dl_conn_t *conn, const dl_call_t *calls, dl_call_t *per,
     run_all(conn, per, n, nodes, want, undos);
 }
 
+/* Whether a server's copy was ended unanswered at a cut rather than sent
+ * twice (dl_cmd_t.once: err EAGAIN, its undo written behind it). */
+static int cut_short(const dl_tally_t *t)
+{
+    for (int i = 0; i < t->nodes; i++)
+        if (t->at[i]->cmd.err == EAGAIN)
+            return 1;
+    return 0;
+}
+
 int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
 {
     int nodes = dl_conn_nodes(conn);
@@ -246,6 +258,11 @@ int dl_quorum_run(dl_conn_t *conn, dl_call_t *calls, int n)
                 q->undo(c, &t);
             fail(c, "redlock: %d of %d servers answered (need %d): %s", t.answered, nodes, need,
                  t.why);
+            /* As a single server's link says of a copy it ended at a cut
+             * (undone, never sent twice): the caller asks again under a
+             * new registration id, rather than give up with EIO. */
+            if (c->once && cut_short(&t))
+                c->cmd.err = EAGAIN;
             rc = EIO;
         } else if (q->undecided && dl_quorum_undecided(&t)) {
             if (q->undecided(c, &t))

@@ -6,7 +6,7 @@
 # at once, break frees them all, and the incarnation stays); a counting
 # semaphore (break sets it back to its initial value as a new incarnation:
 # the process inside and its waiters get ENOLCK and dist_onlost); a condition's
-# waiters; a name that is a lock and a condition at once (status shows
+# waiters (by host, pid and thread; an older library's by its token); a name that is a lock and a condition at once (status shows
 # both, --kind one), and a lock and a semaphore (break asks which); list
 # with nothing held; a mistyped subcommand is not taken for a lock name.
 # HELPER (tests/cli/kinds_helper.c) makes what the command cannot.
@@ -141,14 +141,16 @@ wait_until 5 has_cond jobs 2 || nok "5 s without 2 waiters on condition jobs"
 settles status jobs -- 'test "$(grep -c "^waiter:" "$T/out")" = 2'
 expect "status of a name that is a lock and a condition: both, exit 0 (waited on)" \
   'test "$rc" = 0 && grep -q "^lock: *\"jobs\"$" "$T/out" && grep -q "^condition: *\"jobs\"$" "$T/out"'
-expect "the condition's 2 waiters, each named by its process's token" \
-  'test "$(grep -cE "^waiter: +process [0-9a-f]{8}, waiting [0-9.]+s$" "$T/out")" = 2'
+expect "the condition's 2 waiters, each named by its host:pid and thread, as a lock's" \
+  'test "$(grep -cE "^waiter: +$host:($cw1|$cw2) \\(thread [0-9]+\\), waiting [0-9.]+s$" "$T/out")" = 2'
 settles status jobs --kind cond -- 'grep -q "^waiting: *2$" "$T/out"'
 expect "status --kind cond: the condition alone" \
   'grep -q "^condition:" "$T/out" && ! grep -q "^lock:" "$T/out" && grep -q "^waiting: *2$" "$T/out"'
 settles status jobs --json -- 'grep -q "\"waiting\":2," "$T/out"'
 expect "status --json: one object per kind, each valid" \
   'valid_json "$T/out" && test "$(wc -l <"$T/out")" = 2 && grep -q "^{\"name\":\"jobs\",\"kind\":\"cond\",\"waiting\":2,\"waiters\":\[{\"token\":\"" "$T/out"'
+expect "status --json: each waiter's host, pid and thread" \
+  'test "$(grep -oE "\"host\":\"$host\",\"pid\":($cw1|$cw2),\"thread\":[0-9]+,\"waited_ms\":" "$T/out" | wc -l)" = 2'
 settles list -- 'grep -qE "^jobs +cond +waited on +- +2 +-$" "$T/out"'
 check "list: the condition, waited on by 2" grep -qE '^jobs +cond +waited on +- +2 +-$' "$T/out"
 run "$D" list --kind lock
@@ -163,6 +165,20 @@ expect "the broadcast woke both waiters ($r1, $rc)" 'test "$r1" = 0 -a "$rc" = 0
 wait_until 5 has_cond jobs 0
 run "$D" status jobs --kind cond
 expect "after a broadcast: no waiter, exit 1" 'test "$rc" = 1 && grep -q "^waiting: *0$" "$T/out"'
+
+# --- a registration an older library wrote (no host or pid stored with
+# it) is still shown, by its process's token
+now_s=$(rcli TIME | head -1)
+ck="${DISTLOCK_PREFIX}{"$'\x01'"coldjobs}"
+rcli ZADD "$ck" "${now_s}000000" "0123456789abcdef:7" >/dev/null
+rcli ZADD "$ck:d" "$(( (now_s + 60) * 1000 ))" "0123456789abcdef:7" >/dev/null
+run "$D" status oldjobs --kind cond
+expect "an older library's registration: shown by its process's token" \
+  'test "$rc" = 0 && grep -qE "^waiter: +process 01234567, waiting [0-9.]+s$" "$T/out"'
+run "$D" status oldjobs --kind cond --json
+expect "... and in JSON with its token, host and pid null" \
+  'valid_json "$T/out" && grep -q "\"waiters\":\[{\"token\":\"0123456789abcdef\",\"host\":null,\"pid\":null,\"thread\":null,\"waited_ms\":" "$T/out"'
+rcli DEL "$ck" "$ck:d" >/dev/null
 
 # --- a lock and a semaphore of one name: break asks which
 bg "$D" both -- sleep 60 >/dev/null 2>&1
@@ -209,7 +225,7 @@ bg env DISTLOCK_URL="$RL" "$H" condwait rjobs 60 "$T/rsignalled"
 rcw=$last_pid
 settles --url "$RL" status rjobs --kind cond -- 'grep -q "^waiting: *1$" "$T/out"'
 expect "redlock: status of a condition with a waiter, exit 0" \
-  'test "$rc" = 0 && grep -q "^waiting: *1$" "$T/out" && grep -qE "^waiter: +process [0-9a-f]{8}, waiting " "$T/out"'
+  'test "$rc" = 0 && grep -q "^waiting: *1$" "$T/out" && grep -qE "^waiter: +$host:$rcw \\(thread [0-9]+\\), waiting " "$T/out"'
 settles --url "$RL" list -- 'grep -qE "^rjobs +cond +waited on +- +1 +-$" "$T/out"'
 check "redlock: list shows it" grep -qE '^rjobs +cond +waited on +- +1 +-$' "$T/out"
 run "$D" --url "$RL" break x --force --kind sem

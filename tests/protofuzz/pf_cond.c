@@ -47,8 +47,8 @@ typedef struct cproc {
 typedef struct crun {
     const pf_opts_t *o;
     pf_conn_t k;
-    char key[2][120];
-    size_t keylen[2];
+    char key[3][120];              /* the condition, its deadlines, its waiters */
+    size_t keylen[3];
     int np, step;
     cproc_t p[PF_MAX_PROCS];
     pf_fail_t *fail;
@@ -111,18 +111,18 @@ static int surely_lapsed(const creg_t *g, int64_t at)
 /* ------------------------------------------------------------- the calls */
 
 /* Runs the call as the library sends it: EVALSHA (EVAL when the server
- * lacks the script), its keys declared both (one server, sentinel,
+ * lacks the script), its keys declared all three (one server, sentinel,
  * cluster) or the first only (a cluster ASK: the script derives the
- * other), drawn from `form`. */
+ * others), drawn from `form`. */
 static redisReply *run(crun_t *r, dl_call_t *c, unsigned form)
 {
     for (int pass = 0; pass < 2; pass++) {
         dl_script_argv(c, !pass);
-        if (form % 2 && c->argvlen[2] == 1 && c->argv[2][0] == '2') {
-            memmove(&c->argv[4], &c->argv[5], (size_t)(c->argc - 5) * sizeof c->argv[0]);
-            memmove(&c->argvlen[4], &c->argvlen[5], (size_t)(c->argc - 5) * sizeof c->argvlen[0]);
+        if (form % 2 && c->argvlen[2] == 1 && c->argv[2][0] == '3') {
+            memmove(&c->argv[4], &c->argv[6], (size_t)(c->argc - 6) * sizeof c->argv[0]);
+            memmove(&c->argvlen[4], &c->argvlen[6], (size_t)(c->argc - 6) * sizeof c->argvlen[0]);
             c->argv[2] = "1";
-            c->argc--;
+            c->argc -= 2;
         }
         redisReply *x = redisCommandArgv(r->k.c, c->argc, c->argv, c->argvlen);
         if (!x) {
@@ -150,14 +150,21 @@ static long long call(crun_t *r, int script, int i, uint64_t regid)
 {
     char token[16];
     pf_token(i, token, sizeof token);
-    const char *keys[2] = { r->key[0], r->key[1] };
+    const char *keys[3] = { r->key[0], r->key[1], r->key[2] };
     dl_caller_t who = { .keys = keys, .keylen = r->keylen, .chanprefix = r->k.chan,
                         .chanprefix_len = strlen(r->k.chan), .token = token };
     unsigned long ttl = (unsigned long)r->p[i].ttl;
     dl_call_t c;
+    /* who waits, as the library says it; every third enter sends none, as
+     * an older library's */
+    char info[48];
+    int infolen = regid % 3 ? snprintf(info, sizeof info, "pfhost\t%d\t%llu", i + 1000,
+                                       (unsigned long long)regid) : 0;
     switch (script) {
     case C_ENTER:
-        dl_call_cond_enter(&c, &who, &(dl_cond_enter_args_t){ .regid = regid, .ttl_ms = ttl });
+        dl_call_cond_enter(&c, &who, &(dl_cond_enter_args_t){
+            .regid = regid, .ttl_ms = ttl, .info = infolen ? info : NULL,
+            .infolen = (size_t)infolen });
         break;
     case C_CHECK:
         dl_call_cond_check(&c, &who, &(dl_cond_check_args_t){ .regid = regid, .ttl_ms = ttl });
@@ -396,16 +403,19 @@ static int op_die(crun_t *r, int i)
 
 /* ------------------------------------------------------------- snapshot */
 
-/* The two keys against the model: every member of the condition has a
- * deadline and is a registration that waits; every surely live one there; a TTL on them. */
+/* The keys against the model: every member of the condition has a
+ * deadline and is a registration that waits; every surely live one there; a TTL on them;
+ * the waiters' hash names only members the deadlines still list. */
 static int check_keys(crun_t *r, int64_t t0)
 {
-    redisReply *x = redisCommand(r->k.c, "EVAL %s 2 %b %b",
+    redisReply *x = redisCommand(r->k.c, "EVAL %s 3 %b %b %b",
                                  "return {redis.call('ZRANGE', KEYS[1], 0, -1), "
                                  "redis.call('ZRANGE', KEYS[2], 0, -1), "
-                                 "redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2])}",
-                                 r->key[0], r->keylen[0], r->key[1], r->keylen[1]);
-    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 4) {
+                                 "redis.call('PTTL', KEYS[1]), redis.call('PTTL', KEYS[2]), "
+                                 "redis.call('HKEYS', KEYS[3])}",
+                                 r->key[0], r->keylen[0], r->key[1], r->keylen[1], r->key[2],
+                                 r->keylen[2]);
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 5) {
         failf(r, "infrastructure", "snapshot: %s", x ? x->type == REDIS_REPLY_ERROR ? x->str : "?"
                                                      : r->k.c->errstr);
         if (x)
@@ -452,6 +462,17 @@ static int check_keys(crun_t *r, int64_t t0)
                             "deadline, is not listed", q, (unsigned long long)id,
                             (long long)(r->p[q].reg[id].lo - t1));
         }
+    /* A waiter's field goes with its registration's deadline (the hash
+     * may hold fewer: an enter without info). */
+    const redisReply *hi = x->element[4];
+    for (size_t j = 0; !bad && j < hi->elements; j++) {
+        int inb = 0;
+        for (size_t h = 0; h < b->elements; h++)
+            inb |= strcmp(b->element[h]->str, hi->element[j]->str) == 0;
+        if (!inb)
+            bad = failf(r, "waiter-leftover", "the waiters' hash names \"%s\", which has no "
+                        "deadline", hi->element[j]->str);
+    }
     if (!bad && a->elements && (x->element[2]->integer < 0 || x->element[3]->integer < 0))
         bad = failf(r, "no-expiry", "the keys hold %zu registrations, PTTL %lld and %lld",
                     a->elements, x->element[2]->integer, x->element[3]->integer);
@@ -514,6 +535,7 @@ int pf_cond_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     }
     r->keylen[0] = (size_t)snprintf(r->key[0], sizeof r->key[0], "%s{C}", prefix);
     r->keylen[1] = (size_t)snprintf(r->key[1], sizeof r->key[1], "%s{C}:d", prefix);
+    r->keylen[2] = (size_t)snprintf(r->key[2], sizeof r->key[2], "%s{C}:i", prefix);
     uint64_t s = o->seed ^ 0xC0DDull;
     int total = 0;
     for (int k = 0; k < C_NKINDS; k++)
@@ -555,7 +577,7 @@ int pf_cond_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
         fprintf(out, "protofuzz (conditions): %ld signals, %ld waiters woken, %ld pushes, "
                 "%ld registrations lapsed\n", r->signals, r->woken, r->pushes, r->lapsed);
     }
-    redisReply *d = redisCommand(r->k.c, "DEL %s %s", r->key[0], r->key[1]);
+    redisReply *d = redisCommand(r->k.c, "DEL %s %s %s", r->key[0], r->key[1], r->key[2]);
     if (d)
         freeReplyObject(d);
     pf_conn_close(&r->k);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* objcond.c - the condition's decoder (objects.h): the read-only script
  * lua/cond_status.lua's view (shim/script/call_cond_status.h), its
- * waiters.  A condition holds nothing; its waiters are known by their
- * process's token alone. */
+ * waiters.  A condition holds nothing; its waiters are known by host, pid
+ * and thread as a lock's (a registration an older library made: by its
+ * process's token alone). */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -23,8 +24,9 @@ static int take_cond(dl_call_t *c, cli_obj_t *o)
     return 0;
 }
 
-/* Both keys: the registrations and their deadlines (they live twice a
- * registration's life past the last one). */
+/* The registrations and their deadlines (they live twice a registration's
+ * life past the last one); the waiters' hash is not needed to say that it
+ * exists. */
 const cli_kind_view_t cli_cond_view = {
     .kind = DL_KIND_COND,
     .label = "cond",

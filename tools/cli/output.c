@@ -158,7 +158,7 @@ const char *cli_who(const cli_who_t *w, char *buf, size_t size)
     if (w->pid)
         snprintf(buf, size, "%s:%ld (thread %ld)", host, w->pid, w->tid);
     else if (!host[0] && w->token[0])
-        snprintf(buf, size, "process %.8s", w->token);   /* a condition's waiter: its token */
+        snprintf(buf, size, "process %.8s", w->token);   /* an older library's condition waiter */
     else
         snprintf(buf, size, "%s", host[0] ? host : "unknown");
     return buf;
@@ -339,8 +339,9 @@ static void print_sem_json(FILE *f, const cli_obj_t *o)
 }
 
 /* A condition: {"name":..,"kind":"cond","waiting":2,"waiters":[{"token":
- * "..","waited_ms":1200}]}: its waiters are known by their process's
- * token alone. */
+ * "..","host":"..","pid":N,"thread":N,"waited_ms":1200}]}: host, pid and
+ * thread null for a registration an older library made (its process's
+ * token alone). */
 static void print_cond_json(FILE *f, const cli_obj_t *o)
 {
     const cli_lockstat_t *st = &o->st;
@@ -351,6 +352,13 @@ static void print_cond_json(FILE *f, const cli_obj_t *o)
         const cli_who_t *w = &st->waiters[i];
         fputs(i ? ",{\"token\":" : "{\"token\":", f);
         json_str(f, w->token, strlen(w->token));
+        if (w->pid) {
+            fputs(",\"host\":", f);
+            json_str(f, w->host, strlen(w->host));
+            fprintf(f, ",\"pid\":%ld,\"thread\":%ld", w->pid, w->tid);
+        } else {
+            fputs(",\"host\":null,\"pid\":null,\"thread\":null", f);
+        }
         fputs(",\"waited_ms\":", f);
         if (w->waited_ms >= 0)
             fprintf(f, "%lld}", w->waited_ms);
