@@ -17,6 +17,9 @@
  *  - recovery: a destroy in a process that was never told changes nothing;
  *    a destroy in a process that was told makes the name usable again for
  *    every process once initialized again, with no EOWNERDEAD;
+ *  - a read-write lock of the name shares its state: every rwlock call is
+ *    refused with ENOTRECOVERABLE, and its destroy in a process so told
+ *    recovers the name as a mutex's does;
  *  - a reentrant relock told EOWNERDEAD (the thread's own hold lapsed and
  *    was taken anew: issue 28's retake) needs consistent too, before the
  *    unlock that ends the section (which says ENOLCK either way);
@@ -356,6 +359,48 @@ static void test_unrecoverable(void **state)
     th_pipe_close(&a.done);
 }
 
+/* ------------------------------------------------------ the name's rwlock */
+
+/* Told EOWNERDEAD, unlocks without consistent: the name is unrecoverable. */
+static int careless_now_child(void *arg)
+{
+    th_setenv_list(g_env);
+    dist_mutex_t m;
+    robust_init(&m, arg, DIST_MUTEX_ROBUST);
+    TH_CHECK_RC(dist_mutex_lock(&m), EOWNERDEAD);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    return 0;
+}
+
+static int rwlock_refused_child(void *arg)
+{
+    th_setenv_list(g_env);
+    dist_rwlock_t rw;
+    TH_CHECK_RC(dist_rwlock_init(&rw, arg, NULL), 0);
+    struct timespec ts = th_abstime_ms(200);
+    TH_CHECK_RC(dist_rwlock_rdlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK(th_contains(dist_lasterror(), "unrecoverable"));
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_wrlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_trywrlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_timedwrlock(&rw, &ts), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_unlock(&rw), EPERM);
+    /* told: its destroy clears the state, as a mutex's would */
+    TH_CHECK_RC(dist_rwlock_destroy(&rw), 0);
+    return 0;
+}
+
+static void test_rwlock(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "rob-rw");
+    holder_dies(name);
+    TH_ASSERT_CHILD_OK(th_fork_child(careless_now_child, name));
+    TH_ASSERT_CHILD_OK(th_fork_child(rwlock_refused_child, name));
+    TH_ASSERT_CHILD_OK(th_fork_child(plain_child, name));      /* usable again, no EOWNERDEAD */
+}
+
 /* -------------------------------------------- a reentrant relock's retake */
 
 typedef struct retake_arg {
@@ -614,6 +659,7 @@ int main(void)
         TT_TEST(test_consistent),
         TT_TEST(test_lenient),
         TT_TEST(test_unrecoverable),
+        TT_TEST(test_rwlock),
         TT_TEST(test_relock_retake),
         TT_TEST(test_lockall),
         TT_TEST(test_lockall_undo),
