@@ -18,6 +18,18 @@
 --        so that a process that was told of its EOWNERDEAD already (its
 --        unlock failed, and the hold stayed) is not told again
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
+--! fast path
+-- A write request that finds no writer, no reader, nobody queued and no
+-- registration at all (not even its own) takes the lock here, exactly as
+-- the full path below would in that state (take_write: nothing to serve,
+-- nothing of its own to claim or withdraw).  Not under an ASK (only
+-- KEYS[1] declared: every command names one key) nor on redlock:// (its
+-- writer mark).  (A contended request pays the one EXISTS more.)
+if KEYS[6] and ARGV[3] == 'w' and not ARGV[10] and rcall('EXISTS', K_LOCK, K_RD, K_Q, K_W) == 0 then
+  local fence, dead = take_write(ARGV[2], ARGV[4], ARGV[5], now_ms(), ARGV[4], ARGV[7])
+  return {1, fence, dead, 0}
+end
+--! end of fast path
 local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid', 'nr')
 local writer = w[1]

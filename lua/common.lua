@@ -48,32 +48,20 @@ local K_LOCK = KEYS[1]
 local K_RD, K_RI, K_Q = KEYS[2] or K_LOCK .. ':r', KEYS[3] or K_LOCK .. ':ri', KEYS[4] or K_LOCK .. ':q'
 local K_W, K_META = KEYS[5] or K_LOCK .. ':w', KEYS[6] or K_LOCK .. ':m'
 local CHAN = ARGV[1]
--- On redis-cluster:// ARGV[1] is '<prefix>n:{TAG}:', TAG putting it in the
--- slot of the keys (shim/conn/channel.h): pushes are sharded (SPUBLISH),
--- so they stay in the slot's shard instead of crossing the whole cluster
--- bus; a node without SPUBLISH (before Redis 7) publishes them on the
--- classic channel, '<prefix>n:' .. token.  Elsewhere ARGV[1] is
--- '<prefix>n:' (it ends so, never with '}:'), published as it is.
-local CLASSIC = CHAN and string.match(CHAN, '^(.*){[^{}]*}:$')
-
--- Pushes msg to the process whose token is `to`.
-local function push(to, msg)
-  if CLASSIC then
-    local r = redis.pcall('SPUBLISH', CHAN .. to, msg)
-    if type(r) ~= 'table' or not r.err then return end
-    rcall('PUBLISH', CLASSIC .. to, msg)
-  else
-    rcall('PUBLISH', CHAN .. to, msg)
-  end
-end
 local META_TTL = 7 * 24 * 3600 * 1000
 -- The death trace of a grant not claimed yet (see take_meta).
 local PENDING = 'g:'
 local DAY = 24 * 3600 * 1000
 
 -- Lua numbers are doubles: format whole numbers ourselves, tostring() would
--- print large ones in exponent form.
-local function int(n) return string.format('%.0f', n) end
+-- print large ones in exponent form.  Every number formatted here is whole
+-- (fences in us, times in ms, counts) and far below 2^63, so '%d' (a C
+-- long) formats it exactly, at a third of what '%.0f' costs Redis (glibc
+-- formats a double digit by digit).  A string (read from Redis, or given
+-- as an argument) is passed on as it is: a number given to redis.call
+-- costs Redis its own formatting too.
+local function int(n) return string.format('%d', n) end
+local function text(v) if type(v) == 'string' then return v end return int(v) end
 
 -- Redis time, read once per script and only if needed (an uncontended
 -- release never needs it), in ms and in us.
@@ -81,36 +69,11 @@ local NOW, NOW_US
 local function now_ms()
   if not NOW then
     local t = rcall('TIME')
-    NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    local sec, us = tonumber(t[1]), tonumber(t[2])
+    NOW = sec * 1000 + math.floor(us / 1000)
+    NOW_US = sec * 1000000 + us
   end
   return NOW
-end
-
--- Extends a key's TTL to at least ms; never shortens it.
-local function extend(key, ms)
-  ms = tonumber(ms)
-  if rcall('PTTL', key) < ms then rcall('PEXPIRE', key, ms) end
-end
-
--- Count of readers whose lease has not run out; drops the lapsed ones.
-local function live_readers(now)
-  if rcall('EXISTS', K_RD) == 0 then return 0 end
-  local gone = rcall('ZRANGEBYSCORE', K_RD, '-inf', now)
-  for _, t in ipairs(gone) do
-    rcall('ZREM', K_RD, t)
-    rcall('HDEL', K_RI, t)
-  end
-  return rcall('ZCARD', K_RD)
-end
-
--- ms until the current holders' leases run out (what a waiter may sleep).
-local function holders_pttl(now)
-  local p = rcall('PTTL', K_LOCK)
-  if p > 0 then return p end
-  local last = rcall('ZRANGE', K_RD, -1, -1, 'WITHSCORES')
-  if last[2] then return math.max(tonumber(last[2]) - now, 1) end
-  return 1
 end
 
 -- The next fence: above every earlier one, and never below Redis time in us,
@@ -123,9 +86,10 @@ end
 
 -- The meta hash's expiry (ms), pushed back only when a day of it has passed,
 -- not at every acquisition; `set` gets the field to write with the others.
+-- Kept, it is returned as it was read (text).
 local function meta_exp(exp, now, set)
-  exp = tonumber(exp)
-  if exp and exp >= now + META_TTL - DAY then return exp end
+  local n = tonumber(exp)
+  if n and n >= now + META_TTL - DAY then return exp end
   exp = now + META_TTL
   set[#set + 1] = 'exp'
   set[#set + 1] = int(exp)
@@ -155,38 +119,139 @@ end
 local function take_meta(now, writer, info, rid, pending)
   local m = rcall('HMGET', K_META, 'fence', 'wh', 'exp', 'wi', 'wr', 'wf')
   local fence, dead, prev = next_fence(m[1]), 0, nil
-  local set = {'fence', int(fence)}
+  local f = int(fence)
+  local set
   if traced(m[2]) then
     dead = 1
     prev = {m[2], m[4] or '', m[5] or '', m[6] or ''}
   end
+  -- (each table made whole at once: cheaper for Redis than grown)
   if pending and writer then
     if dead == 0 then
-      set[#set + 1] = 'wh'
-      set[#set + 1] = PENDING .. writer
-      set[#set + 1] = 'wi'
-      set[#set + 1] = ''
-      set[#set + 1] = 'wr'
-      set[#set + 1] = rid
-      set[#set + 1] = 'wf'
-      set[#set + 1] = int(fence)
+      set = {'fence', f, 'wh', PENDING .. writer, 'wi', '', 'wr', rid, 'wf', f}
+    else
+      set = {'fence', f}
     end
-  elseif writer or dead == 1 or (m[2] and m[2] ~= '') then
-    set[#set + 1] = 'wh'
-    set[#set + 1] = writer or ''
-    set[#set + 1] = 'wi'
-    set[#set + 1] = writer and info or ''
-    if writer then
-      set[#set + 1] = 'wr'
-      set[#set + 1] = rid
-      set[#set + 1] = 'wf'
-      set[#set + 1] = int(fence)
-    end
+  elseif writer then
+    set = {'fence', f, 'wh', writer, 'wi', info, 'wr', rid, 'wf', f}
+  elseif dead == 1 or (m[2] and m[2] ~= '') then
+    set = {'fence', f, 'wh', '', 'wi', ''}
+  else
+    set = {'fence', f}
   end
   local exp, renew = meta_exp(m[3], now, set)
   rcall('HSET', K_META, unpack(set))
   if renew then rcall('PEXPIRE', K_META, META_TTL) end
-  return fence, dead, exp, prev
+  return fence, dead, exp, prev, f
+end
+
+-- Writes the write hold (every field: a hold handed on by release.lua
+-- overwrites the last one's without deleting it first).  ttl is the lease,
+-- or for a hold pushed to a waiter the shorter claim window: a waiter that
+-- died before its grant arrived holds the lock only that long; a live one's
+-- watchdog extends it to the lease.  rid is the registration id of the
+-- request the hold is for (withdraw.lua).
+-- `prev`: the trace a hold taken over a lapse consumed (take_meta), kept
+-- as `pt` beside od = 1 (a later hold's od = 0 makes a stale pt moot).
+-- fence and mx: numbers, or their text.
+local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
+  local od = dead == 1 and '1' or '0'
+  if prev then
+    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
+          'fence', text(fence), 'lease', lease, 'od', od, 'rid', rid, 'mx', text(mx),
+          'pt', cmsgpack.pack(prev))
+  else
+    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
+          'fence', text(fence), 'lease', lease, 'od', od, 'rid', rid, 'mx', text(mx))
+  end
+  rcall('PEXPIRE', K_LOCK, ttl)
+end
+
+local function take_write(token, lease, info, now, ttl, rid, pending)
+  local fence, dead, mx, prev, f = take_meta(now, token, info, rid, pending)
+  put_write(token, lease, info, now, ttl, rid, f, dead, mx, prev)
+  return fence, dead
+end
+
+-- The release mark (release.lua): set with the other meta fields in one
+-- HSET, whose reply (fields added) is `added`.  A new field means a process
+-- releasing this lock for the first time: the meta hash may have to be
+-- given its TTL back (it expired under a long hold and HSET made it anew),
+-- and old marks pruned.  A resend comes within the I/O time-out of its
+-- first copy, so only marks of holds taken over an hour ago go (their
+-- fence says when), at most once a minute: never a mark a live resend needs.
+local function marks_added(added)
+  if added == 0 then return end
+  if rcall('PTTL', K_META) < 0 then rcall('PEXPIRE', K_META, META_TTL) end
+  if rcall('HLEN', K_META) <= 256 then return end
+  local now = now_ms()
+  if (tonumber(rcall('HGET', K_META, 'xp')) or 0) > now - 60000 then return end
+  rcall('HSET', K_META, 'xp', int(now))
+  local all, old = rcall('HGETALL', K_META), {}
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'x:' and (tonumber(all[i + 1]) or 0) < (now - 3600000) * 1000 then
+      old[#old + 1] = all[i]
+      if #old == 1000 then
+        rcall('HDEL', K_META, unpack(old))
+        old = {}
+      end
+    end
+  end
+  if #old > 0 then rcall('HDEL', K_META, unpack(old)) end
+end
+
+-- What the fast paths of the lock's scripts use ends here; below it, what
+-- only their full paths do.  A script's fast path (its lines between
+-- `--! fast path` and `--! end of fast path`) is put here by the build
+-- (cmake/lua_assemble.cmake): it handles the common case (an uncontended
+-- acquire or release) before the many helpers below are made, which costs
+-- Redis more than that case's commands (docs/PERFORMANCE.md, "Script
+-- cost"), and the script's full path, after it, handles everything else.
+--! fast paths
+
+-- On redis-cluster:// ARGV[1] is '<prefix>n:{TAG}:', TAG putting it in the
+-- slot of the keys (shim/conn/channel.h): pushes are sharded (SPUBLISH),
+-- so they stay in the slot's shard instead of crossing the whole cluster
+-- bus; a node without SPUBLISH (before Redis 7) publishes them on the
+-- classic channel, '<prefix>n:' .. token.  Elsewhere ARGV[1] is
+-- '<prefix>n:' (it ends so, never with '}:'), published as it is.
+local CLASSIC = CHAN and string.match(CHAN, '^(.*){[^{}]*}:$')
+
+-- Pushes msg to the process whose token is `to`.
+local function push(to, msg)
+  if CLASSIC then
+    local r = redis.pcall('SPUBLISH', CHAN .. to, msg)
+    if type(r) ~= 'table' or not r.err then return end
+    rcall('PUBLISH', CLASSIC .. to, msg)
+  else
+    rcall('PUBLISH', CHAN .. to, msg)
+  end
+end
+
+-- Extends a key's TTL to at least ms; never shortens it.
+local function extend(key, ms)
+  ms = tonumber(ms)
+  if rcall('PTTL', key) < ms then rcall('PEXPIRE', key, ms) end
+end
+
+-- Count of readers whose lease has not run out; drops the lapsed ones.
+local function live_readers(now)
+  if rcall('EXISTS', K_RD) == 0 then return 0 end
+  local gone = rcall('ZRANGEBYSCORE', K_RD, '-inf', now)
+  for _, t in ipairs(gone) do
+    rcall('ZREM', K_RD, t)
+    rcall('HDEL', K_RI, t)
+  end
+  return rcall('ZCARD', K_RD)
+end
+
+-- ms until the current holders' leases run out (what a waiter may sleep).
+local function holders_pttl(now)
+  local p = rcall('PTTL', K_LOCK)
+  if p > 0 then return p end
+  local last = rcall('ZRANGE', K_RD, -1, -1, 'WITHSCORES')
+  if last[2] then return math.max(tonumber(last[2]) - now, 1) end
+  return 1
 end
 
 -- Puts back the death trace a withdrawn hold had consumed (take_meta's
@@ -217,53 +282,6 @@ local function forget_older(older, m)
   end
 end
 
--- The release mark (release.lua): set with the other meta fields in one
--- HSET, whose reply (fields added) is `added`.  A new field means a process
--- releasing this lock for the first time: the meta hash may have to be
--- given its TTL back (it expired under a long hold and HSET made it anew),
--- and old marks pruned.  A resend comes within the I/O time-out of its
--- first copy, so only marks of holds taken over an hour ago go (their
--- fence says when), at most once a minute: never a mark a live resend needs.
-local function marks_added(added)
-  if added == 0 then return end
-  if rcall('PTTL', K_META) < 0 then rcall('PEXPIRE', K_META, META_TTL) end
-  if rcall('HLEN', K_META) <= 256 then return end
-  local now = now_ms()
-  if (tonumber(rcall('HGET', K_META, 'xp')) or 0) > now - 60000 then return end
-  rcall('HSET', K_META, 'xp', int(now))
-  local all, old = rcall('HGETALL', K_META), {}
-  for i = 1, #all, 2 do
-    if string.sub(all[i], 1, 2) == 'x:' and (tonumber(all[i + 1]) or 0) < (now - 3600000) * 1000 then
-      old[#old + 1] = all[i]
-      if #old == 1000 then
-        rcall('HDEL', K_META, unpack(old))
-        old = {}
-      end
-    end
-  end
-  if #old > 0 then rcall('HDEL', K_META, unpack(old)) end
-end
-
--- Writes the write hold (every field: a hold handed on by release.lua
--- overwrites the last one's without deleting it first).  ttl is the lease,
--- or for a hold pushed to a waiter the shorter claim window: a waiter that
--- died before its grant arrived holds the lock only that long; a live one's
--- watchdog extends it to the lease.  rid is the registration id of the
--- request the hold is for (withdraw.lua).
--- `prev`: the trace a hold taken over a lapse consumed (take_meta), kept
--- as `pt` beside od = 1 (a later hold's od = 0 makes a stale pt moot).
-local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
-  if prev then
-    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
-          'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx),
-          'pt', cmsgpack.pack(prev))
-  else
-    rcall('HSET', K_LOCK, 'owner', token, 'info', info, 'since', int(now),
-          'fence', int(fence), 'lease', lease, 'od', dead, 'rid', rid, 'mx', int(mx))
-  end
-  rcall('PEXPIRE', K_LOCK, ttl)
-end
-
 -- A robust lock unlocked after EOWNERDEAD without dist_mutex_consistent
 -- (release.lua's ARGV[7]): the lock hash stays, with no TTL and nobody's
 -- (owner ''), so that every script that looks for a holder finds the lock
@@ -276,12 +294,6 @@ local function put_unrecoverable(nr)
   rcall('DEL', K_LOCK)
   rcall('HSET', K_LOCK, 'owner', '', 'info', 'unrecoverable\t0\t0', 'since', int(now_ms()),
         'fence', nr, 'lease', 0, 'od', 1, 'nr', nr)
-end
-
-local function take_write(token, lease, info, now, ttl, rid, pending)
-  local fence, dead, mx, prev = take_meta(now, token, info, rid, pending)
-  put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
-  return fence, dead
 end
 
 local function take_read(token, lease, info, now, ttl, rid)
@@ -370,10 +382,10 @@ end
 -- The first waiter whose registration has not expired, its registration,
 -- and 1 if someone is queued behind it (perhaps an expired registration:
 -- a hint only), else 0.  Expired ones (waiters that died or gave up) are
--- dropped on the way.
-local function head_waiter()
+-- dropped on the way.  q: the queue's first two, when the caller read them.
+local function head_waiter(q)
   while true do
-    local q = rcall('ZRANGE', K_Q, 0, 1)
+    q = q or rcall('ZRANGE', K_Q, 0, 1)
     local h = q[1]
     if not h then return nil end
     local raw = rcall('HGET', K_W, h)
@@ -382,6 +394,7 @@ local function head_waiter()
       if w[3] > now_ms() then return h, w, q[2] and 1 or 0 end
     end
     dequeue(h)
+    q = nil
   end
 end
 
@@ -469,4 +482,48 @@ end
 
 local function ww_clear(token)
   if rcall('HGET', K_META, 'ww') == token then rcall('HDEL', K_META, 'ww', 'wwx') end
+end
+
+-- How many wait for the lock named by the K_ keys (marks: a live writer
+-- mark of another process counts as one, redlock://).
+local function renew_waiting(token, marks)
+  local n = rcall('ZCARD', K_Q)
+  if marks then
+    local ww = ww_live(now_ms())
+    if ww and ww ~= token then n = n + 1 end
+  end
+  return n
+end
+
+-- The caller's hold on the lock named by the K_ keys, in mode 'w'|'r',
+-- renewed to lease ms (0: only looked at) if it is the hold named by
+-- fence (nil: the caller's hold in that mode; redlock's servers each
+-- number a hold themselves), and how many wait (renew_waiting).
+-- 0: the hold is gone (or is another hold than the one named);
+-- n >= 1: renewed (or there), and n - 1 wait.  renew.lua's reply, and
+-- renew_many.lua's for each of its holds.
+-- A write hold granted by push is named in the death trace only once its
+-- holder claims it (take_meta): a renewal (or a check) is its holder's
+-- claim, should the posted one (touch.lua) not have reached Redis.
+local function renew_hold(token, mode, lease, fence, marks)
+  if mode == 'w' then
+    local h = rcall('HMGET', K_LOCK, 'owner', 'fence', 'info')
+    if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
+    if lease > 0 then rcall('PEXPIRE', K_LOCK, lease) end
+    if rcall('HGET', K_META, 'wh') == PENDING .. token then
+      rcall('HSET', K_META, 'wh', token, 'wi', h[3])
+    end
+    return 1 + renew_waiting(token, marks)
+  end
+  local now = now_ms()
+  local s = rcall('ZSCORE', K_RD, token)
+  if not s or tonumber(s) <= now then return 0 end
+  local r = rcall('HGET', K_RI, token)
+  if fence and (not r or tonumber(cmsgpack.unpack(r)[3]) ~= fence) then return 0 end
+  if lease > 0 then
+    rcall('ZADD', K_RD, int(now + lease), token)
+    extend(K_RD, lease)
+    extend(K_RI, lease)
+  end
+  return 1 + renew_waiting(token, marks)
 end

@@ -49,7 +49,9 @@
 -- created, by a semaphore that is not that incarnation (or by none):
 -- the process then says ENOLCK until it initializes the semaphore again
 -- (sem_open, which tells it the incarnation there is now).  Only a caller
--- that knows none yet may create it.
+-- that knows none yet may create it.  A counting semaphore reset by
+-- `distlock break` gets a new incarnation too (sem_break.lua): the same
+-- event for the processes inside.
 local K_SEM = KEYS[1]
 local K_SQ, K_SD = KEYS[2] or K_SEM .. ':q', KEYS[3] or K_SEM .. ':d'
 local K_SW, K_SL, K_SH = KEYS[4] or K_SEM .. ':w', KEYS[5] or K_SEM .. ':l', KEYS[6] or K_SEM .. ':h'

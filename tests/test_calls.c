@@ -8,6 +8,15 @@
  * without a connection of the library, so each case is one script at a
  * time and what Redis keeps is checked after it.
  */
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_break.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_renew_many.h"
+#include "call_withdraw.h"
 #include "harness.h"
 #include "keys.h"
 #include "script.h"
@@ -33,7 +42,8 @@ static dl_caller_t caller(lockkeys_t *k, const char *name, const char *token)
         k->keylen[i] = strlen(k->buf[i]);
     }
     snprintf(k->chanprefix, sizeof k->chanprefix, "%sn:", th_prefix());
-    return (dl_caller_t){ k->keys, k->keylen, k->chanprefix, strlen(k->chanprefix), token };
+    return (dl_caller_t){ .keys = k->keys, .keylen = k->keylen, .chanprefix = k->chanprefix,
+                          .chanprefix_len = strlen(k->chanprefix), .token = token };
 }
 
 /* Runs c as script.c would (with the script's text) and reads its reply. */
@@ -82,72 +92,72 @@ static void test_acquire_renew_release(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    uint64_t fa = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
     assert_true(fa >= 1);
     assert_int_equal((long long)fa, hget_ll(ka.keys[0], "fence"));
-    assert_int_equal(c.reply.acquire.dead, 0);
-    assert_int_equal(c.reply.acquire.claimed, 0);
-    assert_int_equal(c.reply.acquire.waiters, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).claimed, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).waiters, 0);
 
     /* busy, not queued: the holder's lease left */
     dl_acquire_args_t ab = ask('w', 0, 1);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
-    assert_true(c.reply.acquire.pttl_ms > 0 && c.reply.acquire.pttl_ms <= 30000);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
+    assert_true(DL_REPLY(&c, acquire).pttl_ms > 0 && DL_REPLY(&c, acquire).pttl_ms <= 30000);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
 
     /* busy, queued (registration 2) */
     ab = ask('w', 1, 2);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
 
     /* renewed, and one waiter queued */
     dl_renew_args_t ra = { .mode = 'w', .lease_ms = 30000, .fence = fa };
     dl_call_renew(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.renew.held, 1);
-    assert_int_equal(c.reply.renew.queued, 1);
+    assert_int_equal(DL_REPLY(&c, renew).held, 1);
+    assert_int_equal(DL_REPLY(&c, renew).queued, 1);
     /* a renewal naming another hold renews nothing */
     ra.fence = fa + 100;
     dl_call_renew(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.renew.held, 0);
+    assert_int_equal(DL_REPLY(&c, renew).held, 0);
 
     /* released: the waiter holds it now */
     dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     redisReply *owner = th_cmd("HGET %s owner", ka.keys[0]);
     assert_string_equal(owner->str, "tokB");
     freeReplyObject(owner);
     /* the same release again (a resend): released already */
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 2);
+    assert_int_equal(DL_REPLY(&c, release).result, 2);
 
     /* B asks again: the grant is its own ("mine", claimed) */
     ab = ask('w', 1, 3);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    assert_int_equal(c.reply.acquire.claimed, 1);
-    uint64_t fb = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).claimed, 1);
+    uint64_t fb = DL_REPLY(&c, acquire).fence;
     assert_true(fb > fa);
     rel = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 0 };
     dl_call_release(&c, &b, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
     /* a hold nobody has: held nothing */
     rel.fence = fb + 100;
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
 }
 
 /* A queued wait cancelled, and one granted before its cancel; a request
@@ -164,16 +174,16 @@ static void test_cancel_withdraw_break(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 5);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    uint64_t fa = c.reply.acquire.fence;
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
 
     /* B gives up: withdrawn */
     dl_cancel_args_t cb = { .mode = 'w', .regid = 5 };
     dl_call_cancel(&c, &b, &cb);
     run(&c);
-    assert_int_equal(c.reply.cancel.granted, 0);
+    assert_int_equal(DL_REPLY(&c, cancel).granted, 0);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
 
     /* B queues again, A releases: B's cancel finds it granted */
@@ -183,38 +193,38 @@ static void test_cancel_withdraw_break(void **state)
     dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     cb.regid = 6;
     dl_call_cancel(&c, &b, &cb);
     run(&c);
-    assert_int_equal(c.reply.cancel.granted, 1);
-    assert_true(c.reply.cancel.fence > fa);
-    assert_int_equal((long long)c.reply.cancel.fence, hget_ll(kb.keys[0], "fence"));
-    assert_int_equal(c.reply.cancel.dead, 0);
+    assert_int_equal(DL_REPLY(&c, cancel).granted, 1);
+    assert_true(DL_REPLY(&c, cancel).fence > fa);
+    assert_int_equal((long long)DL_REPLY(&c, cancel).fence, hget_ll(kb.keys[0], "fence"));
+    assert_int_equal(DL_REPLY(&c, cancel).dead, 0);
 
     /* withdrawn by its registration id: the hold taken for it goes */
     dl_withdraw_args_t wb = { .mode = 'w', .regid = 6 };
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 1);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 0);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 0);
 
     /* two read holds, broken: both removed */
     aa = ask('r', 0, 7);
     ab = ask('r', 0, 8);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 2);
     dl_call_break(&c, &a);
     run(&c);
-    assert_int_equal(c.reply.brk.removed, 2);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 2);
     assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 0);
 }
 
@@ -232,12 +242,12 @@ static void test_mark(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    uint64_t fa = c.reply.acquire.fence;
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
 
     dl_mark_args_t m = { .fence = fa, .lingering = 1, .ms = 2000, .seq = 1 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 1);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 1);
     redisReply *wh = th_cmd("HGET %s wh", ka.keys[5]);
     assert_string_equal(wh->str, "");
     freeReplyObject(wh);
@@ -246,7 +256,7 @@ static void test_mark(void **state)
     m = (dl_mark_args_t){ .fence = fa, .lingering = 0, .ms = 30000, .seq = 2 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 1);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 1);
     wh = th_cmd("HGET %s wh", ka.keys[5]);
     assert_string_equal(wh->str, "tokA");
     freeReplyObject(wh);
@@ -255,7 +265,7 @@ static void test_mark(void **state)
     m = (dl_mark_args_t){ .fence = fa + 1, .lingering = 1, .ms = 2000, .seq = 3 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 0);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 0);
     assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
 }
 
@@ -275,9 +285,9 @@ static uint64_t lapsed_writer(const dl_caller_t *a, const lockkeys_t *ka, uint64
     dl_acquire_args_t aa = ask('w', 0, regid);
     dl_call_acquire(&c, a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     th_cmd_do("DEL %s", ka->keys[0]);
-    return c.reply.acquire.fence;
+    return DL_REPLY(&c, acquire).fence;
 }
 
 /* A hold taken over a lapse consumes its death trace; withdrawn (its
@@ -299,18 +309,18 @@ static void test_withdraw_keeps_death_trace(void **state)
         dl_acquire_args_t ab = ask(mode, 0, 7);
         dl_call_acquire(&c, &b, &ab);
         run(&c);
-        assert_int_equal(c.reply.acquire.got, 1);
-        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).dead, 1);
         dl_withdraw_args_t wb = { .mode = mode, .regid = 7 };
         dl_call_withdraw(&c, &b, &wb);
         run(&c);
-        assert_int_equal(c.reply.withdraw.result, 1);
+        assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
         assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
         dl_acquire_args_t ac = ask('w', 0, 9);
         dl_call_acquire(&c, &c3, &ac);
         run(&c);
-        assert_int_equal(c.reply.acquire.got, 1);
-        if (!c.reply.acquire.dead)
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        if (!DL_REPLY(&c, acquire).dead)
             fail_msg("%c: the lapse a withdrawn hold had consumed was never reported", mode);
     }
 }
@@ -331,18 +341,18 @@ static void test_release_clears_trace_by_rid(void **state)
     dl_release_args_t rb = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
     dl_release_args_t ra = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
     dl_call_release(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);                 /* ENOLCK */
+    assert_int_equal(DL_REPLY(&c, release).result, 0);                 /* ENOLCK */
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
     dl_acquire_args_t ab = ask('w', 0, 5);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    assert_int_equal(c.reply.acquire.dead, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
 }
 
 /* redlock (release's 'o', withdraw's ARGV[5]): where the caller holds
@@ -362,7 +372,7 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     dl_release_args_t rb = { .mode = 'w', .fence = fa - 1, .rid = 3, .redlock = 1 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
     /* Younger: A's lapse was reported to B, or never counted: it goes;
      * and the meta fence is raised to B's. */
@@ -374,9 +384,9 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     dl_acquire_args_t ab = ask('w', 0, 4);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.dead, 0);
-    assert_true(c.reply.acquire.fence > rb.fence);
-    uint64_t fb = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
+    assert_true(DL_REPLY(&c, acquire).fence > rb.fence);
+    uint64_t fb = DL_REPLY(&c, acquire).fence;
     /* A break after B's hold was taken: a release of an older hold (read
      * or write, held here or not) leaves its trace. */
     dl_call_break(&c, &b);
@@ -387,14 +397,14 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     rb = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 4, .redlock = 1 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "broken");
     /* A withdrawal for an acquisition that counted elsewhere (fence far
      * ahead): the break is older, and was reported to it. */
     dl_withdraw_args_t wb = { .mode = 'w', .regid = 5, .older = fb + 60000000 };
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 0);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
 }
 
@@ -444,36 +454,36 @@ static void test_cluster_forms(void **state)
         dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 2);
         dl_call_acquire(&c, &a, &aa);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 1);
-        uint64_t fa = c.reply.acquire.fence;
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        uint64_t fa = DL_REPLY(&c, acquire).fence;
         assert_int_equal((long long)fa, hget_ll(ka.keys[5], "fence"));
         dl_call_acquire(&c, &b, &ab);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 0);
         assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
         assert_int_equal(th_cmd_ll("HLEN %s", kb.keys[4]), 1);
         dl_renew_args_t rn = { .mode = 'w', .lease_ms = 30000, .fence = fa };
         dl_call_renew(&c, &a, &rn);
         run_form(&c, form);
-        assert_int_equal(c.reply.renew.held, 1);
-        assert_int_equal(c.reply.renew.queued, 1);
+        assert_int_equal(DL_REPLY(&c, renew).held, 1);
+        assert_int_equal(DL_REPLY(&c, renew).queued, 1);
         dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
         dl_call_release(&c, &a, &rel);
         run_form(&c, form);
-        assert_int_equal(c.reply.release.result, 1);
+        assert_int_equal(DL_REPLY(&c, release).result, 1);
         /* handed to B by push: traced as pending until B claims it */
         assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "g:tokB");
         dl_acquire_args_t ra = ask('r', 0, 3);
         dl_call_acquire(&c, &a, &ra);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 0);
         dl_call_break(&c, &a);
         run_form(&c, form);
-        assert_int_equal(c.reply.brk.removed, 1);
+        assert_int_equal(DL_REPLY(&c, brk).removed, 1);
         dl_call_acquire(&c, &a, &ra);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 1);
-        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).dead, 1);
         assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 1);
         assert_int_equal(th_cmd_ll("HLEN %s", ka.keys[2]), 1);
         char gk[400];
@@ -497,7 +507,8 @@ static dl_caller_t all_of(allcall_t *x, char names[][128], int n, const char *to
     dl_caller_t who = caller(&x->k[0], names[0], token);
     for (int i = 0; i < n; i++) {
         caller(&x->k[i], names[i], token);
-        x->locks[i] = (dl_all_lock_t){ x->k[i].keys, x->k[i].keylen, 30000 };
+        x->locks[i] = (dl_all_lock_t){ .keys = x->k[i].keys, .keylen = x->k[i].keylen,
+                                       .lease_ms = 30000 };
     }
     size_t len = dl_acquire_all_list(x->locks, n, x->list);
     x->args = (dl_acquire_all_args_t){ .n = n, .locks = x->locks, .list = x->list,
@@ -523,7 +534,7 @@ static void test_acquire_all(void **state)
     dl_call_t c;
     dl_call_acquire_all(&c, &a, &x.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     for (int i = 0; i < 3; i++) {
         assert_int_equal((long long)x.out[i].fence, hget_ll(x.k[i].keys[0], "fence"));
         assert_int_equal(hget_ll(x.k[i].keys[0], "rid"), 5);
@@ -535,7 +546,7 @@ static void test_acquire_all(void **state)
     /* resent (the first copy ran): the same holds, claimed */
     dl_call_acquire_all(&c, &a, &x.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     assert_int_equal(x.out[1].claimed, 1);
     assert_int_equal((long long)x.out[1].fence, (long long)f1);
 
@@ -547,9 +558,9 @@ static void test_acquire_all(void **state)
     dl_caller_t b = all_of(&y, nb, 2, "tokB", 7);
     dl_call_acquire_all(&c, &b, &y.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 0);
-    assert_int_equal(c.reply.acquire_all.busy, 1);
-    assert_true(c.reply.acquire_all.pttl_ms > 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).busy, 1);
+    assert_true(DL_REPLY(&c, acquire_all).pttl_ms > 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[0]), 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[5]), 0);
 
@@ -561,15 +572,15 @@ static void test_acquire_all(void **state)
     run(&c);
     dl_call_acquire(&c, &cw, &aw);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
     th_cmd_do("DEL %s", kc.keys[0]);     /* C's lease ran out; W still queued */
     snprintf(nb[1], sizeof nb[1], "%s", names[0]);
     allcall_t z;
     dl_caller_t b2 = all_of(&z, nb, 2, "tokB", 8);
     dl_call_acquire_all(&c, &b2, &z.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 0);
-    assert_int_equal(c.reply.acquire_all.busy, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).busy, 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", kc.keys[0]), 0);     /* nobody jumped W */
 
     /* a lapse: d's trace names C.  W leaves; B takes {e, d}: d's lapse */
@@ -583,7 +594,7 @@ static void test_acquire_all(void **state)
     dl_caller_t be = all_of(&e, ne, 2, "tokB", 9);
     dl_call_acquire_all(&c, &be, &e.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     assert_int_equal(e.out[0].dead, 0);
     assert_int_equal(e.out[1].dead, 1);
     assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokB");
@@ -593,7 +604,7 @@ static void test_acquire_all(void **state)
         dl_withdraw_args_t wb = { .mode = 'w', .regid = 9 };
         dl_call_withdraw(&c, &wi, &wb);
         run(&c);
-        assert_int_equal(c.reply.withdraw.result, 1);
+        assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
     }
     assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokC");
 
@@ -602,11 +613,169 @@ static void test_acquire_all(void **state)
     dl_caller_t bf = all_of(&f, ne, 2, "tokB", 10);
     dl_call_acquire_all(&c, &bf, &f.args);
     run_form(&c, 1);
-    assert_int_equal(c.reply.acquire_all.got, 2);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 2);
     assert_int_equal(th_cmd_ll("EXISTS %s", f.k[0].keys[0]), 0);
     /* the six and the guard: as the six */
     run_form(&c, 7);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
+}
+
+/* renew_many: three holds of A (a writer with a waiter, a reader, and a
+ * writer whose lock was deleted) and a name of another hold, in one call:
+ * each answered as renew.lua answers it alone, renewed to the lease where
+ * it is there and named; a batch in the ASK form (its first key only)
+ * refused, nothing renewed; the six keys and the guard as the six. */
+static void test_renew_many(void **state)
+{
+    (void)state;
+    char n1[128], n2[128], n3[128];
+    th_name(n1, sizeof n1, "callsmany");
+    th_name(n2, sizeof n2, "callsmany");
+    th_name(n3, sizeof n3, "callsmany");
+    lockkeys_t k1, k2, k3, kb;
+    dl_caller_t a1 = caller(&k1, n1, "tokA"), a2 = caller(&k2, n2, "tokA"),
+                a3 = caller(&k3, n3, "tokA"), b1 = caller(&kb, n1, "tokB");
+    dl_call_t c;
+    uint64_t f[3];
+    const dl_caller_t *as[3] = { &a1, &a2, &a3 };
+    for (int i = 0; i < 3; i++) {
+        dl_acquire_args_t aa = ask(i == 1 ? 'r' : 'w', 0, 1);
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, as[i], &aa);
+        run(&c);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        f[i] = DL_REPLY(&c, acquire).fence;
+    }
+    dl_acquire_args_t ab = ask('w', 1, 2);        /* B queues for n1 */
+    dl_call_acquire(&c, &b1, &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
+    assert_int_equal(th_cmd_ll("DEL %s", k3.keys[0]), 1);
+
+    dl_renew_item_t items[4] = {
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] },
+        { k2.keys[0], k2.keylen[0], 'r', 30000, f[1] },
+        { k3.keys[0], k3.keylen[0], 'w', 30000, f[2] },
+        { k1.keys[0], k1.keylen[0], 'w', 30000, f[0] + 100 },   /* another hold */
+    };
+    char list[2000];
+    assert_true(dl_renew_many_list_size(items, 4) <= sizeof list);
+    dl_renew_reply_t out[4];
+    dl_renew_many_args_t ra = { .n = 4, .list = list,
+                                .listlen = dl_renew_many_list(items, 4, 0, list), .out = out };
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_int_equal(out[0].queued, 1);
+    assert_int_equal(out[1].held, 1);
+    assert_int_equal(out[1].queued, 0);
+    assert_int_equal(out[2].held, 0);
+    assert_int_equal(out[3].held, 0);
+    long long p1 = th_cmd_ll("PTTL %s", k1.keys[0]), p2 = th_cmd_ll("PTTL %s", k2.keys[1]);
+    assert_true(p1 > 5000 && p1 <= 30000);
+    assert_true(p2 > 5000 && p2 <= 30000);
+    /* each as renew.lua alone says */
+    dl_renew_args_t one = { .mode = 'w', .lease_ms = 30000, .fence = f[0] };
+    dl_call_renew(&c, &a1, &one);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew).held, 1);
+    assert_int_equal(DL_REPLY(&c, renew).queued, 1);
+
+    /* a lease of 0 only checks: found, not extended */
+    items[0].lease_ms = 0;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    ra.n = 1;
+    th_cmd_ll("PEXPIRE %s 4000", k1.keys[0]);
+    dl_call_renew_many(&c, &a1, &ra);
+    run(&c);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+
+    /* the ASK form: refused, nothing renewed; six and the guard: renewed */
+    items[0].lease_ms = 30000;
+    ra.listlen = dl_renew_many_list(items, 1, 0, list);
+    dl_call_renew_many(&c, &a1, &ra);
+    run_form(&c, 1);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 0);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) <= 4000);
+    run_form(&c, 7);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    assert_int_equal(out[0].held, 1);
+    assert_true(th_cmd_ll("PTTL %s", k1.keys[0]) > 4000);
+}
+
+/* renew_many over holds of several names of which some are no longer the
+ * caller's: a write hold broken and then taken by B, a write hold whose
+ * key was deleted, a read hold broken (B's read hold there since), beside
+ * a write hold and a read hold still A's.  Only A's are renewed; each
+ * other one is said gone (what the watchdog marks lost), B's holds keep
+ * their TTL, and no key of a hold gone is made again. */
+static void test_renew_many_lost(void **state)
+{
+    (void)state;
+    enum { N = 5 };
+    char n[N][128];
+    lockkeys_t k[N], kb[N];
+    dl_caller_t a[N], b[N];
+    uint64_t f[N];
+    const char mode[N] = { 'w', 'w', 'w', 'r', 'r' };
+    dl_call_t c;
+    for (int i = 0; i < N; i++) {
+        th_name(n[i], sizeof n[i], "callslost");
+        a[i] = caller(&k[i], n[i], "tokA");
+        b[i] = caller(&kb[i], n[i], "tokB");
+        dl_acquire_args_t aa = ask(mode[i], 0, (uint64_t)(10 + i));
+        aa.lease_ms = 5000;
+        dl_call_acquire(&c, &a[i], &aa);
+        run(&c);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        f[i] = DL_REPLY(&c, acquire).fence;
+    }
+    /* [1] broken, then B's write hold; [2] its key deleted; [4] broken,
+     * then B's read hold. */
+    dl_call_break(&c, &a[1]);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 1);
+    dl_acquire_args_t ab = ask('w', 0, 30);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[1], &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(th_cmd_ll("DEL %s", k[2].keys[0]), 1);
+    dl_call_break(&c, &a[4]);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 1);
+    ab = ask('r', 0, 31);
+    ab.lease_ms = 4000;
+    dl_call_acquire(&c, &b[4], &ab);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+
+    dl_renew_item_t items[N];
+    for (int i = 0; i < N; i++)
+        items[i] = (dl_renew_item_t){ k[i].keys[0], k[i].keylen[0], mode[i], 30000, f[i] };
+    char list[4000];
+    assert_true(dl_renew_many_list_size(items, N) <= sizeof list);
+    dl_renew_reply_t out[N];
+    dl_renew_many_args_t ra = { .n = N, .list = list,
+                                .listlen = dl_renew_many_list(items, N, 0, list), .out = out };
+    /* (a call's holds share a slot: on one server, any names) */
+    dl_call_renew_many(&c, &a[0], &ra);
+    run(&c);
+    assert_int_equal(DL_REPLY(&c, renew_many).got, 1);
+    const int still[N] = { 1, 0, 0, 1, 0 };
+    for (int i = 0; i < N; i++)
+        if (out[i].held != still[i])
+            fail_msg("hold %d (%c): held %d, expected %d", i, mode[i], (int)out[i].held, still[i]);
+    /* A's renewed to the lease */
+    long long p0 = th_cmd_ll("PTTL %s", k[0].keys[0]), p3 = th_cmd_ll("PTTL %s", k[3].keys[1]);
+    assert_true(p0 > 5000 && p0 <= 30000);
+    assert_true(p3 > 5000 && p3 <= 30000);
+    /* B's left as they were, the deleted one not made again */
+    assert_true(th_cmd_ll("PTTL %s", k[1].keys[0]) <= 4000);
+    assert_true(th_cmd_ll("PTTL %s", k[4].keys[1]) <= 4000);
+    assert_int_equal(th_cmd_ll("EXISTS %s", k[2].keys[0]), 0);
 }
 
 int main(void)
@@ -620,6 +789,8 @@ int main(void)
         TH_TEST(test_quorum_release_older_trace_and_fence),
         TH_TEST(test_cluster_forms),
         TH_TEST(test_acquire_all),
+        TH_TEST(test_renew_many),
+        TH_TEST(test_renew_many_lost),
     };
     if (getenv("TH_FILTER"))
         cmocka_set_test_filter(getenv("TH_FILTER"));

@@ -345,6 +345,22 @@ static void test_unlock_releases_latest_hold(void **state)
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYWRLOCK, name), 0);
     TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
 
+    /* write, read, write, read: four runs, more than a holder's record
+     * keeps in itself (holds.c moves them to the heap); each unlock leaves
+     * the lock write-held until the last */
+    TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
+    TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
+    TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);
+    TH_ASSERT_RC(dist_rwlock_rdlock(&rw), 0);
+    for (int i = 0; i < 3; i++) {
+        TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
+        TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYRDLOCK, name), EBUSY);
+    }
+    TH_ASSERT_RC(dist_rwlock_unlock(&rw), 0);
+    TH_ASSERT_RC(dist_rwlock_unlock(&rw), EPERM);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_TRYWRLOCK, name), 0);
+    TH_ASSERT_RC(th_proc_op(&p, TH_RW_UNLOCK, name), 0);
+
     /* write, read, unlock(read), unlock(write) with a reader of another
      * process waiting: it gets in only after the second unlock */
     TH_ASSERT_RC(dist_rwlock_wrlock(&rw), 0);

@@ -16,7 +16,8 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # uses dpkg-shlibdeps of dpkg-dev and file), and runs real lock-taking
 # programs under the interposer (tests/preload/test_programs.sh: flock(1)
 # of util-linux, lckdo of moreutils, chpst of runit, setlock of
-# daemontools; a statically linked target built with libc6-dev's libc.a).  The nemesis cuts the network between
+# daemontools, gdbmtool, sqlite3, dpkg; a statically linked target built
+# with libc6-dev's libc.a).  The nemesis cuts the network between
 # namespaces with nftables (iproute2 makes the namespaces and veth pairs),
 # and prints a hung client's threads with gdb.  The tests of `distlock
 # metrics` read its output with the Prometheus client library's own
@@ -26,7 +27,7 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # the same parser.
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
-         util-linux moreutils runit daemontools nftables iproute2 gdb python3-prometheus-client tmux)
+         util-linux moreutils runit daemontools gdbmtool sqlite3 nftables iproute2 gdb python3-prometheus-client tmux)
 fi
 
 missing=()

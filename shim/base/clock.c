@@ -68,6 +68,14 @@ int dl_deadline_on(clockid_t clock, const struct timespec *abstime, uint64_t *de
     return 0;
 }
 
+uint64_t dl_round_trip_cut(uint64_t deadline)
+{
+    if (deadline == DL_FOREVER)
+        return 0;
+    uint64_t now = dl_now_ms();
+    return deadline >= now + DL_ROUND_TRIP_MS ? deadline : 0;
+}
+
 int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 {
     return dl_deadline_on(CLOCK_REALTIME, abstime, deadline);

@@ -37,6 +37,18 @@ int dl_abstime_passed(const struct timespec *abstime);
 int dl_clock_ok(clockid_t clock);
 int dl_deadline_on(clockid_t clock, const struct timespec *abstime, uint64_t *deadline);
 int dl_passed_on(clockid_t clock, const struct timespec *abstime);
+/* A round trip's worth (ms): a timed call with less time left than this
+ * has no time to wait, and its request to Redis is a try. */
+#define DL_ROUND_TRIP_MS 50
+/* When the link gives up on the round trip of a timed call's request
+ * (dl_cmd_t's deadline; 0: at the I/O time-out alone): at the call's
+ * deadline, when at least a round trip's worth is left; else never before
+ * the I/O time-out, as a try call's.  A deadline already past (or about to
+ * pass) must still try once (SPEC: like pthreads), and a try that Redis
+ * ran must not be withdrawn and called a time-out because its reply took
+ * longer than the time left: on a loaded machine or a slow network it
+ * always would. */
+uint64_t dl_round_trip_cut(uint64_t deadline);
 /* The CLOCK_MONOTONIC timespec at which a deadline in ms of dl_now_ms's
  * clock comes (for condvars, whose clock is CLOCK_MONOTONIC). */
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);

@@ -88,6 +88,28 @@ void dl_kind_keys_write(int kind, char *buf, const char *prefix, const char *nam
     }
 }
 
+size_t dl_kind_key_main_size(const char *prefix, size_t len)
+{
+    return strlen(prefix) + len + 5;          /* '{', '}', the tag's head, NUL */
+}
+
+size_t dl_kind_key_main(int kind, char *buf, const char *prefix, const char *name, size_t len)
+{
+    size_t plen = strlen(prefix), at;
+    char head[2];
+    size_t hlen = tag_head(kind, name, len, head);
+    memcpy(buf, prefix, plen);
+    at = plen;
+    buf[at++] = '{';
+    memcpy(buf + at, head, hlen);
+    at += hlen;
+    memcpy(buf + at, name, len);
+    at += len;
+    buf[at++] = '}';
+    buf[at] = 0;
+    return at;
+}
+
 /* The kind and name of a tag (tlen bytes), as dl_kind_keys_write makes
  * them; -1 for a tag it never makes. */
 static int read_tag(const char *tag, size_t tlen, int *kind, const char **name, size_t *nlen)

@@ -58,6 +58,12 @@ size_t dl_kind_keys_size(int kind, const char *prefix, size_t len);
  * points keys[k] (keylen[k]) at each. */
 void dl_kind_keys_write(int kind, char *buf, const char *prefix, const char *name, size_t len,
                         const char **keys, size_t *keylen);
+/* Bytes dl_kind_key_main needs (NUL included) for an object named name
+ * (len bytes) under prefix; its main key (keys[0], suffix "") written
+ * into buf, NUL-terminated, and its length.  The others are the main key
+ * followed by their suffix (dl_kind_keys(kind)->suffix[k]). */
+size_t dl_kind_key_main_size(const char *prefix, size_t len);
+size_t dl_kind_key_main(int kind, char *buf, const char *prefix, const char *name, size_t len);
 /* The object one of its keys belongs to: *kind, *name (pointing into key),
  * *nlen, and *which (the index of its suffix).  -1 if key is no key of an
  * object under prefix (plen bytes). */

@@ -20,6 +20,10 @@ typedef struct dl_stats {
     unsigned long watchdog_ticks;    /* watchdog wake-ups that renewed at least one hold */
     unsigned long watchdog_roundtrips; /* round trips the watchdog made (pipelined batches) */
     unsigned long renewed;           /* holds renewed */
+    unsigned long renewals_late;     /* renewals sent with less than a third of their hold's
+                                        lease left: the watchdog fell behind (watchdog.c) */
+    unsigned long watchdog_behind;   /* watchdog passes over every hold that took longer
+                                        than a tick */
     unsigned long lost;              /* holds found lost (renew or release) */
     unsigned long grants;            /* grants received by push */
     unsigned long local_handoffs;    /* holds passed between threads without Redis */

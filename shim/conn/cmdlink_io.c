@@ -69,10 +69,12 @@ static void fail_all(dl_cmd_t **cmds, size_t n, const char *msg)
  * again, which costs about as much as the round trip itself.  Only the
  * leader of a link spins, and only this long; then it blocks as usual. */
 #define DL_SPIN_US 40
+unsigned long dl_link_spin_us = DL_SPIN_US;
 
 static void spin_for_reply(dl_link_io_t *io)
 {
-    if (io->tr->pending && io->tr->pending(io->trs))
+    unsigned long spin_us = __atomic_load_n(&dl_link_spin_us, __ATOMIC_RELAXED);
+    if (!spin_us || (io->tr->pending && io->tr->pending(io->trs)))
         return;
     struct timespec t0, t;
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -82,7 +84,7 @@ static void spin_for_reply(dl_link_io_t *io)
         if (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return;           /* data, EOF or an error: the read will tell */
         clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= DL_SPIN_US)
+        if ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 >= (long)spin_us)
             return;
     }
 }

@@ -23,6 +23,11 @@
 #include "config.h"
 #include "transport.h"
 
+/* How long the leader of a link polls for a reply before it sleeps in
+ * its read (us; 40).  0: never (distlock-bench's W1nospin measures what
+ * the spin costs and saves). */
+extern unsigned long dl_link_spin_us;
+
 /* Opens a ready connection (AUTH and SELECT done) to the link's server
  * within timeout_ms; NULL with a reason in err.  dl_connect_ep is one;
  * redis-sentinel:// asks the sentinels for the master and ignores ep. */

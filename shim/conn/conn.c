@@ -54,13 +54,18 @@ dl_caps_t dl_conn_caps(const dl_conn_t *c)
     return c->be->caps;
 }
 
+unsigned dl_conn_slot(const dl_conn_t *c, const char *key, size_t len)
+{
+    return c->be->caps.slots ? dl_cluster_slot(key, len) % DL_CLUSTER_SLOTS : 0;
+}
+
 int dl_conn_together(const dl_conn_t *c, const char *const *keys, const size_t *lens, int n)
 {
     if (!c->be->caps.slots || n < 2)
         return 1;
-    unsigned slot = dl_key_slot(keys[0], lens[0]);
+    unsigned slot = dl_cluster_slot(keys[0], lens[0]);
     for (int i = 1; i < n; i++)
-        if (dl_key_slot(keys[i], lens[i]) != slot)
+        if (dl_cluster_slot(keys[i], lens[i]) != slot)
             return 0;
     return 1;
 }

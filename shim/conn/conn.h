@@ -71,6 +71,12 @@ typedef struct dl_caps {
 } dl_caps_t;
 dl_caps_t dl_conn_caps(const dl_conn_t *c);
 
+/* The hash slot of a key where keys are spread over slots (caps.slots:
+ * one script call may touch the keys of one slot only), from 0 to
+ * DL_CLUSTER_SLOTS - 1; 0 everywhere else.  Never blocks. */
+#define DL_CLUSTER_SLOTS 16384
+unsigned dl_conn_slot(const dl_conn_t *c, const char *key, size_t len);
+
 /* Whether one script call may touch every key of keys[0..n): always, but
  * where keys are spread over slots (caps.slots), only keys of one slot.
  * Never blocks. */

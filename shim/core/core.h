@@ -32,6 +32,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "dl.h"
 #include "keys.h"
@@ -42,23 +43,41 @@ typedef struct dl_core dl_core_t;
 
 /* The scripts that carry out a kind's hold: each builds the call for one
  * step of the hold's life, with the step's typed arguments and reply
- * (script/call_<name>.h).  The lock's are acquire.lua, release.lua ...
- * (prim/lock.c); a kind with other scripts gives its own builders, whose
- * calls take the same arguments and give the same replies. */
+ * (script/call_<name>.h, which the files that build or read such a call
+ * include; here only their names).  The lock's are acquire.lua,
+ * release.lua ... (prim/lock.c); a kind with other scripts gives its own
+ * builders, whose calls take the same arguments and give the same
+ * replies. */
+struct dl_acquire_args;
+struct dl_cancel_args;
+struct dl_withdraw_args;
+struct dl_renew_args;
+struct dl_touch_args;
+struct dl_release_args;
+struct dl_mark_args;
+struct dl_acquire_all_args;
+struct dl_withdraw_all_args;
+struct dl_renew_many_args;
 typedef struct dl_hold_calls {
-    void (*acquire)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_args_t *a);
-    void (*cancel)(dl_call_t *c, const dl_caller_t *who, const dl_cancel_args_t *a);
-    void (*withdraw)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
-    void (*renew)(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
-    void (*touch)(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
-    void (*release)(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
-    void (*mark)(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
+    void (*acquire)(dl_call_t *c, const dl_caller_t *who, const struct dl_acquire_args *a);
+    void (*cancel)(dl_call_t *c, const dl_caller_t *who, const struct dl_cancel_args *a);
+    void (*withdraw)(dl_call_t *c, const dl_caller_t *who, const struct dl_withdraw_args *a);
+    void (*renew)(dl_call_t *c, const dl_caller_t *who, const struct dl_renew_args *a);
+    void (*touch)(dl_call_t *c, const dl_caller_t *who, const struct dl_touch_args *a);
+    void (*release)(dl_call_t *c, const dl_caller_t *who, const struct dl_release_args *a);
+    void (*mark)(dl_call_t *c, const dl_caller_t *who, const struct dl_mark_args *a);
     /* Several holds at once, all or none (take_all.c), and the undo of
      * such a request, sent behind it on its connection should the link
      * give up on it (what that request took, nothing else); NULL both: a
      * kind whose objects are taken one at a time only. */
-    void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
-    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);
+    void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const struct dl_acquire_all_args *a);
+    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who,
+                         const struct dl_withdraw_all_args *a);
+    /* Many holds renewed in one call, each one's outcome said as renew's
+     * would be (the watchdog's batches: renew_many.lua for a lock, whose
+     * holds it names by their main keys); NULL: the watchdog renews each
+     * hold of the kind alone, with renew. */
+    void (*renew_many)(dl_call_t *c, const dl_caller_t *who, const struct dl_renew_many_args *a);
 } dl_hold_calls_t;
 
 /* A kind of object: what the registry and the hold core need to know of
@@ -88,32 +107,16 @@ typedef struct dl_kind {
     void (*recheck)(dl_core_t *o);
 } dl_kind_t;
 
-/* hold.c: the process's Redis hold, and its one talker. */
+/* hold.c: the process's Redis hold, and its one talker.  (Its flags are
+ * bytes and its words come first: a process may hold a million holds.) */
 typedef struct dl_hold {
-    int busy;                 /* a thread is talking to Redis for this object
-                                 (dl_hold_reserve, a release, a confirmation) */
-    char rmode;               /* 0, or the mode held ('w', 'r') */
     uint64_t fence;
     uint64_t rid;             /* the registration id it was taken or claimed with */
-    unsigned servers;         /* redlock: the servers that may have it (0: any) */
     unsigned long lease_ms;   /* of the Redis hold */
-    int renew;                /* the watchdog renews it (default lease) */
-    int fair;                 /* taken by a fair request */
-    int lost;                 /* Redis no longer has it (a renewal, or an
-                                 unlock's check, said so: dl_hold_lapsed) */
-    int lost_told;            /* that loss was counted and told to the program
-                                 (loss.c): once per hold */
     unsigned long seq;        /* bumped at each Redis acquisition and release */
-    int remote_waiting;       /* another process queues for it
-                                 (dl_hold_waited_on) */
     uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
-    unsigned handoffs;        /* local handoffs since remote_waiting was set */
-    int ttl_cut;              /* a linger cut the hold's Redis TTL to a claim
-                                 window (mark.c); the next renewal restores it */
     uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
                                  for a relock; the lingerer ends it then (us) */
-    int od_told;              /* the hold was taken after a lapse (Redis keeps
-                                 saying so at each claim) and its taker told */
     uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
                                  still be in Redis, and a claim of it is not
                                  told EOWNERDEAD again */
@@ -127,10 +130,27 @@ typedef struct dl_hold {
                                  asks for since (only later requests) */
     uint64_t undo_inc[2];     /* the incarnation of the object in Redis each was
                                  sent to (a semaphore's; 0 none known, locks) */
-    int undo_checks[2];       /* withdrawals left to try that may find nothing */
     uint64_t undo_at;         /* not before this (monotonic ms): the next look
                                  must come after the request may have run */
-    int undoing;              /* the watchdog is withdrawing one now (pinned) */
+    unsigned servers;         /* redlock: the servers that may have it (0: any) */
+    unsigned handoffs;        /* local handoffs since remote_waiting was set */
+    char rmode;               /* 0, or the mode held ('w', 'r') */
+    unsigned char busy;       /* a thread is talking to Redis for this object
+                                 (dl_hold_reserve, a release, a confirmation) */
+    unsigned char renew;      /* the watchdog renews it (default lease) */
+    unsigned char fair;       /* taken by a fair request */
+    unsigned char lost;       /* Redis no longer has it (a renewal, or an
+                                 unlock's check, said so: dl_hold_lapsed) */
+    unsigned char lost_told;  /* that loss was counted and told to the program
+                                 (loss.c): once per hold */
+    unsigned char remote_waiting; /* another process queues for it
+                                 (dl_hold_waited_on) */
+    unsigned char ttl_cut;    /* a linger cut the hold's Redis TTL to a claim
+                                 window (mark.c); the next renewal restores it */
+    unsigned char od_told;    /* the hold was taken after a lapse (Redis keeps
+                                 saying so at each claim) and its taker told */
+    unsigned char undoing;    /* the watchdog is withdrawing one now (pinned) */
+    signed char undo_checks[2]; /* withdrawals left to try that may find nothing */
 } dl_hold_t;
 
 /* tenure.c: how long the hold may serve without asking Redis. */
@@ -139,27 +159,28 @@ typedef struct dl_tenure {
                                  (monotonic ms): when the acquire or renewal that
                                  confirmed it was sent + the TTL it set - a drift
                                  margin.  Past it, no local reuse */
-    unsigned long cuts;       /* TTL cuts by lingers, bumped by each, and the */
-    uint64_t cut_until;       /* validity the last one left (ms): a renewal sent
-                                 before a cut confirms no more than that */
-    unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
-                                 renewals then confirm no more than that from
-                                 their sending (dl_hold_ttl) */
+    uint64_t cut_until;       /* the validity the last TTL cut (below) left (ms):
+                                 a renewal sent before a cut confirms no more
+                                 than that */
     unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
                                  that last confirmed the hold was sent: a sign of
-                                 lost state since ends the trust (dl_hold_trusted) */
+                                 lost state since ends the trust (dl_tenure_trusted) */
     uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
                                  serves other threads only while this is recent */
+    unsigned cuts;            /* TTL cuts by lingers, bumped by each */
+    unsigned cut_ttl;         /* nonzero: a linger cut this hold's TTL to it (ms);
+                                 renewals then confirm no more than that from
+                                 their sending (dl_tenure_ttl) */
 } dl_tenure_t;
 
 /* take.c: a thread waiting in Redis's queue for a grant (the subscriber
- * tells it: dl_waiter_granted, dl_waiter_recheck). */
+ * tells it: dl_take_granted, dl_take_recheck). */
 typedef struct dl_waiter {
     uint64_t regid;           /* its registration id, 0 none */
-    int granted;
     uint64_t grant_fence;
-    int grant_dead, grant_more;
-    int recheck;              /* wake-ups may have been lost: ask Redis again */
+    unsigned char granted;
+    unsigned char grant_dead, grant_more;
+    unsigned char recheck;    /* wake-ups may have been lost: ask Redis again */
 } dl_waiter_t;
 
 struct dl_core {
@@ -170,22 +191,40 @@ struct dl_core {
                                  atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     const dl_kind_t *kind;
-    char *name;
-    size_t namelen;
-    int nkeys;                /* its kind's (keys.h) */
-    const char *keys[DL_KEYS_MAX];
-    size_t keylen[DL_KEYS_MAX];
+    char *name;               /* (its main key is stored after the state, and
+                                 the name is in it: not NUL-ended) */
+    const char *key;          /* its main key (keys.h: keys[0] of its kind): */
+    uint32_t namelen;         /* what pushes name it by; a call derives the */
+    uint32_t keylen;          /* others from it (caller.h) */
+    const char **allkeys;     /* NULL; or, for a name too long for a call to
+                                 derive its keys (DL_CALL_KEYBUF), every key,
+                                 and their lengths after them
+                                 (dl_core_allkeylens) */
     pthread_mutex_t mu;       /* everything below, and the primitive's fields */
-    pthread_cond_t cv;        /* CLOCK_MONOTONIC; local waiters and grants */
+    pthread_cond_t *cv;       /* CLOCK_MONOTONIC; local waiters and grants.
+                                 Made by the first wait (dl_core_wait), under
+                                 mu: most objects are never waited on, and a
+                                 process may hold a million (48 bytes each) */
 
     dl_hold_t hold;           /* hold.c */
     dl_tenure_t tenure;       /* tenure.c */
     uint64_t renew_due;       /* watchdog.c: renew before this (monotonic ms),
                                  0: at the tick (dl_watchdog_due, _undue) */
+    unsigned wlook;           /* watchdog.c, under the process's wmu: where
+                                 the watchdog's schedule of early looks has
+                                 this object (its index + 1), 0: nowhere */
     dl_waiter_t wait;         /* take.c */
-    dl_tally_t tally;         /* counted by anyone through tally.h (atomics);
-                                 reported by metrics.c */
+    dl_tally_t *tally;        /* counted by anyone through tally.h (atomics);
+                                 reported by metrics.c.  Allocated with the
+                                 object (registry.c) only while the process
+                                 writes a metrics file, else NULL */
 };
+
+/* The lengths of o->allkeys (NULL with them). */
+static inline size_t *dl_core_allkeylens(const dl_core_t *o)
+{
+    return o->allkeys ? (size_t *)(o->allkeys + dl_kind_keys(o->kind->id)->n) : NULL;
+}
 
 /* The word for o's kind in messages ("lock"). */
 static inline const char *dl_core_what(const dl_core_t *o)
@@ -199,12 +238,31 @@ static inline const char *dl_core_qname(const dl_core_t *o, char *buf, size_t si
     return dl_quote(o->name, o->namelen, buf, size);
 }
 
-/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms). */
+/* A condition variable on CLOCK_MONOTONIC (registry.c), NULL: no memory. */
+pthread_cond_t *dl_core_cv_new(void);
+
+/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms).
+ * Its callers wait in loops on what they wait for: without memory for the
+ * cv it returns after a millisecond, as a spurious wake-up. */
 static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
 {
+    if (!o->cv && !(o->cv = dl_core_cv_new())) {
+        pthread_mutex_unlock(&o->mu);
+        struct timespec ms = { 0, 1000000 };
+        nanosleep(&ms, NULL);
+        pthread_mutex_lock(&o->mu);
+        return;
+    }
     struct timespec ts;
     dl_timespec_at(deadline, &ts);
-    pthread_cond_timedwait(&o->cv, &o->mu, &ts);
+    pthread_cond_timedwait(o->cv, &o->mu, &ts);
+}
+
+/* Wakes every thread waiting on o (o->mu held): none while o has no cv. */
+static inline void dl_core_wake(dl_core_t *o)
+{
+    if (o->cv)
+        pthread_cond_broadcast(o->cv);
 }
 
 /* Whether a thread of the process holds o, waits for it or talks to Redis

@@ -101,27 +101,30 @@ static int tally_any(const dl_tally_t *t)
  * "_other", 0 while o has counted nothing (an idle name takes no slot). */
 static int slot_of(dl_metrics_t *m, dl_core_t *o)
 {
-    if (o->tally.slot)
-        return o->tally.slot;
-    if (!tally_any(&o->tally))
+    if (!o->tally)                /* (its counters could not be allocated) */
+        return 0;
+    if (o->tally->slot)
+        return o->tally->slot;
+    if (!tally_any(o->tally))
         return 0;
     int kind = o->kind->id;
     for (int i = 0; i < m->n; i++)
         if (m->slot[i].kind == kind && m->slot[i].namelen == o->namelen &&
             memcmp(m->slot[i].name, o->name, o->namelen) == 0)
-            return o->tally.slot = i + 1;
+            return o->tally->slot = i + 1;
     char *name = m->n < DL_METRICS_NAMES ? malloc(o->namelen + 1) : NULL;
     if (!name) {
         m->other_used[kind] = 1;
-        return o->tally.slot = -1;
+        return o->tally->slot = -1;
     }
-    memcpy(name, o->name, o->namelen + 1);
+    memcpy(name, o->name, o->namelen);     /* (o's is not NUL-ended) */
+    name[o->namelen] = 0;
     mslot_t *s = &m->slot[m->n++];
     memset(s, 0, sizeof *s);
     s->kind = kind;
     s->name = name;
     s->namelen = o->namelen;
-    return o->tally.slot = m->n;
+    return o->tally->slot = m->n;
 }
 
 /* The registry frees o (its mutex held): its counts stay its name's. */
@@ -130,9 +133,9 @@ static void retire(dl_core_t *o, void *arg)
     dl_metrics_t *m = arg;
     int s = slot_of(m, o);
     if (s > 0)
-        tally_add(&m->slot[s - 1].retired, &o->tally);
+        tally_add(&m->slot[s - 1].retired, o->tally);
     else if (s < 0)
-        tally_add(&m->other_retired[o->kind->id], &o->tally);
+        tally_add(&m->other_retired[o->kind->id], o->tally);
 }
 
 static void count_obj(dl_core_t *o, void *arg)
@@ -141,9 +144,9 @@ static void count_obj(dl_core_t *o, void *arg)
     m->objects++;
     int s = slot_of(m, o);
     if (s > 0) {
-        tally_add(&m->slot[s - 1].live, &o->tally);
+        tally_add(&m->slot[s - 1].live, o->tally);
     } else if (s < 0) {
-        tally_add(&m->other_live[o->kind->id], &o->tally);
+        tally_add(&m->other_live[o->kind->id], o->tally);
         m->other_objects++;
     }
 }
@@ -405,6 +408,14 @@ static void render_process(buf_t *b, const dl_proc_t *p, const dl_metrics_t *m)
           offsetof(dl_stats_t, roundtrips) },
         { "distlock_watchdog_round_trips_total", "Round trips of the watchdog's renewals.",
           offsetof(dl_stats_t, watchdog_roundtrips) },
+        { "distlock_watchdog_renewals_late_total",
+          "Renewals the watchdog sent with less than a third of their hold's lease left: it "
+          "fell behind (Redis, or this process, did not keep up), and renewed first the holds "
+          "that expire first.",
+          offsetof(dl_stats_t, renewals_late) },
+        { "distlock_watchdog_passes_behind_total",
+          "Watchdog passes over every hold that took longer than a tick (a third of the lease).",
+          offsetof(dl_stats_t, watchdog_behind) },
         { "distlock_trust_ends_total",
           "Signs that Redis may have lost state (a dropped connection, a failover, a break).",
           offsetof(dl_stats_t, trust_ends) },

@@ -102,7 +102,7 @@ struct dl_core *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_
 {
     pthread_mutex_lock(&t->mu);
     dl_objent_t *e = malloc(sizeof *e);
-    if (!e || (t->count >= t->nbuckets && grow(t) && !t->nbuckets)) {
+    if (!e || (t->count >= 2 * t->nbuckets && grow(t) && !t->nbuckets)) {
         free(e);
         pthread_mutex_unlock(&t->mu);
         return NULL;

@@ -14,7 +14,6 @@
 #include "loss.h"
 #include "metrics.h"
 #include "notify.h"
-#include "object.h"
 #include "process.h"
 #include "trust.h"
 #include "watchdog.h"
@@ -30,6 +29,16 @@ static pthread_once_t dl_atfork_once = PTHREAD_ONCE_INIT;
  * the parent's whole state as "definitely lost" in every forked child). */
 static dl_proc_t *volatile dl_orphans[64];
 static int dl_norphans;
+
+/* What the layers above reset in a child (dl_proc_on_fork), in order. */
+static dl_fork_hook_t *fork_hooks, **fork_hooks_end = &fork_hooks;
+
+void dl_proc_on_fork(dl_fork_hook_t *h)
+{
+    h->next = NULL;
+    *fork_hooks_end = h;
+    fork_hooks_end = &h->next;
+}
 
 static void child_after_fork(void)
 {
@@ -49,7 +58,8 @@ static void child_after_fork(void)
     dl_proc = NULL;
     pthread_mutex_init(&dl_proc_mu, NULL);
     dl_trust_hook(NULL, NULL);                   /* the parent's watchdog is gone */
-    dl_obj_after_fork();
+    for (dl_fork_hook_t *h = fork_hooks; h; h = h->next)
+        h->fn();
     dl_loss_after_fork();
     memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
     dl_tid_forget();
@@ -114,6 +124,7 @@ static dl_proc_t *create(int *err)
         return NULL;
     }
     dl_registry_init(&p->reg);
+    dl_watchdog_init(p);
     dl_objtab_init(&p->objs);
     pthread_mutex_init(&p->nmu, NULL);
     pthread_mutex_init(&p->wmu, NULL);
@@ -168,13 +179,14 @@ int dl_proc_start(void)
 
 dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o)
 {
-    dl_caller_t who = { o->keys, o->keylen, p->chanprefix, p->chanprefix_len, p->token };
+    dl_caller_t who = { (const char *const *)o->allkeys, dl_core_allkeylens(o), p->chanprefix,
+                        p->chanprefix_len, p->token, o->key, o->keylen, o->kind->id };
     /* On a cluster: the channel of o's slot, so that its pushes stay in
      * the slot's shard (channel.h); the classic prefix only for want of
      * memory (the push then reaches nobody: waiters ask again). */
     if (dl_chans_by_slot(p->chans)) {
         size_t len;
-        const char *pre = dl_chans_prefix(p->chans, o->keys[0], o->keylen[0], &len);
+        const char *pre = dl_chans_prefix(p->chans, o->key, o->keylen, &len);
         if (pre) {
             who.chanprefix = pre;
             who.chanprefix_len = len;

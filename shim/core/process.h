@@ -9,7 +9,7 @@
  * process.c creates the state and resets it in a forked child; the
  * subscriber's fields below belong to notify.c, the watchdog's to
  * watchdog.c, the lingerer's to lingerer.c.  (The lock objects' calls are
- * in object.h.)
+ * in object.h, which resets its own state in a child: dl_proc_on_fork.)
  */
 #ifndef DL_PROCESS_H
 #define DL_PROCESS_H
@@ -25,6 +25,13 @@
 
 /* The metrics file's state (metrics.c). */
 typedef struct dl_metrics dl_metrics_t;
+
+/* An early look the watchdog is to take at an object (watchdog.c): at
+ * `at` (monotonic us), before the next regular tick. */
+typedef struct dl_wlook {
+    uint64_t at;
+    dl_core_t *o;
+} dl_wlook_t;
 
 /* A lingering hold the lingerer watches, and when its linger ends (us). */
 typedef struct dl_linger {
@@ -63,8 +70,13 @@ typedef struct dl_proc {
     pthread_mutex_t wmu;
     pthread_cond_t wcv;
     int wstarted;
-    uint64_t wnext;           /* when the watchdog must look next (monotonic us:
-                                 a renew_due or a lingering hold), or DL_FOREVER */
+    uint64_t wnext;           /* when the watchdog was asked to look next, besides
+                                 its schedule (monotonic us), or DL_FOREVER */
+    uint64_t wsleep;          /* until when it sleeps now (us), 0 while it works */
+    dl_wlook_t *wlooks;       /* its schedule of early looks at objects (a
+                                 renew_due, a linger's end, an undo, a retry):
+                                 a min-heap by time; o->wlook says where */
+    size_t nwlooks, capwlooks;
     void *wbuf[2];            /* the watchdog's buffers, owned by its thread */
     int wall;                 /* a sign of lost state (trust.h): renew every
                                  hold at once, not at the next tick */
@@ -92,6 +104,18 @@ dl_proc_t *dl_proc_get(int *err);
  * the fork handlers registered ahead of the program's).  0, or EINVAL /
  * ENOMEM with dist_lasterror set. */
 int dl_proc_start(void);
+
+/* A function run in a forked child as the library's state is reset there
+ * (by the library's handler, before any the program registered), for a
+ * file above the core whose state a thread of the parent may have held
+ * (api/object.c's mutex): the core calls up only through such hooks.
+ * The hook is the caller's (static); registered from a constructor, at
+ * load time, on one thread; run in the order registered. */
+typedef struct dl_fork_hook {
+    void (*fn)(void);
+    struct dl_fork_hook *next;    /* process.c's */
+} dl_fork_hook_t;
+void dl_proc_on_fork(dl_fork_hook_t *h);
 
 /* The process p calling a script on its object o: o's keys, p's channel
  * prefix and token (calls.h). */

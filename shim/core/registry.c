@@ -34,6 +34,8 @@ void dl_registry_init(dl_registry_t *r)
     r->retire_arg = NULL;
     r->made = r->gone = NULL;
     r->watch_arg = NULL;
+    r->unwatch = NULL;
+    r->unwatch_arg = NULL;
 }
 
 static int grow(dl_registry_t *r)
@@ -57,37 +59,61 @@ static int grow(dl_registry_t *r)
 
 static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *name, size_t len)
 {
-    dl_core_t *o = calloc(1, kind->size);
+    /* One allocation: the state, then its main key (its name is in it).  The
+     * other keys are derived by each call (caller.h); only a name too long
+     * for that has them all, in a buffer of their own. */
+    size_t all = dl_kind_keys_size(kind->id, prefix, len);
+    dl_core_t *o = calloc(1, kind->size + dl_kind_key_main_size(prefix, len));
     if (!o)
         return NULL;
-    /* One buffer for the name and all its kind's keys (keys.h). */
-    size_t total = len + 1 + dl_kind_keys_size(kind->id, prefix, len);
-    char *buf = malloc(total);
-    if (!buf) {
+    if (all > DL_CALL_KEYBUF) {
+        int n = dl_kind_keys(kind->id)->n;
+        char *m = malloc((size_t)n * (sizeof(char *) + sizeof(size_t)) + all);
+        if (!m) {
+            free(o);
+            return NULL;
+        }
+        o->allkeys = (const char **)m;          /* (their lengths after them) */
+        dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
+                           name, len, o->allkeys, (size_t *)(m + (size_t)n * sizeof(char *)));
+    }
+    /* Counters only for a process that writes them (tally.h). */
+    if (dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) {
+        free(o->allkeys);
         free(o);
         return NULL;
     }
+    /* The main key is PREFIX{HEAD NAME} (keys.h): the name is the len
+     * bytes before its '}', and is not stored again (nor ended by a NUL:
+     * every use of it goes by namelen). */
+    char *key = (char *)o + kind->size;
     o->kind = kind;
-    o->name = buf;
-    memcpy(buf, name, len);
-    buf[len] = 0;
+    o->key = key;
+    o->keylen = dl_kind_key_main(kind->id, key, prefix, name, len);
+    o->name = key + o->keylen - 1 - len;
     o->namelen = len;
-    o->nkeys = dl_kind_keys(kind->id)->n;
-    dl_kind_keys_write(kind->id, buf + len + 1, prefix, name, len, o->keys, o->keylen);
     pthread_mutex_init(&o->mu, NULL);
+    return o;
+}
+
+pthread_cond_t *dl_core_cv_new(void)
+{
+    pthread_cond_t *cv = malloc(sizeof *cv);
+    if (!cv)
+        return NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&o->cv, &ca);
+    pthread_cond_init(cv, &ca);
     pthread_condattr_destroy(&ca);
-    return o;
+    return cv;
 }
 
 dl_core_t *dl_registry_get(dl_registry_t *r, const dl_kind_t *kind, const char *prefix,
                            const char *name, size_t len)
 {
     pthread_mutex_lock(&r->mu);
-    if (r->count >= r->nbuckets && grow(r) && !r->nbuckets) {
+    if (r->count >= 2 * r->nbuckets && grow(r) && !r->nbuckets) {
         pthread_mutex_unlock(&r->mu);
         return NULL;
     }
@@ -124,11 +150,17 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
             r->retire(o, r->retire_arg);
         if (r->gone)
             r->gone(o, r->watch_arg);
+        if (r->unwatch)
+            r->unwatch(o, r->unwatch_arg);
         pthread_mutex_destroy(&o->mu);
-        pthread_cond_destroy(&o->cv);
+        if (o->cv) {
+            pthread_cond_destroy(o->cv);
+            free(o->cv);
+        }
         if (o->kind->fini)
             o->kind->fini(o);
-        free(o->name);
+        free(o->tally);
+        free(o->allkeys);
         free(o);
     }
     pthread_mutex_unlock(&r->mu);
@@ -185,6 +217,29 @@ void dl_registry_walk(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg),
 void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), void *arg)
 {
     dl_registry_walk(r, fn, NULL, arg);
+}
+
+int dl_registry_walk_part(dl_registry_t *r, dl_registry_cursor_t *cur, size_t buckets,
+                          void (*fn)(dl_core_t *o, void *arg), void *arg)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!cur->base)
+        cur->base = r->nbuckets;
+    /* The table only doubles, and an object's bucket is its hash masked by
+     * the table's size: the objects of bucket j when the walk began are
+     * now in buckets j, j + base, j + 2 base ...  Visiting those together
+     * visits each object once, however often the table grew. */
+    size_t end = cur->at + buckets < cur->base ? cur->at + buckets : cur->base;
+    for (; cur->at < end; cur->at++)
+        for (size_t b = cur->at; b < r->nbuckets; b += cur->base)
+            for (dl_core_t *o = r->buckets[b]; o; o = o->next) {
+                pthread_mutex_lock(&o->mu);
+                fn(o, arg);
+                pthread_mutex_unlock(&o->mu);
+            }
+    int more = cur->at < cur->base;
+    pthread_mutex_unlock(&r->mu);
+    return more;
 }
 
 size_t dl_registry_count(dl_registry_t *r)

@@ -36,7 +36,17 @@ typedef struct dl_registry {
     void (*made)(dl_core_t *o, void *arg);
     void (*gone)(dl_core_t *o, void *arg);
     void *watch_arg;
+    /* Told of each object about to be freed, registry mutex held (the
+     * watchdog's schedule forgets it: core/watchdog.c); NULL: nobody. */
+    void (*unwatch)(dl_core_t *o, void *arg);
+    void *unwatch_arg;
 } dl_registry_t;
+
+/* Where a walk in parts (dl_registry_walk_part) is: start it at {0}. */
+typedef struct dl_registry_cursor {
+    size_t base;              /* the number of buckets when the walk began */
+    size_t at;                /* the next bucket of those to visit */
+} dl_registry_cursor_t;
 
 void dl_registry_init(dl_registry_t *r);
 /* The object of that kind and name (created if needed, its keys built
@@ -65,6 +75,15 @@ void dl_registry_each(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg), voi
  * between them). */
 void dl_registry_walk(dl_registry_t *r, void (*fn)(dl_core_t *o, void *arg),
                       void (*end)(void *arg), void *arg);
+/* Part of a walk: calls fn(o, arg) as dl_registry_each does for the
+ * objects of the next `buckets` buckets, holding the registry mutex for
+ * that part only (a walk over a million objects does not keep every lock
+ * call of the process waiting meanwhile).  Returns 1 while objects remain
+ * to visit.  Every object that exists for the whole walk is visited
+ * exactly once, however the table grows between the parts; one created or
+ * freed meanwhile may be visited or not. */
+int dl_registry_walk_part(dl_registry_t *r, dl_registry_cursor_t *cur, size_t buckets,
+                          void (*fn)(dl_core_t *o, void *arg), void *arg);
 /* How many objects there are now. */
 size_t dl_registry_count(dl_registry_t *r);
 /* Finds the object whose main key is key (pushes name an object by it),

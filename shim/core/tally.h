@@ -53,8 +53,8 @@ static inline int dl_tally_on(void)
 
 /* Adds n to a counter of o's (a field of dl_tally_t), when counting. */
 #define DL_TALLY_ADD(o, field, n) do { \
-        if (dl_tally_on()) \
-            __atomic_fetch_add(&(o)->tally.field, (unsigned long)(n), __ATOMIC_RELAXED); \
+        if (dl_tally_on() && (o)->tally) \
+            __atomic_fetch_add(&(o)->tally->field, (unsigned long)(n), __ATOMIC_RELAXED); \
     } while (0)
 
 /* When a timed span starts: now (us), or 0 when not counting. */

@@ -11,6 +11,9 @@
 
 #include "process.h"
 
+/* At the process's creation, before any object: the registry tells the
+ * watchdog of each object it frees. */
+void dl_watchdog_init(dl_proc_t *p);
 /* Starts the renewing thread if needed.  Never blocks. */
 void dl_watchdog_ensure(dl_proc_t *p);
 /* Asks for o's hold to be renewed by `due` (monotonic ms), before the next

@@ -8,6 +8,12 @@
 
 #include "holds.h"
 
+/* h's runs: in h while it has room for one. */
+static dl_run_t *runs_of(dl_holder_t *h)
+{
+    return h->cap > 1 ? h->runs.many : &h->runs.one;
+}
+
 dl_holder_t *dl_holder_find(dl_lock_t *l, pid_t tid)
 {
     for (int i = 0; i < l->nholders; i++)
@@ -21,8 +27,18 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     dl_holder_t *h = dl_holder_find(l, tid);
     if (!h) {
         if (l->nholders == l->capholders) {
-            int cap = l->capholders ? l->capholders * 2 : 4;
-            dl_holder_t *n = realloc(l->holders, (size_t)cap * sizeof *n);
+            /* One to start with, in the lock: a lock is mostly held by one
+             * thread at a time, and a process may hold a million of them. */
+            int cap = l->capholders ? l->capholders * 2 : 1;
+            dl_holder_t *n;
+            if (cap == 1) {
+                n = &l->holder1;
+            } else if (l->holders == &l->holder1) {
+                if ((n = malloc((size_t)cap * sizeof *n)))
+                    memcpy(n, &l->holder1, sizeof *n);
+            } else {
+                n = realloc(l->holders, (size_t)cap * sizeof *n);
+            }
             if (!n)
                 return ENOMEM;
             l->holders = n;
@@ -37,24 +53,29 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     unsigned *count = mode == 'w' ? &h->wcount : &h->rcount;
     if (*count == UINT_MAX)
         return EAGAIN;
-    if (h->nruns && h->runs[h->nruns - 1].mode == mode) {
-        h->runs[h->nruns - 1].count++;
+    if (h->nruns && runs_of(h)[h->nruns - 1].mode == mode) {
+        runs_of(h)[h->nruns - 1].count++;
     } else {
         if (h->nruns == h->cap) {
-            int cap = h->cap ? h->cap * 2 : 2;
-            dl_run_t *n = realloc(h->runs, (size_t)cap * sizeof *n);
-            if (!n) {
-                if (!h->nruns) {      /* do not leave an empty record behind */
-                    free(h->runs);
-                    *h = l->holders[--l->nholders];
-                }
-                return ENOMEM;
+            /* The first run in h (a new holder never fails here), then
+             * in memory of their own. */
+            int cap = h->cap > 1 ? h->cap * 2 : h->cap + 1;
+            dl_run_t *n = NULL;
+            if (cap == 2) {
+                if ((n = malloc((size_t)cap * sizeof *n)))
+                    n[0] = h->runs.one;
+            } else if (cap > 2) {
+                n = realloc(h->runs.many, (size_t)cap * sizeof *n);
             }
-            h->runs = n;
+            if (cap > 1 && !n)
+                return ENOMEM;        /* (h has a run: not an empty record) */
+            if (n)
+                h->runs.many = n;
             h->cap = cap;
         }
-        h->runs[h->nruns].mode = mode;
-        h->runs[h->nruns].count = 1;
+        dl_run_t *r = &runs_of(h)[h->nruns];
+        r->mode = mode;
+        r->count = 1;
         h->nruns++;
     }
     (*count)++;
@@ -70,7 +91,7 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lap
     *od = 0;
     if (!h || !h->nruns)
         return 0;
-    dl_run_t *run = &h->runs[h->nruns - 1];
+    dl_run_t *run = &runs_of(h)[h->nruns - 1];
     char mode = run->mode;
     if (--run->count == 0)
         h->nruns--;
@@ -82,7 +103,8 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lap
         *since = h->since;
         *lapsed = h->lapsed;
         *od = h->od;
-        free(h->runs);
+        if (h->cap > 1)
+            free(h->runs.many);
         *h = l->holders[--l->nholders];
         *last = 1;
     }

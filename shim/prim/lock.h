@@ -33,32 +33,37 @@ typedef struct dl_run {
     unsigned count;
 } dl_run_t;
 
-/* One thread's holds on one lock, most recent last. */
+/* One thread's holds on one lock, most recent last.  (48 bytes, a run
+ * in it: a process may hold a million locks, each by one thread.) */
 typedef struct dl_holder {
     pid_t tid;
     unsigned wcount, rcount;
-    uint64_t fence;           /* the process's Redis hold this thread's holds are
-                                 in (its fence when the thread's first hold
-                                 began): another thread's retake of a lost hold
-                                 leaves it behind, and its unlock says ENOLCK */
-    dl_run_t *runs;
-    int nruns, cap;
-    uint64_t since;           /* when its first hold began (us; 0 when the
-                                 metrics file is off: tally.h) */
-    int lapsed;               /* this thread's section (from its first hold to
+    int nruns, cap;           /* cap 0 or 1: the run is runs.one, in here;
+                                 more: runs.many (holds.c) */
+    unsigned char lapsed;     /* this thread's section (from its first hold to
                                  the unlock that ends it) has seen a lapse: a
                                  hold its holds were in was lost and taken anew
                                  (a relock's EOWNERDEAD), or the lapse came
                                  through a condition wait.  The unlock that
                                  ends the section says ENOLCK (holds.c: set by
                                  dl_holder_moved, read by dl_holder_pop) */
-    int od;                   /* a lock call of this thread's section through a
+    unsigned char od;         /* a lock call of this thread's section through a
                                  robust object (DIST_MUTEX_ROBUST) returned
                                  EOWNERDEAD, and dist_mutex_consistent has not
                                  been called since: the unlock that ends the
                                  section leaves the lock unrecoverable (lock.c:
                                  set by dl_holder_owner_dead, cleared by
                                  dl_lock_consistent, read by dl_holder_pop) */
+    uint64_t fence;           /* the process's Redis hold this thread's holds are
+                                 in (its fence when the thread's first hold
+                                 began): another thread's retake of a lost hold
+                                 leaves it behind, and its unlock says ENOLCK */
+    union {
+        dl_run_t one;
+        dl_run_t *many;
+    } runs;
+    uint64_t since;           /* when its first hold began (us; 0 when the
+                                 metrics file is off: tally.h) */
 } dl_holder_t;
 
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
@@ -66,9 +71,11 @@ typedef struct dl_holder {
 typedef struct dl_lock {
     dl_core_t core;           /* first: the registry's entry is the lock */
 
-    /* holds.c: each thread's stack of holds. */
+    /* holds.c: each thread's stack of holds; the first thread's in the
+     * lock (holders is &holder1 while capholders is 1). */
     dl_holder_t *holders;
     int nholders, capholders;
+    dl_holder_t holder1;
 
     /* lock.c: local admission and handoff. */
     pid_t writer;             /* thread holding write locally, 0 none */
@@ -122,7 +129,7 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
  * nothing.  Never blocks. */
 int dl_lock_hold_lost(dl_lock_t *l);
 /* The time left of the caller's hold as last confirmed (core/tenure.c,
- * dl_hold_lease): 0, ENOLCK, EPERM when it holds nothing.  Never blocks. */
+ * dl_tenure_lease): 0, ENOLCK, EPERM when it holds nothing.  Never blocks. */
 int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left);
 
 /* --- for several locks at once (lockall.c) --- */

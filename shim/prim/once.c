@@ -25,6 +25,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_once_check.h"
+#include "call_once_done.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_renew_many.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -40,7 +50,7 @@ static const char *qname(dl_once_t *ob, char *buf, size_t size)
 static void complete(dl_once_t *ob)
 {
     __atomic_store_n(&ob->done, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
 }
 
 /* Has it completed?  1 yes, 0 no, -1 EIO (worded).  o->mu not held. */
@@ -51,12 +61,12 @@ static int ask_done(dl_proc_t *p, dl_once_t *ob)
     dl_call_t c;
     dl_call_once_check(&c, &who);
     DL_TALLY_ADD(&ob->core, roundtrips, 1);
-    if (dl_script_run(p->conn, &c, 1) || c.reply.once_check.done < 0) {
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, once_check).done < 0) {
         dl_fail(EIO, "once %s: %s", qname(ob, q, sizeof q),
                 c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
         return -1;
     }
-    return c.reply.once_check.done;
+    return DL_REPLY(&c, once_check).done;
 }
 
 /* o->mu held: the running state goes back to Redis (released, so that the
@@ -94,7 +104,7 @@ static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
     } else if (g.maybe) {
         dl_hold_undo_later(p, o, 'w', g.rid);
     }
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     *dead = rc == EOWNERDEAD;
     if (rc == 0 || rc == EOWNERDEAD)
@@ -124,7 +134,7 @@ static void cancelled(void *arg)
     give_back(x->p, ob);
     ob->active = 0;
     ob->inside--;
-    pthread_cond_broadcast(&ob->core.cv);
+    dl_core_wake(&ob->core);
     pthread_mutex_unlock(&ob->core.mu);
 }
 
@@ -144,13 +154,13 @@ static int keep_done(dl_proc_t *p, dl_once_t *ob)
     dl_call_t c;
     dl_call_once_done(&c, &who, &a);
     DL_TALLY_ADD(o, roundtrips, 1);
-    if (dl_script_run(p->conn, &c, 1) || c.reply.once_done.result < 0) {
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, once_done).result < 0) {
         dl_fail(EIO, "once %s: the routine completed here, but Redis could not be told (%s); "
                 "another process may run it again", qname(ob, q, sizeof q),
                 c.cmd.err ? c.cmd.errmsg : "unexpected reply");
         return -1;
     }
-    return c.reply.once_done.result;
+    return DL_REPLY(&c, once_done).result;
 }
 
 /* This thread holds the running state: runs the routine and keeps its
@@ -264,7 +274,7 @@ int dl_once_run(dl_proc_t *p, dl_once_t *ob, void (*routine)(void))
     rc = attempt(p, ob, routine);
     pthread_mutex_lock(&o->mu);
     ob->active = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     ob->inside--;
     pthread_mutex_unlock(&o->mu);
@@ -285,6 +295,7 @@ static const dl_hold_calls_t once_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = NULL,
+    .renew_many = dl_call_renew_many,
 };
 
 /* The routine runs: the hold is in use. */
@@ -313,7 +324,7 @@ static void once_woken(dl_core_t *o, uint64_t regid)
 {
     (void)regid;
     __atomic_store_n(&dl_once_of(o)->stop, 1, __ATOMIC_RELEASE);
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 }
 
 const dl_kind_t dl_once_kind = {

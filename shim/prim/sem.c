@@ -21,12 +21,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_renew.h"
+#include "call_sem_cancel.h"
+#include "call_sem_open.h"
+#include "call_sem_post.h"
+#include "call_sem_renew.h"
+#include "call_sem_unlink.h"
+#include "call_sem_value.h"
+#include "call_sem_wait.h"
+#include "call_sem_withdraw.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
 #include "loss.h"
 #include "notify.h"
 #include "sem.h"
+#include "sem_calls.h"
 #include "take.h"
 #include "tenure.h"
 #include "trust.h"
@@ -63,10 +74,10 @@ static void lapse_all(dl_sem_t *s, const char *why);
 static int gone_code(dl_sem_t *s)
 {
     char q[96];
-    return dl_fail(ENOLCK, "semaphore %s: Redis lost the semaphore this process used (a "
-                   "restart without persistence, a flush, eviction) and may have made it anew "
-                   "with its first value; destroy and initialize it again to use that one",
-                   qname(s, q, sizeof q));
+    return dl_fail(ENOLCK, "semaphore %s: the semaphore this process used is gone from Redis "
+                   "(a restart without persistence, a flush, eviction, or a reset by distlock "
+                   "break) and may have been made anew with its first value; destroy and "
+                   "initialize it again to use that one", qname(s, q, sizeof q));
 }
 
 /* o->mu held: Redis lost the semaphore the process used; told once.  Its
@@ -100,9 +111,9 @@ static int found_lost(dl_sem_t *s)
     if (!s->gone) {
         s->gone = 1;
         dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a restart "
-               "without persistence, a flush, eviction, or 30 days unused): its count may "
-               "have started again; every call on it returns ENOLCK until it is destroyed and "
-               "initialized again", qname(s, q, sizeof q));
+               "without persistence, a flush, eviction, or 30 days unused), or distlock break "
+               "reset it: its count may have started again; every call on it returns ENOLCK "
+               "until it is destroyed and initialized again", qname(s, q, sizeof q));
         tell_lost(s);
     }
     return gone_code(s);
@@ -125,8 +136,9 @@ static void adopt(dl_sem_t *s, uint64_t inc)
     if (s->inc && s->inc != inc) {
         if (!s->gone) {
             dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a "
-                   "restart without persistence, a flush, eviction, or 30 days unused); "
-                   "initialized again, the process now uses the one Redis has",
+                   "restart without persistence, a flush, eviction, or 30 days unused), or "
+                   "distlock break reset it; initialized again, the process now uses the one "
+                   "Redis has",
                    qname(s, q, sizeof q));
             tell_lost(s);
         }
@@ -149,7 +161,7 @@ static void talk(dl_sem_t *s)
 static void untalk(dl_sem_t *s)
 {
     s->talking = 0;
-    pthread_cond_broadcast(&s->core.cv);
+    dl_core_wake(&s->core);
 }
 
 /* o->mu held, talking: the next operation's id. */
@@ -194,7 +206,7 @@ static int replicated(dl_proc_t *p, dl_sem_t *s, const char *what)
     if (!p->cfg.wait_replicas)
         return 0;
     pthread_mutex_unlock(&s->core.mu);
-    int rc = dl_conn_wait(p->conn, s->core.keys[0], s->core.keylen[0], err, sizeof err);
+    int rc = dl_conn_wait(p->conn, s->core.key, s->core.keylen, err, sizeof err);
     pthread_mutex_lock(&s->core.mu);
     return rc ? dl_fail(EIO, "semaphore %s: %s; %s", qname(s, q, sizeof q), err, what) : 0;
 }
@@ -222,9 +234,9 @@ static int settle(dl_proc_t *p, dl_sem_t *s)
                        qname(s, q, sizeof q), c.cmd.errmsg, what == 'r' ? "post" : "wait");
     if (s->pend == what && s->pend_id == id)
         s->pend = 0;
-    if (c.reply.withdraw.result == DL_SEM_LOST)
+    if (DL_REPLY(&c, withdraw).result == DL_SEM_LOST)
         return found_lost(s);
-    if (what == 'r' && c.reply.withdraw.result == -4)
+    if (what == 'r' && DL_REPLY(&c, withdraw).result == -4)
         dl_log(DL_LOG_WARN, "semaphore %s: a post that got no reply could not be made: the value "
                "is INT_MAX", qname(s, q, sizeof q));
     return 0;
@@ -273,7 +285,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     dl_core_t *o = &s->core;
     char q[96];
     unsigned long lease = p->cfg.lease_ms;
-    uint64_t valid_until = dl_hold_valid_until(sent, lease);
+    uint64_t valid_until = dl_tenure_valid_until(sent, lease);
     if (dl_now_ms() >= valid_until || epoch != dl_trust_epoch()) {
         int late = dl_now_ms() >= valid_until;
         dl_caller_t who = dl_caller(p, o);
@@ -289,14 +301,14 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
                            late ? "Redis answered after its validity"
                                 : "Redis may have lost state meanwhile", c.cmd.errmsg);
         }
-        if (c.reply.renew.held != 1) {
+        if (DL_REPLY(&c, renew).held != 1) {
             dl_log(DL_LOG_INFO, "semaphore %s: %s; asking again", qname(s, q, sizeof q),
                    late ? "Redis answered after the permit's validity ended"
                         : "Redis lost the permit while the call was under way");
             lapse_all(s, "Redis lost them");
             return EAGAIN;
         }
-        valid_until = dl_hold_valid_until(sent, lease);
+        valid_until = dl_tenure_valid_until(sent, lease);
     }
     /* A hold in Redis that is not the one we had: ours lapsed, with its
      * permits (the watchdog may not have noticed yet). */
@@ -310,7 +322,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
         dl_hold_watch(p, o, 0);
         s->lapse_told = 0;
     } else {
-        dl_hold_confirmed(o, sent, o->tenure.cuts, epoch, 1);
+        dl_tenure_confirmed(o, sent, o->tenure.cuts, epoch, 1);
     }
     s->permits = r->count > 0 ? (unsigned)r->count : s->permits + 1;
     return 0;
@@ -332,11 +344,10 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         .op = { rq->kind, rq->value, id, inc }, .wait = wait,
         .waiter_ttl_ms = dl_claim_window(p->cfg.lease_ms), .lease_ms = p->cfg.lease_ms,
         .info = info, .infolen = infolen });
-    /* A timed wait waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        uint64_t soonest = dl_now_ms() + 50;   /* (a round trip's worth at least) */
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed wait waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as trywait. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending it, the
      * server may run it when it resumes: its withdrawal runs right after. */
     dl_call_sem_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = id,
@@ -347,10 +358,12 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
         if (c.cmd.sent)
             pending(p, s, 'w', id, inc);
         if (c.deadline && dl_now_ms() >= c.deadline)
-            return ETIMEDOUT;
+            return dl_fail(ETIMEDOUT, "semaphore %s: timed out (Redis did not answer by the "
+                           "deadline; a permit the request may take is given back)",
+                           qname(s, q, sizeof q));
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
-    *r = c.reply.sem_wait;
+    *r = DL_REPLY(&c, sem_wait);
     if (r->got >= 0)
         learn(s, r->inc);
     switch (r->got) {
@@ -437,7 +450,7 @@ static void give_up(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, uint64_t 
             .op = { rq->kind, rq->value, next_id(p), inc }, .upto = last });
         if (run(p, s, &c, NULL))
             pending(p, s, 'w', last, inc);
-        else if (c.reply.sem_cancel.result == DL_SEM_LOST)
+        else if (DL_REPLY(&c, sem_cancel).result == DL_SEM_LOST)
             found_lost(s);        /* (its next call says so) */
     }
     untalk(s);
@@ -459,7 +472,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         dl_sem_wait_reply_t r;
         if (rc == 0) {
             uint64_t id = next_id(p);
-            dl_waiter_listen(o, id);
+            dl_take_listen(o, id);
             rc = ask(p, s, rq, 1, id, &r);
             last = id;
         }
@@ -482,7 +495,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
             nap = (uint64_t)r.nap_ms + 1;
         uint64_t now = dl_now_ms();
         uint64_t until = now + nap < rq->deadline ? now + nap : rq->deadline;
-        pushed = dl_waiter_sleep(o, until, rq->stop);
+        pushed = dl_take_sleep(o, until, rq->stop);
         slept = 1;
         if (!pushed && over(rq)) {
             give_up(p, s, rq, last);
@@ -502,8 +515,12 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = gone_code(s);
         goto out;
     }
-    if (rq->try_only) {
+    if (rq->try_only || over(rq)) {
+        /* A deadline already past: one try (never queued), as trywait;
+         * its EAGAIN is the time-out. */
         rc = try_once(p, s, rq);
+        if (rc == EAGAIN && !rq->try_only)
+            rc = over_code(s, rq);
         goto out;
     }
     /* One thread of the process waits in Redis's queue (the core's one
@@ -539,9 +556,9 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     pthread_mutex_lock(&o->mu);
     if (rc == 0)
         rc = wait_in_queue(p, s, rq);
-    dl_waiter_leave(o);
+    dl_take_leave(o);
     s->waiter = 0;
-    pthread_cond_broadcast(&o->cv);
+    dl_core_wake(o);
 out:
     s->inside--;
     pthread_mutex_unlock(&o->mu);
@@ -563,6 +580,44 @@ static void one_fewer(dl_sem_t *s)
 {
     if (s->permits && --s->permits == 0 && s->core.hold.rmode)
         dl_hold_dropped(&s->core);
+}
+
+/* o->mu held, this thread the talker: one post (sem_post.lua, the
+ * operation op), of a permit of the process's leased hold (kind 'l') or
+ * of the value; its answer in *r.  0, or EIO: perhaps made, perhaps not, the post is kept
+ * and made once Redis answers (before the process's next operation on
+ * the semaphore, or by its watchdog), and never twice; a leased permit is
+ * given back as far as the process goes. */
+static int send_post(dl_proc_t *p, dl_sem_t *s, const dl_sem_op_t *op,
+                     dl_sem_post_reply_t *r)
+{
+    dl_core_t *o = &s->core;
+    char q[96];
+    int leased = op->kind == 'l';
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
+        .op = *op, .fence = leased ? o->hold.fence : 0 });
+    /* The watchdog must not take a renewal that finds the hold just ended
+     * by this post for a loss. */
+    if (leased)
+        dl_hold_reserve(o);
+    int rc = run(p, s, &c, NULL);
+    if (leased)
+        dl_hold_unreserve(o);
+    if (rc == 0) {
+        *r = DL_REPLY(&c, sem_post);
+        if (r->result >= 0)
+            learn(s, r->inc);
+        return 0;
+    }
+    pending(p, s, 'r', op->id, op->inc);
+    if (!leased)
+        return dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
+                       "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
+    one_fewer(s);
+    return dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
+                   qname(s, q, sizeof q), c.cmd.errmsg);
 }
 
 static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
@@ -598,27 +653,10 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return post_leased(p, s, kind, value);
     }
-    uint64_t id = next_id(p), inc = s->inc;
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
-        .op = { kind, value, id, inc }, .fence = o->hold.fence });
-    /* The watchdog must not take a renewal that finds the hold just ended
-     * by this post for a loss. */
-    dl_hold_reserve(o);
-    rc = run(p, s, &c, NULL);
-    dl_hold_unreserve(o);
-    if (rc) {
-        /* Given back as far as the process goes: the post is made once
-         * Redis answers (settle, or the watchdog), and never twice. */
-        pending(p, s, 'r', id, inc);
-        one_fewer(s);
-        rc = dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
-                     qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        if (c.reply.sem_post.result >= 0)
-            learn(s, c.reply.sem_post.inc);
-        switch (c.reply.sem_post.result) {
+    dl_sem_op_t op = { kind, value, next_id(p), s->inc };
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, &op, &r)) == 0) {
+        switch (r.result) {
         case DL_SEM_LOST:
             rc = found_lost(s);
             if (s->lapsed)
@@ -629,7 +667,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             one_fewer(s);
             /* Not on the replicas: made again (once) wherever Redis is. */
             if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
-                pending(p, s, 'r', id, inc);
+                pending(p, s, 'r', op.id, op.inc);
             break;
         case 0:
             lapse_all(s, "found gone by this post");
@@ -637,7 +675,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             rc = lapsed_code(s);
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, r.other);
             break;
         case -3:
             one_fewer(s);             /* (cannot be: ours go one at a time) */
@@ -653,7 +691,6 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 
 static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
-    dl_core_t *o = &s->core;
     char q[96];
     talk(s);
     int rc = settle(p, s);
@@ -661,28 +698,17 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return rc;
     }
-    uint64_t id = next_id(p), inc = s->inc;
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){ .op = { kind, value, id, inc } });
-    if (run(p, s, &c, NULL)) {
-        /* Perhaps made, perhaps not: kept, and made once Redis answers
-         * (before this process's next operation on the semaphore, or by
-         * its watchdog), exactly once. */
-        pending(p, s, 'r', id, inc);
-        rc = dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
-                     "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        if (c.reply.sem_post.result >= 0)
-            learn(s, c.reply.sem_post.inc);
-        switch (c.reply.sem_post.result) {
+    dl_sem_op_t op = { kind, value, next_id(p), s->inc };
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, &op, &r)) == 0) {
+        switch (r.result) {
         case DL_SEM_LOST:
             rc = found_lost(s);
             break;
         case 1:
         case 2:
             if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
-                pending(p, s, 'r', id, inc);
+                pending(p, s, 'r', op.id, op.inc);
             break;
         case -3:
             break;
@@ -691,7 +717,7 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
                          qname(s, q, sizeof q));
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, r.other);
             break;
         default:
             rc = unexpected(s);
@@ -729,20 +755,20 @@ int dl_sem_getvalue(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, int *o
     s->inside++;
     int rc = run(p, s, &c, NULL), lost = 0;
     s->inside--;
-    if (!rc && c.reply.sem_value.result == DL_SEM_LOST)
+    if (!rc && DL_REPLY(&c, sem_value).result == DL_SEM_LOST)
         lost = found_lost(s);
-    else if (!rc && c.reply.sem_value.result == 1)
-        learn(s, c.reply.sem_value.inc);
+    else if (!rc && DL_REPLY(&c, sem_value).result == 1)
+        learn(s, DL_REPLY(&c, sem_value).inc);
     pthread_mutex_unlock(&o->mu);
     if (lost)
         return lost;
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    if (c.reply.sem_value.result == -2)
-        return other_kind(s, kind, c.reply.sem_value.other);
-    if (c.reply.sem_value.result != 1)
+    if (DL_REPLY(&c, sem_value).result == -2)
+        return other_kind(s, kind, DL_REPLY(&c, sem_value).other);
+    if (DL_REPLY(&c, sem_value).result != 1)
         return unexpected(s);
-    long long v = c.reply.sem_value.value;
+    long long v = DL_REPLY(&c, sem_value).value;
     *out = v < 0 ? 0 : v > 2147483647LL ? 2147483647 : (int)v;
     return 0;
 }
@@ -759,14 +785,14 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     talk(s);
     dl_call_sem_open(&c, &who, &(dl_sem_open_args_t){ kind, value, how, next_id(p) });
     int rc = run(p, s, &c, NULL);
-    if (!rc && (c.reply.sem_open.result == 1 || c.reply.sem_open.result == 0))
-        adopt(s, c.reply.sem_open.inc);
+    if (!rc && (DL_REPLY(&c, sem_open).result == 1 || DL_REPLY(&c, sem_open).result == 0))
+        adopt(s, DL_REPLY(&c, sem_open).inc);
     untalk(s);
     s->inside--;
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    switch (c.reply.sem_open.result) {
+    switch (DL_REPLY(&c, sem_open).result) {
     case 1:
     case 0:
         return 0;
@@ -775,7 +801,7 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     case -5:
         return dl_fail(EEXIST, "semaphore %s exists already", qname(s, q, sizeof q));
     case -2:
-        return other_kind(s, kind, c.reply.sem_open.other);
+        return other_kind(s, kind, DL_REPLY(&c, sem_open).other);
     default:
         return unexpected(s);
     }
@@ -795,7 +821,7 @@ int dl_sem_unlink(dl_proc_t *p, dl_sem_t *s)
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    switch (c.reply.sem_unlink.result) {
+    switch (DL_REPLY(&c, sem_unlink).result) {
     case 1:
         return 0;
     case 0:

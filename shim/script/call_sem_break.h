@@ -2,8 +2,8 @@
 /* call_sem_break.h - lua/sem_break.lua: `distlock break` on a semaphore
  * (call_sem_break.c): a leased one's holds removed (all, or the one of the
  * process whose token the caller gives as its own), a counting one's value
- * set back to the one it was created with.  Never run on several servers
- * as one call: semaphores refuse redlock://. */
+ * set back to the one it was created with, as a new incarnation.  Never
+ * run on several servers as one call: semaphores refuse redlock://. */
 #ifndef DL_CALL_SEM_BREAK_H
 #define DL_CALL_SEM_BREAK_H
 
@@ -17,12 +17,13 @@ typedef struct dl_sem_break_reply {
     long long before, after;      /* counting: the value before and now;
                                      after -1: its initial value is unknown
                                      (nothing done) */
+    unsigned long long inc;       /* its incarnation now (a reset's new
+                                     one), 0 unknown */
 } dl_sem_break_reply_t;
 
-/* dl_call_t's members for it (calls.h): no arguments beyond the caller's
- * (who->token: the holder to break, "" every one). */
-#define DL_CALL_ARG_sem_break
-#define DL_CALL_REPLY_sem_break dl_sem_break_reply_t sem_break;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h): no arguments
+ * beyond the caller's (who->token: the holder to break, "" every one). */
+typedef dl_sem_break_reply_t dl_call_reply_sem_break;
 
 void dl_call_sem_break(dl_call_t *c, const dl_caller_t *who);
 

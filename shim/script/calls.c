@@ -27,7 +27,7 @@ void dl_call_free_reply(dl_call_t *c)
 
 void dl_call_wire(dl_call_t *c)
 {
-    dl_wire_t w = { c, 0 };
+    dl_wire_t w = { c, 0, 0 };
     c->argc = 2;                  /* after EVALSHA sha | EVAL text (script.c) */
     dl_scripts[c->script].entry->wire(&w, c);
 }
@@ -75,8 +75,28 @@ void dl_wire_keys(dl_wire_t *w, const int *at, int n)
         return;
     }
     dl_wire_put(w, digits[n], 1);
-    for (int k = 0; k < n; k++)
-        dl_wire_put(w, who->keys[at[k]], who->keylen[at[k]]);
+    if (who->keys) {
+        for (int k = 0; k < n; k++)
+            dl_wire_put(w, who->keys[at[k]], who->keylen[at[k]]);
+        return;
+    }
+    /* Derived: the main key and the suffix of its kind's key at[k]. */
+    const dl_keyset_t *ks = dl_kind_keys(who->kind);
+    for (int k = 0; k < n; k++) {
+        const char *suffix = ks && at[k] < ks->n ? ks->suffix[at[k]] : "";
+        size_t slen = strlen(suffix), len = who->mainlen + slen;
+        if (w->keys + len > sizeof w->c->keybuf) {
+            /* a bug of ours (registry.c keeps such keys): fail loudly */
+            dl_log(DL_LOG_ERROR, "internal: script keys longer than a call's buffer");
+            dl_wire_put(w, who->main, who->mainlen);
+            continue;
+        }
+        char *key = w->c->keybuf + w->keys;
+        memcpy(key, who->main, who->mainlen);
+        memcpy(key + who->mainlen, suffix, slen);
+        w->keys += len;
+        dl_wire_put(w, key, len);
+    }
 }
 
 void dl_wire_lock(dl_wire_t *w, int token)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dl.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 #include "script.h"
 #include "fault.h"
@@ -32,8 +33,7 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
     call->cmd.argv = call->argv;
     call->cmd.argvlen = call->argvlen;
     /* Every key shares the lock's {name} tag: the first routes the call. */
-    call->cmd.key = call->who.keys[0];
-    call->cmd.keylen = call->who.keylen[0];
+    call->cmd.key = dl_caller_main(&call->who, &call->cmd.keylen);
     call->cmd.deadline = call->deadline;
     call->cmd.once = call->once;
     call->cmd.undo_argc = 0;

@@ -3,7 +3,9 @@
 # smoke.sh BENCH: a tiny distlock-bench run (--quick) of the floor, W1, W2
 # (with its serial ceiling), W3, W3b, S1, S1l and C1 (a condition's
 # signal-to-wake latency) against the redis-server the bench
-# starts itself.  Checks the RESULT line format, that every selected
+# starts itself; then a ctest-sized W9 (the scaling curves: 1 and 4
+# processes, on the bench's server and on a cluster of 3 masters it starts,
+# the memory step, the charts) and W9L (100 locks, a short lease).  Checks the RESULT line format, that every selected
 # workload reported, that no counter update was lost, and that the targets
 # of W2, W3 and W3b are checked against the figures of the same run; then
 # --json and --help.  Speed is never checked
@@ -12,12 +14,13 @@ set -u
 bench=${1:?usage: smoke.sh path/to/distlock-bench}
 out=$(mktemp "${TMPDIR:-/tmp}/bench-smoke.XXXXXX")
 svg=$(mktemp "${TMPDIR:-/tmp}/bench-smoke-svg.XXXXXX")
-trap 'rm -f "$out" "$out.json" "$svg"' EXIT
+svgdir=$(mktemp -d "${TMPDIR:-/tmp}/bench-smoke-w9.XXXXXX")
+trap 'rm -f "$out" "$out.json" "$svg"; rm -rf "$svgdir"' EXIT
 fail=0
 bad() { echo "FAIL: $*" >&2; fail=1; }
 
 help=$("$bench" --help) || bad "--help exited with $?"
-for w in W2 W3 W3b C1 "serial ceiling"; do
+for w in W2 W3 W3b C1 W9 "serial ceiling"; do
   [[ "$help" == *"$w"* ]] || bad "--help does not mention $w"
 done
 "$bench" --no-such-option >/dev/null 2>&1 && bad "an unknown option was accepted"
@@ -106,6 +109,55 @@ while IFS= read -r l; do
   [[ "$l" =~ reps=3\ met_reps=([0-3])\ margins=([0-9.]+),([0-9.]+),([0-9.]+)( |$) ]] ||
     bad "TARGET line without its repetitions: $l"
 done < <(grep "^TARGET workload=W4 " "$out")
+
+# W9, ctest-sized: every step of both curves for both peers on the server
+# and on the cluster, no lost update, the memory step, and the two charts
+"$bench" --quick --no-progress --w9-procs 1,4 --w9-masters 0,3 --w9-seconds 0.2 \
+  --svg-dir "$svgdir" W9 >"$out" || bad "W9 --quick run failed"
+cat "$out"
+while IFS= read -r l; do
+  case "$l" in
+    RESULT*) [[ "$l" =~ $line_re ]] || bad "malformed: $l" ;;
+    TARGET*) ;;
+    *) bad "unexpected stdout line: $l" ;;
+  esac
+done <"$out"
+for wl in W9P W9O W9P3 W9O3; do
+  for p in distlock naive; do
+    for n in 1 4; do
+      l=$(grep -E "^RESULT peer=$p workload=$wl .*extra=procs=$n," "$out")
+      [ -n "$l" ] || { bad "no RESULT for $p $wl at $n processes"; continue; }
+      for f in lost_updates=0, fairness= wait_max_us= redis_cpu_us_per_op= client_cpu_us_per_op= \
+               conns_per_proc= rss_kb_mean=; do
+        [[ "$l" == *"$f"* ]] || bad "$p $wl $n: no $f: $l"
+      done
+    done
+  done
+done
+l=$(grep -E "^RESULT peer=distlock workload=W9M " "$out")
+for f in bytes_per_held_lock= bytes_per_waiter= bytes_per_idle_name= bytes_per_connected_process=; do
+  [[ "$l" == *"$f"* ]] || bad "W9M without $f: $l"
+done
+grep -q '^TARGET workload=W9 check="lost_updates == 0 (every step)" value=0.00 .* met=yes' "$out" ||
+  bad "W9: no met lost_updates TARGET"
+for f in w9-one-lock.svg w9-own-locks.svg; do
+  grep -q "<svg" "$svgdir/$f" 2>/dev/null || bad "W9 wrote no $f"
+done
+# the tables of PERFORMANCE.md come from the same lines
+if command -v python3 >/dev/null; then
+  tbl=$(python3 "$(dirname "$0")/../../tools/bench/w9_table.py" "$out") || bad "w9_table.py failed"
+  for h in "#### W9P distlock" "#### W9O3 naive" "#### W9M"; do
+    [[ "$tbl" == *"$h"* ]] || bad "w9_table.py printed no $h"
+  done
+fi
+# W9L, ctest-sized: 100 locks held for 3 leases of 1 s, all kept, its chart
+"$bench" --quick --no-progress --w9-lease-ms 1000 --w9-locks 100 --svg-dir "$svgdir" W9L >"$out" ||
+  bad "W9L --quick run failed"
+grep -qE '^RESULT peer=distlock workload=W9L .*extra=locks=100,.*all_still_held=1,.*lost=0,unlock_errors=0,' "$out" ||
+  bad "W9L: 100 locks not all kept: $(cat "$out")"
+grep -q "<svg" "$svgdir/w9-many-locks-lease1000ms.svg" 2>/dev/null || bad "W9L wrote no chart"
+"$bench" --w9-procs 0 W9 >/dev/null 2>&1 && bad "--w9-procs 0 was accepted"
+"$bench" --w9-masters 4 W9 >/dev/null 2>&1 && bad "--w9-masters 4 was accepted"
 
 [ "$fail" -eq 0 ] && echo "bench smoke: passed"
 exit "$fail"

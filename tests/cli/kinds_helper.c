@@ -25,10 +25,19 @@
  *                                            trylock of NAME (else exit 3),
  *                                            then destroys its mutex, which
  *                                            makes the name usable again
+ *   cli_kinds_helper semhold NAME VALUE FLAG takes a permit of it, makes
+ *                                            FLAG.in, and when FLAG exists
+ *                                            (60 s at most) posts it; says
+ *                                            on stdout "post: RC" and
+ *                                            "onlost: CALLS NAME" (its
+ *                                            dist_onlost function's calls,
+ *                                            0 after 10 s without one)
  *
  * Exit 2 on an error, said on stderr.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,6 +142,60 @@ static int recover(const char *name)
     return 0;
 }
 
+static pthread_mutex_t lost_mu = PTHREAD_MUTEX_INITIALIZER;
+static int lost_calls;
+static char lost_name[256];
+
+static void on_lost(const char *name, size_t len, uint64_t fence, void *arg)
+{
+    (void)fence;
+    (void)arg;
+    pthread_mutex_lock(&lost_mu);
+    lost_calls++;
+    snprintf(lost_name, sizeof lost_name, "%.*s", (int)len, name);
+    pthread_mutex_unlock(&lost_mu);
+}
+
+static int exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* Inside a section a counting semaphore gates, until told to leave. */
+static int semhold(const char *name, unsigned value, const char *flag)
+{
+    dist_sem_t s;
+    char in[4096];
+    int rc;
+    dist_onlost(on_lost, NULL);
+    if ((rc = dist_sem_init(&s, name, value, 0)) || (rc = dist_sem_wait(&s)))
+        return fail("take", rc);
+    snprintf(in, sizeof in, "%s.in", flag);
+    FILE *f = fopen(in, "w");
+    if (!f || fclose(f))
+        return fail("create FLAG.in", EIO);
+    for (int i = 0; i < 1200 && !exists(flag); i++)
+        nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+    rc = dist_sem_post(&s);
+    printf("post: %s\n", rc == 0 ? "0" : rc == ENOLCK ? "ENOLCK" : dist_strerror(rc));
+    /* dist_onlost's function is called by a thread of the library: a
+     * little later, perhaps (10 s at most; then 200 ms for a second). */
+    for (int i = 0, calls = 0; i < 200 && !calls; i++) {
+        pthread_mutex_lock(&lost_mu);
+        calls = lost_calls;
+        pthread_mutex_unlock(&lost_mu);
+        if (!calls)
+            nanosleep(&(struct timespec){ 0, 50000000 }, NULL);
+    }
+    nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+    pthread_mutex_lock(&lost_mu);
+    printf("onlost: %d %s\n", lost_calls, lost_name);
+    pthread_mutex_unlock(&lost_mu);
+    if (rc)
+        fprintf(stderr, "kinds_helper: post: %s\n", dist_lasterror());
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 5 && strcmp(argv[1], "condwait") == 0)
@@ -149,5 +212,9 @@ int main(int argc, char **argv)
         return recover(argv[2]);
     fprintf(stderr, "usage: %s condwait NAME SECONDS FLAG | broadcast NAME | semtake NAME VALUE N | "
             "semwait NAME VALUE | unrecoverable NAME | recover NAME\n", argv[0]);
+    if (argc == 5 && strcmp(argv[1], "semhold") == 0)
+        return semhold(argv[2], (unsigned)atoi(argv[3]), argv[4]);
+    fprintf(stderr, "usage: %s condwait NAME SECONDS FLAG | broadcast NAME | semtake NAME VALUE N | "
+            "semwait NAME VALUE | semhold NAME VALUE FLAG\n", argv[0]);
     return 2;
 }

@@ -3,8 +3,9 @@
 # test_kinds.sh DISTLOCK HELPER: status, list and break know every kind of
 # object, not only locks.  A leased semaphore with 2 permits held and 3
 # waiting (status, --json, list; break --holder frees one holder's permit
-# at once, break frees them all); a counting semaphore (break sets it back
-# to its initial value, and its waiters take the permits); a condition's
+# at once, break frees them all, and the incarnation stays); a counting
+# semaphore (break sets it back to its initial value as a new incarnation:
+# the process inside and its waiters get ENOLCK and dist_onlost); a condition's
 # waiters; a name that is a lock and a condition at once (status shows
 # both, --kind one), and a lock and a semaphore (break asks which); list
 # with nothing held; a mistyped subcommand is not taken for a lock name.
@@ -49,8 +50,8 @@ expect "status: 3 waiting, a line each" \
   'grep -q "^waiting: *3$" "$T/out" && test "$(grep -cE "^waiter: +$host:[0-9]+ \\(thread [0-9]+\\), waiting [0-9.]+s$" "$T/out")" = 3'
 check "status: no lock of that name is shown" bash -c "! grep -q '^lock:' '$T/out'"
 settles status enc --json -- 'grep -q "\"waiting\":3," "$T/out"'
-expect "status --json: valid, kind sem, leased, value 0 of 2 permits, 3 waiting" \
-  'valid_json "$T/out" && grep -q "^{\"name\":\"enc\",\"kind\":\"sem\",\"type\":\"leased\",\"value\":0,\"permits\":2,\"held\":2,\"holders\":\[{\"host\":\"$host\"," "$T/out" && grep -q "\"waiting\":3," "$T/out"'
+expect "status --json: valid, kind sem, leased, value 0 of 2 permits, 3 waiting, its incarnation" \
+  'valid_json "$T/out" && grep -q "^{\"name\":\"enc\",\"kind\":\"sem\",\"type\":\"leased\",\"value\":0,\"permits\":2,\"held\":2,\"holders\":\[{\"host\":\"$host\"," "$T/out" && grep -q "\"waiting\":3," "$T/out" && grep -qE ",\"incarnation\":[0-9]+,\"incarnation_age_ms\":[0-9]+}$" "$T/out"'
 run "$D" status enc --kind lock
 expect "status --kind lock: the lock of that name, free (exit 1)" \
   'test "$rc" = 1 && grep -q "^lock: *\"enc\"$" "$T/out" && ! grep -q "^semaphore:" "$T/out"'
@@ -61,6 +62,9 @@ run "$D" list --json
 expect "list --json: the semaphore, with its kind" 'valid_json "$T/out" && grep -q "\"name\":\"enc\",\"kind\":\"sem\"" "$T/out"'
 
 # --- break --holder: one holder's permit, at once (its lease has 30 s left)
+run "$D" status enc
+inc0=$(sed -n 's/^made: .*(incarnation \([0-9]*\))$/\1/p' "$T/out")
+check "status: the leased semaphore's incarnation" test -n "$inc0"
 run "$D" break enc --force --holder "nohost:1"
 expect "break --holder of nobody: exit 1, one line, nothing broken" \
   'test "$rc" = 1 && one_line_err && test "$(sem_count enc :l)" = 2'
@@ -76,6 +80,8 @@ expect "the holder whose permit was broken is told, and --kill-on-loss ends its 
   'test "$rc" = 143 && grep -q "lost the permit of semaphore \"enc\"" "$T/h1.err"'
 run "$D" status enc
 check "status after: 1 of 2 permits held" grep -q "^state: *leased, 1 of 2 permits held, value 1$" "$T/out"
+check "the leased semaphore keeps its incarnation (the holder whose permit went is the one told)" \
+  grep -q "(incarnation $inc0)$" "$T/out"
 run "$D" break enc --force
 expect "break without --holder: every hold" \
   'test "$rc" = 0 && grep -qE "^broke semaphore \"enc\": removed the hold of $host:$h2 \(thread [0-9]+\) \(1 permit\)" "$T/out"'
@@ -83,29 +89,44 @@ run "$D" break enc --force
 expect "break with no holder left: exit 1, one line" 'test "$rc" = 1 && one_line_err && test -z "$out"'
 kill -TERM "$h2"; wait_pid "$h2"
 
-# --- a counting semaphore: break sets it back to its initial value
-run "$H" semtake cnt 2 2
-expect_rc 0 "both permits of counting semaphore cnt taken"
-bg "$H" semwait cnt 2
+# --- a counting semaphore: break sets it back to its initial value, as a
+# new incarnation: everyone that used it (inside, or waiting) is told, as
+# after a loss in Redis (ENOLCK, dist_onlost); a newcomer takes a permit
+run "$H" semtake cnt 2 1
+expect_rc 0 "a permit of counting semaphore cnt taken (and never given back)"
+bg "$H" semhold cnt 2 "$T/cnt.go" >"$T/cnt.hold" 2>&1
+c0=$last_pid
+wait_until 10 test -e "$T/cnt.go.in" || nok "10 s without the holder inside"
+bg "$H" semwait cnt 2 >/dev/null 2>"$T/c1.err"
 c1=$last_pid
-bg "$H" semwait cnt 2
+bg "$H" semwait cnt 2 >/dev/null 2>"$T/c2.err"
 c2=$last_pid
 wait_sem cnt :q 2
 settles status cnt -- 'grep -q "^waiting: *2$" "$T/out"'
-expect "status of a counting semaphore: its value, 2 waiting, exit 0 (waited on)" \
-  'test "$rc" = 0 && grep -q "^semaphore: *\"cnt\"$" "$T/out" && grep -q "^state: *counting, value 0$" "$T/out" && grep -q "^waiting: *2$" "$T/out"'
+expect "status of a counting semaphore: its value, its incarnation, 2 waiting, exit 0 (waited on)" \
+  'test "$rc" = 0 && grep -q "^semaphore: *\"cnt\"$" "$T/out" && grep -q "^state: *counting, value 0$" "$T/out" && grep -qE "^made: +[0-9.]+[a-z]+ ago \(incarnation [0-9]+\)$" "$T/out" && grep -q "^waiting: *2$" "$T/out"'
+inc0=$(sed -n 's/^made: .*(incarnation \([0-9]*\))$/\1/p' "$T/out")
 settles list cnt -- 'grep -qE "^cnt .* 2 " "$T/out"'
 check "list: the counting semaphore's value" grep -qE '^cnt +sem +value 0 +- +2 +-$' "$T/out"
 run "$D" break cnt --force --holder "$host:1"
 expect "--holder on a counting semaphore: exit 1, one line" 'test "$rc" = 1 && one_line_err'
 run "$D" break cnt --force
-expect "break a counting semaphore: its value back to 2, the waiters woken" \
-  'test "$rc" = 0 && grep -q "^reset semaphore \"cnt\": value 0 -> 2 (the value it was created with); woke its waiters (2)$" "$T/out"'
+expect "break a counting semaphore: its value back to 2, as a new incarnation; its waiters and users told" \
+  'test "$rc" = 0 && grep -qE "^reset semaphore \"cnt\": value 0 -> 2 \(the value it was created with\), as a new incarnation \([0-9]+\): every process that used it, its 2 waiters too, gets ENOLCK until it initializes it again$" "$T/out"'
 wait_pid "$c1" 10
 r1=$rc
 wait_pid "$c2" 10
-expect "both waiters got a permit ($r1, $rc)" 'test "$r1" = 0 -a "$rc" = 0'
-run "$H" semtake cnt 2 0
+expect "both waiters are told at once: ENOLCK, the semaphore reset ($r1, $rc)" \
+  'test "$r1" = 2 -a "$rc" = 2 && grep -q "reset by distlock break" "$T/c1.err" && grep -q "reset by distlock break" "$T/c2.err"'
+touch "$T/cnt.go"
+wait_pid "$c0" 10
+expect "the process inside is told: its post says ENOLCK (adds nothing), its dist_onlost function is called once with the name" \
+  'test "$rc" = 0 && grep -qx "post: ENOLCK" "$T/cnt.hold" && grep -qx "onlost: 1 cnt" "$T/cnt.hold"'
+run "$D" status cnt
+expect "status after the reset: value 2, another incarnation" \
+  'grep -q "^state: *counting, value 2$" "$T/out" && grep -qE "^made: .*\(incarnation [0-9]+\)$" "$T/out" && ! grep -q "(incarnation $inc0)" "$T/out"'
+run "$H" semtake cnt 2 2
+expect_rc 0 "a process that never used the old incarnation takes both permits of the reset value"
 run "$D" break cnt --force
 run "$D" break cnt --force
 expect "a counting semaphore at its initial value: nothing to reset, exit 1" \

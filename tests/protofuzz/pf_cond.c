@@ -5,6 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "call_cond_check.h"
+#include "call_cond_enter.h"
+#include "call_cond_leave.h"
+#include "call_cond_signal.h"
 #include "pf_cond.h"
 #include "pf_model.h"      /* PF_MARGIN_MS */
 #include "pf_redis.h"
@@ -147,7 +151,8 @@ static long long call(crun_t *r, int script, int i, uint64_t regid)
     char token[16];
     pf_token(i, token, sizeof token);
     const char *keys[2] = { r->key[0], r->key[1] };
-    dl_caller_t who = { keys, r->keylen, r->k.chan, strlen(r->k.chan), token };
+    dl_caller_t who = { .keys = keys, .keylen = r->keylen, .chanprefix = r->k.chan,
+                        .chanprefix_len = strlen(r->k.chan), .token = token };
     unsigned long ttl = (unsigned long)r->p[i].ttl;
     dl_call_t c;
     switch (script) {

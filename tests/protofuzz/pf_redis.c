@@ -6,6 +6,16 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_break.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_renew_many.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "channel.h"
 #include "keys.h"
 #include "pf_redis.h"
@@ -227,6 +237,61 @@ int pf_call_form(const pf_req_t *q)
     return q->script == PF_S_MARK ? 6 : forms[h % 3];
 }
 
+/* Half the renewals go as the watchdog sends most of them: in a batch of
+ * renew_many.lua, drawn from the request as the key form is. */
+static int renew_batched(const pf_req_t *q)
+{
+    return ((unsigned)q->proc * 5u + (unsigned)q->fence + (unsigned)q->regid) % 2 == 0;
+}
+
+/* watchdog.c's batch: the hold, and (but on redlock, whose servers each
+ * number a hold themselves) a decoy after it, the same lock named by
+ * fence 0, which no hold ever has: it must be found gone and change
+ * nothing.  The reply
+ * is renew_many's {hold, decoy}: element 0 is what renew.lua would have
+ * said (pf_run.c reads it so).  Under the ASK form (only the first key
+ * declared) the script refuses (-1), and the library renews the hold
+ * alone: so does this. */
+static redisReply *run(pf_conn_t *k, dl_call_t *c, int form, const char *key0);
+static redisReply *renew_many(pf_conn_t *k, const pf_req_t *q, const dl_caller_t *who,
+                              const char *key0, size_t key0len, unsigned long lease)
+{
+    dl_renew_item_t items[2] = {
+        { key0, key0len, q->mode, lease, q->fence },
+        { key0, key0len, q->mode, lease, 0 },
+    };
+    int n = q->redlock ? 1 : 2;
+    char list[600];
+    dl_renew_reply_t out[2];
+    if (dl_renew_many_list_size(items, n) > sizeof list) {
+        snprintf(k->err, sizeof k->err, "renew_many: keys too long");
+        return NULL;
+    }
+    dl_call_t c;
+    dl_call_renew_many(&c, who, &(dl_renew_many_args_t){
+        .n = n, .list = list, .listlen = dl_renew_many_list(items, n, q->redlock, list),
+        .redlock = q->redlock, .out = out });
+    int form = pf_call_form(q);
+    redisReply *x = run(k, &c, form, key0);
+    if (!x)
+        return NULL;
+    if (x->type == REDIS_REPLY_INTEGER && x->integer == -1 && form == 1) {
+        freeReplyObject(x);
+        dl_call_renew(&c, who, &(dl_renew_args_t){
+            .mode = q->mode, .lease_ms = lease, .fence = q->fence, .redlock = q->redlock });
+        return run(k, &c, form, key0);
+    }
+    if (x->type != REDIS_REPLY_ARRAY || x->elements != (size_t)n ||
+        x->element[0]->type != REDIS_REPLY_INTEGER ||
+        (n == 2 && (x->element[1]->type != REDIS_REPLY_INTEGER || x->element[1]->integer != 0))) {
+        snprintf(k->err, sizeof k->err, "renew_many (form %d): not one reply per hold, or the "
+                 "decoy (fence 0, no hold's) was not found gone", form);
+        freeReplyObject(x);
+        return NULL;
+    }
+    return x;
+}
+
 redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
 {
     char token[16], info[48];
@@ -242,9 +307,11 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     }
     const size_t *keylen = first == PF_L_COMP ? k->ckeylen : k->keylen;
     const size_t *ckeylen = first == PF_L_COMP ? k->keylen : k->ckeylen;
-    dl_caller_t who = { keys, keylen, k->chan, strlen(k->chan), token };
+    dl_caller_t who = { .keys = keys, .keylen = keylen, .chanprefix = k->chan,
+                        .chanprefix_len = strlen(k->chan), .token = token };
     /* acquire_all, withdraw_all: both locks, the first one's keys declared */
-    dl_all_lock_t both[2] = { { keys, keylen, lease }, { ckeys, ckeylen, lease } };
+    dl_all_lock_t both[2] = { { .keys = keys, .keylen = keylen, .lease_ms = lease },
+                              { .keys = ckeys, .keylen = ckeylen, .lease_ms = lease } };
     char list[400];
     dl_all_item_t items[2];
     dl_call_t c;
@@ -268,8 +335,10 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
             .mode = q->mode, .fence = q->fence, .rid = q->regid, .redlock = q->redlock,
             .unrecoverable = q->unrec });
         break;
-    case PF_S_RENEW:       /* watchdog.c renew_chunk; the fence: the hold renewed
-                              (redlock: the caller's hold in that mode) */
+    case PF_S_RENEW:       /* watchdog.c; the fence: the hold renewed (redlock:
+                              the caller's hold in that mode) */
+        if (renew_batched(q))
+            return renew_many(k, q, &who, keys[0], keylen[0], lease);
         dl_call_renew(&c, &who, &(dl_renew_args_t){
             .mode = q->mode, .lease_ms = lease, .fence = q->fence, .redlock = q->redlock });
         break;

@@ -679,7 +679,7 @@ static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     pf_linef(r, "p%d lingers: mark cuts fence %llu to %d ms%s", i, (unsigned long long)q.fence,
              p->wttl, lost_name(op->lost));
     /* The library lowers its validity once the mark is written (tenure.c,
-     * dl_hold_cut), whenever Redis runs it: a mark held back on a connection
+     * dl_tenure_cut), whenever Redis runs it: a mark held back on a connection
      * given up still cuts the TTL when it runs. */
     if (p->hold.valid_until > t0 + p->wttl)
         p->hold.valid_until = t0 + p->wttl;
@@ -752,7 +752,7 @@ static int op_deliver(pf_run_t *r, const pf_op_t *op, int i)
     memmove(p->inbox, p->inbox + 1, (size_t)(p->ninbox - 1) * sizeof p->inbox[0]);
     p->ninbox--;
     if (m.kind == 'u') {
-        /* notify.c: the waiter rechecks (dl_waiter_recheck) */
+        /* notify.c: the waiter rechecks (dl_take_recheck) */
         pf_linef(r, "p%d %s the push: unrecoverable", i, op->kind == PF_DROP ? "loses" : "reads");
         if (op->kind == PF_DROP || !p->wait.active) {
             pf_linef(r, "%s", op->kind == PF_DROP ? "" : " (not waiting: ignored)");

@@ -14,6 +14,8 @@
  *   output.c    RESULT lines, --json, the progress line
  *   locks.c     the library as the workloads use it: names, keys, warm-up
  *   naive.c     the naive lock
+ *   scriptfloor.c  W1's pair as two calls of a script that does nothing: the
+ *               Redis CPU any lock made of two script calls costs at least
  *   floor.c     redis-benchmark floors (EVALSHA "return 1", PING)
  *   w_basic.c   W1 W2 W3 W3b (distlock and naive), W2's serial ceiling
  *   w_local.c   W4 and W4b (W2 with local threads)
@@ -25,7 +27,14 @@
  *   w_cond.c    C1 (a condition's signal-to-wake latency)
  *   w_shard.c   SH (SH3, SH6): pushes in a cluster the bench starts, 3 and
  *               6 masters: bus publish messages per op, spread handoffs
+ *   w_curves.c  W9: the scaling curves (one lock, own locks, N processes,
+ *               on the run's server and on clusters), Redis memory per lock
+ *   rcluster.c  a Redis Cluster of the bench's own (SH, W9)
+ *   rnodes.c    the servers of a workload: INFO and CLIENT LIST summed
+ *   w_many.c    W9L (many locks in one process), W9W (a process that only
+ *               waits): memory, renewals, idle CPU and wake-ups
  *   svg.c       the W3 latency chart
+ *   chart.c     the W9 charts (log-scale x, ranges over the repetitions)
  *
  * Each file has its header of the same name; every file includes this
  * one, which includes them all.
@@ -40,6 +49,7 @@
 #include "proc.h"
 #include "output.h"
 #include "naive.h"
+#include "scriptfloor.h"
 #include "locks.h"
 #include "floor.h"
 #include "w_basic.h"
@@ -51,6 +61,11 @@
 #include "w_lockall.h"
 #include "w_sem.h"
 #include "w_shard.h"
+#include "rcluster.h"
+#include "rnodes.h"
+#include "w_curves.h"
+#include "w_many.h"
 #include "svg.h"
+#include "chart.h"
 
 #endif

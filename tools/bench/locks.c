@@ -17,7 +17,7 @@
 
 const char *peer_name(int peer)
 {
-    return peer == PEER_NAIVE ? "naive" : "distlock";
+    return peer == PEER_NAIVE ? "naive" : peer == PEER_SCRIPTS ? "floor" : "distlock";
 }
 
 void lock_name(char *buf, size_t size, const char *workload, const char *suffix)

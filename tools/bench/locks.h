@@ -8,7 +8,8 @@
 
 #include "distlock.h"
 
-enum { PEER_DISTLOCK, PEER_NAIVE };
+/* PEER_SCRIPTS: W1 only, the script floor (scriptfloor.c), named "floor". */
+enum { PEER_DISTLOCK, PEER_NAIVE, PEER_SCRIPTS };
 const char *peer_name(int peer);
 
 /* Lock names: "bench:<run>:<workload>[:suffix]" */

@@ -18,11 +18,12 @@ bench_opts_t g_opt;
 char g_run_id[32];
 int g_rep = 1;
 
-enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8,
-       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_C1, WL_SH, WL_N };
-static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W3b", "W4", "W4b",
-                                            "W5", "W6", "W7", "W8", "LA2", "LA8", "S1", "S1l",
-                                            "C1", "SH" };
+enum { WL_FLOOR, WL_W1, WL_W1NS, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7,
+       WL_W8, WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_C1, WL_SH, WL_W9, WL_W9L, WL_W9W, WL_N };
+static const char *const wl_names[WL_N] = { "floor", "W1", "W1nospin", "W2", "W3", "W3b", "W4",
+                                            "W4b", "W5", "W6", "W7", "W8", "LA2", "LA8", "S1",
+                                            "S1l", "C1", "SH", "W9", "W9L", "W9W" };
+_Static_assert(WL_N <= (int)(sizeof g_opt.wanted / sizeof g_opt.wanted[0]), "g_opt.wanted");
 
 static void usage(FILE *f)
 {
@@ -38,13 +39,18 @@ static void usage(FILE *f)
 "\n"
 "Workloads (default: all, in this order):\n"
 "  floor  redis-benchmark -c 1 -P 1 -n 100000: EVALSHA of \"return 1\", and PING\n"
-"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive)\n"
+"  W1     uncontended: 1000 warm-up, then 20000 x {lock; unlock}    (+ naive),\n"
+"         and its script floor W1scripts: the same pairs as two calls of a\n"
+"         script that does nothing (Redis CPU per pair at least)\n"
+"  W1nospin  W1 with the link's wait for a reply never spinning (its client\n"
+"         CPU per op against W1's: what the spin costs)\n"
 "  W2     4 processes x 2000 x {lock; GET ctr; SET ctr v+1; unlock} (+ naive),\n"
 "         and its serial ceiling: 8000 x {GET ctr; SET ctr v+1}, one client, no lock\n"
 "  W3     handoff latency, 300 rounds                               (+ naive)\n"
 "  W3b    W3 with the holder locking again at once after an unlock, then\n"
 "         holding 2 ms before the timed unlock                      (+ naive)\n"
-"  W4     8 threads of one process x 20000 x {lock; x++; unlock}\n"
+"  W4     8 threads of one process x 20000 x {lock; x++; unlock}, and a\n"
+"         pthread_mutex_t in the same loop (peer=pthread)\n"
 "  W4b    W2 with 4 threads in each process (500 iterations each)\n"
 "  W5     4 x 8 reader threads {rdlock; 100 us; unlock} + 1 writer/s; then 1 reader\n"
 "  W6     one process holds 10000 locks for 3 lease periods\n"
@@ -64,6 +70,16 @@ static void usage(FILE *f)
 "         the cluster-bus publish messages per op (CLUSTER INFO, classic and\n"
 "         sharded); then 12 processes in 6 pairs on locks spread over the\n"
 "         masters, 400 x {lock; unlock} each: ops/s, Redis CPU per op\n"
+"  W9     the scaling curves: one lock (W9P) and own locks (W9O), 1, 2, 4 ...\n"
+"         256 processes each running W2's loop for --w9-seconds, distlock and\n"
+"         naive, on the server and on 3- and 6-master clusters (W9P3 ...);\n"
+"         W9M: Redis memory per held lock, waiter, idle name; SVG charts\n"
+"  W9L    one process, one thread, takes N locks (each of --w9-locks), holds\n"
+"         them 3 lease periods idle, unlocks them: acquire time per lock,\n"
+"         renewals, Redis CPU, all kept?, memory per lock, idle CPU, wake-ups\n"
+"  W9W    a process whose thread waits for a lock held elsewhere, 3 lease\n"
+"         periods: its CPU and wake-ups per second\n"
+"(W1nospin, W9, W9L and W9W run only when named.)\n"
 "The floor runs whenever W1, W3, W3b or C1 runs; the naive lock runs on W1-W3b.\n"
 "\n"
 "Options:\n"
@@ -86,6 +102,21 @@ static void usage(FILE *f)
 "  --w5-seconds S       length of each W5 phase (default 6)\n"
 "  --w6-locks N         locks held in W6 (default 10000)\n"
 "  --w7-iters N         iterations per thread in W7 (default 200)\n"
+"  --w9-procs N[,N...]  W9's process counts (default 1,2,4,...,256, at most 256;\n"
+"                       --quick 1,4,16)\n"
+"  --w9-masters M[,M...] where W9 runs: 0 the run's server, 3 or 6 a cluster of\n"
+"                       that many masters the bench starts (default 0,3,6;\n"
+"                       --quick 0,3)\n"
+"  --w9-seconds S       length of a W9 step (default 3; --quick 0.3)\n"
+"  --w9-spin-us US      how long W9's workers poll for a reply before they sleep\n"
+"                       (default: the library's, 40; 0: never): what the spin\n"
+"                       costs when processes outnumber the CPUs\n"
+"  --svg-dir DIR        where W9 writes its charts (default: the current\n"
+"                       directory): w9-one-lock.svg, w9-own-locks.svg\n"
+"  --w9-locks N[,N...]  W9L's steps (default 100,1000,10000,100000; --quick\n"
+"                       100,1000); 1000000 takes minutes\n"
+"  --w9-lease-ms MS     W9L and W9W lease (default 0: the library default,\n"
+"                       DISTLOCK_LEASE_MS or 30000; a step holds 3 leases)\n"
 "  --no-floor           do not run redis-benchmark\n"
 "  --no-naive           do not run the naive lock\n"
 "  --no-progress        no progress line (default: shown when stderr is a terminal)\n"
@@ -116,6 +147,33 @@ static int opt_ulong(const char *name, const char *v, unsigned long *out)
     return 0;
 }
 
+/* A comma-separated list of at most max numbers: processes (1 to 256),
+ * or masters (0, 3 or 6). */
+static int opt_ints(const char *name, const char *v, int *out, int max, int *n, int procs)
+{
+    const char *q = v;
+    *n = 0;
+    while (q && *q) {
+        char *e;
+        errno = 0;
+        long x = strtol(q, &e, 10);
+        int ok = !errno && e != q && (!*e || *e == ',') && *n < max &&
+                 (procs ? x >= 1 && x <= 256 : x == 0 || x == 3 || x == 6);
+        if (!ok) {
+            fprintf(stderr, "distlock-bench: %s needs %s, comma separated (%d at most)\n", name,
+                    procs ? "process counts from 1 to 256" : "0, 3 or 6", max);
+            return -1;
+        }
+        out[(*n)++] = (int)x;
+        q = *e ? e + 1 : e;
+    }
+    if (!*n) {
+        fprintf(stderr, "distlock-bench: %s needs a value\n", name);
+        return -1;
+    }
+    return 0;
+}
+
 static int parse(int argc, char **argv)
 {
     int any = 0;
@@ -124,6 +182,7 @@ static int parse(int argc, char **argv)
     g_opt.redis_benchmark = "redis-benchmark";
     g_opt.progress = isatty(2);
     g_opt.repeat = 1;
+    g_opt.w9_spin_us = -1;                   /* the library's */
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -144,6 +203,36 @@ static int parse(int argc, char **argv)
             g_opt.pin = 1;
         } else if (!strcmp(a, "--no-progress")) {
             g_opt.progress = 0;
+            g_opt.no_progress = 1;
+        } else if (!strcmp(a, "--w9-procs") || !strcmp(a, "--w9-masters")) {
+            int proc = !strcmp(a, "--w9-procs");
+            if (opt_ints(a, v, proc ? g_opt.w9_procs : g_opt.w9_masters,
+                         proc ? 16 : 4, proc ? &g_opt.w9_nprocs : &g_opt.w9_nmasters, proc))
+                return -1;
+            i++;
+        } else if (!strcmp(a, "--w9-seconds")) {
+            char *e;
+            g_opt.w9_seconds = v ? strtod(v, &e) : 0;
+            if (!v || *e || g_opt.w9_seconds <= 0) {
+                fprintf(stderr, "distlock-bench: --w9-seconds needs a positive number\n");
+                return -1;
+            }
+            i++;
+        } else if (!strcmp(a, "--w9-spin-us")) {
+            char *e;
+            g_opt.w9_spin_us = v ? strtol(v, &e, 10) : -1;
+            if (!v || *e || g_opt.w9_spin_us < 0 || g_opt.w9_spin_us > 1000000) {
+                fprintf(stderr, "distlock-bench: --w9-spin-us needs a number of us, 0 ... 1000000\n");
+                return -1;
+            }
+            i++;
+        } else if (!strcmp(a, "--svg-dir")) {
+            if (!v) {
+                fprintf(stderr, "distlock-bench: %s needs a value\n", a);
+                return -1;
+            }
+            g_opt.svg_dir = v;
+            i++;
         } else if (!strcmp(a, "--url") || !strcmp(a, "--svg") || !strcmp(a, "--redis-server") ||
                    !strcmp(a, "--redis-benchmark") || !strcmp(a, "--preload")) {
             if (!v) {
@@ -168,6 +257,28 @@ static int parse(int argc, char **argv)
         } else if (!strcmp(a, "--w6-locks")) {
             if (opt_ulong(a, v, &g_opt.w6_locks))
                 return -1;
+            i++;
+        } else if (!strcmp(a, "--w9-lease-ms")) {
+            if (opt_ulong(a, v, &g_opt.w9_lease_ms))
+                return -1;
+            i++;
+        } else if (!strcmp(a, "--w9-locks")) {
+            char *e = NULL;
+            const char *q = v;
+            g_opt.w9_nsteps = 0;
+            while (q && *q && g_opt.w9_nsteps < 16) {
+                errno = 0;
+                unsigned long x = strtoul(q, &e, 10);
+                if (errno || e == q || x == 0 || (*e && *e != ','))
+                    break;
+                g_opt.w9_steps[g_opt.w9_nsteps++] = x;
+                q = *e ? e + 1 : e;
+            }
+            if (!v || !g_opt.w9_nsteps || (q && *q)) {
+                fprintf(stderr, "distlock-bench: --w9-locks needs numbers above 0, "
+                        "comma separated (16 at most)\n");
+                return -1;
+            }
             i++;
         } else if (!strcmp(a, "--repeat")) {
             if (opt_ulong(a, v, &g_opt.repeat))
@@ -209,9 +320,9 @@ static int parse(int argc, char **argv)
         g_opt.lease_ms = g_opt.quick ? 1000 : 3000;
     if (!any)
         for (int k = 0; k < WL_N; k++)
-            g_opt.wanted[k] = 1;
-    if ((g_opt.wanted[WL_W1] || g_opt.wanted[WL_W3] || g_opt.wanted[WL_W3B] ||
-         g_opt.wanted[WL_C1]) && !g_opt.no_floor)
+            g_opt.wanted[k] = k != WL_W1NS && k != WL_W9 && k != WL_W9L && k != WL_W9W;
+    if ((g_opt.wanted[WL_W1] || g_opt.wanted[WL_W1NS] || g_opt.wanted[WL_W3] ||
+         g_opt.wanted[WL_W3B] || g_opt.wanted[WL_C1]) && !g_opt.no_floor)
         g_opt.wanted[WL_FLOOR] = 1;
     if (g_opt.no_floor)
         g_opt.wanted[WL_FLOOR] = 0;
@@ -247,7 +358,31 @@ static void check_targets(void)
             target_add("W1", "ops_per_s >= 0.85 * floor_rps / 2", 0, 0, -1, "no floor in this run");
         }
     }
+    /* Redis CPU per operation against the naive lock's (issue 30): a pair
+     * of the library is two script calls, and W1scripts (two calls of a
+     * script that does nothing) is what such a pair costs at least. */
+    const result_t *n1 = result_find("naive", "W1"), *s1 = result_find("floor", "W1scripts");
+    if (g_opt.wanted[WL_W1] && usable(w1) && usable(n1)) {
+        double c = xget(w1, "redis_cpu_us_per_op"), nc = xget(n1, "redis_cpu_us_per_op");
+        if (usable(s1))
+            snprintf(note, sizeof note, "naive %.1f us per pair; two scripts doing nothing %.1f "
+                     "(%.2fx naive); distlock at %.2fx naive", nc,
+                     xget(s1, "redis_cpu_us_per_op"), xget(s1, "redis_cpu_us_per_op") / nc,
+                     c / nc);
+        else
+            snprintf(note, sizeof note, "naive %.1f us per pair; distlock at %.2fx naive", nc,
+                     c / nc);
+        target_add("W1", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2 = result_find("distlock", "W2"), *n2 = result_find("naive", "W2");
+    if (g_opt.wanted[WL_W2] && usable(w2) && usable(n2)) {
+        double c = xget(w2, "redis_cpu_us_per_op"), nc = xget(n2, "redis_cpu_us_per_op");
+        snprintf(note, sizeof note, "naive %.1f us per op; distlock at %.2fx naive (both with "
+                 "the counter's GET and SET)", nc, c / nc);
+        target_add("W2", "redis_cpu_us_per_op <= 1.0 * naive (INFO cpu)", c, nc,
+                   c >= 0 && c <= nc, note);
+    }
     const result_t *w2s = result_find("floor", "W2serial");
     if (g_opt.wanted[WL_W2] && usable(w2)) {
         const char *check = "ops_per_s >= 0.9 * serial ceiling";
@@ -302,6 +437,14 @@ static void check_targets(void)
                    note);
         double lost = xget(w4, "lost_updates");
         target_add("W4", "lost_updates == 0", lost, 0, lost == 0, NULL);
+        /* issue 30: the local path, with the trust bounds kept */
+        const result_t *pt = result_find("pthread", "W4");
+        if (usable(pt))
+            snprintf(note, sizeof note, "a pthread_mutex_t in the same loop: %.0f ops/s (distlock "
+                     "at %.3fx)", pt->ops_per_s, w4->ops_per_s / pt->ops_per_s);
+        else
+            snprintf(note, sizeof note, "no pthread peer in this run");
+        target_add("W4", "ops_per_s >= 1000000", w4->ops_per_s, 1e6, w4->ops_per_s >= 1e6, note);
     }
     const result_t *w4b = result_find("distlock", "W4b");
     if (g_opt.wanted[WL_W4B] && usable(w4b)) {
@@ -410,6 +553,30 @@ static void check_shard_targets(void)
     }
 }
 
+/* W9: no step lost an update (the figures of the curves are reported,
+ * never checked: they say where the curves bend). */
+static void check_w9_targets(void)
+{
+    if (!g_opt.wanted[WL_W9])
+        return;
+    double lost = 0;
+    int steps = 0;
+    for (int i = 0; i < results_count(); i++) {
+        const result_t *r = result_at(i);
+        double v;
+        if (r->rep != g_rep || strncmp(r->workload, "W9", 2) || result_get(r, "lost_updates", &v))
+            continue;
+        lost += v;
+        steps++;
+    }
+    char note[160];
+    snprintf(note, sizeof note, "over the %d steps of W9P and W9O (distlock and naive)", steps);
+    if (steps)
+        target_add("W9", "lost_updates == 0 (every step)", lost, 0, lost == 0, note);
+    else
+        target_add("W9", "lost_updates == 0 (every step)", 0, 0, -1, "no step ran");
+}
+
 /* On a server of the user's (--url): delete the keys of this run (lock
  * hashes, their meta hashes that live 7 days, counters). */
 static void cleanup_keys(void)
@@ -494,10 +661,14 @@ int main(int argc, char **argv)
         if (g_opt.wanted[WL_FLOOR])
             run_floor();
         if (g_opt.wanted[WL_W1]) {
+            if (!g_opt.no_floor)
+                run_w1(PEER_SCRIPTS);
             if (!g_opt.no_naive)
                 run_w1(PEER_NAIVE);
             run_w1(PEER_DISTLOCK);
         }
+        if (g_opt.wanted[WL_W1NS])
+            run_w1_nospin();
         if (g_opt.wanted[WL_W2]) {
             run_w2_serial();
             if (!g_opt.no_naive)
@@ -540,12 +711,23 @@ int main(int argc, char **argv)
             run_c1();
         if (g_opt.wanted[WL_SH])
             run_sh();
+        if (g_opt.wanted[WL_W9])
+            run_w9();
+        if (g_opt.wanted[WL_W9L])
+            run_w9l();
+        if (g_opt.wanted[WL_W9W])
+            run_w9w();
         check_targets();
         check_lockall_targets();
         check_shard_targets();
+        check_w9_targets();
         targets_end_rep();
     }
     g_rep--;
+    if (g_opt.wanted[WL_W9])
+        w9_charts();
+    if (g_opt.wanted[WL_W9L])
+        w9l_chart();
 
     if (user_url)
         cleanup_keys();

@@ -14,7 +14,16 @@ typedef struct bench_opts {
     unsigned long lease_ms;   /* W6 lease (0: the library default) */
     unsigned long w6_locks;
     unsigned long w7_iters;
+    unsigned long w9_lease_ms;  /* W9L, W9W lease (0: the library default) */
+    unsigned long w9_steps[16]; /* --w9-locks: W9L's steps (none: the default) */
+    int w9_nsteps;
     double w5_seconds;
+    int w9_procs[16], w9_nprocs;      /* --w9-procs (none: the default steps) */
+    int w9_masters[4], w9_nmasters;   /* --w9-masters (0: the run's server) */
+    double w9_seconds;        /* --w9-seconds: length of a step (0: default) */
+    long w9_spin_us;          /* --w9-spin-us: the W9 workers' reply spin (-1: the library's) */
+    const char *svg_dir;      /* --svg-dir: where W9 writes its charts (.) */
+    int no_progress;          /* --no-progress given: not even W9's step lines */
     unsigned long repeat;     /* --repeat: runs of the selected workloads (1) */
     const char *url;          /* --url, or the server we started */
     const char *svg;          /* W3 chart file */

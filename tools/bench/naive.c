@@ -19,8 +19,13 @@ static char release_sha[48];
 
 int naive_init(naive_t *n, const char *name)
 {
+    return naive_init_on(n, name, rc_connect("bench-naive"));
+}
+
+int naive_init_on(naive_t *n, const char *name, redisContext *c)
+{
     memset(n, 0, sizeof *n);
-    n->c = rc_connect("bench-naive");
+    n->c = c;
     if (!n->c)
         return -1;
     snprintf(n->key, sizeof n->key, "naive:{%s}", name);

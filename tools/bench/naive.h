@@ -16,6 +16,10 @@ typedef struct naive {
 } naive_t;
 /* 0 or -1; connects its own connection. */
 int naive_init(naive_t *n, const char *name);
+/* The same on connection c (the server of the key's slot in a cluster:
+ * the key naive:{name} shares the lock's hash tag), which it then owns;
+ * c NULL: -1. */
+int naive_init_on(naive_t *n, const char *name, redisContext *c);
 int naive_lock(naive_t *n);   /* SET NX PX, retried every 1 ms */
 int naive_unlock(naive_t *n); /* compare-and-delete script; 0, or -1 if not held */
 void naive_fini(naive_t *n);

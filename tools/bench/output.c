@@ -131,6 +131,16 @@ result_t *result_find(const char *peer, const char *workload)
     return NULL;
 }
 
+int results_count(void)
+{
+    return nresults;
+}
+
+result_t *result_at(int i)
+{
+    return i >= 0 && i < nresults ? results[i] : NULL;
+}
+
 int result_get(const result_t *r, const char *key, double *out)
 {
     if (!r)

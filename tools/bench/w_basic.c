@@ -11,6 +11,7 @@
 
 #include "bench.h"
 #include "distlock.h"
+#include "cmdlink_io.h"
 #include "status.h"
 
 /* ------------------------------------------------ a lock of either peer */
@@ -18,6 +19,7 @@ typedef struct plock {
     int peer;
     dist_mutex_t m;
     naive_t n;
+    sfloor_t f;               /* W1 only: the script floor */
 } plock_t;
 
 static int pl_init(plock_t *p, int peer, const char *name)
@@ -25,6 +27,8 @@ static int pl_init(plock_t *p, int peer, const char *name)
     p->peer = peer;
     if (peer == PEER_NAIVE)
         return naive_init(&p->n, name);
+    if (peer == PEER_SCRIPTS)
+        return sfloor_init(&p->f, name);
     return mutex_warm(&p->m, name);
 }
 
@@ -32,6 +36,8 @@ static int pl_lock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_lock(&p->n);
+    if (p->peer == PEER_SCRIPTS)
+        return sfloor_lock(&p->f);
     return lock_err("dist_mutex_lock", dist_mutex_lock(&p->m)) ? -1 : 0;
 }
 
@@ -39,6 +45,8 @@ static int pl_unlock(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return naive_unlock(&p->n);
+    if (p->peer == PEER_SCRIPTS)
+        return sfloor_unlock(&p->f);
     return lock_err("dist_mutex_unlock", dist_mutex_unlock(&p->m)) ? -1 : 0;
 }
 
@@ -46,6 +54,8 @@ static unsigned long pl_sent(const plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         return p->n.commands;
+    if (p->peer == PEER_SCRIPTS)
+        return p->f.commands;
     dl_stats_t s;
     dl_stats_get(&s);
     return s.commands;
@@ -55,6 +65,8 @@ static void pl_fini(plock_t *p)
 {
     if (p->peer == PEER_NAIVE)
         naive_fini(&p->n);
+    else if (p->peer == PEER_SCRIPTS)
+        sfloor_fini(&p->f);
     else
         dist_mutex_destroy(&p->m);
 }
@@ -81,7 +93,7 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
     w->sent = pl_sent(p) - w->sent;
     if (p->peer == PEER_NAIVE) {
         w->retries = p->n.retries - w->retries;
-    } else {
+    } else if (p->peer == PEER_DISTLOCK) {
         w->roundtrips = s.roundtrips - s0->roundtrips;
         w->grants = s.grants - s0->grants;
         w->local_handoffs = s.local_handoffs - s0->local_handoffs;
@@ -94,6 +106,7 @@ static void ws_end(wstats_t *w, const plock_t *p, const dl_stats_t *s0)
 /* ================================================================ W1 */
 typedef struct w1 {
     int peer;
+    int nospin;               /* the link never spins for a reply (W1nospin) */
     unsigned long warm, n;
     char name[128];
     progress_t pr;
@@ -114,6 +127,8 @@ static int w1_worker(void *arg, int idx)
 {
     w1_t *w = arg;
     plock_t p;
+    if (w->nospin)
+        dl_link_spin_us = 0;
     if (pl_init(&p, w->peer, w->name))
         return 1;
     redisContext *c = rc_connect("bench-ctl");
@@ -145,24 +160,28 @@ static int w1_worker(void *arg, int idx)
     return 0;
 }
 
-int run_w1(int peer)
+/* peer PEER_SCRIPTS: the script floor, "peer=floor workload=W1scripts";
+ * nospin: W1 with the link never spinning for a reply ("W1nospin"). */
+static int w1_run(int peer, int nospin)
 {
+    const char *wl = peer == PEER_SCRIPTS ? "W1scripts" : nospin ? "W1nospin" : "W1";
     unsigned long n = g_opt.quick ? 1000 : 20000;
     size_t size = sizeof(w1_t) + n * sizeof(double);
     w1_t *w = shm_alloc(size);
     w->peer = peer;
+    w->nospin = nospin;
     w->warm = g_opt.quick ? 100 : 1000;
     w->n = n;
     w->pr.total = n;
-    lock_name(w->name, sizeof w->name, "W1", peer_name(peer));
+    lock_name(w->name, sizeof w->name, wl, peer_name(peer));
     char label[32];
-    snprintf(label, sizeof label, "W1 %s", peer_name(peer));
+    snprintf(label, sizeof label, "%s %s", wl, peer_name(peer));
     pid_t pid = spawn(w1_worker, w, 0);
     int rc = wait_workers(&pid, 1, label, &w->pr);
     if (rc) {
-        output_error("W1", "%s worker failed", peer_name(peer));
+        output_error(wl, "%s worker failed", peer_name(peer));
     } else {
-        result_t *r = result_timed(peer_name(peer), "W1", w->lat, n, w->ws.t_end - w->ws.t_start);
+        result_t *r = result_timed(peer_name(peer), wl, w->lat, n, w->ws.t_end - w->ws.t_start);
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)w->ws.redis_calls / (double)n);
         result_extra(r, "sent_cmds_per_op", "%.2f", (double)w->ws.sent / (double)n);
         if (peer == PEER_DISTLOCK)
@@ -174,10 +193,22 @@ int run_w1(int peer)
         result_extra(r, "pairs", "%lu", n);
         result_extra(r, "warmup", "%lu", w->warm);
         result_extra(r, "mean_us", "%.1f", mean_of(w->lat, n));
+        if (peer == PEER_DISTLOCK)
+            result_extra(r, "reply_spin_us", "%lu", nospin ? 0UL : dl_link_spin_us);
         result_emit(r);
     }
     shm_free(w, size);
     return rc;
+}
+
+int run_w1(int peer)
+{
+    return w1_run(peer, 0);
+}
+
+int run_w1_nospin(void)
+{
+    return w1_run(PEER_DISTLOCK, 1);
 }
 
 /* ================================================================ W2 */
@@ -253,7 +284,9 @@ int run_w2(int peer)
     long long calls0;
     uint64_t t0;
     int rc = spawn_gated(w2_worker, w, pids, W2_PROCS, &w->gate, c, &calls0, &t0);
+    double rcpu0 = rc_cpu_seconds(c);
     rc = wait_workers(pids, W2_PROCS, label, &w->pr) || rc;
+    double rcpu = rc_cpu_seconds(c) - rcpu0;
     if (rc) {
         output_error("W2", "%s workers failed", peer_name(peer));
     } else {
@@ -282,6 +315,9 @@ int run_w2(int peer)
             result_extra(r, "over_serial", "%.3f", r->ops_per_s / ceil->ops_per_s);
         /* lock + counter (GET/SET) commands, every command Redis ran */
         result_extra(r, "redis_cmds_per_op", "%.2f", (double)calls / (double)total);
+        /* redis-server's CPU (INFO cpu, user + system) from the gate to the
+         * last worker's end, per operation: the lock's and the counter's */
+        result_extra(r, "redis_cpu_us_per_op", "%.1f", rcpu * 1e6 / (double)total);
         result_extra(r, "lock_sent_cmds_per_op", "%.2f", (double)sent / (double)total);
         if (peer == PEER_DISTLOCK) {
             result_extra(r, "grants", "%lu", grants);
@@ -392,21 +428,7 @@ static void w3_wait_b_blocked(w3_t *w, redisContext *c)
         sleep_us(2000 + (unsigned long)(rand() % 1000));
         return;
     }
-    uint64_t until = now_ns() + 2000000000ull;
-    for (;;) {
-        redisReply *r = redisCommand(c, "ZCARD %s", w->qkey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n > 0)
-            break;
-        if (now_ns() > until) {
-            w->unqueued++;
-            break;
-        }
-        sleep_us(20);
-    }
-    sleep_us(300);
+    w->unqueued += (unsigned long)rc_wait_listed(c, w->qkey);
 }
 
 static int w3_worker(void *arg, int idx)
@@ -503,12 +525,7 @@ static int w3_run(int peer, int relock)
         output_error(wl, "%s workers failed", peer_name(peer));
     } else {
         size_t n = w->rounds;
-        double *v = malloc(n * sizeof *v);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t a = w->t0[w->warm + i], b = w->t1[w->warm + i];
-            v[i] = b > a ? (double)(b - a) / 1e3 : 0;
-        }
-        sort_doubles(v, n);
+        double *v = spans_us(w->t0 + w->warm, w->t1 + w->warm, n);
         result_t *r = result_new(peer_name(peer), wl);
         double mean = mean_of(v, n);
         r->ops_per_s = mean > 0 ? 1e6 / mean : 0;    /* back-to-back handoffs per second */

@@ -6,6 +6,8 @@
 #include <stddef.h>
 
 int run_w1(int peer);
+/* W1 with the link's reply spin off (cmdlink_io.h: dl_link_spin_us). */
+int run_w1_nospin(void);
 /* W2's serial ceiling: peer=floor workload=W2serial. */
 int run_w2_serial(void);
 int run_w2(int peer);

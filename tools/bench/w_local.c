@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* w_local.c - W4 (8 threads of one process on one lock: local handoffs)
+/* w_local.c - W4 (8 threads of one process on one lock: local handoffs),
+ * with a plain pthread_mutex_t in the same loop beside it (peer=pthread),
  * and W4b, the W2 shape with 4 threads in each of the 4 processes, which
  * shows how long other processes wait while a process passes the lock
  * between its own threads. */
@@ -16,6 +17,7 @@
 /* ================================================================ W4 */
 #define W4_THREADS 8
 typedef struct w4 {
+    int pthread;                     /* the peer: a plain pthread_mutex_t */
     unsigned long n;                 /* per thread */
     char name[128];
     progress_t pr;
@@ -31,6 +33,7 @@ typedef struct w4 {
 typedef struct w4_thread {
     w4_t *w;
     dist_mutex_t *m;
+    pthread_mutex_t *pm;             /* the peer's, instead of m */
     pthread_barrier_t *bar;
     int idx;
     int failed;
@@ -44,14 +47,20 @@ static void *w4_thread(void *arg)
     pthread_barrier_wait(t->bar);
     for (unsigned long i = 0; i < w->n; i++) {
         uint64_t t0 = now_ns();
-        if (lock_err("W4 lock", dist_mutex_lock(t->m))) {
-            t->failed = 1;
-            return NULL;
-        }
-        w->x++;
-        if (lock_err("W4 unlock", dist_mutex_unlock(t->m))) {
-            t->failed = 1;
-            return NULL;
+        if (t->pm) {
+            pthread_mutex_lock(t->pm);
+            w->x++;
+            pthread_mutex_unlock(t->pm);
+        } else {
+            if (lock_err("W4 lock", dist_mutex_lock(t->m))) {
+                t->failed = 1;
+                return NULL;
+            }
+            w->x++;
+            if (lock_err("W4 unlock", dist_mutex_unlock(t->m))) {
+                t->failed = 1;
+                return NULL;
+            }
         }
         lat[i] = (double)(now_ns() - t0) / 1e3;
         __atomic_add_fetch(&w->pr.done, 1, __ATOMIC_RELAXED);
@@ -68,7 +77,8 @@ static int w4_worker(void *arg, int idx)
 {
     w4_t *w = arg;
     dist_mutex_t m;
-    if (mutex_warm(&m, w->name))
+    pthread_mutex_t pm = PTHREAD_MUTEX_INITIALIZER;
+    if (!w->pthread && mutex_warm(&m, w->name))
         return 1;
     redisContext *c = rc_connect("bench-ctl");
     if (!c)
@@ -78,7 +88,7 @@ static int w4_worker(void *arg, int idx)
     pthread_t th[W4_THREADS];
     w4_thread_t ta[W4_THREADS];
     for (int i = 0; i < W4_THREADS; i++) {
-        ta[i] = (w4_thread_t){ w, &m, &bar, i, 0 };
+        ta[i] = (w4_thread_t){ w, &m, w->pthread ? &pm : NULL, &bar, i, 0 };
         pthread_create(&th[i], NULL, w4_thread, &ta[i]);
     }
     dl_stats_t s0, s1;
@@ -98,8 +108,42 @@ static int w4_worker(void *arg, int idx)
     w->handoffs = s1.local_handoffs - s0.local_handoffs;
     w->renewed = s1.renewed - s0.renewed;
     redisFree(c);
-    dist_mutex_destroy(&m);
+    if (!w->pthread)
+        dist_mutex_destroy(&m);
     return failed;
+}
+
+/* The same 8 threads and loop with a plain pthread_mutex_t (the default
+ * type): what the process's own locking costs without the library. */
+static int run_w4_pthread(void)
+{
+    unsigned long n = g_opt.quick ? 1000 : 20000;
+    size_t total = W4_THREADS * n;
+    size_t size = sizeof(w4_t) + total * sizeof(double);
+    w4_t *w = shm_alloc(size);
+    w->pthread = 1;
+    w->n = n;
+    w->pr.total = total;
+    lock_name(w->name, sizeof w->name, "W4", "pthread");
+    pid_t pid = spawn(w4_worker, w, 0);
+    int rc = wait_workers(&pid, 1, "W4 pthread", &w->pr);
+    if (rc) {
+        output_error("W4", "pthread worker failed");
+    } else {
+        uint64_t tend = 0;
+        for (int i = 0; i < W4_THREADS; i++)
+            if (w->t_end[i] > tend)
+                tend = w->t_end[i];
+        result_t *r = result_timed("pthread", "W4", w->lat, total, tend - w->t_start);
+        result_extra(r, "lost_updates", "%ld", (long)total - w->x);
+        result_extra(r, "threads", "%d", W4_THREADS);
+        result_extra(r, "iters", "%lu", n);
+        result_extra(r, "ops_after_first_finished", "%lu", total - w->done_at_first);
+        result_extra(r, "s_total", "%.3f", (double)(tend - w->t_start) / 1e9);
+        result_emit(r);
+    }
+    shm_free(w, size);
+    return rc;
 }
 
 int run_w4(void)
@@ -142,7 +186,7 @@ int run_w4(void)
         result_emit(r);
     }
     shm_free(w, size);
-    return rc;
+    return run_w4_pthread() || rc;
 }
 
 /* ================================================================ W4b */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sem_break.h"
 #include "cli.h"
 #include "commands.h"
 #include "break.h"
@@ -306,11 +307,16 @@ static int break_sem(cli_redis_t *r, const cli_opts_t *o, const cli_obj_t *obj)
         return CLI_EX_FREE;
     }
     if (b.kind == 'c') {
-        printf("reset semaphore %s: value %lld -> %lld (the value it was created with)", q,
-               b.before, b.after);
+        /* A reset is a new incarnation (lua/sem_break.lua): told to every
+         * process that used the old one, its waiters too. */
+        printf("reset semaphore %s: value %lld -> %lld (the value it was created with), as a "
+               "new incarnation", q, b.before, b.after);
+        if (b.inc)
+            printf(" (%llu)", b.inc);
+        printf(": every process that used it");
         if (st->nwaiters)
-            printf("; woke its waiters (%zu)", st->nwaiters);
-        printf("\n");
+            printf(", its %zu waiter%s too,", st->nwaiters, st->nwaiters == 1 ? "" : "s");
+        printf(" gets ENOLCK until it initializes it again\n");
         return flush_stdout(0);
     }
     cli_err("there is no semaphore %s; nothing to break", q);

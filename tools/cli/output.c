@@ -304,7 +304,8 @@ static void print_lock_json(FILE *f, const cli_lockstat_t *st)
 /* A semaphore: {"name":..,"kind":"sem","type":"leased","value":3,
  * "permits":5,"held":2,"holders":[{host,pid,thread,permits,held_ms,
  * lease_left_ms,fence}],"waiting":1,"waiters":[{host,pid,thread,
- * waited_ms}]}; a counting one has "permits" and "held" null. */
+ * waited_ms}],"incarnation":N,"incarnation_age_ms":MS}; a counting one
+ * has "permits" and "held" null; an incarnation not known yet, null. */
 static void print_sem_json(FILE *f, const cli_obj_t *o)
 {
     const cli_lockstat_t *st = &o->st;
@@ -318,7 +319,6 @@ static void print_sem_json(FILE *f, const cli_obj_t *o)
         fprintf(f, "\"counting\",\"value\":%lld,\"permits\":null,\"held\":null", o->value);
     else
         fputs("null,\"value\":null,\"permits\":null,\"held\":null", f);
-    /* (its incarnation goes here once sem_status.lua's reply has one) */
     fputs(",\"holders\":[", f);
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
@@ -339,7 +339,16 @@ static void print_sem_json(FILE *f, const cli_obj_t *o)
         else
             fputs("null}", f);
     }
-    fputs("]}", f);
+    /* Its incarnation (lua/sem_common.lua): a new one after a loss in
+     * Redis or a reset by break. */
+    if (o->incarn)
+        fprintf(f, "],\"incarnation\":%llu,\"incarnation_age_ms\":", o->incarn);
+    else
+        fputs("],\"incarnation\":null,\"incarnation_age_ms\":", f);
+    if (o->incarn && o->incarn_age_ms >= 0)
+        fprintf(f, "%lld}", o->incarn_age_ms);
+    else
+        fputs("null}", f);
 }
 
 /* A condition: {"name":..,"kind":"cond","waiting":2,"waiters":[{"token":
@@ -361,7 +370,16 @@ static void print_cond_json(FILE *f, const cli_obj_t *o)
         else
             fputs("null}", f);
     }
-    fputs("]}", f);
+    /* Its incarnation (lua/sem_common.lua): a new one after a loss in
+     * Redis or a reset by break. */
+    if (o->incarn)
+        fprintf(f, "],\"incarnation\":%llu,\"incarnation_age_ms\":", o->incarn);
+    else
+        fputs("],\"incarnation\":null,\"incarnation_age_ms\":", f);
+    if (o->incarn && o->incarn_age_ms >= 0)
+        fprintf(f, "%lld}", o->incarn_age_ms);
+    else
+        fputs("null}", f);
 }
 
 void cli_print_status_json(FILE *f, const cli_obj_t *o)
@@ -481,6 +499,7 @@ static void print_lock(FILE *f, const cli_lockstat_t *st)
 /* A semaphore:
  *   semaphore: "enc"
  *   state:     leased, 2 of 5 permits held, value 3
+ *   made:      2.1h ago (incarnation 3735928559)
  *   holder:    web1:4242 (thread 4242), 1 permit, held for 3.2s, lease left 27.1s, fence 7
  *   waiting:   1
  *   waiter:    web1:4250 (thread 4250), waiting 1.2s                               */
@@ -496,7 +515,12 @@ static void print_sem(FILE *f, const cli_obj_t *o)
         fprintf(f, "%-10s counting, value %lld\n", "state:", o->value);
     else
         fprintf(f, "%-10s %s\n", "state:", o->state[0] ? o->state : "gone");
-    /* (its incarnation goes here once sem_status.lua's reply has one) */
+    /* Its incarnation: a count younger than its users says Redis lost the
+     * one before, or break reset it. */
+    if (o->incarn)
+        fprintf(f, "%-10s %s ago (incarnation %llu)\n", "made:",
+                o->incarn_age_ms >= 0 ? cli_duration(o->incarn_age_ms, held, sizeof held)
+                                      : "(unknown)", o->incarn);
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         fprintf(f, "%-10s %s, %u permit%s, held for %s, lease left %s, fence %llu\n", "holder:",

@@ -161,7 +161,8 @@ void cli_keys_free(cli_keys_t *lk)
 
 dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token)
 {
-    return (dl_caller_t){ lk->k, lk->len, chan ? chan : "", chan ? strlen(chan) : 0, token };
+    return (dl_caller_t){ .keys = lk->k, .keylen = lk->len, .chanprefix = chan ? chan : "",
+                          .chanprefix_len = chan ? strlen(chan) : 0, .token = token };
 }
 
 void cli_calls_run(cli_redis_t *r, int node, dl_call_t *calls, int n)

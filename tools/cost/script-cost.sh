@@ -20,7 +20,9 @@ dl_redis_start "$DIR" -- --slowlog-log-slower-than -1
 PORT=$DL_REDIS_PORT
 
 r() { redis-cli -p "$PORT" "$@"; }
-body() { printf '%s\n%s' "$(cat "$LUA/common.lua")" "$(cat "$LUA/$1.lua")"; }
+# The text Redis runs, as the library embeds it (cmake/lua_assemble.cmake:
+# common.lua, the script, its fast path put inside common.lua).
+body() { cmake -DLUA_DIR="$LUA" -DOP="$1" -P "$(dirname "$0")/../../cmake/lua_assemble.cmake"; }
 ACQ=$(body acquire); REL=$(body release)
 ACQ_SHA=$(r SCRIPT LOAD "$ACQ"); REL_SHA=$(r SCRIPT LOAD "$REL")
 K=(6 'd:{c}' 'd:{c}:r' 'd:{c}:ri' 'd:{c}:q' 'd:{c}:w' 'd:{c}:m')
