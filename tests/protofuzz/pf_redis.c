@@ -11,6 +11,7 @@
 #include "call_break.h"
 #include "call_cancel.h"
 #include "call_mark.h"
+#include "call_recover.h"
 #include "call_release.h"
 #include "call_renew.h"
 #include "call_renew_many.h"

@@ -12,6 +12,7 @@
 #include "call_sem_open.h"
 #include "call_sem_post.h"
 #include "call_sem_renew.h"
+#include "call_sem_unlink.h"
 #include "call_sem_value.h"
 #include "call_sem_wait.h"
 #include "call_sem_withdraw.h"
@@ -595,9 +596,9 @@ static int op_unlink(run_t *r, int i)
     dl_call_sem_unlink(&c, &w);
     if (run_call(r, &c))
         return 1;
-    if (c.reply.sem_unlink.result != (r->cur != 0))
+    if (DL_REPLY(&c, sem_unlink).result != (r->cur != 0))
         return bad(r, "p%d's unlink of %s replied %d", i,
-                   r->cur ? "the present incarnation" : "no semaphore", c.reply.sem_unlink.result);
+                   r->cur ? "the present incarnation" : "no semaphore", DL_REPLY(&c, sem_unlink).result);
     if (pushes(r, m, 64, &n))
         return 1;
     for (int k = 0; k < nreg; k++) {
