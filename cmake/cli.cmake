@@ -43,6 +43,16 @@ if(DISTLOCK_TESTS)
             bash ${PROJECT_SOURCE_DIR}/tests/cli/test_kinds.sh $<TARGET_FILE:distlock-cli>
             $<TARGET_FILE:cli_kinds_helper>)
   set_tests_properties(cli_kinds PROPERTIES TIMEOUT 120)
+  # A lock left unrecoverable (robust mutexes): status, list, break, and
+  # the lock call's refusal; the helper makes the state.
+  add_test(NAME cli_robust
+    COMMAND ${CMAKE_COMMAND} -E env --unset=DISTLOCK_URL --unset=DISTLOCK_PREFIX
+            --unset=DISTLOCK_LEASE_MS --unset=DISTLOCK_IO_TIMEOUT_MS --unset=DISTLOCK_LOG
+            --unset=DISTLOCK_PASSWORD
+            bash ${PROJECT_SOURCE_DIR}/tools/with-redis.sh
+            bash ${PROJECT_SOURCE_DIR}/tests/cli/test_robust.sh $<TARGET_FILE:distlock-cli>
+            $<TARGET_FILE:cli_kinds_helper>)
+  set_tests_properties(cli_robust PROPERTIES TIMEOUT 120)
   # The man page renders without warnings, and `cmake --install` puts the
   # program and the page in place.
   add_test(NAME cli_install

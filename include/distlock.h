@@ -192,7 +192,10 @@ DIST_API int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence);
  * holds is counted once more (unlock it once more); an errorcheck one
  * gives EDEADLK (trylockall: EBUSY) and nothing is taken.
  * Blocks until every one is acquired.  0, EOWNERDEAD (all acquired; one or
- * more after a holder lapsed), EDEADLK, EAGAIN, EIO, EINVAL, ENOMEM. */
+ * more after a holder lapsed), ENOTRECOVERABLE (one is unrecoverable),
+ * EDEADLK, EAGAIN, EIO, EINVAL, ENOMEM.  On an error but EOWNERDEAD a mutex
+ * the caller held before the call is as it was: its count, and a robust
+ * EOWNERDEAD pending in its section or not. */
 DIST_API int dist_mutex_lockall(dist_mutex_t *const ms[], size_t n);
 /* No waiting: EBUSY if any one cannot be taken at once (none is held). */
 DIST_API int dist_mutex_trylockall(dist_mutex_t *const ms[], size_t n);
@@ -206,6 +209,12 @@ DIST_API int dist_rwlockattr_destroy(dist_rwlockattr_t *attr);
 DIST_API int dist_rwlockattr_setlease(dist_rwlockattr_t *attr, unsigned long ms);
 
 /* --- read-write lock: same blocking rules as the mutex calls --- */
+/* A read-write lock shares its name's state in Redis with the mutex of that
+ * name: when a robust holder of that mutex left it unrecoverable (see
+ * dist_mutex_consistent), every rdlock and wrlock call on the name returns
+ * ENOTRECOVERABLE, and dist_rwlock_destroy in a process so told clears the
+ * state as dist_mutex_destroy does (EIO, the object kept, when Redis cannot
+ * be reached). */
 DIST_API int dist_rwlock_init(dist_rwlock_t *rw, const char *name, const dist_rwlockattr_t *attr);
 DIST_API int dist_rwlock_rdlock(dist_rwlock_t *rw);
 DIST_API int dist_rwlock_tryrdlock(dist_rwlock_t *rw);

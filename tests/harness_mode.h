@@ -6,7 +6,7 @@
  * masters, 3 replicas), tls (rediss:// with client certificates), redlock
  * (3 servers).  The suite's library calls run in forked children that set
  * tm_env() first (the library reads its environment once per process).
- * Used by test_barrier and test_once.
+ * Used by test_barrier, test_once and test_clock.
  */
 #ifndef TH_HARNESS_MODE_H
 #define TH_HARNESS_MODE_H

@@ -163,6 +163,35 @@ static void test_known_flaws(void **state)
     assert_int_equal(replay_all(known, sizeof known / sizeof known[0]), 0);
 }
 
+/* Robust mutexes' unrecoverable state (pf_robust.c), two short sequences
+ * the seeded runs reach too (seed 4: every lease 150 ms or more, so
+ * nothing lapses within them).  Each fails on a script that breaks the
+ * state: release.lua not marking (unrecoverable-not-marked), a mark that
+ * lapses (unrecoverable-shape), acquire.lua or acquire_all.lua granting
+ * past it (acquire-past-unrecoverable), release.lua not pushing 'u KEY'
+ * (waiter-not-told-unrecoverable), a marking release that keeps the death
+ * trace (ownerdead-after-recover), recover.lua clearing a mark it was not
+ * sent (recover-wrong-mark). */
+static const flaw_t robust[] = {
+    /* p1 is told EOWNERDEAD (after the break) and unlocks without
+     * consistent while p2 queues: p2 is pushed 'u', a lock-all and p2
+     * asking again are refused, and p2's destroy recovers the lock; the
+     * next holder is told nothing. */
+    { "unrecoverable: marked, waiter told, refused, recovered", 4,
+      "A0wt0,B,A1wt0,A2wq0,R10u,L0.0,D2,V2,A0wt0", 3 },
+    /* p1 is told mark 1, a break clears it, p1's lock-all is told
+     * EOWNERDEAD and it marks the lock anew: its destroy, with mark 1,
+     * must leave mark 2. */
+    { "unrecoverable: a destroy told of an older mark leaves a newer one", 4,
+      "L2.1,B,A1wt0,R10u,A1rq0,R20u,B,L1.1,R10u,V1,L0.0", 3 },
+};
+
+static void test_robust_marks(void **state)
+{
+    (void)state;
+    assert_int_equal(replay_all(robust, sizeof robust / sizeof robust[0]), 0);
+}
+
 static void test_two_procs(void **state) { run(1, 2, 800); }
 static void test_three_procs(void **state) { run(2, 3, 1200); }
 static void test_four_procs(void **state) { run(3, 4, 1200); }
@@ -302,6 +331,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         TH_TEST(test_known_flaws),
+        TH_TEST(test_robust_marks),
         TH_TEST(test_two_procs),
         TH_TEST(test_three_procs),
         TH_TEST(test_four_procs),

@@ -17,11 +17,19 @@
  *  - recovery: a destroy in a process that was never told changes nothing;
  *    a destroy in a process that was told makes the name usable again for
  *    every process once initialized again, with no EOWNERDEAD;
+ *  - a read-write lock of the name shares its state: every rwlock call is
+ *    refused with ENOTRECOVERABLE, and its destroy in a process so told
+ *    recovers the name as a mutex's does;
  *  - a reentrant relock told EOWNERDEAD (the thread's own hold lapsed and
  *    was taken anew: issue 28's retake) needs consistent too, before the
  *    unlock that ends the section (which says ENOLCK either way);
  *  - lock-all with EOWNERDEAD on one member: that member needs consistent,
  *    the others answer EINVAL;
+ *  - a lock-all that fails gives back what it took: a member the caller
+ *    held already (recursive), whose relock inside the call was told
+ *    EOWNERDEAD (its hold had lapsed: taken anew), keeps the pending
+ *    EOWNERDEAD it had before the call (none), so that its section can end
+ *    without consistent and leave nothing unrecoverable;
  *  - a condition wait does not end the section: an EOWNERDEAD pending
  *    before it is pending after it.
  *
@@ -351,6 +359,48 @@ static void test_unrecoverable(void **state)
     th_pipe_close(&a.done);
 }
 
+/* ------------------------------------------------------ the name's rwlock */
+
+/* Told EOWNERDEAD, unlocks without consistent: the name is unrecoverable. */
+static int careless_now_child(void *arg)
+{
+    th_setenv_list(g_env);
+    dist_mutex_t m;
+    robust_init(&m, arg, DIST_MUTEX_ROBUST);
+    TH_CHECK_RC(dist_mutex_lock(&m), EOWNERDEAD);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    return 0;
+}
+
+static int rwlock_refused_child(void *arg)
+{
+    th_setenv_list(g_env);
+    dist_rwlock_t rw;
+    TH_CHECK_RC(dist_rwlock_init(&rw, arg, NULL), 0);
+    struct timespec ts = th_abstime_ms(200);
+    TH_CHECK_RC(dist_rwlock_rdlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK(th_contains(dist_lasterror(), "unrecoverable"));
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_wrlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_trywrlock(&rw), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_timedwrlock(&rw, &ts), ENOTRECOVERABLE);
+    TH_CHECK_RC(dist_rwlock_unlock(&rw), EPERM);
+    /* told: its destroy clears the state, as a mutex's would */
+    TH_CHECK_RC(dist_rwlock_destroy(&rw), 0);
+    return 0;
+}
+
+static void test_rwlock(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "rob-rw");
+    holder_dies(name);
+    TH_ASSERT_CHILD_OK(th_fork_child(careless_now_child, name));
+    TH_ASSERT_CHILD_OK(th_fork_child(rwlock_refused_child, name));
+    TH_ASSERT_CHILD_OK(th_fork_child(plain_child, name));      /* usable again, no EOWNERDEAD */
+}
+
 /* -------------------------------------------- a reentrant relock's retake */
 
 typedef struct retake_arg {
@@ -466,6 +516,106 @@ static void test_lockall(void **state)
     }
 }
 
+/* A lock-all that fails after a held member's relock said EOWNERDEAD. */
+typedef struct undo_arg {
+    const char *a, *b;
+    int probe;                /* 1: ask consistent; 0: end the section without it */
+    th_pipe_t up, down;
+} undo_arg_t;
+
+/* Holds b (the lock-all's second lock, in name order) until told. */
+static int hold_b_child(void *arg)
+{
+    undo_arg_t *ua = arg;
+    th_setenv_list(g_env);
+    dist_mutex_t mb;
+    robust_init(&mb, ua->b, DIST_MUTEX_ROBUST);
+    TH_CHECK_RC(dist_mutex_lock(&mb), 0);
+    th_send(ua->up.wr, 2, 0, 0, 0);
+    th_msg_t msg;
+    TH_CHECK(th_recv(ua->down.rd, &msg, 60000) == 0);
+    TH_CHECK_RC(dist_mutex_unlock(&mb), 0);
+    return 0;
+}
+
+static int undo_child(void *arg)
+{
+    undo_arg_t *ua = arg;
+    th_setenv_list(g_env);
+    dist_mutex_t ma, mb;
+    robust_init(&ma, ua->a, DIST_MUTEX_ROBUST);
+    robust_init(&mb, ua->b, DIST_MUTEX_ROBUST);
+    TH_CHECK_RC(dist_mutex_lock(&ma), 0);
+    th_send(ua->up.wr, 1, 0, 0, 0);
+    th_msg_t msg;
+    TH_CHECK(th_recv(ua->down.rd, &msg, 30000) == 0);  /* a's key deleted meanwhile */
+    /* Each try relocks a (held: recursive) and fails on b (busy); once the
+     * relock finds a's hold gone, it takes a anew (a new fence) and is told
+     * EOWNERDEAD, which the failed lock-all gives back with the relock. */
+    uint64_t f0 = 0, f1;
+    TH_CHECK_RC(dist_mutex_getfence(&ma, &f0), 0);
+    f1 = f0;
+    dist_mutex_t *set[] = { &ma, &mb };
+    for (int i = 0; i < 200 && f1 == f0; i++) {
+        th_sleep_ms(20);
+        TH_CHECK_RC(dist_mutex_trylockall(set, 2), EBUSY);
+        TH_CHECK_RC(dist_mutex_getfence(&ma, &f1), 0);
+    }
+    TH_CHECK(f1 != f0);                                  /* a was taken anew */
+    if (ua->probe) {
+        /* Not told EOWNERDEAD (the lock-all said EBUSY): nothing pending. */
+        TH_CHECK_RC(dist_mutex_consistent(&ma), EINVAL);
+    }
+    /* The section saw a lapse: its end says ENOLCK, and leaves a usable
+     * lock (nothing pending made it unrecoverable). */
+    TH_CHECK_RC(dist_mutex_unlock(&ma), ENOLCK);
+    TH_CHECK_RC(dist_mutex_unlock(&mb), EPERM);
+    return 0;
+}
+
+static int after_undo_child(void *arg)
+{
+    undo_arg_t *ua = arg;
+    th_setenv_list(g_env);
+    dist_mutex_t ma;
+    robust_init(&ma, ua->a, DIST_MUTEX_ROBUST);
+    TH_CHECK_RC(dist_mutex_trylock(&ma), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&ma), 0);
+    TH_CHECK_RC(dist_mutex_destroy(&ma), 0);
+    return 0;
+}
+
+static void test_lockall_undo(void **state)
+{
+    (void)state;
+    for (int probe = 1; probe >= 0; probe--) {
+        char a[64], b[80];
+        th_name(a, sizeof a, probe ? "rob-up" : "rob-ue");
+        snprintf(b, sizeof b, "%s.b", a);
+        undo_arg_t ua = { a, b, probe, { -1, -1 }, { -1, -1 } };
+        undo_arg_t hb = { a, b, probe, { -1, -1 }, { -1, -1 } };
+        th_pipe_open(&ua.up);
+        th_pipe_open(&ua.down);
+        th_pipe_open(&hb.up);
+        th_pipe_open(&hb.down);
+        th_msg_t msg;
+        pid_t holder = th_fork_child(hold_b_child, &hb);
+        assert_int_equal(th_recv(hb.up.rd, &msg, 30000), 0);
+        pid_t c = th_fork_child(undo_child, &ua);
+        assert_int_equal(th_recv(ua.up.rd, &msg, 30000), 0);
+        delete_lock_key(a);
+        th_send(ua.down.wr, 1, 0, 0, 0);
+        TH_ASSERT_CHILD_OK(c);
+        th_send(hb.down.wr, 1, 0, 0, 0);
+        TH_ASSERT_CHILD_OK(holder);
+        TH_ASSERT_CHILD_OK(th_fork_child(after_undo_child, &ua));
+        th_pipe_close(&ua.up);
+        th_pipe_close(&ua.down);
+        th_pipe_close(&hb.up);
+        th_pipe_close(&hb.down);
+    }
+}
+
 static int cond_child(void *arg)
 {
     pair_arg_t *pa = arg;
@@ -509,8 +659,10 @@ int main(void)
         TT_TEST(test_consistent),
         TT_TEST(test_lenient),
         TT_TEST(test_unrecoverable),
+        TT_TEST(test_rwlock),
         TT_TEST(test_relock_retake),
         TT_TEST(test_lockall),
+        TT_TEST(test_lockall_undo),
         TT_TEST(test_cond_wait),
     };
     return th_run_group("robust", all, sizeof all / sizeof all[0], group_setup,

@@ -11,8 +11,9 @@
  *                      [--by-slot]
  *   distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N]
  *                      [--time SECONDS] [--verbose]
- *   distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N]
- *                      [--procs N] [--runs N] [--time SECONDS]
+ *   distlock-protofuzz --barrier COUNT | --once | --sem counting|leased
+ *                      [--seed N] [--steps N] [--procs N] [--runs N]
+ *                      [--time SECONDS]
  *
  * Runs seed, seed+1, ... (each --steps ops on fresh keys) until --runs runs
  * or --time seconds, whichever comes first; prints a progress line every
@@ -33,7 +34,9 @@
  * pf_cond.h: no lost wake-up); a failure prints its last steps, and the
  * seed and step count replay it (no shrinking).
  * --barrier COUNT, --once: the barrier's scripts with a barrier of that
- * count (pf_barrier.h), the once's (pf_once.h); a failure says its step.
+ * count (pf_barrier.h), the once's (pf_once.h); --sem KIND: the
+ * semaphore's (pf_sem.h: 2 permits; losses and unlinks); a failure says
+ * its step.
  * The server: DISTLOCK_URL (redis://HOST:PORT), default 127.0.0.1:6379.
  */
 #include <stdio.h>
@@ -45,12 +48,13 @@
 #include "pf_cond.h"
 #include "pf_barrier.h"
 #include "pf_once.h"
+#include "pf_sem.h"
 
 static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock] [--by-slot]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n       distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock] [--by-slot]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n       distlock-protofuzz --barrier COUNT | --once | --sem counting|leased [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -86,7 +90,7 @@ int main(int argc, char **argv)
     o.shrink_ms = 120000;
     long runs = 1000000, secs = 0;
     const char *replay = NULL;
-    int cond = 0, once = 0;
+    int cond = 0, once = 0, sem = 0;
     unsigned barrier = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -116,6 +120,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--shrink")) o.shrink_ms = atol(v) * 1000;
         else if (!strcmp(a, "--replay")) replay = v;
         else if (!strcmp(a, "--only")) o.only = v;
+        else if (!strcmp(a, "--sem")) {
+            if (strcmp(v, "counting") && strcmp(v, "leased"))
+                usage();
+            sem = v[0] == 'l' ? 2 : 1;
+        }
         else if (!strcmp(a, "--barrier")) {
             if (atoi(v) < 1)
                 usage();
@@ -152,7 +161,7 @@ int main(int argc, char **argv)
     printf("protofuzz: seeds from %llu, %d steps each, %d processes%s, %s, server %s:%d\n",
            (unsigned long long)o.seed, o.steps, o.procs, o.redlock ? " (redlock clients)" : "",
            cond ? "the condition's scripts" : barrier ? "the barrier's scripts"
-           : once ? "the once's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
+           : once ? "the once's scripts" : sem ? "the semaphore's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
                                      : o.gates ? "gated, some known-flaw triggers" : "every op", host, o.port);
     o.progress_ms = 2000;
     int64_t start = pf_now_ms();
@@ -165,9 +174,13 @@ int main(int argc, char **argv)
         int done = 0;
         o.max_ms = secs ? secs * 1000 - (pf_now_ms() - start) : 0;
         int rc;
-        if (barrier || once) {
+        if (barrier || once || sem) {
             char why[600];
-            if (barrier) {
+            if (sem) {
+                pf_sem_opts_t so = { o.seed, o.steps, o.procs, sem == 2, 2, host, o.port,
+                                     o.max_ms, NULL };
+                rc = pf_sem_fuzz(&so, &done, why, sizeof why);
+            } else if (barrier) {
                 pf_barrier_opts_t bo = { o.seed, o.steps, o.procs, barrier, host, o.port, o.max_ms,
                                          NULL };
                 rc = pf_barrier_fuzz(&bo, &done, why, sizeof why);

@@ -773,7 +773,17 @@ int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, in
     return tell_carried(l, rq, finish(p, l, rq, tid, rc, g));
 }
 
-int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
+int dl_lock_owner_dead_pending(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int od = h && h->wcount && h->od;
+    pthread_mutex_unlock(&o->mu);
+    return od;
+}
+
+int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -786,7 +796,11 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
     int last, lapsed, od, rc = 0;
     uint64_t since;               /* (never the program's hold: no hold time) */
     dl_holder_pop(l, tid, &last, &since, &lapsed, &od);
-    if (last) {
+    if (!last) {
+        /* A relock of a hold the thread keeps: its section's pending
+         * EOWNERDEAD as before the call (h is still its record). */
+        h->od = od_was;
+    } else {
         while (o->hold.busy && o->hold.rmode)
             dl_core_wait(o, dl_now_ms() + 100);
         l->writer = 0;

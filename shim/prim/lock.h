@@ -174,8 +174,16 @@ int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, in
  * lock-all that could not take the others: as an unlock, but a hold never
  * lingers, and one the undone call took from Redis over a lapse (dead: it
  * returned EOWNERDEAD to nobody) is given back (dl_hold_give_back), so the
- * next holder is told of that lapse.  0, ENOLCK, EIO, EPERM. */
-int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
+ * next holder is told of that lapse.  A relock of a hold the thread keeps
+ * (recursive) leaves its section's pending robust EOWNERDEAD as it was
+ * before the call (od_was, from dl_lock_owner_dead_pending): the caller
+ * was told no EOWNERDEAD by the call, so nothing it did not know of may
+ * make the lock unrecoverable at the section's end.  0, ENOLCK, EIO,
+ * EPERM. */
+int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was);
+/* 1 when the calling thread's section on l has a robust EOWNERDEAD pending
+ * (dl_holder_t.od), else 0.  Never blocks. */
+int dl_lock_owner_dead_pending(dl_lock_t *l);
 
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of

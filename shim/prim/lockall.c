@@ -62,7 +62,7 @@ static void undo(dl_proc_t *p, dl_all_req_t *v, size_t taken, const char *dead)
     char kept[DL_ERRMAX];
     snprintf(kept, sizeof kept, "%s", dist_lasterror());
     while (taken-- > 0)
-        dl_lock_undo(p, v[taken].l, dead[taken]);
+        dl_lock_undo(p, v[taken].l, dead[taken], v[taken].od_was);
     dl_seterr("%s", kept);
 }
 
@@ -120,7 +120,7 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     if (failed) {
         /* All or none: the others go too. */
         for (size_t i = reserved; i-- > 0;)
-            if (dl_lock_undo(p, v[i].l, dead[i]) == EPERM)
+            if (dl_lock_undo(p, v[i].l, dead[i], v[i].od_was) == EPERM)
                 continue;         /* (the one that failed) */
         rc = failed;
     }
@@ -153,6 +153,9 @@ static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
 {
     size_t first = n, count = 0;
     for (size_t i = 0; i < n; i++) {
+        /* What the undo puts back should a later lock fail: a relock told
+         * EOWNERDEAD here (a held hold taken anew) was told to nobody. */
+        v[i].od_was = dl_lock_owner_dead_pending(v[i].l);
         int rc = dl_lock_acquire(p, v[i].l, &v[i].rq);
         if (rc != 0 && rc != EOWNERDEAD) {
             undo(p, v, i, dead);
@@ -186,6 +189,8 @@ int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
     char *dead = calloc(n, 1);
     if (!dead)
         return dl_fail(ENOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++)
+        v[i].od_was = 0;          /* (all at once: none is held before) */
     int rc = n > 1 ? all_at_once(p, v, n, dead) : EAGAIN;
     if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only))
         rc = one_by_one(p, v, n, dead);

@@ -26,6 +26,9 @@ typedef struct dl_all_req {
     dl_lock_t *l;
     dl_req_t rq;
     size_t at;                /* its index in the caller's array */
+    int od_was;               /* the caller's pending robust EOWNERDEAD on l before
+                                 the call (lock.c), which an undo of a relock puts
+                                 back (lockall.c) */
 } dl_all_req_t;
 
 /* Takes every lock of v[0..n) (n >= 1; v is sorted in place, the

@@ -78,6 +78,12 @@ void dl_view_clear(dl_view_t *v)
     memset(v, 0, sizeof *v);
 }
 
+int dl_view_unrecoverable(const dl_view_t *v)
+{
+    return v->mode == 'w' && v->nholders && v->holders[0].who.mode == 'w' &&
+           !v->holders[0].who.token[0];
+}
+
 void dl_view_wire(dl_wire_t *w, int nkeys)
 {
     int at[DL_KEYS_MAX];

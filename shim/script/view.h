@@ -74,6 +74,12 @@ typedef struct dl_view {
     int disputed;             /* some server shows a holder or waiter the result lacks */
 } dl_view_t;
 
+/* A lock left unrecoverable (a robust holder's unlock after EOWNERDEAD
+ * without dist_mutex_consistent: lua/common.lua, put_unrecoverable) shows
+ * as a write hold of nobody (no owner token), whose info says
+ * "unrecoverable"; redlock's merge keeps it as any hold.  1 when v's
+ * writer is that state: holders[0], its held_ms how long it has been so. */
+int dl_view_unrecoverable(const dl_view_t *v);
 /* "host\tpid\ttid" (n bytes: the info the library stores with a hold or
  * a registration) -> w, with its mode and owner token; waited_ms -1. */
 void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,

@@ -14,6 +14,17 @@
  *                                            semaphore NAME (created with
  *                                            VALUE), none given back
  *   cli_kinds_helper semwait NAME VALUE      waits for a permit of it
+ *   cli_kinds_helper unrecoverable NAME      leaves robust mutex NAME
+ *                                            unrecoverable: a child locks it
+ *                                            and dies holding it; this process
+ *                                            is told EOWNERDEAD once the
+ *                                            child's lease (DISTLOCK_LEASE_MS)
+ *                                            ran out, and unlocks without
+ *                                            dist_mutex_consistent
+ *   cli_kinds_helper recover NAME            is told ENOTRECOVERABLE by a
+ *                                            trylock of NAME (else exit 3),
+ *                                            then destroys its mutex, which
+ *                                            makes the name usable again
  *   cli_kinds_helper semhold NAME VALUE FLAG takes a permit of it, makes
  *                                            FLAG.in, and when FLAG exists
  *                                            (60 s at most) posts it; says
@@ -31,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <distlock.h>
@@ -79,6 +91,54 @@ static int sem(const char *name, unsigned value, int n, int wait)
     for (int i = 0; i < n; i++)
         if ((rc = wait ? dist_sem_wait(&s) : dist_sem_trywait(&s)))
             return fail(wait ? "wait" : "trywait", rc);
+    return 0;
+}
+
+static int robust_init(dist_mutex_t *m, const char *name)
+{
+    dist_mutexattr_t a;
+    int rc;
+    if ((rc = dist_mutexattr_init(&a)) || (rc = dist_mutexattr_setrobust(&a, DIST_MUTEX_ROBUST)) ||
+        (rc = dist_mutex_init(m, name, &a)))
+        return rc;
+    return dist_mutexattr_destroy(&a);
+}
+
+static int unrecoverable(const char *name)
+{
+    dist_mutex_t m;
+    int rc, st;
+    pid_t pid = fork();
+    if (pid < 0)
+        return fail("fork", errno);
+    if (pid == 0) {               /* dies holding it */
+        if ((rc = robust_init(&m, name)) || (rc = dist_mutex_lock(&m)))
+            _exit(fail("lock (the holder that dies)", rc));
+        _exit(0);
+    }
+    if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        return 2;
+    if ((rc = robust_init(&m, name)))
+        return fail("init", rc);
+    if ((rc = dist_mutex_lock(&m)) != EOWNERDEAD)
+        return fail("lock (want EOWNERDEAD)", rc);
+    if ((rc = dist_mutex_unlock(&m)))      /* no dist_mutex_consistent */
+        return fail("unlock", rc);
+    return 0;
+}
+
+static int recover(const char *name)
+{
+    dist_mutex_t m;
+    int rc;
+    if ((rc = robust_init(&m, name)))
+        return fail("init", rc);
+    if ((rc = dist_mutex_trylock(&m)) != ENOTRECOVERABLE) {
+        fprintf(stderr, "kinds_helper: trylock: %s, not ENOTRECOVERABLE\n", dist_strerror(rc));
+        return 3;
+    }
+    if ((rc = dist_mutex_destroy(&m)))
+        return fail("destroy", rc);
     return 0;
 }
 
@@ -146,6 +206,12 @@ int main(int argc, char **argv)
         return sem(argv[2], (unsigned)atoi(argv[3]), atoi(argv[4]), 0);
     if (argc == 4 && strcmp(argv[1], "semwait") == 0)
         return sem(argv[2], (unsigned)atoi(argv[3]), 1, 1);
+    if (argc == 3 && strcmp(argv[1], "unrecoverable") == 0)
+        return unrecoverable(argv[2]);
+    if (argc == 3 && strcmp(argv[1], "recover") == 0)
+        return recover(argv[2]);
+    fprintf(stderr, "usage: %s condwait NAME SECONDS FLAG | broadcast NAME | semtake NAME VALUE N | "
+            "semwait NAME VALUE | unrecoverable NAME | recover NAME\n", argv[0]);
     if (argc == 5 && strcmp(argv[1], "semhold") == 0)
         return semhold(argv[2], (unsigned)atoi(argv[3]), argv[4]);
     fprintf(stderr, "usage: %s condwait NAME SECONDS FLAG | broadcast NAME | semtake NAME VALUE N | "

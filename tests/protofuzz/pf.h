@@ -8,7 +8,11 @@
  * watchdog's undo of a failed acquisition, break, delivery or loss of the
  * pushed grants, a lock-all of the lock and a companion lock (all or
  * none, never past a holder or a queue), requests held back on a connection that was given up and
- * delivered late (or never), and time passing (short leases, real sleeps).
+ * delivered late (or never), time passing (short leases, real sleeps), and
+ * robust mutexes: a holder told EOWNERDEAD that ends its section without
+ * dist_mutex_consistent leaves the lock unrecoverable (release.lua's
+ * mark), every request is then refused, queued waiters are told ('u KEY'),
+ * and a process told of the mark clears it at its destroy (recover.lua).
  * After every step the invariants of pf_check.c are checked against a
  * snapshot of the lock's six keys and each process's beliefs.
  *
@@ -51,6 +55,9 @@ enum pf_kind {
     PF_ALL,        /* lock-all (acquire_all.lua) of the lock and a companion lock of
                       the same slot, in the order sel & 1 says; never queues; lost
                       (held back) only with its undo behind (withdraw_all.lua) */
+    PF_RECOVER,    /* dist_mutex_destroy of a process that was told ENOTRECOVERABLE:
+                      recover.lua with the mark it was told (prim/lock.c,
+                      dl_lock_recover); a process never told sends nothing */
     PF_NKINDS
 };
 
@@ -68,6 +75,9 @@ typedef struct pf_op {
     uint8_t enqueue;   /* PF_ACQ: 1 queue on failure */
     uint8_t lost;      /* enum pf_lost */
     uint8_t sel;       /* which held-back request (PF_STALE) */
+    uint8_t robust;    /* PF_RELEASE: the section ends without dist_mutex_consistent:
+                          a write hold told EOWNERDEAD is released with the
+                          unrecoverable mark (release.lua ARGV[7]) */
     uint16_t ms;       /* PF_SLEEP */
 } pf_op_t;
 

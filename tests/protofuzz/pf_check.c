@@ -23,7 +23,8 @@
  *     writer's successful write acquire and its cancel leave no mark naming
  *     it; renew 'm' replies 1 + queued + (1 if another process's mark
  *     lives);
- *   - otherwise no script touches the mark (one planted at the start stays).
+ *   - otherwise no script touches the mark (one planted at the start stays);
+ *   - robust mutexes' unrecoverable state: pf_robust.c.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -287,8 +288,8 @@ static int check_mark(pf_run_t *r, const pf_snap_t *s)
          * it ran.  A read hold of the process that had lapsed before stays
          * lapsed. */
         if (!mark_other(s, i) || pre->ww != s->ww || pre->wwx != s->wwx ||
-            redis_reader(pre, i, 1) >= 0)
-            break;
+            redis_reader(pre, i, 1) >= 0 || r->mk.reply == 3)
+            break;                /* (3: unrecoverable, refused first: pf_robust.c) */
         if (r->mk.reply != 0 || r->mk.left <= 0 || r->mk.left > r->maxmttl)
             return pf_failf(r, "read-past-mark", "p%d's read acquire, while p%d's writer mark "
                             "lived (%lld ms left after it), was answered {%lld, %lld}, not "
@@ -327,6 +328,9 @@ int pf_check(pf_run_t *r, int64_t t_send)
     }
     int64_t at = now_ms_hi();    /* the snapshot ran before this */
     uint64_t maxfence = r->nf ? r->fv[r->nf - 1].fence : 0;
-    return check_grants(r, &s) || check_redis(r, &s, maxfence) || check_beliefs(r, &s, at) ||
-           (!r->o->redlock && check_waiters(r, &s, at)) || check_mark(r, &s);
+    /* (the robust state's bookkeeping moves on to the next step whatever
+     * the others found) */
+    int bad = check_grants(r, &s) || check_redis(r, &s, maxfence) || check_beliefs(r, &s, at) ||
+              (!r->o->redlock && check_waiters(r, &s, at)) || check_mark(r, &s);
+    return pf_robust_check(r, &s) || bad;
 }

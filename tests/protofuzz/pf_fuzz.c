@@ -24,14 +24,14 @@ static const weight_t weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 6 },   { PF_CANCEL, 5 }, { PF_RELEASE, 14 },
     { PF_RENEW, 8 }, { PF_UNDO, 4 },    { PF_BREAK, 1 },  { PF_DELIVER, 14 },
     { PF_DROP, 3 },  { PF_STALE, 6 },   { PF_SLEEP, 9 },  { PF_MARK, 3 },
-    { PF_ALL, 5 },
+    { PF_ALL, 5 },   { PF_RECOVER, 3 },
 };
 /* redlock mode: no queue (no pushes, nothing to undo), no lost requests;
  * a waiter retries (refreshing its mark), gives up (cancel 'm') or dies. */
 static const weight_t rl_weights[] = {
     { PF_ACQ, 22 },  { PF_REASK, 12 }, { PF_CANCEL, 4 }, { PF_RELEASE, 12 },
     { PF_RENEW, 10 }, { PF_BREAK, 1 },  { PF_SLEEP, 8 },  { PF_DIE, 3 },
-    { PF_ALL, 4 },
+    { PF_ALL, 4 },   { PF_RECOVER, 3 },
 };
 static const int sleeps[] = { 1, 5, 20, 50, 120 };
 
@@ -72,6 +72,9 @@ pf_op_t *pf_generate(const pf_opts_t *o)
         if (op->kind == PF_ALL)
             op->lost = lostdraw < 6 ? PF_LOST_UNDO : PF_SENT;
         op->sel = (uint8_t)((y >> 12) & 0xff);
+        /* a robust section that ends without dist_mutex_consistent: half the
+         * releases (it matters only after EOWNERDEAD) */
+        op->robust = op->kind == PF_RELEASE && ((x >> 40) & 1);
         op->ms = (uint16_t)sleeps[(y >> 24) % (sizeof sleeps / sizeof sleeps[0])];
         if ((o->gates & PF_GATE_STALE_RELEASE) && op->kind == PF_RELEASE)
             op->lost = PF_SENT;
@@ -91,7 +94,7 @@ pf_op_t *pf_generate(const pf_opts_t *o)
 
 /* ---------------------------------------------------------- compact form */
 
-static const char letters[] = "AQCRNUBDXSZMKL";  /* by enum pf_kind */
+static const char letters[] = "AQCRNUBDXSZMKLV";  /* by enum pf_kind */
 
 void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
 {
@@ -106,7 +109,7 @@ void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
         case PF_RELEASE:
         case PF_RENEW:
         case PF_MARK:
-            fprintf(f, "%c%d%d", letters[op->kind], op->proc, op->lost);
+            fprintf(f, "%c%d%d%s", letters[op->kind], op->proc, op->lost, op->robust ? "u" : "");
             break;
         case PF_STALE:
             fprintf(f, "S%d.%d", op->proc, op->sel);
@@ -163,6 +166,10 @@ int pf_ops_parse(const char *s, pf_op_t **out, int *count)
                 if (*s < '0' || *s > '2')
                     goto bad;
                 op->lost = (uint8_t)(*s++ - '0');
+                if (op->kind == PF_RELEASE && *s == 'u') {   /* "R10u": inconsistent */
+                    op->robust = 1;
+                    s++;
+                }
             } else if (op->kind == PF_STALE || op->kind == PF_ALL) {
                 if (*s++ != '.')
                     goto bad;

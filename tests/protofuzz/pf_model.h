@@ -33,6 +33,8 @@ typedef struct pf_hold {
     int lost;                  /* renew said gone, or broken: not counted */
     int cut;                   /* a linger mark cut its TTL (tenure.c, dl_tenure_ttl):
                                   renewals vouch for the claim window only */
+    int od;                    /* granted with EOWNERDEAD: a robust holder's release
+                                  without dist_mutex_consistent carries the mark */
 } pf_hold_t;
 
 typedef struct pf_wait {
@@ -44,6 +46,8 @@ typedef struct pf_wait {
 } pf_wait_t;
 
 typedef struct pf_push {
+    char kind;                 /* 'g' a grant; 'u' the lock became unrecoverable: ask again */
+    int od;                    /* a grant's EOWNERDEAD */
     uint64_t regid, fence;
     int64_t t0;                /* sending of the step that published it */
     int broken;                /* a break since: the hold it names is gone */
@@ -77,6 +81,8 @@ typedef struct pf_proc {
     int nab;
     pf_reqinfo_t *ri;          /* indexed by regid */
     size_t nri;
+    uint64_t told;             /* the mark of the last ENOTRECOVERABLE it read (lock.c's
+                                  l->unrec): what its destroy clears; 0 none */
 } pf_proc_t;
 
 typedef struct pf_fence {
@@ -92,11 +98,26 @@ typedef struct pf_grant {
     uint64_t fence;
     const char *how;
     int unread;                /* in the reply to a held-back request: nobody reads it */
+    int od;                    /* granted with EOWNERDEAD */
 } pf_grant_t;
 
 typedef struct pf_stats {
     long steps, skipped, calls, grants, pushes, stale, lost, breaks, sleeps_ms;
+    long marked, refused, recovered;   /* robust: locks left unrecoverable, requests
+                                          refused for it, recover calls that cleared */
 } pf_stats_t;
+
+/* The unrecoverable state across a step (pf_robust.c). */
+typedef struct pf_unrec {
+    uint64_t prev;             /* the mark Redis had after the previous step, 0 none */
+    uint64_t set;              /* this step: a release with the mark answered 1 */
+    int cleared;               /* this step: a recover of the mark Redis had answered 1,
+                                  or a break ran */
+    unsigned u_want, u_got;    /* this step: processes that must be told 'u KEY' (queued
+                                  when a release left the lock unrecoverable), told */
+    int fresh;                 /* a recover cleared the mark, nothing granted since: the
+                                  next holder is told no EOWNERDEAD */
+} pf_unrec_t;
 
 typedef struct pf_run {
     const pf_opts_t *o;
@@ -126,11 +147,16 @@ typedef struct pf_run {
     int unread;                /* the calls now are held-back requests */
     char line[768];            /* this step, readable */
     pf_stats_t st;
+    pf_unrec_t nr;
 } pf_run_t;
 
 enum { PF_MK_NONE, PF_MK_READ, PF_MK_RENEW, PF_MK_CLEARED };
 
 /* pf_run.c */
+/* Makes one script call and records what any reply reports (fences,
+ * grants; the robust invariants of pf_robust.c judge it against the state
+ * just before).  The reply, or NULL after recording the failure. */
+redisReply *pf_step_call(pf_run_t *r, const pf_req_t *q, const char *why);
 int pf_failf(pf_run_t *r, const char *what, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pf_linef(pf_run_t *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -143,5 +169,20 @@ pf_reqinfo_t *pf_reqinfo(pf_run_t *r, int proc, uint64_t regid);
 int pf_note_fence(pf_run_t *r, int proc, char mode, uint64_t fence, const char *how);
 /* Every invariant, after a step whose last reply was read at t_reply. */
 int pf_check(pf_run_t *r, int64_t t_send);
+
+/* pf_robust.c: robust mutexes' unrecoverable state.
+ * Does a call of q need the lock's state just before it judged (an
+ * acquire, a lock-all, a release with the mark, a recover)? */
+int pf_robust_wants_pre(const pf_req_t *q);
+/* Judges the reply x to q against the state just before (pre).  1 on a
+ * violation. */
+int pf_robust_judge(pf_run_t *r, const pf_req_t *q, const redisReply *x, const pf_snap_t *pre);
+/* A pushed 'u KEY' read for process proc. */
+void pf_robust_told(pf_run_t *r, int proc);
+/* The step's invariants of the unrecoverable state, on the snapshot after
+ * it; then the next step's starting point.  1 on a violation. */
+int pf_robust_check(pf_run_t *r, const pf_snap_t *s);
+/* dist_mutex_destroy of process i, which was told a mark: recover.lua. */
+int pf_op_recover(pf_run_t *r, int i);
 
 #endif

@@ -11,6 +11,7 @@
 #include "call_break.h"
 #include "call_cancel.h"
 #include "call_mark.h"
+#include "call_recover.h"
 #include "call_release.h"
 #include "call_renew.h"
 #include "call_renew_many.h"
@@ -25,7 +26,8 @@
  * not needed: fences are µs, scores ms).  Layout: now, owner, fence, rid,
  * pttl of the 5 keys but meta, meta fence, readers (count, then token,
  * score, fence), registrations (count, then token, mode, deadline, regid,
- * queued), queue length, the writer mark (ww, wwx). */
+ * queued), queue length, the writer mark (ww, wwx), the unrecoverable mark
+ * (nr, and whether the hash's owner is ''). */
 static const char SNAPSHOT[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -57,6 +59,9 @@ static const char SNAPSHOT[] =
     "local m = redis.call('HMGET', KEYS[6], 'ww', 'wwx')\n"
     "out[#out+1] = m[1] or ''\n"
     "out[#out+1] = f(m[2])\n"
+    "local u = redis.call('HMGET', KEYS[1], 'nr', 'owner')\n"
+    "out[#out+1] = u[1] or ''\n"
+    "out[#out+1] = u[2] == '' and '1' or '0'\n"
     "return out\n";
 
 void pf_token(int proc, char *buf, size_t size)
@@ -328,7 +333,8 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
                               redlock (quorum.c): older traces go, the fence
                               is raised */
         dl_call_release(&c, &who, &(dl_release_args_t){
-            .mode = q->mode, .fence = q->fence, .rid = q->regid, .redlock = q->redlock });
+            .mode = q->mode, .fence = q->fence, .rid = q->regid, .redlock = q->redlock,
+            .unrecoverable = q->unrec });
         break;
     case PF_S_RENEW:       /* watchdog.c; the fence: the hold renewed (redlock:
                               the caller's hold in that mode) */
@@ -346,6 +352,9 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
         break;
     case PF_S_BREAK:
         dl_call_break(&c, &who);
+        break;
+    case PF_S_RECOVER:     /* lock.c dl_lock_recover: the mark the process was told */
+        dl_call_recover(&c, &who, &(dl_recover_args_t){ .mark = q->fence });
         break;
     case PF_S_MARK:        /* mark.c: a linger's mark, its TTL cut to wttl, its
                               number the request's */
@@ -485,6 +494,9 @@ int pf_snapshot_of(pf_conn_t *k, int lock, pf_snap_t *s)
     const char *ww = el(r, &i);
     s->ww = *ww ? pf_token_proc(ww, strlen(ww)) : -1;
     s->wwx = num(r, &i);
+    const char *nr = el(r, &i);
+    s->nr = *nr ? strtoull(nr, NULL, 10) : 0;
+    s->nr_owner = num(r, &i) == 1;
     freeReplyObject(r);
     return 0;
 }

@@ -18,7 +18,7 @@
 #include "pf.h"
 
 enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
-                 PF_S_MARK, PF_S_ACQUIRE_ALL, PF_S_WITHDRAW_ALL };
+                 PF_S_MARK, PF_S_ACQUIRE_ALL, PF_S_WITHDRAW_ALL, PF_S_RECOVER };
 
 /* The locks of a run: the one every op acts on, and a companion in the
  * same slot that only lock-all takes (and the release of a lock-all's
@@ -33,7 +33,8 @@ typedef struct pf_req {
     char mode;
     int enqueue;
     uint64_t regid;            /* acquire, cancel, withdraw; release: the hold's */
-    uint64_t fence;            /* release, renew: the hold's id */
+    uint64_t fence;            /* release, renew: the hold's id; recover: the mark */
+    uint64_t unrec;            /* release: the unrecoverable mark (ARGV[7]), 0 none */
     int lease, wttl, claim;    /* ms */
     int redlock;               /* send redlock's extra argument (acquire: ARGV[10] =
                                   mark, cancel ARGV[5] / renew ARGV[6] = 'm') */
@@ -73,6 +74,8 @@ typedef struct pf_snap {
     uint64_t metafence;
     int nrd;
     struct { int proc; int64_t score; uint64_t fence; } rd[PF_MAX_PROCS + 4];
+    uint64_t nr;               /* the lock's unrecoverable mark (lock hash `nr`), 0 none */
+    int nr_owner;              /* with it: 1 when the hash's owner is '' (nobody's) */
     int ww;                    /* the writer mark's process: -1 none, -2 a token not ours */
     int64_t wwx;               /* until when it lives (Redis ms), -1 none */
     int nwt, nq;

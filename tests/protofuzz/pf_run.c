@@ -80,26 +80,31 @@ static long long elem(const redisReply *x, size_t i)
     return x->element[i]->integer;
 }
 
-static void grant_seen(pf_run_t *r, int proc, char mode, uint64_t fence, const char *how)
+static void grant_seen(pf_run_t *r, int proc, char mode, uint64_t fence, int od, const char *how)
 {
     r->st.grants++;
     pf_note_fence(r, proc, mode, fence, how);
     if (r->ng < (int)(sizeof r->g / sizeof r->g[0]))
-        r->g[r->ng++] = (pf_grant_t){ proc, mode, fence, how, r->unread };
+        r->g[r->ng++] = (pf_grant_t){ proc, mode, fence, how, r->unread, od == 1 };
 }
 
-/* Makes one call and records what any reply reports (fences, grants):
- * the fuzzer sees every reply, even those its process never reads.  The
- * reply, or NULL after recording the failure. */
-static redisReply *call(pf_run_t *r, const pf_req_t *q, const char *why)
+/* The fuzzer sees every reply, even those its process never reads. */
+redisReply *pf_step_call(pf_run_t *r, const pf_req_t *q, const char *why)
 {
     r->st.calls++;
+    pf_snap_t pre;
+    memset(&pre, 0, sizeof pre);
+    if (pf_robust_wants_pre(q) && pf_snapshot(&r->k, &pre)) {
+        pf_failf(r, "infrastructure", "%s", r->k.err);
+        return NULL;
+    }
     redisReply *x = pf_call(&r->k, q);
     if (!x) {
         pf_failf(r, r->k.c->err ? "infrastructure" : "script-error", "%s (%s by p%d)", r->k.err,
                  why, q->proc);
         return NULL;
     }
+    pf_robust_judge(r, q, x, &pre);
     if ((q->script == PF_S_ACQUIRE || q->script == PF_S_CANCEL) && elem(x, 0) == 1) {
         int claimed = elem(x, 4) == 1;
         static const char *how[2][3] = {
@@ -107,7 +112,7 @@ static redisReply *call(pf_run_t *r, const pf_req_t *q, const char *why)
             { "reply to a held-back acquire", "reply to a held-back acquire (mine)",
               "reply to a held-back cancel" },
         };
-        grant_seen(r, q->proc, q->mode, (uint64_t)elem(x, 1),
+        grant_seen(r, q->proc, q->mode, (uint64_t)elem(x, 1), (int)elem(x, 2),
                    how[r->unread][q->script == PF_S_CANCEL ? 2 : claimed]);
     }
     if (q->script == PF_S_ACQUIRE && q->regid)
@@ -140,8 +145,9 @@ static const char *reply_str(const redisReply *x, char *buf, size_t size)
 static pf_req_t req(const pf_run_t *r, int script, int proc, char mode)
 {
     const pf_proc_t *p = &r->p[proc];
-    pf_req_t q = { script, proc, mode, 0, 0, 0, p->lease, p->wttl, p->claim, r->o->redlock, 0,
-                   PF_L_MAIN, 0 };
+    pf_req_t q = { .script = script, .proc = proc, .mode = mode, .lease = p->lease,
+                   .wttl = p->wttl, .claim = p->claim, .redlock = r->o->redlock,
+                   .lock = PF_L_MAIN };
     return q;
 }
 
@@ -174,7 +180,8 @@ static void abandon(pf_run_t *r, int proc, char mode, uint64_t regid)
 }
 
 /* A hold the process now believes in. */
-static void believe(pf_run_t *r, int proc, char mode, uint64_t fence, uint64_t rid, int64_t until)
+static void believe(pf_run_t *r, int proc, char mode, uint64_t fence, uint64_t rid, int64_t until,
+                    long long od)
 {
     pf_hold_t *h = &r->p[proc].hold;
     h->has = 1;
@@ -184,6 +191,7 @@ static void believe(pf_run_t *r, int proc, char mode, uint64_t fence, uint64_t r
     h->valid_until = until;
     h->lost = 0;
     h->cut = 0;
+    h->od = od == 1;
 }
 
 static int hold_valid(const pf_hold_t *h, int64_t at)
@@ -204,6 +212,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
     case PF_RENEW: return p->hold.has && !p->hold.lost;
     case PF_MARK: return p->hold.has && !p->hold.lost && p->hold.mode == 'w';
     case PF_UNDO: return p->nab > 0 && !p->hold.has && !p->wait.active;
+    case PF_RECOVER: return p->told && !p->hold.has && !p->wait.active && !p->comp.has;
     case PF_DELIVER:
     case PF_DROP: return p->ninbox > 0;
     case PF_STALE: return p->nlimbo > 0;
@@ -213,7 +222,7 @@ static int applies(const pf_run_t *r, const pf_op_t *op, int i)
 
 static const char *kind_name[PF_NKINDS] = {
     "acquire", "reask", "cancel", "release", "renew", "undo", "break",
-    "deliver", "drop", "stale", "sleep", "mark", "dies", "lock-all",
+    "deliver", "drop", "stale", "sleep", "mark", "dies", "lock-all", "recover",
 };
 
 static const char *lost_name(int lost)
@@ -233,6 +242,23 @@ static int drain(pf_run_t *r, int64_t t0)
     for (int i = 0; i < n; i++) {
         unsigned long long regid, fence;
         int dead, more;
+        if (m[i].text[0] == 'u') {
+            /* the lock became unrecoverable: the waiter asks again (to be refused) */
+            if (m[i].proc < 0 || m[i].proc >= r->np || strlen(m[i].text) < 2 ||
+                strcmp(m[i].text + 2, r->k.keys[0]) != 0) {
+                pf_failf(r, "push-format", "unexpected push \"%s\"", m[i].text);
+                continue;
+            }
+            pf_linef(r, " [push to p%d: unrecoverable]", m[i].proc);
+            pf_robust_told(r, m[i].proc);
+            pf_proc_t *p = &r->p[m[i].proc];
+            if (p->ninbox == PF_INBOX) {
+                memmove(p->inbox, p->inbox + 1, (PF_INBOX - 1) * sizeof p->inbox[0]);
+                p->ninbox--;
+            }
+            p->inbox[p->ninbox++] = (pf_push_t){ 'u', 0, 0, 0, t0, 0 };
+            continue;
+        }
         if (m[i].text[0] != 'g')
             continue;             /* "w KEY": someone waits; not modelled */
         if (m[i].proc < 0 || m[i].proc >= r->np ||
@@ -250,7 +276,7 @@ static int drain(pf_run_t *r, int64_t t0)
             continue;
         }
         ri->pushed = 1;
-        grant_seen(r, m[i].proc, ri->mode, fence, "pushed grant");
+        grant_seen(r, m[i].proc, ri->mode, fence, dead, "pushed grant");
         /* The registration lived until at most its acquire's reply plus
          * its ttl: a grant after that went to a waiter that may be gone. */
         if (ri->t_ran && t0 > ri->t_ran + p->wttl + PF_MARGIN_MS)
@@ -261,7 +287,7 @@ static int drain(pf_run_t *r, int64_t t0)
             memmove(p->inbox, p->inbox + 1, (PF_INBOX - 1) * sizeof p->inbox[0]);
             p->ninbox--;
         }
-        p->inbox[p->ninbox++] = (pf_push_t){ regid, fence, t0, 0 };
+        p->inbox[p->ninbox++] = (pf_push_t){ 'g', dead == 1, regid, fence, t0, 0 };
     }
     return 0;
 }
@@ -290,7 +316,7 @@ static void mark_acquired(pf_run_t *r, int proc, char mode, const redisReply *x)
         return;
     r->mk.reply = elem(x, 0);
     r->mk.left = elem(x, 1);
-    if (mode == 'w' && r->mk.reply == 1) {
+    if (mode == 'w' && (r->mk.reply == 1 || r->mk.reply == 3)) {
         r->mk.kind = PF_MK_CLEARED;
         r->mk.proc = proc;
     }
@@ -303,7 +329,7 @@ static redisReply *acquire_call(pf_run_t *r, int i, const pf_req_t *q, int64_t t
 {
     if (q->mode == 'r' && mark_pre(r, PF_MK_READ, i))
         return NULL;
-    redisReply *x = call(r, q, "acquire");
+    redisReply *x = pf_step_call(r, q, "acquire");
     if (!x)
         return NULL;
     char b[96];
@@ -311,7 +337,10 @@ static redisReply *acquire_call(pf_run_t *r, int i, const pf_req_t *q, int64_t t
     mark_acquired(r, i, q->mode, x);
     if (elem(x, 0) == 1) {
         int claimed = elem(x, 4) == 1;
-        believe(r, i, q->mode, (uint64_t)elem(x, 1), q->regid, claimed ? 0 : t0 + r->p[i].lease);
+        believe(r, i, q->mode, (uint64_t)elem(x, 1), q->regid, claimed ? 0 : t0 + r->p[i].lease,
+                elem(x, 2));
+    } else if (elem(x, 0) == 3) {
+        r->p[i].told = (uint64_t)elem(x, 1);   /* ENOTRECOVERABLE: lock.c's l->unrec */
     }
     return x;
 }
@@ -343,7 +372,7 @@ static int op_acquire(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     redisReply *x = acquire_call(r, i, &q, t0);
     if (!x)
         return 1;
-    if (elem(x, 0) != 1 && (q.enqueue || (q.redlock && op->enqueue))) {
+    if (elem(x, 0) == 0 && (q.enqueue || (q.redlock && op->enqueue))) {
         p->wait = (pf_wait_t){ 1, q.mode, q.regid, t0 + p->wttl, 0 };
     }
     freeReplyObject(x);
@@ -367,8 +396,8 @@ static int op_reask(pf_run_t *r, int i, int64_t t0)
     redisReply *x = acquire_call(r, i, &q, t0);
     if (!x)
         return 1;
-    if (elem(x, 0) == 1) {
-        p->wait.active = 0;
+    if (elem(x, 0) == 1 || elem(x, 0) == 3) {
+        p->wait.active = 0;       /* granted, or refused: ENOTRECOVERABLE */
     } else {
         p->wait.regid = q.regid;
         p->wait.reg_until_lo = t0 + p->wttl;
@@ -390,7 +419,7 @@ static int op_cancel(pf_run_t *r, const pf_op_t *op, int i)
         abandon(r, i, q.mode, q.regid);   /* g->maybe: the watchdog undoes it */
         return 0;
     }
-    redisReply *x = call(r, &q, "cancel");
+    redisReply *x = pf_step_call(r, &q, "cancel");
     if (!x)
         return 1;
     if (q.redlock) {
@@ -400,7 +429,7 @@ static int op_cancel(pf_run_t *r, const pf_op_t *op, int i)
     char b[96];
     pf_linef(r, " -> %s", reply_str(x, b, sizeof b));
     if (elem(x, 0) == 1)
-        believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, 0);
+        believe(r, i, q.mode, (uint64_t)elem(x, 1), q.regid, 0, elem(x, 2));
     freeReplyObject(x);
     return 0;
 }
@@ -419,7 +448,7 @@ static int release_comp(pf_run_t *r, int i)
     q.regid = h.rid;
     p->comp.has = 0;
     pf_linef(r, "; companion fence %llu", (unsigned long long)q.fence);
-    redisReply *x = call(r, &q, "release of the companion");
+    redisReply *x = pf_step_call(r, &q, "release of the companion");
     if (!x)
         return 1;
     int64_t t1 = now_ms_hi();
@@ -483,7 +512,7 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     pf_snap_t pre[2], post[2];
     if (pf_snapshot_of(&r->k, PF_L_MAIN, &pre[0]) || pf_snapshot_of(&r->k, PF_L_COMP, &pre[1]))
         return pf_failf(r, "infrastructure", "%s", r->k.err);
-    redisReply *x = call(r, &q, "lock-all");
+    redisReply *x = pf_step_call(r, &q, "lock-all");
     if (!x)
         return 1;
     int64_t t1 = now_ms_hi();
@@ -530,12 +559,13 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
                                (unsigned long long)fence[l], post[l].writer,
                                (unsigned long long)post[l].wfence);
         }
-        grant_seen(r, i, 'w', fence[0], claimed[0] ? "lock-all reply (mine)" : "lock-all reply");
+        grant_seen(r, i, 'w', fence[0], (int)elem(x, at[0] + 1),
+                   claimed[0] ? "lock-all reply (mine)" : "lock-all reply");
         if (r->o->redlock) {      /* a write hold taken: the caller's mark goes */
             r->mk.kind = PF_MK_CLEARED;
             r->mk.proc = i;
         }
-        believe(r, i, 'w', fence[0], q.regid, claimed[0] ? 0 : t0 + p->lease);
+        believe(r, i, 'w', fence[0], q.regid, claimed[0] ? 0 : t0 + p->lease, elem(x, at[0] + 1));
         /* the companion: a fence above every one before (or its own hold
          * claimed again), and nobody else believing in a hold of it */
         if (!bad && !claimed[1] && fence[1] <= r->cmax)
@@ -549,8 +579,10 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
                 bad = pf_failf(r, "two-writers", "p%d and p%d both hold the companion (fences "
                                "%llu, %llu)", j, i, (unsigned long long)r->p[j].comp.fence,
                                (unsigned long long)fence[1]);
-        p->comp = (pf_hold_t){ 1, 'w', fence[1], q.regid, claimed[1] ? 0 : t0 + p->lease, 0, 0 };
-    } else if (got == 0 || got == 2) {
+        p->comp = (pf_hold_t){ 1, 'w', fence[1], q.regid, claimed[1] ? 0 : t0 + p->lease, 0, 0, 0 };
+    } else if (got == 0 || got == 2 || got == 3) {
+        if (got == 3)
+            p->told = (uint64_t)elem(x, 2);     /* ENOTRECOVERABLE */
         /* none: neither lock became the caller's */
         for (int l = 0; l < 2 && !bad; l++)
             if (post[l].writer == i && (pre[l].writer != i || pre[l].wfence != post[l].wfence))
@@ -571,14 +603,19 @@ static int op_release(pf_run_t *r, const pf_op_t *op, int i)
     pf_req_t q = req(r, PF_S_RELEASE, i, h.mode);
     q.fence = h.fence;
     q.regid = h.rid;
+    /* lock.c: a section told EOWNERDEAD that ends without
+     * dist_mutex_consistent leaves the lock unrecoverable, marked with the
+     * hold's fence (hold.c, dl_hold_release_unrecoverable) */
+    if (op->robust && h.od && h.mode == 'w')
+        q.unrec = h.fence;
     p->hold.has = 0;              /* whatever comes back, the process is done with it */
-    pf_linef(r, "p%d release %c fence %llu%s", i, q.mode, (unsigned long long)q.fence,
-             lost_name(op->lost));
+    pf_linef(r, "p%d release %c fence %llu%s%s", i, q.mode, (unsigned long long)q.fence,
+             q.unrec ? " inconsistent (the unrecoverable mark)" : "", lost_name(op->lost));
     if (op->lost) {
         limbo_add(r, i, &q, NULL);
         return 0;
     }
-    redisReply *x = call(r, &q, "release");
+    redisReply *x = pf_step_call(r, &q, "release");
     if (!x)
         return 1;
     int64_t t1 = now_ms_hi();
@@ -606,7 +643,7 @@ static int op_renew(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     }
     if (mark_pre(r, PF_MK_RENEW, i))
         return 1;
-    redisReply *x = call(r, &q, "renew");
+    redisReply *x = pf_step_call(r, &q, "renew");
     if (!x)
         return 1;
     int64_t t1 = now_ms_hi();
@@ -651,7 +688,7 @@ static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
         limbo_add(r, i, &q, NULL);
         return 0;
     }
-    redisReply *x = call(r, &q, "mark");
+    redisReply *x = pf_step_call(r, &q, "mark");
     if (!x)
         return 1;
     freeReplyObject(x);
@@ -674,7 +711,7 @@ static int op_undo(pf_run_t *r, int i)
     pf_req_t w = req(r, PF_S_WITHDRAW, i, mode);
     w.regid = regid;
     pf_linef(r, "p%d undo: withdraw %c regid %llu", i, mode, (unsigned long long)regid);
-    redisReply *x = call(r, &w, "undo: withdraw");
+    redisReply *x = pf_step_call(r, &w, "undo: withdraw");
     if (!x)
         return 1;
     char b[96];
@@ -688,7 +725,7 @@ static int op_break(pf_run_t *r)
     pf_req_t q = req(r, PF_S_BREAK, 0, 'w');
     pf_linef(r, "break");
     r->st.breaks++;
-    redisReply *x = call(r, &q, "break");
+    redisReply *x = pf_step_call(r, &q, "break");
     if (!x)
         return 1;
     char b[96];
@@ -707,26 +744,38 @@ static int op_break(pf_run_t *r)
     return 0;
 }
 
-static void op_deliver(pf_run_t *r, const pf_op_t *op, int i)
+/* 1 when the push makes the process's waiter ask again at once ('u'). */
+static int op_deliver(pf_run_t *r, const pf_op_t *op, int i)
 {
     pf_proc_t *p = &r->p[i];
     pf_push_t m = p->inbox[0];
     memmove(p->inbox, p->inbox + 1, (size_t)(p->ninbox - 1) * sizeof p->inbox[0]);
     p->ninbox--;
+    if (m.kind == 'u') {
+        /* notify.c: the waiter rechecks (dl_take_recheck) */
+        pf_linef(r, "p%d %s the push: unrecoverable", i, op->kind == PF_DROP ? "loses" : "reads");
+        if (op->kind == PF_DROP || !p->wait.active) {
+            pf_linef(r, "%s", op->kind == PF_DROP ? "" : " (not waiting: ignored)");
+            return 0;
+        }
+        pf_linef(r, "; ");
+        return 1;
+    }
     if (op->kind == PF_DROP) {
         pf_linef(r, "p%d loses the push for regid %llu", i, (unsigned long long)m.regid);
-        return;
+        return 0;
     }
     pf_linef(r, "p%d reads the push for regid %llu fence %llu", i, (unsigned long long)m.regid,
              (unsigned long long)m.fence);
     /* notify.c: only the registration it waits with now; others are stale. */
     if (!p->wait.active || p->wait.regid != m.regid) {
         pf_linef(r, " (stale: ignored)");
-        return;
+        return 0;
     }
     p->wait.active = 0;
-    believe(r, i, p->wait.mode, m.fence, m.regid, m.t0 + p->claim);
+    believe(r, i, p->wait.mode, m.fence, m.regid, m.t0 + p->claim, m.od);
     p->hold.lost = m.broken;
+    return 0;
 }
 
 /* A held-back acquisition ran with its undo right behind it (the link
@@ -764,7 +813,7 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     p->nlimbo--;
     r->st.stale++;
     static const char *sname[] = { "acquire", "release", "renew", "cancel", "withdraw", "break",
-                                   "mark", "acquire_all", "withdraw_all" };
+                                   "mark", "acquire_all", "withdraw_all", "recover" };
     pf_linef(r, "p%d's held-back", i);
     for (int j = 0; j < u.n; j++) {
         const pf_req_t *q = &u.r[j];
@@ -773,11 +822,13 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
             pf_linef(r, " regid %llu", (unsigned long long)q->regid);
         if (q->fence)
             pf_linef(r, " fence %llu", (unsigned long long)q->fence);
+        if (q->unrec)
+            pf_linef(r, " (unrecoverable mark)");
     }
     pf_linef(r, " runs now ->");
     for (int j = 0; j < u.n; j++) {
         r->unread = 1;
-        redisReply *x = call(r, &u.r[j], "held-back request");
+        redisReply *x = pf_step_call(r, &u.r[j], "held-back request");
         r->unread = 0;
         if (!x)
             return 1;
@@ -787,7 +838,8 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
             /* what it took, judged as any grant (fences), though nobody
              * reads it */
             size_t mi = u.r[j].comp_first ? 1 : 0;
-            grant_seen(r, i, 'w', (uint64_t)elem(x, 2 + 4 * mi), "reply to a held-back lock-all");
+            grant_seen(r, i, 'w', (uint64_t)elem(x, 2 + 4 * mi), (int)elem(x, 3 + 4 * mi),
+                       "reply to a held-back lock-all");
             uint64_t cf = (uint64_t)elem(x, 2 + 4 * (1 - mi));
             if (cf > r->cmax)
                 r->cmax = cf;
@@ -832,12 +884,15 @@ static int run_step(pf_run_t *r, const pf_op_t *op)
         pf_linef(r, "%d ms pass", op->ms);
         usleep((useconds_t)op->ms * 1000);
         r->st.sleeps_ms += op->ms;
-    } else if (op->kind == PF_DELIVER || op->kind == PF_DROP) {
-        op_deliver(r, op, i);
     }
+    int reask = 0;
+    if (op->kind == PF_DELIVER || op->kind == PF_DROP)
+        reask = op_deliver(r, op, i);
     int64_t t0 = pf_now_ms();
     int bad = 0;
     switch (op->kind) {
+    case PF_DELIVER: bad = reask ? op_reask(r, i, t0) : 0; break;
+    case PF_RECOVER: bad = pf_op_recover(r, i); break;
     case PF_ACQ: bad = op_acquire(r, op, i, t0); break;
     case PF_REASK: bad = op_reask(r, i, t0); break;
     case PF_CANCEL: bad = op_cancel(r, op, i); break;
@@ -871,7 +926,6 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
                  lost_name(op->lost));
         break;
     case PF_CANCEL:
-    case PF_RELEASE:
     case PF_RENEW:
     case PF_MARK:
         snprintf(buf, size, "p%d %s%s", op->proc, kind_name[op->kind], lost_name(op->lost));
@@ -881,6 +935,11 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
         break;
     case PF_ALL:
         snprintf(buf, size, "p%d lock-all%s%s", op->proc, op->sel & 1 ? " (companion first)" : "",
+                 lost_name(op->lost));
+        break;
+    case PF_RELEASE:
+        snprintf(buf, size, "p%d release%s%s", op->proc,
+                 op->robust ? " (no consistent: robust EOWNERDEAD marks it unrecoverable)" : "",
                  lost_name(op->lost));
         break;
     case PF_SLEEP:
@@ -983,9 +1042,10 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
         if (o->progress_ms > 0 && o->out && pf_now_ms() - last >= o->progress_ms) {
             last = pf_now_ms();
             fprintf(o->out, "protofuzz: seed %llu step %d/%d: %ld grants (%ld pushed), %ld held back "
-                    "(%ld run late), %ld breaks, %.1f s\n", (unsigned long long)o->seed, s + 1, n,
+                    "(%ld run late), %ld breaks, %ld unrecoverable (%ld refused, %ld recovered), "
+                    "%.1f s\n", (unsigned long long)o->seed, s + 1, n,
                     r->st.grants, r->st.pushes, r->st.lost, r->st.stale, r->st.breaks,
-                    (double)(last - start) / 1000);
+                    r->st.marked, r->st.refused, r->st.recovered, (double)(last - start) / 1000);
             fflush(o->out);
         }
         if (o->max_ms > 0 && pf_now_ms() - start >= o->max_ms)

@@ -12,12 +12,14 @@
 #include "call_sem_open.h"
 #include "call_sem_post.h"
 #include "call_sem_renew.h"
+#include "call_sem_unlink.h"
 #include "call_sem_value.h"
 #include "call_sem_wait.h"
 #include "call_sem_withdraw.h"
 #include "call_withdraw.h"
 #include "calls.h"
 #include "keys.h"
+#include "pf_redis.h"
 #include "pf_sem.h"
 #include "script.h"
 #include "sem_calls.h"
@@ -50,6 +52,7 @@ typedef struct sproc {
 typedef struct run {
     const pf_sem_opts_t *o;
     redisContext *c;
+    pf_conn_t sub;             /* .sub, .chan only: the processes' pushes (pf_drain) */
     char prefix[64], chan[80], token[MAXP][8];
     char *keybuf;
     const char *keys[DL_KEYS_MAX];
@@ -59,7 +62,7 @@ typedef struct run {
     sproc_t p[MAXP];
     long long taken, posted;   /* counting: confirmed, in the present incarnation */
     uint64_t cur;              /* the present incarnation (0: none since a loss) */
-    int losses;
+    int losses, unlinks;
     uint64_t rng;
     int step;
     char *why;
@@ -471,6 +474,12 @@ static int check(run_t *r)
             (r->p[i].late.has && r->p[i].late.inc == r->cur))
             quiet = 0;
     int exists = x->element[0]->len > 0 || x->element[1]->len > 0;
+    /* Nothing of a semaphore lost or unlinked is left, nor made again by a
+     * request sent to it (only an init makes one). */
+    if (!rc && !r->cur && (exists || q || w || l || h))
+        rc = bad(r, "no semaphore is present (lost or unlinked), and Redis has: %s%lld queued, "
+                 "%lld registrations, %lld leases, %lld holders", exists ? "its hash, " : "", q,
+                 w, l, h);
     unsigned long long inc = strtoull(x->element[10]->str ? x->element[10]->str : "", NULL, 10);
     if (!rc && exists && inc != r->cur)
         rc = bad(r, "Redis has incarnation %llu, the present one is %llu", inc,
@@ -536,12 +545,90 @@ static int lose(run_t *r)
     return 0;
 }
 
+/* Reads (and drops) the pushes published so far; n of them into m. */
+static int pushes(run_t *r, pf_msg_t *m, int max, int *n)
+{
+    *n = pf_drain(&r->sub, m, max);
+    if (*n < 0)
+        return bad(r, "%s", r->sub.err);
+    return 0;
+}
+
+/* The processes registered in Redis (token, the id its wake-up carries). */
+static int registered(run_t *r, char tok[][8], unsigned long long *regid, int *n)
+{
+    redisReply *x = redisCommand(r->c, "EVAL %s 1 %b",
+                                 "local h = redis.call('HGETALL', KEYS[1]); local out = {}\n"
+                                 "for i = 1, #h, 2 do out[#out + 1] = h[i];"
+                                 " out[#out + 1] = string.format('%.0f', cmsgpack.unpack(h[i + 1])[1])"
+                                 " end\nreturn out\n", r->keys[3], r->lens[3]);
+    if (!x || x->type != REDIS_REPLY_ARRAY) {
+        int rc = bad(r, "registrations: %s", x && x->str ? x->str : r->c->errstr);
+        if (x)
+            freeReplyObject(x);
+        return rc;
+    }
+    *n = 0;
+    for (size_t k = 0; k + 1 < x->elements && *n < MAXP * 2; k += 2) {
+        snprintf(tok[*n], sizeof tok[0], "%s", x->element[k]->str);
+        regid[(*n)++] = strtoull(x->element[k + 1]->str, NULL, 10);
+    }
+    freeReplyObject(x);
+    return 0;
+}
+
+/* dist_sem_unlink by i (sem_unlink.lua): the name removed with its value,
+ * queue and holds.  Answered 1 when a semaphore was there; every process
+ * registered then is pushed its wake-up (to ask again, and learn the
+ * semaphore is gone); the processes that use the incarnation unlinked are
+ * told LOST by their next operation (ENOLCK: it is a lost one for them),
+ * and the next init makes a new one. */
+static int op_unlink(run_t *r, int i)
+{
+    pf_msg_t m[64];
+    int n, nreg;
+    char tok[MAXP * 2][8];
+    unsigned long long regid[MAXP * 2];
+    if (pushes(r, m, 64, &n) || registered(r, tok, regid, &nreg))
+        return 1;
+    dl_caller_t w = who(r, i);
+    dl_call_t c;
+    dl_call_sem_unlink(&c, &w);
+    if (run_call(r, &c))
+        return 1;
+    if (DL_REPLY(&c, sem_unlink).result != (r->cur != 0))
+        return bad(r, "p%d's unlink of %s replied %d", i,
+                   r->cur ? "the present incarnation" : "no semaphore", DL_REPLY(&c, sem_unlink).result);
+    if (pushes(r, m, 64, &n))
+        return 1;
+    for (int k = 0; k < nreg; k++) {
+        char want[160];
+        snprintf(want, sizeof want, "g %llu 0 0 0 %.*s", regid[k], (int)r->lens[0], r->keys[0]);
+        int told = 0;
+        for (int j = 0; j < n && !told; j++)
+            told = m[j].proc >= 0 && strcmp(r->token[m[j].proc], tok[k]) == 0 &&
+                   strcmp(m[j].text, want) == 0;
+        if (!told)
+            return bad(r, "p%d's unlink: %s was registered (wake-up %llu) and was not woken "
+                       "(%d pushes)", i, tok[k], regid[k], n);
+    }
+    r->cur = 0;
+    r->taken = r->posted = 0;
+    r->unlinks++;
+    for (int k = 0; k < r->o->procs; k++)
+        if (r->p[k].held)
+            lapse(&r->p[k]);
+    return 0;
+}
+
 static int step(run_t *r)
 {
     int i = (int)pick(r, (unsigned)r->o->procs);
     sproc_t *p = &r->p[i];
     if (pick(r, 150) == 0)
         return lose(r);
+    if (pick(r, 120) == 0)
+        return op_unlink(r, i);
     unsigned k = pick(r, 100);
     if (k < 6)
         return deliver(r, i);
@@ -617,6 +704,22 @@ int pf_sem_fuzz(const pf_sem_opts_t *o, int *steps_done, char *why, size_t whyle
         return -1;
     }
     redisSetTimeout(r.c, tv);
+    snprintf(r.sub.chan, sizeof r.sub.chan, "%s", r.chan);
+    r.sub.sub = redisConnectWithTimeout(o->host, o->port, tv);
+    redisReply *ps = r.sub.sub && !r.sub.sub->err
+                         ? redisCommand(r.sub.sub, "PSUBSCRIBE %s*", r.chan) : NULL;
+    if (!ps || ps->type != REDIS_REPLY_ARRAY) {
+        snprintf(why, whylen, "subscribe: %s", r.sub.sub ? r.sub.sub->errstr : "out of memory");
+        if (ps)
+            freeReplyObject(ps);
+        if (r.sub.sub)
+            redisFree(r.sub.sub);
+        redisFree(r.c);
+        free(r.keybuf);
+        return -1;
+    }
+    freeReplyObject(ps);
+    redisSetTimeout(r.sub.sub, tv);
     int64_t end = o->max_ms > 0 ? now_ms() + o->max_ms : 0;
     int rc = 0;
     /* Each process initializes the semaphore first (dist_sem_init). */
@@ -625,15 +728,19 @@ int pf_sem_fuzz(const pf_sem_opts_t *o, int *steps_done, char *why, size_t whyle
     for (r.step = 0; r.step < o->steps && !rc; r.step++) {
         if (end && now_ms() > end)
             break;
-        rc = step(&r) || check(&r);
+        pf_msg_t m[64];
+        int n;
+        rc = step(&r) || check(&r) || pushes(&r, m, 64, &n);  /* (read: none pile up) */
         if (o->trace)
-            fprintf(o->trace, "step %d taken %lld posted %lld incarnation %llu (%d lost)\n",
-                    r.step, r.taken, r.posted, (unsigned long long)r.cur, r.losses);
+            fprintf(o->trace, "step %d taken %lld posted %lld incarnation %llu (%d lost, %d "
+                    "unlinked)\n", r.step, r.taken, r.posted, (unsigned long long)r.cur, r.losses,
+                    r.unlinks);
     }
     *steps_done = r.step;
     if (!rc)
         rc = finish(&r);
     redisFree(r.c);
+    redisFree(r.sub.sub);
     free(r.keybuf);
     return rc;
 }

@@ -222,7 +222,9 @@ static int break_lock(cli_redis_t *r, const cli_opts_t *o, const cli_obj_t *obj)
         cli_err("%s is not held; nothing to break", q);
         return CLI_EX_FREE;
     }
-    if (st->nholders == 1)
+    if (dl_view_unrecoverable(st))
+        printf("broke %s: cleared its unrecoverable state", q);
+    else if (st->nholders == 1)
         printf("broke %s: removed the hold of %s", q, cli_who(&st->holders[0].who, who, sizeof who));
     else
         printf("broke %s: removed %lld hold%s", q, removed, removed == 1 ? "" : "s");

@@ -12,7 +12,9 @@
 
 static void lock_state(const cli_lockstat_t *st, char *buf, size_t size)
 {
-    if (st->mode == 'r' && st->nholders > 1)
+    if (dl_view_unrecoverable(st))
+        snprintf(buf, size, "unrecoverable");
+    else if (st->mode == 'r' && st->nholders > 1)
         snprintf(buf, size, "shared(%zu)", st->nholders);
     else
         snprintf(buf, size, "%s", st->mode == 'w' ? "exclusive" : st->mode == 'r' ? "shared" : "free");

@@ -169,6 +169,13 @@ static const char *mode_word(char mode)
     return mode == 'w' ? "exclusive" : mode == 'r' ? "shared" : "free";
 }
 
+/* redlock://: a server that shows the lock unrecoverable (its one writer
+ * nobody's: view.h, dl_view_unrecoverable). */
+static int server_unrecoverable(const cli_server_t *sv)
+{
+    return sv->nholders == 1 && sv->holders[0].mode == 'w' && !sv->holders[0].token[0];
+}
+
 /* ---------------------------------------------------------------- JSON */
 
 /* A JSON string.  Valid UTF-8 passes through; a byte that is not part of
@@ -234,11 +241,11 @@ static void json_servers(FILE *f, const cli_lockstat_t *st)
         json_str(f, sv->name, strlen(sv->name));
         fprintf(f, ",\"answered\":%s,\"mode\":", sv->answered ? "true" : "false");
         if (sv->answered)
-            fprintf(f, "\"%s\"", mode_word(sv->mode));
+            fprintf(f, "\"%s\"", server_unrecoverable(sv) ? "unrecoverable" : mode_word(sv->mode));
         else
             fputs("null", f);
         fputs(",\"holders\":[", f);
-        for (size_t k = 0; k < sv->nholders; k++) {
+        for (size_t k = server_unrecoverable(sv) ? sv->nholders : 0; k < sv->nholders; k++) {
             fputs(k ? ",{" : "{", f);
             json_who(f, &sv->holders[k]);
             fputc('}', f);
@@ -253,13 +260,16 @@ static void json_servers(FILE *f, const cli_lockstat_t *st)
     fputs("]}", f);
 }
 
+/* An unrecoverable lock is nobody's: "held":false, "mode":"unrecoverable",
+ * no holders, "unrecoverable":true (and "unrecoverable_ms": how long). */
 static void print_lock_json(FILE *f, const cli_lockstat_t *st)
 {
+    int unrec = dl_view_unrecoverable(st);
     fputs("{\"name\":", f);
     json_str(f, st->name, st->namelen);
-    fprintf(f, ",\"kind\":\"lock\",\"held\":%s,\"mode\":\"%s\",\"holders\":[", st->nholders ? "true" : "false",
-            mode_word(st->mode));
-    for (size_t i = 0; i < st->nholders; i++) {
+    fprintf(f, ",\"kind\":\"lock\",\"held\":%s,\"mode\":\"%s\",\"holders\":[",
+            st->nholders && !unrec ? "true" : "false", unrec ? "unrecoverable" : mode_word(st->mode));
+    for (size_t i = unrec ? st->nholders : 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         fputs(i ? ",{" : "{", f);
         json_who(f, &h->who);
@@ -281,8 +291,11 @@ static void print_lock_json(FILE *f, const cli_lockstat_t *st)
         fprintf(f, "%llu", st->last_fence);
     else
         fputs("null", f);
-    fprintf(f, ",\"next_gets_ownerdead\":%s,\"broken\":%s",
-            st->next_ownerdead ? "true" : "false", st->broken ? "true" : "false");
+    fprintf(f, ",\"next_gets_ownerdead\":%s,\"broken\":%s,\"unrecoverable\":%s",
+            st->next_ownerdead ? "true" : "false", st->broken ? "true" : "false",
+            unrec ? "true" : "false");
+    if (unrec)
+        fprintf(f, ",\"unrecoverable_ms\":%lld", st->holders[0].held_ms);
     if (st->nservers)
         json_servers(f, st);
     fputc('}', f);
@@ -418,6 +431,8 @@ static void print_servers(FILE *f, const cli_lockstat_t *st)
             fprintf(f, "unreachable: %s\n", sv->err);
         else if (!sv->nholders)
             fprintf(f, "free\n");
+        else if (server_unrecoverable(sv))
+            fprintf(f, "unrecoverable\n");
         else if (sv->nholders == 1)
             fprintf(f, "held %s by %s\n", mode_word(sv->holders[0].mode),
                     cli_who(&sv->holders[0], who, sizeof who));
@@ -427,16 +442,40 @@ static void print_servers(FILE *f, const cli_lockstat_t *st)
     }
 }
 
+/* An unrecoverable lock, plainly, and how it ends:
+ *   state:     unrecoverable for 3.2s: a robust holder unlocked it after ...
+ *   hint:      `distlock break NAME --force` clears it, or ...                */
+static void print_unrecoverable(FILE *f, const cli_lockstat_t *st)
+{
+    char q[1200], held[32];
+    fprintf(f, "%-10s unrecoverable for %s: a robust holder unlocked it after EOWNERDEAD "
+            "without dist_mutex_consistent; every lock call on it, in every process, gets "
+            "ENOTRECOVERABLE\n", "state:", cli_duration(st->holders[0].held_ms, held, sizeof held));
+    /* (the name as the shell takes it back: quoted if it needs it) */
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789-_.:/@+=,";
+    int plain = st->namelen > 0 && st->name[0] != '-';
+    for (size_t i = 0; i < st->namelen && plain; i++)
+        plain = st->name[i] != 0 && strchr(safe, st->name[i]) != NULL;
+    fprintf(f, "%-10s `distlock break %s --force` clears it (its next holder gets EOWNERDEAD); "
+            "so does a process that was told ENOTRECOVERABLE destroying its mutex and "
+            "initializing it again\n", "hint:",
+            plain ? st->name : cli_quote(st->name, st->namelen, q, sizeof q));
+}
+
 /* The labels' column is 10 wide: "semaphore:" and "condition:". */
 static void print_lock(FILE *f, const cli_lockstat_t *st)
 {
     char q[1200], who[600], held[32], left[32], lease[32];
+    int unrec = dl_view_unrecoverable(st);
     fprintf(f, "%-10s %s\n", "lock:", cli_quote(st->name, st->namelen, q, sizeof q));
-    if (st->mode == 'r' && st->nholders > 1)
+    if (unrec)
+        print_unrecoverable(f, st);
+    else if (st->mode == 'r' && st->nholders > 1)
         fprintf(f, "%-10s held shared by %zu\n", "state:", st->nholders);
     else
         fprintf(f, "%-10s %s%s\n", "state:", st->nholders ? "held " : "", mode_word(st->mode));
-    for (size_t i = 0; i < st->nholders; i++) {
+    for (size_t i = unrec ? st->nholders : 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         cli_duration(h->held_ms, held, sizeof held);
         cli_duration(h->lease_left_ms, left, sizeof left);
@@ -532,10 +571,13 @@ void cli_print_status(FILE *f, const cli_obj_t *o)
         print_lock(f, &o->st);
 }
 
-/* The longest-held holder, who the list and the waiting line show. */
+/* The longest-held holder, who the list and the waiting line show (an
+ * unrecoverable lock has none). */
 static const cli_holder_t *first_holder(const cli_lockstat_t *st)
 {
     const cli_holder_t *best = NULL;
+    if (dl_view_unrecoverable(st))
+        return NULL;
     for (size_t i = 0; i < st->nholders; i++)
         if (!best || st->holders[i].held_ms > best->held_ms)
             best = &st->holders[i];
@@ -570,9 +612,13 @@ void cli_print_list(FILE *f, const cli_obj_t *v, size_t n, const char *none)
                 snprintf(who + len, sizeof who - len, " +%zu more", st->nholders - 1);
             }
         }
+        /* unrecoverable: for how long; nobody holds it */
+        int unrec = v[i].kind == DL_KIND_LOCK && dl_view_unrecoverable(st);
         fprintf(f, "%-*s  %-4s  %-*s  %-8s  %-7zu  %s\n", wname,
                 plain_name(st->name, st->namelen, name, sizeof name), cli_kind_view(v[i].kind)->label,
-                wstate, v[i].state, h ? cli_duration(h->held_ms, held, sizeof held) : "-",
+                wstate, v[i].state,
+                h || unrec ? cli_duration(unrec ? st->holders[0].held_ms : h->held_ms, held,
+                                          sizeof held) : "-",
                 st->nwaiters, h ? who : "-");
     }
 }
@@ -585,7 +631,9 @@ void cli_waitline_text(char *buf, size_t size, const char *name, size_t namelen,
     if (!st || n < 0 || (size_t)n >= size)
         return;
     const cli_holder_t *h = first_holder(st);
-    if (h && st->nholders > 1)
+    if (dl_view_unrecoverable(st))
+        snprintf(buf + n, size - (size_t)n, ": unrecoverable, %zu waiting", st->nwaiters);
+    else if (h && st->nholders > 1)
         snprintf(buf + n, size - (size_t)n, ": held by %s and %zu more for %s, %zu waiting",
                  cli_who(&h->who, who, sizeof who), st->nholders - 1,
                  cli_duration(h->held_ms, held, sizeof held), st->nwaiters);

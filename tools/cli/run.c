@@ -347,6 +347,11 @@ static int outcome(const cli_opts_t *o, int rc, const char *q, long long waited_
     case EIO:
         cli_err("cannot take %s: %s", q, without_lock_name(dist_lasterror()));
         return CLI_EX_UNAVAILABLE;
+    case ENOTRECOVERABLE:
+        cli_err("cannot take %s: it is unrecoverable (a robust holder unlocked it after "
+                "EOWNERDEAD without dist_mutex_consistent); `distlock break %s --force` clears it",
+                q, q);
+        return CLI_EX_SOFTWARE;
     case EINVAL:
         cli_err("%s", dist_lasterror());
         return CLI_EX_CONFIG;
@@ -396,7 +401,13 @@ int cli_run(const cli_opts_t *o)
     long long waited = now_ms() - t0;
     int code = outcome(o, rc, q, waited);
     if (code >= 0) {
-        lock_destroy(&l);
+        /* Refused as unrecoverable, the object is left as it is: its
+         * destroy would clear the state in Redis (dist_mutex_destroy in a
+         * process told ENOTRECOVERABLE), which is for the program that
+         * knows what the lock protects, or for `distlock break`; nothing
+         * is held, and the process ends. */
+        if (rc != ENOTRECOVERABLE)
+            lock_destroy(&l);
         if (sig)
             cli_die_by_signal(sig);
         return code;
