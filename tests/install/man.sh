@@ -27,7 +27,9 @@ done
 IFS=, read -r -a linked <<<"$names"
 whatis=$(lexgrog "$mandir"/*.3 2>/dev/null || true)
 for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$header" | tr -d '( ' | sort -u); do
-  printf '%s\n' "${linked[@]}" | grep -qx "$fn" || nok "$fn: no page or link installed"
+  # (a here-string, not printf | grep -q: under pipefail a printf killed by
+  # SIGPIPE after grep's early exit would fail the test)
+  grep -qx "$fn" <<<"$(printf '%s\n' "${linked[@]}")" || nok "$fn: no page or link installed"
   # the NAME section of some section-3 page, as mandb reads it (whatis, apropos)
   if command -v lexgrog >/dev/null 2>&1; then
     grep -qF "\"$fn - " <<<"$whatis" || nok "$fn: in no NAME section (lexgrog $mandir/*.3)"
