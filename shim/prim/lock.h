@@ -118,6 +118,14 @@ int dl_lock_finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, in
  * returned EOWNERDEAD to nobody) is given back (dl_hold_give_back), so the
  * next holder is told of that lapse.  0, ENOLCK, EIO, EPERM. */
 int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead);
+/* The calling thread's write hold on l, which a lock-all took before it
+ * waited for a later lock of its set: may the call still return it (SPEC
+ * "Local trust": a call returns only a hold it has just confirmed or
+ * trusts)?  0 when it is trusted, or a round trip confirms it now;
+ * ENOLCK when Redis no longer has it (or the thread's part was left in a
+ * lost hold); EIO when Redis cannot be asked.  o->mu released around the
+ * round trip. */
+int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l);
 
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of
