@@ -149,11 +149,12 @@ check "flock -n while host a holds: exit 9 at once ($ms ms), the command not run
 t0=$(date +%s%N)
 on b flock -E 7 -w 0.3 "$HB" echo ran >"$WORK/out" 2>"$WORK/err"; rc=$?
 ms=$(elapsed_ms "$t0")
-# 0.3 s asked; up to 2 s allowed for a loaded machine (the program's start
-# and the withdrawal included).  The holder holds for 10 s: a -w that never
-# fires would show as rc 0 or a time far past that bound.
+holding=0; kill -0 "$HOLDER" 2>/dev/null && holding=1
+# 0.3 s asked: never less.  No upper bound in seconds (a loaded machine
+# starts a program late): the time-out must have fired while host a still
+# held the lock (it holds until told), or flock would have got it (rc 0).
 check "flock -E 7 -w 0.3 while host a holds: exit 7 after $ms ms, the command not run" \
-  test "$rc" -eq 7 -a "$ms" -ge 280 -a "$ms" -lt 2000 -a ! -s "$WORK/out"
+  test "$rc" -eq 7 -a "$ms" -ge 280 -a "$holding" = 1 -a ! -s "$WORK/out"
 queued=$(redis-cli -u "$DISTLOCK_URL" ZCARD "${DISTLOCK_PREFIX}{jobs}:q")
 check "the time-out left nobody queued in Redis ($queued)" test "$queued" = 0
 release
@@ -165,8 +166,9 @@ check "lckdo without -w while host a holds: fails at once (exit $rc), the comman
 t0=$(date +%s%N)
 on b lckdo -W 1 "$HB" echo ran >"$WORK/out" 2>/dev/null; rc=$?
 ms=$(elapsed_ms "$t0")
+holding=0; kill -0 "$HOLDER" 2>/dev/null && holding=1
 check "lckdo -W 1 while host a holds: gives up after $ms ms (exit $rc)" \
-  test "$rc" -ne 0 -a "$ms" -ge 900 -a "$ms" -lt 3000 -a ! -s "$WORK/out"
+  test "$rc" -ne 0 -a "$ms" -ge 900 -a "$holding" = 1 -a ! -s "$WORK/out"
 release
 on b flock -n "$HB" true; rc=$?
 check "released: host b takes it at once ($rc)" test "$rc" -eq 0
