@@ -49,7 +49,11 @@
  *  crash         no client dies unless the nemesis killed it.
  *  fence-order   a hold that began after another process's hold ended (its
  *                unlock returned, or it died) has the greater fence.
- *  timed         ETIMEDOUT never before the deadline (CLOCK_REALTIME).
+ *  timed         ETIMEDOUT never before the deadline (CLOCK_REALTIME, as
+ *                the caller's clock says: it may have been set back).
+ *
+ * The roles' checks (nemesis_roles.c) run after these: the condition's
+ * here (lost-wakeup), the others' in their files.
  *
  * Times are taken by the clients around their calls, so a violation is
  * reported only when the times prove it: a return is taken as late as the
@@ -82,16 +86,22 @@ static int conflict(char a, char b)
     return a == 'w' || b == 'w';
 }
 
+/* A lock with a fixed lease (a role's names: the default lease, renewed). */
+static int fixed_name(int name)
+{
+    return name >= 0 && name < nm_nlocks && nm_locks[name].fixed;
+}
+
 static int64_t lease_us(const nm_hist_t *hs, int name)
 {
     const nm_cfg_t *cfg = hs->c->cfg;
-    return (nm_locks[name].fixed ? cfg->fixed_ms : cfg->lease_ms) * 1000LL;
+    return (fixed_name(name) ? cfg->fixed_ms : cfg->lease_ms) * 1000LL;
 }
 
 static int64_t claim_us(const nm_hist_t *hs, int name)
 {
     int64_t l = lease_us(hs, name);
-    return nm_locks[name].fixed ? l : (l < 2000000 ? l : 2000000);
+    return fixed_name(name) ? l : (l < 2000000 ? l : 2000000);
 }
 
 /* A fault that lost state of name (LOSS) ran at some time within [a, b]
@@ -110,6 +120,11 @@ static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, 
         int64_t e = f->ended ? f->t_end : hs->end;
         if (sure && (f->effects & NM_FX_MINORITY))
             continue;
+        /* a server clock's jump forward surely loses only the holds whose
+         * time left is shorter: any hold of name only past its lease */
+        if (sure && f->kind == NM_F_SRVCLOCK && name >= 0 && name < nm_nlocks &&
+            f->param * 1000 < lease_us(hs, name) + NM_SLACK_US)
+            continue;
         if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
             (f->name < 0 || f->kind != NM_F_BREAK || f->name == name) &&
             (!last || (latest ? f->t_start > last->t_start : f->t_start < last->t_start)))
@@ -119,6 +134,11 @@ static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, 
 }
 
 static const nm_fault_t *loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
+{
+    return loss_within_(hs, name, a, b, 0, 1);
+}
+
+const nm_fault_t *nm_loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b)
 {
     return loss_within_(hs, name, a, b, 0, 1);
 }
@@ -145,7 +165,7 @@ static int64_t sign_delay(const nm_hist_t *hs, int pid, int64_t t)
             continue;
         int64_t e = f->ended ? f->t_end : hs->end;
         int64_t d = 0;
-        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER)
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER || f->kind == NM_F_LATE)
             d = e + f->param * 1000 >= t ? f->param * 1000 : 0;
         else if (e >= t)
             d = e - t + c->cfg->io_timeout_ms * 1000;
@@ -291,10 +311,11 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
 
 /* --------------------------------------------------------------- store */
 
-static nm_hold_t *find_hold(nm_hist_t *hs, int pid, int tid, uint32_t hold)
+static nm_hold_t *find_hold(nm_hist_t *hs, int name, int pid, int tid, uint32_t hold)
 {
+    /* (a lock-all's holds share their hold number: one per name) */
     for (size_t i = 0; i < hs->nh; i++)
-        if (hs->h[i].pid == pid && hs->h[i].tid == tid && hs->h[i].hold == hold)
+        if (hs->h[i].pid == pid && hs->h[i].tid == tid && hs->h[i].hold == hold && hs->h[i].name == name)
             return &hs->h[i];
     return NULL;
 }
@@ -320,7 +341,7 @@ static void check_store(nm_hist_t *hs)
             }
             if (e->ok)
                 continue;
-            nm_hold_t *h = find_hold(hs, e->pid, e->tid, e->hold);
+            nm_hold_t *h = find_hold(hs, k, e->pid, e->tid, e->hold);
             if (!h) {
                 nm_viol_add(hs, NM_C_STORE, k, 0, "the store refused a %s of %d/%d fence %llu that "
                             "no recorded hold made", e->write ? "write" : "read", e->pid, e->tid,
@@ -468,9 +489,18 @@ static size_t disturbances(const nm_hist_t *hs, int pid, dist_t *out, size_t max
         int net = (f->effects & NM_FX_NET) && (f->pid == 0 || f->pid == pid);
         if (!stop && !net)
             continue;
-        int slow = f->kind == NM_F_DELAY || f->kind == NM_F_JITTER;
-        out[n++] = (dist_t){ f->t_start, f->ended ? f->t_end : hs->end, stop, net && !stop,
-                             slow ? f->param : 0 };
+        int slow = f->kind == NM_F_DELAY || f->kind == NM_F_JITTER || f->kind == NM_F_LATE;
+        int64_t e = f->ended ? f->t_end : hs->end;
+        /* A partition's healing does not end it for a connection whose
+         * segments it dropped: TCP sends them again only when its backoff
+         * says (each wait twice the last), up to about as long again as
+         * the cut lasted; the library gives the connection up after its
+         * I/O time-out. */
+        if (f->kind == NM_F_PARTITION) {
+            int64_t more = e - f->t_start, io = c->cfg->io_timeout_ms * 1000;
+            e += more < io ? more : io;
+        }
+        out[n++] = (dist_t){ f->t_start, e, stop, net && !stop, slow ? f->param : 0 };
     }
     /* the times its own heartbeat found it held up (a loaded machine) */
     for (int s = 0; s < c->sh->nslots; s++) {
@@ -494,6 +524,19 @@ static size_t disturbances(const nm_hist_t *hs, int pid, dist_t *out, size_t max
         out[m++] = out[i];
     }
     return m;
+}
+
+int nm_lapse_explained(const nm_hist_t *hs, const nm_hold_t *h, int64_t root_call, int64_t root_ret,
+                       int64_t t)
+{
+    if (loss_within(hs, h->name, root_call - 1000, t))
+        return 1;
+    dist_t d[NM_MAX_FAULTS];
+    size_t nd = disturbances(hs, h->pid, d, NM_MAX_FAULTS);
+    for (size_t k = 0; k < nd; k++)
+        if (explains(hs, &d[k], h, h->g_lb, root_ret, t))
+            return 1;
+    return 0;
 }
 
 static void check_lapses(nm_hist_t *hs)
@@ -520,7 +563,7 @@ static void check_lapses(nm_hist_t *hs)
             continue;
         }
         int64_t g = h->g_lb;
-        if (nm_locks[h->name].fixed) {
+        if (fixed_name(h->name)) {
             if (t >= g + lease_us(hs, h->name) * 99 / 100 - NM_FIXED_SLACK_US) {
                 h->explained = 1;
                 continue;
@@ -539,7 +582,7 @@ static void check_lapses(nm_hist_t *hs)
                     "%s lease %ld ms, no loss of Redis state, no stop or cut of its process long "
                     "enough",
                     nm_hold_str(hs, h, sa, sizeof sa), h->lapse_why, nm_rel(c, g),
-                    nm_locks[h->name].fixed ? "fixed" : "renewed",
+                    fixed_name(h->name) ? "fixed" : "renewed",
                     (long)(lease_us(hs, h->name) / 1000));
     }
 }
@@ -622,7 +665,7 @@ static int disturbed(const nm_hist_t *hs, int pid, int64_t a, int64_t b)
                              (f->effects & (NM_FX_NET | NM_FX_SIGN) && (f->pid == 0 || f->pid == pid))))
             continue;
         int64_t e = f->ended ? f->t_end : hs->end;
-        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER)
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER || f->kind == NM_F_LATE)
             e += f->param * 1000;
         if (f->t_start <= b && e >= a)
             return 1;
@@ -663,7 +706,7 @@ static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
          * (from its grant, or its last renewal before the fault), and the
          * EOWNERDEAD came before it could: the server was away that long */
         int64_t L = lease_us(hs, h->name);
-        int64_t last = nm_locks[h->name].fixed ? h->g_lb : f->t_start - L / 3 - NM_SLACK_US;
+        int64_t last = fixed_name(h->name) ? h->g_lb : f->t_start - L / 3 - NM_SLACK_US;
         if (last < h->g_lb)
             last = h->g_lb;
         if (last + L * 99 / 100 - NM_SLACK_US <= t && t <= healed)
@@ -679,15 +722,14 @@ static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
     return 0;
 }
 
-static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
+/* Whether EOWNERDEAD from lock call r is explained (a real lapse before
+ * it, as check_ownerdead says). */
+static int ownerdead_explained(nm_hist_t *hs, byname_t *bn, const nm_call_t *r)
 {
     const nm_ctx_t *c = hs->c;
-    for (size_t i = 0; i < hs->ncalls; i++) {
-        nm_call_t *r = &hs->calls[i];
-        if (r->rc != EOWNERDEAD || !r->t1)
-            continue;
+    int ok = 0;
+    {
         byname_t *b = &bn[r->name];
-        int ok = 0;
         /* A relock that found its thread's own hold lapsed: it reports that
          * lapse to the thread, whoever was told of it since (PROTOCOL.md
          * "Trust"); the lapse check judges the lapse itself (mark_told). */
@@ -739,6 +781,29 @@ static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
             if (f->kind == NM_F_BREAK && f->done && f->name == r->name && f->t_start < r->t1 &&
                 f->t_start > c->start)
                 ok = 1;
+        }
+    }
+    return ok;
+}
+
+static void check_ownerdead(nm_hist_t *hs, byname_t *bn)
+{
+    const nm_ctx_t *c = hs->c;
+    for (size_t i = 0; i < hs->ncalls; i++) {
+        nm_call_t *r = &hs->calls[i];
+        if (r->rc != EOWNERDEAD || !r->t1)
+            continue;
+        int ok;
+        if (r->all) {
+            /* A lock-all says EOWNERDEAD when any lock of its set was taken
+             * after a lapse: judged once, for the set. */
+            if ((size_t)r->grp != i)
+                continue;
+            ok = 0;
+            for (size_t j = i; j < hs->ncalls && hs->calls[j].grp == r->grp && !ok; j++)
+                ok = ownerdead_explained(hs, bn, &hs->calls[j]);
+        } else {
+            ok = ownerdead_explained(hs, bn, r);
         }
         if (ok)
             continue;
@@ -795,9 +860,13 @@ static int64_t heal_us(const nm_hist_t *hs, const nm_fault_t *f)
     case NM_F_STOP: case NM_F_STOP_GRANTEE: case NM_F_SRVSTOP: return L + s;
     case NM_F_RESTART: case NM_F_PAUSE: return io + 2 * s;
     case NM_F_FLUSH: case NM_F_BREAK: case NM_F_CKILL: case NM_F_MUTE: return W / 3 + s;
-    case NM_F_DELAY: case NM_F_JITTER: return f->param * 1000 + L + io + s;
+    case NM_F_DELAY: case NM_F_JITTER: case NM_F_LATE: return f->param * 1000 + L + io + s;
     case NM_F_FREEZE: case NM_F_BLACKHOLE: return io + L + s;
     case NM_F_STALL: return L + s;
+    /* forward: keys and registrations gone, waiters ask again; back: keys
+     * (a dead holder's) live that much longer */
+    case NM_F_SRVCLOCK: return f->dir > 0 ? L / 3 + W + s : f->param * 1000 + L + W + s;
+    case NM_F_CLOCK: return s;
     default: return io + L + 2 * s;
     }
 }
@@ -854,7 +923,9 @@ static void check_liveness(nm_hist_t *hs, byname_t *bn)
                 /* free from cur to na: did anyone wait through it? */
                 for (size_t q = 0; q < hs->ncalls; q++) {
                     nm_call_t *w = &hs->calls[q];
-                    if (w->name != k || w->depth != 0 || w->op == NM_OP_TRY || w->t0 >= cur)
+                    /* (a lock-all waits for its whole set: a hang if it never
+                     * returns, not a wait for this lock) */
+                    if (w->name != k || w->depth != 0 || w->op == NM_OP_TRY || w->t0 >= cur || w->all)
                         continue;
                     int64_t wend = w->t1 ? w->t1 : hs->end;
                     if (wend < cur + bound)
@@ -902,12 +973,35 @@ static void check_fence_order(nm_hist_t *hs, byname_t *bn)
     }
 }
 
+/* Whether a timed call of slot that returned at t1 (its thread then read
+ * the clock) may have read a clock set back after the call's own last
+ * reading: a jump back just before t1, or the thread held up meanwhile. */
+static int read_across_jump(const nm_hist_t *hs, int slot, int64_t t1)
+{
+    const nm_ctx_t *c = hs->c;
+    if (nm_clock_back_at(c, slot, t1 - NM_TOL_US, t1))
+        return 1;
+    const nm_slot_t *sl = &c->sh->slot[slot];
+    if (!nm_clock_back_at(c, slot, t1 - 10 * NM_TOL_US, t1))
+        return 0;
+    uint32_t ns = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS;
+    for (uint32_t k = 0; k < ns; k++)
+        if (sl->stall[k][0] <= t1 && sl->stall[k][1] >= t1 - 10 * NM_TOL_US)
+            return 1;
+    return 0;
+}
+
+int nm_timed_early(const nm_hist_t *hs, int slot, int64_t abs_rt_us, int64_t rt1_us, int64_t t1)
+{
+    return rt1_us < abs_rt_us && !read_across_jump(hs, slot, t1);
+}
+
 static void check_small(nm_hist_t *hs)
 {
     const nm_ctx_t *c = hs->c;
     for (size_t i = 0; i < hs->ncalls; i++) {
         nm_call_t *r = &hs->calls[i];
-        if (r->op == NM_OP_TIMED && r->rc == ETIMEDOUT && r->rt1_us < r->abs_rt_us)
+        if (r->op == NM_OP_TIMED && r->rc == ETIMEDOUT && nm_timed_early(hs, r->slot, r->abs_rt_us, r->rt1_us, r->t1))
             nm_viol_add(hs, NM_C_TIMED, r->name, r->t1, "timed lock of %s by %d/%d returned ETIMEDOUT "
                         "%.3f ms before its deadline", c->sh->names[r->name], r->pid, r->tid,
                         (double)(r->abs_rt_us - r->rt1_us) / 1000.0);
@@ -1006,7 +1100,7 @@ static int quiet(const nm_hist_t *hs, int64_t a, int64_t b)
  * signaller took the mutex to 0.5 s after the signal: a registration of a
  * process that died, stalled or was cut may take a signal within that
  * window, as PROTOCOL.md says. */
-static void check_cond(nm_hist_t *hs)
+void nm_cond_check(nm_hist_t *hs)
 {
     const nm_ctx_t *c = hs->c;
     size_t nw = 0, ns = 0, capw = 256, caps = 256;
@@ -1022,7 +1116,8 @@ static void check_cond(nm_hist_t *hs)
             for (uint32_t i = 0; i < n; i++) {
                 const nm_ev_t *e = &tl->ev[i];
                 int done = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2;
-                if (e->kind == NM_CWAIT && done && e->rc == ETIMEDOUT && e->rt1_us < e->abs_rt_us)
+                if (e->kind == NM_CWAIT && done && e->rc == ETIMEDOUT &&
+                    nm_timed_early(hs, s, e->abs_rt_us, e->rt1_us, e->t1))
                     nm_viol_add(hs, NM_C_TIMED, NM_CV_NAME, e->t1, "condition wait by %d/%d "
                                 "returned ETIMEDOUT %.3f ms before its deadline", sl->pid,
                                 (int)tl->tid, (double)(e->abs_rt_us - e->rt1_us) / 1000.0);
@@ -1103,7 +1198,14 @@ void nm_check_all(nm_hist_t *hs)
     check_liveness(hs, bn);
     check_fence_order(hs, bn);
     check_small(hs);
-    check_cond(hs);
+    for (int r = 0; r < nm_nroles; r++)
+        if ((hs->c->cfg->roles & (1u << r)) && nm_roles[r].check)
+            nm_roles[r].check(hs);
     for (int k = 0; k < nm_nlocks; k++)
         free(bn[k].ix);
+}
+
+int nm_disturbed_any(const nm_hist_t *hs, int64_t a, int64_t b)
+{
+    return !quiet(hs, a, b);
 }
