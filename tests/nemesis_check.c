@@ -165,8 +165,10 @@ static int64_t sign_delay(const nm_hist_t *hs, int pid, int64_t t)
             continue;
         int64_t e = f->ended ? f->t_end : hs->end;
         int64_t d = 0;
-        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER || f->kind == NM_F_LATE)
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_JITTER)
             d = e + f->param * 1000 >= t ? f->param * 1000 : 0;
+        else if (f->kind == NM_F_LATE)
+            d = e + f->param * 1000 >= t ? e + f->param * 1000 - t + c->cfg->io_timeout_ms * 1000 : 0;
         else if (e >= t)
             d = e - t + c->cfg->io_timeout_ms * 1000;
         if (d > most)
@@ -489,7 +491,7 @@ static size_t disturbances(const nm_hist_t *hs, int pid, dist_t *out, size_t max
         int net = (f->effects & NM_FX_NET) && (f->pid == 0 || f->pid == pid);
         if (!stop && !net)
             continue;
-        int slow = f->kind == NM_F_DELAY || f->kind == NM_F_JITTER || f->kind == NM_F_LATE;
+        int slow = f->kind == NM_F_DELAY || f->kind == NM_F_JITTER;
         int64_t e = f->ended ? f->t_end : hs->end;
         /* A partition's healing does not end it for a connection whose
          * segments it dropped: TCP sends them again only when its backoff
@@ -500,6 +502,10 @@ static size_t disturbances(const nm_hist_t *hs, int pid, dist_t *out, size_t max
             int64_t more = e - f->t_start, io = c->cfg->io_timeout_ms * 1000;
             e += more < io ? more : io;
         }
+        /* Late replies: a cut, until the last reply of the window came
+         * (each after the calls waiting for it gave up). */
+        if (f->kind == NM_F_LATE)
+            e += f->param * 1000;
         out[n++] = (dist_t){ f->t_start, e, stop, net && !stop, slow ? f->param : 0 };
     }
     /* the times its own heartbeat found it held up (a loaded machine) */

@@ -38,11 +38,11 @@ static const char *const fault_names[NM_F_COUNT] = {
 
 /* How often each kind is drawn, relative to the others enabled. */
 static const int fault_weight[NM_F_COUNT] = {
-    [NM_F_KILL] = 6,    [NM_F_STOP] = 8,    [NM_F_STOP_GRANTEE] = 10, [NM_F_RESTART] = 6,
+    [NM_F_KILL] = 6,    [NM_F_STOP] = 8,    [NM_F_STOP_GRANTEE] = 10, [NM_F_RESTART] = 9,
     [NM_F_FLUSH] = 8,   [NM_F_BREAK] = 8,   [NM_F_PAUSE] = 4,         [NM_F_CKILL] = 5,
     [NM_F_DELAY] = 10,  [NM_F_FREEZE] = 6,  [NM_F_JITTER] = 4,        [NM_F_BLACKHOLE] = 3,
     [NM_F_MUTE] = 3,    [NM_F_SRVSTOP] = 3, [NM_F_FAILOVER] = 8,      [NM_F_MIGRATE] = 8,
-    [NM_F_PARTITION] = 12,      [NM_F_SRVCLOCK] = 5, [NM_F_CLOCK] = 5,    [NM_F_LATE] = 4,
+    [NM_F_PARTITION] = 12,      [NM_F_SRVCLOCK] = 7, [NM_F_CLOCK] = 5,    [NM_F_LATE] = 4,
 };
 
 const char *nm_fault_name(int kind)
@@ -127,7 +127,10 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->param = 3000;                         /* armed this long */
         break;
     case NM_F_RESTART:
-        f->dur_ms = rin(s, 0, 400);             /* down this long */
+        /* down this long: mostly long enough that the process's threads,
+         * were they to trust their holds through the sign, would pass
+         * them on while Redis has none (tools/mutants.sh, trust) */
+        f->dur_ms = rin(s, 0, 99) < 70 ? rin(s, 150, 400) : rin(s, 0, 150);
         break;
     case NM_F_BREAK:
         f->name = (int)rin(s, 0, nm_nlocks - 1);
@@ -151,7 +154,8 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
          * request withdrawn */
         f->dir = 0;
         f->param = rin(s, cfg->io_timeout_ms * 11 / 10, cfg->io_timeout_ms * 3 / 2);
-        f->dur_ms = rin(s, 300, 2000);
+        /* (as long as a call's tries: the connections it opens meanwhile are late too) */
+        f->dur_ms = rin(s, cfg->io_timeout_ms * 11 / 10, cfg->io_timeout_ms * 3 / 2);
         f->slot = (int)rin(s, 0, 1 << 20);
         break;
     case NM_F_FREEZE:
@@ -716,6 +720,13 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
             }
         } else if (f->kind == NM_F_STALL) {
             continue;               /* recorded, not injected */
+        } else if (f->kind == NM_F_LATE && !f->ended && f->t_start > 0 && now - f->again >= 5000 &&
+                   now < f->t_start + f->dur_ms * 1000) {
+            /* the connections the client opened since (its resends, its
+             * reconnections) are late too */
+            f->again = now;
+            EACH_PROXY(c, px)
+                th_proxy_delay(px, f->pid, 0, f->param);
         } else if (!f->ended && f->t_start > 0 && now >= f->t_start + f->dur_ms * 1000) {
             if (f->kind == NM_F_FREEZE || f->kind == NM_F_PAUSE) {
                 f->t_end = f->t_start + f->dur_ms * 1000;  /* ends by itself */

@@ -22,7 +22,8 @@ const char *nm_check_name(int c)
         [NM_C_LIVENESS] = "liveness",   [NM_C_HANG] = "hang",     [NM_C_CODE] = "code",
         [NM_C_CRASH] = "crash",         [NM_C_FENCE] = "fence-order", [NM_C_TIMED] = "timed",
         [NM_C_ORPHAN] = "orphan",       [NM_C_WAKEUP] = "lost-wakeup",
-        [NM_C_SEM] = "sem-over",        [NM_C_SEMCOUNT] = "sem-count", [NM_C_ALL] = "all-or-none",
+        [NM_C_SEM] = "sem-over",        [NM_C_SEMCOUNT] = "sem-count", [NM_C_SEMTOLD] = "sem-told",
+        [NM_C_ALL] = "all-or-none",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
 }

@@ -103,6 +103,7 @@ enum nm_check {
                            timed out, and no waiter was woken by it */
     NM_C_SEM,           /* more threads inside a semaphore than it has permits */
     NM_C_SEMCOUNT,      /* a semaphore's value at the end: permits lost or made up */
+    NM_C_SEMTOLD,       /* a semaphore's user not told (ENOLCK) that Redis lost it */
     NM_C_ALL,           /* lock-all: not all of the set held after success, or some
                            held after a failure */
     NM_C_COUNT

@@ -27,6 +27,9 @@
  *             killed threads (since the last loss, and plus the posts
  *             made into it by threads inside since before that loss),
  *             within what killed or failed calls (EIO) leave unknown.
+ *  sem-told   (NEMESIS_SEM_TOLD=1; issue 28's SPEC sentence, on once the
+ *             library has it) after a loss of the counting semaphore, the
+ *             first call of each thread that used it before says ENOLCK.
  *  timed      no timedwait says ETIMEDOUT before its deadline.
  *  code       (nemesis_history.c) only the codes SPEC gives.
  *
@@ -303,7 +306,7 @@ static void check_over(nm_hist_t *hs, int k, inside_t *v, size_t n)
             }
             /* (a post under way at the loss may reach the new one: resent) */
             if (x->end == IN_CLEAN || x->end == IN_EIO || x->post_rc < 0)
-                ev[m++] = (sweep_ev_t){ x->b, -2 };     /* marks allowance (below) */
+                ev[m++] = (sweep_ev_t){ x->b > ls ? x->b : ls + 1, -2 };  /* allowance (below) */
             continue;
         }
         ev[m++] = (sweep_ev_t){ x->a, +1 };
@@ -480,6 +483,49 @@ static void check_value(nm_hist_t *hs, int k, inside_t *v, size_t n)
                     : "lost for good");
 }
 
+/* After a loss (a restart), each thread that used the counting semaphore
+ * before it is told so by its first call that begins after the server is
+ * back (SPEC, Semaphore: ENOLCK until the object is made again). */
+static void check_told(nm_hist_t *hs, int k)
+{
+    const nm_ctx_t *c = hs->c;
+    int reported = 0;
+    for (int i = 0; i < c->sch.n && reported < 3; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!sem_loss(f, k))
+            continue;
+        int64_t ls = f->t_start, le = f->ended ? f->t_end : hs->end;
+        for (int s = 0; s < c->sh->nslots && reported < 3; s++) {
+            const nm_slot_t *sl = &c->sh->slot[s];
+            for (int t = 0; sl->pid > 0 && t < NM_MAX_THREADS && reported < 3; t++) {
+                const nm_thread_log_t *tl = &sl->th[t];
+                uint32_t ne = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
+                int used = 0;
+                for (uint32_t j = 0; j < ne; j++) {
+                    const nm_ev_t *e = &tl->ev[j];
+                    if ((e->kind != NM_SWAIT && e->kind != NM_SPOST) || e->name != sem_base + k)
+                        continue;
+                    int done = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2;
+                    if (done && e->t1 < ls && e->rc != ENOLCK)
+                        used = 1;
+                    if (e->t0 < le || !used)
+                        continue;
+                    if (done && e->rc != ENOLCK && e->rc != EIO) {
+                        reported++;
+                        nm_viol_add(hs, NM_C_SEMTOLD, sem_base + k, e->t1,
+                                    "%d/%d used the counting semaphore %s before Redis lost it "
+                                    "(restart at %.1f ms), and its next call (%s at %.1f ms) said "
+                                    "%s, not ENOLCK", sl->pid, (int)tl->tid, c->sh->names[sem_base + k],
+                                    nm_rel(c, ls), e->kind == NM_SPOST ? "post" : "wait",
+                                    nm_rel(c, e->t0), th_errname(e->rc));
+                    }
+                    break;
+                }
+            }
+        }
+    }
+}
+
 void nm_sem_check(nm_hist_t *hs)
 {
     find_base();
@@ -493,6 +539,9 @@ void nm_sem_check(nm_hist_t *hs)
             check_lapses(hs, k, v, n);
         check_timed(hs, k);
         check_value(hs, k, v, n);
+        const char *told = getenv("NEMESIS_SEM_TOLD");
+        if (k == 0 && told && *told == '1')
+            check_told(hs, k);
         free(v);
     }
 }

@@ -25,7 +25,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 build=build rounds=5 hogs=$(nproc 2>/dev/null || echo 2) nice=10 jobs=2 only="" except="" out=""
-usage() { sed -n '3,26p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
+usage() { sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
 while getopts "b:n:c:N:j:R:E:o:h" opt; do
   case $opt in
     b) build=$OPTARG ;; n) rounds=$OPTARG ;; c) hogs=$OPTARG ;; N) nice=$OPTARG ;;
