@@ -332,8 +332,6 @@ typedef struct nm_fault {
     pid_t pid;                  /* the client it hit (0: all / none) */
     int64_t t_start, t_end;     /* absolute us */
     int effects;                /* NM_FX_* */
-    int64_t again;              /* late: when its delay was last laid on the
-                                   client's connections (new ones too) */
     char note[96];
 } nm_fault_t;
 

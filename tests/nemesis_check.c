@@ -979,27 +979,24 @@ static void check_fence_order(nm_hist_t *hs, byname_t *bn)
     }
 }
 
-/* Whether a timed call of slot that returned at t1 (its thread then read
- * the clock) may have read a clock set back after the call's own last
- * reading: a jump back just before t1, or the thread held up meanwhile. */
-static int read_across_jump(const nm_hist_t *hs, int slot, int64_t t1)
+/* Whether a timed call of slot, made at t0 (its clock then said rt0) and
+ * returned at t1, may have read its clock set back after the call decided
+ * it timed out: a jump back from the time its deadline came (as the
+ * monotonic clock counts it from the call) until its thread read the
+ * clock after the return.  (A condition's wait retakes its mutex after
+ * the time-out, which may take long; a jump back before the deadline must
+ * have made the call wait longer.) */
+static int read_across_jump(const nm_hist_t *hs, int slot, int64_t t0, int64_t rt0, int64_t abs_rt,
+                            int64_t t1)
 {
-    const nm_ctx_t *c = hs->c;
-    if (nm_clock_back_at(c, slot, t1 - NM_TOL_US, t1))
-        return 1;
-    const nm_slot_t *sl = &c->sh->slot[slot];
-    if (!nm_clock_back_at(c, slot, t1 - 10 * NM_TOL_US, t1))
-        return 0;
-    uint32_t ns = sl->nstalls < NM_MAX_STALLS ? sl->nstalls : NM_MAX_STALLS;
-    for (uint32_t k = 0; k < ns; k++)
-        if (sl->stall[k][0] <= t1 && sl->stall[k][1] >= t1 - 10 * NM_TOL_US)
-            return 1;
-    return 0;
+    int64_t due = t0 + (abs_rt - rt0);
+    return nm_clock_back_at(hs->c, slot, due - NM_TOL_US, t1);
 }
 
-int nm_timed_early(const nm_hist_t *hs, int slot, int64_t abs_rt_us, int64_t rt1_us, int64_t t1)
+int nm_timed_early(const nm_hist_t *hs, int slot, int64_t t0, int64_t rt0_us, int64_t abs_rt_us,
+                   int64_t rt1_us, int64_t t1)
 {
-    return rt1_us < abs_rt_us && !read_across_jump(hs, slot, t1);
+    return rt1_us < abs_rt_us && !read_across_jump(hs, slot, t0, rt0_us, abs_rt_us, t1);
 }
 
 static void check_small(nm_hist_t *hs)
@@ -1007,7 +1004,7 @@ static void check_small(nm_hist_t *hs)
     const nm_ctx_t *c = hs->c;
     for (size_t i = 0; i < hs->ncalls; i++) {
         nm_call_t *r = &hs->calls[i];
-        if (r->op == NM_OP_TIMED && r->rc == ETIMEDOUT && nm_timed_early(hs, r->slot, r->abs_rt_us, r->rt1_us, r->t1))
+        if (r->op == NM_OP_TIMED && r->rc == ETIMEDOUT && nm_timed_early(hs, r->slot, r->t0, r->rt0_us, r->abs_rt_us, r->rt1_us, r->t1))
             nm_viol_add(hs, NM_C_TIMED, r->name, r->t1, "timed lock of %s by %d/%d returned ETIMEDOUT "
                         "%.3f ms before its deadline", c->sh->names[r->name], r->pid, r->tid,
                         (double)(r->abs_rt_us - r->rt1_us) / 1000.0);
@@ -1123,7 +1120,7 @@ void nm_cond_check(nm_hist_t *hs)
                 const nm_ev_t *e = &tl->ev[i];
                 int done = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2;
                 if (e->kind == NM_CWAIT && done && e->rc == ETIMEDOUT &&
-                    nm_timed_early(hs, s, e->abs_rt_us, e->rt1_us, e->t1))
+                    nm_timed_early(hs, s, e->t0, e->rt0_us, e->abs_rt_us, e->rt1_us, e->t1))
                     nm_viol_add(hs, NM_C_TIMED, NM_CV_NAME, e->t1, "condition wait by %d/%d "
                                 "returned ETIMEDOUT %.3f ms before its deadline", sl->pid,
                                 (int)tl->tid, (double)(e->abs_rt_us - e->rt1_us) / 1000.0);

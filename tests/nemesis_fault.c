@@ -154,9 +154,11 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
          * request withdrawn */
         f->dir = 0;
         f->param = rin(s, cfg->io_timeout_ms * 11 / 10, cfg->io_timeout_ms * 3 / 2);
-        /* (as long as a call's tries: the connections it opens meanwhile are late too) */
-        f->dur_ms = rin(s, cfg->io_timeout_ms * 11 / 10, cfg->io_timeout_ms * 3 / 2);
-        f->slot = (int)rin(s, 0, 1 << 20);
+        /* longer than a call's tries (a first attempt, then the I/O
+         * time-out of retries): the connections it opens meanwhile are
+         * late too, so that it fails */
+        f->dur_ms = rin(s, cfg->io_timeout_ms * 16 / 10, cfg->io_timeout_ms * 2);
+        f->slot = -1;                           /* chosen when due (armed: the next permit taken) */
         break;
     case NM_F_FREEZE:
         f->dur_ms = rin(s, 200, L * 3 / 2);
@@ -216,7 +218,7 @@ static int server_kind(int k)
 /* Kinds that set the proxy's mode (one at a time). */
 static int proxy_kind(int k)
 {
-    return k == NM_F_JITTER || k == NM_F_BLACKHOLE || k == NM_F_MUTE;
+    return k == NM_F_JITTER || k == NM_F_BLACKHOLE || k == NM_F_MUTE || k == NM_F_LATE;
 }
 
 static int cmp_fault(const void *a, const void *b)
@@ -237,9 +239,15 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
      * kind breaks (tools/mutants.sh: a mutant missed for want of its
      * fault is the fault mix's gap, not the checks'). */
     unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE));
+    /* (the first pass through the kinds within the run's first half, so
+     * that what each leaves behind has time to show) */
+    int nkinds = __builtin_popcount(unused);
+    double first_rate = nkinds ? nkinds / (cfg->duration_ms / 2000.0) : rate;
+    if (first_rate < rate)
+        first_rate = rate;
     while (sc->n < NM_MAX_FAULTS - 2) {
         double u = ((double)(rnd(&s) >> 11) + 1.0) / 9007199254740993.0;
-        t += (int64_t)(-log(u) / rate * 1e6);
+        t += (int64_t)(-log(u) / (unused ? first_rate : rate) * 1e6);
         if (t >= (int64_t)cfg->duration_ms * 1000)
             break;
         nm_fault_t *f = &sc->f[sc->n];
@@ -494,12 +502,29 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     case NM_F_FREEZE:
         if (!c->px[0])
             return snprintf(f->note, sizeof f->note, "no proxy"), 0;
-        slot = nm_pick_slot(c, rnd(&c->rng), 0);
+        /* late replies: aimed at a client about to post a semaphore (armed
+         * until a wait takes a permit: watch_grants) */
+        if (f->kind == NM_F_LATE && c->late != (int)(f - c->sch.f) && c->sem_seen) {
+            c->late = (int)(f - c->sch.f);
+            f->t_start = 0;
+            return 1;
+        }
+        slot = f->kind == NM_F_LATE && f->slot >= 0 ? f->slot : nm_pick_slot(c, rnd(&c->rng), 0);
         if (slot < 0)
             return snprintf(f->note, sizeof f->note, "no client"), 0;
         f->pid = c->sh->slot[slot].pid;
         f->effects = NM_FX_NET;
-        if (f->kind == NM_F_DELAY || f->kind == NM_F_LATE) {
+        if (f->kind == NM_F_LATE) {
+            /* its reconnections (and their resends) are as late; the
+             * process held still while its connections are found, so that
+             * the post of a thread just inside comes after */
+            int n = 0;
+            stop_pid(f->pid, 1);
+            EACH_PROXY(c, px)
+                n += th_proxy_delay_sticky(px, f->pid, 0, f->param);
+            stop_pid(f->pid, 0);
+            snprintf(f->note, sizeof f->note, "slot %d, %d connections", slot, n);
+        } else if (f->kind == NM_F_DELAY) {
             int n = 0;
             EACH_PROXY(c, px)
                 n += th_proxy_delay(px, f->pid, f->dir ? f->param : 0, f->dir ? 0 : f->param);
@@ -622,8 +647,11 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
         if (c->net && f->param >= 0)
             nm_net_heal(c->net, (int)f->param);
         break;
-    case NM_F_DELAY:
     case NM_F_LATE:
+        EACH_PROXY(c, px)
+            th_proxy_delay_sticky(px, 0, 0, 0);
+        /* fall through */
+    case NM_F_DELAY:
         EACH_PROXY(c, px)
             th_proxy_delay(px, f->pid, 0, 0);
         break;
@@ -655,6 +683,7 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
 static void watch_grants(nm_ctx_t *c, int64_t now)
 {
     nm_fault_t *f = c->grantee >= 0 ? &c->sch.f[c->grantee] : NULL;
+    nm_fault_t *lf = c->late >= 0 ? &c->sch.f[c->late] : NULL;
     for (int s = 0; s < c->sh->nslots; s++) {
         nm_slot_t *sl = &c->sh->slot[s];
         if (sl->pid <= 0)
@@ -668,6 +697,17 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
                 nm_ev_t *e = &tl->ev[i];
                 if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != 2)
                     break;          /* look again at it next time */
+                if (e->kind == NM_SWAIT) {
+                    c->sem_seen = 1;
+                    if (lf && usable && e->rc == 0) {
+                        /* its thread is inside: its next call is the post */
+                        lf->slot = s;
+                        fault_start(c, lf, now);
+                        c->late = -1;
+                        lf = NULL;
+                    }
+                    continue;
+                }
                 if (e->kind != NM_LOCK || (e->rc != 0 && e->rc != EOWNERDEAD))
                     continue;
                 int fresh = e->fence > c->maxfence[e->name];
@@ -687,6 +727,11 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
             }
             c->cursor[s][t] = i;
         }
+    }
+    if (lf && now > c->start + lf->at_us + 3000000) {
+        lf->slot = -1;                  /* no permit taken: any client */
+        fault_start(c, lf, now);
+        c->late = -1;
     }
     if (f && now > c->start + f->at_us + f->param * 1000) {
         snprintf(f->note, sizeof f->note, "no grant while armed");
@@ -720,13 +765,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
             }
         } else if (f->kind == NM_F_STALL) {
             continue;               /* recorded, not injected */
-        } else if (f->kind == NM_F_LATE && !f->ended && f->t_start > 0 && now - f->again >= 5000 &&
-                   now < f->t_start + f->dur_ms * 1000) {
-            /* the connections the client opened since (its resends, its
-             * reconnections) are late too */
-            f->again = now;
-            EACH_PROXY(c, px)
-                th_proxy_delay(px, f->pid, 0, f->param);
+
         } else if (!f->ended && f->t_start > 0 && now >= f->t_start + f->dur_ms * 1000) {
             if (f->kind == NM_F_FREEZE || f->kind == NM_F_PAUSE) {
                 f->t_end = f->t_start + f->dur_ms * 1000;  /* ends by itself */
@@ -757,12 +796,14 @@ void nm_faults_heal_all(nm_ctx_t *c)
         }
     }
     c->grantee = -1;
+    c->late = -1;
     for (int k = 0; c->net && k < nm_net_count(c->net); k++)
         nm_net_heal(c->net, k);
     EACH_PROXY(c, px) {
         th_proxy_mode(px, TH_PROXY_PASS, 0);
         th_proxy_mute_pushes(px, 0);
         th_proxy_thaw(px);
+        th_proxy_delay_sticky(px, 0, 0, 0);
         th_proxy_delay(px, 0, 0, 0);
     }
     for (int i = 0; i < c->nsrv; i++) {

@@ -42,6 +42,8 @@ typedef struct nm_ctx {
     int64_t respawn_at;
     uint32_t cursor[NM_MAX_SLOTS][NM_MAX_THREADS];  /* events seen by the reactive faults */
     int grantee;                /* index of an armed STOP_GRANTEE fault, -1 */
+    int late;                   /* index of an armed LATE fault, -1 */
+    int sem_seen;               /* a semaphore call was recorded (the role runs) */
     uint64_t maxfence[NM_MAX_NAMES];    /* the greatest fence returned so far */
     int64_t next_watch;
     int hangs_seen;
@@ -204,10 +206,12 @@ const nm_fault_t *nm_loss_within(const nm_hist_t *hs, int name, int64_t a, int64
  * Redis hold first returned at root_ret). */
 int nm_lapse_explained(const nm_hist_t *hs, const nm_hold_t *h, int64_t root_call, int64_t root_ret,
                        int64_t t);
-/* A timed call of slot that said ETIMEDOUT at t1 did so before its
- * deadline on its caller's wall clock (not explained by a jump back of
- * that clock between the call's last reading and its thread's). */
-int nm_timed_early(const nm_hist_t *hs, int slot, int64_t abs_rt_us, int64_t rt1_us, int64_t t1);
+/* A timed call of slot (made at t0, its clock then rt0_us) that said
+ * ETIMEDOUT at t1 did so before its deadline on its caller's wall clock
+ * (not explained by a jump back of that clock after its deadline came and
+ * before its thread read the clock). */
+int nm_timed_early(const nm_hist_t *hs, int slot, int64_t t0, int64_t rt0_us, int64_t abs_rt_us,
+                   int64_t rt1_us, int64_t t1);
 /* Any fault, death or stall of any process within [a, b]? 0 if none. */
 int nm_disturbed_any(const nm_hist_t *hs, int64_t a, int64_t b);
 

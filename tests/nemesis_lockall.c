@@ -16,8 +16,8 @@
  *  all-or-none  a call that returned 0 or EOWNERDEAD holds every lock of
  *               its set, one that failed (EBUSY, ETIMEDOUT, EIO) none;
  *
- * and the run's watchdog, that no lock-all waits beyond the bound of a
- * call (overlapping sets never deadlock: SPEC).  What a failed call left
+ * and the end of the run, that every lock-all returns (overlapping sets
+ * never deadlock: SPEC; a deadlock never ends).  What a failed call left
  * in Redis shows as an orphan or a liveness violation of that lock.
  */
 #include "nemesis_int.h"

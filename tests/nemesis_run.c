@@ -278,8 +278,10 @@ static void watch_calls(nm_ctx_t *c, nm_hist_t *hs, int64_t now)
             nm_ev_t *e = &tl->ev[n - 1];
             if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != 1)
                 continue;
-            /* (a lock-all's is bounded: overlapping sets never deadlock) */
-            if ((e->kind == NM_LOCK && e->op == NM_OP_LOCK && !e->all) ||
+            /* (nor a lock-all's: its set's locks may be busy long, one
+             * after another; a deadlock of overlapping sets never ends,
+             * and the end of the run finds it) */
+            if ((e->kind == NM_LOCK && e->op == NM_OP_LOCK) ||
                 (e->kind == NM_SWAIT && e->op == NM_OP_LOCK))
                 continue;
             int64_t lim = bound;
@@ -495,6 +497,7 @@ int nm_run(const nm_cfg_t *cfg_in, nm_result_t *res)
         return -1;
     c->cfg = cfg;
     c->grantee = -1;
+    c->late = -1;
     c->rng = cfg->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     if (cfg->dir)
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);

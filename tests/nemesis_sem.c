@@ -146,7 +146,9 @@ void *nm_sem_main(void *arg)
             nm_sleep_us(rc == EAGAIN ? nm_rnd_in(&t->rng, 1000, 10000) : nm_rnd_in(&t->rng, 5000, 30000));
             continue;
         }
-        long in = nm_rnd_in(&t->rng, 0, 99) < 80 ? nm_rnd_in(&t->rng, 0, 30000)
+        /* inside up to 300 ms: long enough, mostly, for a fault aimed at a
+         * thread inside (late replies) to come before its post */
+        long in = nm_rnd_in(&t->rng, 0, 99) < 40 ? nm_rnd_in(&t->rng, 0, 30000)
                                                  : nm_rnd_in(&t->rng, 30000, 300000);
         nm_sleep_us(in);
         nm_ev_t *p = nm_ev_begin(t->tl, NM_SPOST, 0, sem_base + k, 'w', 0, t->hold);
@@ -274,6 +276,21 @@ static int64_t loss_before(const nm_hist_t *hs, int k, int64_t t, int64_t *start
     return last;
 }
 
+/* The first loss of semaphore k's state that ended after a and began by
+ * upto: its start, or 0. */
+static int64_t first_loss(const nm_hist_t *hs, int k, int64_t a, int64_t upto)
+{
+    const nm_ctx_t *c = hs->c;
+    int64_t first = 0;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        int64_t e = f->ended ? f->t_end : hs->end;
+        if (sem_loss(f, k) && e > a && f->t_start <= upto && (!first || f->t_start < first))
+            first = f->t_start;
+    }
+    return first;
+}
+
 static void check_over(nm_hist_t *hs, int k, inside_t *v, size_t n)
 {
     const nm_ctx_t *c = hs->c;
@@ -300,9 +317,13 @@ static void check_over(nm_hist_t *hs, int k, inside_t *v, size_t n)
          * server that lost its state: a reply does not outlive its server) */
         int64_t ls = 0, le = loss_before(hs, k, x->p1 ? x->p1 : x->b, &ls);
         if (le && le > x->a) {
-            if (ls > x->a) {
+            /* counted until the first loss after its wait (several may
+             * follow each other), its post's permit after the last */
+            int64_t l1 = first_loss(hs, k, x->a, x->p1 ? x->p1 : x->b);
+            int64_t until = l1 && l1 < x->b ? l1 : x->b;
+            if (until > x->a) {
                 ev[m++] = (sweep_ev_t){ x->a, +1 };
-                ev[m++] = (sweep_ev_t){ ls, -1 };
+                ev[m++] = (sweep_ev_t){ until, -1 };
             }
             /* (a post under way at the loss may reach the new one: resent) */
             if (x->end == IN_CLEAN || x->end == IN_EIO || x->post_rc < 0)
@@ -337,6 +358,12 @@ static void check_over(nm_hist_t *hs, int k, inside_t *v, size_t n)
         inside += ev[i].d;
         if (inside > NM_SEM_N + extra && reported < 3) {
             reported++;
+            if (getenv("NEMESIS_SEM_DEBUG"))
+                for (size_t j = 0; j < n; j++)
+                    if (v[j].a <= ev[i].t && v[j].b > ev[i].t)
+                        fprintf(stderr, "  inside: %d/%d from %.1f to %.1f ms (wait at %.1f, end %d, "
+                                "post %s)\n", v[j].pid, v[j].tid, nm_rel(c, v[j].a), nm_rel(c, v[j].b),
+                                nm_rel(c, v[j].w0), v[j].end, th_errname(v[j].post_rc));
             nm_viol_add(hs, NM_C_SEM, sem_base + k, ev[i].t,
                         "%d threads inside %s semaphore %s at %.1f ms, which has %d permits%s%s",
                         inside, k ? "the leased" : "the counting", c->sh->names[sem_base + k],
@@ -409,7 +436,7 @@ static void check_timed(nm_hist_t *hs, int k)
                 const nm_ev_t *e = &tl->ev[i];
                 if (e->kind == NM_SWAIT && e->name == sem_base + k && e->op == NM_OP_TIMED &&
                     __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2 && e->rc == ETIMEDOUT &&
-                    nm_timed_early(hs, s, e->abs_rt_us, e->rt1_us, e->t1))
+                    nm_timed_early(hs, s, e->t0, e->rt0_us, e->abs_rt_us, e->rt1_us, e->t1))
                     nm_viol_add(hs, NM_C_TIMED, sem_base + k, e->t1, "timedwait of %s by %d/%d "
                                 "returned ETIMEDOUT %.3f ms before its deadline", c->sh->names[sem_base + k],
                                 sl->pid, (int)tl->tid, (double)(e->abs_rt_us - e->rt1_us) / 1000.0);
