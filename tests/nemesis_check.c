@@ -630,6 +630,22 @@ static int covered(const nm_hist_t *hs, const byname_t *b, int pid, char mode, i
  * the call, for longer than a claim window, so that it could neither
  * claim a grant nor, once the call gave up (EIO, ETIMEDOUT), withdraw it;
  * or its link was slow during the call by as much. */
+/* How far the server's clock jumped forward within [a, b] (us): Redis's
+ * deadlines (a grant's claim window, a registration's) came that much
+ * sooner. */
+static int64_t clock_forward_within(const nm_hist_t *hs, int64_t a, int64_t b)
+{
+    const nm_ctx_t *c = hs->c;
+    int64_t sum = 0;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (f->kind == NM_F_SRVCLOCK && f->done && f->t_start && f->dir > 0 && f->t_start >= a &&
+            f->t_start <= b)
+            sum += f->param * 1000;
+    }
+    return sum;
+}
+
 static int64_t lost_grant_until(const nm_hist_t *hs, const nm_call_t *k, int64_t t)
 {
     const nm_ctx_t *c = hs->c;
@@ -655,7 +671,7 @@ static int64_t lost_grant_until(const nm_hist_t *hs, const nm_call_t *k, int64_t
         }
         if (e > t)
             e = t;
-        if (e - a >= W)
+        if (e - a + clock_forward_within(hs, a, e) >= W)
             return e;
     }
     return 0;

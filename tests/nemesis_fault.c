@@ -130,7 +130,7 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         /* down this long: mostly long enough that the process's threads,
          * were they to trust their holds through the sign, would pass
          * them on while Redis has none (tools/mutants.sh, trust) */
-        f->dur_ms = rin(s, 0, 99) < 70 ? rin(s, 150, 400) : rin(s, 0, 150);
+        f->dur_ms = rin(s, 0, 99) < 70 ? rin(s, 300, 800) : rin(s, 0, 300);
         break;
     case NM_F_BREAK:
         f->name = (int)rin(s, 0, nm_nlocks - 1);
@@ -743,6 +743,39 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
     }
 }
 
+/* A thread of some client waits for a lock another thread of that client
+ * holds: the hold is about to pass between them without Redis.  A restart
+ * then tests that a process stops trusting its holds at the sign of a
+ * lost state (SPEC "Local trust"; tools/mutants.sh, trust). */
+static int handoff_pending(nm_ctx_t *c)
+{
+    for (int s = 0; s < c->sh->nslots; s++) {
+        nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0 || sl->died_us || pid_stopped(c, sl->pid))
+            continue;
+        int waiting[NM_MAX_NAMES] = { 0 }, holding[NM_MAX_NAMES] = { 0 };
+        for (int t = 0; t < NM_MAX_THREADS; t++) {
+            nm_thread_log_t *tl = &sl->th[t];
+            uint32_t n = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
+            for (uint32_t i = n; i-- > 0 && i + 8 > n;) {
+                nm_ev_t *e = &tl->ev[i];
+                if (e->depth != 0 || (e->kind != NM_LOCK && e->kind != NM_UNLOCK) || e->all)
+                    continue;
+                int st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+                if (e->kind == NM_LOCK && st == 1 && e->op != NM_OP_TRY)
+                    waiting[e->name] = 1;
+                else if (e->kind == NM_LOCK && st == 2 && (e->rc == 0 || e->rc == EOWNERDEAD))
+                    holding[e->name] = 1;
+                break;
+            }
+        }
+        for (int k = 0; k < nm_nlocks; k++)
+            if (waiting[k] && holding[k])
+                return 1;
+    }
+    return 0;
+}
+
 void nm_faults_tick(nm_ctx_t *c, int64_t now)
 {
     for (int i = 0; i < c->sch.n; i++) {
@@ -752,6 +785,10 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
                 continue;
             if (f->kind == NM_F_STOP_GRANTEE && c->grantee >= 0)
                 continue;           /* one armed at a time: this one waits */
+            /* a restart waits (up to 2 s) for a hold about to pass between
+             * a process's threads */
+            if (f->kind == NM_F_RESTART && now < c->start + f->at_us + 2000000 && !handoff_pending(c))
+                continue;
             f->done = 1;
             if (!fault_start(c, f, now)) {
                 f->t_end = f->t_start;

@@ -303,8 +303,17 @@ static void check_over(nm_hist_t *hs, int k, inside_t *v, size_t n)
         if (x->b <= x->a)
             continue;
         if (k == 1) {
-            /* leased: only permits a post found still held */
+            /* leased: only permits a post found still held; and a
+             * process's permits are one hold, not each thread's: after a
+             * lapse, which of its threads' posts says EPERM is the
+             * process's choice, so none of its permits held beside a
+             * lapsed one counts */
             if (x->end != IN_CLEAN)
+                continue;
+            int beside = 0;
+            for (size_t j = 0; j < n && !beside; j++)
+                beside = v[j].pid == x->pid && v[j].end != IN_CLEAN && v[j].a < x->b && v[j].b > x->a;
+            if (beside)
                 continue;
             ev[m++] = (sweep_ev_t){ x->a, +1 };
             ev[m++] = (sweep_ev_t){ x->b, -1 };
@@ -468,8 +477,12 @@ static void check_value(nm_hist_t *hs, int k, inside_t *v, size_t n)
             /* inside across the loss: its post, made into the new one (its
              * return after the loss began), is a permit more */
             int64_t eff = x->p1 ? x->p1 : x->b;
+            /* (a wait that returned while the server restarted may have
+             * been served by the new one, just up: its post then adds
+             * nothing) */
+            int sure_old = x->a < ls - 25000;
             if (eff > ls && x->end == IN_CLEAN)
-                (x->b > ls ? extra++ : extra_maybe++);
+                (x->b > ls && sure_old ? extra++ : extra_maybe++);
             else if (eff > ls && (x->end == IN_EIO || (x->end == IN_DIED && x->post_rc < 0 && x->p1 == 0 &&
                                                          x->b != c->sh->slot[x->slot].died_us)))
                 extra_maybe++;
