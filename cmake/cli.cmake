@@ -29,10 +29,24 @@ if(DISTLOCK_TESTS)
               bash ${PROJECT_SOURCE_DIR}/tests/cli/test_${t}.sh $<TARGET_FILE:distlock-cli>)
     set_tests_properties(cli_${t} PROPERTIES TIMEOUT 120)
   endforeach()
+  # status, list and break on every kind: a condition's waiters and a
+  # counting semaphore come from a program of the test's own
+  # (tests/cli/kinds_helper.c, on the public library).
+  add_executable(cli_kinds_helper ${PROJECT_SOURCE_DIR}/tests/cli/kinds_helper.c)
+  target_link_libraries(cli_kinds_helper PRIVATE distlock)
+  dl_target_flags(cli_kinds_helper)
+  add_test(NAME cli_kinds
+    COMMAND ${CMAKE_COMMAND} -E env --unset=DISTLOCK_URL --unset=DISTLOCK_PREFIX
+            --unset=DISTLOCK_LEASE_MS --unset=DISTLOCK_IO_TIMEOUT_MS --unset=DISTLOCK_LOG
+            --unset=DISTLOCK_PASSWORD
+            bash ${PROJECT_SOURCE_DIR}/tools/with-redis.sh
+            bash ${PROJECT_SOURCE_DIR}/tests/cli/test_kinds.sh $<TARGET_FILE:distlock-cli>
+            $<TARGET_FILE:cli_kinds_helper>)
+  set_tests_properties(cli_kinds PROPERTIES TIMEOUT 120)
   # The man page renders without warnings, and `cmake --install` puts the
   # program and the page in place.
   add_test(NAME cli_install
     COMMAND bash ${PROJECT_SOURCE_DIR}/tests/cli/test_install.sh ${PROJECT_BINARY_DIR}
-            ${PROJECT_SOURCE_DIR}/docs/distlock.1)
+            ${PROJECT_SOURCE_DIR}/docs/man/distlock.1)
   set_tests_properties(cli_install PROPERTIES TIMEOUT 60)
 endif()

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # libFuzzer targets for the parsers of untrusted text: DISTLOCK_URL
-# (fuzz_url), the DISTLOCK_* environment (fuzz_env) and the interposer's
-# DISTLOCK_MAP (fuzz_map).  Off by default; needs clang:
+# (fuzz_url), the DISTLOCK_* environment (fuzz_env), the interposer's
+# DISTLOCK_MAP (fuzz_map) and the mangled symbols it reads C++ names from
+# (fuzz_demangle).  Off by default; needs clang:
 #
 #   cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DDISTLOCK_FUZZ=ON -DDISTLOCK_TESTS=OFF
 #   cmake --build build-fuzz --target fuzz_url fuzz_env fuzz_map
@@ -10,7 +11,9 @@
 # tests/fuzz/run.sh does all of that.  Each fuzzer compiles the few library
 # sources its parser needs directly, instrumented (no Lua, no hiredis, no
 # threads): config.c + error.c (dl_fail, dl_quote) for the URL and the
-# environment, map.c alone for the map.  So they take only the include
+# environment (no TLS layer: the client context is conn/'s, a check
+# config.c runs only when conn/tls.c registered it), map.c alone for the
+# map, demangle.c alone for the symbols.  So they take only the include
 # directories of the internal interface (distlock_internal), not its
 # uninstrumented objects.  With DISTLOCK_TESTS on, ctest also
 # replays each committed corpus once (fuzz_*_corpus, no fuzzing).
@@ -43,9 +46,8 @@ if(DISTLOCK_FUZZ)
     endif()
   endfunction()
 
-  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
-    ${DLF_DIR}/tls_stub.c)
-  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c
-    ${DLF_DIR}/tls_stub.c)
+  dl_add_fuzzer(fuzz_url ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c)
+  dl_add_fuzzer(fuzz_env ${PROJECT_SOURCE_DIR}/shim/base/config.c ${PROJECT_SOURCE_DIR}/shim/base/error.c)
   dl_add_fuzzer(fuzz_map ${PROJECT_SOURCE_DIR}/shim/preload/map.c)
+  dl_add_fuzzer(fuzz_demangle ${PROJECT_SOURCE_DIR}/shim/preload/demangle.c)
 endif()

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# Installation: the header, both libraries, a pkg-config file and a CMake
-# package, so that after `cmake --install` a program links with either
+# Installation: the headers (distlock.h, and distlock/pthread.h: the
+# one-line port), both libraries, a pkg-config file and a CMake package, so that after `cmake --install` a program links with either
 #   cc app.c $(pkg-config --cflags --libs distlock)
 # or
 #   find_package(distlock REQUIRED)
@@ -17,6 +17,9 @@ set(DL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/distlock)
 
 install(FILES ${PROJECT_SOURCE_DIR}/include/distlock.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# <distlock/pthread.h>, the one-line port of a pthread program: beside it.
+install(FILES ${PROJECT_SOURCE_DIR}/include/distlock/pthread.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/distlock COMPONENT dev)
 
 # distlock::distlock is the shared library; distlock::distlock_static the
 # archive (same file name, libdistlock.a).

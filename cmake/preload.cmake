@@ -11,11 +11,9 @@
 # a second time, uninstrumented, for the interposer: distlock_internal_plain,
 # the same internal interface as distlock_internal.
 
-set(DLP_SOURCES
-  shim/preload/boot.c shim/preload/real.c shim/preload/table.c shim/preload/policy.c
-  shim/preload/map.c shim/preload/elfsym.c
-  shim/preload/wrap_pthread.c shim/preload/filelock.c shim/preload/wrap_file.c
-  shim/preload/wrap_sem.c)
+# Every file of shim/preload: a new kind is a new wrap_<kind>.c there
+# (shim/preload/kind.h), picked up at the next build.
+file(GLOB DLP_SOURCES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/shim/preload/*.c)
 
 if(DL_SANITIZED)
   dl_library_objects(distlock_objs_plain)
@@ -26,24 +24,16 @@ else()
   set(DLP_INTERNAL distlock_internal)
 endif()
 
-# Only the wrappers are exported, and without a symbol version (an
-# anonymous version script): references to any version bind to them.  The
-# library's own dist_* stay inside, so a program linked with libdistlock
-# keeps its own copy.
-set(DLP_EXPORTS
-  pthread_mutex_lock pthread_mutex_trylock pthread_mutex_timedlock pthread_mutex_clocklock
-  pthread_mutex_unlock pthread_cond_wait pthread_cond_timedwait pthread_cond_clockwait
-  pthread_cond_signal pthread_cond_broadcast
-  pthread_rwlock_rdlock pthread_rwlock_tryrdlock pthread_rwlock_timedrdlock
-  pthread_rwlock_clockrdlock pthread_rwlock_wrlock pthread_rwlock_trywrlock
-  pthread_rwlock_timedwrlock pthread_rwlock_clockwrlock pthread_rwlock_unlock
-  flock fcntl fcntl64 lockf lockf64 close
-  sem_open sem_close sem_wait sem_trywait sem_timedwait sem_clockwait sem_post sem_getvalue)
-list(JOIN DLP_EXPORTS "; " DLP_EXPORTS_TEXT)
-set(DLP_VERSION_SCRIPT ${PROJECT_BINARY_DIR}/generated/preload_exports.map)
-file(WRITE ${DLP_VERSION_SCRIPT}.in "{ global: ${DLP_EXPORTS_TEXT}; local: *; };\n")
-configure_file(${DLP_VERSION_SCRIPT}.in ${DLP_VERSION_SCRIPT} COPYONLY)
-
+# Only the wrappers are exported, and without a symbol version: references
+# to any version bind to them.  They are the functions marked DLP_EXPORT
+# (default visibility; everything else of the interposer is hidden), and
+# --exclude-libs keeps the library's own dist_* inside (a program linked
+# with libdistlock keeps its own copy), so no list of names is kept here.
+# tests/preload/test_map.sh checks that every export is a libc name, and
+# unversioned.  The one version script keeps the bounds of the section of
+# real functions (shim/preload/real.h), which the linker makes, out of
+# the dynamic symbols.
+set(DLP_VERSION_SCRIPT ${PROJECT_SOURCE_DIR}/shim/preload/preload.map)
 add_library(distlock_preload SHARED ${DLP_SOURCES})
 set_target_properties(distlock_preload PROPERTIES
   OUTPUT_NAME distlock_preload
@@ -53,7 +43,8 @@ target_include_directories(distlock_preload PRIVATE ${PROJECT_SOURCE_DIR}/shim/p
 target_compile_definitions(distlock_preload PRIVATE _GNU_SOURCE)
 target_link_libraries(distlock_preload PRIVATE ${DLP_INTERNAL} ${CMAKE_DL_LIBS})
 dl_target_flags(distlock_preload PLAIN)
-target_link_options(distlock_preload PRIVATE -Wl,--version-script=${DLP_VERSION_SCRIPT} -Wl,-z,defs)
+target_link_options(distlock_preload PRIVATE -Wl,--exclude-libs,ALL
+  -Wl,--version-script=${DLP_VERSION_SCRIPT} -Wl,-z,defs)
 # install(): cmake/install.cmake installs distlock_preload when the target exists.
 
 if(DISTLOCK_TESTS)
@@ -85,8 +76,27 @@ if(DISTLOCK_TESTS)
   add_executable(preload_semlegacy ${DLP_TDIR}/semlegacy.c)
   target_link_libraries(preload_semlegacy Threads::Threads)
 
+  # Legacy code with a global pthread barrier, no distlock.
+  add_executable(preload_barlegacy ${DLP_TDIR}/barlegacy.c)
+  target_link_libraries(preload_barlegacy Threads::Threads)
+
+  # Legacy code of the newer POSIX calls (robust mutexes, clock waits), and
+  # a wall clock set back for the clock tests (preloaded in front of libc).
+  add_executable(preload_posixlegacy ${DLP_TDIR}/posixlegacy.c)
+  target_link_libraries(preload_posixlegacy Threads::Threads)
+  add_library(preload_fakeclock SHARED ${DLP_TDIR}/fakeclock.c)
+  target_link_libraries(preload_fakeclock ${CMAKE_DL_LIBS})
+
+  # The reader of C++ globals' names alone, checked against c++filt
+  # (test_cxx.sh, which builds its C++ programs itself with g++).
+  add_executable(preload_demangle_check ${DLP_TDIR}/demangle_check.c
+    ${PROJECT_SOURCE_DIR}/shim/preload/demangle.c)
+  target_include_directories(preload_demangle_check PRIVATE ${PROJECT_SOURCE_DIR}/shim/preload
+    $<TARGET_PROPERTY:distlock_internal,INTERFACE_INCLUDE_DIRECTORIES>)
+
   foreach(t preload_legacylib preload_legacy preload_legacy_books preload_engage preload_w8
-            preload_semlegacy)
+            preload_semlegacy preload_barlegacy preload_demangle_check preload_posixlegacy
+            preload_fakeclock)
     target_compile_definitions(${t} PRIVATE _GNU_SOURCE)
     dl_target_flags(${t} PLAIN)
   endforeach()
@@ -97,7 +107,8 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;120;1" "sem;120;1" "cond;60;1")
+               "programs;180;1" "sem;120;1" "cond;60;1" "barrier;120;1" "cxx;240;1"
+               "robust;120;1" "clocks;120;1")
     list(GET spec 0 name)
     list(GET spec 1 timeout)
     list(GET spec 2 redis)

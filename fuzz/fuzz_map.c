@@ -7,9 +7,12 @@
  * The whole input is the map text.  It is parsed three times: with a
  * buffer of exactly its length + 1 (fits), with one byte less (must be
  * refused, nothing written past it), and with room for only 2 entries.
+ * The parser knows the kinds it is given: here stand-ins with the words,
+ * targets and name spaces of the interposer's kinds (shim/preload/wrap_*.c),
+ * whose hooks need the whole library.
  * Checks: 0 or -1; on success 1..max specs, each with a non-empty name of
  * at most DIST_NAME_MAX bytes and a non-empty target, both inside the
- * buffer, a known KIND, exe+0x... targets flagged as offsets, a @PROGRAM
+ * buffer, one of the kinds, exe+0x... targets flagged as offsets, a @PROGRAM
  * (if any) non-empty, inside the buffer and without '/', no target mapped
  * twice for one KIND and one PROGRAM; on failure a printable one-line
  * reason.
@@ -18,6 +21,20 @@
 #include "fuzz_common.h"
 #include "preload.h"
 
+static const dlp_kind_t mutex = { .word = "mutex", .target = DLP_BY_SYMBOL, .what = "lock",
+                                  .space = DL_KIND_LOCK, .shape = 'm' };
+static const dlp_kind_t rwlock = { .word = "rwlock", .target = DLP_BY_SYMBOL, .what = "lock",
+                                   .space = DL_KIND_LOCK, .shape = 'r' };
+static const dlp_kind_t flock_ = { .word = "flock", .target = DLP_BY_PATH, .what = "lock",
+                                   .space = DL_KIND_LOCK, .shape = 'r' };
+static const dlp_kind_t sem = { .word = "sem", .target = DLP_BY_NAME, .what = "semaphore",
+                                .space = DL_KIND_SEM, .unique = 1 };
+static const dlp_kind_t cond = { .word = "cond", .target = DLP_BY_SYMBOL, .what = "condition",
+                                 .space = DL_KIND_COND };
+static const dlp_kind_t barrier = { .word = "barrier", .target = DLP_BY_SYMBOL,
+                                    .what = "barrier", .space = DL_KIND_BARRIER };
+static const dlp_kind_t *const kinds[] = { &mutex, &rwlock, &flock_, &sem, &cond, &barrier, NULL };
+
 static void check(const char *text, size_t len, size_t bufsize, int max)
 {
     char *buf = malloc(bufsize ? bufsize : 1);
@@ -25,7 +42,7 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
     char err[512];
     int n = -1;
     memset(err, 0x5a, sizeof err);
-    int rc = dlp_map_parse(text, buf, bufsize, specs, max, &n, err, sizeof err);
+    int rc = dlp_map_parse(text, kinds, buf, bufsize, specs, max, &n, err, sizeof err);
     FUZZ_CHECK(rc == 0 || rc == -1, "rc %d", rc);
     if (bufsize < len + 1)
         FUZZ_CHECK(rc == -1, "accepted a map longer than its buffer");
@@ -33,8 +50,8 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
         FUZZ_CHECK(n >= 1 && n <= max, "n %d", n);
         for (int i = 0; i < n; i++) {
             const dlp_spec_t *s = &specs[i];
-            FUZZ_CHECK(s->kind == DLP_MUTEX || s->kind == DLP_RWLOCK || s->kind == DLP_FLOCK ||
-                       s->kind == DLP_SEM || s->kind == DLP_COND, "kind");
+            FUZZ_CHECK(s->kind == &mutex || s->kind == &rwlock || s->kind == &flock_ ||
+                       s->kind == &sem || s->kind == &cond || s->kind == &barrier, "kind");
             FUZZ_CHECK(s->namelen >= 1 && s->namelen <= DIST_NAME_MAX, "namelen %zu", s->namelen);
             FUZZ_CHECK(s->name >= buf && s->name + s->namelen < buf + bufsize, "name outside buf");
             FUZZ_CHECK(memchr(s->name, 0, s->namelen) == NULL, "NUL in name");
@@ -45,9 +62,10 @@ static void check(const char *text, size_t len, size_t bufsize, int max)
             FUZZ_CHECK(tl > 0, "empty target");
             FUZZ_CHECK(!s->is_offset || strncmp(s->target, "exe+0x", 6) == 0 ||
                        strncmp(s->target, "exe+0X", 6) == 0, "offset flag");
-            FUZZ_CHECK(!s->is_offset || (s->kind != DLP_FLOCK && s->kind != DLP_SEM),
+            FUZZ_CHECK(!s->is_offset || s->kind->target == DLP_BY_SYMBOL,
                        "offset for a flock or a semaphore");
-            FUZZ_CHECK(s->kind != DLP_SEM || (s->target[0] == '/' && !strchr(s->target + 1, '/')),
+            FUZZ_CHECK(s->kind->target != DLP_BY_NAME ||
+                       (s->target[0] == '/' && !strchr(s->target + 1, '/')),
                        "a semaphore's target is /NAME");
             if (s->program) {
                 FUZZ_CHECK(s->program > s->target && s->program < buf + bufsize, "program outside buf");

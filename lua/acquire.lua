@@ -9,7 +9,9 @@
 --       write that finds the lock busy and will wait sets the mark with it
 --       ('0': a request that will not wait); a read refuses while another
 --       process's mark lives (common.lua, ww_live)
--- Reply: {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1, was}
+-- Reply: {3, mark} the lock is unrecoverable (common.lua, put_unrecoverable):
+--        refused (ENOTRECOVERABLE), the caller's registration dropped;
+--        {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1, was}
 --        acquired in mode ARGV[3]; waiters still queued: 0 none, else someone
 --        is; claimed: it was granted to us earlier, perhaps with the short
 --        claim ttl; was (claimed only): the fence the hold had when found,
@@ -17,8 +19,14 @@
 --        unlock failed, and the hold stayed) is not told again
 --        {0, ms until the holders' leases run out}      busy (queued if ARGV[6])
 local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
-local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid')
+local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid', 'nr')
 local writer = w[1]
+
+if w[5] then
+  dequeue_upto(token, rid)
+  if marks and mode == 'w' then ww_clear(token) end
+  return {3, tonumber(w[5])}
+end
 
 -- Ours already: a grant whose push has not arrived, or a retried request.
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
@@ -103,10 +111,10 @@ if ARGV[6] == '1' then
     -- Tell the holders someone waits (once, at the first registration), so
     -- they stop passing the lock between their own threads.
     if writer then
-      rcall('PUBLISH', CHAN .. writer, 'w ' .. K_LOCK)
+      push(writer, 'w ' .. K_LOCK)
     elseif mode == 'w' then
       for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
-        rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+        push(r, 'w ' .. K_LOCK)
       end
     end
   end

@@ -25,7 +25,9 @@
 --        fence when found, as acquire.lua's);
 --        {0, i, pttl} lock i (1-based) is busy or queued for: nothing taken,
 --        pttl ms until its holders' leases run out;
---        {2} not here: only the first key declared (cluster ASK)
+--        {2} not here: only the first key declared (cluster ASK);
+--        {3, i, mark} lock i is unrecoverable (common.lua,
+--        put_unrecoverable): nothing taken, the call refused
 local token, info, rid = ARGV[2], ARGV[3], ARGV[4]
 local marks = ARGV[5] == '1'
 if not KEYS[6] then return {2} end
@@ -52,7 +54,8 @@ local now = now_ms()
 local found = {}
 for i, l in ipairs(locks) do
   use(l[2])
-  local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid')
+  local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid', 'nr')
+  if w[5] then return {3, i, tonumber(w[5])} end
   local mine = held_by(token, 'w', 0, w)
   if not mine then
     -- A stale request (a later one of the caller's is registered) takes

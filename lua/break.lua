@@ -14,7 +14,7 @@ if n > 0 then
   local holders = rcall('ZRANGE', K_RD, 0, -1)
   local w = rcall('HGET', K_LOCK, 'owner')
   if w then holders[#holders + 1] = w end
-  for _, t in ipairs(holders) do rcall('PUBLISH', CHAN .. t, 'r ' .. K_LOCK) end
+  for _, t in ipairs(holders) do push(t, 'r ' .. K_LOCK) end
   -- One key per command (common.lua: a cluster node importing the slot).
   rcall('DEL', K_LOCK)
   rcall('DEL', K_RD)

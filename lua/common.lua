@@ -7,7 +7,10 @@
 --                                       fence, lease, od (acquired after a lapse),
 --                                       rid (the registration id of the request
 --                                       the owner last took or claimed it with),
---                                       mx (when the meta hash expires, ms)
+--                                       mx (when the meta hash expires, ms);
+--                                       or, with no TTL, an unrecoverable lock
+--                                       (put_unrecoverable): nr (its mark),
+--                                       owner '' (nobody's)
 --   KEYS[2] readers  <prefix>{tag}:r    zset reader token -> lease deadline (ms)
 --   KEYS[3] rinfo    <prefix>{tag}:ri   hash reader token -> msgpack {info, since, fence,
 --                                       od, rid}
@@ -37,13 +40,32 @@
 -- the others are then KEYS[1] and their suffix, as shim/keys.c builds them,
 -- and every command on them names one key.  A 7th key (the cluster's slot
 -- guard, which never exists) is never read.
--- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token.
+-- ARGV[1] is the channel prefix: a process listens on ARGV[1] .. its token
+-- (push, below).
 -- All times are Redis's clock, in ms: no client clock decides anything.
 local rcall = redis.call
 local K_LOCK = KEYS[1]
 local K_RD, K_RI, K_Q = KEYS[2] or K_LOCK .. ':r', KEYS[3] or K_LOCK .. ':ri', KEYS[4] or K_LOCK .. ':q'
 local K_W, K_META = KEYS[5] or K_LOCK .. ':w', KEYS[6] or K_LOCK .. ':m'
 local CHAN = ARGV[1]
+-- On redis-cluster:// ARGV[1] is '<prefix>n:{TAG}:', TAG putting it in the
+-- slot of the keys (shim/conn/channel.h): pushes are sharded (SPUBLISH),
+-- so they stay in the slot's shard instead of crossing the whole cluster
+-- bus; a node without SPUBLISH (before Redis 7) publishes them on the
+-- classic channel, '<prefix>n:' .. token.  Elsewhere ARGV[1] is
+-- '<prefix>n:' (it ends so, never with '}:'), published as it is.
+local CLASSIC = CHAN and string.match(CHAN, '^(.*){[^{}]*}:$')
+
+-- Pushes msg to the process whose token is `to`.
+local function push(to, msg)
+  if CLASSIC then
+    local r = redis.pcall('SPUBLISH', CHAN .. to, msg)
+    if type(r) ~= 'table' or not r.err then return end
+    rcall('PUBLISH', CLASSIC .. to, msg)
+  else
+    rcall('PUBLISH', CHAN .. to, msg)
+  end
+end
 local META_TTL = 7 * 24 * 3600 * 1000
 -- The death trace of a grant not claimed yet (see take_meta).
 local PENDING = 'g:'
@@ -242,6 +264,20 @@ local function put_write(token, lease, info, now, ttl, rid, fence, dead, mx, pre
   rcall('PEXPIRE', K_LOCK, ttl)
 end
 
+-- A robust lock unlocked after EOWNERDEAD without dist_mutex_consistent
+-- (release.lua's ARGV[7]): the lock hash stays, with no TTL and nobody's
+-- (owner ''), so that every script that looks for a holder finds the lock
+-- busy and grants nothing, and acquire.lua refuses every request with
+-- ENOTRECOVERABLE ({3, nr}).  Its mark `nr` names this state: only a
+-- process told of this very mark clears it (recover.lua), and `distlock
+-- break` (which deletes the hash) does too.  The status scripts show it as
+-- a holder whose info says so.
+local function put_unrecoverable(nr)
+  rcall('DEL', K_LOCK)
+  rcall('HSET', K_LOCK, 'owner', '', 'info', 'unrecoverable\t0\t0', 'since', int(now_ms()),
+        'fence', nr, 'lease', 0, 'od', 1, 'nr', nr)
+end
+
 local function take_write(token, lease, info, now, ttl, rid, pending)
   local fence, dead, mx, prev = take_meta(now, token, info, rid, pending)
   put_write(token, lease, info, now, ttl, rid, fence, dead, mx, prev)
@@ -352,8 +388,7 @@ end
 -- Tells grantee h (registration w) of its grant: the push carries its
 -- registration id and fence, so it needs no further round trip.
 local function push_grant(h, w, fence, dead, more)
-  rcall('PUBLISH', CHAN .. h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead ..
-        ' ' .. more .. ' ' .. K_LOCK)
+  push(h, 'g ' .. w[4] .. ' ' .. int(fence) .. ' ' .. dead .. ' ' .. more .. ' ' .. K_LOCK)
 end
 
 -- Hands the lock, if no writer holds it, to the head of the queue: one
@@ -427,7 +462,7 @@ local function ww_set(token, ttl, now)
   -- their process join their hold (as a first registration does).
   if not left then
     for _, r in ipairs(rcall('ZRANGE', K_RD, 0, -1)) do
-      rcall('PUBLISH', CHAN .. r, 'w ' .. K_LOCK)
+      push(r, 'w ' .. K_LOCK)
     end
   end
 end

@@ -37,7 +37,7 @@ end
 for _, m in ipairs(woken) do
   local at = string.find(m, ':', 1, true)
   if at then
-    rcall('PUBLISH', CHAN .. string.sub(m, 1, at - 1), 'k ' .. string.sub(m, at + 1) .. ' ' .. K_C)
+    push(string.sub(m, 1, at - 1), 'k ' .. string.sub(m, at + 1) .. ' ' .. K_C)
   end
 end
 return #woken

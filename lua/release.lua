@@ -11,13 +11,21 @@
 --       fence is raised to (so the next hold's fence is above it on every
 --       server, whatever their clocks say), and where the caller holds
 --       nothing (any more) a death trace older than its hold goes too
---       (common.lua, forget_older)
+--       (common.lua, forget_older); '' where ARGV[7] follows elsewhere,
+--       7 (a robust lock's holder that was told EOWNERDEAD and did not make
+--       it consistent: dist_mutex_consistent) the unrecoverable mark, the
+--       hold's fence as its holder knows it: held, the lock is left
+--       unrecoverable (common.lua, put_unrecoverable) rather than handed
+--       on, and its queued waiters are told to ask again ('u KEY'), to be
+--       refused; lapsed, its death trace stays, so that the next holder
+--       is told EOWNERDEAD (the state is as inconsistent as after a death)
 -- Reply: 1 released; 0 the caller held nothing (lease ran out, key deleted,
 --        the server lost it); 2 this very hold was released already, by an
 --        earlier copy of the call whose reply was lost (a resend), or it is
 --        no longer the process's latest hold (a release that arrived late)
 local token, mode, fence, rid = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local older = ARGV[6] == 'o' and fence or nil
+local unrec = ARGV[7] ~= nil and ARGV[7] ~= '' and ARGV[7] or nil
 -- The last hold each process released, so that a resend can tell "released
 -- by my first copy" (2) from "lost" (0).  Fences are unique, so an old mark
 -- never matches a later hold.
@@ -41,6 +49,15 @@ if mode == 'w' then
   local h = rcall('HMGET', K_LOCK, 'owner', 'fence', 'rid', 'mx')
   if h[1] == token then
     if not named(h[2], h[3]) then return 2 end
+    if unrec then
+      local cur = older and rcall('HGET', K_META, 'fence')
+      marks_added(rcall('HSET', K_META, unpack(raise({'wh', '', 'wi', '', MARK, fence}, cur))))
+      put_unrecoverable(unrec)
+      for _, t in ipairs(rcall('ZRANGE', K_Q, 0, -1)) do
+        push(t, 'u ' .. K_LOCK)
+      end
+      return 1
+    end
     local hw, w, more = head_waiter()
     if hw and w[1] == 'w' then
       -- Hand it to the waiting writer in place: its hold overwrites ours.
@@ -72,7 +89,7 @@ if mode == 'w' then
   -- hear of it too, unless someone took the lock in between.  Its trace
   -- names it by fence, or (redlock, where each server gave the hold a
   -- fence of its own) by registration id.
-  if m[2] == token and ((m[5] or m[3]) == fence or named(nil, m[4])) then
+  if not unrec and m[2] == token and ((m[5] or m[3]) == fence or named(nil, m[4])) then
     rcall('HSET', K_META, unpack(raise({'wh', '', 'wi', '', 'wr', '', 'wf', ''}, m[3])))
   else
     forget_older(older, {m[2], m[5]})

@@ -11,6 +11,9 @@
 --                                      permits of the holders in :l, live or
 --                                      not yet dropped), seq (queue counter),
 --                                      fence (leased: the last hold's),
+--                                      i (its incarnation: a number drawn
+--                                      when it was created, never 0), ib
+--                                      (when it was created, ms),
 --                                      s:<token> (that process's last
 --                                      operation: "ID OUTCOME MS", see
 --                                      sess_*), sp (when old s: fields were
@@ -32,33 +35,80 @@
 -- are derived, and every command names one key).  ARGV[1] is the channel
 -- prefix, ARGV[2] the caller's token; the operations (sem_wait, sem_post,
 -- sem_cancel) then take ARGV[3] the kind the caller's object has ('c',
--- 'l'), ARGV[4] its initial value, ARGV[5] the operation's id.
+-- 'l'), ARGV[4] its initial value, ARGV[5] the operation's id, ARGV[6] the
+-- incarnation the caller knows ('0': none yet).
 -- Every key lives IDLE past its last write: a semaphore nobody uses for
 -- that long is forgotten (its next use creates it anew).
+--
+-- Incarnations.  Redis can lose a semaphore (a restart without
+-- persistence, a flush, eviction, IDLE): its next use would create it
+-- anew with its first value, and a process inside a section it gated
+-- would not know that others now enter beside it.  So each semaphore
+-- gets an incarnation when it is created, and a caller that knows one
+-- (it used the semaphore before) is answered LOST, with nothing done or
+-- created, by a semaphore that is not that incarnation (or by none):
+-- the process then says ENOLCK until it initializes the semaphore again
+-- (sem_open, which tells it the incarnation there is now).  Only a caller
+-- that knows none yet may create it.  A counting semaphore reset by
+-- `distlock break` gets a new incarnation too (sem_break.lua): the same
+-- event for the processes inside.
 local K_SEM = KEYS[1]
 local K_SQ, K_SD = KEYS[2] or K_SEM .. ':q', KEYS[3] or K_SEM .. ':d'
 local K_SW, K_SL, K_SH = KEYS[4] or K_SEM .. ':w', KEYS[5] or K_SEM .. ':l', KEYS[6] or K_SEM .. ':h'
 local IDLE = 30 * DAY
 local INT_MAX = 2147483647
 
--- The semaphore: {kind, value or permits, used}, created with the caller's
--- kind and value if it does not exist yet (a later init with another value
--- keeps it).  nil and its kind when it exists as the other kind.
-local function sem_get(kind, value, create)
-  local s = rcall('HMGET', K_SEM, 'k', 'v', 'n', 'used')
+-- The reply of an operation that finds no semaphore, or another
+-- incarnation than the caller's.
+local LOST = -7
+
+-- A new incarnation: 52 bits (exact in a Lua number) of a hash of the
+-- creator's token, its operation's id and Redis's time in us, so that two
+-- creations of one name are told apart even under a clock that stands
+-- still or goes back (a process's ids grow; tokens are unique).
+local function incarnation_new(token, id)
+  now_ms()
+  local n = tonumber(string.sub(redis.sha1hex(token .. ' ' .. tostring(id) .. ' ' ..
+                                              int(NOW_US)), 1, 13), 16)
+  if n == 0 then n = 1 end
+  return n
+end
+
+local function incarnation_set(inc)
+  rcall('HSET', K_SEM, 'i', int(inc), 'ib', int(now_ms()))
+end
+
+-- The semaphore: {kind, value or permits, used, incarnation}, created with
+-- the caller's kind and value if it does not exist yet (create, and the
+-- caller knows no incarnation: known 0; a later init with another value
+-- keeps it).  nil and why otherwise: LOST (the caller knows an incarnation
+-- and this is not it, or there is none), its kind (it exists as the other
+-- kind), '' (it does not exist, and is not created).  A semaphore an older
+-- library made has no incarnation: it gets one now.
+local function sem_get(kind, value, create, known, token, id)
+  local s = rcall('HMGET', K_SEM, 'k', 'v', 'n', 'used', 'i')
   if not s[1] then
+    if known ~= 0 then return nil, LOST end
     if not create then return nil, '' end
+    local inc = incarnation_new(token, id)
     if kind == 'c' then
       rcall('HSET', K_SEM, 'k', 'c', 'v', value, 'n0', value)
     else
       rcall('HSET', K_SEM, 'k', 'l', 'n', value, 'n0', value, 'used', 0)
     end
+    incarnation_set(inc)
     rcall('PEXPIRE', K_SEM, IDLE)
-    return {kind, tonumber(value), 0}, 'new'
+    return {kind, tonumber(value), 0, inc}, 'new'
   end
+  local inc = tonumber(s[5])
+  if known ~= 0 and inc ~= known then return nil, LOST end
   if s[1] ~= kind then return nil, s[1] end
-  if kind == 'c' then return {kind, tonumber(s[2]), 0} end
-  return {kind, tonumber(s[3]), tonumber(s[4]) or 0}
+  if not inc then
+    inc = incarnation_new(token, id)
+    incarnation_set(inc)
+  end
+  if kind == 'c' then return {kind, tonumber(s[2]), 0, inc} end
+  return {kind, tonumber(s[3]), tonumber(s[4]) or 0, inc}
 end
 
 -- A process's operations carry ids that grow in the order it sends them
@@ -149,7 +199,7 @@ local function wake(avail)
   for _, t in ipairs(rcall('ZRANGE', K_SQ, 0, avail - 1)) do
     local w = rcall('HGET', K_SW, t)
     if w then
-      rcall('PUBLISH', CHAN .. t, 'g ' .. int(cmsgpack.unpack(w)[1]) .. ' 0 0 0 ' .. K_SEM)
+      push(t, 'g ' .. int(cmsgpack.unpack(w)[1]) .. ' 0 0 0 ' .. K_SEM)
     end
   end
 end

@@ -17,7 +17,10 @@
 --              the live holds (lease deadline after now), by deadline,
 --     waiters: { {token, info, since}, ... } live registrations (deadline
 --              after now), in queue order; since: when it first queued
---              ('' from an older library) }
+--              ('' from an older library),
+--     incarnation: its incarnation (sem_common.lua; '' none yet: made by
+--              an older library and not used since),
+--     born:    when that incarnation was created (ms, '' unknown) }
 local function str(v)
   if v == nil or v == false then return '' end
   if type(v) == 'number' then return int(v) end
@@ -25,7 +28,7 @@ local function str(v)
 end
 
 local now = now_ms()
-local s = rcall('HMGET', K_SEM, 'k', 'v', 'n')
+local s = rcall('HMGET', K_SEM, 'k', 'v', 'n', 'i', 'ib')
 local kind = s[1] or ''
 local value = kind == 'c' and s[2] or kind == 'l' and s[3] or ''
 local holders = {}
@@ -48,4 +51,4 @@ for _, tok in ipairs(rcall('ZRANGE', K_SQ, 0, -1)) do
     waiters[#waiters + 1] = {tok, str(w[2]), str(w[3])}
   end
 end
-return {str(now), kind, str(value), holders, waiters}
+return {str(now), kind, str(value), holders, waiters, str(s[4]), str(s[5])}

@@ -2,14 +2,17 @@
 -- sem_wait.lua: take a permit of the semaphore, or (a wait) register for one.
 -- KEYS: the semaphore's six (sem_common.lua)
 -- ARGV[1] channel prefix, [2] token, [3] kind 'c'|'l', [4] initial value,
---     [5] this operation's id, [6] '1' a wait (register if no permit) | '0' a
---     try, [7] registration ttl (ms), [8] lease (ms, leased), [9] holder info
--- Reply: {1, fence, count, new, value} a permit taken (leased: fence and
---     count of the caller's hold, new 1 if this permit began it; value: the
---     permits still free), {0, nap} none (a wait is registered, or its
---     registration refreshed; nap: ms until a holder's lease runs out, 0
---     none), {-2, kind} the semaphore exists as the other kind, {-3} a stale
---     copy (a later operation of the caller's ran first): nothing done.
+--     [5] this operation's id, [6] the incarnation the caller knows ('0'
+--     none), [7] '1' a wait (register if no permit) | '0' a try, [8]
+--     registration ttl (ms), [9] lease (ms, leased), [10] holder info
+-- Reply: {1, fence, count, new, value, inc} a permit taken (leased: fence
+--     and count of the caller's hold, new 1 if this permit began it; value:
+--     the permits still free), {0, nap, inc} none (a wait is registered, or
+--     its registration refreshed; nap: ms until a holder's lease runs out,
+--     0 none), {-2, kind} the semaphore exists as the other kind, {-3} a
+--     stale copy (a later operation of the caller's ran first): nothing
+--     done, {-7} not the incarnation the caller knows (or none): nothing
+--     done.  inc: the semaphore's incarnation.
 -- The caller may take a permit when one is free and it is within the
 -- first `free` registrations (FIFO: permits go to waiters in the order
 -- they registered), or, not queued (a try, or a first ask), when more are
@@ -17,19 +20,24 @@
 -- own call, never handed to a registration: a waiter that died cannot take
 -- (and lose) a permit that was posted.
 local token, kind, value, id = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local wait, wttl, lease, info = ARGV[6] == '1', tonumber(ARGV[7]), tonumber(ARGV[8]), ARGV[9]
-local s, other = sem_get(kind, value, true)
-if not s then return {-2, other} end
+local known = tonumber(ARGV[6])
+local wait, wttl, lease, info = ARGV[7] == '1', tonumber(ARGV[8]), tonumber(ARGV[9]), ARGV[10]
+local s, other = sem_get(kind, value, true, known, token, id)
+if not s then
+  if other == LOST then return {LOST} end
+  return {-2, other}
+end
+local inc = s[4]
 local now = now_ms()
 local last, res = sess_get(token)
 if id < last then return {-3} end
 if id == last and res ~= 'o' then
   -- This very call ran before its reply was lost: it took a permit, or
   -- was withdrawn since (then it takes nothing, ever).
-  if res ~= 't' then return {0, 0} end
+  if res ~= 't' then return {0, 0, inc} end
   local h = kind == 'l' and hold_of(token)
-  if h then return {1, h[2], h[1], 0, 0} end
-  return {1, 0, 0, 0, 0}
+  if h then return {1, h[2], h[1], 0, 0, inc} end
+  return {1, 0, 0, 0, 0, inc}
 end
 local pruned = prune_waiters(now)
 local avail = available(s, now)
@@ -52,7 +60,7 @@ if avail > 0 and ((mine and pos < avail) or (not mine and queued < avail)) then
   -- now inside it learn so (they were not woken when they entered it).
   if pruned > 0 then wake(avail - 1) end
   sess_prune()
-  return {1, fence, count, new, avail - 1}
+  return {1, fence, count, new, avail - 1, inc}
 end
 if wait then
   if not pos then
@@ -79,4 +87,4 @@ if kind == 'l' then
   local first = rcall('ZRANGE', K_SL, 0, 0, 'WITHSCORES')
   if first[2] then nap = math.max(tonumber(first[2]) - now, 1) end
 end
-return {0, nap}
+return {0, nap, inc}

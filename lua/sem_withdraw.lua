@@ -7,17 +7,23 @@
 -- answers (sem_common.lua: whichever comes first does it, once).
 -- KEYS: the semaphore's six (sem_common.lua)
 -- ARGV[1] channel prefix, [2] token, [3] 'w' withdraw a wait | 'r' complete
---     a post, [4] the operation's id
+--     a post, [4] the operation's id, [5] the incarnation it was sent to ('0'
+--     the caller knew none: whatever semaphore there is)
 -- Reply: 1 done now (a permit given back, or posted), 2 a registration
---     withdrawn, 0 nothing to do, -4 the post would pass INT_MAX (dropped).
-local token, rid = ARGV[2], tonumber(ARGV[4])
+--     withdrawn, 0 nothing to do, -4 the post would pass INT_MAX (dropped),
+--     -7 (LOST) the incarnation it was sent to is not there: nothing done.
+local token, rid, known = ARGV[2], tonumber(ARGV[4]), tonumber(ARGV[5]) or 0
 local k = rcall('HGET', K_SEM, 'k')
 if not k then
   -- Gone (or never made): a withdrawal has nothing to undo, and a post
   -- of a semaphore that Redis lost has nothing to add to.
+  if known ~= 0 then return LOST end
   return 0
 end
-local s = sem_get(k, 0, false)
+-- Nor has a semaphore made since (another incarnation): what the
+-- operation did, if anything, was lost with the one it was sent to.
+local s = sem_get(k, 0, false, known, token, rid)
+if not s then return LOST end
 local now = now_ms()
 local n
 if ARGV[3] == 'r' then

@@ -152,6 +152,11 @@ static int cluster_replicas_ack(const tt_cluster_t *c, long timeout_ms)
 
 int tt_cluster_start(tt_cluster_t *c)
 {
+    return tt_cluster_start_with(c, NULL);
+}
+
+int tt_cluster_start_with(tt_cluster_t *c, const char *const *more)
+{
     memset(c, 0, sizeof *c);
     for (int attempt = 0; attempt < 4; attempt++) {
         int ports[2 * TT_CLUSTER_NODES];
@@ -162,9 +167,11 @@ int tt_cluster_start(tt_cluster_t *c)
             char conf[64], bus[16];
             snprintf(conf, sizeof conf, "nodes-%d.conf", ports[i]);
             snprintf(bus, sizeof bus, "%d", ports[TT_CLUSTER_NODES + i]);
-            const char *extra[] = { "--cluster-enabled", "yes", "--cluster-config-file", conf,
-                                    "--cluster-port", bus, "--cluster-node-timeout", "3000",
-                                    NULL };
+            const char *extra[24] = { "--cluster-enabled", "yes", "--cluster-config-file", conf,
+                                      "--cluster-port", bus, "--cluster-node-timeout", "3000",
+                                      NULL };
+            for (int k = 0, e = 8; more && more[k] && e < 23; k++)
+                extra[e++] = more[k];
             ok = tt_server_start_on(&c->node[i], ports[i], extra) == 0;
             c->bus[i] = ports[TT_CLUSTER_NODES + i];
         }

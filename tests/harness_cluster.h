@@ -27,6 +27,9 @@ typedef struct tt_cluster {
  * 30 s) for cluster_state:ok on every node and a CLUSTER SLOTS that every
  * node agrees on.  0 or -1. */
 int tt_cluster_start(tt_cluster_t *c);
+/* The same, every node started with the options more[] too (NULL-
+ * terminated, 15 at most: e.g. a --rename-command). */
+int tt_cluster_start_with(tt_cluster_t *c, const char *const *more);
 void tt_cluster_stop(tt_cluster_t *c);
 /* Waits until every node says cluster_state:ok and all agree on the slot
  * map; 1 if so, 0 on time-out. */

@@ -6,6 +6,7 @@
 #include <ftw.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -187,7 +188,9 @@ pid_t tt_run_bg(const char *const *argv, char *logpath, size_t logsize)
 {
     static int seq;
     char path[400];
-    snprintf(path, sizeof path, "%s/run-%d-%s.log", tt_dir(), ++seq, argv[0]);
+    /* The pid too: each test runs in a child forked from the same parent,
+     * whose count they all start from, and the log is appended to. */
+    snprintf(path, sizeof path, "%s/run-%d-%d-%s.log", tt_dir(), (int)getpid(), ++seq, argv[0]);
     if (logpath)
         snprintf(logpath, logsize, "%s", path);
     return tt_spawn(argv, path);

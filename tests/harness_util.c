@@ -109,6 +109,8 @@ const char *th_errname(int rc)
     case EPERM: return "EPERM";
     case EOWNERDEAD: return "EOWNERDEAD";
     case ENOLCK: return "ENOLCK";
+    case ENOTRECOVERABLE: return "ENOTRECOVERABLE";
+    case ENOENT: return "ENOENT";
     case EAGAIN: return "EAGAIN";
     case EIO: return "EIO";
     case ENOMEM: return "ENOMEM";

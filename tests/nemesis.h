@@ -92,14 +92,27 @@ enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ,
                                     lock of the condition's mutex returned */
                NM_SWAIT,         /* a semaphore's wait, trywait or timedwait (op) */
                NM_SPOST,         /* a semaphore's post */
-               NM_ALLCHECK };    /* lock-all: after the call, the locks of its set the
+               NM_ALLCHECK,      /* lock-all: after the call, the locks of its set the
                                     thread holds (getfence 0), as a bit mask in fence
                                     (name: the set's first) */
+               NM_BWAIT,         /* dist_barrier_timedwait (name NM_BAR_NAME): abs_rt_us
+                                    its deadline, fence the generation it was released
+                                    in (0 unknown), rc -1 DIST_BARRIER_SERIAL_THREAD is
+                                    kept as NM_RC_SERIAL */
+               NM_ONCE,          /* dist_once (name NM_ONCE_NAME) of epoch `hold` */
+               NM_ORUN };        /* its routine's run (state 2: completed) */
 /* The condition of the nemesis and its mutex: the condition role's names,
  * the first after the locks' (they take no part in the lock checks;
  * nemesis_check.c check_cond). */
 #define NM_CV_NAME (nm_nlocks)
 #define NM_CVM_NAME (nm_nlocks + 1)
+/* The barrier (count: the clients alive at once) and the prefix of the
+ * once names (one per epoch of NM_EPOCH_MS): the barrier role's names. */
+#define NM_BAR_NAME (nm_role_base[NM_ROLE_BARRIER])
+#define NM_ONCE_NAME (nm_role_base[NM_ROLE_BARRIER] + 1)
+#define NM_EPOCH_MS 1500
+#define NM_EPOCHS 64
+#define NM_RC_SERIAL 1000         /* a barrier wait's DIST_BARRIER_SERIAL_THREAD, recorded */
 enum nm_op { NM_OP_LOCK = 1, NM_OP_TRY, NM_OP_TIMED };
 
 /* One call, written by its thread: t0 and the rest before the call, then
@@ -254,6 +267,8 @@ typedef struct nm_role {
     void (*after)(struct nm_hist *hs);
 } nm_role_t;
 
+/* The roles' lines in nm_roles (the condition first: NM_CV_NAME). */
+enum { NM_ROLE_COND, NM_ROLE_SEM, NM_ROLE_LOCKALL, NM_ROLE_BARRIER };
 extern const nm_role_t nm_roles[];
 extern const int nm_nroles;
 /* The index of role r's first name (nm_roles_setup sets them). */

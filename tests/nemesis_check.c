@@ -5,17 +5,18 @@
  * what the recorded faults and indeterminate calls can explain.
  *
  *  overlap       two holds of one name overlap (write/write or write/read)
- *                only when the earlier holder was told ENOLCK, died, or
- *                its unlock is indeterminate (EIO), and the later has the
- *                greater fence.  Within one process, never.  A relock by
- *                the holder's thread that says EOWNERDEAD with a greater
- *                fence tells it too (PROTOCOL.md "Trust": the relock took
- *                the lock anew after its own hold lapsed).
+ *                only when the earlier holder was told ENOLCK by the
+ *                unlock that ended its hold, died, or that unlock is
+ *                indeterminate (EIO), and the later has the greater fence.
+ *                Within one process, never.  A relock by the holder's
+ *                thread that says EOWNERDEAD with a greater fence (it took
+ *                the lock anew after its own hold lapsed) is evidence of
+ *                the lapse, not the telling of it: SPEC (ENOLCK) has the
+ *                unlock that ends the section say ENOLCK as well.
  *  store         every write the fenced store refused (and every read that
- *                found a newer write) belongs to a hold later told ENOLCK
- *                (or EOWNERDEAD by a relock, as above), that died, or whose
- *                unlock is indeterminate; two processes never write with
- *                one fence.
+ *                found a newer write) belongs to a hold whose last unlock
+ *                said ENOLCK, that died, or whose unlock is indeterminate;
+ *                two processes never write with one fence.
  *  stale-return  no lock call (relocks too) returns 0 or EOWNERDEAD with a
  *                fence below that of another process's conflicting hold
  *                whose own lock call had already returned: Redis had given
@@ -283,8 +284,7 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                              x->tid, (unsigned long long)x->fence, nm_rel(hs->c, x->t_ret));
                     note_lapse(a, x->t_ret, why);
                 }
-                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open ||
-                             a->told;
+                int lapsed = a->unlock_rc == ENOLCK || a->unlock_rc == EIO || a->died || a->open;
                 if (lapsed && x->fence > a->fence)
                     continue;
                 /* x returned after a began but holds the older grant (its
@@ -292,8 +292,7 @@ static void check_overlap(nm_hist_t *hs, byname_t *bn)
                  * return): x is the earlier holder, and must be the one
                  * told; whether its return came too late is stale-return's
                  * to judge, with its tolerances (netns seed 218) */
-                int x_lapsed = x->unlock_rc == ENOLCK || x->unlock_rc == EIO || x->died || x->open ||
-                               x->told;
+                int x_lapsed = x->unlock_rc == ENOLCK || x->unlock_rc == EIO || x->died || x->open;
                 if (x_lapsed && x->fence < a->fence)
                     continue;
                 const nm_fault_t *xl = a->unlock_rc == 0 && x->fence > a->fence
@@ -350,7 +349,7 @@ static void check_store(nm_hist_t *hs)
                             (unsigned long long)e->fence);
                 continue;
             }
-            if (h->unlock_rc == 0 && !h->died && !h->told)
+            if (h->unlock_rc == 0 && !h->died)
                 nm_viol_add(hs, NM_C_STORE, k, h->lapse_ev ? h->lapse_ev : h->t_end,
                             "the store %s a %s with fence %llu (it had %llu from %d) during the %s, "
                             "yet its unlock said 0",
@@ -1040,8 +1039,10 @@ static void check_small(nm_hist_t *hs)
 
 /* A relock (depth > 0) that said EOWNERDEAD with a greater fence than the
  * hold its thread had: the library found that hold lapsed, took the lock
- * anew and told its caller so (PROTOCOL.md "Trust"), as an unlock's ENOLCK
- * would have.  The hold lapsed by then: evidence for the lapse check. */
+ * anew and told its caller so (PROTOCOL.md "Trust").  The hold lapsed by
+ * then: evidence for the lapse check, and a lapse the ownerdead check
+ * need not find another telling of.  The overlap and store checks still
+ * want the hold's last unlock to say ENOLCK (SPEC, ENOLCK). */
 static void mark_told(nm_hist_t *hs)
 {
     char why[96];
@@ -1200,6 +1201,203 @@ void nm_cond_check(nm_hist_t *hs)
 out:
     free(w);
     free(sg);
+}
+
+/* ------------------------------------------------- the barrier and once */
+
+/* One recorded event of the barrier and once thread, with its process. */
+typedef struct bo_ev {
+    const nm_ev_t *e;
+    int pid, tid, done;
+} bo_ev_t;
+
+/* The events of kind (NM_BWAIT, NM_ONCE, NM_ORUN) of every client; *n of
+ * them (malloc'ed; NULL and 0 when none or out of memory). */
+static bo_ev_t *collect(const nm_hist_t *hs, int kind, size_t *n)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t cap = 0;
+    bo_ev_t *v = NULL;
+    *n = 0;
+    for (int s = 0; s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0)
+            continue;
+        for (int t = 0; t < NM_MAX_THREADS; t++) {
+            const nm_thread_log_t *tl = &sl->th[t];
+            uint32_t ne = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
+            for (uint32_t i = 0; i < ne; i++) {
+                const nm_ev_t *e = &tl->ev[i];
+                if (e->kind != kind)
+                    continue;
+                if (*n == cap) {
+                    bo_ev_t *m = realloc(v, (cap ? 2 * cap : 64) * sizeof *v);
+                    if (!m) {
+                        free(v);
+                        *n = 0;
+                        return NULL;
+                    }
+                    v = m;
+                    cap = cap ? 2 * cap : 64;
+                }
+                v[(*n)++] = (bo_ev_t){ e, sl->pid, (int)tl->tid,
+                                       __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2 };
+            }
+        }
+    }
+    return v;
+}
+
+/* Exactly one serial per generation, no more releases than the count, and
+ * nobody released before the generation's last arrival was made: every
+ * release of a generation returns after every recorded member of it began
+ * its wait.  (A generation's members whose process died, or whose wait
+ * failed, are not recorded: the judgements that need them all wait for
+ * count releases.)  And no ETIMEDOUT before its deadline. */
+static int bo_by_gen(const void *a, const void *b)
+{
+    const nm_ev_t *x = ((const bo_ev_t *)a)->e, *y = ((const bo_ev_t *)b)->e;
+    return x->fence < y->fence ? -1 : x->fence > y->fence;
+}
+
+static int released(const bo_ev_t *v)
+{
+    return v->done && (v->e->rc == 0 || v->e->rc == NM_RC_SERIAL) && v->e->fence;
+}
+
+static void check_barrier(nm_hist_t *hs)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t n;
+    bo_ev_t *v = collect(hs, NM_BWAIT, &n);
+    unsigned count = (unsigned)c->cfg->procs;
+    long gens = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nm_ev_t *e = v[i].e;
+        if (v[i].done && e->rc == ETIMEDOUT && e->rt1_us < e->abs_rt_us)
+            nm_viol_add(hs, NM_C_TIMED, NM_BAR_NAME, e->t1, "barrier wait by %d/%d returned "
+                        "ETIMEDOUT %.3f ms before its deadline", v[i].pid, v[i].tid,
+                        (double)(e->abs_rt_us - e->rt1_us) / 1000.0);
+    }
+    if (v)
+        qsort(v, n, sizeof *v, bo_by_gen);
+    for (size_t i = 0; i < n;) {
+        if (!released(&v[i])) {
+            i++;
+            continue;
+        }
+        uint64_t gen = v[i].e->fence;
+        unsigned rel = 0, ser = 0;
+        int64_t last_in = 0, first_out = INT64_MAX;
+        const bo_ev_t *early = NULL, *late = NULL;
+        for (; i < n && v[i].e->fence == gen; i++) {
+            const nm_ev_t *e = v[i].e;
+            if (!released(&v[i]))
+                continue;
+            rel++;
+            ser += e->rc == NM_RC_SERIAL;
+            if (e->t0 > last_in)
+                last_in = e->t0, late = &v[i];
+            if (e->t1 < first_out)
+                first_out = e->t1, early = &v[i];
+        }
+        gens++;
+        /* Fewer releases than the count: members missing from the record
+         * (a process that died, a wait that failed) may explain it, in a
+         * window with no fault, death nor stall nothing does. */
+        if (rel < count) {
+            int64_t a = INT64_MAX, b = 0;
+            for (size_t j = i; j-- > 0 && v[j].e->fence == gen;)
+                if (released(&v[j])) {
+                    a = v[j].e->t0 < a ? v[j].e->t0 : a;
+                    b = v[j].e->t1 > b ? v[j].e->t1 : b;
+                }
+            if (quiet(hs, a - 500000, b + 500000))
+                nm_viol_add(hs, NM_C_BARRIER, NM_BAR_NAME, first_out, "barrier generation %llu "
+                            "released %u callers, fewer than its count %u, with no fault, death "
+                            "or stall to explain the others", (unsigned long long)gen, rel, count);
+        }
+        if (rel > count || ser > 1 || (rel == count && ser != 1))
+            nm_viol_add(hs, NM_C_BARRIER, NM_BAR_NAME, first_out, "barrier generation %llu "
+                        "released %u callers with %u serials (count %u)",
+                        (unsigned long long)gen, rel, ser, count);
+        if (early && late && first_out < last_in)
+            nm_viol_add(hs, NM_C_BARRIER, NM_BAR_NAME, first_out, "barrier generation %llu: "
+                        "%d/%d was released at %.1f ms, before %d/%d of the same generation began "
+                        "its wait at %.1f ms", (unsigned long long)gen, early->pid, early->tid,
+                        nm_rel(c, first_out), late->pid, late->tid, nm_rel(c, last_in));
+    }
+    if (c->cfg->verbose)
+        fprintf(stderr, "nemesis: barrier: %zu waits, %ld generations judged\n", n, gens);
+    free(v);
+}
+
+/* Each epoch's once: no caller returned 0 before a run of it completed;
+ * and it completed once, unless something between its first run's start
+ * and a later run's start explains another (a runner that died or was
+ * held up past its lease, a server that lost the completion: any fault,
+ * death or stall then, as for the condition). */
+static void check_once(nm_hist_t *hs)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t nc, nr;
+    bo_ev_t *calls = collect(hs, NM_ONCE, &nc), *runs = collect(hs, NM_ORUN, &nr);
+    long epochs = 0, extra = 0;
+    for (uint32_t k = 0; k < NM_EPOCHS; k++) {
+        const bo_ev_t *first = NULL;
+        int64_t done_at = INT64_MAX;
+        int completed = 0;
+        for (size_t i = 0; i < nr; i++) {
+            const nm_ev_t *e = runs[i].e;
+            if (e->hold != k)
+                continue;
+            if (!first || e->t0 < first->e->t0)
+                first = &runs[i];
+            if (runs[i].done) {
+                completed++;
+                if (e->t1 < done_at)
+                    done_at = e->t1;
+            }
+        }
+        for (size_t i = 0; i < nc; i++) {
+            const nm_ev_t *e = calls[i].e;
+            if (e->hold != k || !calls[i].done || e->rc != 0)
+                continue;
+            if (e->t1 < done_at)
+                nm_viol_add(hs, NM_C_ONCE, NM_ONCE_NAME, e->t1, "once of epoch %u: %d/%d's "
+                            "dist_once returned 0 at %.1f ms, before any run of its routine "
+                            "completed (%s)", k, calls[i].pid, calls[i].tid, nm_rel(c, e->t1),
+                            done_at == INT64_MAX ? "none did" : "the first at a later time");
+        }
+        if (!first)
+            continue;
+        epochs++;
+        for (size_t i = 0; i < nr && completed > 1; i++) {
+            const nm_ev_t *e = runs[i].e;
+            if (e->hold != k || !runs[i].done || &runs[i] == first)
+                continue;
+            if (!quiet(hs, first->e->t0, e->t0)) {
+                extra++;
+                continue;
+            }
+            nm_viol_add(hs, NM_C_ONCE, NM_ONCE_NAME, e->t0, "once of epoch %u: its routine ran "
+                        "again by %d/%d from %.1f ms (the first run by %d/%d from %.1f ms), with "
+                        "no fault, death or stall in between", k, runs[i].pid, runs[i].tid,
+                        nm_rel(c, e->t0), first->pid, first->tid, nm_rel(c, first->e->t0));
+        }
+    }
+    if (c->cfg->verbose)
+        fprintf(stderr, "nemesis: once: %zu calls, %zu runs, %ld epochs, %ld runs again after a "
+                "fault\n", nc, nr, epochs, extra);
+    free(calls);
+    free(runs);
+}
+
+/* The barrier role's checks (nemesis_roles.c). */
+void nm_barrier_check(nm_hist_t *hs)
+{
+    check_barrier(hs);
+    check_once(hs);
 }
 
 void nm_check_all(nm_hist_t *hs)

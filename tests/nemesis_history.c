@@ -24,6 +24,7 @@ const char *nm_check_name(int c)
         [NM_C_ORPHAN] = "orphan",       [NM_C_WAKEUP] = "lost-wakeup",
         [NM_C_SEM] = "sem-over",        [NM_C_SEMCOUNT] = "sem-count", [NM_C_SEMTOLD] = "sem-told",
         [NM_C_ALL] = "all-or-none",
+        [NM_C_BARRIER] = "barrier",     [NM_C_ONCE] = "once",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
 }
@@ -154,6 +155,12 @@ static int code_ok(const nm_ev_t *e)
         return rc == 0 || rc == EIO || rc == ENOLCK || rc == EPERM;
     if (e->kind == NM_ALLCHECK)
         return 1;                   /* (judged by the lock-all role) */
+    if (e->kind == NM_BWAIT)      /* ENOLCK: Redis lost the barrier (a restart) */
+        return rc == 0 || rc == NM_RC_SERIAL || rc == ETIMEDOUT || rc == ENOLCK || rc == EIO;
+    if (e->kind == NM_ONCE)
+        return rc == 0 || rc == EIO;
+    if (e->kind == NM_ORUN)
+        return 1;
     if (e->kind != NM_LOCK)
         return rc == 0 || rc == 1;
     if (rc == 0 || rc == EOWNERDEAD || rc == EIO)
@@ -364,13 +371,16 @@ static line_t *collect(const nm_hist_t *hs, int name, int64_t from, int64_t to, 
                     : e->kind == NM_SWAIT ? (e->op == NM_OP_LOCK ? "sem wait" : e->op == NM_OP_TRY
                                              ? "sem trywait" : "sem timedwait")
                     : e->kind == NM_SPOST ? "sem post" : e->kind == NM_ALLCHECK ? "lockall held"
-                    : "store read";
+                    : e->kind == NM_BWAIT ? "barrier wait" : e->kind == NM_ONCE ? "once"
+                    : e->kind == NM_ORUN ? "once run" : "store read";
                 char res[80];
                 if (!done)
                     snprintf(res, sizeof res, "(no return)");
                 else if (e->kind == NM_WRITE || e->kind == NM_READ)
                     snprintf(res, sizeof res, "%s (store had %llu)", e->rc == 1 ? "accepted" : e->rc == 0
                              ? "REFUSED" : "error", (unsigned long long)e->hi);
+                else if (e->kind == NM_BWAIT && e->rc == NM_RC_SERIAL)
+                    snprintf(res, sizeof res, "SERIAL");
                 else if (e->kind == NM_ALLCHECK)
                     snprintf(res, sizeof res, "mask %llx", (unsigned long long)e->fence);
                 else

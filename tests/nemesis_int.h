@@ -108,6 +108,10 @@ enum nm_check {
     NM_C_SEMTOLD,       /* a semaphore's user not told (ENOLCK) that Redis lost it */
     NM_C_ALL,           /* lock-all: not all of the set held after success, or some
                            held after a failure */
+    NM_C_BARRIER,       /* a barrier generation with two serials, more releases than its
+                           count, or one released before its last arrival was made */
+    NM_C_ONCE,          /* a once's routine completed twice with nothing to explain it, or
+                           a caller returned before any run of it completed */
     NM_C_COUNT
 };
 
@@ -143,7 +147,8 @@ typedef struct nm_hold {
     int explained;              /* a fault explains the lapse */
     int64_t told;               /* a relock by its thread inside it said EOWNERDEAD
                                    with a greater fence (0: none): its holder was
-                                   told it had lapsed, as by ENOLCK */
+                                   told it had lapsed (the ownerdead check; its
+                                   last unlock must say ENOLCK all the same) */
 } nm_hold_t;
 
 /* A lock call (any depth, any result). */

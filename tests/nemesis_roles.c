@@ -33,11 +33,22 @@ int nm_lockall_open(const nm_client_cfg_t *cc, int base);
 void *nm_lockall_main(void *arg);
 void nm_lockall_check(nm_hist_t *hs);
 
-/* The condition must stay first: its names are NM_CV_NAME, NM_CVM_NAME. */
+/* nemesis_barrier.c and nemesis_check.c: the barrier and onces */
+extern const char *const nm_barrier_names[];
+int nm_barrier_open(const nm_client_cfg_t *cc, int base);
+void *nm_barrier_main(void *arg);
+void nm_barrier_check(nm_hist_t *hs);
+
+/* In the order of NM_ROLE_*; the condition must stay first: its names are
+ * NM_CV_NAME, NM_CVM_NAME. */
 const nm_role_t nm_roles[] = {
-    { "cond", cond_names, 1, nm_cond_open, nm_cond_main, NULL, nm_cond_check, NULL },
-    { "sem", nm_sem_names, 2, nm_sem_open, nm_sem_main, nm_sem_usable, nm_sem_check, nm_sem_after },
-    { "lockall", NULL, 1, nm_lockall_open, nm_lockall_main, NULL, nm_lockall_check, NULL },
+    [NM_ROLE_COND] = { "cond", cond_names, 1, nm_cond_open, nm_cond_main, NULL, nm_cond_check, NULL },
+    [NM_ROLE_SEM] = { "sem", nm_sem_names, 2, nm_sem_open, nm_sem_main, nm_sem_usable, nm_sem_check,
+                      nm_sem_after },
+    [NM_ROLE_LOCKALL] = { "lockall", NULL, 1, nm_lockall_open, nm_lockall_main, NULL,
+                          nm_lockall_check, NULL },
+    [NM_ROLE_BARRIER] = { "barrier", nm_barrier_names, 1, nm_barrier_open, nm_barrier_main, NULL,
+                          nm_barrier_check, NULL },
 };
 const int nm_nroles = (int)(sizeof nm_roles / sizeof nm_roles[0]);
 

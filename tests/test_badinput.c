@@ -1268,6 +1268,141 @@ static void test_attr_values(void **state)
     end("attribute values");
 }
 
+/* ------------------------------------------------ version 3: robust, clocks */
+
+/* The getters, the robust attribute, consistent, the clock* calls and
+ * condattr's clock, and dist_sem_unlink: NULL, uninitialized and
+ * destroyed objects, NULL results, bad values, clocks and names; EINVAL
+ * (EPERM for consistent without a hold) with a readable message, and the
+ * good objects still work after. */
+static void test_v3_inputs(void **state)
+{
+    begin();
+    char name[64];
+    th_name(name, sizeof name, "v3");
+    struct timespec ts = th_abstime_ms(100), bad = ts;
+    bad.tv_nsec = 1000000000L;
+    dist_mutexattr_t ma, zero_ma;
+    dist_condattr_t ca, zero_ca;
+    memset(&zero_ma, 0, sizeof zero_ma);
+    memset(&zero_ca, 0, sizeof zero_ca);
+    int v = -1;
+    clockid_t clk = -1;
+
+    CASE(dist_mutexattr_setrobust(NULL, DIST_MUTEX_ROBUST), EINVAL);
+    CASE(dist_mutexattr_getrobust(NULL, &v), EINVAL);
+    CASE(dist_mutexattr_gettype(NULL, &v), EINVAL);
+    CASE(dist_mutexattr_setrobust(&zero_ma, DIST_MUTEX_ROBUST), EINVAL);
+    CASE(dist_mutexattr_getrobust(&zero_ma, &v), EINVAL);
+    CASE(dist_mutexattr_gettype(&zero_ma, &v), EINVAL);
+    assert_int_equal(dist_mutexattr_init(&ma), 0);
+    CASE(dist_mutexattr_getrobust(&ma, NULL), EINVAL);
+    CASE(dist_mutexattr_gettype(&ma, NULL), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, 2), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, -1), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, INT_MAX), EINVAL);
+    CASE(dist_mutexattr_setrobust(&ma, INT_MIN), EINVAL);
+    CASE(dist_mutexattr_getrobust(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_LENIENT);
+    CASE(dist_mutexattr_gettype(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_RECURSIVE);
+    CASE(dist_mutexattr_settype(&ma, DIST_MUTEX_ERRORCHECK), 0);
+    CASE(dist_mutexattr_gettype(&ma, &v), 0);
+    assert_int_equal(v, DIST_MUTEX_ERRORCHECK);
+    CASE(dist_mutexattr_setrobust(&ma, DIST_MUTEX_ROBUST), 0);
+    dist_mutex_t m;
+    CASE(dist_mutex_init(&m, name, &ma), 0);
+    CASE(dist_mutexattr_destroy(&ma), 0);
+    CASE(dist_mutexattr_getrobust(&ma, &v), EINVAL);     /* destroyed */
+    CASE(dist_mutexattr_gettype(&ma, &v), EINVAL);
+
+    CASE(dist_mutex_consistent(NULL), EINVAL);
+    check3("dist_mutex_consistent(not held)", dist_mutex_consistent(&m), EPERM,
+           dist_lasterror(), "not held", 0);
+    CASE(dist_mutex_clocklock(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_mutex_clocklock(&m, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_mutex_clocklock(&m, CLOCK_MONOTONIC, &bad), EINVAL);
+    check3("dist_mutex_clocklock(CLOCK_PROCESS_CPUTIME_ID)",
+           dist_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL, dist_lasterror(),
+           "CLOCK_MONOTONIC", 0);
+    CASE(dist_mutex_clocklock(&m, (clockid_t)-1, &ts), EINVAL);
+    CASE(dist_mutex_lock(&m), 0);
+    check3("dist_mutex_consistent(held, no EOWNERDEAD)", dist_mutex_consistent(&m), EINVAL,
+           dist_lasterror(), "EOWNERDEAD", 0);
+    CASE(dist_mutex_unlock(&m), 0);
+    CASE(dist_mutex_destroy(&m), 0);
+    CASE(dist_mutex_consistent(&m), EINVAL);             /* destroyed */
+
+    dist_rwlock_t rw;
+    CASE(dist_rwlock_clockrdlock(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(NULL, CLOCK_MONOTONIC, &ts), EINVAL);
+    CASE(dist_rwlock_init(&rw, name, NULL), 0);
+    CASE(dist_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, NULL), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, CLOCK_REALTIME, &bad), EINVAL);
+    CASE(dist_rwlock_clockrdlock(&rw, CLOCK_THREAD_CPUTIME_ID, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, 99, &ts), EINVAL);
+    CASE(dist_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &ts), 0);   /* the good one works */
+    CASE(dist_rwlock_unlock(&rw), 0);
+    CASE(dist_rwlock_destroy(&rw), 0);
+
+    CASE(dist_condattr_setclock(NULL, CLOCK_MONOTONIC), EINVAL);
+    CASE(dist_condattr_getclock(NULL, &clk), EINVAL);
+    CASE(dist_condattr_setclock(&zero_ca, CLOCK_MONOTONIC), EINVAL);
+    CASE(dist_condattr_getclock(&zero_ca, &clk), EINVAL);
+    assert_int_equal(dist_condattr_init(&ca), 0);
+    CASE(dist_condattr_getclock(&ca, NULL), EINVAL);
+    CASE(dist_condattr_setclock(&ca, CLOCK_BOOTTIME), EINVAL);
+    CASE(dist_condattr_setclock(&ca, (clockid_t)-5), EINVAL);
+    CASE(dist_condattr_setclock(&ca, CLOCK_MONOTONIC), 0);
+    CASE(dist_condattr_getclock(&ca, &clk), 0);
+    assert_int_equal(clk, CLOCK_MONOTONIC);
+    dist_cond_t c;
+    CASE(dist_cond_init(&c, name, &ca), 0);
+    CASE(dist_condattr_destroy(&ca), 0);
+    CASE(dist_condattr_getclock(&ca, &clk), EINVAL);      /* destroyed */
+    dist_mutex_t cm;
+    CASE(dist_mutex_init(&cm, name, NULL), 0);
+    CASE(dist_cond_clockwait(NULL, &cm, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_cond_clockwait(&c, NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, &ts), EPERM);   /* m not held */
+    CASE(dist_mutex_lock(&cm), 0);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_REALTIME, &bad), EINVAL);
+    CASE(dist_cond_clockwait(&c, &cm, CLOCK_PROCESS_CPUTIME_ID, &ts), EINVAL);
+    /* the condition's own clock: a CLOCK_REALTIME abstime far past on
+     * CLOCK_MONOTONIC's scale is taken as that clock's, and waits */
+    struct timespec mono;
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    mono.tv_nsec = (mono.tv_nsec + 30000000L) % 1000000000L;
+    mono.tv_sec += mono.tv_nsec < 30000000L ? 1 : 0;
+    CASE(dist_cond_timedwait(&c, &cm, &mono), ETIMEDOUT);
+    CASE(dist_mutex_unlock(&cm), 0);                     /* held once, after the waits */
+    CASE(dist_mutex_unlock(&cm), EPERM);
+    CASE(dist_mutex_destroy(&cm), 0);
+    CASE(dist_cond_destroy(&c), 0);
+
+    dist_sem_t s;
+    CASE(dist_sem_clockwait(NULL, CLOCK_REALTIME, &ts), EINVAL);
+    CASE(dist_sem_init(&s, name, 1, 0), 0);
+    CASE(dist_sem_clockwait(&s, CLOCK_REALTIME, NULL), EINVAL);
+    CASE(dist_sem_clockwait(&s, CLOCK_MONOTONIC, &bad), EINVAL);
+    CASE(dist_sem_clockwait(&s, CLOCK_MONOTONIC_RAW, &ts), EINVAL);
+    CASE(dist_sem_getvalue(&s, &v), 0);
+    assert_int_equal(v, 1);
+    CASE(dist_sem_destroy(&s), 0);
+    check3("dist_sem_unlink(NULL)", dist_sem_unlink(NULL), EINVAL, dist_lasterror(), "NULL", 0);
+    check3("dist_sem_unlink(\"\")", dist_sem_unlink(""), EINVAL, dist_lasterror(), "empty", 0);
+    char longname[DIST_NAME_MAX + 2];
+    memset(longname, 's', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    check3("dist_sem_unlink(name of 513 bytes)", dist_sem_unlink(longname), EINVAL,
+           dist_lasterror(), "DIST_NAME_MAX", 0);
+    CASE(dist_sem_unlink(name), 0);
+    check3("dist_sem_unlink(gone)", dist_sem_unlink(name), ENOENT, dist_lasterror(),
+           "does not exist", 0);
+    end("version 3 inputs");
+}
+
 /* ------------------------------------------------------------ semaphores */
 
 /* Every dist_sem_* call with NULL, uninitialized (zero and random bytes),
@@ -1394,6 +1529,172 @@ static void test_sem_inputs(void **state)
     CASE(dist_sem_destroy(&ss), 0);
     CASE(dist_sem_post(&ss), EINVAL);
     end("semaphores");
+}
+
+/* ------------------------------------------------------------- barriers */
+
+/* A call that must give DIST_BARRIER_SERIAL_THREAD (a barrier of count 1):
+ * 0 then, else its code (0 itself as EPROTO: released, but not serial). */
+#define SERIAL_CASE(expr) do { int rc_ = (expr); \
+    check(#expr " == DIST_BARRIER_SERIAL_THREAD", \
+          rc_ == DIST_BARRIER_SERIAL_THREAD ? 0 : rc_ ? rc_ : EPROTO, 0); } while (0)
+
+/* dist_barrier_*: NULL, uninitialized (zero and random bytes), destroyed
+ * and cast objects, count 0, bad names, attributes and timespecs, and a
+ * count another init already gave the name (EINVAL naming both). */
+static void test_barrier_inputs(void **state)
+{
+    begin();
+    char name[64];
+    th_name(name, sizeof name, "barrier");
+    struct timespec ts = th_abstime_ms(100);
+    dist_barrier_t b;
+    dist_barrierattr_t ba;
+    memset(&b, 0, sizeof b);
+
+    CASE(dist_barrierattr_init(NULL), EINVAL);
+    CASE(dist_barrierattr_destroy(NULL), EINVAL);
+    memset(&ba, 0, sizeof ba);
+    check3("dist_barrierattr_destroy(<not initialized>)", dist_barrierattr_destroy(&ba), EINVAL,
+           dist_lasterror(), "attribute", 0);
+    check3("dist_barrier_init(&b, name, <attr not initialized>, 2)",
+           dist_barrier_init(&b, name, &ba, 2), EINVAL, dist_lasterror(), "attribute", 0);
+    CASE(dist_barrier_init(NULL, name, NULL, 2), EINVAL);
+    CASE(dist_barrier_wait(NULL), EINVAL);
+    CASE(dist_barrier_timedwait(NULL, &ts), EINVAL);
+    CASE(dist_barrier_destroy(NULL), EINVAL);
+    check3("dist_barrier_init(&b, name, NULL, 0)", dist_barrier_init(&b, name, NULL, 0), EINVAL,
+           dist_lasterror(), "count is 0", 0);
+    check3("dist_barrier_init(&b, NULL, NULL, 2)", dist_barrier_init(&b, NULL, NULL, 2), EINVAL,
+           dist_lasterror(), "barrier name", 0);
+    check3("dist_barrier_init(&b, \"\", NULL, 2)", dist_barrier_init(&b, "", NULL, 2), EINVAL,
+           dist_lasterror(), "empty", 0);
+    char longname[DIST_NAME_MAX + 2];
+    memset(longname, 'b', sizeof longname - 1);
+    longname[sizeof longname - 1] = 0;
+    check3("dist_barrier_init(name of 513 bytes)", dist_barrier_init(&b, longname, NULL, 2),
+           EINVAL, dist_lasterror(), "DIST_NAME_MAX", 0);
+    /* a refused init made nothing: the object is still not initialized */
+    check3("dist_barrier_wait(<refused init>)", dist_barrier_wait(&b), EINVAL, dist_lasterror(),
+           "not initialized", 0);
+
+    /* uninitialized: zero bytes, then random bytes */
+    for (unsigned seed = 0; seed <= 8; seed++) {
+        char d[96];
+        const char *kind = seed ? "random" : "zero";
+#define BFILL() do { if (seed) fill_random(&b, sizeof b, seed); else memset(&b, 0, sizeof b); } while (0)
+#define BCASE(call) do { BFILL(); snprintf(d, sizeof d, "%s bytes #%u: %s", kind, seed, #call); \
+    check(d, (call), EINVAL); } while (0)
+        BCASE(dist_barrier_wait(&b));
+        BCASE(dist_barrier_timedwait(&b, &ts));
+        BCASE(dist_barrier_destroy(&b));
+#undef BCASE
+#undef BFILL
+    }
+
+    /* a good object: bad timespecs; count 1 trips at once */
+    assert_int_equal(dist_barrierattr_init(&ba), 0);
+    CASE(dist_barrier_init(&b, name, &ba, 1), 0);
+    CASE(dist_barrierattr_destroy(&ba), 0);
+    CASE(dist_barrier_timedwait(&b, NULL), EINVAL);
+    static const long bad_nsec[] = { -1, 1000000000L, LONG_MAX, LONG_MIN };
+    for (size_t i = 0; i < sizeof bad_nsec / sizeof bad_nsec[0]; i++) {
+        char d[96];
+        ts = th_abstime_ms(1000);
+        ts.tv_nsec = bad_nsec[i];
+        snprintf(d, sizeof d, "dist_barrier_timedwait(tv_nsec=%ld)", bad_nsec[i]);
+        check3(d, dist_barrier_timedwait(&b, &ts), EINVAL, dist_lasterror(), "abstime", 0);
+    }
+    SERIAL_CASE(dist_barrier_wait(&b));
+    /* an abstime long past still arrives: count 1 completes at once */
+    ts.tv_sec = -1;
+    ts.tv_nsec = 0;
+    SERIAL_CASE(dist_barrier_timedwait(&b, &ts));
+
+    /* another count while the name is in use: EINVAL naming both */
+    dist_barrier_t other;
+    char msg[300];
+    int rc = dist_barrier_init(&other, name, NULL, 3);
+    snprintf(msg, sizeof msg, "%s", dist_lasterror());
+    check3("dist_barrier_init(&other, <a name of count 1>, NULL, 3)", rc, EINVAL, msg, "count 1", 0);
+    check3("dist_barrier_init(&other, <a name of count 1>, NULL, 3): the other count", rc, EINVAL,
+           msg, "count 3", 0);
+
+    /* one kind for another: a mutex is not a barrier, nor the reverse */
+    dist_mutex_t m;
+    assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
+    CASE(dist_mutex_lock((dist_mutex_t *)&b), EINVAL);
+    CASE(dist_barrier_wait((dist_barrier_t *)&m), EINVAL);
+    assert_int_equal(dist_mutex_destroy(&m), 0);
+
+    /* destroyed: every call EINVAL; a double destroy too; re-init works */
+    CASE(dist_barrier_destroy(&b), 0);
+    CASE(dist_barrier_wait(&b), EINVAL);
+    CASE(dist_barrier_timedwait(&b, &ts), EINVAL);
+    check3("dist_barrier_destroy(&b) again", dist_barrier_destroy(&b), EINVAL, dist_lasterror(),
+           "destroyed", 0);
+    CASE(dist_barrier_init(&b, name, NULL, 1), 0);
+    SERIAL_CASE(dist_barrier_wait(&b));
+    CASE(dist_barrier_destroy(&b), 0);
+    end("barriers");
+}
+
+/* ------------------------------------------------------------------ once */
+
+static int g_once_runs;
+static void once_routine(void) { g_once_runs++; }
+
+/* dist_once: NULL object and routine, uninitialized (zero and random
+ * bytes) and cast objects, bad names in the initializer; a good one runs
+ * its routine once. */
+static void test_once_inputs(void **state)
+{
+    begin();
+    static char name[64];
+    th_name(name, sizeof name, "once");
+    static char longname[DIST_NAME_MAX + 2];
+    memset(longname, 'o', sizeof longname - 1);
+    dist_once_t o = DIST_ONCE_INITIALIZER(name);
+    dist_once_t bad = DIST_ONCE_INITIALIZER(longname);
+    dist_once_t empty = DIST_ONCE_INITIALIZER("");
+    dist_once_t null = DIST_ONCE_INITIALIZER(NULL);
+    dist_once_t z;
+
+    check3("dist_once(NULL, routine)", dist_once(NULL, once_routine), EINVAL, dist_lasterror(),
+           "NULL", 0);
+    check3("dist_once(&o, NULL)", dist_once(&o, NULL), EINVAL, dist_lasterror(), "routine", 0);
+    check3("dist_once(<name of 513 bytes>, routine)", dist_once(&bad, once_routine), EINVAL,
+           dist_lasterror(), "DIST_NAME_MAX", 0);
+    check3("dist_once(<name \"\">, routine)", dist_once(&empty, once_routine), EINVAL,
+           dist_lasterror(), "empty", 0);
+    check3("dist_once(<name NULL>, routine)", dist_once(&null, once_routine), EINVAL,
+           dist_lasterror(), "NULL", 0);
+    for (unsigned seed = 0; seed <= 8; seed++) {
+        char d[96];
+        if (seed)
+            fill_random(&z, sizeof z, seed);
+        else
+            memset(&z, 0, sizeof z);
+        snprintf(d, sizeof d, "%s bytes #%u: dist_once(&z, routine)", seed ? "random" : "zero",
+                 seed);
+        check3(d, dist_once(&z, once_routine), EINVAL, dist_lasterror(), "not initialized", 0);
+    }
+    /* a mutex initializer is no once, nor a once a mutex */
+    dist_mutex_t m;
+    assert_int_equal(dist_mutex_init(&m, name, NULL), 0);
+    CASE(dist_once((dist_once_t *)&m, once_routine), EINVAL);
+    assert_int_equal(dist_mutex_destroy(&m), 0);
+    if (g_once_runs) {
+        fprintf(stderr, "[badinput]   FAILED: a refused call ran the routine\n");
+        g_failed++;
+    }
+    CASE(dist_once(&o, once_routine), 0);
+    CASE(dist_once(&o, once_routine), 0);
+    if (g_once_runs != 1) {
+        fprintf(stderr, "[badinput]   FAILED: the routine ran %d times\n", g_once_runs);
+        g_failed++;
+    }
+    end("once");
 }
 
 /* ------------------------------------------------------------ conditions */
@@ -1674,6 +1975,9 @@ int main(void)
         TH_TEST(test_attr_values),
         TH_TEST(test_lockall_sets),
         TH_TEST(test_sem_inputs),
+        TH_TEST(test_barrier_inputs),
+        TH_TEST(test_once_inputs),
+        TH_TEST(test_v3_inputs),
         TH_TEST(test_conditions),
         TH_TEST(test_lasterror_lifetime),
         TH_TEST(test_summary),

@@ -25,6 +25,7 @@
 #include "harness_topo.h"
 #include "harness_checker.h"
 #include "keys.h"
+#include "status.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -317,6 +318,312 @@ static void test_late_grant(void **state)
     assert_int_equal(th_proc_stop(&p1), 0);
 }
 
+/* ------------------------------------------------------- sharded pushes */
+
+/* What the nodes have published, summed over every node that answers:
+ * the cluster-bus messages of classic PUBLISH (broadcast to every node)
+ * and of sharded SPUBLISH (to the replicas of the slot's master only:
+ * CLUSTER INFO), and the calls of each command (INFO commandstats, which
+ * counts the calls scripts make). */
+typedef struct pubs { long long bus_classic, bus_sharded, publish, spublish; } pubs_t;
+
+static long long stat_of(const char *text, const char *field)
+{
+    const char *p = strstr(text, field);
+    return p ? atoll(p + strlen(field)) : 0;
+}
+
+static pubs_t publishes_of(const tt_cluster_t *c)
+{
+    pubs_t t = { 0, 0, 0, 0 };
+    for (int i = 0; i < TT_CLUSTER_NODES; i++) {
+        redisReply *r = th_cmd_at(c->node[i].port, "CLUSTER INFO");
+        if (!r)
+            continue;                 /* a node a test killed */
+        if (r->type == REDIS_REPLY_STRING) {
+            t.bus_classic += stat_of(r->str, "cluster_stats_messages_publish_sent:");
+            t.bus_sharded += stat_of(r->str, "cluster_stats_messages_publishshard_sent:");
+        }
+        freeReplyObject(r);
+        if (!(r = th_cmd_at(c->node[i].port, "INFO commandstats")))
+            continue;
+        if (r->type == REDIS_REPLY_STRING) {
+            t.publish += stat_of(r->str, "cmdstat_publish:calls=");
+            t.spublish += stat_of(r->str, "cmdstat_spublish:calls=");
+        }
+        freeReplyObject(r);
+    }
+    return t;
+}
+
+static pubs_t publishes(void)
+{
+    return publishes_of(&g_c);
+}
+
+static pubs_t pubs_since_of(const tt_cluster_t *c, pubs_t a)
+{
+    pubs_t b = publishes_of(c);
+    return (pubs_t){ b.bus_classic - a.bus_classic, b.bus_sharded - a.bus_sharded,
+                     b.publish - a.publish, b.spublish - a.spublish };
+}
+
+static pubs_t pubs_since(pubs_t a)
+{
+    return pubs_since_of(&g_c, a);
+}
+
+/* A handoff on name from h to w, the waiter queued first (on the master
+ * at port): the time from the release to the waiter's return (us). */
+static int64_t handoff(th_proc_t *h, th_proc_t *w, const char *name, int port)
+{
+    char qkey[128];
+    snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
+    TH_ASSERT_RC(th_proc_op(h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(w, TH_M_LOCK, name), 0);
+    if (!th_wait_zcard_at(port, qkey, 1, 5000))
+        fail_msg("the waiter never queued on %s (master %d)", name, port);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(th_proc_op(h, TH_M_UNLOCK, name), 0);
+    th_res_t r;
+    assert_int_equal(th_proc_recv(w, &r, 15000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    TH_ASSERT_RC(th_proc_op(w, TH_M_UNLOCK, name), 0);
+    return r.t_done_us - t_rel;
+}
+
+static unsigned long long fallbacks(th_proc_t *p)
+{
+    th_res_t st;
+    TH_ASSERT_RC(th_proc_opa(p, TH_STATS, "", 0, &st), 0);
+    return (unsigned long long)st.fence;
+}
+
+/* Pushes on a cluster are sharded: a waiter on each master is woken by
+ * the release (its wait ends by a push, never by asking again), and
+ * during those handoffs and a contended run of 3 processes x 2 threads on
+ * names of every master, no classic PUBLISH crosses the cluster bus (it
+ * would be broadcast to all six nodes); the sharded messages go to the
+ * replicas of each slot's master only. */
+static void test_sharded_pushes(void **state)
+{
+    (void)state;
+    enum { ROUNDS = 4 };
+    int *map = slot_map();
+    const char *env[] = { g_url, "DISTLOCK_LEASE_MS=30000", "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    pubs_t p0 = publishes();
+    int64_t lat[3 * ROUNDS];
+    int nl = 0, n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        struct on_port o = { map, g_c.node[g_masters[mi]].port };
+        char name[64];
+        name_where(name, sizeof name, "csh", &n, slot_on, &o);
+        for (int i = 0; i < ROUNDS; i++)
+            lat[nl++] = handoff(&h, &w, name, o.port);
+    }
+    unsigned long long fb = fallbacks(&w);
+    pubs_t hp = pubs_since(p0), p1 = publishes();
+
+    chk_cfg_t cfg;
+    chk_cfg_background(&cfg);
+    cfg.procs = 3;
+    cfg.threads = 2;
+    cfg.nnames = 3;
+    for (int i = 0; i < cfg.nnames; i++) {
+        struct on_port o = { map, g_c.node[g_masters[i]].port };
+        name_where(cfg.names[i], sizeof cfg.names[i], "cshc", &n, slot_on, &o);
+    }
+    cfg.hold_us = 200;
+    cfg.env = env;
+    chk_live_t *s = chk_start(&cfg);
+    assert_non_null(s);
+    int64_t t0 = th_now_ms();
+    while (chk_live_holds(s) < 600 && th_now_ms() - t0 < 10000)
+        th_sleep_ms(20);
+    chk_report_t rep;
+    chk_finish(s, 15000, &rep);
+    pubs_t cp = pubs_since(p1);
+    int64_t med = th_median(lat, nl);
+    printf("sharded pushes: %d handoffs over 3 masters, median %lld us, fallback checks %llu; "
+           "PUBLISH %lld, SPUBLISH %lld; cluster bus: %lld classic and %lld sharded publish "
+           "messages; then a contended run (%llu holds): PUBLISH %lld, SPUBLISH %lld, bus %lld "
+           "classic, %lld sharded\n", nl, (long long)med, fb, hp.publish, hp.spublish,
+           hp.bus_classic, hp.bus_sharded, (unsigned long long)rep.holds, cp.publish, cp.spublish,
+           cp.bus_classic, cp.bus_sharded);
+    fflush(stdout);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    if (rep.children_failed || rep.overlaps)
+        fail_msg("the contended run failed: %s", rep.first);
+    if (fb != 0)
+        fail_msg("%llu waits ended by the fallback timer, not a push", fb);
+    if (med >= 50000)
+        fail_msg("handoff median %lld us: not woken by the release", (long long)med);
+    if (hp.bus_classic || cp.bus_classic || hp.publish || cp.publish)
+        fail_msg("classic publishes crossed the cluster bus: %lld messages (%lld PUBLISH) in the "
+                 "handoffs, %lld (%lld) in the contended run", hp.bus_classic, hp.publish,
+                 cp.bus_classic, cp.publish);
+    if (hp.spublish < nl)
+        fail_msg("only %lld SPUBLISH for %d pushed grants", hp.spublish, nl);
+}
+
+/* A condition and a semaphore on a cluster are still woken by pushes, and
+ * those are sharded too: a condition waiter signalled by another process
+ * (counted as woken by a push in the waiter), a semaphore waiter given a
+ * permit posted by another process. */
+struct wake_arg { th_pipe_t up; int sem; };
+
+static int wake_child(void *p)
+{
+    struct wake_arg *a = p;
+    setenv("DISTLOCK_URL", strchr(g_url, '=') + 1, 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    if (a->sem) {
+        dist_sem_t s;
+        TH_CHECK_RC(dist_sem_init(&s, "csh.sem", 0, 0), 0);
+        th_send(a->up.wr, 1, 0, 0, 0);
+        TH_CHECK_RC(dist_sem_wait(&s), 0);
+        th_send(a->up.wr, 2, th_now_us(), 0, 0);
+        TH_CHECK_RC(dist_sem_destroy(&s), 0);
+        return 0;
+    }
+    dist_mutex_t m;
+    dist_cond_t c;
+    TH_CHECK_RC(dist_mutex_init(&m, "csh.m", NULL), 0);
+    TH_CHECK_RC(dist_cond_init(&c, "csh.c", NULL), 0);
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    th_send(a->up.wr, 1, 0, 0, 0);
+    struct timespec ts = th_abstime_ms(20000);
+    TH_CHECK_RC(dist_cond_timedwait(&c, &m, &ts), 0);
+    int64_t t = th_now_us();
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    dl_stats_t st;
+    dl_stats_get(&st);
+    th_send(a->up.wr, 2, t, (int64_t)st.cond_pushes, (int64_t)st.cond_found);
+    TH_CHECK_RC(dist_cond_destroy(&c), 0);
+    TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+    return 0;
+}
+
+static void test_cond_sem_sharded(void **state)
+{
+    (void)state;
+    setenv("DISTLOCK_URL", strchr(g_url, '=') + 1, 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    pubs_t p0 = publishes();
+    /* The condition: this process signals with the mutex held, so the
+     * waiter, which released it in its wait, is registered. */
+    struct wake_arg a = { .sem = 0 };
+    th_pipe_open(&a.up);
+    pid_t pid = th_fork_child(wake_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(a.up.rd, &msg, 20000), 0);
+    dist_mutex_t m;
+    dist_cond_t c;
+    TH_ASSERT_RC(dist_mutex_init(&m, "csh.m", NULL), 0);
+    TH_ASSERT_RC(dist_cond_init(&c, "csh.c", NULL), 0);
+    TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+    int64_t t_sig = th_now_us();
+    TH_ASSERT_RC(dist_cond_signal(&c), 0);
+    TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
+    assert_int_equal(th_recv(a.up.rd, &msg, 20000), 0);
+    int64_t cond_us = msg.a - t_sig;
+    long long pushes = msg.b, found = msg.c;
+    assert_int_equal(th_wait_child(pid), 0);
+    th_pipe_close(&a.up);
+    /* The semaphore: posted once its waiter is queued. */
+    struct wake_arg b = { .sem = 1 };
+    th_pipe_open(&b.up);
+    pid = th_fork_child(wake_child, &b);
+    assert_int_equal(th_recv(b.up.rd, &msg, 20000), 0);
+    dist_sem_t s;
+    TH_ASSERT_RC(dist_sem_init(&s, "csh.sem", 0, 0), 0);
+    char qkey[64];
+    snprintf(qkey, sizeof qkey, "distlock:{%c%ccsh.sem}:q", DL_TAG_ESC, 's');
+    int *map = slot_map();
+    if (!th_wait_zcard_at(map[tt_key_slot(qkey, strlen(qkey))], qkey, 1, 10000))
+        fail_msg("the semaphore's waiter never queued");
+    int64_t t_post = th_now_us();
+    TH_ASSERT_RC(dist_sem_post(&s), 0);
+    assert_int_equal(th_recv(b.up.rd, &msg, 20000), 0);
+    int64_t sem_us = msg.a - t_post;
+    assert_int_equal(th_wait_child(pid), 0);
+    th_pipe_close(&b.up);
+    TH_ASSERT_RC(dist_sem_destroy(&s), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&c), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+    pubs_t d = pubs_since(p0);
+    printf("cluster condition: woken %lld us after the signal (pushes %lld, found by asking %lld); "
+           "semaphore: %lld us after the post; PUBLISH %lld, SPUBLISH %lld; cluster bus: %lld "
+           "classic, %lld sharded publish messages\n", (long long)cond_us, pushes, found,
+           (long long)sem_us, d.publish, d.spublish, d.bus_classic, d.bus_sharded);
+    fflush(stdout);
+    if (pushes != 1 || found != 0)
+        fail_msg("the condition waiter was not woken by the push (pushes %lld, found %lld)", pushes,
+                 found);
+    if (sem_us > 5000000)
+        fail_msg("the semaphore waiter returned %lld ms after the post", (long long)sem_us / 1000);
+    if (d.bus_classic || d.publish)
+        fail_msg("classic publishes crossed the cluster bus: %lld messages (%lld PUBLISH)",
+                 d.bus_classic, d.publish);
+    if (d.spublish < 2)
+        fail_msg("%lld SPUBLISH for two pushes", d.spublish);
+}
+
+/* A cluster whose nodes have no sharded pub/sub, as before Redis 7
+ * (SPUBLISH and SSUBSCRIBE renamed away on every node): the scripts' push
+ * falls back to a classic PUBLISH (lua/common.lua), the subscriber to one
+ * classic SUBSCRIBE (conn/shardsub.c), and a waiter on each master is
+ * still woken by the push, never by asking again. */
+static void test_before_redis7(void **state)
+{
+    (void)state;
+    tt_alarm(120);
+    static const char *const more[] = { "--rename-command", "SPUBLISH", "",
+                                        "--rename-command", "SSUBSCRIBE", "", NULL };
+    tt_cluster_t c;
+    assert_int_equal(tt_cluster_start_with(&c, more), 0);
+    char u[380], url[400];
+    snprintf(url, sizeof url, "DISTLOCK_URL=%s", tt_cluster_url(&c, 3, u, sizeof u));
+    int masters[3];
+    assert_int_equal(tt_cluster_masters(&c, masters, 3), 3);
+    static int map[16384];
+    assert_int_equal(tt_cluster_slot_map(&c, 0, map), 0);
+    const char *env[] = { url, "DISTLOCK_LEASE_MS=30000", "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    pubs_t p0 = publishes_of(&c);
+    int64_t lat[6];
+    int nl = 0, n = 0;
+    for (int mi = 0; mi < 3; mi++) {
+        struct on_port o = { map, c.node[masters[mi]].port };
+        char name[64];
+        name_where(name, sizeof name, "cold", &n, slot_on, &o);
+        for (int i = 0; i < 2; i++)
+            lat[nl++] = handoff(&h, &w, name, o.port);
+    }
+    unsigned long long fb = fallbacks(&w);
+    pubs_t d = pubs_since_of(&c, p0);
+    int64_t med = th_median(lat, nl);
+    printf("nodes without sharded pub/sub: %d handoffs, median %lld us, fallback checks %llu; "
+           "classic bus messages %lld (PUBLISH %lld)\n", nl, (long long)med, fb, d.bus_classic,
+           d.publish);
+    fflush(stdout);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    tt_cluster_stop(&c);
+    if (fb != 0)
+        fail_msg("%llu waits ended by the fallback timer, not a push", fb);
+    if (med >= 50000)
+        fail_msg("handoff median %lld us: not woken by the release", (long long)med);
+    if (d.bus_classic == 0)
+        fail_msg("no classic publish: the pushes did not fall back");
+}
+
 /* ------------------------------------------------------------ odd names */
 
 /* Names whose hash tag needs care: one starting with '}' would give the
@@ -537,8 +844,11 @@ static void test_reshard_stress(void **state)
     assert_true(tt_cluster_wait_ok(&g_c, 10000));
     char *out = NULL;
     int chk = tt_cluster_check(&g_c, &out);
-    if (chk != 0)
-        fail_msg("cluster check after the reshard: %s", out);
+    if (chk != 0) {
+        printf("cluster check after the reshard:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the reshard failed (above)");
+    }
     free(out);
 }
 
@@ -707,8 +1017,125 @@ static void test_lock_while_slot_migrates(void **state)
     assert_int_equal(th_proc_stop(&q), 0);
     char *out = NULL;
     int chk = tt_cluster_check(&g_c, &out);
-    if (chk != 0)
-        fail_msg("cluster check after the migrations: %s", out);
+    if (chk != 0) {
+        printf("cluster check after the migrations:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the migrations failed (above)");
+    }
+    free(out);
+}
+
+/* The lock's keys of slot moved from node `from` to `to` (the slot
+ * migrating), the migrator's part of a reshard before it closes. */
+static void migrate_slot_keys(unsigned slot, int from, int to)
+{
+    for (;;) {
+        redisReply *r = th_cmd_at(g_c.node[from].port, "CLUSTER GETKEYSINSLOT %u 100", slot);
+        assert_true(r && r->type == REDIS_REPLY_ARRAY);
+        size_t n = r->elements;
+        for (size_t i = 0; i < n; i++)
+            migrate_key(from, to, r->element[i]->str);
+        freeReplyObject(r);
+        if (!n)
+            break;
+    }
+}
+
+/* A reshard of a lock's slot while another process waits for it.  Redis
+ * drops the waiter's sharded subscription on the old owner when the
+ * migration closes (an `sunsubscribe` it sends unasked); the waiter's
+ * subscriber follows the slot to its new owner, so a release after the
+ * reshard reaches it by a push there: its wait ends by the push, not by
+ * asking again on its timer (every ~670 ms), and promptly (a loose bound:
+ * 200 ms).  Then a release while the slot migrates back, which runs on
+ * the importing node, where nobody is subscribed yet: the waiter gets the
+ * lock once the migration closes (subscribed again on the new owner, it
+ * asks Redis), within 3 s of the close. */
+static void test_reshard_waiter(void **state)
+{
+    (void)state;
+    tt_alarm(120);
+    int *map = slot_map();
+    int ia = g_masters[1], ib = g_masters[2];
+    struct on_port o = { map, g_c.node[ia].port };
+    char name[64], qkey[128];
+    int n = 0;
+    name_where(name, sizeof name, "crw", &n, slot_high_on, &o);
+    unsigned slot = tt_key_slot(name, strlen(name));
+    snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
+    const char *env[] = { g_url, "DISTLOCK_LEASE_MS=30000", "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    pubs_t p0 = publishes();
+
+    /* A release after the reshard closed. */
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
+    if (!th_wait_zcard_at(g_c.node[ia].port, qkey, 1, 5000))
+        fail_msg("the waiter never queued");
+    migration_open(slot, ia, ib);
+    migration_close(slot, ia, ib);
+    th_sleep_ms(200);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);
+    th_res_t r;
+    assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    int64_t lat_a = r.t_done_us - t_rel;
+    unsigned long long fb = fallbacks(&w);
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
+
+    /* A release while the slot migrates back: it runs on the importing
+     * node (ASK), where the waiter is not subscribed yet. */
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
+    if (!th_wait_zcard_at(g_c.node[ib].port, qkey, 1, 5000))
+        fail_msg("the waiter never queued after the reshard");
+    migration_open(slot, ib, ia);
+    migrate_slot_keys(slot, ib, ia);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, name), 0);
+    int64_t t_rel2 = th_now_us();
+    migration_close(slot, ib, ia);
+    int64_t close_us = th_now_us() - t_rel2;
+    assert_int_equal(th_proc_recv(&w, &r, 15000), 0);
+    TH_ASSERT_RC(r.rc, 0);
+    int64_t lat_b = r.t_done_us - t_rel2;
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
+    /* And a handoff on the slot's first owner again, by a push. */
+    unsigned long long fb1 = fallbacks(&w);
+    th_sleep_ms(200);
+    int64_t lat_c = handoff(&h, &w, name, g_c.node[ia].port);
+    unsigned long long fb2 = fallbacks(&w);
+    pubs_t d = pubs_since(p0);
+    printf("reshard with a waiter: released after the reshard, woken in %lld us (fallback checks "
+           "%llu); released while the slot migrated, got the lock %lld us after the release (the "
+           "migration closed in %lld us; fallback checks %llu); back on the first owner "
+           "%lld us (fallback checks %llu); PUBLISH %lld, SPUBLISH %lld, bus %lld classic\n",
+           (long long)lat_a, fb, (long long)lat_b, (long long)close_us, fb1 - fb,
+           (long long)lat_c, fb2 - fb1, d.publish, d.spublish, d.bus_classic);
+    fflush(stdout);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    if (fb != 0 || fb2 != fb1)
+        fail_msg("after the reshard, a wait ended by the fallback timer, not a push (%llu, %llu)",
+                 fb, fb2 - fb1);
+    if (lat_a > 200000 || lat_c > 200000)
+        fail_msg("after the reshard, a handoff took %lld / %lld ms", (long long)lat_a / 1000,
+                 (long long)lat_c / 1000);
+    if (lat_b > close_us + 3000000)
+        fail_msg("released while the slot migrated: the waiter got the lock %lld ms after the "
+                 "release (the migration closed in %lld ms)", (long long)lat_b / 1000,
+                 (long long)close_us / 1000);
+    if (d.publish || d.bus_classic)
+        fail_msg("classic publishes crossed the cluster bus (%lld)", d.bus_classic);
+    char *out = NULL;
+    int chk = tt_cluster_check(&g_c, &out);
+    if (chk != 0) {
+        printf("cluster check after the reshards:\n%s\n", out);     /* whole */
+        free(out);
+        fail_msg("cluster check after the reshards failed (above)");
+    }
     free(out);
 }
 
@@ -810,6 +1237,129 @@ static void test_master_failover(void **state)
         fail_msg("a lock call took %lld ms", (long long)rep.max_call_ms);
 }
 
+/* A master (not node 0) that has a replica now, as CLUSTER SLOTS of node
+ * 0 says: its index, or -1. */
+static int master_with_replica(void)
+{
+    redisReply *r = th_cmd_at(g_c.node[0].port, "CLUSTER SLOTS");
+    int found = -1;
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements && found < 0; i++) {
+        const redisReply *e = r->element[i];
+        if (e->elements < 4)
+            continue;
+        int port = (int)e->element[2]->element[1]->integer;
+        if (port != g_c.node[0].port)
+            found = tt_cluster_index(&g_c, port);
+    }
+    if (r)
+        freeReplyObject(r);
+    return found;
+}
+
+/* The master of a lock's slot fails while another process waits for the
+ * lock: the waiter's subscriber loses its connection to that node and
+ * subscribes on the replica that takes over; the waiter gets the lock
+ * when the holder releases it, and the handoffs after the failover are
+ * woken by pushes from the new master (never by asking again).  A timed
+ * lock of another name of that shard made while it fails over, which
+ * cannot subscribe until a replica takes over, ends as the command path
+ * does (ETIMEDOUT, or the lock), never EIO. */
+static void test_failover_waiter(void **state)
+{
+    (void)state;
+    tt_alarm(150);
+    int victim = master_with_replica();
+    for (int64_t t0 = th_now_ms(); victim < 0 && th_now_ms() - t0 < 15000; th_sleep_ms(100))
+        victim = master_with_replica();     /* (replicas show once known everywhere) */
+    if (victim < 0)
+        skip();
+    int vport = g_c.node[victim].port;
+    int *map = slot_map();
+    struct on_port o = { map, vport };
+    char name[64], qkey[128];
+    int n = 0;
+    name_where(name, sizeof name, "cfw", &n, slot_on, &o);
+    unsigned slot = tt_key_slot(name, strlen(name));
+    snprintf(qkey, sizeof qkey, "distlock:{%s}:q", name);
+    const char *env[] = { g_url, "DISTLOCK_LEASE_MS=10000", "DISTLOCK_IO_TIMEOUT_MS=8000",
+                          "DISTLOCK_LOG=off", NULL };
+    th_proc_t h, w;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&w, env), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, name), 0);
+    assert_int_equal(th_proc_op_async(&w, TH_M_LOCK, name), 0);
+    if (!th_wait_zcard_at(vport, qkey, 1, 5000))
+        fail_msg("the waiter never queued");
+    th_sleep_ms(500);                 /* (the replica has the queue) */
+    /* A third process that will lock another name of the shard while it
+     * fails over, its subscriber not yet subscribed there. */
+    th_proc_t t;
+    assert_int_equal(th_proc_start(&t, env), 0);
+    char name2[64];
+    name_where(name2, sizeof name2, "cfw", &n, slot_on, &o);
+    int64_t t_kill = th_now_ms();
+    pid_t vpid = g_c.node[victim].pid;
+    th_server_kill(&g_c.node[victim]);
+    tt_forget(vpid);
+    /* Its node is gone: no subscription can be made until a replica takes
+     * over; the call waits the failover out as the command path does, and
+     * never says EIO for it. */
+    th_res_t rt;
+    int trc = th_proc_opa(&t, TH_M_TIMEDLOCK, name2, 2000, &rt);
+    if (trc == 0)
+        TH_ASSERT_RC(th_proc_op(&t, TH_M_UNLOCK, name2), 0);
+    int nport = 0;
+    while (th_now_ms() - t_kill < 30000) {
+        if (tt_cluster_slot_map(&g_c, 0, map) == 0 && map[slot] && map[slot] != vport) {
+            nport = map[slot];
+            break;
+        }
+        th_sleep_ms(50);
+    }
+    if (!nport)
+        fail_msg("no replica took over slot %u", slot);
+    int64_t t_promoted = th_now_ms();
+    th_res_t ru, r;
+    int urc = th_proc_opa(&h, TH_M_UNLOCK, name, 0, &ru);
+    int64_t t_rel = th_now_us();
+    assert_int_equal(th_proc_recv(&w, &r, 30000), 0);
+    if (r.rc != 0 && r.rc != EOWNERDEAD)
+        fail_msg("the waiter's lock after the failover: %s (%s)", th_errname(r.rc), r.err);
+    int64_t lat = r.t_done_us - t_rel;
+    TH_ASSERT_RC(th_proc_op(&w, TH_M_UNLOCK, name), 0);
+    /* Handoffs on the new master. */
+    th_sleep_ms(300);
+    unsigned long long fb0 = fallbacks(&w);
+    pubs_t p0 = publishes();
+    int64_t lat2[3];
+    for (int i = 0; i < 3; i++)
+        lat2[i] = handoff(&h, &w, name, nport);
+    unsigned long long fb1 = fallbacks(&w);
+    pubs_t d = pubs_since(p0);
+    printf("failover with a waiter: a timed lock (2 s) of another name of the shard just after "
+           "the SIGKILL: %s \"%s\"\n", th_errname(trc), rt.err);
+    printf("failover with a waiter: slot %u served by %d %lld ms after the SIGKILL of %d; the "
+           "holder's unlock %s after %lld ms; the waiter got the lock %lld ms after it; then 3 "
+           "handoffs on the new master: %lld / %lld / %lld us, fallback checks %llu, PUBLISH "
+           "%lld, SPUBLISH %lld\n", slot, nport, (long long)(t_promoted - t_kill), vport,
+           th_errname(urc), (long long)((ru.t_done_us - ru.t_start_us) / 1000),
+           (long long)lat / 1000, (long long)lat2[0], (long long)lat2[1], (long long)lat2[2],
+           fb1 - fb0, d.publish, d.spublish);
+    fflush(stdout);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&w), 0);
+    assert_int_equal(th_proc_stop(&t), 0);
+    if (trc != 0 && trc != ETIMEDOUT)
+        fail_msg("a timed lock during the failover: %s (%s)", th_errname(trc), rt.err);
+    if (lat > 5000000)
+        fail_msg("the waiter got the lock %lld ms after the release", (long long)lat / 1000);
+    if (fb1 != fb0)
+        fail_msg("after the failover, %llu waits ended by the fallback timer, not a push",
+                 fb1 - fb0);
+    if (d.publish || d.spublish < 3)
+        fail_msg("after the failover: PUBLISH %lld, SPUBLISH %lld", d.publish, d.spublish);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -818,9 +1368,14 @@ int main(void)
         TT_TEST(test_odd_names),
         TT_TEST(test_wait_query),
         TT_TEST(test_late_grant),
+        TT_TEST(test_sharded_pushes),
+        TT_TEST(test_cond_sem_sharded),
+        TT_TEST(test_before_redis7),
         TT_TEST(test_reshard_stress),
         TT_TEST(test_lock_while_slot_migrates),
+        TT_TEST(test_reshard_waiter),
         TT_TEST(test_master_failover),
+        TT_TEST(test_failover_waiter),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
 }

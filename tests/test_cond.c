@@ -695,7 +695,9 @@ static void test_eownerdead_on_retake(void **state)
 
 /* The caller's own hold lapses before its wait releases it (a fixed
  * 100 ms lease, held 300 ms): the wait still waits, and says EOWNERDEAD
- * once it holds the mutex again. */
+ * once it holds the mutex again.  The wait does not end the caller's
+ * section: the unlock that does says ENOLCK (SPEC, ENOLCK), so that a
+ * caller that checks only its unlock still learns of the lapse. */
 static int child_own_lapse(void *arg)
 {
     const char *name = arg;
@@ -711,6 +713,9 @@ static int child_own_lapse(void *arg)
     struct timespec ts = ts_in(100);
     TH_CHECK_RC(dist_cond_timedwait(&c, &m, &ts), EOWNERDEAD);
     TH_CHECK(strstr(dist_lasterror(), "lapsed") != NULL);
+    TH_CHECK_RC(dist_mutex_unlock(&m), ENOLCK);
+    /* the next section, without a lapse, ends with 0 */
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
     TH_CHECK_RC(dist_mutex_unlock(&m), 0);
     return 0;
 }

@@ -44,6 +44,12 @@ static int unreachable_child(void *p)
     TH_CHECK(el < 3000);
     TH_CHECK(strstr(e, where) != NULL);
     TH_CHECK(th_contains(e, "refused") || th_contains(e, "connect"));
+    /* Said as what it is, with the URL and the time-out that ran out
+     * (issue 32: "cannot wait for it: redis ..." read as a lock problem). */
+    TH_CHECK(strstr(e, "Redis is unreachable at redis://") != NULL);
+    TH_CHECK(strstr(e, url) != NULL);
+    TH_CHECK(strstr(e, "DISTLOCK_IO_TIMEOUT_MS=500") != NULL);
+    TH_CHECK(strstr(e, "cannot wait for it") == NULL);
     TH_CHECK_RC(dist_mutex_unlock(&m), EPERM);            /* nothing was acquired */
 
     t0 = th_now_ms();
@@ -320,6 +326,48 @@ static void test_bad_environment(void **state)
         fail_msg("%d bad configuration(s) not rejected with EINVAL naming the variable", failed);
 }
 
+/* A database the server does not have (SELECT 99: "ERR DB index is out
+ * of range") is a bad configuration: EINVAL at once, naming DISTLOCK_URL
+ * and the database, from every kind of call; not EIO after the I/O
+ * time-out, as an outage would be. */
+static int bad_db_child(void *p)
+{
+    (void)p;
+    char url[80];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d/99", th_redis_port());
+    setenv("DISTLOCK_URL", url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "10000", 1);
+    dist_mutex_t m;
+    dist_rwlock_t rw;
+    dist_sem_t s;
+    dist_cond_t c;
+    TH_CHECK_RC(dist_mutex_init(&m, "baddb", NULL), 0);
+    TH_CHECK_RC(dist_rwlock_init(&rw, "baddb-rw", NULL), 0);
+    TH_CHECK_RC(dist_cond_init(&c, "baddb-c", NULL), 0);
+    int64_t t0 = th_now_ms();
+    TH_CHECK_RC(dist_mutex_lock(&m), EINVAL);
+    int64_t el = th_now_ms() - t0;
+    const char *e = dist_lasterror();
+    fprintf(stderr, "lock: EINVAL after %lld ms: \"%s\"\n", (long long)el, e);
+    TH_CHECK(strstr(e, "DISTLOCK_URL") != NULL && strstr(e, "database 99") != NULL);
+    TH_CHECK(el < 5000);                  /* the I/O time-out is 10 s */
+    TH_CHECK_RC(dist_mutex_trylock(&m), EINVAL);
+    TH_CHECK(strstr(dist_lasterror(), "DISTLOCK_URL") != NULL);
+    TH_CHECK_RC(dist_rwlock_rdlock(&rw), EINVAL);
+    TH_CHECK_RC(dist_cond_signal(&c), EINVAL);
+    TH_CHECK_RC(dist_sem_init(&s, "baddb-s", 1, 0), EINVAL);
+    TH_CHECK(strstr(dist_lasterror(), "database 99") != NULL);
+    TH_CHECK(th_now_ms() - t0 < 5000);
+    TH_CHECK_RC(dist_mutex_unlock(&m), EPERM);            /* nothing was acquired */
+    return 0;
+}
+
+static void test_bad_database(void **state)
+{
+    pid_t pid = th_fork_child(bad_db_child, NULL);
+    TH_ASSERT_CHILD_OK(pid);
+}
+
 /* Good but unusual configuration is accepted. */
 static int good_env_child(void *p)
 {
@@ -420,6 +468,7 @@ int main(void)
         TH_TEST(test_server_lost_while_held),
         TH_TEST(test_server_stalled),
         TH_TEST(test_bad_environment),
+        TH_TEST(test_bad_database),
         TH_TEST(test_good_environment),
         TH_TEST(test_password_never_printed),
     };

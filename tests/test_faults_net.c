@@ -467,6 +467,123 @@ static void test_timed_call_behind_slow_round_trip(void **state)
     assert_int_equal(chk_keys_left(b), 0);
 }
 
+/* ------------------------------------------ an abstime already past */
+
+/* An abstime already past still tries once (SPEC, like pthreads), and
+ * that try gets its answer however slow the round trip, as a try call's
+ * does: on a link that delays each chunk PAST_DELAY ms each way, a
+ * semaphore of value 1 (counting, then leased) gives 0 and then
+ * ETIMEDOUT to timed waits with an abstime in 1969; a free mutex, a free
+ * rwlock (write, then read) and a free set of mutexes give 0 to their
+ * timed locks.  Each call takes about one slow round trip.
+ * Regression test: such a call's round trip was cut 50 ms after it was
+ * sent (a deadline already past got "a round trip's worth at least"),
+ * so on a loaded machine or a slow network the try ran in Redis, its
+ * permit or lock was withdrawn, and the call said ETIMEDOUT; the next
+ * call then took it (test_badinput's test_sem_inputs saw ETIMEDOUT, then
+ * 0, once under load). */
+enum { PAST_DELAY = 150 };
+
+struct past_arg { const char *url, *name; th_pipe_t to_parent, to_child; };
+
+static int past_child(void *p)
+{
+    struct past_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "4000", 1);
+    char sc[160], sl[160], rwn[160], m2[160];
+    snprintf(sc, sizeof sc, "%s-sc", a->name);
+    snprintf(sl, sizeof sl, "%s-sl", a->name);
+    snprintf(rwn, sizeof rwn, "%s-rw", a->name);
+    snprintf(m2, sizeof m2, "%s-m2", a->name);
+    dist_sem_t c, l;
+    dist_mutex_t m, n;
+    dist_rwlock_t rw;
+    TH_CHECK_RC(dist_sem_init(&c, sc, 1, 0), 0);
+    TH_CHECK_RC(dist_sem_init(&l, sl, 1, DIST_SEM_LEASED), 0);
+    TH_CHECK_RC(dist_mutex_init(&m, a->name, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&n, m2, NULL), 0);
+    TH_CHECK_RC(dist_rwlock_init(&rw, rwn, NULL), 0);
+    /* connect (and subscribe) while the network is fast */
+    TH_CHECK_RC(dist_mutex_lock(&m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    th_msg_t msg;
+    TH_CHECK(th_send(a->to_parent.wr, 1, 0, 0, 0) == 0);
+    TH_CHECK(th_recv(a->to_child.rd, &msg, 10000) == 0);     /* the link is slow now */
+    struct timespec past = { .tv_sec = -1, .tv_nsec = 0 };
+    dist_sem_t *sems[2] = { &c, &l };
+    for (int i = 0; i < 2; i++) {
+        int64_t t0 = th_now_ms();
+        int rc = dist_sem_timedwait(sems[i], &past);
+        int64_t el = th_now_ms() - t0;
+        fprintf(stderr, "past abstime, %s semaphore of value 1: %s after %lld ms%s%s\n",
+                i ? "leased" : "counting", th_errname(rc), (long long)el, rc ? ": " : "",
+                rc ? dist_lasterror() : "");
+        TH_CHECK_RC(rc, 0);
+        TH_CHECK_RC(dist_sem_timedwait(sems[i], &past), ETIMEDOUT);
+        TH_CHECK_RC(dist_sem_post(sems[i]), 0);
+        int v = -1;
+        TH_CHECK_RC(dist_sem_getvalue(sems[i], &v), 0);
+        TH_CHECK(v == 1);
+    }
+    int64_t t0 = th_now_ms();
+    int rc = dist_mutex_timedlock(&m, &past);
+    fprintf(stderr, "past abstime, a free mutex: %s after %lld ms%s%s\n", th_errname(rc),
+            (long long)(th_now_ms() - t0), rc ? ": " : "", rc ? dist_lasterror() : "");
+    TH_CHECK_RC(rc, 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    TH_CHECK_RC(dist_rwlock_timedwrlock(&rw, &past), 0);
+    TH_CHECK_RC(dist_rwlock_unlock(&rw), 0);
+    TH_CHECK_RC(dist_rwlock_timedrdlock(&rw, &past), 0);
+    TH_CHECK_RC(dist_rwlock_unlock(&rw), 0);
+    dist_mutex_t *set[2] = { &m, &n };
+    TH_CHECK_RC(dist_mutex_timedlockall(set, 2, &past), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&n), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m), 0);
+    TH_CHECK_RC(dist_rwlock_destroy(&rw), 0);
+    TH_CHECK_RC(dist_mutex_destroy(&n), 0);
+    TH_CHECK_RC(dist_mutex_destroy(&m), 0);
+    TH_CHECK_RC(dist_sem_destroy(&l), 0);
+    TH_CHECK_RC(dist_sem_destroy(&c), 0);
+    return 0;
+}
+
+static void test_past_abstime_tries_once_on_slow_link(void **state)
+{
+    (void)state;
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    char name[128];
+    th_name(name, sizeof name, "pastabs");
+    struct past_arg arg = { th_proxy_url(px), name, { -1, -1 }, { -1, -1 } };
+    th_pipe_open(&arg.to_parent);
+    th_pipe_open(&arg.to_child);
+    pid_t pid = th_fork_child(past_child, &arg);
+    th_msg_t m;
+    int ready = th_recv(arg.to_parent.rd, &m, 10000) == 0;
+    if (ready) {
+        th_proxy_mode(px, TH_PROXY_SLOW, PAST_DELAY);
+        th_send(arg.to_child.wr, 1, 0, 0, 0);
+    }
+    int st = th_wait_child_ms(pid, 30000);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    th_pipe_close(&arg.to_parent);
+    th_pipe_close(&arg.to_child);
+    th_proxy_stop(px);
+    if (!ready)
+        fail_msg("the child never got ready (status %d)", st);
+    if (st != 0)
+        fail_msg("child: status %d (%s)", st, st == TH_CHILD_FAIL ? "a check failed, see above"
+                 : st == TH_WAIT_TIMEOUT ? "time-out, killed" : "died");
+    static const char *const locks[] = { "", "-m2", "-rw" };
+    for (int i = 0; i < 3; i++) {
+        char n[160];
+        snprintf(n, sizeof n, "%s%s", name, locks[i]);
+        if (chk_keys_left(n))
+            fail_msg("lock %s: keys left in Redis after its unlock", n);
+    }
+}
+
 /* ------------------------------------------------------------- SIGPIPE */
 
 /* Connections reset by the peer at every moment: for 1.5 s the proxy
@@ -744,6 +861,7 @@ int main(void)
         TH_TEST(test_stale_requests_undone),
         TH_TEST(test_stale_request_keeps_queue_place),
         TH_TEST(test_timed_call_behind_slow_round_trip),
+        TH_TEST(test_past_abstime_tries_once_on_slow_link),
         TH_TEST(test_no_sigpipe_connections_reset),
     };
     if (getenv("TH_FILTER"))                 /* run only the tests matching a pattern */

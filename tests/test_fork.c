@@ -2,13 +2,20 @@
 /*
  * test_fork.c - fork(): the child holds nothing it did not lock itself,
  * may use any lock (the parent's too, once released), and neither its use
- * of the library nor its exit disturbs the parent's connections.
+ * of the library nor its exit disturbs the parent's connections; an
+ * object a child initialized in shared memory works in the parent.  An
+ * object in MAP_SHARED memory that one process destroys and initializes
+ * again under another name is that other object for a sibling that had
+ * used it (every kind), and a destroyed one is EINVAL there.
  */
 #include "harness.h"
+#include "process.h"
 #include "status.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
+#include <sys/mman.h>
 
 static dist_mutex_t g_m;
 static dist_rwlock_t g_rw;
@@ -325,6 +332,268 @@ static void test_fork_of_fork(void **state)
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
 }
 
+/* The man pages' claim (dist_mutex_init(3), dist_rwlock_init(3),
+ * dist_cond_init(3), dist_sem_init(3), distlock(7), README): an object in
+ * shared memory works in every process whichever initialized it, a child
+ * included, when its name is shorter than 64 bytes (the object holds it);
+ * a longer name is in the initializer's memory, and the others get EINVAL
+ * saying so. */
+struct shared_objs {
+    dist_mutex_t m, mlong;
+    dist_rwlock_t rw;
+    dist_cond_t c;
+    dist_sem_t s;
+    char name[128], longname[128];
+};
+
+static int init_shared(void *p)
+{
+    struct shared_objs *o = p;
+    TH_CHECK_RC(dist_mutex_init(&o->m, o->name, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&o->mlong, o->longname, NULL), 0);
+    TH_CHECK_RC(dist_rwlock_init(&o->rw, o->name, NULL), 0);
+    TH_CHECK_RC(dist_cond_init(&o->c, o->name, NULL), 0);
+    TH_CHECK_RC(dist_sem_init(&o->s, o->name, 1, 0), 0);
+    TH_CHECK_RC(dist_mutex_lock(&o->mlong), 0);     /* it works where it was made */
+    TH_CHECK_RC(dist_mutex_unlock(&o->mlong), 0);
+    return 0;
+}
+
+static void test_shared_object_initialized_by_child(void **state)
+{
+    struct shared_objs *o = mmap(NULL, sizeof *o, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                                 -1, 0);
+    assert_true(o != MAP_FAILED);
+    memset(o, 0, sizeof *o);
+    th_name(o->name, sizeof o->name, "chinit");
+    /* 63 bytes: the longest a name held in the object may be */
+    assert_true(strlen(o->name) <= 63);
+    memset(o->longname, 'l', 64);
+    memcpy(o->longname, o->name, strlen(o->name));
+    o->longname[64] = 0;
+    TH_ASSERT_CHILD_OK(th_fork_child(init_shared, o));
+
+    /* The parent, which never initialized them, uses them. */
+    TH_ASSERT_RC(dist_mutex_lock(&o->m), 0);
+    TH_ASSERT_RC(dist_cond_signal(&o->c), 0);
+    TH_ASSERT_RC(dist_mutex_unlock(&o->m), 0);
+    TH_ASSERT_RC(dist_rwlock_wrlock(&o->rw), 0);
+    TH_ASSERT_RC(dist_rwlock_unlock(&o->rw), 0);
+    TH_ASSERT_RC(dist_sem_trywait(&o->s), 0);
+    TH_ASSERT_RC(dist_sem_post(&o->s), 0);
+    /* A name of 64 bytes or more: EINVAL, saying why. */
+    TH_ASSERT_RC(dist_mutex_lock(&o->mlong), EINVAL);
+    assert_non_null(strstr(dist_lasterror(), "initialized by another process"));
+
+    TH_ASSERT_RC(dist_mutex_destroy(&o->m), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&o->rw), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&o->c), 0);
+    TH_ASSERT_RC(dist_sem_destroy(&o->s), 0);
+    munmap(o, sizeof *o);
+}
+
+/* ------------------------------ a shared object initialized again */
+
+/* One object of each kind in MAP_SHARED memory, and the names of the
+ * parent's first and second initialization of them. */
+typedef struct reinit_shm {
+    dist_mutex_t m;
+    dist_rwlock_t rw;
+    dist_cond_t c;
+    dist_sem_t s;
+} reinit_shm_t;
+
+static reinit_shm_t *g_ri;
+static char g_ri_a[96], g_ri_b[96];
+
+/* Waits for the parent's go-ahead `want` (a sibling's step). */
+#define RI_WAIT(fd, want) do { th_msg_t m_; TH_CHECK(th_recv((fd), &m_, 30000) == 0); \
+    TH_CHECK(m_.tag == (want)); } while (0)
+
+/* The sibling: uses every object under its first name (so that its
+ * process resolved each), then finds them destroyed, then initialized
+ * again under the second name, which the parent holds. */
+static int reinit_sibling(void *p)
+{
+    struct fork_arg *a = p;
+    RI_WAIT(a->down, 0);                        /* initialized under the first name */
+    TH_CHECK_RC(dist_mutex_trylock(&g_ri->m), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&g_ri->m), 0);
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&g_ri->rw), 0);
+    TH_CHECK_RC(dist_rwlock_unlock(&g_ri->rw), 0);
+    TH_CHECK_RC(dist_cond_signal(&g_ri->c), 0);
+    TH_CHECK_RC(dist_sem_trywait(&g_ri->s), 0);
+    TH_CHECK_RC(dist_sem_post(&g_ri->s), 0);
+    th_send(a->up, 1, 0, 0, 0);                 /* used under the first name */
+
+    RI_WAIT(a->down, 2);                        /* the parent destroyed them */
+    TH_CHECK_RC(dist_mutex_trylock(&g_ri->m), EINVAL);
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&g_ri->rw), EINVAL);
+    TH_CHECK_RC(dist_cond_signal(&g_ri->c), EINVAL);
+    TH_CHECK_RC(dist_sem_trywait(&g_ri->s), EINVAL);
+    TH_CHECK_RC(dist_sem_post(&g_ri->s), EINVAL);
+    th_send(a->up, 3, 0, 0, 0);
+
+    RI_WAIT(a->down, 4);                        /* initialized again, held */
+    TH_CHECK_RC(dist_mutex_trylock(&g_ri->m), EBUSY);
+    TH_CHECK_RC(dist_rwlock_tryrdlock(&g_ri->rw), EBUSY);
+    TH_CHECK_RC(dist_sem_trywait(&g_ri->s), EAGAIN);
+    TH_CHECK_RC(dist_cond_signal(&g_ri->c), 0);   /* wakes the parent's waiter */
+    /* What the memory was before is forgotten here: four objects known. */
+    int err = 0;
+    dl_proc_t *pr = dl_proc_get(&err);
+    TH_CHECK(pr && pr->objs.count == 4);
+    th_send(a->up, 5, 0, 0, 0);
+    RI_WAIT(a->down, 6);
+    return 0;
+}
+
+static int ri_send(int fd, int tag)
+{
+    th_send(fd, tag, 0, 0, 0);
+    return 0;
+}
+
+/* The parent's waiter on the condition's second name. */
+typedef struct ri_wait { dist_mutex_t m; int rc; } ri_wait_t;
+
+static int ri_condwait(void *p)
+{
+    ri_wait_t *w = p;
+    struct timespec ts = th_abstime_ms(20000);
+    int rc = dist_mutex_lock(&w->m);
+    if (rc)
+        return w->rc = rc;
+    w->rc = dist_cond_timedwait(&g_ri->c, &w->m, &ts);
+    dist_mutex_unlock(&w->m);
+    return w->rc;
+}
+
+static void ri_init_all(const char *base)
+{
+    char n[128];
+    snprintf(n, sizeof n, "%s-m", base);
+    TH_ASSERT_RC(dist_mutex_init(&g_ri->m, n, NULL), 0);
+    snprintf(n, sizeof n, "%s-rw", base);
+    TH_ASSERT_RC(dist_rwlock_init(&g_ri->rw, n, NULL), 0);
+    snprintf(n, sizeof n, "%s-c", base);
+    TH_ASSERT_RC(dist_cond_init(&g_ri->c, n, NULL), 0);
+    snprintf(n, sizeof n, "%s-s", base);
+    TH_ASSERT_RC(dist_sem_init(&g_ri->s, n, 1, 0), 0);
+}
+
+static void ri_destroy_all(void)
+{
+    TH_ASSERT_RC(dist_mutex_destroy(&g_ri->m), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&g_ri->rw), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&g_ri->c), 0);
+    TH_ASSERT_RC(dist_sem_destroy(&g_ri->s), 0);
+}
+
+/* One round: the objects are first initialized before the sibling is
+ * forked (first_before) or after; the second initialization is the
+ * parent's, with no fork between the two. */
+static void reinit_round(int first_before)
+{
+    th_name(g_ri_a, sizeof g_ri_a, "reinit-a");
+    th_name(g_ri_b, sizeof g_ri_b, "reinit-b");
+    if (first_before)
+        ri_init_all(g_ri_a);
+
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    struct fork_arg a = { up.wr, down.rd, 0, -1 };
+    pid_t pid = th_fork_child(reinit_sibling, &a);
+    if (!first_before)
+        ri_init_all(g_ri_a);
+    ri_send(down.wr, 0);
+    th_msg_t m;
+    if (th_recv(up.rd, &m, 30000) != 0 || m.tag != 1)
+        fail_msg("the sibling did not use the objects (status %d)", th_wait_child_ms(pid, 1000));
+
+    ri_destroy_all();
+    ri_send(down.wr, 2);
+    if (th_recv(up.rd, &m, 30000) != 0 || m.tag != 3)
+        fail_msg("the sibling's calls on destroyed objects (status %d)",
+                 th_wait_child_ms(pid, 1000));
+
+    /* The same memory, initialized again under other names, held here. */
+    ri_init_all(g_ri_b);
+    TH_ASSERT_RC(dist_mutex_lock(&g_ri->m), 0);
+    TH_ASSERT_RC(dist_rwlock_wrlock(&g_ri->rw), 0);
+    TH_ASSERT_RC(dist_sem_trywait(&g_ri->s), 0);
+    ri_wait_t w;
+    char wn[128];
+    snprintf(wn, sizeof wn, "%s-cm", g_ri_b);
+    TH_ASSERT_RC(dist_mutex_init(&w.m, wn, NULL), 0);
+    dl_stats_t s0, s1;
+    dl_stats_get(&s0);
+    th_actor_t *t = th_actor_new();
+    th_actor_post(t, ri_condwait, &w);
+    int64_t end = th_now_ms() + 20000;
+    do {
+        th_sleep_ms(5);
+        dl_stats_get(&s1);
+    } while (s1.cond_waits == s0.cond_waits && th_now_ms() < end);
+    assert_true(s1.cond_waits > s0.cond_waits);  /* the waiter is registered */
+
+    ri_send(down.wr, 4);
+    int got = th_recv(up.rd, &m, 30000);
+    int st = got ? th_wait_child_ms(pid, 1000) : 0;
+    if (got != 0 || m.tag != 5)
+        fail_msg("the sibling took what the parent holds under the new names, or used the old "
+                 "ones (status %d, see stderr)", st);
+    int rc = -1;
+    int woke = th_actor_wait(t, &rc, 25000);
+    if (woke != 0 || rc != 0)
+        fail_msg("the sibling's signal did not reach the condition's new name (the waiter "
+                 "returned %s)", woke ? "nothing in 25 s" : th_errname(rc));
+    th_actor_free(t);
+
+    /* The first names are as the sibling left them: free. */
+    th_proc_t h;
+    assert_int_equal(th_proc_start(&h, NULL), 0);
+    char n[128];
+    snprintf(n, sizeof n, "%s-m", g_ri_a);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_TRYLOCK, n), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, n), 0);
+    assert_int_equal(th_proc_stop(&h), 0);
+    dist_sem_t old;
+    snprintf(n, sizeof n, "%s-s", g_ri_a);
+    TH_ASSERT_RC(dist_sem_init(&old, n, 1, 0), 0);
+    int v = -1;
+    TH_ASSERT_RC(dist_sem_getvalue(&old, &v), 0);
+    assert_int_equal(v, 1);
+    TH_ASSERT_RC(dist_sem_destroy(&old), 0);
+
+    ri_send(down.wr, 6);
+    TH_ASSERT_CHILD_OK(pid);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    TH_ASSERT_RC(dist_mutex_unlock(&g_ri->m), 0);
+    TH_ASSERT_RC(dist_rwlock_unlock(&g_ri->rw), 0);
+    TH_ASSERT_RC(dist_sem_post(&g_ri->s), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&w.m), 0);
+    ri_destroy_all();
+}
+
+/* pthreads lets a process destroy an object in shared memory and
+ * initialize it again, under another name here: a sibling that had used
+ * it must then use the new one (not what its process resolved the memory
+ * to before), and a destroyed one is EINVAL to it. */
+static void test_shared_reinit(void **state)
+{
+    g_ri = mmap(NULL, sizeof *g_ri, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(g_ri != MAP_FAILED);
+    for (int round = 0; round < 2; round++) {
+        print_message("round %d: first initialized %s the fork\n", round,
+                      round ? "after" : "before");
+        reinit_round(round == 0);
+    }
+    munmap(g_ri, sizeof *g_ri);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -333,6 +602,8 @@ int main(void)
         TH_TEST(test_fork_while_busy),
         TH_TEST(test_fork_of_fork),
         TH_TEST(test_child_exit_no_leaks),
+        TH_TEST(test_shared_object_initialized_by_child),
+        TH_TEST(test_shared_reinit),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -449,6 +449,7 @@ static void test_kinds_never_clash(void **state)
     static const char *const names[] = {
         "x", "c", "s", "cx", "sx", "}", "}x", "\x01", "\x01x", "\x01}x", "\x01\x01x",
         "\x01" "cx", "\x01sx", "\x01" "c", "\x02x", "x}y", "x}:r", "{x}", "x:r", "}:m", "\x01" "c}x",
+        "b", "o", "bx", "ox", "\x01" "bx", "\x01ox", "x}:a", "x}:d", "}:ri",
     };
     enum { NN = sizeof names / sizeof names[0], NK = DL_KINDS };
     const char *prefix = "p:";

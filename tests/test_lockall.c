@@ -26,13 +26,25 @@
  *  - a lock the call took before it waited for another, lost in Redis
  *    meanwhile (its key deleted, a loss no client is shown) and taken by
  *    another process, is not returned: the call takes it again once it is
- *    free (SPEC "Local trust"; the nemesis found it, issue 28).
+ *    free (SPEC "Local trust"; the nemesis found it, issue 28);
+ *  - a stalled server: the one call for the set, sent to a server that
+ *    stalls (a proxy holds its bytes) and given up on (EIO), runs when the
+ *    server resumes, after the process's own withdrawals from new
+ *    connections found nothing; its undo, written behind it on the same
+ *    connection, releases every lock it took at once, and the next holder
+ *    gets them with 0, not EOWNERDEAD; and when the process has taken the
+ *    set again meanwhile (a later request, on a new connection), the stale
+ *    request and its undo leave that hold alone (cluster and sentinel: a
+ *    server of the test's own, a one-node cluster or a master behind a
+ *    sentinel, reached through the proxy).
  *
  * Every library call runs in a forked child with the mode's environment
  * (the library reads it once per process).
  */
 #include "harness_topo.h"
 #include "harness_checker.h"
+#include "harness_cluster.h"
+#include "harness_proxy.h"
 #include "status.h"
 
 #include <errno.h>
@@ -832,6 +844,259 @@ static void test_opposite_orders(void **state)
         opposite_orders("la-ordapart", 1, 3, 2, 4, 3, 180);
 }
 
+/* ------------------------------------------------------ a stalled server */
+
+enum { ST_READY = 1, ST_GO, ST_RESULT, ST_AGAIN, ST_UNLOCK, ST_END };
+
+struct stale {
+    const char *env[12];
+    char names[3][96];
+    int up, down;
+};
+
+/* The process under test: warms up (connected, scripts cached), then, when
+ * told, calls dist_mutex_lockall once through a stalled server and
+ * reports its code and the undos its links wrote; then, if told, takes
+ * the set again (ST_AGAIN) and later unlocks it (ST_UNLOCK), reporting
+ * each code. */
+static int stale_child(void *arg)
+{
+    struct stale *a = arg;
+    th_setenv_list(a->env);
+    dist_mutex_t m[3];
+    init_all(m, a->names, 3, 0);
+    dist_mutex_t *const ms[3] = { &m[0], &m[1], &m[2] };
+    TH_CHECK_RC(dist_mutex_lockall(ms, 3), 0);
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+    th_send(a->up, ST_READY, 0, 0, 0);
+    th_msg_t msg;
+    TH_CHECK(th_recv(a->down, &msg, 60000) == 0 && msg.tag == ST_GO);
+    dl_stats_t s0, s1;
+    dl_stats_get(&s0);
+    int rc = dist_mutex_lockall(ms, 3);
+    dl_stats_get(&s1);
+    th_send(a->up, ST_RESULT, rc, (int64_t)(s1.undos_written - s0.undos_written), 0);
+    for (;;) {
+        TH_CHECK(th_recv(a->down, &msg, 60000) == 0);
+        if (msg.tag == ST_END)
+            return 0;
+        if (msg.tag == ST_AGAIN) {
+            th_send(a->up, ST_RESULT, dist_mutex_lockall(ms, 3), 0, 0);
+        } else {
+            int u[3];
+            for (int i = 0; i < 3; i++)
+                u[i] = dist_mutex_unlock(&m[i]);
+            th_send(a->up, ST_RESULT, u[0], u[1], u[2]);
+        }
+    }
+}
+
+/* The mode's servers behind proxies: px[0..*n) and the URL that reaches
+ * them through the proxies.  Cluster and sentinel: a server of the test's
+ * own (*own), a one-node cluster announcing the proxy's port, or a master
+ * monitored through the proxy by a sentinel of its own (*st). */
+static void stale_topology(th_proxy_t **px, int *n, char *url, size_t size, th_server_t *own,
+                           tt_sentinels_t *st)
+{
+    *n = 0;
+    if (g_mode == M_REDLOCK) {
+        size_t o = (size_t)snprintf(url, size, "DISTLOCK_URL=redlock://");
+        for (int i = 0; i < 3; i++) {
+            assert_non_null(px[i] = th_proxy_start(g_srv[i].port));
+            o += (size_t)snprintf(url + o, size - o, "%s127.0.0.1:%d", i ? "," : "",
+                                  th_proxy_port(px[i]));
+        }
+        *n = 3;
+        return;
+    }
+    if (g_mode == M_SINGLE || g_mode == M_TLS) {
+        assert_non_null(px[0] = th_proxy_start(g_mode == M_TLS ? g_srv[0].tls_port
+                                                                : th_redis_port()));
+        snprintf(url, size, "DISTLOCK_URL=%s://127.0.0.1:%d", g_mode == M_TLS ? "rediss" : "redis",
+                 th_proxy_port(px[0]));
+        *n = 1;
+        return;
+    }
+    if (g_mode == M_CLUSTER) {
+        int ports[2];
+        assert_int_equal(tt_free_ports(2, ports), 0);
+        char conf[64], bus[16];
+        snprintf(conf, sizeof conf, "nodes-%d.conf", ports[0]);
+        snprintf(bus, sizeof bus, "%d", ports[1]);
+        const char *extra[] = { "--cluster-enabled", "yes", "--cluster-config-file", conf,
+                                "--cluster-port", bus, NULL };
+        assert_int_equal(tt_server_start_on(own, ports[0], extra), 0);
+        assert_non_null(px[0] = th_proxy_start(own->port));
+        *n = 1;
+        redisReply *r = th_cmd_at(own->port, "CONFIG SET cluster-announce-port %d",
+                                  th_proxy_port(px[0]));
+        assert_true(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        r = th_cmd_at(own->port, "CLUSTER ADDSLOTSRANGE 0 16383");
+        assert_true(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        int ok = 0;
+        for (int i = 0; i < 500 && !ok; i++) {
+            r = th_cmd_at(own->port, "CLUSTER INFO");
+            ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok");
+            if (r)
+                freeReplyObject(r);
+            if (!ok)
+                th_sleep_ms(20);
+        }
+        assert_true(ok);
+        snprintf(url, size, "DISTLOCK_URL=redis-cluster://127.0.0.1:%d", th_proxy_port(px[0]));
+        return;
+    }
+    /* sentinel */
+    assert_int_equal(tt_server_start(own, NULL), 0);
+    assert_non_null(px[0] = th_proxy_start(own->port));
+    *n = 1;
+    assert_int_equal(tt_sentinels_start(st, 1, "lockallstale", th_proxy_port(px[0]), 1, 0), 0);
+    char u[500];
+    snprintf(url, size, "DISTLOCK_URL=%s", tt_sentinel_url(st, u, sizeof u));
+}
+
+/* again: the process takes the set again before the stalled request runs. */
+static void run_stale(int again)
+{
+    th_proxy_t *px[3] = { 0 };
+    int npx = 0;
+    static char url[600];
+    static th_server_t own;
+    static tt_sentinels_t st;
+    memset(&own, 0, sizeof own);
+    memset(&st, 0, sizeof st);
+    stale_topology(px, &npx, url, sizeof url, &own, &st);
+    static struct stale a;
+    memset(&a, 0, sizeof a);
+    int e = 0;
+    if (g_mode == M_TLS) {
+        a.env[e++] = g_ca;
+        a.env[e++] = g_cert;
+        a.env[e++] = g_key;
+    }
+    a.env[e++] = url;
+    a.env[e++] = "DISTLOCK_LOG=error";
+    a.env[e++] = "DISTLOCK_IO_TIMEOUT_MS=400";
+    a.env[e] = NULL;
+    names_one_slot(a.names, 3, "la-stale");
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(stale_child, &a);
+    th_msg_t m;
+    if (th_recv(up.rd, &m, 30000) || m.tag != ST_READY)
+        fail_msg("%s: the process under test did not warm up", g_mode_name);
+    /* Its command connections stall from now on (their bytes held, in
+     * order, until the thaw); a connection it opens later flows. */
+    for (int i = 0; i < npx; i++)
+        if (th_proxy_freeze(px[i], pid, TH_PROXY_COMMANDS, 0) < 1)
+            fail_msg("%s: no connection of the process to freeze on proxy %d", g_mode_name, i);
+    th_send(down.wr, ST_GO, 0, 0, 0);
+    if (th_recv(up.rd, &m, 30000) || m.tag != ST_RESULT)
+        fail_msg("%s: the lock-all through a stalled server never returned", g_mode_name);
+    int rc = (int)m.a;
+    long long undos = m.b;
+    int rc_again = 0;
+    if (again) {
+        th_send(down.wr, ST_AGAIN, 0, 0, 0);
+        if (th_recv(up.rd, &m, 30000) || m.tag != ST_RESULT)
+            fail_msg("%s: the second lock-all never returned", g_mode_name);
+        rc_again = (int)m.a;
+    }
+    /* Its own withdrawals, sent from new connections, have found nothing
+     * by now (two looks, DL_UNDO_AGAIN_MS apart; redlock's owed ones too):
+     * the request still waits in the stalled connection. */
+    th_sleep_ms(1500);
+    for (int i = 0; i < npx; i++)
+        th_proxy_thaw(px[i]);
+    for (int i = 0; i < npx; i++)
+        th_proxy_settled(px[i], 5000);
+    /* The request ran, and right after it what undoes it: every lock is
+     * free at once, and its next holder is told of no lapse. */
+    th_proc_t q;
+    assert_int_equal(th_proc_start(&q, a.env), 0);
+    int got[3], held[3] = { 0, 0, 0 }, unl[3] = { 0, 0, 0 };
+    if (again) {
+        /* the process's later hold stands: busy for others ... */
+        for (int i = 0; i < 3; i++) {
+            held[i] = th_proc_op(&q, TH_M_TRYLOCK, a.names[i]);
+            if (held[i] == 0 || held[i] == EOWNERDEAD)
+                th_proc_op(&q, TH_M_UNLOCK, a.names[i]);
+        }
+        /* ... and its unlocks find it theirs */
+        th_send(down.wr, ST_UNLOCK, 0, 0, 0);
+        if (th_recv(up.rd, &m, 30000) || m.tag != ST_RESULT)
+            fail_msg("%s: the unlocks never returned", g_mode_name);
+        unl[0] = (int)m.a, unl[1] = (int)m.b, unl[2] = (int)m.c;
+    }
+    for (int i = 0; i < 3; i++) {
+        got[i] = th_proc_op(&q, TH_M_TRYLOCK, a.names[i]);
+        if (got[i] == 0 || got[i] == EOWNERDEAD)
+            TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.names[i]), 0);
+    }
+    print_message("%s: lock-all through a stalled server: %s, %lld undo(s) written", g_mode_name,
+                  th_errname(rc), undos);
+    if (again)
+        print_message("; taken again: %s, others' trylocks then %s %s %s, its unlocks %s %s %s",
+                      th_errname(rc_again), th_errname(held[0]), th_errname(held[1]),
+                      th_errname(held[2]), th_errname(unl[0]), th_errname(unl[1]),
+                      th_errname(unl[2]));
+    print_message("; then the next holder's trylocks: %s %s %s\n", th_errname(got[0]),
+                  th_errname(got[1]), th_errname(got[2]));
+    th_send(down.wr, ST_END, 0, 0, 0);
+    TH_ASSERT_CHILD_OK(pid);
+    th_proc_stop(&q);
+    for (int i = 0; i < npx; i++)
+        th_proxy_stop(px[i]);
+    if (st.n)
+        tt_sentinels_stop(&st);
+    if (own.pid)
+        th_server_stop(&own);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    if (rc != EIO)
+        fail_msg("%s: the lock-all through a stalled server said %s, want EIO", g_mode_name,
+                 th_errname(rc));
+    for (int i = 0; i < 3; i++)
+        if (got[i] != 0)
+            fail_msg("%s: lock %s after the stalled lock-all ran: the next holder's trylock "
+                     "said %s, want 0 (%s)", g_mode_name, a.names[i], th_errname(got[i]),
+                     got[i] == EBUSY ? "the request took it and nothing undid it"
+                                     : "a lapse nobody had is reported");
+    if (undos < 1)
+        fail_msg("%s: no undo was written behind the stalled request", g_mode_name);
+    if (again) {
+        TH_ASSERT_RC(rc_again, 0);
+        for (int i = 0; i < 3; i++) {
+            if (held[i] != EBUSY)
+                fail_msg("%s: lock %s, taken again by the process before its stalled request "
+                         "and that request's undo ran: another's trylock said %s, want EBUSY",
+                         g_mode_name, a.names[i], th_errname(held[i]));
+            if (unl[i] != 0)
+                fail_msg("%s: lock %s, taken again by the process: its unlock said %s, want 0 "
+                         "(the stale request or its undo touched the later hold)", g_mode_name,
+                         a.names[i], th_errname(unl[i]));
+        }
+    }
+}
+
+static void test_stale_undone(void **state)
+{
+    (void)state;
+    run_stale(0);
+}
+
+static void test_stale_undo_spares_later(void **state)
+{
+    (void)state;
+    run_stale(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -842,6 +1107,8 @@ int main(void)
         TT_TEST(test_no_deadlock),
         TT_TEST(test_lost_while_waiting),
         TT_TEST(test_opposite_orders),
+        TT_TEST(test_stale_undone),
+        TT_TEST(test_stale_undo_spares_later),
     };
     return th_run_tests(tests, group_setup, group_teardown);
 }

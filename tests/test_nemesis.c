@@ -17,7 +17,7 @@
  *                         clientkill, delay, freeze, jitter, blackhole, mute,
  *                         srvstop, srvclock, clock, late; partition: netns)
  *   NEMESIS_ROLES=a,b     only these roles beside the locks (nemesis_roles.c:
- *                         cond, sem, lockall; all by default, none)
+ *                         cond, sem, lockall, barrier; all by default, none)
  *   NEMESIS_SEM_TOLD=1    also check that a semaphore's users are told of its
  *                         loss (SPEC's ENOLCK after a restart)
  *   NEMESIS_PROCS, _THREADS, _LEASE_MS, _FIXED_MS, _IO_TIMEOUT_MS,

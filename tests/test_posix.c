@@ -2,7 +2,10 @@
 /*
  * test_posix.c - where the mirror must answer as pthreads do, as a public
  * conformance suite checks it: a timed call never says ETIMEDOUT before
- * its abstime has passed on CLOCK_REALTIME; a try* call says EBUSY, never
+ * its abstime has passed on CLOCK_REALTIME, nor a clock* call (and a
+ * condition's timedwait on its attribute's clock) before its abstime on
+ * CLOCK_REALTIME or CLOCK_MONOTONIC, which are the only clocks taken
+ * (EINVAL for others); a try* call says EBUSY, never
  * EDEADLK; and a lock object in MAP_SHARED memory, initialized before fork
  * and used by forked siblings, excludes one sibling from the other, as does
  * one that a sibling initializes after the fork (its name in the object).
@@ -106,6 +109,173 @@ static void test_timed_never_early_local(void **state)
     th_actor_free(t);
     TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
+}
+
+/* ------------------------------------------- clock variants: never early */
+
+/* How far before abstime (ns) `clock` was when the call returned. */
+static int64_t early_on(clockid_t clock, const struct timespec *abstime)
+{
+    struct timespec now;
+    clock_gettime(clock, &now);
+    int64_t d = ((int64_t)abstime->tv_sec - now.tv_sec) * 1000000000LL +
+                (abstime->tv_nsec - now.tv_nsec);
+    return d > 0 ? d : 0;
+}
+
+/* now + ms on clock, at a sub-ms part that differs with i. */
+static struct timespec abstime_on(clockid_t clock, long ms, int i)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    ts.tv_nsec = (ts.tv_nsec / 1000000) * 1000000 + (i * 137777) % 1000000;
+    return ts;
+}
+
+enum { C_MUTEX, C_RD, C_WR, C_COND, C_COND_ATTR, C_SEM, C_KINDS };
+
+typedef struct clocked {
+    dist_mutex_t *m;          /* held by somebody else (C_MUTEX) */
+    dist_rwlock_t *rw;        /* written by somebody else */
+    dist_mutex_t *own;        /* held by the caller (the conditions') */
+    dist_cond_t *c;           /* never signalled; created with CLOCK_REALTIME */
+    dist_cond_t *cattr;       /* never signalled; created with the clock tested */
+    dist_sem_t *sem;          /* no permit */
+} clocked_t;
+
+/* 20 calls of kind k with an abstime 3..9 ms ahead on clock: each says
+ * ETIMEDOUT, none before abstime on that clock. */
+static void clock_rounds(const clocked_t *o, int k, clockid_t clock, const char *clockname)
+{
+    static const char *what[] = { "dist_mutex_clocklock", "dist_rwlock_clockrdlock",
+                                  "dist_rwlock_clockwrlock", "dist_cond_clockwait",
+                                  "dist_cond_timedwait (condattr_setclock)",
+                                  "dist_sem_clockwait" };
+    int early = 0;
+    int64_t worst = 0;
+    for (int i = 0; i < 20; i++) {
+        struct timespec ts = abstime_on(clock, 3 + i % 7, i);
+        int rc = k == C_MUTEX ? dist_mutex_clocklock(o->m, clock, &ts)
+               : k == C_RD ? dist_rwlock_clockrdlock(o->rw, clock, &ts)
+               : k == C_WR ? dist_rwlock_clockwrlock(o->rw, clock, &ts)
+               : k == C_COND ? dist_cond_clockwait(o->c, o->own, clock, &ts)
+               : k == C_COND_ATTR ? dist_cond_timedwait(o->cattr, o->own, &ts)
+                                  : dist_sem_clockwait(o->sem, clock, &ts);
+        int64_t e = early_on(clock, &ts);
+        if (rc != ETIMEDOUT)
+            fail_msg("%s on %s: %s (%s), expected ETIMEDOUT", what[k], clockname,
+                     th_errname(rc), dist_lasterror());
+        if (e > 0) {
+            early++;
+            if (e > worst)
+                worst = e;
+        }
+    }
+    if (early)
+        fail_msg("%s on %s: %d of 20 calls said ETIMEDOUT before abstime, up to %lld us early",
+                 what[k], clockname, early, (long long)(worst / 1000));
+}
+
+/* Every clock* call, and a condition's timedwait on its attribute's clock,
+ * on CLOCK_REALTIME and CLOCK_MONOTONIC: the locks held by another
+ * process (the wait is in Redis), the conditions never signalled, the
+ * semaphore without a permit. */
+static void test_clock_never_early(void **state)
+{
+    char mname[128], rwname[128], own[128], cname[128], sname[128];
+    th_name(mname, sizeof mname, "clk-m");
+    th_name(rwname, sizeof rwname, "clk-rw");
+    th_name(own, sizeof own, "clk-own");
+    th_name(cname, sizeof cname, "clk-c");
+    th_name(sname, sizeof sname, "clk-s");
+    th_proc_t h;
+    assert_int_equal(th_proc_start(&h, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, mname), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_RW_WRLOCK, rwname), 0);
+    dist_mutex_t m, mo;
+    dist_rwlock_t rw;
+    dist_cond_t c;
+    dist_sem_t sem;
+    TH_ASSERT_RC(dist_mutex_init(&m, mname, NULL), 0);
+    TH_ASSERT_RC(dist_mutex_init(&mo, own, NULL), 0);
+    TH_ASSERT_RC(dist_rwlock_init(&rw, rwname, NULL), 0);
+    TH_ASSERT_RC(dist_cond_init(&c, cname, NULL), 0);
+    TH_ASSERT_RC(dist_sem_init(&sem, sname, 0, 0), 0);
+    TH_ASSERT_RC(dist_mutex_lock(&mo), 0);
+    static const clockid_t clocks[] = { CLOCK_REALTIME, CLOCK_MONOTONIC };
+    static const char *names[] = { "CLOCK_REALTIME", "CLOCK_MONOTONIC" };
+    for (int ci = 0; ci < 2; ci++) {
+        dist_condattr_t ca;
+        dist_cond_t cattr;
+        clockid_t got = -1;
+        TH_ASSERT_RC(dist_condattr_init(&ca), 0);
+        TH_ASSERT_RC(dist_condattr_setclock(&ca, clocks[ci]), 0);
+        TH_ASSERT_RC(dist_condattr_getclock(&ca, &got), 0);
+        assert_int_equal(got, clocks[ci]);
+        TH_ASSERT_RC(dist_cond_init(&cattr, cname, &ca), 0);
+        TH_ASSERT_RC(dist_condattr_destroy(&ca), 0);
+        clocked_t o = { &m, &rw, &mo, &c, &cattr, &sem };
+        for (int k = 0; k < C_KINDS; k++)
+            clock_rounds(&o, k, clocks[ci], names[ci]);
+        TH_ASSERT_RC(dist_cond_destroy(&cattr), 0);
+    }
+    TH_ASSERT_RC(dist_mutex_unlock(&mo), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, mname), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_RW_UNLOCK, rwname), 0);
+    assert_int_equal(th_proc_stop(&h), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&mo), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&c), 0);
+    TH_ASSERT_RC(dist_sem_destroy(&sem), 0);
+}
+
+/* A clock other than CLOCK_REALTIME and CLOCK_MONOTONIC is EINVAL, and
+ * nothing is taken; a condition's attribute refuses it too. */
+static void test_clock_other_einval(void **state)
+{
+    char name[128];
+    th_name(name, sizeof name, "clk-bad");
+    dist_mutex_t m;
+    dist_rwlock_t rw;
+    dist_cond_t c;
+    dist_sem_t sem;
+    dist_condattr_t ca;
+    TH_ASSERT_RC(dist_mutex_init(&m, name, NULL), 0);
+    TH_ASSERT_RC(dist_rwlock_init(&rw, name, NULL), 0);
+    TH_ASSERT_RC(dist_cond_init(&c, name, NULL), 0);
+    TH_ASSERT_RC(dist_sem_init(&sem, name, 1, 0), 0);
+    struct timespec ts = th_abstime_ms(1000);
+    static const clockid_t bad[] = { CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID,
+                                     CLOCK_BOOTTIME, CLOCK_MONOTONIC_RAW, -1, 12345 };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        TH_ASSERT_RC(dist_mutex_clocklock(&m, bad[i], &ts), EINVAL);
+        TH_ASSERT_RC(dist_rwlock_clockrdlock(&rw, bad[i], &ts), EINVAL);
+        TH_ASSERT_RC(dist_rwlock_clockwrlock(&rw, bad[i], &ts), EINVAL);
+        TH_ASSERT_RC(dist_sem_clockwait(&sem, bad[i], &ts), EINVAL);
+        TH_ASSERT_RC(dist_mutex_lock(&m), 0);
+        TH_ASSERT_RC(dist_cond_clockwait(&c, &m, bad[i], &ts), EINVAL);
+        TH_ASSERT_RC(dist_mutex_unlock(&m), 0);     /* still held, once */
+        TH_ASSERT_RC(dist_mutex_unlock(&m), EPERM);
+        TH_ASSERT_RC(dist_condattr_init(&ca), 0);
+        TH_ASSERT_RC(dist_condattr_setclock(&ca, bad[i]), EINVAL);
+        clockid_t got = -1;
+        TH_ASSERT_RC(dist_condattr_getclock(&ca, &got), 0);
+        assert_int_equal(got, CLOCK_REALTIME);      /* the default, unchanged */
+        TH_ASSERT_RC(dist_condattr_destroy(&ca), 0);
+    }
+    int v = -1;
+    TH_ASSERT_RC(dist_sem_getvalue(&sem, &v), 0);
+    assert_int_equal(v, 1);                         /* no permit taken */
+    TH_ASSERT_RC(dist_mutex_trylock(&m), 0);        /* nobody holds it */
+    TH_ASSERT_RC(dist_mutex_unlock(&m), 0);
+    TH_ASSERT_RC(dist_mutex_destroy(&m), 0);
+    TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
+    TH_ASSERT_RC(dist_cond_destroy(&c), 0);
+    TH_ASSERT_RC(dist_sem_destroy(&sem), 0);
 }
 
 /* ------------------------------------------------ try*: EBUSY, not EDEADLK */
@@ -327,6 +497,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         TH_TEST(test_timed_never_early_remote),
         TH_TEST(test_timed_never_early_local),
+        TH_TEST(test_clock_never_early),
+        TH_TEST(test_clock_other_einval),
         TH_TEST(test_try_says_ebusy),
         TH_TEST(test_shared_object_siblings),
     };

@@ -19,6 +19,8 @@
 #include "pf.h"
 #include "pf_sem.h"
 #include "pf_cond.h"
+#include "pf_barrier.h"
+#include "pf_once.h"
 
 #include <string.h>
 
@@ -34,8 +36,9 @@ static unsigned gates(void)
 }
 
 /* One seeded run; fails the test with the fuzzer's report.  redlock: every
- * process a redlock:// client of the one server (the waiting writer's mark). */
-static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_ms)
+ * process a redlock:// client of the one server (the waiting writer's mark);
+ * by_slot: the channel prefix of redis-cluster://, pushes by SPUBLISH. */
+static void run_opts(uint64_t seed, int procs, int steps, int redlock, int by_slot, long max_ms)
 {
     const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
     pf_opts_t o = { 0 };
@@ -49,6 +52,7 @@ static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_
     o.shrink_ms = 15000;          /* within the harness's 50 s per test */
     o.max_ms = max_ms;            /* a slow box runs fewer steps, never times out */
     o.redlock = redlock;
+    o.by_slot = by_slot;
     pf_fail_t f;
     int done = 0;
     int rc = pf_fuzz(&o, &done, &f);
@@ -57,8 +61,18 @@ static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_
     if (rc > 0)
         fail_msg("protofuzz seed %llu, %d processes: step %d: %s: %s (the sequence is above)",
                  (unsigned long long)o.seed, procs, f.step + 1, f.what, f.msg);
-    print_message("protofuzz seed %llu, %d processes%s: %d steps, every invariant held\n",
-                  (unsigned long long)o.seed, procs, redlock ? " (redlock)" : "", done);
+    print_message("protofuzz seed %llu, %d processes%s: %d steps, %ld grants pushed, every "
+                  "invariant held\n", (unsigned long long)o.seed, procs,
+                  redlock ? " (redlock)" : by_slot ? " (pushes by slot)" : "", done, f.pushes);
+    /* (the model lets pushes be lost: the library asks again; here they
+     * must have come, by SSUBSCRIBE) */
+    if (by_slot && f.pushes == 0)
+        fail_msg("no grant was pushed on the slot's channels in %d steps", done);
+}
+
+static void run_mode(uint64_t seed, int procs, int steps, int redlock, long max_ms)
+{
+    run_opts(seed, procs, steps, redlock, 0, max_ms);
 }
 
 static void run(uint64_t seed, int procs, int steps) { run_mode(seed, procs, steps, 0, 25000); }
@@ -157,6 +171,10 @@ static void test_six_procs(void **state) { run(4, 6, 800); }
  * out, lapses when its writer dies, and goes when it takes the lock or
  * gives up; renew 'm' counts it as a waiter.  ~4 s. */
 static void test_redlock_mark(void **state) { run_mode(5, 3, 800, 1, 10000); }
+/* The channel prefix of redis-cluster://: the scripts push by SPUBLISH on
+ * each process's channel of the lock's slot (lua/common.lua, push), heard
+ * with SSUBSCRIBE; the same invariants, grants pushed included. */
+static void test_pushes_by_slot(void **state) { (void)state; run_opts(6, 3, 1000, 0, 1, 15000); }
 
 /* The semaphore's scripts (tests/protofuzz/pf_sem.h): several seeds of
  * each kind; PROTOFUZZ_SEED shifts them, PROTOFUZZ_STEPS sets the length. */
@@ -221,6 +239,65 @@ static void run_cond(uint64_t seed, int procs, int steps)
 static void test_cond_three_procs(void **state) { run_cond(11, 3, 1500); }
 static void test_cond_five_procs(void **state) { run_cond(12, 5, 1500); }
 
+/* The barrier's scripts (pf_barrier.h): counts of 1, 2 and 3 with four
+ * processes of three threads; PROTOFUZZ_SEED shifts the seeds,
+ * PROTOFUZZ_STEPS sets the length. */
+static void barrier_runs(unsigned count)
+{
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    int64_t end = th_now_ms() + 20000;        /* within the harness's 50 s per test */
+    for (uint64_t seed = 1; seed <= 6 && th_now_ms() < end; seed++) {
+        pf_barrier_opts_t o = { 0 };
+        o.seed = seed + (s ? strtoull(s, NULL, 10) : 0) + 100 * count;
+        o.steps = n ? atoi(n) : 1500;
+        o.procs = 4;
+        o.count = count;
+        o.host = "127.0.0.1";
+        o.port = th_redis_port();
+        o.max_ms = 8000;
+        char why[600];
+        int done = 0;
+        int rc = pf_barrier_fuzz(&o, &done, why, sizeof why);
+        if (rc < 0)
+            fail_msg("barrier protofuzz could not run: %s", why);
+        if (rc > 0)
+            fail_msg("barrier protofuzz (count %u) seed %llu: %s", count,
+                     (unsigned long long)o.seed, why);
+        print_message("barrier protofuzz seed %llu (count %u): %d steps, every invariant held\n",
+                      (unsigned long long)o.seed, count, done);
+    }
+}
+
+static void test_barrier_count1(void **state) { (void)state; barrier_runs(1); }
+static void test_barrier_count2(void **state) { (void)state; barrier_runs(2); }
+static void test_barrier_count3(void **state) { (void)state; barrier_runs(3); }
+
+/* The once's scripts (pf_once.h). */
+static void test_once(void **state)
+{
+    (void)state;
+    const char *s = getenv("PROTOFUZZ_SEED"), *n = getenv("PROTOFUZZ_STEPS");
+    int64_t end = th_now_ms() + 25000;
+    for (uint64_t seed = 1; seed <= 6 && th_now_ms() < end; seed++) {
+        pf_once_opts_t o = { 0 };
+        o.seed = seed + (s ? strtoull(s, NULL, 10) : 0);
+        o.steps = n ? atoi(n) : 800;
+        o.procs = 4;
+        o.host = "127.0.0.1";
+        o.port = th_redis_port();
+        o.max_ms = 8000;
+        char why[600];
+        int done = 0;
+        int rc = pf_once_fuzz(&o, &done, why, sizeof why);
+        if (rc < 0)
+            fail_msg("once protofuzz could not run: %s", why);
+        if (rc > 0)
+            fail_msg("once protofuzz seed %llu: %s", (unsigned long long)o.seed, why);
+        print_message("once protofuzz seed %llu: %d steps, every invariant held\n",
+                      (unsigned long long)o.seed, done);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,10 +307,15 @@ int main(void)
         TH_TEST(test_four_procs),
         TH_TEST(test_six_procs),
         TH_TEST(test_redlock_mark),
+        TH_TEST(test_pushes_by_slot),
         TH_TEST(test_sem_counting),
         TH_TEST(test_sem_leased),
         TH_TEST(test_cond_three_procs),
         TH_TEST(test_cond_five_procs),
+        TH_TEST(test_barrier_count1),
+        TH_TEST(test_barrier_count2),
+        TH_TEST(test_barrier_count3),
+        TH_TEST(test_once),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -14,11 +14,19 @@
  *    value exact at the end;
  *  - FIFO: waiters queued in a known order are served in that order;
  *  - leased permits: held per process (EPERM for another's), a killed
- *    holder's permit back within a lease, a lapsed permit's post EPERM
- *    saying so, fork (the child holds nothing of its parent's), a server
- *    restart (the hold is lost like a lock's: single mode);
+ *    holder's permit back within a lease, a lapsed permit's post ENOLCK
+ *    saying so (as a lock's unlock), fork (the child holds nothing of its
+ *    parent's);
+ *  - a semaphore Redis lost (a flush, every mode; a restart, single mode),
+ *    counting and leased: every process that used it gets ENOLCK from its
+ *    next call and its dist_onlost function is called once with the name,
+ *    until it destroys and initializes it again; a process that never used
+ *    it sees a new one; ?wait=N: a permit taken or a post counts once the
+ *    replicas have it (sentinel mode);
  *  - threads of one process waiting together; destroy EBUSY; names apart
- *    from locks; redlock:// refused with EINVAL.
+ *    from locks; redlock:// refused with EINVAL;
+ *  - unlink: the name gone from Redis (ENOENT then), a new init makes a
+ *    new semaphore, a waiter queued on it takes no permit nobody posted.
  *
  * Every library call runs in a forked process with the mode's environment
  * (the library reads it once per process); the test talks to them over
@@ -183,7 +191,8 @@ static void wait_queued(const char *name, long long n)
 
 /* ------------------------------------------------ processes with a semaphore */
 
-enum { SP_WAIT = 1, SP_TRY, SP_TIMED, SP_POST, SP_VALUE, SP_HELD, SP_DESTROY, SP_STATS, SP_EXIT };
+enum { SP_WAIT = 1, SP_TRY, SP_TIMED, SP_POST, SP_VALUE, SP_HELD, SP_DESTROY, SP_STATS, SP_EXIT,
+       SP_REINIT, SP_LOST, SP_UNLINK };
 
 typedef struct sp_req { int op; long arg; } sp_req_t;
 typedef struct sp_res {
@@ -201,6 +210,22 @@ struct sp_boot {
     int req_rd, res_wr, c1, c2;
 };
 
+/* The process's dist_onlost function: counts its calls and keeps the last
+ * name (SP_LOST). */
+static pthread_mutex_t g_lost_mu = PTHREAD_MUTEX_INITIALIZER;
+static int g_lost_n;
+static char g_lost_name[200];
+
+static void sp_onlost(const char *name, size_t len, uint64_t fence, void *arg)
+{
+    (void)fence;
+    (void)arg;
+    pthread_mutex_lock(&g_lost_mu);
+    g_lost_n++;
+    snprintf(g_lost_name, sizeof g_lost_name, "%.*s", (int)len, name);
+    pthread_mutex_unlock(&g_lost_mu);
+}
+
 static int sp_main(void *p)
 {
     struct sp_boot *b = p;
@@ -211,6 +236,7 @@ static int sp_main(void *p)
     dist_sem_t s;
     sp_res_t r;
     memset(&r, 0, sizeof r);
+    dist_onlost(sp_onlost, NULL);
     r.rc = dist_sem_init(&s, b->name, b->value, b->flags);
     snprintf(r.err, sizeof r.err, "%s", dist_lasterror());
     if (th_write_all(b->res_wr, &r, sizeof r))
@@ -237,6 +263,7 @@ static int sp_main(void *p)
         case SP_VALUE: r.rc = dist_sem_getvalue(&s, &r.value); break;
         case SP_HELD: r.value = dl_sem_held_count(&s); break;
         case SP_DESTROY: r.rc = dist_sem_destroy(&s); break;
+        case SP_UNLINK: r.rc = dist_sem_unlink(b->name); break;
         case SP_STATS: {
             /* value: waits woken by a push; early: by a timer (a lost push) */
             dl_stats_t st;
@@ -246,6 +273,21 @@ static int sp_main(void *p)
             break;
         }
         case SP_EXIT: return 0;
+        case SP_REINIT:
+            r.rc = dist_sem_destroy(&s);
+            if (r.rc == 0)
+                r.rc = dist_sem_init(&s, b->name, b->value, b->flags);
+            break;
+        case SP_LOST:
+            /* value: dist_onlost calls so far; err: the last name */
+            pthread_mutex_lock(&g_lost_mu);
+            r.value = g_lost_n;
+            snprintf(r.err, sizeof r.err, "%s", g_lost_name);
+            pthread_mutex_unlock(&g_lost_mu);
+            r.t1_us = th_now_us();
+            if (th_write_all(b->res_wr, &r, sizeof r))
+                return 0;
+            continue;
         }
         r.t1_us = th_now_us();
         snprintf(r.err, sizeof r.err, "%s", dist_lasterror());
@@ -319,6 +361,29 @@ static int sp_value(sp_t *p)
 {
     SP_RC(p, SP_VALUE, 0, 0);
     return g_last.value;
+}
+
+/* Waits (10 s at most) until p's dist_onlost function was called want
+ * times, then checks it was not called more (a little later) and that it
+ * named `name`. */
+static void sp_lost_wait(sp_t *p, int want, const char *name)
+{
+    int64_t end = th_now_ms() + 10000;
+    for (;;) {
+        sp_call(p, SP_LOST, 0);
+        if (g_last.value >= want || th_now_ms() > end)
+            break;
+        th_sleep_ms(20);
+    }
+    if (g_last.value == want)
+        th_sleep_ms(200);           /* a second call would come now */
+    sp_call(p, SP_LOST, 0);
+    if (g_last.value != want)
+        fail_msg("process %d: dist_onlost called %d times, want %d", (int)p->pid, g_last.value,
+                 want);
+    if (want && strcmp(g_last.err, name) != 0)
+        fail_msg("process %d: dist_onlost named \"%s\", want \"%s\"", (int)p->pid, g_last.err,
+                 name);
 }
 
 static void sp_stop(sp_t *p)
@@ -791,7 +856,8 @@ static void test_killed_holder(void **state)
 }
 
 /* A holder stopped past its lease: the permit lapses (another takes it),
- * and the holder's post says EPERM, that its permit had lapsed. */
+ * and the holder is told as a lock's holder is: its post says ENOLCK,
+ * that its permit had lapsed, and its dist_onlost function is called. */
 static void test_lapsed_post(void **state)
 {
     (void)state;
@@ -805,9 +871,10 @@ static void test_lapsed_post(void **state)
     sp_res_t r;
     SP_RC(&w, SP_TIMED, 8000, 0);              /* after the stopped holder's lease */
     kill(h.pid, SIGCONT);
-    SP_RC(&h, SP_POST, 0, EPERM);
+    SP_RC(&h, SP_POST, 0, ENOLCK);             /* told as a lock's unlock is */
     if (!th_contains(g_last.err, "lapsed"))
         fail_msg("a lapsed permit's post says \"%s\"", g_last.err);
+    sp_lost_wait(&h, 1, name);                 /* and as a lock's holder is */
     SP_RC(&h, SP_POST, 0, EPERM);              /* and it holds none now */
     if (!th_contains(g_last.err, "holds none"))
         fail_msg("a second post says \"%s\"", g_last.err);
@@ -821,8 +888,9 @@ static void test_lapsed_post(void **state)
 
 /* The holder's record deleted in Redis under a live holder (as a flush or
  * a failover to an empty replica would): the watchdog's renewal finds the
- * hold gone, the process stops counting the permit, its post says EPERM
- * ("lapsed"), and the semaphore heals its count: all permits free. */
+ * hold gone, the process stops counting the permit, its post says ENOLCK
+ * ("lapsed") and its dist_onlost function is told once, as a lock's
+ * holder is, and the semaphore heals its count: all permits free. */
 static void test_permit_deleted(void **state)
 {
     (void)state;
@@ -847,9 +915,10 @@ static void test_permit_deleted(void **state)
     } while (th_now_ms() < end);
     if (g_last.value != 0)
         fail_msg("the process still counts %d permits whose record was deleted", g_last.value);
-    SP_RC(&h, SP_POST, 0, EPERM);
+    SP_RC(&h, SP_POST, 0, ENOLCK);
     if (!th_contains(g_last.err, "lapsed"))
         fail_msg("the post of a deleted permit says \"%s\"", g_last.err);
+    sp_lost_wait(&h, 1, name);
     assert_int_equal(sp_value(&h), 2);
     SP_RC(&h, SP_TRY, 0, 0);
     SP_RC(&h, SP_POST, 0, 0);
@@ -976,6 +1045,86 @@ static void test_threads_and_destroy(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(threads_child, name));
 }
 
+/* How many of semaphore name's six keys Redis has. */
+static int sem_keys_present(const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < 6; i++) {
+        char k[700];
+        size_t len = sem_key(k, sizeof k, name, i);
+        redisReply *r = th_cmd_at(key_port(k, len), "EXISTS %b", k, len);
+        n += r && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : 0;
+        if (r)
+            freeReplyObject(r);
+    }
+    return n;
+}
+
+/* dist_sem_unlink: the name goes from Redis (ENOENT the second time, and
+ * for a name never made), the next init makes a new semaphore with its own
+ * value; a process queued on it when it goes is woken, and takes no permit
+ * that nobody posted: it waits for a post to the new semaphore (or, once
+ * the semaphore's incarnation is kept, is told ENOLCK: it used the one
+ * that went). */
+static void test_unlink(void **state)
+{
+    (void)state;
+    char name[64], made[64], queued[64];
+    th_name(name, sizeof name, "semu");
+    th_name(made, sizeof made, "semu.made");
+    th_name(queued, sizeof queued, "semu.q");
+    sp_t a, b, n;
+    sp_start(&a, name, 2, 0);
+    SP_RC(&a, SP_TRY, 0, 0);
+    assert_int_equal(sp_value(&a), 1);
+    assert_true(sem_keys_present(name) > 0);
+    SP_RC(&a, SP_UNLINK, 0, 0);
+    assert_int_equal(sem_keys_present(name), 0);
+    SP_RC(&a, SP_UNLINK, 0, ENOENT);
+    if (!th_contains(g_last.err, "does not exist"))
+        fail_msg("unlink's ENOENT says: \"%s\"", g_last.err);
+    sp_start(&b, name, 5, 0);                  /* a new semaphore: its own value */
+    assert_int_equal(sp_value(&b), 5);
+    sp_start(&n, made, 1, 0);
+    SP_RC(&n, SP_DESTROY, 0, 0);
+    SP_RC(&n, SP_UNLINK, 0, 0);                /* init made it; destroy kept it */
+    SP_RC(&n, SP_UNLINK, 0, ENOENT);
+    sp_stop(&n);
+
+    /* Leased permits go with it. */
+    sp_t l;
+    char leased[64];
+    th_name(leased, sizeof leased, "semu.l");
+    sp_start(&l, leased, 1, DIST_SEM_LEASED);
+    SP_RC(&l, SP_TRY, 0, 0);
+    SP_RC(&l, SP_UNLINK, 0, 0);
+    assert_int_equal(sem_keys_present(leased), 0);
+    sp_stop(&l);
+
+    /* A waiter queued on it. */
+    sp_t w, u;
+    sp_start(&w, queued, 0, 0);
+    sp_start(&u, queued, 0, 0);
+    sp_send(&w, SP_WAIT, 0);
+    wait_queued(queued, 1);
+    SP_RC(&u, SP_UNLINK, 0, 0);
+    sp_res_t r;
+    if (sp_recv(&w, &r, 500) == 0) {
+        if (r.rc != ENOLCK)
+            fail_msg("a waiter of an unlinked semaphore returned %s with nobody posting: %s",
+                     th_errname(r.rc), r.err);
+    } else {
+        wait_queued(queued, 1);                /* it waits on the new one */
+        SP_RC(&u, SP_POST, 0, 0);
+        assert_int_equal(sp_recv(&w, &r, 10000), 0);
+        TH_ASSERT_RC(r.rc, 0);
+    }
+    sp_stop(&w);
+    sp_stop(&u);
+    sp_stop(&a);
+    sp_stop(&b);
+}
+
 /* A semaphore and a mutex of one name are two objects. */
 static int names_child(void *p)
 {
@@ -1026,22 +1175,25 @@ static void test_static_initializer(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(static_child, NULL));
 }
 
-/* ----------------------------------------------------- trust: a restart */
+/* ------------------------------------------- a semaphore Redis lost */
 
-/* The server restarts empty under a process that holds a leased permit:
- * the hold is lost like a lock's (the watchdog, told by the dropped
- * connection, finds it gone), and its post says EPERM, lapsed. */
-static void test_restart_loses_permits(void **state)
+/* Redis loses semaphores name and name2 under their users.  flush:
+ * FLUSHALL on the servers that have them (every mode; a cluster's names
+ * may be on two nodes); else a restart without persistence (single
+ * mode). */
+static void lose_state(int flush, const char *name, const char *name2)
 {
-    (void)state;
-    char name[64], cname[64];
-    th_name(name, sizeof name, "semr");
-    th_name(cname, sizeof cname, "semrc");
-    sp_t h, c;
-    sp_start(&h, name, 2, DIST_SEM_LEASED);
-    sp_start(&c, cname, 3, 0);
-    SP_RC(&h, SP_WAIT, 0, 0);
-    SP_RC(&c, SP_TRY, 0, 0);
+    if (flush) {
+        const char *names[2] = { name, name2 };
+        for (int i = 0; i < 2; i++) {
+            char k[700];
+            size_t len = sem_key(k, sizeof k, names[i], 0);
+            redisReply *r = th_cmd_at(key_port(k, len), "FLUSHALL");
+            assert_true(r && r->type == REDIS_REPLY_STATUS);
+            freeReplyObject(r);
+        }
+        return;
+    }
     th_server_kill(&g_srv);
     tt_forget(g_srv.pid);
     int port = g_srv.port;
@@ -1050,26 +1202,125 @@ static void test_restart_loses_permits(void **state)
         if ((up = tt_server_start_on(&g_srv, port, NULL)))
             th_sleep_ms(100);
     assert_int_equal(up, 0);
-    int64_t end = th_now_ms() + 10000;
-    do {
-        SP_RC(&h, SP_HELD, 0, 0);
-        if (g_last.value == 0)
-            break;
-        th_sleep_ms(20);
-    } while (th_now_ms() < end);
-    if (g_last.value != 0)
-        fail_msg("the process still counts %d permits of a server that restarted empty",
-                 g_last.value);
-    SP_RC(&h, SP_POST, 0, EPERM);
-    if (!th_contains(g_last.err, "lapsed"))
-        fail_msg("the post says \"%s\"", g_last.err);
-    /* Both semaphores start again from their first value. */
-    assert_int_equal(sp_value(&h), 2);
-    assert_int_equal(sp_value(&c), 3);
+}
+
+/* A counting semaphore of value 1 used as a gate: h is inside, w waits.
+ * Redis loses it.  Nobody that used it is left unaware: w's wait and h's
+ * post (which adds nothing) say ENOLCK, each process's dist_onlost
+ * function is called once with the name, and every later call says
+ * ENOLCK until the process destroys and initializes it again.  A process
+ * that never used it simply sees a new semaphore (it enters beside h: no
+ * library can keep a count Redis lost).  Then a leased semaphore: its
+ * holder is told as a lock's holder is (ENOLCK at post, dist_onlost). */
+static void gate_lost(int flush)
+{
+    char name[64], lname[64];
+    th_name(name, sizeof name, flush ? "semgf" : "semgr");
+    th_name(lname, sizeof lname, flush ? "semglf" : "semglr");
+    sp_t h, w, l;
+    assert_int_equal(sp_start_env(&h, name, 1, 0, g_short_lease, NULL, 0), 0);
+    assert_int_equal(sp_start_env(&w, name, 1, 0, g_short_lease, NULL, 0), 0);
+    assert_int_equal(sp_start_env(&l, lname, 2, DIST_SEM_LEASED, g_short_lease, NULL, 0), 0);
+    SP_RC(&h, SP_WAIT, 0, 0);                   /* inside */
+    SP_RC(&l, SP_WAIT, 0, 0);                   /* a leased permit held */
+    sp_send(&w, SP_WAIT, 0);
+    wait_queued(name, 1);
+
+    lose_state(flush, name, lname);
+
+    /* The waiter asks again within a third of its registration's life. */
+    sp_res_t r;
+    if (sp_recv(&w, &r, 15000))
+        fail_msg("the waiter's wait did not end within 15 s of the loss");
+    if (r.rc != ENOLCK)
+        fail_msg("the waiter's wait = %s, want ENOLCK: %s", th_errname(r.rc), r.err);
+    sp_lost_wait(&w, 1, name);
+    SP_RC(&h, SP_POST, 0, ENOLCK);              /* nothing posted */
+    sp_lost_wait(&h, 1, name);
+
+    /* A process that never used it sees a new semaphore, of its first
+     * value. */
+    sp_t f;
+    assert_int_equal(sp_start_env(&f, name, 1, 0, g_short_lease, NULL, 0), 0);
+    assert_int_equal(sp_value(&f), 1);
+    SP_RC(&f, SP_TRY, 0, 0);
+    SP_RC(&f, SP_TRY, 0, EAGAIN);
+
+    /* Lost to its users until they initialize it again: every call says
+     * so, and they are told only once. */
+    SP_RC(&h, SP_VALUE, 0, ENOLCK);
+    SP_RC(&h, SP_TRY, 0, ENOLCK);
+    SP_RC(&w, SP_TIMED, 100, ENOLCK);
+    SP_RC(&w, SP_POST, 0, ENOLCK);
+    sp_lost_wait(&h, 1, name);
+    sp_lost_wait(&w, 1, name);
+    SP_RC(&h, SP_REINIT, 0, 0);
+    assert_int_equal(sp_value(&h), 0);          /* f's permit, taken */
+    SP_RC(&f, SP_POST, 0, 0);
     SP_RC(&h, SP_TRY, 0, 0);
+    SP_RC(&w, SP_REINIT, 0, 0);
+    SP_RC(&w, SP_TRY, 0, EAGAIN);
     SP_RC(&h, SP_POST, 0, 0);
+    SP_RC(&w, SP_TRY, 0, 0);
+    SP_RC(&w, SP_POST, 0, 0);
+    assert_int_equal(sp_value(&f), 1);
+
+    /* The leased holder: its permit lapsed, told as a lock's hold. */
+    SP_RC(&l, SP_POST, 0, ENOLCK);
+    sp_lost_wait(&l, 1, lname);
+    SP_RC(&l, SP_VALUE, 0, ENOLCK);
+    SP_RC(&l, SP_REINIT, 0, 0);
+    assert_int_equal(sp_value(&l), 2);
+    SP_RC(&l, SP_POST, 0, EPERM);               /* it holds none */
+    SP_RC(&l, SP_WAIT, 0, 0);
+    SP_RC(&l, SP_POST, 0, 0);
+    sp_lost_wait(&l, 1, lname);
     sp_stop(&h);
-    sp_stop(&c);
+    sp_stop(&w);
+    sp_stop(&f);
+    sp_stop(&l);
+}
+
+/* ?wait=N (sentinel mode: the master has one replica): a permit taken or
+ * a post counts once the replica has it, so that a failover to it does
+ * not undo it.  With the replica stopped, a try says EIO and its permit
+ * goes back; a post says EIO and is made exactly once. */
+static void test_wait_replicas(void **state)
+{
+    (void)state;
+    if (g_mode != M_SENTINEL)
+        skip();
+    char name[64], url[700];
+    th_name(name, sizeof name, "semwait");
+    snprintf(url, sizeof url, "%s?wait=1&wait_ms=300", g_url);
+    const char *const env[] = { url, NULL };
+    sp_t p;
+    assert_int_equal(sp_start_env(&p, name, 2, 0, env, NULL, 0), 0);
+    SP_RC(&p, SP_TRY, 0, 0);                    /* the replica has it */
+    kill(g_replica.pid, SIGSTOP);
+    SP_RC(&p, SP_TRY, 0, EIO);
+    if (!th_contains(g_last.err, "replicas") || !th_contains(g_last.err, "given back"))
+        fail_msg("a try the replica did not confirm says \"%s\"", g_last.err);
+    SP_RC(&p, SP_POST, 0, EIO);
+    kill(g_replica.pid, SIGCONT);
+    assert_int_equal(sp_value(&p), 2);          /* the try's permit back, the post made once */
+    SP_RC(&p, SP_TRY, 0, 0);
+    SP_RC(&p, SP_POST, 0, 0);
+    assert_int_equal(sp_value(&p), 2);
+    sp_stop(&p);
+}
+
+static void test_flush_lost(void **state)
+{
+    (void)state;
+    gate_lost(1);
+}
+
+/* The same after a restart without persistence (single mode). */
+static void test_restart_lost(void **state)
+{
+    (void)state;
+    gate_lost(0);
 }
 
 /* ---------------------------------------------------------------- redlock */
@@ -1087,6 +1338,8 @@ static int redlock_child(void *p)
     TH_CHECK_RC(dist_sem_wait(&g_rl_static), EINVAL);
     TH_CHECK(th_contains(dist_lasterror(), "redlock"));
     TH_CHECK_RC(dist_sem_post(&g_rl_static), EINVAL);
+    TH_CHECK_RC(dist_sem_unlink("sem.redlock"), EINVAL);
+    TH_CHECK(th_contains(dist_lasterror(), "redlock"));
     return 0;
 }
 
@@ -1120,8 +1373,11 @@ int main(void)
         TT_TEST(test_fork),
         TT_TEST(test_threads_and_destroy),
         TT_TEST(test_names_apart),
+        TT_TEST(test_unlink),
         TT_TEST(test_static_initializer),
-        TT_TEST(test_restart_loses_permits),   /* single only: last */
+        TT_TEST(test_wait_replicas),
+        TT_TEST(test_flush_lost),
+        TT_TEST(test_restart_lost),            /* single only: last */
     };
     static const struct CMUnitTest redlock[] = {
         TT_TEST(test_redlock_refused),

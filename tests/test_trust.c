@@ -18,7 +18,10 @@
  *     answered by Redis, not by the clock;
  *   - an acquisition that failed (EIO) but ran in Redis late is withdrawn
  *     even after a later call of the process succeeded, or while another
- *     thread of the process waits in Redis.
+ *     thread of the process waits in Redis;
+ *   - a trylock or trylockall whose round trip another thread's deadline
+ *     cut short is not sent again beside a first copy still on its way:
+ *     that copy cannot take the lock for a caller told EBUSY.
  * The library runs only in helper processes, never in the test process.
  */
 #include "harness.h"
@@ -250,7 +253,9 @@ static void test_deleted_hold_not_joined(void **state)
  * and, finding the hold gone, takes the lock anew (EOWNERDEAD).  The other
  * thread's part was in the lost hold: its unlock says ENOLCK, not 0 (the
  * nemesis on the seam: a writer elsewhere began while that reader held,
- * and the reader's unlock said 0).  The re-reader's own unlocks say 0. */
+ * and the reader's unlock said 0).  The re-reader's section saw the lapse
+ * too: its inner unlock says 0, the one that ends its section ENOLCK
+ * (SPEC, ENOLCK). */
 
 struct rejoin {
     dist_rwlock_t rw;
@@ -276,9 +281,10 @@ static void *rejoin_t2(void *p)
 
 /* mode 0: the left-behind reader unlocks (ENOLCK); 1: it reads again
  * first (EOWNERDEAD, as the retaking thread was told; its part is in the
- * new hold from then on, and its unlocks say 0).  Before either, its
- * getfence still names the lost hold (a fenced store refuses its writes)
- * and its getlease says ENOLCK. */
+ * new hold from then on: its inner unlock says 0, and the one that ends
+ * its section ENOLCK, for the lapse it saw).  Before either, its getfence
+ * still names the lost hold (a fenced store refuses its writes) and its
+ * getlease says ENOLCK. */
 static void run_rejoin(int mode)
 {
     static struct rejoin r;
@@ -319,9 +325,9 @@ static void run_rejoin(int mode)
     }
     sem_post(&r.done);
     pthread_join(t, NULL);
-    assert_int_equal(rc, mode == 0 ? ENOLCK : 0);
+    assert_int_equal(rc, ENOLCK);
     assert_int_equal(r.unlock_rc[0], 0);
-    assert_int_equal(r.unlock_rc[1], 0);
+    assert_int_equal(r.unlock_rc[1], ENOLCK);
     /* nothing left held */
     assert_int_equal(dist_rwlock_trywrlock(&r.rw), 0);
     assert_int_equal(dist_rwlock_unlock(&r.rw), 0);
@@ -1031,6 +1037,164 @@ static void test_busy_hold_renewed_while_threads_wait(void **state)
     th_pipe_close(&up);
 }
 
+/* ------------------------------------------------------------------------
+ * An acquisition sent again after a batch-mate's deadline cut its round
+ * trip.  The link writes the commands of several threads as one batch;
+ * when a timed lock in it runs out, the link gives the connection up and
+ * writes the timed lock's undo behind it.  It used to send the others
+ * again on a new connection while their first copies were still on their
+ * way to Redis (a connection stalled in the network: here the proxy holds
+ * what it sends 1.5 s), to run when they arrive.  A trylock (or a
+ * trylockall) sent again that way is answered EBUSY on the new
+ * connection; the lock released before its first copy arrives, that copy
+ * took it for a process told EBUSY, and nothing undid it: the lock stayed
+ * taken a lease, and its next holder was told EOWNERDEAD though nobody
+ * died.  An acquisition is now never sent twice: at the cut it ends with
+ * its undo behind it, and is asked again under a new registration id. */
+
+struct resend_arg {
+    char url[64];
+    char w[96], y[96], x[96], x2[96];
+    int all;                      /* trylockall of X and X2, else trylock X */
+    int up, down;
+    dist_mutex_t mw, my, mx, mx2;
+    int rc_w, rc_y, rc_x;
+};
+
+static void *resend_w(void *p)
+{
+    struct resend_arg *a = p;
+    a->rc_w = dist_mutex_lock(&a->mw);         /* leads the first batch */
+    return NULL;
+}
+
+static void *resend_y(void *p)
+{
+    struct resend_arg *a = p;
+    struct timespec at = th_abstime_ms(1900);   /* runs out in the second batch */
+    a->rc_y = dist_mutex_timedlock(&a->my, &at);
+    return NULL;
+}
+
+static void *resend_x(void *p)
+{
+    struct resend_arg *a = p;
+    dist_mutex_t *const ms[2] = { &a->mx, &a->mx2 };
+    a->rc_x = a->all ? dist_mutex_trylockall(ms, 2) : dist_mutex_trylock(&a->mx);
+    th_send(a->up, 2, a->rc_x, 0, 0);
+    return NULL;
+}
+
+static int resend_child(void *p)
+{
+    struct resend_arg *a = p;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "6000", 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    TH_CHECK_RC(dist_mutex_init(&a->mw, a->w, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->my, a->y, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->mx, a->x, NULL), 0);
+    TH_CHECK_RC(dist_mutex_init(&a->mx2, a->x2, NULL), 0);
+    /* connected, the scripts cached */
+    TH_CHECK_RC(dist_mutex_lock(&a->my), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&a->my), 0);
+    th_send(a->up, 1, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    /* W's lock call leads a batch that takes 1.5 s; Y's timed lock and X's
+     * try queue meanwhile, and go out together in the next batch, which
+     * Y's deadline cuts short half way */
+    pthread_t tw, ty, tx;
+    TH_CHECK(pthread_create(&tw, NULL, resend_w, a) == 0);
+    th_sleep_ms(300);
+    TH_CHECK(pthread_create(&ty, NULL, resend_y, a) == 0);
+    TH_CHECK(pthread_create(&tx, NULL, resend_x, a) == 0);
+    pthread_join(tw, NULL);
+    pthread_join(ty, NULL);
+    pthread_join(tx, NULL);
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    if (a->rc_w == 0 || a->rc_w == EOWNERDEAD)
+        dist_mutex_unlock(&a->mw);
+    if (a->rc_y == 0 || a->rc_y == EOWNERDEAD)
+        dist_mutex_unlock(&a->my);
+    th_send(a->up, 3, a->rc_w, a->rc_y, 0);
+    return 0;
+}
+
+static void run_resend(int all)
+{
+    static struct resend_arg a;
+    memset(&a, 0, sizeof a);
+    a.all = all;
+    th_name(a.w, sizeof a.w, "resendw");
+    th_name(a.y, sizeof a.y, "resendy");
+    th_name(a.x, sizeof a.x, "resendx");
+    th_name(a.x2, sizeof a.x2, "resendx2");
+    th_proxy_t *px = th_proxy_start(th_redis_port());
+    assert_non_null(px);
+    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_proc_t q;
+    assert_int_equal(th_proc_start(&q, NULL), 0);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_TRYLOCK, a.x), 0);      /* X is busy */
+    th_pipe_t up, down;
+    th_pipe_open(&up);
+    th_pipe_open(&down);
+    a.up = up.wr;
+    a.down = down.rd;
+    pid_t pid = th_fork_child(resend_child, &a);
+    th_msg_t msg;
+    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    /* what its connections open now send reaches Redis 1.5 s late */
+    assert_true(th_proxy_delay(px, pid, 1500, 0) > 0);
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
+    assert_int_equal(msg.tag, 2);
+    int rc_x = (int)msg.a;
+    /* the try was answered on a new connection; X is released before its
+     * first copy (if it had one) reaches Redis */
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.x), 0);
+    th_sleep_ms(2500);                          /* every first copy has arrived */
+    th_proxy_delay(px, pid, 0, 0);
+    th_proc_t r;
+    assert_int_equal(th_proc_start(&r, NULL), 0);
+    int got[2];
+    for (int i = 0; i < 2; i++) {
+        got[i] = th_proc_op(&r, TH_M_TRYLOCK, i ? a.x2 : a.x);
+        if (got[i] == 0 || got[i] == EOWNERDEAD)
+            th_proc_op(&r, TH_M_UNLOCK, i ? a.x2 : a.x);
+    }
+    th_send(down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
+    print_message("batch: lock W %s, timedlock Y %s, %s %s; X released, then another "
+                  "process's trylocks of X and X2: %s %s\n", th_errname((int)msg.a),
+                  th_errname((int)msg.b), all ? "trylockall X X2" : "trylock X",
+                  th_errname(rc_x), th_errname(got[0]), th_errname(got[1]));
+    TH_ASSERT_CHILD_OK(pid);
+    assert_int_equal(th_proc_stop(&r), 0);
+    assert_int_equal(th_proc_stop(&q), 0);
+    th_pipe_close(&up);
+    th_pipe_close(&down);
+    th_proxy_stop(px);
+    TH_ASSERT_RC(rc_x, EBUSY);
+    for (int i = 0; i < 2; i++)
+        if (got[i] != 0)
+            fail_msg("after a %s answered EBUSY, another process's trylock of %s said %s: a "
+                     "first copy of the try took it late and nothing undid it",
+                     all ? "trylockall" : "trylock", i ? a.x2 : a.x, th_errname(got[i]));
+}
+
+static void test_resent_try_not_taken_late(void **state)
+{
+    (void)state;
+    run_resend(0);
+}
+
+static void test_resent_trylockall_not_taken_late(void **state)
+{
+    (void)state;
+    run_resend(1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1051,6 +1215,8 @@ int main(void)
         TH_TEST(test_undo_kept_after_later_success),
         TH_TEST(test_undo_runs_while_thread_waits),
         TH_TEST(test_busy_hold_renewed_while_threads_wait),
+        TH_TEST(test_resent_try_not_taken_late),
+        TH_TEST(test_resent_trylockall_not_taken_late),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

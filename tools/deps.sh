@@ -5,7 +5,9 @@
 set -euo pipefail
 
 # libssl-dev: TLS to Redis (rediss://); openssl: the TLS tests make their
-# certificates with it.
+# certificates with it.  build-essential brings g++ and binutils' c++filt:
+# the interposer's C++ test (tests/preload/test_cxx.sh) builds its program
+# with g++ and checks the interposer's C++ names against c++filt.
 pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
       libssl-dev openssl redis-server redis-tools)
 # The test suite also runs valgrind and the libFuzzer targets (clang; its
@@ -13,7 +15,9 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # manual pages (man-db, groff), lints the Debian packages (lintian; cpack
 # uses dpkg-shlibdeps of dpkg-dev and file), and runs real lock-taking
 # programs under the interposer (tests/preload/test_programs.sh: flock(1)
-# of util-linux, lckdo of moreutils).  The nemesis cuts the network between
+# of util-linux, lckdo of moreutils, chpst of runit, setlock of
+# daemontools, gdbmtool, sqlite3, dpkg; a statically linked target built
+# with libc6-dev's libc.a).  The nemesis cuts the network between
 # namespaces with nftables (iproute2 makes the namespaces and veth pairs),
 # and prints a hung client's threads with gdb.  The tests of `distlock
 # metrics` read its output with the Prometheus client library's own
@@ -26,7 +30,7 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # test (tools/loadtest.sh) makes its CPU hog with busy shell loops.
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
-         util-linux moreutils nftables iproute2 gdb python3-prometheus-client tmux)
+         util-linux moreutils runit daemontools gdbmtool sqlite3 nftables iproute2 gdb python3-prometheus-client tmux)
 fi
 
 missing=()

@@ -8,8 +8,11 @@
  *                      [--full | --gated | --no-late-acquire]
  *                      [--with stale-release|stale-cancel|bare-acquire|stale-mark]
  *                      [--only INVARIANT] [--verbose] [--replay OPS] [--redlock]
+ *                      [--by-slot]
  *   distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N]
  *                      [--time SECONDS] [--verbose]
+ *   distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N]
+ *                      [--procs N] [--runs N] [--time SECONDS]
  *
  * Runs seed, seed+1, ... (each --steps ops on fresh keys) until --runs runs
  * or --time seconds, whichever comes first; prints a progress line every
@@ -24,9 +27,13 @@
  * (how soon a flaw is found while others are known).  --redlock: every
  * process is a redlock:// client of this one server (no queue; a waiting
  * writer's mark keeps new readers out), with the mark's invariants.
+ * --by-slot: the channel prefix of redis-cluster:// (the slot's, so the
+ * scripts push by SPUBLISH; heard with SSUBSCRIBE).
  * --cond: the condition variable's scripts instead (tests/protofuzz/
  * pf_cond.h: no lost wake-up); a failure prints its last steps, and the
  * seed and step count replay it (no shrinking).
+ * --barrier COUNT, --once: the barrier's scripts with a barrier of that
+ * count (pf_barrier.h), the once's (pf_once.h); a failure says its step.
  * The server: DISTLOCK_URL (redis://HOST:PORT), default 127.0.0.1:6379.
  */
 #include <stdio.h>
@@ -36,12 +43,14 @@
 
 #include "pf.h"
 #include "pf_cond.h"
+#include "pf_barrier.h"
+#include "pf_once.h"
 
 static void usage(void)
 {
     fprintf(stderr, "usage: distlock-protofuzz [--seed N] [--steps N] [--procs N] [--runs N] "
             "[--time SECONDS]\n                          [--shrink SECONDS] [--full|--gated|--no-late-acquire] [--with KIND] "
-            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
+            "[--only INVARIANT]\n                          [--verbose] [--replay OPS] [--redlock] [--by-slot]\n       distlock-protofuzz --cond [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS] [--verbose]\n       distlock-protofuzz --barrier COUNT | --once [--seed N] [--steps N] [--procs N] [--runs N] [--time SECONDS]\n  KIND: stale-release, stale-cancel, bare-acquire, stale-mark\n");
     exit(64);
 }
 
@@ -77,7 +86,8 @@ int main(int argc, char **argv)
     o.shrink_ms = 120000;
     long runs = 1000000, secs = 0;
     const char *replay = NULL;
-    int cond = 0;
+    int cond = 0, once = 0;
+    unsigned barrier = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--full")) { o.gates = 0; continue; }
@@ -85,7 +95,9 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--no-late-acquire")) { o.gates = PF_GATE_LATE_ACQUIRE; continue; }
         if (!strcmp(a, "--verbose")) { o.verbose = 1; continue; }
         if (!strcmp(a, "--redlock")) { o.redlock = 1; continue; }
+        if (!strcmp(a, "--by-slot")) { o.by_slot = 1; continue; }
         if (!strcmp(a, "--cond")) { cond = 1; continue; }
+        if (!strcmp(a, "--once")) { once = 1; continue; }
         if (!v)
             usage();
         i++;
@@ -104,6 +116,11 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--shrink")) o.shrink_ms = atol(v) * 1000;
         else if (!strcmp(a, "--replay")) replay = v;
         else if (!strcmp(a, "--only")) o.only = v;
+        else if (!strcmp(a, "--barrier")) {
+            if (atoi(v) < 1)
+                usage();
+            barrier = (unsigned)atoi(v);
+        }
         else usage();
     }
     if (o.steps < 1 || o.procs < 2 || o.procs > PF_MAX_PROCS)
@@ -134,7 +151,8 @@ int main(int argc, char **argv)
 
     printf("protofuzz: seeds from %llu, %d steps each, %d processes%s, %s, server %s:%d\n",
            (unsigned long long)o.seed, o.steps, o.procs, o.redlock ? " (redlock clients)" : "",
-           cond ? "the condition's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
+           cond ? "the condition's scripts" : barrier ? "the barrier's scripts"
+           : once ? "the once's scripts" : o.gates == PF_GATE_ALL ? "gated: known-flaw triggers left out"
                                      : o.gates ? "gated, some known-flaw triggers" : "every op", host, o.port);
     o.progress_ms = 2000;
     int64_t start = pf_now_ms();
@@ -146,7 +164,22 @@ int main(int argc, char **argv)
         pf_fail_t f;
         int done = 0;
         o.max_ms = secs ? secs * 1000 - (pf_now_ms() - start) : 0;
-        int rc = cond ? pf_cond_fuzz(&o, &done, &f) : pf_fuzz(&o, &done, &f);
+        int rc;
+        if (barrier || once) {
+            char why[600];
+            if (barrier) {
+                pf_barrier_opts_t bo = { o.seed, o.steps, o.procs, barrier, host, o.port, o.max_ms,
+                                         NULL };
+                rc = pf_barrier_fuzz(&bo, &done, why, sizeof why);
+            } else {
+                pf_once_opts_t oo = { o.seed, o.steps, o.procs, host, o.port, o.max_ms, NULL };
+                rc = pf_once_fuzz(&oo, &done, why, sizeof why);
+            }
+            if (rc)
+                printf("protofuzz: seed %llu: %s\n", (unsigned long long)o.seed, why);
+        } else {
+            rc = cond ? pf_cond_fuzz(&o, &done, &f) : pf_fuzz(&o, &done, &f);
+        }
         total += done;
         if (rc) {
             printf("protofuzz: %s after %ld steps in all (%ld runs), %.1f s\n",

@@ -20,6 +20,7 @@ int dist_condattr_init(dist_condattr_t *attr)
     if (!attr)
         return dl_fail(EINVAL, "attribute object is NULL");
     attr->dl_magic = DL_MAGIC_CONDATTR;
+    attr->dl_clock = CLOCK_REALTIME;
     return 0;
 }
 
@@ -38,13 +39,38 @@ int dist_condattr_destroy(dist_condattr_t *attr)
     return 0;
 }
 
+int dist_condattr_setclock(dist_condattr_t *attr, clockid_t clock)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (!dl_clock_ok(clock))
+        return dl_fail(EINVAL, "clock %d: expected CLOCK_REALTIME or CLOCK_MONOTONIC", (int)clock);
+    attr->dl_clock = (int)clock;
+    return 0;
+}
+
+int dist_condattr_getclock(const dist_condattr_t *attr, clockid_t *clock)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (!clock)
+        return dl_fail(EINVAL, "clock is NULL");
+    *clock = (clockid_t)attr->dl_clock;
+    return 0;
+}
+
+/* A condition keeps the clock of its timed waits in its object's dl_type
+ * (a lock's type; 0, CLOCK_REALTIME, in DIST_COND_INITIALIZER). */
 int dist_cond_init(dist_cond_t *c, const char *name, const dist_condattr_t *attr)
 {
     if (attr && attr_ok(attr))
         return EINVAL;
     if (!c)
         return dl_fail(EINVAL, "condition is NULL");
-    return dl_obj_init(&c->dl_o, DL_MAGIC_COND, name);
+    int rc = dl_obj_init(&c->dl_o, DL_MAGIC_COND, name);
+    if (rc == 0)
+        c->dl_o.dl_type = attr ? attr->dl_clock : CLOCK_REALTIME;
+    return rc;
 }
 
 int dist_cond_destroy(dist_cond_t *c)
@@ -66,7 +92,7 @@ static int wake(dist_cond_t *c, int all)
     dl_proc_t *p;
     dl_cond_t *cv;
     int rc = resolve(c, &p, &cv);
-    return rc ? rc : dl_cond_signal(p, cv, all);
+    return rc ? rc : dl_refused_rc(dl_cond_signal(p, cv, all));
 }
 
 int dist_cond_signal(dist_cond_t *c)
@@ -85,7 +111,8 @@ int dist_cond_broadcast(dist_cond_t *c)
 static int retake(dl_condwait_t *cw)
 {
     dist_mutex_t *m = cw->m;
-    dl_req_t rq = { 'w', 0, m->dl_o.dl_fair, m->dl_o.dl_lease_ms, 0, DL_FOREVER, NULL };
+    dl_req_t rq = { 'w', 0, m->dl_o.dl_fair, m->dl_o.dl_lease_ms, 0, DL_FOREVER, NULL,
+                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
     char q[96];
     int rc = dl_lock_acquire(cw->p, cw->l, &rq);
     if (rc != 0 && rc != EOWNERDEAD) {
@@ -101,7 +128,7 @@ static int retake(dl_condwait_t *cw)
 int dl_condwait_restore(dl_condwait_t *cw)
 {
     char q[96];
-    int prc = dl_lock_restore(cw->l, cw->count);
+    int prc = dl_lock_restore(cw->l, cw->count, cw->carried, cw->od);
     if (prc)
         dl_log(DL_LOG_ERROR, "condition wait: the mutex %s is held again, but its count of %u "
                "could not be restored (%s)", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
@@ -110,16 +137,21 @@ int dl_condwait_restore(dl_condwait_t *cw)
     return prc;
 }
 
-int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
-                      const struct timespec *abstime)
+int dl_condwait_begin_on(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m, clockid_t clock,
+                         const struct timespec *abstime)
 {
     dl_proc_t *pm;
     char q[96], qm[96];
     uint64_t deadline = DL_FOREVER;
     cw->abstime = abstime;
+    cw->clock = clock;
     cw->m = m;
     cw->lapsed = 0;
-    if (abstime && dl_deadline_from_abstime(abstime, &deadline))
+    cw->carried = 0;
+    cw->od = 0;
+    if (!dl_clock_ok(clock))
+        return dl_fail(EINVAL, "clock %d: expected CLOCK_REALTIME or CLOCK_MONOTONIC", (int)clock);
+    if (abstime && dl_deadline_on(clock, abstime, &deadline))
         return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
     int rc = resolve(c, &cw->p, &cw->cv);
     if (rc)
@@ -132,17 +164,27 @@ int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
                        dl_core_qname(&cw->cv->core, q, sizeof q),
                        dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
     if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
-        return rc;                /* m untouched */
-    if (dl_lock_release_all(cw->p, cw->l) == ENOLCK) {
+        return dl_refused_rc(rc);         /* m untouched */
+    int seen = 0;
+    if (dl_lock_release_all(cw->p, cw->l, &seen, &cw->od) == ENOLCK) {
         cw->lapsed = 1;
         snprintf(cw->lapse, sizeof cw->lapse, "%s", dist_lasterror());
     }
+    /* The wait does not end the section: a lapse in it, told already or
+     * found now, still ends it with ENOLCK (restore). */
+    cw->carried = seen || cw->lapsed;
     return 0;
+}
+
+int dl_condwait_begin(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m,
+                      const struct timespec *abstime)
+{
+    return dl_condwait_begin_on(cw, c, m, CLOCK_REALTIME, abstime);
 }
 
 int dl_condwait_block(dl_condwait_t *cw)
 {
-    return dl_cond_block(cw->p, cw->cv, &cw->w, cw->abstime);
+    return dl_cond_block(cw->p, cw->cv, &cw->w, cw->clock, cw->abstime);
 }
 
 int dl_condwait_end(dl_condwait_t *cw, int brc)
@@ -151,6 +193,10 @@ int dl_condwait_end(dl_condwait_t *cw, int brc)
     int trc = retake(cw);
     if (trc != 0 && trc != EOWNERDEAD)
         return trc;
+    /* The wait says EOWNERDEAD for a lapse its release found: through a
+     * robust mutex, that is one more to make consistent. */
+    if (cw->lapsed && cw->m->dl_o.dl_robust == DIST_MUTEX_ROBUST)
+        cw->od = 1;
     dl_condwait_restore(cw);
     if (trc == EOWNERDEAD)
         return EOWNERDEAD;        /* worded by the lock */
@@ -164,10 +210,11 @@ int dl_condwait_end(dl_condwait_t *cw, int brc)
     return brc;
 }
 
-static int wait_on(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
+static int wait_on(dist_cond_t *c, dist_mutex_t *m, clockid_t clock,
+                   const struct timespec *abstime)
 {
     dl_condwait_t cw;
-    int rc = dl_condwait_begin(&cw, c, m, abstime);
+    int rc = dl_condwait_begin_on(&cw, c, m, clock, abstime);
     if (rc)
         return rc;
     return dl_condwait_end(&cw, dl_condwait_block(&cw));
@@ -175,12 +222,21 @@ static int wait_on(dist_cond_t *c, dist_mutex_t *m, const struct timespec *absti
 
 int dist_cond_wait(dist_cond_t *c, dist_mutex_t *m)
 {
-    return wait_on(c, m, NULL);
+    return wait_on(c, m, CLOCK_REALTIME, NULL);
 }
 
-int dist_cond_timedwait(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
+int dist_cond_clockwait(dist_cond_t *c, dist_mutex_t *m, clockid_t clock,
+                        const struct timespec *abstime)
 {
     if (!abstime)
         return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
-    return wait_on(c, m, abstime);
+    return wait_on(c, m, clock, abstime);
+}
+
+/* On the condition's own clock (its attribute's, kept at init). */
+int dist_cond_timedwait(dist_cond_t *c, dist_mutex_t *m, const struct timespec *abstime)
+{
+    if (!c)
+        return dl_fail(EINVAL, "condition is NULL");
+    return dist_cond_clockwait(c, m, (clockid_t)c->dl_o.dl_type, abstime);
 }

@@ -21,6 +21,7 @@ int dist_mutexattr_init(dist_mutexattr_t *attr)
     attr->dl_type = DIST_MUTEX_RECURSIVE;
     attr->dl_fair = 0;
     attr->dl_lease_ms = 0;
+    attr->dl_robust = DIST_MUTEX_LENIENT;
     return 0;
 }
 
@@ -72,6 +73,37 @@ int dist_mutexattr_setlease(dist_mutexattr_t *attr, unsigned long ms)
     return 0;
 }
 
+int dist_mutexattr_setrobust(dist_mutexattr_t *attr, int robust)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (robust != DIST_MUTEX_LENIENT && robust != DIST_MUTEX_ROBUST)
+        return dl_fail(EINVAL, "robust %d: expected DIST_MUTEX_LENIENT or DIST_MUTEX_ROBUST",
+                       robust);
+    attr->dl_robust = robust;
+    return 0;
+}
+
+int dist_mutexattr_getrobust(const dist_mutexattr_t *attr, int *robust)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (!robust)
+        return dl_fail(EINVAL, "robust is NULL");
+    *robust = attr->dl_robust;
+    return 0;
+}
+
+int dist_mutexattr_gettype(const dist_mutexattr_t *attr, int *type)
+{
+    if (attr_ok(attr))
+        return EINVAL;
+    if (!type)
+        return dl_fail(EINVAL, "type is NULL");
+    *type = attr->dl_type;
+    return 0;
+}
+
 int dist_mutex_init(dist_mutex_t *m, const char *name, const dist_mutexattr_t *attr)
 {
     if (attr && attr_ok(attr))
@@ -94,6 +126,7 @@ int dist_mutex_init(dist_mutex_t *m, const char *name, const dist_mutexattr_t *a
         m->dl_o.dl_type = attr->dl_type;
         m->dl_o.dl_fair = attr->dl_fair;
         m->dl_o.dl_lease_ms = attr->dl_lease_ms;
+        m->dl_o.dl_robust = attr->dl_robust;
     }
     return rc;
 }
@@ -106,12 +139,13 @@ static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
     if (rc)
         return rc;
     dl_req_t rq = { 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
-                    m->dl_o.dl_lease_ms, try_only, deadline, NULL };
+                    m->dl_o.dl_lease_ms, try_only, deadline, NULL,
+                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
     rc = dl_lock_acquire(p, l, &rq);
     /* As pthread_mutex_trylock: a try is never told EDEADLK, only that the
      * lock cannot be taken now (the owner's relock of an errorcheck
      * mutex); dist_lasterror still says why. */
-    return try_only && rc == EDEADLK ? EBUSY : rc;
+    return try_only && rc == EDEADLK ? EBUSY : dl_refused_rc(rc);
 }
 
 int dist_mutex_lock(dist_mutex_t *m)
@@ -124,18 +158,25 @@ int dist_mutex_trylock(dist_mutex_t *m)
     return acquire(m, 1, 0);
 }
 
-int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
+int dist_mutex_clocklock(dist_mutex_t *m, clockid_t clock, const struct timespec *abstime)
 {
+    if (!dl_clock_ok(clock))
+        return dl_fail(EINVAL, "clock %d: expected CLOCK_REALTIME or CLOCK_MONOTONIC", (int)clock);
     for (;;) {
         uint64_t deadline;
-        if (dl_deadline_from_abstime(abstime, &deadline))
+        if (dl_deadline_on(clock, abstime, &deadline))
             return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
         int rc = acquire(m, 0, deadline);
-        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
-         * wall clock was set back while we waited. */
-        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+        /* Never ETIMEDOUT before abstime on its clock, even if the wall
+         * clock was set back (or the host suspended) while we waited. */
+        if (rc != ETIMEDOUT || dl_passed_on(clock, abstime))
             return rc;
     }
+}
+
+int dist_mutex_timedlock(dist_mutex_t *m, const struct timespec *abstime)
+{
+    return dist_mutex_clocklock(m, CLOCK_REALTIME, abstime);
 }
 
 /* dist_mutex_*lockall: each object resolved and its request made as a
@@ -166,11 +207,12 @@ static int lockall(dist_mutex_t *const ms[], size_t n, int try_only, uint64_t de
             break;
         }
         v[i].rq = (dl_req_t){ 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
-                              m->dl_o.dl_lease_ms, try_only, deadline, NULL };
+                              m->dl_o.dl_lease_ms, try_only, deadline, NULL,
+                              m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
         v[i].at = i;
     }
     if (!rc)
-        rc = dl_lock_all(p, v, n);
+        rc = dl_refused_rc(dl_lock_all(p, v, n));
     free(v);
     return rc;
 }
@@ -204,7 +246,15 @@ int dist_mutex_unlock(dist_mutex_t *m)
     dl_proc_t *p;
     dl_lock_t *l;
     int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
-    return rc ? rc : dl_lock_release(p, l, 1);
+    return rc ? rc : dl_refused_rc(dl_lock_release(p, l, 1));
+}
+
+int dist_mutex_consistent(dist_mutex_t *m)
+{
+    dl_proc_t *p;
+    dl_lock_t *l;
+    int rc = dl_obj_resolve(m ? &m->dl_o : NULL, DL_MAGIC_MUTEX, &p, &l);
+    return rc ? rc : dl_lock_consistent(l);
 }
 
 int dist_mutex_destroy(dist_mutex_t *m)

@@ -12,25 +12,43 @@
 #include "lock.h"
 #include "object.h"
 #include "objtab.h"
+#include "port.h"
 #include "process.h"
 #include "self.h"
 
 /* dl_owns_name: where the name of an initialized object is (a static
- * object's, 0, is the program's string). */
+ * object's, 0 or DIST_PRIV_NAME_PLACE, is the program's string; the
+ * latter a name that is the place of its initializer: port.c). */
 enum { DL_NAME_COPY = 1, DL_NAME_INLINE = 2 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+/* The initializations this process made: each object's dl_gen.  With the
+ * process's tag (dl_origin) it names one initialization of one piece of
+ * memory among all processes, so that memory initialized again (under
+ * another name, or the same) is another object to a sibling that resolved
+ * it before, whose fork count would not tell (none may have forked
+ * between the two).  A forked child carries the count on under its own
+ * tag. */
+static uint64_t gens;
 
 /* In a forked child: a thread of the parent may have held mu. */
 void dl_obj_after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
+    dl_port_after_fork();
 }
 
 /* The word for an object of that magic in messages. */
 static const char *what_of(unsigned magic)
 {
-    return magic == DL_MAGIC_COND ? "condition" : magic == DL_MAGIC_SEM ? "semaphore" : "lock";
+    switch (magic) {
+    case DL_MAGIC_COND: return "condition";
+    case DL_MAGIC_SEM: return "semaphore";
+    case DL_MAGIC_BARRIER: return "barrier";
+    case DL_MAGIC_ONCE: return "once";
+    default: return "lock";
+    }
 }
 
 static int name_ok(const char *name, size_t *len, unsigned magic)
@@ -76,6 +94,7 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
      * children it forks from now on have it (dl_self_inherited). */
     o->dl_origin = dl_self_tag();
     o->dl_born = dl_self_forks();
+    o->dl_gen = __atomic_add_fetch(&gens, 1, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -83,6 +102,11 @@ int dl_obj_init(struct dist_lockobj *o, unsigned magic, const char *name)
 static const char *name_of(const struct dist_lockobj *o)
 {
     return o->dl_owns_name == DL_NAME_INLINE ? o->dl_iname : o->dl_name;
+}
+
+const char *dl_obj_name(const struct dist_lockobj *o)
+{
+    return name_of(o);
 }
 
 static int valid(const struct dist_lockobj *o, unsigned magic)
@@ -107,6 +131,8 @@ static int name_here(const struct dist_lockobj *o)
     return o->dl_owns_name != DL_NAME_COPY || dl_self_inherited(o->dl_origin, o->dl_born);
 }
 
+static int drop_obj(dl_core_t *e, void *arg);
+
 /* Which object this is, for this process's table (objtab.h). */
 static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
 {
@@ -114,6 +140,34 @@ static void key_of(const struct dist_lockobj *o, dl_objkey_t *k)
     k->name = name_of(o);
     k->origin = o->dl_origin;
     k->born = o->dl_born;
+    k->gen = o->dl_gen;
+}
+
+/* o at k's address was initialized again (k is new to the table): what
+ * this process resolved that memory to before is another object, which
+ * nobody can name any more.  Its entries go as a destroy would take them,
+ * unless one is the last object of a hold or wait of this process (kept
+ * then, as destroy's EBUSY keeps it). */
+static void forget_stale(dl_proc_t *p, const dl_objkey_t *k)
+{
+    dl_objkey_t stale[4];
+    size_t n;
+    while ((n = dl_objtab_stale(&p->objs, k, stale, 4)) > 0) {
+        size_t gone = 0;
+        for (size_t i = 0; i < n; i++) {
+            dl_core_t *e = dl_objtab_find(&p->objs, &stale[i]);
+            if (!e)
+                continue;
+            char kept[DL_ERRMAX];
+            snprintf(kept, sizeof kept, "%s", dist_lasterror());
+            dl_hold_linger_end(p, e, 1, 0);
+            dl_seterr("%s", kept);
+            if (dl_objtab_remove(&p->objs, &stale[i], drop_obj, p) == 0)
+                gone++;
+        }
+        if (gone < n)
+            return;               /* (some are kept: do not loop on them) */
+    }
 }
 
 int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t *kind,
@@ -149,6 +203,10 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
     const char *name = name_of(o);
     if (name_ok(name, &len, magic))
         return EINVAL;
+    /* A static object named by its place: the place's only object here,
+     * or the program stops (port.c). */
+    if (o->dl_magic == DIST_PRIV_MAGIC_STATIC && o->dl_owns_name == DIST_PRIV_NAME_PLACE)
+        dl_port_place_claim(o, magic, name);
     dl_core_t *e = dl_registry_get(&p->reg, kind, p->cfg.prefix, name, len);
     if (!e)
         return dl_fail(ENOMEM, "out of memory");
@@ -167,6 +225,8 @@ int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const dl_kind_t 
         dl_registry_put(&p->reg, e);
     if (!kept)
         return dl_fail(ENOMEM, "out of memory");
+    if (added)
+        forget_stale(p, &k);
     if (kept->kind != kind)
         return dl_fail(EINVAL, "%s object is not initialized (it is a %s)", what_of(magic),
                        dl_core_what(kept));
@@ -200,6 +260,15 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     dl_objkey_t k;
     key_of(o, &k);
     dl_core_t *e = p ? dl_objtab_find(&p->objs, &k) : NULL;
+    /* A lock the process was told is unrecoverable (ENOTRECOVERABLE): the
+     * destroy that precedes its new init makes it usable again, in Redis,
+     * for every process (SPEC, robust).  Not reached: the object stays, so
+     * that the destroy can be tried again. */
+    if (e && e->kind == &dl_lock_kind) {
+        int rc = dl_lock_recover(p, dl_lock_of(e));
+        if (rc)
+            return rc;
+    }
     if (e) {
         /* Unlocked: pass it on now.  Should that release fail, it is
          * logged and the hold lapses within its claim window; destroy
@@ -213,6 +282,7 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
                        ? dl_fail(EBUSY, "condition is waited on in this process")
                        : dl_fail(EBUSY, "lock is held or waited on in this process");
     }
+    dl_port_place_release(o);
     /* Only this process's copy of the name is freed (never another
      * process's pointer, which means nothing here). */
     if (o->dl_owns_name == DL_NAME_COPY && name_here(o))
@@ -220,6 +290,7 @@ int dl_obj_destroy(struct dist_lockobj *o, unsigned magic)
     o->dl_name = NULL;
     o->dl_origin = 0;
     o->dl_born = 0;
+    o->dl_gen = 0;
     o->dl_magic = DL_MAGIC_DEAD;
     return 0;
 }

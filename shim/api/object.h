@@ -9,7 +9,9 @@
  * which forked processes may share): object.c writes its magic, its name
  * and who initialized it when (dl_origin: that process's tag, dl_born:
  * its fork count; self.h), which tells whether the name pointer means
- * anything in the calling process; mutex.c and rwlock.c set its
+ * anything in the calling process, and which of that process's
+ * initializations it is (dl_gen), so that memory initialized again is
+ * another object to every process that shares it; mutex.c and rwlock.c set its
  * attributes (type, fairness, lease) at init.  What an object resolves to
  * in a process is kept in that process (objtab.h), never in the object.
  * A lock's reference for its objects is the registry's
@@ -32,6 +34,8 @@ struct dl_kind;               /* dl_kind_t, core.h */
 #define DL_MAGIC_DEAD   0x44534445u   /* "DSDE" */
 #define DL_MAGIC_COND   0x4453434eu   /* "DSCN": dist_cond_t (api/cond.c) */
 #define DL_MAGIC_SEM    0x4453534du   /* "DSSM": dist_sem_t (api/sem_api.c) */
+#define DL_MAGIC_BARRIER 0x44534252u  /* "DSBR": dist_barrier_t (api/barrier.c) */
+#define DL_MAGIC_ONCE   0x44534f4eu   /* "DSON": dist_once_t (api/once.c) */
 
 /* A fixed lease (setlease) between these, in ms.  The shortest must still
  * leave a validity (the lease less the clock-drift allowance: tenure.c)
@@ -51,6 +55,9 @@ int dl_obj_resolve(struct dist_lockobj *o, unsigned magic, struct dl_proc **pp,
 int dl_obj_resolve_kind(struct dist_lockobj *o, unsigned magic, const struct dl_kind *kind,
                         struct dl_proc **pp, struct dl_core **cp);
 int dl_obj_destroy(struct dist_lockobj *o, unsigned magic);
+/* An initialized object's name as this process reads it (NULL for a
+ * static object's of no name). */
+const char *dl_obj_name(const struct dist_lockobj *o);
 /* dist_*_getfence: the calling thread's fence of its hold on o. */
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
 /* dist_*_getlease: the time left of the calling thread's hold on o. */

@@ -68,12 +68,12 @@ static int acquire_stop(dist_rwlock_t *rw, char mode, int try_only, uint64_t dea
     int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
     if (rc)
         return rc;
-    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline, stop };
+    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline, stop, 0 };
     rc = dl_lock_acquire(p, l, &rq);
     /* As pthread_rwlock_trywrlock: a try is never told EDEADLK, only that
      * the lock cannot be taken now (a reader's write request); the
      * blocking and timed calls keep EDEADLK, and dist_lasterror says why. */
-    return try_only && rc == EDEADLK ? EBUSY : rc;
+    return try_only && rc == EDEADLK ? EBUSY : dl_refused_rc(rc);
 }
 
 static int acquire(dist_rwlock_t *rw, char mode, int try_only, uint64_t deadline)
@@ -95,33 +95,45 @@ void dl_rwlock_interrupt(dist_rwlock_t *rw)
         dl_waiter_interrupt(&l->core);
 }
 
-static int timed(dist_rwlock_t *rw, char mode, const struct timespec *abstime)
+static int timed(dist_rwlock_t *rw, char mode, clockid_t clock, const struct timespec *abstime)
 {
+    if (!dl_clock_ok(clock))
+        return dl_fail(EINVAL, "clock %d: expected CLOCK_REALTIME or CLOCK_MONOTONIC", (int)clock);
     for (;;) {
         uint64_t deadline;
-        if (dl_deadline_from_abstime(abstime, &deadline))
+        if (dl_deadline_on(clock, abstime, &deadline))
             return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
         int rc = acquire(rw, mode, 0, deadline);
-        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
-         * wall clock was set back while we waited. */
-        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+        /* Never ETIMEDOUT before abstime on its clock, even if the wall
+         * clock was set back (or the host suspended) while we waited. */
+        if (rc != ETIMEDOUT || dl_passed_on(clock, abstime))
             return rc;
     }
 }
 
 int dist_rwlock_rdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 0, DL_FOREVER); }
 int dist_rwlock_tryrdlock(dist_rwlock_t *rw) { return acquire(rw, 'r', 1, 0); }
-int dist_rwlock_timedrdlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'r', abstime); }
+int dist_rwlock_timedrdlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'r', CLOCK_REALTIME, abstime); }
 int dist_rwlock_wrlock(dist_rwlock_t *rw) { return acquire(rw, 'w', 0, DL_FOREVER); }
 int dist_rwlock_trywrlock(dist_rwlock_t *rw) { return acquire(rw, 'w', 1, 0); }
-int dist_rwlock_timedwrlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'w', abstime); }
+int dist_rwlock_timedwrlock(dist_rwlock_t *rw, const struct timespec *abstime) { return timed(rw, 'w', CLOCK_REALTIME, abstime); }
+
+int dist_rwlock_clockrdlock(dist_rwlock_t *rw, clockid_t clock, const struct timespec *abstime)
+{
+    return timed(rw, 'r', clock, abstime);
+}
+
+int dist_rwlock_clockwrlock(dist_rwlock_t *rw, clockid_t clock, const struct timespec *abstime)
+{
+    return timed(rw, 'w', clock, abstime);
+}
 
 int dist_rwlock_unlock(dist_rwlock_t *rw)
 {
     dl_proc_t *p;
     dl_lock_t *l;
     int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
-    return rc ? rc : dl_lock_release(p, l, 0);
+    return rc ? rc : dl_refused_rc(dl_lock_release(p, l, 0));
 }
 
 int dist_rwlock_destroy(dist_rwlock_t *rw)

@@ -103,7 +103,7 @@ int dl_sem_init_how(dist_sem_t *s, const char *name, unsigned int value, int fla
     s->dl_flags = flags;
     dl_sem_t *sem;
     if ((rc = resolve(s, &p, &sem)) == 0)
-        rc = dl_sem_open(p, sem, kind_of(s), value, how);
+        rc = dl_refused_rc(dl_sem_open(p, sem, kind_of(s), value, how));
     if (rc) {
         /* Not made: the object is as before init (uninitialized). */
         char kept[DL_ERRMAX];
@@ -129,7 +129,7 @@ static int wait_for(dist_sem_t *s, int try_only, uint64_t deadline, const int *s
     if (rc)
         return rc;
     dl_sem_req_t rq = { kind_of(s), s->dl_value, try_only, deadline, stop };
-    return dl_sem_wait(p, sem, &rq);
+    return dl_refused_rc(dl_sem_wait(p, sem, &rq));
 }
 
 int dist_sem_wait(dist_sem_t *s)
@@ -142,28 +142,36 @@ int dist_sem_trywait(dist_sem_t *s)
     return wait_for(s, 1, 0, NULL);
 }
 
-static int timed(dist_sem_t *s, const struct timespec *abstime, const int *stop)
+static int timed(dist_sem_t *s, clockid_t clock, const struct timespec *abstime, const int *stop)
 {
+    if (!dl_clock_ok(clock))
+        return dl_fail(EINVAL, "clock %d: expected CLOCK_REALTIME or CLOCK_MONOTONIC", (int)clock);
     for (;;) {
         uint64_t deadline;
-        if (dl_deadline_from_abstime(abstime, &deadline))
+        if (dl_deadline_on(clock, abstime, &deadline))
             return dl_fail(EINVAL, "abstime is NULL or its tv_nsec is outside [0, 1e9)");
         int rc = wait_for(s, 0, deadline, stop);
-        /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if the
-         * wall clock was set back while we waited. */
-        if (rc != ETIMEDOUT || dl_abstime_passed(abstime))
+        /* Never ETIMEDOUT before abstime on its clock, even if the wall
+         * clock was set back (or the host suspended) while we waited. */
+        if (rc != ETIMEDOUT || dl_passed_on(clock, abstime))
             return rc;
     }
 }
 
 int dist_sem_timedwait(dist_sem_t *s, const struct timespec *abstime)
 {
-    return timed(s, abstime, NULL);
+    return timed(s, CLOCK_REALTIME, abstime, NULL);
 }
 
-int dl_sem_wait_stoppable(dist_sem_t *s, const struct timespec *abstime, const int *stop)
+int dist_sem_clockwait(dist_sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
-    return abstime ? timed(s, abstime, stop) : wait_for(s, 0, DL_FOREVER, stop);
+    return timed(s, clock, abstime, NULL);
+}
+
+int dl_sem_wait_stoppable(dist_sem_t *s, clockid_t clock, const struct timespec *abstime,
+                          const int *stop)
+{
+    return abstime ? timed(s, clock, abstime, stop) : wait_for(s, 0, DL_FOREVER, stop);
 }
 
 void dl_sem_interrupt(dist_sem_t *s)
@@ -179,7 +187,7 @@ int dist_sem_post(dist_sem_t *s)
     dl_proc_t *p;
     dl_sem_t *sem;
     int rc = resolve(s, &p, &sem);
-    return rc ? rc : dl_sem_post(p, sem, kind_of(s), s->dl_value);
+    return rc ? rc : dl_refused_rc(dl_sem_post(p, sem, kind_of(s), s->dl_value));
 }
 
 int dist_sem_getvalue(dist_sem_t *s, int *value)
@@ -189,7 +197,7 @@ int dist_sem_getvalue(dist_sem_t *s, int *value)
     dl_proc_t *p;
     dl_sem_t *sem;
     int rc = resolve(s, &p, &sem);
-    return rc ? rc : dl_sem_getvalue(p, sem, kind_of(s), s->dl_value, value);
+    return rc ? rc : dl_refused_rc(dl_sem_getvalue(p, sem, kind_of(s), s->dl_value, value));
 }
 
 int dist_sem_destroy(dist_sem_t *s)
@@ -200,6 +208,41 @@ int dist_sem_destroy(dist_sem_t *s)
     if (rc == EBUSY)
         return dl_fail(EBUSY, "semaphore is waited on in this process, or the process holds "
                        "leased permits of it");
+    return rc;
+}
+
+/* The name's semaphore in this process, through an object of the call's
+ * own (as an init would make it, without creating anything in Redis). */
+int dist_sem_unlink(const char *name)
+{
+    if (!name)
+        return dl_fail(EINVAL, "semaphore name is NULL");
+    size_t n = strnlen(name, DIST_NAME_MAX + 1);
+    if (n == 0)
+        return dl_fail(EINVAL, "semaphore name is empty");
+    if (n > DIST_NAME_MAX)
+        return dl_fail(EINVAL, "semaphore name is longer than DIST_NAME_MAX (%d bytes)",
+                       DIST_NAME_MAX);
+    int err = 0;
+    dl_proc_t *p = dl_proc_get(&err);
+    if (!p)
+        return err;
+    if (mode_ok(p))
+        return EINVAL;
+    dist_sem_t s;
+    memset(&s, 0, sizeof s);
+    int rc = dl_obj_init(&s.dl_o, DL_MAGIC_SEM, name);
+    if (rc)
+        return rc;
+    dl_sem_t *sem;
+    if ((rc = resolve(&s, &p, &sem)) == 0)
+        rc = dl_sem_unlink(p, sem);
+    char kept[DL_ERRMAX];
+    memcpy(kept, dist_lasterror(), sizeof kept);
+    kept[sizeof kept - 1] = 0;
+    dl_obj_destroy(&s.dl_o, DL_MAGIC_SEM);   /* (never busy: the call's own object) */
+    if (rc)
+        dl_seterr("%s", kept);
     return rc;
 }
 

@@ -19,9 +19,11 @@ int dl_sem_init_how(dist_sem_t *s, const char *name, unsigned int value, int fla
 /* dist_sem_wait that another thread can stop: once *stop is set (atomic)
  * and dl_sem_interrupt(s) called, the wait ends as a timed one would at
  * its deadline (its registration withdrawn) and returns EINTR.  abstime:
- * NULL, or the deadline of a timed wait (ETIMEDOUT).  (The interposer's
- * sem_wait: a signal handler ran.) */
-int dl_sem_wait_stoppable(dist_sem_t *s, const struct timespec *abstime, const int *stop);
+ * NULL, or the deadline of a timed wait (ETIMEDOUT) on clock, as
+ * dist_sem_clockwait's.  (The interposer's sem_wait: a signal handler
+ * ran.) */
+int dl_sem_wait_stoppable(dist_sem_t *s, clockid_t clock, const struct timespec *abstime,
+                          const int *stop);
 void dl_sem_interrupt(dist_sem_t *s);
 
 /* 0 if semaphores can be used with this process's DISTLOCK_URL; EINVAL

@@ -29,16 +29,21 @@ uint64_t dl_now_us(void)
     return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
+int dl_clock_ok(clockid_t clock)
+{
+    return clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC;
+}
+
+int dl_deadline_on(clockid_t clock, const struct timespec *abstime, uint64_t *deadline)
 {
     if (!abstime || abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)
         return EINVAL;
     struct timespec now, mono;
-    clock_gettime(CLOCK_REALTIME, &now);
-    /* The wall clock is read once, here: from now on the wait follows the
-     * library's clock, so one deadline covers the local and the Redis wait.
-     * The library's clock is read second, so the time between the two
-     * reads can only make the deadline later, never earlier. */
+    clock_gettime(clock, &now);
+    /* The caller's clock is read once, here: from now on the wait follows
+     * the library's clock, so one deadline covers the local and the Redis
+     * wait.  The library's clock is read second, so the time between the
+     * two reads can only make the deadline later, never earlier. */
     clock_gettime(DL_CLOCK, &mono);
     uint64_t mono_ns = (uint64_t)mono.tv_sec * 1000000000u + (uint64_t)mono.tv_nsec;
     /* tv_sec may be anything time_t holds: compare before multiplying, so
@@ -63,12 +68,30 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
     return 0;
 }
 
-int dl_abstime_passed(const struct timespec *abstime)
+uint64_t dl_round_trip_cut(uint64_t deadline)
+{
+    if (deadline == DL_FOREVER)
+        return 0;
+    uint64_t now = dl_now_ms();
+    return deadline >= now + DL_ROUND_TRIP_MS ? deadline : 0;
+}
+
+int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
+{
+    return dl_deadline_on(CLOCK_REALTIME, abstime, deadline);
+}
+
+int dl_passed_on(clockid_t clock, const struct timespec *abstime)
 {
     struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
+    clock_gettime(clock, &now);
     return now.tv_sec > abstime->tv_sec ||
            (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+}
+
+int dl_abstime_passed(const struct timespec *abstime)
+{
+    return dl_passed_on(CLOCK_REALTIME, abstime);
 }
 
 void dl_timespec_at_us(uint64_t deadline_us, struct timespec *ts)

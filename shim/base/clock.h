@@ -5,8 +5,9 @@
  *
  * Every deadline inside the library is on one clock, CLOCK_BOOTTIME (which
  * counts a suspend, as Redis's TTLs do), in ms or us; CLOCK_REALTIME
- * appears only at the API (an abstime), and CLOCK_MONOTONIC only in the
- * condition variables' timespecs (dl_timespec_at), converted here.
+ * and CLOCK_MONOTONIC appear at the API (an abstime on the caller's
+ * clock: the clock* calls), and CLOCK_MONOTONIC in the condition
+ * variables' timespecs (dl_timespec_at), converted here.
  * clock.c keeps only per-thread caches (the thread id, the jitter seed).
  */
 #ifndef DL_CLOCK_H
@@ -28,6 +29,26 @@ int dl_deadline_from_abstime(const struct timespec *abstime, uint64_t *deadline)
 /* Has CLOCK_REALTIME reached abstime?  A timed call asks before it says
  * ETIMEDOUT, and waits again if the clock was set back during its wait. */
 int dl_abstime_passed(const struct timespec *abstime);
+/* The same two on the caller's clock (the clock* calls): CLOCK_REALTIME
+ * or CLOCK_MONOTONIC (dl_clock_ok).  A deadline from CLOCK_MONOTONIC may
+ * come early by a suspend's length (the library's clock counts it, that
+ * one does not): the check before ETIMEDOUT then sends the call back to
+ * wait, as for a wall clock set back. */
+int dl_clock_ok(clockid_t clock);
+int dl_deadline_on(clockid_t clock, const struct timespec *abstime, uint64_t *deadline);
+int dl_passed_on(clockid_t clock, const struct timespec *abstime);
+/* A round trip's worth (ms): a timed call with less time left than this
+ * has no time to wait, and its request to Redis is a try. */
+#define DL_ROUND_TRIP_MS 50
+/* When the link gives up on the round trip of a timed call's request
+ * (dl_cmd_t's deadline; 0: at the I/O time-out alone): at the call's
+ * deadline, when at least a round trip's worth is left; else never before
+ * the I/O time-out, as a try call's.  A deadline already past (or about to
+ * pass) must still try once (SPEC: like pthreads), and a try that Redis
+ * ran must not be withdrawn and called a time-out because its reply took
+ * longer than the time left: on a loaded machine or a slow network it
+ * always would. */
+uint64_t dl_round_trip_cut(uint64_t deadline);
 /* The CLOCK_MONOTONIC timespec at which a deadline in ms of dl_now_ms's
  * clock comes (for condvars, whose clock is CLOCK_MONOTONIC). */
 void dl_timespec_at(uint64_t deadline_ms, struct timespec *ts);

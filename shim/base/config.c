@@ -2,6 +2,7 @@
 /* config.c - DISTLOCK_* environment variables -> dl_config_t. */
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +10,6 @@
 
 #include "config.h"
 #include "dl.h"
-#include "tls.h"
 
 #define DL_DEFAULT_URL "redis://127.0.0.1:6379"
 
@@ -107,8 +107,13 @@ static int parse_hostport(const char *s, size_t n, int defport, dl_endpoint_t *e
         char port[8];
         size_t plen = (size_t)(s + n - colon - 1);
         unsigned long v;
-        if (plen == 0 || plen >= sizeof port) {
-            snprintf(err, errlen, "bad port");
+        if (plen == 0) {
+            snprintf(err, errlen, "no port after ':' (1-65535)");
+            return EINVAL;
+        }
+        if (plen >= sizeof port) {
+            char q[160];
+            snprintf(err, errlen, "bad port %s (1-65535)", piece(hide, colon + 1, plen, q, sizeof q));
             return EINVAL;
         }
         memcpy(port, colon + 1, plen);
@@ -326,6 +331,69 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
     return query ? parse_query(query + 1, c, hide, err, errlen) : 0;
 }
 
+/* Appends to buf (size bytes, *o used) as snprintf would, never past it. */
+static void put(char *buf, size_t size, size_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void put(char *buf, size_t size, size_t *o, const char *fmt, ...)
+{
+    if (*o >= size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf + *o, size - *o, fmt, ap);
+    va_end(ap);
+    *o = n < 0 ? size : *o + (size_t)n;
+}
+
+const char *dl_config_url(const dl_config_t *c, char *buf, size_t size)
+{
+    size_t o = 0;
+    char ep[300];
+    if (!size)
+        return buf;
+    buf[0] = 0;
+    if (c->scheme == DL_SCHEME_UNIX) {
+        put(buf, size, &o, "unix://%s", c->ep[0].host);
+        if (c->db)
+            put(buf, size, &o, "?db=%d", c->db);
+        return buf;
+    }
+    static const char *const scheme[] = {
+        [DL_SCHEME_REDIS] = "redis", [DL_SCHEME_SENTINEL] = "redis-sentinel",
+        [DL_SCHEME_CLUSTER] = "redis-cluster", [DL_SCHEME_REDLOCK] = "redlock",
+    };
+    int s = c->scheme >= 0 && c->scheme <= DL_SCHEME_REDLOCK && scheme[c->scheme] ? c->scheme : 0;
+    put(buf, size, &o, "%s://", c->tls && s == DL_SCHEME_REDIS ? "rediss" : scheme[s]);
+    if (c->user[0])
+        put(buf, size, &o, "%s@", c->user);
+    for (int i = 0; i < c->nep; i++)
+        put(buf, size, &o, "%s%s", i ? "," : "", dl_endpoint_name(c, i, ep, sizeof ep));
+    if (s == DL_SCHEME_SENTINEL)
+        put(buf, size, &o, "/%s", c->master);
+    if (c->db)
+        put(buf, size, &o, "/%d", c->db);
+    if (c->tls && s != DL_SCHEME_REDIS)
+        put(buf, size, &o, "?tls=1");
+    return buf;
+}
+
+const char *dl_unreachable(const dl_config_t *c, const char *why, unsigned long ms, char *buf,
+                           size_t size)
+{
+    char url[600], ep[300], head[320];
+    dl_config_url(c, url, sizeof url);
+    /* "redis HOST:PORT: reason": the URL names that server already when it
+     * has one. */
+    if (c->nep == 1) {
+        snprintf(head, sizeof head, "redis %s: ", dl_endpoint_name(c, 0, ep, sizeof ep));
+        if (strncmp(why, head, strlen(head)) == 0)
+            why += strlen(head);
+    }
+    snprintf(buf, size, "Redis is unreachable at %s (%s); gave up after %lu ms "
+             "(DISTLOCK_IO_TIMEOUT_MS=%lu)", url, why, ms, c->io_timeout_ms);
+    return buf;
+}
+
 const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size)
 {
     if (is_unix)
@@ -359,8 +427,8 @@ static int env_ulong(const char *var, unsigned long def, unsigned long min,
 }
 
 /* DISTLOCK_TLS_*: read whatever the URL, so a bad value is caught the
- * same way every time; files are opened (and the client context built,
- * tls.c) only when the URL asks for TLS. */
+ * same way every time.  The files are judged above (the check conn/tls.c
+ * registers: only when the URL asks for TLS). */
 static int load_tls(dl_config_t *c)
 {
     static const struct {
@@ -383,9 +451,16 @@ static int load_tls(dl_config_t *c)
     for (const char *n = c->tls_name; *n; n++)
         if (!isalnum((unsigned char)*n) && !strchr("-._:*", *n))
             return dl_fail(EINVAL, "DISTLOCK_TLS_SERVER_NAME: not a host name or IP address");
-    if (!c->tls)
-        return 0;
-    return dl_tls_setup(c);
+    return 0;
+}
+
+static dl_config_check_fn *checks[DL_CONFIG_CHECKS];
+static int nchecks;
+
+void dl_config_add_check(dl_config_check_fn *fn)
+{
+    if (nchecks < DL_CONFIG_CHECKS)
+        checks[nchecks++] = fn;
 }
 
 int dl_config_prefix(char *out, size_t size)
@@ -425,6 +500,9 @@ int dl_config_load(dl_config_t *c)
 
     if (load_tls(c))
         return EINVAL;
+    for (int i = 0; i < nchecks; i++)
+        if (checks[i](c))
+            return EINVAL;
 
     if (dl_config_prefix(c->prefix, sizeof c->prefix))
         return EINVAL;

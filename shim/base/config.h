@@ -2,8 +2,9 @@
 /*
  * config.h - the environment, read into one validated struct (config.c).
  *
- * config.c keeps no state: the struct is its caller's (the process's
- * copy is dl_proc_t.cfg, read once when the process state is created).
+ * config.c keeps no state but the checks registered from above
+ * (dl_config_add_check): the struct is its caller's (the process's copy
+ * is dl_proc_t.cfg, read once when the process state is created).
  */
 #ifndef DL_CONFIG_H
 #define DL_CONFIG_H
@@ -51,6 +52,18 @@ typedef struct dl_config {
 /* Reads DISTLOCK_* (secure_getenv) into c.  EINVAL with dist_lasterror()
  * naming the variable when a value is bad.  Never blocks. */
 int dl_config_load(dl_config_t *c);
+
+/* What a layer above judges of a configuration that base/ only reads:
+ * conn/tls.c builds the TLS client context from the DISTLOCK_TLS_*_FILE
+ * files when the URL asks for TLS, so that a bad file is a configuration
+ * error (EINVAL) wherever the configuration is loaded, before any
+ * connection.  0, or EINVAL with dist_lasterror() naming the variable. */
+typedef int dl_config_check_fn(const dl_config_t *c);
+/* Has every later dl_config_load run fn, in the order registered, once
+ * the DISTLOCK_TLS_* variables are read.  From a constructor (before
+ * anything loads a configuration); at most DL_CONFIG_CHECKS. */
+#define DL_CONFIG_CHECKS 4
+void dl_config_add_check(dl_config_check_fn *fn);
 /* DISTLOCK_PREFIX alone (the key prefix; "distlock:" when unset), checked
  * as dl_config_load checks it, into out (size bytes): for a tool that
  * names a lock's keys (shim/base/keys.h) without the rest of the
@@ -68,6 +81,19 @@ int dl_config_password(dl_config_t *c);
 /* Parses a whole decimal number in [min, max]; 0 or EINVAL. */
 int dl_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 
+/* c's DISTLOCK_URL for messages, rebuilt from what was parsed: the
+ * scheme, the user but never the password, the servers, the master, the
+ * database ("redis://127.0.0.1:6379/2", "redis-cluster://h:1,h:2"). */
+const char *dl_config_url(const dl_config_t *c, char *buf, size_t size);
+/* How a call that gave up on Redis says so, the library's and its tools'
+ * one wording (dist_lasterror, the interposer, the distlock command):
+ * "Redis is unreachable at URL (WHY); gave up after MS ms
+ * (DISTLOCK_IO_TIMEOUT_MS=N)", WHY the connection's last failure ("redis
+ * HOST:PORT: " left out where the URL names that one server), MS how long
+ * the call tried (the I/O time-out, or less for a call with a deadline of
+ * its own). */
+const char *dl_unreachable(const dl_config_t *c, const char *why, unsigned long ms, char *buf,
+                           size_t size);
 /* "host:port" ("[v6]:port") or the socket path, for messages. */
 const char *dl_ep_name(const dl_endpoint_t *ep, int is_unix, char *buf, size_t size);
 /* The same for endpoint i of c. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* error.c - dist_strerror, the per-thread last error, and logging. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -42,6 +43,37 @@ int dl_fail(int code, const char *fmt, ...)
     return code;
 }
 
+static pthread_mutex_t refused_mu = PTHREAD_MUTEX_INITIALIZER;
+static char refused_why[DL_ERRMAX];
+static int refused_set;            /* atomic: read without the mutex first */
+
+void dl_refused_set(const char *why)
+{
+    if (!why && !__atomic_load_n(&refused_set, __ATOMIC_ACQUIRE))
+        return;                        /* the usual case: nothing to clear */
+    pthread_mutex_lock(&refused_mu);
+    snprintf(refused_why, sizeof refused_why, "%s", why ? why : "");
+    __atomic_store_n(&refused_set, why != NULL, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&refused_mu);
+}
+
+int dl_refused(void)
+{
+    return __atomic_load_n(&refused_set, __ATOMIC_ACQUIRE);
+}
+
+int dl_refused_rc(int rc)
+{
+    if (rc != EIO || !dl_refused())
+        return rc;
+    pthread_mutex_lock(&refused_mu);
+    if (refused_set)
+        snprintf(dl_lasterr, sizeof dl_lasterr, "%s", refused_why);
+    int set = refused_set;
+    pthread_mutex_unlock(&refused_mu);
+    return set ? EINVAL : rc;
+}
+
 const char *dist_lasterror(void)
 {
     return dl_lasterr;
@@ -59,6 +91,9 @@ const char *dist_strerror(int err)
     case EOWNERDEAD: return "lock acquired, but its previous holder's lease ran out before it unlocked";
     case ENOLCK: return "the hold had already lapsed in Redis before unlock";
     case EAGAIN: return "the reentrancy or reader count would overflow";
+    case ENOTRECOVERABLE: return "the lock is unrecoverable: a robust holder unlocked it after "
+                                 "EOWNERDEAD without dist_mutex_consistent";
+    case ENOENT: return "no such semaphore in Redis";
     case EIO: return "Redis unreachable or failing";
     case ENOMEM: return "out of memory";
     default: return "unknown distlock error";

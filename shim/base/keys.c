@@ -14,11 +14,21 @@ static const char *const cond_suffix[] = { "", ":d" };
  * queue, its registrations' deadlines and their ids, its holders' lease
  * deadlines and their records (docs/PROTOCOL.md). */
 static const char *const sem_suffix[] = { "", ":q", ":d", ":w", ":l", ":h" };
+/* A barrier's, in lua/barrier_common.lua's KEYS order: the barrier (its
+ * count, generation, arrivals so far, each process's last operation), and
+ * the arrivals of the generation under way (docs/PROTOCOL.md). */
+static const char *const barrier_suffix[] = { "", ":a" };
+/* A once's: the six of a lock (its "running" state is a lock's hold,
+ * taken and renewed by the lock's scripts, lua/common.lua's KEYS order),
+ * then its completion, which never expires (lua/once_*.lua). */
+static const char *const once_suffix[] = { "", ":r", ":ri", ":q", ":w", ":m", ":d" };
 
 static const dl_keyset_t keysets[DL_KINDS] = {
     [DL_KIND_LOCK] = { "lock", 0, DL_KEYS_N, dl_key_suffix },
     [DL_KIND_COND] = { "condition", 'c', 2, cond_suffix },
     [DL_KIND_SEM] = { "semaphore", 's', 6, sem_suffix },
+    [DL_KIND_BARRIER] = { "barrier", 'b', 2, barrier_suffix },
+    [DL_KIND_ONCE] = { "once", 'o', 7, once_suffix },
 };
 
 const dl_keyset_t *dl_kind_keys(int kind)

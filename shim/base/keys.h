@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * keys.h - the Redis keys of a named object of each kind (a lock, a
- * condition, a semaphore), shared by the library and the distlock command
+ * condition, a semaphore, a barrier, a once), shared by the library and the distlock command
  * (docs/PROTOCOL.md, "Keys of lock NAME").
  *
  * Every key of an object is <prefix>{TAG}<suffix>, so that all keys of one
@@ -34,7 +34,7 @@
 #define DL_TAG_ESC '\x01'
 
 /* The kinds of named object. */
-enum { DL_KIND_LOCK, DL_KIND_COND, DL_KIND_SEM, DL_KINDS };
+enum { DL_KIND_LOCK, DL_KIND_COND, DL_KIND_SEM, DL_KIND_BARRIER, DL_KIND_ONCE, DL_KINDS };
 
 #define DL_KEYS_MAX 8         /* keys of an object, at most (any kind) */
 #define DL_KEYS_N 6           /* the keys of a lock */

@@ -40,6 +40,15 @@ typedef struct dl_stats {
                                         without a round trip (prim/cond.c) */
     unsigned long cond_forwards;     /* signals passed on by such a waiter, whose
                                         registration another signal had taken */
+    unsigned long barrier_arrivals;  /* arrivals at barriers counted in Redis */
+    unsigned long barrier_pushes;    /* pushes received that a barrier generation was
+                                        released (one per process and generation) */
+    unsigned long barrier_checks;    /* checks of where a barrier is, by a process
+                                        whose threads waited without a push */
+    unsigned long barrier_found;     /* barrier waiters released (or told of a loss)
+                                        by such a check: a push lost or not sent */
+    unsigned long once_runs;         /* once routines this process ran */
+    unsigned long once_takeovers;    /* ... after the process running it died */
 } dl_stats_t;
 
 extern dl_stats_t dl_stats_g;

@@ -11,8 +11,10 @@
  * revocation pushed by `distlock break`.  Each sign ends the trust in
  * every hold of the process at once: it moves the epoch on, and a hold is
  * trusted only if its last confirmation was sent in the current epoch.
- * The files that see a sign (cmdlink_io.c, script.c, cluster.c, notify.c)
- * call dl_trust_end; they need not know which holds exist.
+ * The files that see a sign call dl_trust_end, the connection layer's
+ * through conn/fault.c (dl_fault_note: which faults are signs), the
+ * subscriber (core/notify.c) itself; they need not know which holds
+ * exist.
  */
 #ifndef DL_TRUST_H
 #define DL_TRUST_H

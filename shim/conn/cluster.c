@@ -34,13 +34,15 @@
 #include <string.h>
 #include <strings.h>
 
+#include "backoff.h"
+#include "channel.h"
 #include "cluster.h"
-#include "trust.h"
 #include "cmdlink.h"
 #include "dl.h"
-#include "keys.h"
+#include "fault.h"
+#include "lockform.h"
+#include "migrate.h"
 
-#define DL_SLOTS 16384
 #define DL_MAX_NODES 128
 
 typedef struct dl_cluster {
@@ -53,15 +55,28 @@ typedef struct dl_cluster {
                                          to, while its slot migrates; -1 none */
 } dl_cluster_t;
 
-/* CRC16-CCITT (XMODEM), as Redis Cluster uses it. */
-static unsigned crc16(const char *buf, size_t len)
+/* CRC16-CCITT (XMODEM), as Redis Cluster uses it, a byte at a time from
+ * a table made once (every command routed, every call's channel prefix
+ * and every object of a cluster's subscriber hash a key). */
+static unsigned short crc_table[256];
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+static void crc_make(void)
 {
-    unsigned crc = 0;
-    for (size_t i = 0; i < len; i++) {
-        crc ^= (unsigned)(unsigned char)buf[i] << 8;
+    for (unsigned i = 0; i < 256; i++) {
+        unsigned crc = i << 8;
         for (int b = 0; b < 8; b++)
             crc = (crc & 0x8000) ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+        crc_table[i] = (unsigned short)crc;
     }
+}
+
+static unsigned crc16(const char *buf, size_t len)
+{
+    pthread_once(&crc_once, crc_make);
+    unsigned crc = 0;
+    for (size_t i = 0; i < len; i++)
+        crc = ((crc << 8) ^ crc_table[((crc >> 8) ^ (unsigned char)buf[i]) & 0xff]) & 0xffff;
     return crc;
 }
 
@@ -176,23 +191,17 @@ static int refresh(dl_cluster_t *cl, char *err, size_t errlen)
     for (int i = 0; i < n; i++) {
         static const char *argv[] = { "CLUSTER", "SLOTS" };
         static const size_t argvlen[] = { 7, 5 };
-        dl_cmd_t cmd;
-        memset(&cmd, 0, sizeof cmd);
-        cmd.argc = 2;
-        cmd.argv = argv;
-        cmd.argvlen = argvlen;
         pthread_mutex_lock(&cl->mu);
         dl_link_t *k = cl->nodes[i];
         pthread_mutex_unlock(&cl->mu);
-        if (dl_link_exec(k, &cmd, 1)) {
-            snprintf(err, errlen, "%s", cmd.errmsg);
+        redisReply *r = dl_link_ask(k, 2, argv, argvlen, err, errlen);
+        if (!r)
             continue;
-        }
-        int rc = cmd.reply->type == REDIS_REPLY_ERROR ? EIO : apply_slots(cl, cmd.reply, i);
+        int rc = r->type == REDIS_REPLY_ERROR ? EIO : apply_slots(cl, r, i);
         if (rc)
             snprintf(err, errlen, "redis cluster: CLUSTER SLOTS: %s",
-                     cmd.reply->type == REDIS_REPLY_ERROR ? cmd.reply->str : "unexpected reply");
-        freeReplyObject(cmd.reply);
+                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
         if (!rc)
             return 0;
     }
@@ -225,457 +234,341 @@ static int redirect_target(dl_cluster_t *cl, const char *msg, int *slot)
     return idx;
 }
 
-/* --- the forms of a lock's script call (see the top of this file) --- */
-
-typedef struct form {
-    int lock;                 /* an EVAL/EVALSHA naming keys; else sent as is */
-    int nkeys;                /* the keys it declares, at argv[3..] */
-    dl_cmd_t guarded;         /* argc, argv, argvlen: the keys and the guard */
-    dl_cmd_t asked;           /* only the first key, for the importing node */
-    int uargc;                /* its undo (dl_cmd_t), guarded too */
-    const char **uargv;
-    const size_t *ulen;
-    void *mem;                /* all of the above points into it */
-} form_t;
-
-static int is_eval(const char *s, size_t n)
-{
-    return (n == 4 && strncasecmp(s, "EVAL", 4) == 0) || (n == 7 && strncasecmp(s, "EVALSHA", 7) == 0);
-}
-
-/* The keys an EVAL/EVALSHA declares, or 0 (not one, or none). */
-static int eval_keys(int argc, const char *const *argv, const size_t *argvlen)
-{
-    if (argc < 4 || !is_eval(argv[0], argvlen[0]) || argvlen[2] == 0 || argvlen[2] > 3)
-        return 0;
-    char num[4];
-    memcpy(num, argv[2], argvlen[2]);
-    num[argvlen[2]] = 0;
-    int k = atoi(num);
-    return k >= 1 && 3 + k <= argc ? k : 0;
-}
-
-/* Writes into argv/len the call with keys k (its numkeys into num): all
- * its keys and the guard (guard: the guard key), or its first key only. */
-static int reshape(int argc, const char *const *argv, const size_t *argvlen, int k,
-                   const char *guard, size_t guardlen, char *num, const char **out, size_t *outlen)
-{
-    int a = 0;
-    out[a] = argv[0], outlen[a++] = argvlen[0];
-    out[a] = argv[1], outlen[a++] = argvlen[1];
-    out[a] = num, outlen[a++] = (size_t)snprintf(num, 8, "%d", guard ? k + 1 : 1);
-    for (int i = 3; i < 3 + (guard ? k : 1); i++)
-        out[a] = argv[i], outlen[a++] = argvlen[i];
-    if (guard)
-        out[a] = guard, outlen[a++] = guardlen;
-    for (int i = 3 + k; i < argc; i++)
-        out[a] = argv[i], outlen[a++] = argvlen[i];
-    return a;
-}
-
-/* The forms of c; 0, or ENOMEM (f->lock 0: c goes as it is). */
-static int form_make(form_t *f, const dl_cmd_t *c)
-{
-    memset(f, 0, sizeof *f);
-    int k = eval_keys(c->argc, c->argv, c->argvlen);
-    if (!k)
-        return 0;
-    int uk = c->undo_argc ? eval_keys(c->undo_argc, c->undo_argv, c->undo_argvlen) : 0;
-    size_t gl = c->argvlen[3] + strlen(DL_KEY_GUARD);
-    size_t slots = (size_t)(c->argc + 1) * 2 + (size_t)(c->undo_argc + 1);
-    char *m = malloc(slots * (sizeof(char *) + sizeof(size_t)) + gl + 3 * 8);
-    if (!m)
-        return ENOMEM;
-    f->mem = m;
-    const char **av = (const char **)m;
-    size_t *al = (size_t *)(av + slots);
-    char *guard = (char *)(al + slots), *nums = guard + gl;
-    memcpy(guard, c->argv[3], c->argvlen[3]);
-    memcpy(guard + c->argvlen[3], DL_KEY_GUARD, strlen(DL_KEY_GUARD));
-    f->lock = 1;
-    f->nkeys = k;
-    f->guarded.argv = av;
-    f->guarded.argvlen = al;
-    f->guarded.argc = reshape(c->argc, c->argv, c->argvlen, k, guard, gl, nums, av, al);
-    av += c->argc + 1, al += c->argc + 1;
-    f->asked.argv = av;
-    f->asked.argvlen = al;
-    f->asked.argc = reshape(c->argc, c->argv, c->argvlen, k, NULL, 0, nums + 8, av, al);
-    av += c->argc + 1, al += c->argc + 1;
-    if (uk) {
-        /* (the undo names the same lock: the same guard) */
-        f->uargv = av;
-        f->ulen = al;
-        f->uargc = reshape(c->undo_argc, c->undo_argv, c->undo_argvlen, uk, guard, gl, nums + 16, av, al);
-    } else {
-        f->uargc = c->undo_argc;
-        f->uargv = c->undo_argv;
-        f->ulen = c->undo_argvlen;
-    }
-    return 0;
-}
-
-/* The command to send for cmds[j]: a lock's script in the form its route
- * asks for; under ASK without its undo (an undo written behind it would
- * go without ASKING: the watchdog withdraws such a request instead). */
-static dl_cmd_t form_cmd(const form_t *f, const dl_cmd_t *c, int asked)
-{
-    dl_cmd_t t = *c;
-    if (!f->lock)
-        return t;
-    const dl_cmd_t *src = asked ? &f->asked : &f->guarded;
-    t.argc = src->argc;
-    t.argv = src->argv;
-    t.argvlen = src->argvlen;
-    t.undo_argc = asked ? 0 : f->uargc;
-    t.undo_argv = asked ? NULL : f->uargv;
-    t.undo_argvlen = asked ? NULL : f->ulen;
-    return t;
-}
-
 static int is_wait(const dl_cmd_t *c)
 {
     return c->argc >= 1 && c->argvlen[0] == 4 && strncasecmp(c->argv[0], "WAIT", 4) == 0;
 }
 
-/* --- moving a lock's keys to the node importing its slot --- */
+/* --- one call: its commands routed, sent per node, settled, in rounds --- */
 
-/* In CLUSTER NODES text s, the line starting with word `id` (idl bytes),
- * or with our own ("myself" in its flags) when id is NULL: its start and
- * length, or NULL. */
-static const char *nodes_line(const char *s, const char *id, size_t idl, size_t *len)
+/* One command of a call, across its rounds. */
+typedef struct item {
+    dl_cmd_t *cmd;            /* the caller's */
+    dl_lockform_t form;       /* how a lock's script goes (lockform.h) */
+    int pending;              /* no final answer yet */
+    int ask;                  /* the node an ASK sent it to; -1 none */
+    int node;                 /* where this round sends it; -1 nowhere */
+    int sentto;               /* the slot's node it last went to (not an
+                                 ASK's); -1 none */
+} item_t;
+
+/* What a round sends to one node, in order: each command, ASKING before
+ * one under ASK. */
+typedef struct node_batch {
+    int node;
+    int m;
+    dl_cmd_t *cmds;           /* room for 2n */
+    int *item;                /* which item each is; -1: an ASKING */
+} node_batch_t;
+
+typedef struct call {
+    dl_cluster_t *cl;
+    item_t *items;
+    int n;
+    node_batch_t batch;
+    unsigned rounds;
+    uint64_t give_up;
+    dl_backoff_t backoff;
+    char err[200];            /* why the last round failed */
+} call_t;
+
+/* What a round's answers ask of the next. */
+typedef struct verdict {
+    int again;                /* some command has no final answer */
+    int pause;                /* wait before the next round */
+    int remap;                /* ask for the slot map first */
+} verdict_t;
+
+static void call_end(call_t *call)
 {
-    for (const char *line = s; *line;) {
-        size_t n = strcspn(line, "\n");
-        /* the third field: the flags, "myself,master" */
-        const char *flags = memchr(line, ' ', n);
-        if (flags)
-            flags = memchr(flags + 1, ' ', n - (size_t)(flags + 1 - line));
-        size_t fl = flags ? strcspn(flags + 1, " \n") : 0;
-        int myself = 0;
-        for (size_t i = 0; i + 6 <= fl && !myself; i++)
-            myself = memcmp(flags + 1 + i, "myself", 6) == 0;
-        if (id ? n > idl && memcmp(line, id, idl) == 0 && line[idl] == ' ' : myself) {
-            *len = n;
-            return line;
-        }
-        line += n;
-        if (*line)
-            line++;
-    }
-    return NULL;
+    for (int i = 0; call->items && i < call->n; i++)
+        dl_lockform_free(&call->items[i].form);
+    free(call->items);
+    free(call->batch.cmds);
+    free(call->batch.item);
 }
 
-/* The address of the node that node `from` is migrating `slot` to, from
- * its CLUSTER NODES: its own line lists "[SLOT->-ID]", and ID's line
- * starts "ID HOST:PORT@CPORT".  0, or EIO with a reason in err. */
-static int importing_node(dl_link_t *k, unsigned slot, char *host, size_t hostsize, int *port,
-                          char *err, size_t errlen)
+/* Sets the call up; 0, or EIO with every command failed (no memory). */
+static int call_begin(call_t *call, dl_cluster_t *cl, dl_cmd_t *cmds, int n)
 {
-    static const char *argv[] = { "CLUSTER", "NODES" };
-    static const size_t argvlen[] = { 7, 5 };
-    dl_cmd_t cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.argc = 2;
-    cmd.argv = argv;
-    cmd.argvlen = argvlen;
-    if (dl_link_exec(k, &cmd, 1)) {
-        snprintf(err, errlen, "%s", cmd.errmsg);
-        return EIO;
-    }
-    int rc = EIO;
-    snprintf(err, errlen, "redis cluster: CLUSTER NODES names no node importing slot %u", slot);
-    const redisReply *r = cmd.reply;
-    size_t len;
-    const char *mine = r->type == REDIS_REPLY_STRING ? nodes_line(r->str, NULL, 0, &len) : NULL;
-    char want[32];
-    size_t wl = (size_t)snprintf(want, sizeof want, "[%u->-", slot);
-    for (const char *at = mine; at && at + wl < mine + len; at++) {
-        if (memcmp(at, want, wl) != 0)
-            continue;
-        const char *id = at + wl;
-        size_t idl = strcspn(id, "]\n");
-        const char *line = nodes_line(r->str, id, idl, &len);
-        if (!line)
-            break;
-        const char *addr = line + idl + 1;
-        size_t al = strcspn(addr, "@ \n");
-        const char *colon = NULL;
-        for (size_t i = 0; i < al; i++)
-            if (addr[i] == ':')
-                colon = addr + i;
-        if (!colon || colon == addr || (size_t)(colon - addr) >= hostsize)
-            break;
-        memcpy(host, addr, (size_t)(colon - addr));
-        host[colon - addr] = 0;
-        *port = atoi(colon + 1);
-        rc = *port > 0 && *port <= 65535 ? 0 : EIO;
-        break;
-    }
-    if (r->type == REDIS_REPLY_ERROR)
-        snprintf(err, errlen, "redis cluster: CLUSTER NODES: %s", r->str);
-    freeReplyObject(cmd.reply);
-    return rc;
-}
-
-/* Node `from` said TRYAGAIN to a lock's script: it migrates the slot and
- * still has some of the lock's keys.  Moves them all, in one MIGRATE ...
- * KEYS (the node runs it alone and deletes its copies once the target
- * has them), to the node importing the slot, so that the next try is
- * redirected (ASK) to where the whole lock then is.  0 when moved (or
- * nothing was left to move), else EIO (err says why: the caller waits the
- * migration out instead). */
-static int gather(dl_cluster_t *cl, int from, const dl_cmd_t *c, const form_t *f, char *err,
-                  size_t errlen)
-{
-    pthread_mutex_lock(&cl->mu);
-    dl_link_t *k = cl->nodes[from];
-    pthread_mutex_unlock(&cl->mu);
-    const dl_config_t *cfg = cl->cfg;
-    unsigned slot = dl_key_slot(c->argv[3], c->argvlen[3]);
-    char host[256], portbuf[16], tobuf[24];
-    int port;
-    if (importing_node(k, slot, host, sizeof host, &port, err, errlen))
-        return EIO;
-    const char *argv[16 + DL_KEYS_N];
-    size_t len[16 + DL_KEYS_N];
-    int a = 0;
-#define ARG(s, n) (argv[a] = (s), len[a++] = (n))
-    ARG("MIGRATE", 7);
-    ARG(host, strlen(host));
-    ARG(portbuf, (size_t)snprintf(portbuf, sizeof portbuf, "%d", port));
-    ARG("", 0);
-    ARG("0", 1);
-    ARG(tobuf, (size_t)snprintf(tobuf, sizeof tobuf, "%lu", cfg->io_timeout_ms));
-    if (cfg->password[0] && cfg->user[0]) {
-        ARG("AUTH2", 5);
-        ARG(cfg->user, strlen(cfg->user));
-        ARG(cfg->password, strlen(cfg->password));
-    } else if (cfg->password[0]) {
-        ARG("AUTH", 4);
-        ARG(cfg->password, strlen(cfg->password));
-    }
-    ARG("KEYS", 4);
-    for (int i = 0; i < f->nkeys && i < DL_KEYS_N; i++)
-        ARG(c->argv[3 + i], c->argvlen[3 + i]);
-#undef ARG
-    dl_cmd_t cmd;
-    memset(&cmd, 0, sizeof cmd);
-    cmd.argc = a;
-    cmd.argv = argv;
-    cmd.argvlen = len;
-    if (dl_link_exec(k, &cmd, 1)) {
-        snprintf(err, errlen, "%s", cmd.errmsg);
-        return EIO;
-    }
-    const redisReply *r = cmd.reply;
-    int rc = r->type == REDIS_REPLY_STATUS && (strcmp(r->str, "OK") == 0 || strcmp(r->str, "NOKEY") == 0)
-                 ? 0 : EIO;
-    char q[96];
-    if (rc)
-        snprintf(err, errlen, "redis cluster: slot %u migrating to %s:%d; moving the keys of lock "
-                 "key %s there: %s", slot, host, port, dl_quote(c->argv[3], c->argvlen[3], q, sizeof q),
-                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-    else
-        dl_log(DL_LOG_DEBUG, "redis cluster: slot %u migrating to %s:%d: moved the keys of lock "
-               "key %s there (%s)", slot, host, port, dl_quote(c->argv[3], c->argvlen[3], q, sizeof q),
-               r->str);
-    freeReplyObject(cmd.reply);
-    return rc;
-}
-
-static int starts(const redisReply *r, const char *word)
-{
-    size_t n = strlen(word);
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, word, n) == 0 &&
-           (r->str[n] == ' ' || r->str[n] == 0);
-}
-
-/* Every command to the node of its slot, in one batch per node. */
-static int cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
-{
-    static const char *asking_argv[] = { "ASKING" };
-    static const size_t asking_len[] = { 6 };
-    int *node = malloc((size_t)n * sizeof *node), *ask = malloc((size_t)n * sizeof *ask);
-    int *sentto = malloc((size_t)n * sizeof *sentto);
-    char *pending = malloc((size_t)n);
-    dl_cmd_t *tmp = malloc((size_t)n * 2 * sizeof *tmp);
-    int *idx = malloc((size_t)n * 2 * sizeof *idx);
-    form_t *forms = calloc((size_t)n, sizeof *forms);
-    int nomem = !node || !ask || !sentto || !pending || !tmp || !idx || !forms;
+    memset(call, 0, sizeof *call);
+    call->cl = cl;
+    call->n = n;
+    call->items = calloc((size_t)n, sizeof *call->items);
+    call->batch.cmds = malloc((size_t)n * 2 * sizeof *call->batch.cmds);
+    call->batch.item = malloc((size_t)n * 2 * sizeof *call->batch.item);
+    int nomem = !call->items || !call->batch.cmds || !call->batch.item;
     for (int i = 0; i < n && !nomem; i++)
-        nomem = form_make(&forms[i], &cmds[i]) != 0;
+        nomem = dl_lockform_make(&call->items[i].form, &cmds[i]) != 0;
     if (nomem) {
-        for (int i = 0; forms && i < n; i++)
-            free(forms[i].mem);
-        free(node), free(ask), free(sentto), free(pending), free(tmp), free(idx), free(forms);
+        call_end(call);
         for (int i = 0; i < n; i++) {
             cmds[i].err = EIO;
             snprintf(cmds[i].errmsg, sizeof cmds[i].errmsg, "out of memory");
         }
         return EIO;
     }
-    char err[200] = "redis cluster: no node answered";
-    int mapped;
+    snprintf(call->err, sizeof call->err, "redis cluster: no node answered");
     pthread_mutex_lock(&cl->mu);
-    mapped = cl->slots[0] >= 0 || cl->slots[DL_SLOTS - 1] >= 0;
+    int mapped = cl->slots[0] >= 0 || cl->slots[DL_SLOTS - 1] >= 0;
     pthread_mutex_unlock(&cl->mu);
     if (!mapped)
-        refresh(cl, err, sizeof err);
+        refresh(cl, call->err, sizeof call->err);
     for (int i = 0; i < n; i++) {
-        pending[i] = 1;
-        ask[i] = -1;
+        item_t *it = &call->items[i];
+        it->cmd = &cmds[i];
+        it->pending = 1;
+        it->ask = it->sentto = -1;
         cmds[i].reply = NULL;
         cmds[i].err = 0;
     }
-    uint64_t give_up = dl_now_ms() + cl->cfg->io_timeout_ms;
-    unsigned backoff = 10, rounds = 0;
+    call->give_up = dl_now_ms() + cl->cfg->io_timeout_ms;
+    dl_backoff_init(&call->backoff, DL_BACKOFF_RETRY_MS);
+    return 0;
+}
+
+/* The node each pending command goes to this round: an ASK's, else its
+ * slot's, else (no key, or a slot not mapped) any, in turn by round. */
+static void route(call_t *call)
+{
+    dl_cluster_t *cl = call->cl;
+    pthread_mutex_lock(&cl->mu);
+    for (int i = 0; i < call->n; i++) {
+        item_t *it = &call->items[i];
+        if (!it->pending)
+            continue;
+        int d = it->ask;
+        if (d < 0 && it->cmd->key) {
+            unsigned s = dl_key_slot(it->cmd->key, it->cmd->keylen);
+            d = cl->slots[s];
+            /* ?wait=N: WAIT where the acquisition ran, the node an ASK
+             * sent it to while the slot migrates. */
+            if (cl->asked[s] >= 0 && is_wait(it->cmd))
+                d = cl->asked[s];
+        }
+        it->node = d >= 0 ? d : (int)(call->rounds % (unsigned)cl->nnodes);
+    }
+    pthread_mutex_unlock(&cl->mu);
+}
+
+/* Gathers into call->batch every command routed to node d, from item
+ * `from` on, in order; each is then routed nowhere (sent). */
+static void batch_for(call_t *call, int d, int from)
+{
+    static const char *asking_argv[] = { "ASKING" };
+    static const size_t asking_len[] = { 6 };
+    node_batch_t *b = &call->batch;
+    b->node = d;
+    b->m = 0;
+    for (int j = from; j < call->n; j++) {
+        item_t *it = &call->items[j];
+        if (!it->pending || it->node != d)
+            continue;
+        if (it->ask >= 0) {
+            memset(&b->cmds[b->m], 0, sizeof b->cmds[b->m]);
+            b->cmds[b->m].argc = 1;
+            b->cmds[b->m].argv = asking_argv;
+            b->cmds[b->m].argvlen = asking_len;
+            b->item[b->m++] = -1;
+        }
+        b->cmds[b->m] = dl_lockform_cmd(&it->form, it->cmd, it->ask >= 0);
+        b->item[b->m++] = j;
+        it->sentto = it->ask >= 0 ? -1 : d;   /* (the slot's node, not an ASK) */
+        it->node = -1;
+    }
+}
+
+/* Runs call->batch on its node's link; each reply goes to its command. */
+static void batch_run(call_t *call)
+{
+    dl_cluster_t *cl = call->cl;
+    node_batch_t *b = &call->batch;
+    pthread_mutex_lock(&cl->mu);
+    dl_link_t *k = cl->nodes[b->node];
+    pthread_mutex_unlock(&cl->mu);
+    dl_link_exec(k, b->cmds, b->m);
+    for (int t = 0; t < b->m; t++) {
+        const dl_cmd_t *sent = &b->cmds[t];
+        if (b->item[t] < 0) {
+            if (sent->reply)
+                freeReplyObject(sent->reply);
+            continue;
+        }
+        dl_cmd_t *c = call->items[b->item[t]].cmd;
+        c->reply = sent->reply;
+        c->err = sent->err;
+        c->retried |= sent->retried;
+        c->sent |= sent->sent;
+        memcpy(c->errmsg, sent->errmsg, sizeof c->errmsg);
+    }
+}
+
+/* One batch per node, in turn. */
+static void send_round(call_t *call)
+{
+    for (int i = 0; i < call->n; i++) {
+        const item_t *it = &call->items[i];
+        if (!it->pending || it->node < 0)
+            continue;
+        batch_for(call, it->node, i);
+        batch_run(call);
+    }
+}
+
+/* MOVED or ASK: the slot map learns the new owner, or the command goes to
+ * the importing node this once.  0 when followed, -1 when the reply names
+ * no usable node (then it is the command's answer). */
+static int redirect(call_t *call, item_t *it, dl_fault_t f)
+{
+    dl_cluster_t *cl = call->cl;
+    const redisReply *r = it->cmd->reply;
+    int slot, to = redirect_target(cl, r->str, &slot);
+    if (to < 0)
+        return -1;
+    pthread_mutex_lock(&cl->mu);
+    if (f == DL_FAULT_MOVED) {
+        cl->slots[slot] = (short)to;
+        cl->asked[slot] = -1;
+    } else {
+        cl->asked[slot] = (short)to;
+    }
+    pthread_mutex_unlock(&cl->mu);
+    it->ask = f == DL_FAULT_MOVED ? -1 : to;
+    DL_STAT_ADD(redirects, 1);
+    /* A slot that moved: after a failover, to a replica that may have
+     * lacked our holds (fault.h). */
+    dl_fault_note(f, r->str);
+    return 0;
+}
+
+/* TRYAGAIN (a slot half migrated) or CLUSTERDOWN (the cluster voting a
+ * failover).  A lock's keys are moved together to the importing node
+ * (see the top of this file); else the round waits it out. */
+static void wait_out(call_t *call, item_t *it, dl_fault_t f, verdict_t *v)
+{
+    dl_cluster_t *cl = call->cl;
+    const redisReply *r = it->cmd->reply;
+    snprintf(call->err, sizeof call->err, "redis cluster: %s", r->str);
+    int moved = 0;
+    if (f == DL_FAULT_TRYAGAIN && it->form.lock && it->sentto >= 0) {
+        pthread_mutex_lock(&cl->mu);
+        dl_link_t *k = cl->nodes[it->sentto];
+        pthread_mutex_unlock(&cl->mu);
+        moved = dl_migrate_lock(k, cl->cfg, it->cmd, it->form.nkeys, call->err,
+                                sizeof call->err) == 0;
+    }
+    it->ask = -1;
+    v->pause |= !moved;
+    v->remap |= f == DL_FAULT_CLUSTERDOWN;
+    dl_fault_note(f, r->str);
+}
+
+/* A command answered by the slot's own node: its slot no longer migrates
+ * (for WAIT's routing). */
+static void answered(call_t *call, item_t *it)
+{
+    dl_cluster_t *cl = call->cl;
+    const dl_cmd_t *c = it->cmd;
+    if (it->form.lock && it->sentto >= 0) {
+        pthread_mutex_lock(&cl->mu);
+        cl->asked[dl_key_slot(c->argv[3], c->argvlen[3])] = -1;
+        pthread_mutex_unlock(&cl->mu);
+    }
+    it->pending = 0;
+}
+
+/* One pending command after a round: its final answer, or what the
+ * next round must do for it (fault.h says what each reply means). */
+static void settle_one(call_t *call, item_t *it, verdict_t *v)
+{
+    dl_cmd_t *c = it->cmd;
+    if (c->err && c->deadline && dl_now_ms() >= c->deadline) {
+        it->pending = 0;              /* its caller's deadline ran out */
+        return;
+    }
+    if (c->err == EAGAIN) {
+        /* Never sent twice (dl_cmd_t.once): ended by the node's link with
+         * its undo behind it; its caller asks again under a new id. */
+        it->pending = 0;
+        return;
+    }
+    if (c->err) {
+        /* The node failed, perhaps mid-command: it may have run. */
+        snprintf(call->err, sizeof call->err, "%s", c->errmsg);
+        c->retried = 1;
+        c->err = 0;
+        it->ask = -1;
+        v->pause = v->remap = v->again = 1;
+        return;
+    }
+    dl_fault_t f = dl_fault_of(NULL, c->reply);
+    switch (f) {
+    case DL_FAULT_MOVED:
+    case DL_FAULT_ASK:
+        if (redirect(call, it, f) == 0)
+            break;
+        answered(call, it);           /* a redirection to nowhere: its answer */
+        return;
+    case DL_FAULT_TRYAGAIN:
+    case DL_FAULT_CLUSTERDOWN:
+        wait_out(call, it, f, v);
+        break;
+    default:
+        answered(call, it);
+        return;
+    }
+    freeReplyObject(c->reply);
+    c->reply = NULL;
+    v->again = 1;
+}
+
+static verdict_t settle(call_t *call)
+{
+    verdict_t v = { 0, 0, 0 };
+    for (int i = 0; i < call->n; i++)
+        if (call->items[i].pending)
+            settle_one(call, &call->items[i], &v);
+    return v;
+}
+
+/* Between two rounds: gives up at the I/O time-out (EIO: what is pending
+ * fails with the last reason), pauses, reloads the slot map.  0 to go on. */
+static int next_round(call_t *call, const verdict_t *v)
+{
+    call->rounds++;
+    if (dl_now_ms() >= call->give_up) {
+        for (int i = 0; i < call->n; i++) {
+            dl_cmd_t *c = call->items[i].cmd;
+            if (call->items[i].pending) {
+                c->err = EIO;
+                snprintf(c->errmsg, sizeof c->errmsg, "%s", call->err);
+            }
+        }
+        return EIO;
+    }
+    if (v->pause || call->rounds > 8)
+        dl_backoff_wait(&call->backoff, call->give_up);
+    if (v->remap)
+        refresh(call->cl, call->err, sizeof call->err);
+    return 0;
+}
+
+/* Every command to the node of its slot, in one batch per node, in
+ * rounds until each has its final answer. */
+static int cluster_exec(dl_cluster_t *cl, dl_cmd_t *cmds, int n)
+{
+    call_t call;
+    if (call_begin(&call, cl, cmds, n))
+        return EIO;
     int rc = 0;
     for (;;) {
-        /* Route what is pending. */
-        pthread_mutex_lock(&cl->mu);
-        for (int i = 0; i < n; i++) {
-            if (!pending[i])
-                continue;
-            int d = ask[i];
-            if (d < 0 && cmds[i].key) {
-                unsigned s = dl_key_slot(cmds[i].key, cmds[i].keylen);
-                d = cl->slots[s];
-                /* ?wait=N: WAIT where the acquisition ran, the node an ASK
-                 * sent it to while the slot migrates. */
-                if (cl->asked[s] >= 0 && is_wait(&cmds[i]))
-                    d = cl->asked[s];
-            }
-            node[i] = d >= 0 ? d : (int)(rounds % (unsigned)cl->nnodes);
-        }
-        pthread_mutex_unlock(&cl->mu);
-
-        /* One batch per node, in turn. */
-        for (int i = 0; i < n; i++) {
-            if (!pending[i] || node[i] < 0)
-                continue;
-            int d = node[i], m = 0;
-            for (int j = i; j < n; j++) {
-                if (!pending[j] || node[j] != d)
-                    continue;
-                if (ask[j] >= 0) {
-                    memset(&tmp[m], 0, sizeof tmp[m]);
-                    tmp[m].argc = 1;
-                    tmp[m].argv = asking_argv;
-                    tmp[m].argvlen = asking_len;
-                    idx[m++] = -1;
-                }
-                tmp[m] = form_cmd(&forms[j], &cmds[j], ask[j] >= 0);
-                idx[m++] = j;
-                sentto[j] = ask[j] >= 0 ? -1 : d;   /* (the slot's node, not an ASK) */
-                node[j] = -1;         /* sent */
-            }
-            pthread_mutex_lock(&cl->mu);
-            dl_link_t *k = cl->nodes[d];
-            pthread_mutex_unlock(&cl->mu);
-            dl_link_exec(k, tmp, m);
-            for (int t = 0; t < m; t++) {
-                if (idx[t] < 0) {
-                    if (tmp[t].reply)
-                        freeReplyObject(tmp[t].reply);
-                    continue;
-                }
-                dl_cmd_t *c = &cmds[idx[t]];
-                c->reply = tmp[t].reply;
-                c->err = tmp[t].err;
-                c->retried |= tmp[t].retried;
-                c->sent |= tmp[t].sent;
-                memcpy(c->errmsg, tmp[t].errmsg, sizeof c->errmsg);
-            }
-        }
-
-        /* Settle what has a final answer; redirect the rest. */
-        int again = 0, pause = 0, remap = 0;
-        for (int i = 0; i < n; i++) {
-            if (!pending[i])
-                continue;
-            dl_cmd_t *c = &cmds[i];
-            redisReply *r = c->reply;
-            int slot, to;
-            if (c->err && c->deadline && dl_now_ms() >= c->deadline) {
-                pending[i] = 0;           /* its caller's deadline ran out */
-                continue;
-            }
-            if (c->err) {
-                /* The node failed, perhaps mid-command: it may have run. */
-                snprintf(err, sizeof err, "%s", c->errmsg);
-                c->retried = 1;
-                c->err = 0;
-                ask[i] = -1;
-                pause = remap = again = 1;
-                continue;
-            }
-            if (starts(r, "MOVED") && (to = redirect_target(cl, r->str, &slot)) >= 0) {
-                pthread_mutex_lock(&cl->mu);
-                cl->slots[slot] = (short)to;
-                cl->asked[slot] = -1;
-                pthread_mutex_unlock(&cl->mu);
-                ask[i] = -1;
-                DL_STAT_ADD(redirects, 1);
-                /* The slot moved: after a failover, to a replica that may
-                 * have lacked our holds (trust.h). */
-                dl_trust_end(r->str);
-            } else if (starts(r, "ASK") && (to = redirect_target(cl, r->str, &slot)) >= 0) {
-                ask[i] = to;
-                pthread_mutex_lock(&cl->mu);
-                cl->asked[slot] = (short)to;
-                pthread_mutex_unlock(&cl->mu);
-                DL_STAT_ADD(redirects, 1);
-            } else if (starts(r, "TRYAGAIN") || starts(r, "CLUSTERDOWN")) {
-                /* A slot half-migrated, or the cluster voting a failover.
-                 * A lock's keys are moved together to the importing node
-                 * (see the top of this file); else wait it out. */
-                snprintf(err, sizeof err, "redis cluster: %s", r->str);
-                int moved = starts(r, "TRYAGAIN") && forms[i].lock && sentto[i] >= 0 &&
-                            gather(cl, sentto[i], c, &forms[i], err, sizeof err) == 0;
-                ask[i] = -1;
-                pause |= !moved;
-                remap |= starts(r, "CLUSTERDOWN");
-                if (starts(r, "CLUSTERDOWN"))
-                    dl_trust_end(r->str);
-            } else {
-                /* Run by the slot's own node: not migrating (any more). */
-                if (forms[i].lock && sentto[i] >= 0) {
-                    pthread_mutex_lock(&cl->mu);
-                    cl->asked[dl_key_slot(c->argv[3], c->argvlen[3])] = -1;
-                    pthread_mutex_unlock(&cl->mu);
-                }
-                pending[i] = 0;
-                continue;
-            }
-            freeReplyObject(r);
-            c->reply = NULL;
-            again = 1;
-        }
-        if (!again)
+        route(&call);
+        send_round(&call);
+        verdict_t v = settle(&call);
+        if (!v.again || (rc = next_round(&call, &v)))
             break;
-        rounds++;
-        uint64_t now = dl_now_ms();
-        if (now >= give_up) {
-            for (int i = 0; i < n; i++)
-                if (pending[i]) {
-                    cmds[i].err = EIO;
-                    snprintf(cmds[i].errmsg, sizeof cmds[i].errmsg, "%s", err);
-                }
-            rc = EIO;
-            break;
-        }
-        if (pause || rounds > 8) {
-            uint64_t left = give_up - now;
-            dl_sleep_ms((unsigned)(backoff < left ? backoff : left));
-            backoff = backoff * 2 > 200 ? 200 : backoff * 2;
-        }
-        if (remap)
-            refresh(cl, err, sizeof err);
     }
-    for (int i = 0; i < n; i++)
-        free(forms[i].mem);
-    free(node), free(ask), free(sentto), free(pending), free(tmp), free(idx), free(forms);
+    call_end(&call);
     return rc;
 }
 
@@ -703,6 +596,33 @@ static int cluster_finish(void *b, int node, dl_cmd_t *cmds, int n, dl_link_op_t
     return cluster_exec(b, cmds, n);
 }
 
+/* The node serving slot (the map loaded first if it has none for it, or
+ * reloaded when asked): for the subscriber's connections per node. */
+static int cluster_locate(void *b, unsigned slot, int reload, dl_endpoint_t *ep, char *err,
+                          size_t errlen)
+{
+    dl_cluster_t *cl = b;
+    slot &= DL_SLOTS - 1;
+    err[0] = 0;
+    pthread_mutex_lock(&cl->mu);
+    int at = cl->slots[slot];
+    pthread_mutex_unlock(&cl->mu);
+    if ((reload || at < 0) && refresh(cl, err, errlen) == 0) {
+        pthread_mutex_lock(&cl->mu);
+        at = cl->slots[slot];
+        pthread_mutex_unlock(&cl->mu);
+    }
+    if (at < 0) {
+        if (!err[0])
+            snprintf(err, errlen, "redis cluster: no node serves slot %u", slot);
+        return EIO;
+    }
+    pthread_mutex_lock(&cl->mu);
+    *ep = *dl_link_ep(cl->nodes[at]);
+    pthread_mutex_unlock(&cl->mu);
+    return 0;
+}
+
 const dl_backend_t dl_backend_cluster = {
     .caps = { .queue = 1, .quorum = 0, .post = 0, .slots = 1 },
     .open = cluster_open,
@@ -711,6 +631,7 @@ const dl_backend_t dl_backend_cluster = {
     .start = cluster_start,
     .finish = cluster_finish,
     .connect_any = dl_connect_first,
+    .locate = cluster_locate,
     .abandon = cluster_abandon,
     .free = cluster_free,
 };

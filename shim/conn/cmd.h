@@ -38,6 +38,15 @@ typedef struct dl_cmd {
     int undo_argc;
     const char **undo_argv;
     const size_t *undo_argvlen;
+    /* Never sent twice (with an undo): a round trip that another command's
+     * deadline cuts short is not resent for it on a new connection (its
+     * first copy may still run when the stalled connection delivers it,
+     * after the second was answered).  It ends there too, err EAGAIN, with
+     * its undo written behind it, and its caller asks again under a new
+     * registration id.  An acquisition that does not queue needs it: a
+     * second copy told busy, a first one run later takes the lock for a
+     * caller that was told it did not. */
+    int once;
     char errmsg[200];         /* with err: "redis HOST:PORT: reason" */
     int probe;                /* a fail-fast link tries its server even while it
                                  skips it for a recent failure (redlock: the

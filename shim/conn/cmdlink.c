@@ -37,7 +37,7 @@ dl_link_t *dl_link_new(const dl_link_conf_t *conf)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&k->cv, &ca);
     pthread_condattr_destroy(&ca);
-    k->io.conf = *conf;
+    dl_link_io_init(&k->io, conf);
     return k;
 }
 
@@ -219,6 +219,21 @@ int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n)
     dl_link_op_t op;
     start(k, cmds, n, &op, 0);
     return dl_link_finish(k, cmds, n, &op);
+}
+
+redisReply *dl_link_ask(dl_link_t *k, int argc, const char **argv, const size_t *argvlen,
+                        char *err, size_t errlen)
+{
+    dl_cmd_t cmd;
+    memset(&cmd, 0, sizeof cmd);
+    cmd.argc = argc;
+    cmd.argv = argv;
+    cmd.argvlen = argvlen;
+    if (dl_link_exec(k, &cmd, 1)) {
+        snprintf(err, errlen, "%s", cmd.errmsg);
+        return NULL;
+    }
+    return cmd.reply;
 }
 
 int dl_link_post(dl_link_t *k, int argc, const char **argv, const size_t *argvlen)

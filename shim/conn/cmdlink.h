@@ -28,6 +28,10 @@ typedef struct dl_link dl_link_t;
 dl_link_t *dl_link_new(const dl_link_conf_t *conf);
 /* As dl_conn_exec, on this link only. */
 int dl_link_exec(dl_link_t *k, dl_cmd_t *cmds, int n);
+/* One command alone on the link (as dl_link_exec): its reply, which the
+ * caller frees, or NULL with the link's reason in err. */
+redisReply *dl_link_ask(dl_link_t *k, int argc, const char **argv, const size_t *argvlen,
+                        char *err, size_t errlen);
 /* dl_link_exec in two halves (see dl_conn_start_node). */
 void dl_link_start(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op);
 int dl_link_finish(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op);

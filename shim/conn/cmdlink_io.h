@@ -21,6 +21,7 @@
 
 #include "cmd.h"
 #include "config.h"
+#include "transport.h"
 
 /* Opens a ready connection (AUTH and SELECT done) to the link's server
  * within timeout_ms; NULL with a reason in err.  dl_connect_ep is one;
@@ -30,14 +31,16 @@ typedef redisContext *dl_dial_fn(const dl_config_t *cfg, const dl_endpoint_t *ep
 
 /* What a backend tells the link it creates. */
 typedef struct dl_link_conf {
-    const dl_config_t *cfg;   /* for the dialer; the link itself reads only
-                                 cfg->tls (and hands cfg to dl_plain_hint) */
+    const dl_config_t *cfg;   /* for the dialer; the link itself only picks
+                                 its transport by it (dl_transport_of) and
+                                 hands it to dl_plain_hint */
     dl_endpoint_t ep;         /* for the dialer; names the link (cluster) */
     dl_dial_fn *dial;
-    /* A reply that says the server is the wrong one now (a demoted master):
-     * the command did not run; the link reconnects, dialing anew, and
-     * resends it.  NULL: none is. */
-    int (*reroute)(const redisReply *r);
+    /* A reply that says the server is no master serving its data now
+     * (dl_fault_not_master: a demoted master, one loading its data) makes
+     * the link leave it: the command did not run; the link reconnects,
+     * dialing anew, and resends it.  0: such a reply is the caller's. */
+    int leave_not_master;
     char name[160];           /* the server in messages: "HOST:PORT" */
     /* A connection failure fails the batch at once instead of retrying for
      * the I/O timeout, and for down_ms after it the link fails at once
@@ -56,14 +59,17 @@ typedef struct dl_link_io {
     dl_link_conf_t conf;
     uint64_t down_until;      /* fail_fast: monotonic ms */
     char down_err[200];
+    const dl_transport_t *tr; /* how ctx's bytes move: plain or TLS */
     redisContext *ctx;
-    void *tls;                /* over TLS: ctx's session, whose I/O the link
-                                 does itself (tls.h: no relay thread) */
+    void *trs;                /* the transport's state of ctx (TLS: its
+                                 session, whose I/O the link does itself) */
     int can_post;             /* this connection accepts CLIENT REPLY SKIP */
     int connected;            /* it has been connected before: the next
                                  connection counts as a reconnection */
 } dl_link_io_t;
 
+/* Sets a link's I/O up as conf says (copied); nothing is connected yet. */
+void dl_link_io_init(dl_link_io_t *io, const dl_link_conf_t *conf);
 /* One batch's I/O.  Each command ends with a reply or EIO; a connection
  * failure is retried (reconnect, resend what has no reply yet) until the
  * I/O timeout has passed since it began.  written: dl_link_io_presend sent

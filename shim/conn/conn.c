@@ -71,6 +71,16 @@ redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
     return backend_of(c)->connect_any(c, timeout_ms, err, errlen);
 }
 
+int dl_conn_locate(dl_conn_t *c, unsigned slot, int reload, dl_endpoint_t *ep, char *err,
+                   size_t errlen)
+{
+    if (!c->be->locate) {
+        snprintf(err, errlen, "no slots in this topology");
+        return ENOTSUP;
+    }
+    return c->be->locate(c->b, slot, reload, ep, err, errlen);
+}
+
 void dl_conn_abandon(dl_conn_t *c)
 {
     if (c)

@@ -22,10 +22,18 @@
  *   cmd.h           dl_cmd_t, one command and its outcome
  *   conn.c          this interface, dispatching to the backend
  *   single.c, sentinel.c, cluster.c, redlock.c   the backends
+ *   lockform.c, migrate.c   the cluster's forms of a lock's script, and
+ *                   its keys moved together to a slot's importing node
+ *   channel.c       the channels pushes go on (classic, or one per slot)
+ *   shardsub.c      the cluster's subscriber connections, one per node
  *   deferred.c      redlock's commands owed to a server that failed
  *   cmdlink.c       a link: the queue of commands and who leads its I/O
  *   cmdlink_io.c    a link's connection and one batch's round trip
+ *   transport.c     a link's bytes: plain (here) or TLS (tls_direct.c)
+ *   fault.c         what a failed exchange means; which faults end trust
+ *   backoff.c       the pause between tries
  *   connect.c       opening one connection (AUTH, SELECT, TLS)
+ *   tls.c, tls_relay.c   TLS: contexts, handshake, relay threads
  */
 #ifndef DL_CONN_H
 #define DL_CONN_H
@@ -129,10 +137,18 @@ void dl_conn_free(dl_conn_t *c);
 
 /* A connection of its own to any server of c's topology that answers: the
  * server, the master the sentinels name, or the first reachable cluster
- * node or redlock server.  For the subscriber: classic pub/sub reaches
- * every node of a cluster.  Blocks. */
+ * node or redlock server.  For the classic subscriber (a cluster's is per
+ * node: shardsub.h).  Blocks. */
 redisContext *dl_connect_any(const dl_config_t *c, unsigned long timeout_ms,
                              char *err, size_t errlen);
+
+/* caps.slots: the node serving `slot`, as the slot map says (loaded first
+ * if it has no node for it; reloaded first with `reload`, after a sign
+ * that it changed): for the subscriber's connection per node
+ * (shardsub.h).  0, or EIO with a reason in err; ENOTSUP without
+ * slots.  Blocks when it loads the map. */
+int dl_conn_locate(dl_conn_t *c, unsigned slot, int reload, dl_endpoint_t *ep, char *err,
+                   size_t errlen);
 
 /* --- what a backend provides (single.h, sentinel.h, cluster.h, redlock.h) */
 
@@ -153,6 +169,8 @@ typedef struct dl_backend {
     /* dl_connect_any for this topology. */
     redisContext *(*connect_any)(const dl_config_t *cfg, unsigned long timeout_ms,
                                  char *err, size_t errlen);
+    /* Only with caps.slots (dl_conn_locate). */
+    int (*locate)(void *b, unsigned slot, int reload, dl_endpoint_t *ep, char *err, size_t errlen);
     void (*abandon)(void *b);
     void (*free)(void *b);
 } dl_backend_t;

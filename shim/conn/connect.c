@@ -136,6 +136,14 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
     }
     if (c->db) {
         r = redisCommand(ctx, "SELECT %d", c->db);
+        if (r && r->type == REDIS_REPLY_ERROR) {
+            /* The server has no such database (ERR DB index is out of
+             * range): the configuration is wrong, and no retry mends it. */
+            snprintf(err, errlen, "DISTLOCK_URL: database %d: redis %s refused it (%.80s); "
+                     "use one below the server's `databases` setting", c->db, name, r->str);
+            dl_refused_set(err);
+            goto fail;
+        }
         if (!reply_ok(r)) {
             snprintf(err, errlen, "redis %s: SELECT %d failed: %s", name, c->db,
                      r ? r->str : ctx->errstr);
@@ -143,6 +151,7 @@ redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
         }
         freeReplyObject(r);
     }
+    dl_refused_set(NULL);
     return ctx;
 fail:
     if (r)

@@ -21,7 +21,10 @@
 
 /* Opens a connection to endpoint ep within `timeout_ms`: connect, AUTH,
  * SELECT, FD_CLOEXEC, keepalive, and a command timeout of timeout_ms.  NULL
- * with a reason in err on failure.  Blocks. */
+ * with a reason in err on failure.  A SELECT the server refuses (no such
+ * database) is a configuration error: it is also set as the process's
+ * refusal (error.h dl_refused_set), which a connection set up clears.
+ * Blocks. */
 redisContext *dl_connect_ep(const dl_config_t *c, const dl_endpoint_t *ep,
                             unsigned long timeout_ms, char *err, size_t errlen);
 /* The socket alone, with its timeouts: no AUTH or SELECT (sentinels have

@@ -86,22 +86,16 @@ redisContext *dl_sentinel_connect(const dl_config_t *c, const dl_endpoint_t *ep,
     return NULL;
 }
 
-/* A server that says it is no longer the master (or not ready) is left
- * for the one the sentinels name now; the command did not run. */
-static int stepped_down(const redisReply *r)
-{
-    return r->type == REDIS_REPLY_ERROR &&
-           (strncmp(r->str, "READONLY", 8) == 0 || strncmp(r->str, "MASTERDOWN", 10) == 0 ||
-            strncmp(r->str, "LOADING", 7) == 0);
-}
-
 static void *sentinel_open(const dl_config_t *cfg)
 {
     dl_link_conf_t conf = {
         .cfg = cfg,
         .ep = cfg->ep[0],     /* the first sentinel: unused by the dialer */
         .dial = dl_sentinel_connect,
-        .reroute = stepped_down,
+        /* A server that says it is no longer the master (or not ready:
+         * fault.h) is left for the one the sentinels name now; the
+         * command did not run. */
+        .leave_not_master = 1,
         .timeout_ms = cfg->io_timeout_ms,
         .may_post = 1,        /* the process's one connection */
     };

@@ -156,6 +156,20 @@ int dl_tls_setup(const dl_config_t *c)
     return get_ctx(c) ? 0 : EINVAL;
 }
 
+/* A bad DISTLOCK_TLS_*_FILE is a configuration error, found when the
+ * configuration is loaded (config.c runs this check), not at the first
+ * connection.  Registered before any other constructor of the library
+ * runs (the priority), so before anything can load a configuration. */
+static int tls_check(const dl_config_t *c)
+{
+    return c->tls ? dl_tls_setup(c) : 0;
+}
+
+__attribute__((constructor(101))) static void tls_register_check(void)
+{
+    dl_config_add_check(tls_check);
+}
+
 /* -------------------------------------------------------------- socket BIO */
 
 /* OpenSSL's socket BIO writes with write(2), which raises SIGPIPE on a
@@ -292,27 +306,21 @@ static int got_bytes(SSL *ssl)
     return BIO_number_read(SSL_get_rbio(ssl)) > 0;
 }
 
-int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
-                char *err, size_t errlen)
+/* A session of c's context on the TCP socket fd (made non-blocking),
+ * checking the server's certificate against `name` (a host name or an IP
+ * address).  NULL with the reason in err. */
+static SSL *new_session(const dl_config_t *c, const char *name, int fd, char *err, size_t errlen)
 {
-    SSL_CTX *ctx;
-    SSL *ssl = NULL;
-    sigset_t oldmask;
-    int pending;
-    /* Our BIO sends with MSG_NOSIGNAL; should it be missing (no memory),
-     * OpenSSL's would write(2): keep SIGPIPE away from the host anyway. */
-    dl_sigpipe_block(&oldmask, &pending);
-    pthread_rwlock_rdlock(&dl_tls_busy);
-    ERR_clear_error();
-    if (!(ctx = get_ctx(c))) {
+    SSL_CTX *ctx = get_ctx(c);
+    if (!ctx) {
         snprintf(err, errlen, "%s", dist_lasterror());
-        goto fail;
+        return NULL;
     }
-    if (!(ssl = SSL_new(ctx))) {
+    SSL *ssl = SSL_new(ctx);
+    if (!ssl) {
         snprintf(err, errlen, "TLS: out of memory");
-        goto fail;
+        return NULL;
     }
-    const char *name = c->tls_name[0] ? c->tls_name : host;
     if (is_ip(name)) {
         X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), name);
     } else {
@@ -324,25 +332,39 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
     fcntl(fd, F_SETFL, fl | O_NONBLOCK);
     if (set_socket(ssl, fd)) {
         snprintf(err, errlen, "TLS: out of memory");
-        goto fail;
+        SSL_free(ssl);
+        return NULL;
     }
+    return ssl;
+}
 
-    int rc, e = 0;
+/* The handshake, until `deadline`: 0, or -1 with why in err. */
+static int handshake(SSL *ssl, const dl_config_t *c, const char *name, int fd, uint64_t deadline,
+                     char *err, size_t errlen)
+{
+    int rc;
     while ((rc = SSL_connect(ssl)) != 1) {
-        e = SSL_get_error(ssl, rc);
+        int e = SSL_get_error(ssl, rc);
         int se = errno;
         if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
             int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
             explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, to, got_bytes(ssl), err, errlen);
-            goto fail;
+            return -1;
         }
     }
-    /* With TLS 1.3 the server judges our certificate after the handshake
-     * is over for us: one PING shows whether it kept the connection, so a
-     * missing client certificate is told here, not as a lost connection
-     * at the first command. */
+    return 0;
+}
+
+/* With TLS 1.3 the server judges our certificate after the handshake is
+ * over for us: one PING shows whether it kept the connection, so a missing
+ * client certificate is told here, not as a lost connection at the first
+ * command.  0, or -1 with why in err. */
+static int first_ping(SSL *ssl, const dl_config_t *c, const char *name, int fd, uint64_t deadline,
+                      char *err, size_t errlen)
+{
     static const char ping[] = "PING\r\n";
     size_t off = 0;
+    int rc, e;
     while (off < sizeof ping - 1) {
         rc = SSL_write(ssl, ping + off, (int)(sizeof ping - 1 - off));
         if (rc > 0) {
@@ -360,46 +382,58 @@ int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadlin
         if (rc > 0) {
             got += (size_t)rc;
             if (memmem(line, got, "\r\n", 2))
-                break;
+                return 0;
             if (got == sizeof line - 1) {
                 snprintf(err, errlen, "TLS: unexpected answer to PING");
-                goto fail;
+                return -1;
             }
             continue;
         }
         e = SSL_get_error(ssl, rc);
         int se = errno;
-        if ((e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) || wait_io(fd, e, deadline)) {
-            int to = e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE;
-            if (to) {
-                snprintf(err, errlen, "TLS: timed out waiting for the server's first answer");
-            } else {
-                explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, 0, 1, err, errlen);
-                if (strstr(err, "closed the connection"))
-                    snprintf(err, errlen, "TLS: the server closed the connection after the "
-                             "handshake%s", c->tls_cert[0] ? "" : " (does it require a client "
-                             "certificate? set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
-            }
-            goto fail;
+        if ((e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) && !wait_io(fd, e, deadline))
+            continue;
+        if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+            snprintf(err, errlen, "TLS: timed out waiting for the server's first answer");
+            return -1;
         }
+        explain(ssl, c, name, e, e == SSL_ERROR_SYSCALL ? se : 0, 0, 1, err, errlen);
+        if (strstr(err, "closed the connection"))
+            snprintf(err, errlen, "TLS: the server closed the connection after the "
+                     "handshake%s", c->tls_cert[0] ? "" : " (does it require a client "
+                     "certificate? set DISTLOCK_TLS_CERT_FILE and DISTLOCK_TLS_KEY_FILE)");
+        return -1;
     }
+}
 
-    int one = 1, idle = 15;
-    setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
-    setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    int user = dl_tls_relay_start(ssl, fd, err, errlen);
-    if (user < 0)
-        goto fail;
+int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
+                char *err, size_t errlen)
+{
+    sigset_t oldmask;
+    int pending, user = -1;
+    /* Our BIO sends with MSG_NOSIGNAL; should it be missing (no memory),
+     * OpenSSL's would write(2): keep SIGPIPE away from the host anyway. */
+    dl_sigpipe_block(&oldmask, &pending);
+    pthread_rwlock_rdlock(&dl_tls_busy);
+    ERR_clear_error();
+    const char *name = c->tls_name[0] ? c->tls_name : host;
+    SSL *ssl = new_session(c, name, fd, err, errlen);
+    if (ssl && handshake(ssl, c, name, fd, deadline, err, errlen) == 0 &&
+        first_ping(ssl, c, name, fd, deadline, err, errlen) == 0) {
+        int one = 1, idle = 15;
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+        setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        user = dl_tls_relay_start(ssl, fd, err, errlen);
+    }
+    if (user < 0) {
+        if (ssl)
+            SSL_free(ssl);
+        ERR_clear_error();
+    }
     pthread_rwlock_unlock(&dl_tls_busy);
+    if (user < 0)
+        close(fd);
     dl_sigpipe_restore(&oldmask, pending);
     return user;
-fail:
-    if (ssl)
-        SSL_free(ssl);
-    ERR_clear_error();
-    pthread_rwlock_unlock(&dl_tls_busy);
-    close(fd);
-    dl_sigpipe_restore(&oldmask, pending);
-    return -1;
 }

@@ -10,15 +10,16 @@
  * subscriber, sentinel discovery, cluster redirects, the distlock
  * command) speaks TLS without knowing it, and hiredis's socket time-outs
  * still bound a stalled server.  The command links, the hot path, take
- * their session over from the relay once set up (dl_tls_direct, below)
- * and spare each message the thread hop.
+ * their session over from the relay once set up (the TLS transport,
+ * tls_direct.c) and spare each message the thread hop.
  *
  *   tls.c          the client contexts (one per set of files, kept for the
  *                  process), the socket BIO without SIGPIPE, the handshake
  *                  and its first PING, and why it failed in words
  *   tls_relay.c    the relay threads and the lock that keeps fork() and
  *                  the end of the process away from them (tls_relay.h)
- *   tls_direct.c   the command link's own I/O on its session (tls_direct.h)
+ *   tls_direct.c   the command link's own I/O on its session: the TLS
+ *                  transport (dl_transport_tls, transport.h)
  */
 #ifndef DL_TLS_H
 #define DL_TLS_H
@@ -31,7 +32,9 @@
 /* Builds (once per set of files) the client context for c: CA file or the
  * system's CAs, client certificate and key.  0, or EINVAL with
  * dist_lasterror() naming the variable whose file is missing or bad (never
- * its contents).  Called by dl_config_load() when c->tls. */
+ * its contents).  Run when the configuration is loaded (tls.c registers
+ * it with config.c: dl_config_add_check); else built at the first
+ * handshake. */
 int dl_tls_setup(const dl_config_t *c);
 
 /* Takes over the connected TCP socket fd (closed on failure), does the
@@ -42,8 +45,5 @@ int dl_tls_setup(const dl_config_t *c);
  * (monotonic ms).  Never raises SIGPIPE. */
 int dl_tls_wrap(const dl_config_t *c, const char *host, int fd, uint64_t deadline,
                 char *err, size_t errlen);
-
-/* The command link's own TLS I/O, without the relay's thread hop. */
-#include "tls_direct.h"
 
 #endif

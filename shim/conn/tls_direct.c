@@ -1,6 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* tls_direct.c - the command link's own TLS I/O, once it has taken its
- * session over from the relay (see tls_direct.h). */
+/*
+ * tls_direct.c - the TLS transport of the command links (dl_transport_tls,
+ * transport.h): the hot path without the relay's thread hop.  The link
+ * (cmdlink_io.c) takes its session over from the relay (tls_relay.h) once
+ * its connection is set up, and does its own TLS I/O, keeping hiredis for
+ * formatting and parsing.  The session (SSL *) is the link's, from
+ * adopt to close; this file keeps no state of its own.
+ */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,10 +18,15 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "tls_direct.h"
-#include "tls_relay.h"
+#include <hiredis/sds.h>
 
-int dl_tls_direct(redisContext *ctx, void **out)
+#include "tls_relay.h"
+#include "transport.h"
+
+/* Stops ctx's relay and makes ctx->fd the TLS socket (blocking;
+ * hiredis's time-outs apply to it); *out is the session.  -1: ctx is
+ * unusable (free it).  Every reply must have been read. */
+static int tls_adopt(redisContext *ctx, void **out)
 {
     int tcp = -1;
     SSL *ssl = NULL;
@@ -72,7 +83,9 @@ static void io_error(SSL *ssl, redisContext *ctx, int rc)
     }
 }
 
-int dl_tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int nonblock)
+/* Writes all of buf (nonblock: only what fits now); 0, or -1 with
+ * ctx->err and ctx->errstr as hiredis sets them for a plain socket. */
+static int tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int nonblock)
 {
     SSL *ssl = s;
     int fl = 0, rc = 0;
@@ -100,7 +113,16 @@ int dl_tls_write(void *s, redisContext *ctx, const char *buf, size_t len, int no
     return rc;
 }
 
-int dl_tls_get_reply(void *s, redisContext *ctx, void **reply)
+static int tls_flush(void *s, redisContext *ctx, int flags)
+{
+    if (tls_write(s, ctx, ctx->obuf, sdslen(ctx->obuf), flags & MSG_DONTWAIT))
+        return -1;
+    sdsclear(ctx->obuf);
+    return 0;
+}
+
+/* One reply, as redisGetReply(). */
+static int tls_get_reply(void *s, redisContext *ctx, void **reply)
 {
     SSL *ssl = s;
     char buf[16384];
@@ -126,13 +148,27 @@ int dl_tls_get_reply(void *s, redisContext *ctx, void **reply)
     }
 }
 
-int dl_tls_pending(void *s)
+/* Decrypted bytes are waiting (a reply may be complete without a read). */
+static int tls_pending(void *s)
 {
     return SSL_pending((SSL *)s) > 0;
 }
 
-void dl_tls_free(void *s)
+static void tls_close(void *s)
 {
     SSL_free((SSL *)s);
     ERR_clear_error();
 }
+
+const dl_transport_t dl_transport_tls = {
+    .adopt = tls_adopt,
+    .adopt_err = "redis: TLS: could not take the connection over",
+    .flush = tls_flush,
+    .get_reply = tls_get_reply,
+    .pending = tls_pending,
+    .close = tls_close,
+    /* Posts are probed for, and so would be written, through the relay
+     * that set the connection up (tls.h), which dies with the process: a
+     * post there could not promise to reach Redis. */
+    .posts = 0,
+};

@@ -50,10 +50,12 @@ typedef struct relay {
     SSL *ssl;
     int tcp, app;             /* the TLS socket, and our end of the socketpair */
     int user;                 /* the user's end (hiredis's fd) */
-    /* dl_tls_direct(): the user takes the session over; the relay stops
-     * at the user's shutdown without closing it, and says so. */
+    /* The TLS transport's adopt (tls_direct.c): the user takes the
+     * session over; the relay stops at the user's shutdown without
+     * closing it, and says so. */
     int detach, detached;
-    pthread_t thread;         /* joinable: dl_tls_direct() waits for its end */
+    pthread_t thread;         /* joinable: the TLS transport's adopt
+                                 (tls_direct.c) waits for its end */
     pthread_mutex_t mu;
     pthread_cond_t cv;
 } relay_t;
@@ -174,100 +176,154 @@ static void relay_end(relay_t *r)
 
 #define RELAY_BUF 16384
 
+/* The bytes in flight one way: buf[off..len) is still to be written. */
+typedef struct leg {
+    char *buf;
+    size_t len, off;
+} leg_t;
+
+/* A relay's two ways, and what its next wait is for. */
+typedef struct pump {
+    leg_t up;                 /* from the user's end to the server */
+    leg_t down;               /* from the server to the user's end */
+    int app_eof;              /* the user's end closed */
+    short tev, aev;           /* poll events: the TLS socket, the user's end */
+} pump_t;
+
+/* What an SSL call that moved nothing waits for: 0, or -1 when the
+ * session is over (the server closed, or it failed). */
+static int ssl_wants(const relay_t *r, int rc, short *tev)
+{
+    int e = SSL_get_error(r->ssl, rc);
+    if (e == SSL_ERROR_WANT_READ)
+        *tev |= POLLIN;
+    else if (e == SSL_ERROR_WANT_WRITE)
+        *tev |= POLLOUT;
+    else
+        return -1;
+    return 0;
+}
+
+/* Each step: 1 when it moved bytes, 0 when it could not now (the event
+ * to wait for noted), -1 when the relay must end. */
+
+static int read_user(const relay_t *r, pump_t *p)
+{
+    if (p->up.len || p->app_eof)
+        return 0;
+    ssize_t n = recv(r->app, p->up.buf, RELAY_BUF, 0);
+    if (n > 0) {
+        p->up.len = (size_t)n;
+        p->up.off = 0;
+        return 1;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EINTR))
+        p->app_eof = 1;
+    else
+        p->aev |= POLLIN;
+    return 0;
+}
+
+static int write_server(const relay_t *r, pump_t *p)
+{
+    if (!p->up.len)
+        return 0;
+    int w = SSL_write(r->ssl, p->up.buf + p->up.off, (int)(p->up.len - p->up.off));
+    if (w <= 0)
+        return ssl_wants(r, w, &p->tev);
+    p->up.off += (size_t)w;
+    if (p->up.off == p->up.len)
+        p->up.len = 0;
+    return 1;
+}
+
+static int read_server(const relay_t *r, pump_t *p)
+{
+    if (p->down.len)
+        return 0;
+    int n = SSL_read(r->ssl, p->down.buf, RELAY_BUF);
+    if (n <= 0)
+        return ssl_wants(r, n, &p->tev);
+    p->down.len = (size_t)n;
+    p->down.off = 0;
+    return 1;
+}
+
+static int write_user(const relay_t *r, pump_t *p)
+{
+    if (!p->down.len)
+        return 0;
+    ssize_t n = send(r->app, p->down.buf + p->down.off, p->down.len - p->down.off, MSG_NOSIGNAL);
+    if (n > 0) {
+        p->down.off += (size_t)n;
+        if (p->down.off == p->down.len)
+            p->down.len = 0;
+        return 1;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+        p->aev |= POLLOUT;
+        return 0;
+    }
+    return -1;
+}
+
+/* One pass over both ways: 1 when bytes moved, 0 when none could, -1
+ * when the relay must end. */
+static int pump_once(const relay_t *r, pump_t *p)
+{
+    p->tev = p->aev = 0;
+    int progress = read_user(r, p), rc;
+    if ((rc = write_server(r, p)) < 0)
+        return -1;
+    progress |= rc;
+    if (p->app_eof && (!p->up.len || !progress))
+        return -1;            /* what was left is sent, or cannot be now */
+    if ((rc = read_server(r, p)) < 0)
+        return -1;
+    progress |= rc;
+    if ((rc = write_user(r, p)) < 0)
+        return -1;
+    return progress | rc;
+}
+
+/* Nothing moved: waits for either side (without dl_tls_busy).  0 to go
+ * on, -1 when the relay must end.  The user's end is always watched: its
+ * close (POLLHUP) ends the relay even while the server takes nothing. */
+static int wait_either(const relay_t *r, const pump_t *p)
+{
+    struct pollfd pf[2] = { { r->tcp, p->tev, 0 }, { r->app, p->aev, 0 } };
+    pthread_rwlock_unlock(&dl_tls_busy);
+    int n = poll(pf, 2, -1);
+    pthread_rwlock_rdlock(&dl_tls_busy);
+    if (n < 0 && errno != EINTR)
+        return -1;
+    if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !p->down.len &&
+        !(pf[0].revents & (POLLIN | POLLOUT)))
+        return -1;
+    return 0;
+}
+
 /* Moves bytes both ways until either side closes.  Both sockets are
  * non-blocking, so a stalled server never keeps the relay from seeing
  * its user close the connection (hiredis's time-out did it). */
 static void *relay_main(void *arg)
 {
     relay_t *r = arg;
-    char *up = malloc(RELAY_BUF), *down = malloc(RELAY_BUF);
-    size_t ulen = 0, uoff = 0, dlen = 0, doff = 0;
-    int app_eof = 0;
-    if (!up || !down)
-        goto out;
-    pthread_rwlock_rdlock(&dl_tls_busy);
-    for (;;) {
-        short tev = 0, aev = 0;
-        int progress = 0;
-        if (!ulen && !app_eof) {
-            ssize_t n = recv(r->app, up, RELAY_BUF, 0);
-            if (n > 0) {
-                ulen = (size_t)n;
-                uoff = 0;
-                progress = 1;
-            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                app_eof = 1;
-            } else {
-                aev |= POLLIN;
-            }
-        }
-        if (ulen) {
-            int w = SSL_write(r->ssl, up + uoff, (int)(ulen - uoff));
-            if (w > 0) {
-                uoff += (size_t)w;
-                if (uoff == ulen)
-                    ulen = 0;
-                progress = 1;
-            } else {
-                int e = SSL_get_error(r->ssl, w);
-                if (e == SSL_ERROR_WANT_READ)
-                    tev |= POLLIN;
-                else if (e == SSL_ERROR_WANT_WRITE)
-                    tev |= POLLOUT;
-                else
-                    goto out;
-            }
-        }
-        if (app_eof && (!ulen || !progress))
-            goto out;         /* what was left is sent, or cannot be now */
-        if (!dlen) {
-            int n = SSL_read(r->ssl, down, RELAY_BUF);
-            if (n > 0) {
-                dlen = (size_t)n;
-                doff = 0;
-                progress = 1;
-            } else {
-                int e = SSL_get_error(r->ssl, n);
-                if (e == SSL_ERROR_WANT_READ)
-                    tev |= POLLIN;
-                else if (e == SSL_ERROR_WANT_WRITE)
-                    tev |= POLLOUT;
-                else
-                    goto out; /* the server closed, or the session failed */
-            }
-        }
-        if (dlen) {
-            ssize_t n = send(r->app, down + doff, dlen - doff, MSG_NOSIGNAL);
-            if (n > 0) {
-                doff += (size_t)n;
-                if (doff == dlen)
-                    dlen = 0;
-                progress = 1;
-            } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
-                aev |= POLLOUT;
-            } else {
-                goto out;
-            }
-        }
-        if (progress)
-            continue;
-        /* The user's end is always watched: its close (POLLHUP) ends the
-         * relay even while the server takes nothing. */
-        struct pollfd pf[2] = { { r->tcp, tev, 0 }, { r->app, aev, 0 } };
-        pthread_rwlock_unlock(&dl_tls_busy);
-        int n = poll(pf, 2, -1);
+    pump_t p;
+    memset(&p, 0, sizeof p);
+    p.up.buf = malloc(RELAY_BUF);
+    p.down.buf = malloc(RELAY_BUF);
+    if (p.up.buf && p.down.buf) {
         pthread_rwlock_rdlock(&dl_tls_busy);
-        if (n < 0 && errno != EINTR)
-            goto out;
-        if ((pf[1].revents & (POLLHUP | POLLERR)) && !(pf[1].revents & POLLIN) && !dlen &&
-            !(pf[0].revents & (POLLIN | POLLOUT)))
-            goto out;
-    }
-out:
-    free(up);
-    free(down);
-    if (up && down)
+        for (;;) {
+            int rc = pump_once(r, &p);
+            if (rc < 0 || (rc == 0 && wait_either(r, &p) < 0))
+                break;
+        }
         pthread_rwlock_unlock(&dl_tls_busy);
+    }
+    free(p.up.buf);
+    free(p.down.buf);
     relay_end(r);
     return NULL;
 }
@@ -297,8 +353,9 @@ int dl_tls_relay_start(SSL *ssl, int fd, char *err, size_t errlen)
     relays = r;
     pthread_mutex_unlock(&relays_mu);
     /* Joinable, with every signal blocked (as dl_thread_start): a
-     * connection handed over (dl_tls_direct) waits for its relay's end,
-     * so no half-ended thread is around when the process forks next. */
+     * connection handed over (the TLS transport, tls_direct.c) waits for
+     * its relay's end, so no half-ended thread is around when the process
+     * forks next. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

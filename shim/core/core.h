@@ -53,9 +53,12 @@ typedef struct dl_hold_calls {
     void (*touch)(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
     void (*release)(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
     void (*mark)(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
-    /* Several holds at once, all or none (take_all.c); NULL: a kind
-     * whose objects are taken one at a time only. */
+    /* Several holds at once, all or none (take_all.c), and the undo of
+     * such a request, sent behind it on its connection should the link
+     * give up on it (what that request took, nothing else); NULL both: a
+     * kind whose objects are taken one at a time only. */
     void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
+    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);
 } dl_hold_calls_t;
 
 /* A kind of object: what the registry and the hold core need to know of
@@ -122,6 +125,8 @@ typedef struct dl_hold {
                                  watchdog withdraws it and every earlier one
                                  (withdraw.lua), whatever the process holds or
                                  asks for since (only later requests) */
+    uint64_t undo_inc[2];     /* the incarnation of the object in Redis each was
+                                 sent to (a semaphore's; 0 none known, locks) */
     int undo_checks[2];       /* withdrawals left to try that may find nothing */
     uint64_t undo_at;         /* not before this (monotonic ms): the next look
                                  must come after the request may have run */

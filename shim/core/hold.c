@@ -112,11 +112,19 @@ void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted)
 
 void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid)
 {
+    dl_hold_undo_later_in(p, o, mode, rid, 0);
+}
+
+void dl_hold_undo_later_in(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid,
+                           uint64_t incarn)
+{
     /* Kept whatever the process does next: a later request (a hold taken,
      * a wait) has a greater id, which no withdrawal of this one touches. */
     int m = mode == 'r';
-    if (rid > o->hold.undo[m])
+    if (rid > o->hold.undo[m]) {
         o->hold.undo[m] = rid;
+        o->hold.undo_inc[m] = incarn;
+    }
     o->hold.undo_checks[m] = 2;
     o->hold.undo_at = dl_now_ms() + 50;
     dl_watchdog_ensure(p);
@@ -153,15 +161,19 @@ static void ended(dl_core_t *o)
     forget(o);
 }
 
-int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
+static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrecoverable)
 {
     int lost = o->hold.lost, cut = o->hold.ttl_cut;
     uint64_t valid_until = o->tenure.valid_until;
     /* Names this hold, so that a copy of the call that reaches Redis late
-     * (sent on a connection given up since) cannot end a later hold. */
+     * (sent on a connection given up since) cannot end a later hold.  The
+     * mark of an unrecoverable lock is named by the hold's fence as the
+     * process knows it (on redlock://, its quorum's largest): the same on
+     * every server. */
     dl_release_args_t ra = { .mode = o->hold.rmode, .fence = o->hold.fence, .rid = o->hold.rid,
                              .servers = o->hold.servers, .lease_ms = o->hold.lease_ms,
-                             .told = o->hold.od_told };
+                             .told = o->hold.od_told || unrecoverable,
+                             .unrecoverable = unrecoverable ? o->hold.fence : 0 };
     dl_caller_t who = dl_caller(p, o);
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);
@@ -218,6 +230,16 @@ int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
     o->hold.told_fence = failed && o->hold.od_told ? ra.fence : 0;
     ended(o);
     return rc;
+}
+
+int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline)
+{
+    return release_with(p, o, deadline, 0);
+}
+
+int dl_hold_release_unrecoverable(dl_proc_t *p, dl_core_t *o)
+{
+    return release_with(p, o, 0, 1);
 }
 
 int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
@@ -304,10 +326,16 @@ int dl_hold_vouch(dl_proc_t *p, dl_core_t *o)
 {
     if (!o->hold.rmode)
         return 0;
-    /* Only a sign of lost state, or the end of the hold's validity, makes
-     * an unlock ask: a reader leaving beside others is no reuse of the
-     * hold, and its unlock stays free while Redis gave no sign. */
-    if (!o->hold.lost && dl_hold_valid(o) && o->tenure.trust_epoch == dl_trust_epoch())
+    /* A reader leaving beside others ends its section: its 0 says that no
+     * writer could have been inside (SPEC, ENOLCK).  A loss that gives no
+     * sign (keys deleted, a flush, the server's clock jumping) leaves the
+     * hold valid as far as the process knows, for up to a lease: so the
+     * unlock is free only while the hold is trusted (confirmed within
+     * DL_TRUST_MS, as for a thread taking or joining it), and asks Redis
+     * otherwise.  A confirmation that finds the hold there proves it was
+     * there all along: its fence names it, and a lost hold never comes
+     * back under the same fence. */
+    if (dl_hold_trusted(o, 0))
         return 0;
     int rc = dl_hold_confirm(p, o);
     return rc == ENOLCK ? lost_code(o) : rc;
@@ -420,11 +448,12 @@ uint64_t dl_hold_undo_due(const dl_core_t *o)
     return (o->hold.undo[0] || o->hold.undo[1]) && !o->hold.undoing ? o->hold.undo_at : 0;
 }
 
-void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid)
+void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid, uint64_t *incarn)
 {
     int m = o->hold.undo[0] ? 0 : 1;
     *mode = m ? 'r' : 'w';
     *rid = o->hold.undo[m];
+    *incarn = o->hold.undo_inc[m];
     o->hold.undoing = 1;
 }
 

@@ -44,6 +44,11 @@ void dl_hold_lapsed(dl_core_t *o);
  * Redis: the watchdog withdraws it soon, whatever the process holds or asks
  * for meanwhile (withdraw.lua touches no later request). */
 void dl_hold_undo_later(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid);
+/* The same for a request sent to one incarnation of the object in Redis (a
+ * semaphore's, prim/sem.c; 0 none known): its withdrawal carries it
+ * (dl_withdraw_args_t.incarn), so that it never acts on another. */
+void dl_hold_undo_later_in(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid,
+                           uint64_t incarn);
 /* The hold passed from one local holder to the next (a local handoff):
  * counted while another process waits. */
 void dl_hold_handoff(dl_core_t *o);
@@ -56,6 +61,13 @@ void dl_hold_rtt(dl_core_t *o, uint64_t us);
  * trip while o->hold.busy keeps the other threads away.  0, ENOLCK (the
  * hold had lapsed), EIO. */
 int dl_hold_release(dl_proc_t *p, dl_core_t *o, uint64_t deadline);
+/* The same for a robust lock's write hold whose holder was told
+ * EOWNERDEAD and did not make it consistent (dist_mutex_consistent): held
+ * still, the lock is left unrecoverable in Redis (every later acquisition
+ * refused, lua/release.lua), its queued waiters told to ask again; lapsed
+ * already, its death trace stays for the next holder (the state is as
+ * inconsistent as after its holder's death).  0, ENOLCK, EIO. */
+int dl_hold_release_unrecoverable(dl_proc_t *p, dl_core_t *o);
 /* Ends the process's Redis hold as if it had never been taken: withdrawn
  * by the registration id it was taken with (withdraw.lua), which puts back
  * a death trace its taking consumed, so the next holder is told of that
@@ -76,8 +88,9 @@ void dl_hold_dropped(dl_core_t *o);
  * (o->hold.lost set; unworded); EIO: no answer (worded). */
 int dl_hold_confirm(dl_proc_t *p, dl_core_t *o);
 /* A thread ends its part of a hold that other threads of the process keep:
- * 0 if the hold was Redis's all along (asking Redis after a sign of lost
- * state or past its validity), ENOLCK (it is gone), EIO. */
+ * 0 if the hold was Redis's all along (asking Redis unless it is trusted:
+ * confirmed lately, no sign of lost state since, within its validity),
+ * ENOLCK (it is gone), EIO. */
 int dl_hold_vouch(dl_proc_t *p, dl_core_t *o);
 /* The last unlock keeps the write hold for a relock (the primitive says
  * when): marks it lingering in Redis (mark.c) and has the lingerer end it
@@ -118,7 +131,7 @@ void dl_hold_renewing(dl_core_t *o);
  * DL_UNDO_AGAIN_MS later (the request may not have run yet). */
 #define DL_UNDO_AGAIN_MS 200
 uint64_t dl_hold_undo_due(const dl_core_t *o);
-void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid);
+void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid, uint64_t *incarn);
 
 /* After its round trips (they take o->mu).  The renewal of the hold
  * numbered seq, sent at `sent` (ms) in trust epoch `epoch` when

@@ -32,7 +32,7 @@ static size_t hash_addr(const void *a)
 static int same(const dl_objkey_t *a, const dl_objkey_t *b)
 {
     return a->addr == b->addr && a->name == b->name && a->origin == b->origin &&
-           a->born == b->born;
+           a->born == b->born && a->gen == b->gen;
 }
 
 void dl_objtab_init(dl_objtab_t *t)
@@ -117,6 +117,19 @@ struct dl_core *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_
     pthread_mutex_unlock(&t->mu);
     remember(t, epoch, key, o);
     return o;
+}
+
+size_t dl_objtab_stale(dl_objtab_t *t, const dl_objkey_t *key, dl_objkey_t *out, size_t max)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&t->mu);
+    if (t->nbuckets)
+        for (dl_objent_t *e = t->buckets[hash_addr(key->addr) & (t->nbuckets - 1)];
+             e && n < max; e = e->next)
+            if (e->key.addr == key->addr && !same(&e->key, key))
+                out[n++] = e->key;
+    pthread_mutex_unlock(&t->mu);
+    return n;
 }
 
 int dl_objtab_remove(dl_objtab_t *t, const dl_objkey_t *key,

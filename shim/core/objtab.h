@@ -25,12 +25,13 @@
 struct dl_core;               /* dl_core_t, core.h */
 
 /* An object as this process knows it: where it is, and which
- * initialization of that memory (its name and who initialized it when:
- * object.h).  Memory initialized again is another object. */
+ * initialization of that memory (its name, who initialized it when, and
+ * the generation that process gave it: object.h).  Memory initialized
+ * again is another object, whoever initialized it. */
 typedef struct dl_objkey {
     const void *addr;
     const char *name;
-    uint64_t origin, born;
+    uint64_t origin, born, gen;
 } dl_objkey_t;
 
 typedef struct dl_objent dl_objent_t;
@@ -48,6 +49,9 @@ struct dl_core *dl_objtab_find(dl_objtab_t *t, const dl_objkey_t *key);
 /* Enters key -> o (the caller found key absent, and keeps others from
  * entering it meanwhile); returns o, or NULL on ENOMEM. */
 struct dl_core *dl_objtab_add(dl_objtab_t *t, const dl_objkey_t *key, struct dl_core *o);
+/* Up to max keys of the table at key's address that are not key (earlier
+ * initializations of that memory); how many. */
+size_t dl_objtab_stale(dl_objtab_t *t, const dl_objkey_t *key, dl_objkey_t *out, size_t max);
 /* Removes key if drop(its state, arg) says 0 (called under the table
  * mutex); returns drop's code, or 0 if key is not in the table. */
 int dl_objtab_remove(dl_objtab_t *t, const dl_objkey_t *key,

@@ -13,6 +13,7 @@
 #include "hold.h"
 #include "loss.h"
 #include "metrics.h"
+#include "notify.h"
 #include "object.h"
 #include "process.h"
 #include "trust.h"
@@ -41,8 +42,7 @@ static void child_after_fork(void)
     dl_proc_t *p = dl_proc;
     if (p) {
         dl_conn_abandon(p->conn);
-        if (p->sub && p->sub->fd >= 0)
-            close(p->sub->fd);
+        dl_notify_abandon(p);
         if (dl_norphans < 64)
             dl_orphans[dl_norphans++] = p;
     }
@@ -105,7 +105,10 @@ static dl_proc_t *create(int *err)
             *c = '_';
     p->pid = getpid();
     p->conn = dl_conn_new(&p->cfg);
-    if (!p->conn) {
+    if (p->conn)
+        p->chans = dl_chans_new(p->cfg.prefix, p->token, dl_conn_caps(p->conn).slots);
+    if (!p->conn || !p->chans) {
+        dl_conn_free(p->conn);
         free(p);
         *err = dl_fail(ENOMEM, "out of memory");
         return NULL;
@@ -124,6 +127,10 @@ static dl_proc_t *create(int *err)
     pthread_cond_init(&p->wcv, &ca);
     pthread_cond_init(&p->lcv, &ca);
     pthread_condattr_destroy(&ca);
+    if (dl_notify_init(p)) {
+        *err = dl_fail(ENOMEM, "out of memory");
+        return NULL;              /* (what was made leaks, as a child's parent state does) */
+    }
     if (p->cfg.metrics_file[0])
         dl_metrics_start(p);
     return p;
@@ -161,7 +168,19 @@ int dl_proc_start(void)
 
 dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o)
 {
-    return (dl_caller_t){ o->keys, o->keylen, p->chanprefix, p->chanprefix_len, p->token };
+    dl_caller_t who = { o->keys, o->keylen, p->chanprefix, p->chanprefix_len, p->token };
+    /* On a cluster: the channel of o's slot, so that its pushes stay in
+     * the slot's shard (channel.h); the classic prefix only for want of
+     * memory (the push then reaches nobody: waiters ask again). */
+    if (dl_chans_by_slot(p->chans)) {
+        size_t len;
+        const char *pre = dl_chans_prefix(p->chans, o->keys[0], o->keylen[0], &len);
+        if (pre) {
+            who.chanprefix = pre;
+            who.chanprefix_len = len;
+        }
+    }
+    return who;
 }
 
 size_t dl_proc_info(const dl_proc_t *p, char *buf, size_t size)

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <hiredis/hiredis.h>
 
+#include "channel.h"
 #include "config.h"
 #include "conn.h"
 #include "objtab.h"
@@ -38,6 +39,8 @@ typedef struct dl_proc {
     size_t channel_len;
     char chanprefix[270];     /* <prefix>n: */
     size_t chanprefix_len;
+    dl_chans_t *chans;        /* the channels of pushes: classic, or on a
+                                 cluster one per slot (channel.h) */
     char host[128];
     pid_t pid;
     dl_conn_t *conn;
@@ -52,6 +55,9 @@ typedef struct dl_proc {
     uint64_t nfail_since;
     char nerr[200];
     redisContext *sub;
+    struct dl_shardsub *shards;   /* a cluster's: a connection per node */
+    unsigned *nslot_objs;     /* a cluster's: objects per slot (registry
+                                 mutex; the registry's made/gone hooks) */
 
     /* watchdog.c */
     pthread_mutex_t wmu;

@@ -32,6 +32,8 @@ void dl_registry_init(dl_registry_t *r)
     r->count = 0;
     r->retire = NULL;
     r->retire_arg = NULL;
+    r->made = r->gone = NULL;
+    r->watch_arg = NULL;
 }
 
 static int grow(dl_registry_t *r)
@@ -98,6 +100,8 @@ dl_core_t *dl_registry_get(dl_registry_t *r, const dl_kind_t *kind, const char *
         o->next = r->buckets[at];
         r->buckets[at] = o;
         r->count++;
+        if (r->made)
+            r->made(o, r->watch_arg);
     }
     if (o)
         __atomic_add_fetch(&o->refs, 1, __ATOMIC_RELAXED);
@@ -118,6 +122,8 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
         r->count--;
         if (r->retire)
             r->retire(o, r->retire_arg);
+        if (r->gone)
+            r->gone(o, r->watch_arg);
         pthread_mutex_destroy(&o->mu);
         pthread_cond_destroy(&o->cv);
         if (o->kind->fini)

@@ -30,6 +30,12 @@ typedef struct dl_registry {
      * metrics file keeps its counts: core/metrics.c); NULL: nobody. */
     void (*retire)(dl_core_t *o, void *arg);
     void *retire_arg;
+    /* Told of each object made and of each about to be freed, registry
+     * mutex held (on a cluster the subscriber counts the objects of each
+     * slot: core/notify.c); NULL: nobody. */
+    void (*made)(dl_core_t *o, void *arg);
+    void (*gone)(dl_core_t *o, void *arg);
+    void *watch_arg;
 } dl_registry_t;
 
 void dl_registry_init(dl_registry_t *r);

@@ -88,7 +88,7 @@ static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const tak
      * hint there (renewals say it too), so no failure to subscribe stops
      * the call. */
     int nrc = t->enqueue || (t->redlock && t->queue && rq->mode == 'r')
-                  ? dl_notify_ensure(p, rq->deadline) : 0;
+                  ? dl_notify_ensure(p, o, rq->deadline) : 0;
     if (nrc && !t->enqueue)
         nrc = 0;
     if (nrc == EAGAIN)
@@ -96,9 +96,9 @@ static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const tak
                "pushes (asking again every %lu ms)", dl_core_what(o), dl_core_qname(o, q, sizeof q),
                t->wttl / 3);
     else if (nrc) {
-        char why[200];
+        char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
-        return dl_fail(EIO, "%s %s: cannot wait for it: %s", dl_core_what(o),
+        return dl_fail(EIO, "%s %s: %s", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q), why);
     }
     return 0;
@@ -117,11 +117,20 @@ static void take_register(dl_proc_t *p, dl_core_t *o, take_t *t, int first)
     pthread_mutex_unlock(&o->mu);
 }
 
+/* An ask the link ended unanswered, its undo written behind it, rather
+ * than send it twice (dl_cmd_t.once): asked again under a new id.  (Never
+ * a code a caller sees.) */
+#define ASK_AGAIN (-1)
+/* How many times in a row one taking asks again so: each is a round trip
+ * cut short by another thread's deadline on a stalled connection. */
+#define DL_ASKS_AGAIN_MAX 8
+
 /* One ask (acquire.lua).  0: taken, *g says what; EBUSY: busy, for *pttl ms
- * at most; else the error (ETIMEDOUT unworded: the caller words it), with
- * g->maybe set if the ask may have run. */
+ * at most; ASK_AGAIN (*cut: the id it was sent under); else the error
+ * (ETIMEDOUT unworded: the caller words it), with g->maybe set if the ask
+ * may have run. */
 static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, dl_grant_t *g,
-                    long long *pttl)
+                    long long *pttl, uint64_t *cut)
 {
     char q[96];
     dl_call_t c;
@@ -131,20 +140,25 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
         .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms });
-    /* A timed lock waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        /* (a round trip's worth at least, for a deadline already past) */
-        uint64_t soonest = dl_now_ms() + 50;
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed lock waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as a trylock. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending this,
      * the server may run it when it resumes: the withdrawal of exactly
-     * this request then runs right after it (lua/withdraw.lua). */
+     * this request then runs right after it (lua/withdraw.lua).  Nor is
+     * it sent twice: a second copy answered "busy" while the first still
+     * waits in a stalled connection would leave the lock to the first. */
     dl_call_t undo;
     t->calls->withdraw(&undo, &t->who, &(dl_withdraw_args_t){ .mode = t->mode, .regid = t->regid });
+    c.once = 1;
     uint64_t sent_us = dl_now_us();
     DL_TALLY_ADD(o, roundtrips, 1);
     if (dl_script_run_undoable(p->conn, &c, &undo)) {
+        if (c.cmd.err == EAGAIN) {
+            *cut = t->regid;
+            return ASK_AGAIN;
+        }
         /* A time-out says nothing of whether Redis ran it (a stalled
          * server runs it when it resumes): we may hold the lock, or be
          * queued, without knowing.  The caller has that withdrawn as
@@ -177,6 +191,13 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         return 0;
     }
     *pttl = ar->pttl_ms;
+    if (ar->got == 3) {
+        g->unrec = ar->mark;
+        return dl_fail(ENOTRECOVERABLE, "%s %s: unrecoverable: a robust holder unlocked it after "
+                       "EOWNERDEAD without dist_mutex_consistent; refused until a process told "
+                       "so destroys its object and initializes it again", dl_core_what(o),
+                       dl_core_qname(o, q, sizeof q));
+    }
     if (ar->got != 0)
         return dl_fail(EIO, "%s %s: unexpected reply from Redis", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q));
@@ -313,6 +334,7 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
     if (rc)
         return rc;
     take_register(p, o, &t, 1);
+    int agains = 0;
     for (;;) {
         if (t.asked_at) {
             /* Each ask registers anew: a push for an earlier registration
@@ -323,7 +345,22 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
             take_register(p, o, &t, 0);
         }
         long long pttl = 0;
-        rc = take_ask(p, o, rq, &t, g, &pttl);
+        uint64_t cut = 0;
+        rc = take_ask(p, o, rq, &t, g, &pttl, &cut);
+        if (rc == ASK_AGAIN) {
+            /* Its undo went behind it; the watchdog withdraws it as well,
+             * by its id, should that undo have found no room: what this
+             * taking asks next has a greater id, which that leaves alone. */
+            pthread_mutex_lock(&o->mu);
+            dl_hold_undo_later(p, o, t.mode, cut);
+            pthread_mutex_unlock(&o->mu);
+            if (++agains <= DL_ASKS_AGAIN_MAX)
+                continue;
+            char q[96];
+            rc = dl_fail(EIO, "%s %s: every ask was cut short by other calls' deadlines on a "
+                         "stalled connection", dl_core_what(o), dl_core_qname(o, q, sizeof q));
+            break;
+        }
         if (rc != EBUSY || !t.queue)
             break;
         if (take_wait(o, rq, &t, pttl, g)) {

@@ -38,6 +38,8 @@ typedef struct dl_req {
     uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
     const int *stop;          /* NULL, or set (atomic) by another thread to end
                                  the wait as at the deadline: dl_waiter_interrupt */
+    int robust;               /* (the lock's admission) an EOWNERDEAD it returns
+                                 must be made consistent (DIST_MUTEX_ROBUST) */
 } dl_req_t;
 
 /* Has rq run out: its deadline passed, or its caller asked it to stop? */
@@ -61,13 +63,14 @@ typedef struct dl_grant {
     uint64_t sent_ms;         /* when the call that confirmed it was sent */
     unsigned long epoch;      /* the trust epoch then (trust.h) */
     unsigned servers;         /* redlock: where the hold may be (0: any) */
+    uint64_t unrec;           /* ENOTRECOVERABLE: the lock's mark (recover.lua) */
 } dl_grant_t;
 
 /* Takes the Redis hold for o as rq says, waiting for a grant if rq allows,
  * then (?wait=N) for replicas.  Called with o->hold.busy set by the caller
  * and o->mu not held.  0, EOWNERDEAD, EBUSY, ETIMEDOUT (the caller words
- * those two), EIO; *g says what was taken, or whether a failed call may
- * have run. */
+ * those two), ENOTRECOVERABLE (g->unrec: the lock's mark), EIO; *g says
+ * what was taken, or whether a failed call may have run. */
 int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g);
 
 /* A request's stop flag (dl_req_t.stop) was just set: wakes the threads

@@ -23,6 +23,11 @@
 #include "tenure.h"
 #include "trust.h"
 
+/* How many times in a row the call for the set is asked again after the
+ * link ended it unanswered rather than send it twice (dl_cmd_t.once):
+ * each is a round trip cut short by another thread's deadline. */
+#define DL_TAKE_ALL_AGAIN_MAX 8
+
 /* Every hold of v withdrawn, by the registration id they share, in one
  * batch; a withdrawal that fails leaves g.maybe (the caller has it
  * withdrawn later). */
@@ -110,6 +115,63 @@ static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
     return EBUSY;
 }
 
+/* One call for the set as sent: what it asked with, and when. */
+typedef struct ask {
+    dl_call_t c;
+    uint64_t rid, asked_at, sent_us;
+    unsigned long epoch;
+} ask_t;
+
+/* Sends the call for the set (list: its locks, as acquire_all.lua takes
+ * them; items: where its reply goes) under a new registration id, until
+ * the link gives it an answer or an error of its own.  0, or the run's
+ * error (a->c.cmd says which). */
+static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, dl_all_lock_t *locks,
+                   const char *list, size_t listlen, dl_all_item_t *items, ask_t *a)
+{
+    char info[200];
+    size_t infolen = dl_proc_info(p, info, sizeof info);
+    dl_caller_t who = dl_caller(p, v[0].o);
+    for (int agains = 0;; agains++) {
+        a->rid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
+        v[0].o->kind->calls->acquire_all(&a->c, &who, &(dl_acquire_all_args_t){
+            .n = n, .locks = locks, .list = list, .listlen = listlen, .info = info,
+            .infolen = infolen, .regid = a->rid, .out = items });
+        /* A timed lock waits for a stalled server no longer than its
+         * deadline; one already past (or too near for a wait) asks once,
+         * as a trylock. */
+        a->c.deadline = dl_round_trip_cut(deadline);
+        /* Should the link give up on a stalled server after sending this,
+         * the server may run it when it resumes and take every lock of the
+         * set: the withdrawal of exactly what this request takes then runs
+         * right after it, on the same connection (lua/withdraw_all.lua;
+         * redlock: on each server, the acquire_all entry's undo_for).  As
+         * take.c's take_ask; the caller has each lock withdrawn from a new
+         * connection as well (dl_hold_undo_later), in case the undo found
+         * no room.  Nor is it sent twice (dl_cmd_t.once): a second copy
+         * answered "busy" while the first still waits in a stalled
+         * connection would leave the set to the first. */
+        dl_call_t undo;
+        v[0].o->kind->calls->withdraw_all(&undo, &who, &(dl_withdraw_all_args_t){
+            .list = list, .listlen = listlen, .regid = a->rid });
+        a->c.once = 1;
+        a->epoch = dl_trust_epoch();
+        a->asked_at = dl_now_ms();
+        a->sent_us = dl_now_us();
+        int rc = dl_script_run_undoable(p->conn, &a->c, &undo);
+        if (!rc || a->c.cmd.err != EAGAIN || agains == DL_TAKE_ALL_AGAIN_MAX)
+            return rc;
+        /* Ended unanswered, its undo behind it: asked again under a new
+         * id, each lock withdrawn by the watchdog too (a later id is left
+         * alone). */
+        for (int i = 0; i < n; i++) {
+            pthread_mutex_lock(&v[i].o->mu);
+            dl_hold_undo_later(p, v[i].o, v[i].rq->mode, a->rid);
+            pthread_mutex_unlock(&v[i].o->mu);
+        }
+    }
+}
+
 int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *busy)
 {
     *busy = -1;
@@ -135,35 +197,21 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         return dl_fail(ENOMEM, "out of memory");
     }
 
-    uint64_t rid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
-    char info[200];
-    size_t infolen = dl_proc_info(p, info, sizeof info);
-    dl_caller_t who = dl_caller(p, v[0].o);
-    dl_call_t c;
-    v[0].o->kind->calls->acquire_all(&c, &who, &(dl_acquire_all_args_t){
-        .n = n, .locks = locks, .list = list, .listlen = listlen, .info = info,
-        .infolen = infolen, .regid = rid, .out = items });
-    /* A timed lock waits for a stalled server no longer than its deadline
-     * (a round trip's worth at least, for a deadline already past). */
-    if (deadline != DL_FOREVER) {
-        uint64_t soonest = dl_now_ms() + 50;
-        c.deadline = deadline > soonest ? deadline : soonest;
-    }
-    unsigned long epoch = dl_trust_epoch();
-    uint64_t asked_at = dl_now_ms();
-    uint64_t sent_us = dl_now_us();
-    int rc = dl_script_run(p->conn, &c, 1);
-    const dl_acquire_all_reply_t *r = &c.reply.acquire_all;
+    ask_t a;
+    int rc = ask_all(p, v, n, deadline, locks, list, listlen, items, &a);
+    dl_call_t *c = &a.c;
+    uint64_t rid = a.rid;
+    const dl_acquire_all_reply_t *r = &c->reply.acquire_all;
     if (rc) {
         for (int i = 0; i < n; i++) {
-            v[i].g.maybe = c.cmd.sent;
+            v[i].g.maybe = c->cmd.sent;
             v[i].g.rid = rid;
         }
-        rc = c.deadline && dl_now_ms() >= c.deadline
+        rc = c->deadline && dl_now_ms() >= c->deadline
                  ? ETIMEDOUT
-                 : dl_fail(EIO, "lock-all of %d locks: %s", n, c.cmd.errmsg);
+                 : dl_fail(EIO, "lock-all of %d locks: %s", n, c->cmd.errmsg);
     } else if (r->got == 1) {
-        uint64_t us = dl_now_us() - sent_us;
+        uint64_t us = dl_now_us() - a.sent_us;
         int dead = 0;
         for (int i = 0; i < n; i++) {
             dl_grant_t *g = &v[i].g;
@@ -178,9 +226,9 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
              * way its TTL was set to the lease after the call was sent
              * (acquire_all.lua's claim_hold, or the first copy of this
              * very call, resent). */
-            g->valid_until = dl_hold_valid_until(asked_at, locks[i].lease_ms);
-            g->sent_ms = asked_at;
-            g->epoch = epoch;
+            g->valid_until = dl_hold_valid_until(a.asked_at, locks[i].lease_ms);
+            g->sent_ms = a.asked_at;
+            g->epoch = a.epoch;
             dead |= g->dead;
         }
         rc = dead ? EOWNERDEAD : 0;
@@ -199,12 +247,16 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
         rc = EBUSY;
     } else if (r->got == 2) {
         rc = EAGAIN;
+    } else if (r->got == 3) {
+        *busy = r->busy;
+        v[r->busy].g.unrec = r->mark;
+        rc = ENOTRECOVERABLE;
     } else {
         rc = dl_fail(EIO, "lock-all of %d locks: unexpected reply from Redis", n);
     }
     for (int i = 0; i < n; i++)
         v[i].g.rid = rid;
-    dl_call_free_reply(&c);
+    dl_call_free_reply(c);
     free(locks);
     free(items);
     free(list);

@@ -10,7 +10,10 @@
  * Each hold taken obeys what dl_take's do (take.h): it is returned only
  * within its validity and trust (SPEC "Local trust"), ?wait=N's replicas
  * have it, and a hold given up is withdrawn by its registration id, so
- * that a death trace it consumed goes back.  take_all.c writes nothing of
+ * that a death trace it consumed goes back.  The call has its undo, as an
+ * acquire has: the kind's withdraw_all (lua/withdraw_all.lua) follows it
+ * on its connection should the link give up on a stalled server after
+ * sending it (on redlock://, each server's).  take_all.c writes nothing of
  * the objects: the caller records each hold (dl_hold_record).
  */
 #ifndef DL_TAKE_ALL_H
@@ -37,6 +40,8 @@ typedef struct dl_take_one {
  *                  were given back): none taken;
  *   EAGAIN         they cannot be asked for in one call here (a cluster
  *                  slot migrates): none taken;
+ *   ENOTRECOVERABLE  one is unrecoverable (*busy its index, its
+ *                  v[i].g.unrec its mark): none taken;
  *   ETIMEDOUT      deadline passed (unworded), EIO, ENOMEM: none kept,
  *                  each v[i].g.maybe when Redis may have taken it (the
  *                  caller has it withdrawn: dl_hold_undo_later). */

@@ -67,11 +67,6 @@ uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
     return ttl_ms > drift ? sent_ms + ttl_ms - drift : 0;
 }
 
-int dl_hold_valid(const dl_core_t *o)
-{
-    return dl_now_ms() < o->tenure.valid_until;
-}
-
 uint64_t dl_hold_fixed_end(const dl_core_t *o)
 {
     return o->tenure.valid_until + drift_of(o->hold.lease_ms);

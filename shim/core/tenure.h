@@ -15,8 +15,6 @@
  * that set its TTL to ttl_ms was sent at sent_ms: less a clock-drift
  * allowance (1% + 2 ms, as redlock's); 0 for a TTL too short to count. */
 uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms);
-/* Whether o's hold is within its validity (a call may return it). */
-int dl_hold_valid(const dl_core_t *o);
 /* When a fixed lease's TTL ends as the process counts it (its validity
  * plus the drift allowance: its sending plus the lease). */
 uint64_t dl_hold_fixed_end(const dl_core_t *o);

@@ -35,6 +35,7 @@ typedef struct held {
     unsigned long lease_ms;   /* renewals */
     uint64_t fence;           /* names the hold: renew.lua renews only it */
     uint64_t rid;             /* withdrawals: the registration id */
+    uint64_t incarn;          /* withdrawals: the incarnation it was sent to */
     unsigned long cuts;       /* o->tenure.cuts when collected */
     int check;                /* a fixed lease: only asked whether it is there */
 } held_t;
@@ -82,7 +83,7 @@ static void collect_undo(dl_core_t *o, collect_t *c)
     held_t *h = &c->u[c->un++];
     h->o = o;
     h->seq = o->hold.seq;
-    dl_hold_undo_begin(o, &h->mode, &h->rid);
+    dl_hold_undo_begin(o, &h->mode, &h->rid, &h->incarn);
     dl_registry_pin(o);
 }
 
@@ -224,7 +225,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         dl_call_t call;
         dl_caller_t who = dl_caller(p, o);
         o->kind->calls->withdraw(&call, &who, &(dl_withdraw_args_t){
-            .mode = c->u[i].mode, .regid = c->u[i].rid });
+            .mode = c->u[i].mode, .regid = c->u[i].rid, .incarn = c->u[i].incarn });
         int rc = dl_script_run(p->conn, &call, 1);
         int had = !call.cmd.err && call.reply.withdraw.result >= 1;
         if (dl_hold_undo_end(o, c->u[i].mode, c->u[i].rid, !rc, had)) {

@@ -2,10 +2,12 @@
 /* boot.c - the interposer's start (boot.h): DISTLOCK_ON_ERROR and
  * DISTLOCK_ON_LOSS read (the latter's function registered with the
  * library: dist_onlost) and DISTLOCK_MAP applied before main, or the
- * program stopped with one line; a program without the map's symbols, such as a launcher, goes dormant
- * and is stopped only if it locks.  It owns the entries (entries[]) and
- * fills the address table (table.c) once, before main; and at exit it
- * ends the file-lock holds. */
+ * program stopped with one line; a program without the map's symbols,
+ * such as a launcher, goes dormant and is stopped only if it locks.  It
+ * owns the entries (entries[]), made the same way for every kind (its
+ * target resolved by what names it: kind.h), fills the address table
+ * (table.c) once, before main, and runs the kinds' hooks: when their
+ * entries are made, after fork, at exit. */
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +19,6 @@
 
 static dlp_entry_t entries[DLP_MAX_ENTRIES];
 static int nentries;
-
-static int same_name(const dlp_entry_t *a, const dlp_spec_t *s)
-{
-    return strlen(a->name) == s->namelen && memcmp(a->name, s->name, s->namelen) == 0;
-}
 
 /* The path flock() calls will be compared with: /proc/self/fd/N of a
  * descriptor of it reads back its canonical path. */
@@ -59,8 +56,9 @@ static char *canonical(const char *target)
 static void atfork_child(void)
 {
     dlp_policy_after_fork();
-    dlp_file_after_fork();
-    dlp_sem_after_fork();
+    for (int k = 0; dlp_kinds[k]; k++)
+        if (dlp_kinds[k]->after_fork)
+            dlp_kinds[k]->after_fork();
 }
 
 static const char *base_of(const char *path)
@@ -86,89 +84,68 @@ static void hint_of(const dlp_spec_t *s, char *buf, size_t size)
     snprintf(buf, size, "%.200s@PROGRAM", s->target);
 }
 
-static void add_file(int i, const dlp_spec_t *s)
+static int same_name(const dlp_entry_t *a, const dlp_spec_t *s)
 {
-    dlp_entry_t *e = &entries[nentries];
-    memset(e, 0, sizeof *e);
-    e->kind = DLP_FLOCK;
-    e->name = strndup(s->name, s->namelen);
-    e->path = e->name ? canonical(s->target) : NULL;
-    if (!e->path)
-        dlp_stop("DISTLOCK_MAP: out of memory");
-    e->pathlen = strlen(e->path);
-    for (int k = 0; k < dlp_nfile; k++)
-        if (strcmp(dlp_files[k]->path, e->path) == 0)
-            dlp_stop("DISTLOCK_MAP: entry %d (%s): file %s is already mapped", i + 1, e->name, e->path);
-    if (dist_rwlock_init(&e->d.rw, e->name, NULL))
-        dlp_stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
-    dlp_files[dlp_nfile++] = e;
-    dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" = flock on %s", e->name, e->path);
-    nentries++;
+    return strlen(a->name) == s->namelen && memcmp(a->name, s->name, s->namelen) == 0;
 }
 
-/* A semaphore applies in every program, as a file does: its name means
- * the same semaphore anywhere. */
-static void add_sem(int i, const dlp_spec_t *s)
+/* Makes the entry of spec i: its name and target (addr: a symbol kind's
+ * object, resolved already), then whatever the kind makes of it. */
+static void add_entry(int i, const dlp_spec_t *s, void *addr, const char *where)
 {
+    const dlp_kind_t *k = s->kind;
     dlp_entry_t *e = &entries[nentries];
     memset(e, 0, sizeof *e);
-    e->kind = DLP_SEM;
-    e->name = strndup(s->name, s->namelen);
-    const char *t = s->target;
-    while (*t == '/')
-        t++;
-    e->path = e->name ? strdup(t) : NULL;
-    if (!e->path)
-        dlp_stop("DISTLOCK_MAP: out of memory");
-    e->pathlen = strlen(e->path);
-    (void)i;
-    dlp_sem_add(e);
-    nentries++;
-}
-
-static void add_object(int i, const dlp_spec_t *s, void *addr, const char *where)
-{
-    dlp_entry_t *e = &entries[nentries];
-    memset(e, 0, sizeof *e);
-    e->kind = s->kind;
+    e->kind = k;
     e->addr = addr;
     e->name = strndup(s->name, s->namelen);
-    if (!e->name)
+    if (e->name && k->target == DLP_BY_PATH) {
+        e->target = canonical(s->target);
+    } else if (e->name && k->target == DLP_BY_NAME) {
+        const char *t = s->target;
+        while (*t == '/')
+            t++;
+        e->target = strdup(t);
+    }
+    if (!e->name || (k->target != DLP_BY_SYMBOL && !e->target))
         dlp_stop("DISTLOCK_MAP: out of memory");
-    for (int k = 0; k < nentries; k++)
-        if (entries[k].addr == e->addr)
-            dlp_stop("DISTLOCK_MAP: entry %d (%s): %s is the same object as lock \"%s\"", i + 1,
-                 e->name, s->target, entries[k].name);
-    for (int k = 0; k < nentries; k++)
-        if (entries[k].kind != DLP_FLOCK && entries[k].kind != DLP_SEM &&
-            entries[k].kind != DLP_COND && e->kind != DLP_COND &&
-            entries[k].kind != e->kind && same_name(&entries[k], s))
-            dlp_stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1, e->name);
-    int rc = s->kind == DLP_MUTEX ? dist_mutex_init(&e->d.m, e->name, NULL)
-             : s->kind == DLP_COND ? dist_cond_init(&e->d.c, e->name, NULL)
-                                   : dist_rwlock_init(&e->d.rw, e->name, NULL);
-    if (rc)
-        dlp_stop("DISTLOCK_MAP: entry %d: %s", i + 1, dist_lasterror());
-    dlp_table_add(e);
-    dl_log(DL_LOG_DEBUG, "preload: %s \"%s\" = %s %s", s->kind == DLP_COND ? "condition" : "lock",
-           e->name, s->kind == DLP_MUTEX ? "pthread_mutex_t"
-                    : s->kind == DLP_COND ? "pthread_cond_t" : "pthread_rwlock_t", where);
+    e->targetlen = e->target ? strlen(e->target) : 0;
+    for (int j = 0; j < nentries; j++) {
+        const dlp_entry_t *o = &entries[j];
+        if (addr && o->addr == addr)
+            dlp_stop("DISTLOCK_MAP: entry %d (%s): %s is the same object as %s \"%s\"", i + 1,
+                     e->name, s->target, o->kind->what, o->name);
+        if (o->kind->space == DL_KIND_LOCK && k->space == DL_KIND_LOCK &&
+            o->kind->shape != k->shape && same_name(o, s))
+            dlp_stop("DISTLOCK_MAP: entry %d (%s): name already used with another KIND", i + 1,
+                     e->name);
+    }
+    if (k->init && k->init(e))
+        dlp_stop("DISTLOCK_MAP: entry %d (%s): %s", i + 1, e->name, dist_lasterror());
+    if (addr)
+        dlp_table_add(e);
+    if (k->target == DLP_BY_SYMBOL)
+        dl_log(DL_LOG_DEBUG, "preload: %s \"%s\" = %s %s", k->what, e->name, k->ctype, where);
+    else
+        dl_log(DL_LOG_DEBUG, "preload: %s \"%s\" = %s on %s%s", k->what, e->name, k->word,
+               k->target == DLP_BY_NAME ? "/" : "", e->target);
     nentries++;
 }
 
 /* Which programs the map applies to (SPEC "Launchers"):
- * - lock files and semaphores apply in every program: a path or a
- *   semaphore name means the same object anywhere;
+ * - entries of kinds named by a path or a name (lock files, semaphores)
+ *   apply in every program: they mean the same object anywhere;
  * - an entry with @PROGRAM applies only in programs of that name, and there
  *   it must resolve, or the program stops now;
- * - the other mutex/rwlock entries: a program that has some of the map's
- *   symbols (any symbol found, or for a map of offsets only, an offset
- *   that fits) is the program the map is for: every such entry must
- *   resolve, or it stops now.  A program that has none of them is
- *   dormant: a launcher (timeout, env, sh...) runs and starts the next
- *   program with the environment untouched; a program that locks a
- *   pthread mutex or rwlock anyway (a misspelt symbol) stops at that first
- *   lock call with the reason the start would have given;
+ * - the other entries of symbol kinds (mutex, rwlock, cond, barrier): a
+ *   program that has some of the map's symbols (any symbol found, or for
+ *   a map of offsets only, an offset that fits) is the program the map is
+ *   for: every such entry must resolve, or it stops now.  A program that
+ *   has none of them is dormant: a launcher (timeout, env, sh...) runs and
+ *   starts the next program with the environment untouched; a program
+ *   that locks a pthread mutex or rwlock anyway, or uses a barrier (a
+ *   misspelt symbol), stops at that first call with the reason the start
+ *   would have given;
  * - in a program started by the one the map applied to (DLP_MARKER), missing
  *   entries are skipped. */
 static void apply_map(const char *map, const char *argv0)
@@ -182,7 +159,7 @@ static void apply_map(const char *map, const char *argv0)
     int state[DLP_MAX_ENTRIES];
     char err[512];
     int n = 0;
-    if (dlp_map_parse(map, buf, sizeof buf, specs, DLP_MAX_ENTRIES, &n, err, sizeof err))
+    if (dlp_map_parse(map, dlp_kinds, buf, sizeof buf, specs, DLP_MAX_ENTRIES, &n, err, sizeof err))
         dlp_stop("DISTLOCK_MAP: %s", err);
 
     /* The rest of the configuration, checked now rather than at the first
@@ -206,17 +183,12 @@ static void apply_map(const char *map, const char *argv0)
         state[i] = SKIP;
         if (!for_me(s, exe, argv0))
             continue;
-        if (s->kind == DLP_FLOCK) {
-            add_file(i, s);
+        if (s->kind->target != DLP_BY_SYMBOL) {
+            add_entry(i, s, NULL, NULL);
             continue;
         }
-        if (s->kind == DLP_SEM) {
-            add_sem(i, s);
-            continue;
-        }
-        size_t need = s->kind == DLP_MUTEX ? sizeof(pthread_mutex_t)
-                      : s->kind == DLP_COND ? sizeof(pthread_cond_t) : sizeof(pthread_rwlock_t);
-        int rc = dlp_elf_resolve(s, need, &addrs[i], wheres[i], sizeof wheres[i], err, sizeof err);
+        int rc = dlp_elf_resolve(s, s->kind->csize, &addrs[i], wheres[i], sizeof wheres[i], err,
+                                 sizeof err);
         named += !s->is_offset;
         if (rc == 0) {
             state[i] = HAVE;
@@ -258,7 +230,7 @@ static void apply_map(const char *map, const char *argv0)
     for (int i = 0; i < n; i++) {
         if (state[i] != HAVE)
             continue;
-        add_object(i, &specs[i], addrs[i], wheres[i]);
+        add_entry(i, &specs[i], addrs[i], wheres[i]);
         uintptr_t a = (uintptr_t)addrs[i];
         if (a < lo)
             lo = a;
@@ -291,10 +263,15 @@ __attribute__((constructor)) static void dlp_start(void)
     /* secure_getenv: a setuid program ignores the map. */
     const char *map = secure_getenv("DISTLOCK_MAP");
     if (map && *map) {
-        dlp_file_init();
         apply_map(map, program_invocation_name);
-        if (dlp_nfile)
-            dlp_file_check_inherited();
+        /* Each kind with entries here, now that they are all made. */
+        for (int k = 0; dlp_kinds[k]; k++) {
+            int any = 0;
+            for (int i = 0; i < nentries && !any; i++)
+                any = entries[i].kind == dlp_kinds[k];
+            if (any && dlp_kinds[k]->ready)
+                dlp_kinds[k]->ready();
+        }
         /* Every hold of the interposer's library is a mapped one. */
         dist_onlost(dlp_lost, NULL);
         pthread_atfork(NULL, NULL, atfork_child);
@@ -304,12 +281,12 @@ __attribute__((constructor)) static void dlp_start(void)
 
 __attribute__((destructor)) static void dlp_end(void)
 {
-    /* POSIX file locks end with the process: so do their distributed holds,
-     * rather than lapsing a lease later. */
-    if (dlp_nfile) {
-        dlp_in = 1;
-        dlp_file_release_all();
-        dlp_in = 0;
-    }
+    if (!nentries)
+        return;
+    dlp_in = 1;
+    for (int k = 0; dlp_kinds[k]; k++)
+        if (dlp_kinds[k]->at_exit)
+            dlp_kinds[k]->at_exit();
+    dlp_in = 0;
 }
 

@@ -4,7 +4,10 @@
  * By name: the ELF symbol tables (.symtab, which also has file-static and
  * non-exported globals, and .dynsym) of the executable (/proc/self/exe)
  * and then of each library loaded at start, in load order, read from the
- * files; the address is the object's load bias (dl_iterate_phdr) plus the
+ * files; a name is compared with each symbol as it is and, unless it is
+ * a mangled symbol itself, as the C++ name of a global that the symbol
+ * demangles to (demangle.c: `app::counter_mutex`, or `m` for a C++
+ * file-static, _ZL1m); the address is the object's load bias (dl_iterate_phdr) plus the
  * symbol's value, so PIE and non-PIE executables both work.  By offset:
  * exe+0xOFFSET is the executable's load bias plus OFFSET (the symbol's
  * value as `nm` prints it on an unstripped copy).
@@ -160,6 +163,10 @@ static int file_lookup(const char *file, const char *sym, hit_t *hits, int max, 
         return NOT_ELF;
     }
     size_t symlen = strlen(sym);
+    /* A name that is not itself a mangled symbol is also a C++ name:
+     * compared with what each mangled symbol demangles to. */
+    int cxx = strncmp(sym, "_Z", 2) != 0;
+    char dm[1024];
     for (size_t i = 0; i < shnum; i++) {
         if (sh[i].sh_type != SHT_SYMTAB && sh[i].sh_type != SHT_DYNSYM)
             continue;
@@ -175,11 +182,17 @@ static int file_lookup(const char *file, const char *sym, hit_t *hits, int max, 
         size_t nsyms = sh[i].sh_size / sizeof(ElfW(Sym));
         for (size_t k = 0; k < nsyms; k++) {
             const ElfW(Sym) *s = &syms[k];
-            if (s->st_name == 0 || s->st_name + symlen >= strsh->sh_size)
+            if (s->st_name == 0 || s->st_name >= strsh->sh_size)
                 continue;
             if (s->st_shndx == SHN_UNDEF || s->st_shndx == SHN_ABS)
                 continue;
-            if (memcmp(strs + s->st_name, sym, symlen + 1) != 0)
+            const char *nm = strs + s->st_name;
+            size_t room = strsh->sh_size - s->st_name;
+            int same = symlen < room && memcmp(nm, sym, symlen + 1) == 0;
+            if (!same && cxx && memchr(nm, 0, room) && dlp_demangle_may_be(nm, sym) &&
+                dlp_demangle_var(nm, dm, sizeof dm) == 0)
+                same = strcmp(dm, sym) == 0;
+            if (!same)
                 continue;
             int dup = 0;
             for (int h = 0; h < nhits; h++)
@@ -196,17 +209,12 @@ static int file_lookup(const char *file, const char *sym, hit_t *hits, int max, 
     return nhits;
 }
 
-static const char *kind_type(int kind)
-{
-    return kind == DLP_MUTEX ? "pthread_mutex_t" : kind == DLP_COND ? "pthread_cond_t" : "pthread_rwlock_t";
-}
-
 static int check_addr(const dlp_spec_t *s, const obj_t *o, uintptr_t a, size_t need,
                       const char *what, char *err, size_t errlen)
 {
-    if (a % sizeof(long) != 0) {
+    if (a % s->kind->calign != 0) {
         snprintf(err, errlen, "%s: address %#lx is not aligned for a %s", what,
-                 (unsigned long)a, kind_type(s->kind));
+                 (unsigned long)a, s->kind->ctype);
         return -1;
     }
     if (!writable(o, a, need)) {
@@ -280,7 +288,7 @@ int dlp_elf_resolve(const dlp_spec_t *s, size_t need, void **addr, char *where, 
             }
             if (hits[0].size && hits[0].size < need) {
                 snprintf(err, errlen, "symbol \"%s\" in %s is %zu bytes, too small for a %s (%zu)",
-                         s->target, oname, hits[0].size, kind_type(s->kind), need);
+                         s->target, oname, hits[0].size, s->kind->ctype, need);
                 return -1;
             }
             uintptr_t a = o->bias + hits[0].value;

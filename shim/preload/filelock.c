@@ -63,12 +63,13 @@ typedef struct frec {
 } frec_t;
 
 static frec_t recs[MAX_RECS];
+static pid_t recs_pid;            /* the process they are of (a vfork child shares them) */
 static pthread_mutex_t fmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t fcv;
 int dlp_fheld;
 
-static void lock(void) { DLP_REAL(mutex_lock)(&fmu); }
-static void unlock(void) { DLP_REAL(mutex_unlock)(&fmu); }
+static void lock(void) { DLP_REAL(pthread_mutex_lock)(&fmu); }
+static void unlock(void) { DLP_REAL(pthread_mutex_unlock)(&fmu); }
 static void wake(void) { pthread_cond_broadcast(&fcv); }
 static void wait_ms(unsigned ms)
 {
@@ -80,12 +81,13 @@ static void wait_ms(unsigned ms)
         ts.tv_sec++;
         ts.tv_nsec -= 1000000000L;
     }
-    DLP_REAL(cond_timedwait)(&fcv, &fmu, &ts);
+    DLP_REAL(pthread_cond_timedwait)(&fcv, &fmu, &ts);
 }
-static void wait_forever(void) { DLP_REAL(cond_wait)(&fcv, &fmu); }
+static void wait_forever(void) { DLP_REAL(pthread_cond_wait)(&fcv, &fmu); }
 
 void dlp_file_init(void)
 {
+    recs_pid = getpid();
     pthread_condattr_t a;
     pthread_condattr_init(&a);
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
@@ -145,7 +147,7 @@ static void *helper(void *arg)
     int try_only = r->req_try;
     unlock();
 
-    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, NULL,
+    int rc = dlp_dist_acquire(e, mode, try_only ? DLP_TRY : DLP_BLOCK, CLOCK_REALTIME, NULL,
                               try_only ? NULL : &r->stop);
     lock();
     if (r->abandoned) {
@@ -385,12 +387,29 @@ void dlp_file_closed(int fd, dev_t dev, ino_t ino)
     unlock();
 }
 
+int dlp_file_holds(dlp_filehold_t *out, int max)
+{
+    if (!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED) || getpid() != recs_pid)
+        return 0;
+    int n = 0;
+    lock();
+    for (int i = 0; i < MAX_RECS && n < max; i++) {
+        frec_t *r = &recs[i];
+        /* (One being taken, converted or released by another thread now
+         * is not held.) */
+        if (r->used && !r->abandoned && !r->busy && r->state == H_HELD)
+            out[n++] = (dlp_filehold_t){ r->e, r->kind, r->fd, r->dev, r->ino, r->mode };
+    }
+    unlock();
+    return n;
+}
+
 void dlp_file_release_all(void)
 {
     /* At exit other threads may still run (and hold fmu): wait a little
      * at most, and never for longer than a few seconds in all. */
     int got = 0;
-    for (int i = 0; i < 100 && !(got = DLP_REAL(mutex_trylock)(&fmu) == 0); i++)
+    for (int i = 0; i < 100 && !(got = DLP_REAL(pthread_mutex_trylock)(&fmu) == 0); i++)
         dl_sleep_ms(10);
     if (!got)
         return;

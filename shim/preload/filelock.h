@@ -26,6 +26,19 @@ int dlp_file_acquire(dlp_entry_t *e, int kind, int fd, dev_t dev, ino_t ino, cha
 void dlp_file_release(int kind, int fd, dev_t dev, ino_t ino);
 /* close(fd) happened: ends what the kernel released with it. */
 void dlp_file_closed(int fd, dev_t dev, ino_t ino);
+/* A distributed hold of one of this process's file locks, as the exec
+ * wrappers hand it on. */
+typedef struct dlp_filehold {
+    dlp_entry_t *e;
+    int kind;                 /* DLP_FL_* */
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    char mode;
+} dlp_filehold_t;
+/* The holds this process has now, at most max of them; 0 in a vfork
+ * child (the records are its parent's). */
+int dlp_file_holds(dlp_filehold_t *out, int max);
 /* At exit: ends every hold. */
 void dlp_file_release_all(void);
 /* In a forked child: the parent's holds are not ours. */

@@ -16,7 +16,6 @@
 #include "config.h"
 #include "dl.h"
 #include "preload.h"
-#include "rwlock.h"
 
 int dlp_on_error = DLP_ON_ERROR_WAIT;
 int dlp_on_loss = DLP_ON_LOSS_WARN;
@@ -84,7 +83,7 @@ static void warn_outage(const char *what)
  * every DISTLOCK_IO_TIMEOUT_MS: ours (every WARN_EVERY_MS) replaces it. */
 static void quiet(int on)
 {
-    DLP_REAL(mutex_lock)(&quiet_mu);
+    DLP_REAL(pthread_mutex_lock)(&quiet_mu);
     if (on && quiet_n++ == 0) {
         quiet_saved = dl_log_get_level();
         if (quiet_saved > DL_LOG_ERROR)
@@ -92,65 +91,48 @@ static void quiet(int on)
     } else if (!on && --quiet_n == 0) {
         dl_log_set_level(quiet_saved);
     }
-    DLP_REAL(mutex_unlock)(&quiet_mu);
+    DLP_REAL(pthread_mutex_unlock)(&quiet_mu);
 }
 
-/* dist_lasterror(), with the lock's name in front unless it names it. */
-static const char *why(const dlp_entry_t *e, char *buf, size_t size)
+const char *dlp_why(const dlp_entry_t *e, char *buf, size_t size)
 {
     const char *d = dist_lasterror();
     if (!d[0])
         d = "Redis unreachable";
     if (strncmp(d, "lock \"", 6) == 0 || strncmp(d, "unlock \"", 8) == 0 ||
-        strncmp(d, "condition", 9) == 0)
+        strncmp(d, "condition", 9) == 0 || strncmp(d, "barrier", 7) == 0)
         snprintf(buf, size, "%s", d);
     else
-        snprintf(buf, size, "lock \"%s\": %s", e->name, d);
+        snprintf(buf, size, "%s \"%s\": %s", e->kind->what, e->name, d);
     return buf;
 }
 
-static int dist_call(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
-                     const int *stop)
+/* One attempt of the kind's distributed half. */
+static int dist_call(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                     const struct timespec *abstime, const int *stop)
 {
-    if (stop && e->kind != DLP_MUTEX && how == DLP_BLOCK)
-        return dl_rwlock_lock_stoppable(&e->d.rw, mode, stop);
-    if (e->kind == DLP_MUTEX) {
-        switch (how) {
-        case DLP_TRY: return dist_mutex_trylock(&e->d.m);
-        case DLP_TIMED: return dist_mutex_timedlock(&e->d.m, abstime);
-        default: return dist_mutex_lock(&e->d.m);
-        }
-    }
-    if (mode == 'r') {
-        switch (how) {
-        case DLP_TRY: return dist_rwlock_tryrdlock(&e->d.rw);
-        case DLP_TIMED: return dist_rwlock_timedrdlock(&e->d.rw, abstime);
-        default: return dist_rwlock_rdlock(&e->d.rw);
-        }
-    }
-    switch (how) {
-    case DLP_TRY: return dist_rwlock_trywrlock(&e->d.rw);
-    case DLP_TIMED: return dist_rwlock_timedwrlock(&e->d.rw, abstime);
-    default: return dist_rwlock_wrlock(&e->d.rw);
-    }
+    const dlp_lockops_t *ops = e->kind->lock;
+    if (stop && how == DLP_BLOCK && ops->acquire_stoppable)
+        return ops->acquire_stoppable(e, mode, stop);
+    return ops->acquire(e, mode, how, clk, abstime);
 }
 
-static int past(const struct timespec *abstime)
+/* Has abstime passed on clk?  (The library's own test: a bad clock or
+ * abstime counts as passed, which the call itself then refuses.) */
+static int past(clockid_t clk, const struct timespec *abstime)
 {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    return now.tv_sec > abstime->tv_sec ||
-           (now.tv_sec == abstime->tv_sec && now.tv_nsec >= abstime->tv_nsec);
+    return dl_passed_on(clk, abstime);
 }
 
-int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *abstime,
-                     const int *stop)
+int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, clockid_t clk,
+                     const struct timespec *abstime, const int *stop)
 {
+    const dlp_lockops_t *ops = e->kind->lock;
     int quieted = 0, rc;
     for (;;) {
         uint64_t t0 = dl_now_ms();
-        rc = dist_call(e, mode, how, abstime, stop);
-        if (rc == EOWNERDEAD) {
+        rc = dist_call(e, mode, how, clk, abstime, stop);
+        if (rc == EOWNERDEAD && !(ops->robust && ops->robust(e))) {
             /* Acquired; legacy code has no way to hear about it. */
             dl_log(DL_LOG_WARN, "lock \"%s\": acquired after the previous holder's lease ran out "
                    "(it crashed or stalled); the protected state may be half-updated", e->name);
@@ -160,13 +142,13 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
             break;
         char buf[700];
         if (dlp_on_error == DLP_ON_ERROR_ABORT)
-            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
-        warn_outage(why(e, buf, sizeof buf));
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
+        warn_outage(dlp_why(e, buf, sizeof buf));
         if (how == DLP_TRY) {
             rc = EBUSY;               /* a try never waits: "not now" */
             break;
         }
-        if (how == DLP_TIMED && past(abstime)) {
+        if (how == DLP_TIMED && past(clk, abstime)) {
             rc = ETIMEDOUT;
             break;
         }
@@ -185,22 +167,23 @@ int dlp_dist_acquire(dlp_entry_t *e, char mode, int how, const struct timespec *
     if (quieted) {
         quiet(0);
         if (rc == 0)
-            dlp_say("lock \"%s\": Redis reachable again", e->name);
+            dlp_say("%s \"%s\": Redis reachable again", e->kind->what, e->name);
     }
     char buf[700];
     if (rc == EINVAL)
-        dlp_die("%s", why(e, buf, sizeof buf));
+        dlp_die("%s", dlp_why(e, buf, sizeof buf));
     return rc;
 }
 
-int dlp_outage(dlp_entry_t *e, int *quieted, int how, const struct timespec *abstime)
+int dlp_outage(dlp_entry_t *e, int *quieted, int how, clockid_t clk,
+               const struct timespec *abstime)
 {
     static __thread uint64_t last_try;
     char buf[700];
     if (dlp_on_error == DLP_ON_ERROR_ABORT)
-        dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
-    warn_outage(why(e, buf, sizeof buf));
-    if (how == DLP_TIMED && past(abstime))
+        dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
+    warn_outage(dlp_why(e, buf, sizeof buf));
+    if (how == DLP_TIMED && past(clk, abstime))
         return ETIMEDOUT;
     if (!*quieted) {
         quiet(1);
@@ -220,31 +203,18 @@ void dlp_outage_end(dlp_entry_t *e, int quieted, int ok)
         return;
     quiet(0);
     if (ok)
-        dlp_say("condition \"%s\": Redis reachable again", e->name);
-}
-
-void dlp_dist_signal(dlp_entry_t *e, int all)
-{
-    int quieted = 0, rc;
-    while ((rc = all ? dist_cond_broadcast(&e->d.c) : dist_cond_signal(&e->d.c)) == EIO &&
-           dlp_outage(e, &quieted, DLP_BLOCK, NULL) == 0)
-        ;
-    dlp_outage_end(e, quieted, rc == 0);
-    if (rc) {
-        char buf[700];
-        dl_log(DL_LOG_WARN, "%s", why(e, buf, sizeof buf));
-    }
+        dlp_say("%s \"%s\": Redis reachable again", e->kind->what, e->name);
 }
 
 void dlp_dist_interrupt(dlp_entry_t *e)
 {
-    if (e->kind != DLP_MUTEX)
-        dl_rwlock_interrupt(&e->d.rw);
+    if (e->kind->lock->interrupt)
+        e->kind->lock->interrupt(e);
 }
 
 int dlp_dist_release(dlp_entry_t *e)
 {
-    int rc = e->kind == DLP_MUTEX ? dist_mutex_unlock(&e->d.m) : dist_rwlock_unlock(&e->d.rw);
+    int rc = e->kind->lock->release(e);
     char buf[700];
     switch (rc) {
     case 0:
@@ -252,7 +222,7 @@ int dlp_dist_release(dlp_entry_t *e)
         return 0;
     case EIO:
         if (dlp_on_error == DLP_ON_ERROR_ABORT)
-            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", why(e, buf, sizeof buf));
+            dlp_die("%s (DISTLOCK_ON_ERROR=abort)", dlp_why(e, buf, sizeof buf));
         return 0;                     /* logged by the library; the hold lapses within a lease */
     default:
         return rc;
@@ -283,14 +253,15 @@ int dlp_on_loss_parse(const char *v)
  * say so, and stop the program if asked to.  exit:N runs the program's
  * atexit handlers (its buffered output is written) without waiting for
  * its other threads. */
-void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+void dlp_loss_act(const char *line)
 {
-    (void)arg;
-    int len = namelen > 200 ? 200 : (int)namelen;
-    const char *what = "lock \"%.*s\": the distributed hold (fence %llu) was found lapsed in "
-                       "Redis while held; another process may hold the lock now";
-    char line[512];
-    snprintf(line, sizeof line, what, len, name, (unsigned long long)fence);
+    /* abort, exit:N: the first to tell ends the program; another thread
+     * telling meanwhile (the library's teller, a semaphore call) waits
+     * for the end instead of saying it twice. */
+    static int ending;
+    if (dlp_on_loss != DLP_ON_LOSS_WARN && __atomic_exchange_n(&ending, 1, __ATOMIC_ACQ_REL))
+        for (;;)
+            pause();
     switch (dlp_on_loss) {
     case DLP_ON_LOSS_ABORT:
         dlp_die("%s (DISTLOCK_ON_LOSS=abort)", line);
@@ -301,6 +272,24 @@ void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
     default:
         dlp_say("%s; the program goes on (DISTLOCK_ON_LOSS=warn)", line);
     }
+}
+
+void dlp_lost(const char *name, size_t namelen, uint64_t fence, void *arg)
+{
+    (void)arg;
+    char line[512];
+    /* A kind with words of its own for a loss of one of its entries (a
+     * semaphore Redis lost: fence 0) says them; else it was a lock's hold. */
+    for (const dlp_kind_t *const *k = dlp_kinds; *k; k++)
+        if ((*k)->lost_words && (*k)->lost_words(name, namelen, fence, line, sizeof line)) {
+            dlp_loss_act(line);
+            return;
+        }
+    int len = namelen > 200 ? 200 : (int)namelen;
+    snprintf(line, sizeof line, "lock \"%.*s\": the distributed hold (fence %llu) was found "
+             "lapsed in Redis while held; another process may hold the lock now", len, name,
+             (unsigned long long)fence);
+    dlp_loss_act(line);
 }
 
 void dlp_policy_after_fork(void)

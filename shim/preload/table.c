@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* table.c - the read-only address table of the mapped mutexes and rwlocks,
- * the file entries, and the dormant state of a program without the map's
- * symbols (table.h).  Written by boot.c before main only. */
+/* table.c - the read-only address table of the entries of DLP_BY_SYMBOL
+ * kinds, and the dormant state of a program without the map's symbols
+ * (table.h).  Written by boot.c before main only. */
 #include <stdint.h>
 #include <stdio.h>
 #include <unistd.h>
 
 #include "preload.h"
-
-int dlp_nfile;
-dlp_entry_t *dlp_files[DLP_MAX_ENTRIES];
 
 #define DLP_SLOTS 256                   /* > 2 * DLP_MAX_ENTRIES: probes end */
 
@@ -26,7 +23,8 @@ static size_t slot_of(uintptr_t a)
  * lands here and gets this entry, which no wrapper maps; the lock wrappers
  * stop the program with `dormant_why` (dlp_dormant_check) instead. */
 static int dormant;
-static dlp_entry_t dormant_entry = { .kind = DLP_DORMANT, .name = "" };
+const dlp_kind_t dlp_kind_dormant = { .word = "" };
+static dlp_entry_t dormant_entry = { .kind = &dlp_kind_dormant, .name = "" };
 static char dormant_why[768];
 static char dormant_hint[256];
 static uintptr_t self_lo, self_hi;
@@ -68,7 +66,7 @@ void dlp_table_dormant(const char *why, const char *hint)
     __atomic_store_n(&dlp_span, UINTPTR_MAX, __ATOMIC_RELEASE);
 }
 
-void dlp_dormant_check(const char *what, const void *caller)
+void dlp_dormant_check(const char *what, const char *call, const void *caller)
 {
     static int stopping;
     if ((uintptr_t)caller >= self_lo && (uintptr_t)caller < self_hi)
@@ -78,6 +76,6 @@ void dlp_dormant_check(const char *what, const void *caller)
     if (__atomic_exchange_n(&stopping, 1, __ATOMIC_ACQ_REL))
         for (;;)
             pause();
-    dlp_stop("%s; stopped at the program's first pthread %s lock (an entry for another program: %s)",
-             dormant_why, what, dormant_hint);
+    dlp_stop("%s; stopped at the program's first pthread %s %s (an entry for another program: %s)",
+             dormant_why, what, call, dormant_hint);
 }

@@ -14,27 +14,27 @@
 #include <sys/types.h>
 
 #include "distlock.h"
+#include "kind.h"
 
 #pragma GCC visibility push(hidden)
 
-typedef struct dlp_entry {
-    int kind;
-    char *name;               /* NUL-terminated copy of the lock name */
-    void *addr;               /* DLP_MUTEX / DLP_RWLOCK / DLP_COND: the mapped global */
-    char *path;               /* DLP_FLOCK: the canonical path; DLP_SEM: the
-                                 sem_open name, its leading '/' left out */
-    size_t pathlen;
+/* One entry of the map that applies to this program (boot.c makes them). */
+struct dlp_entry {
+    const dlp_kind_t *kind;
+    char *name;               /* NUL-terminated copy of the object's name */
+    void *addr;               /* DLP_BY_SYMBOL: the mapped global */
+    char *target;             /* DLP_BY_PATH: the canonical path; DLP_BY_NAME: the
+                                 name, its leading '/' left out */
+    size_t targetlen;
     pid_t holder_pid;         /* process of the last distributed acquisition */
-    union {
-        dist_mutex_t m;
-        dist_rwlock_t rw;
-        dist_sem_t s;         /* DLP_SEM: initialized by its first sem_open */
-        dist_cond_t c;        /* DLP_COND */
-    } d;
-} dlp_entry_t;
+    union {                   /* the kind's object: DLP_OBJ(e, T) */
+        max_align_t align;
+        unsigned char bytes[DLP_OBJ_MAX];
+    } obj;
+};
 
-/* The address table: mapped mutexes, rwlocks and conditions, read-only after the
- * constructor.  Addresses outside [dlp_lo, dlp_lo + dlp_span) are not
+/* The address table: the entries of DLP_BY_SYMBOL kinds by address,
+ * read-only after the constructor.  Addresses outside [dlp_lo, dlp_lo + dlp_span) are not
  * mapped; that one comparison is the whole cost for most calls. */
 extern uintptr_t dlp_lo, dlp_span;
 dlp_entry_t *dlp_lookup_slow(const void *addr);
@@ -46,20 +46,20 @@ static inline dlp_entry_t *dlp_lookup(const void *addr)
     return dlp_lookup_slow(addr);
 }
 
+/* The kind of the one entry every lookup gives in a dormant program (a
+ * program with none of the map's symbols): no kind of the table. */
+extern const dlp_kind_t dlp_kind_dormant;
+
 /* A lock call reached a wrapper in a program that has none of the map's
- * symbols (dlp_lookup gave a DLP_DORMANT entry).  Unless the call is the
+ * symbols (dlp_lookup gave the dlp_kind_dormant entry).  Unless the call is the
  * interposer's own (dlp_in, or `caller`, the wrapper's return address, is
  * in this library), the program stops here with the one-line reason (exit
- * status 1), before the lock is taken.  `what`: "mutex" or "rwlock". */
-void dlp_dormant_check(const char *what, const void *caller);
+ * status 1), before the lock is taken.  `what`: the kind's word ("mutex",
+ * "rwlock", "barrier"), `call` what was called ("lock", "wait"). */
+void dlp_dormant_check(const char *what, const char *call, const void *caller);
 
-/* File entries (DLP_FLOCK); dlp_nfile == 0 makes every file wrapper a
- * plain call. */
-extern int dlp_nfile;
-extern dlp_entry_t *dlp_files[DLP_MAX_ENTRIES];
-
-/* boot.c, before main: enters a mutex or rwlock entry (e->addr set) in
- * the table; publishes [lo, hi] as the range every lookup checks first
+/* boot.c, before main: enters an entry of a DLP_BY_SYMBOL kind (e->addr
+ * set) in the table; publishes [lo, hi] as the range every lookup checks first
  * (wrappers see either no table or all of it). */
 void dlp_table_add(dlp_entry_t *e);
 void dlp_table_publish(uintptr_t lo, uintptr_t hi);

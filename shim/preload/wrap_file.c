@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wrap_file.c - flock, fcntl, fcntl64, lockf, lockf64 and close.
+/* wrap_file.c - the flock kind: flock, fcntl, fcntl64, lockf, lockf64
+ * and close.
  *
- * A whole-file lock on a descriptor whose real path (/proc/self/fd/N) is a
+ * `NAME=flock:PATH`: a whole-file lock on a descriptor whose real path (/proc/self/fd/N) is a
  * mapped file also takes the distributed lock of the entry: exclusive
  * (LOCK_EX, F_WRLCK, lockf) as a write hold, shared (LOCK_SH, F_RDLCK) as a
  * read hold; unlocks, and close() of what the kernel unlocks with it,
@@ -20,8 +21,11 @@
  * flock(1).  No process with the interposer is there to keep that hold
  * (the subshell runs no lock call), so such a lock is refused: a lock on
  * a description the parent process also has open stops the program, with
- * the one-line reason and the way that works (`distlock NAME -c '...'`),
- * before anything is locked. */
+ * the one-line reason and the ways that work (`flock FILE -c '...'`,
+ * `distlock NAME -c '...'`), before anything is locked.  A lock held
+ * across exec by one process (flock -F, chpst -l: the same pid before and
+ * after) is another matter: the exec wrappers hand its hold to a keeper
+ * (wrap_exec.c). */
 /* hiredis's pkg-config sets _FILE_OFFSET_BITS=64, which renames fcntl and
  * lockf to their *64 twins in the headers: both names are defined here. */
 #undef _FILE_OFFSET_BITS
@@ -38,8 +42,80 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "dl.h"
 #include "preload.h"
 
+DLP_OBJ_FITS(dist_rwlock_t);
+
+static int sys_flock(int fd, int op)
+{
+    return (int)syscall(SYS_flock, fd, op);
+}
+
+static int sys_lockf(int fd, int cmd, off_t len)
+{
+    struct flock fl = { .l_whence = SEEK_CUR, .l_start = 0, .l_len = len };
+    switch (cmd) {
+    case F_ULOCK: fl.l_type = F_UNLCK; return (int)syscall(SYS_fcntl, fd, F_SETLK, &fl);
+    case F_LOCK: fl.l_type = F_WRLCK; return (int)syscall(SYS_fcntl, fd, F_SETLKW, &fl);
+    case F_TLOCK: fl.l_type = F_WRLCK; return (int)syscall(SYS_fcntl, fd, F_SETLK, &fl);
+    case F_TEST:
+        fl.l_type = F_WRLCK;
+        if (syscall(SYS_fcntl, fd, F_GETLK, &fl) < 0)
+            return -1;
+        if (fl.l_type == F_UNLCK || fl.l_pid == getpid())
+            return 0;
+        errno = EACCES;
+        return -1;
+    default: errno = EINVAL; return -1;
+    }
+}
+
+static int sys_lockf64(int fd, int cmd, off64_t len)
+{
+    return sys_lockf(fd, cmd, (off_t)len);
+}
+
+/* fcntl's third argument is an int or a pointer, passed alike: taken as a
+ * pointer and handed on. */
+static int sys_fcntl(int fd, int cmd, ...)
+{
+    va_list ap;
+    va_start(ap, cmd);
+    void *arg = va_arg(ap, void *);
+    va_end(ap);
+    return (int)syscall(SYS_fcntl, fd, cmd, arg);
+}
+
+/* The real functions: while dlsym's allocator re-enters them, the system
+ * calls. */
+DLP_REAL_FN(int, flock, (int fd, int op), (fd, op), NULL, sys_flock, sys_flock(fd, op))
+DLP_REAL_FN(int, lockf, (int fd, int cmd, off_t len), (fd, cmd, len), NULL, sys_lockf,
+            sys_lockf(fd, cmd, len))
+DLP_REAL_FN(int, lockf64, (int fd, int cmd, off64_t len), (fd, cmd, len), NULL, sys_lockf64,
+            sys_lockf64(fd, cmd, len))
+
+#define FCNTL_REAL(f)                                          \
+    static int boot_##f(int fd, int cmd, ...);                  \
+    static int (*dlp_real_##f)(int, int, ...) = boot_##f;       \
+    DLP_REAL_ROW(f, NULL, sys_fcntl);                           \
+    static int boot_##f(int fd, int cmd, ...)                   \
+    {                                                           \
+        va_list ap;                                             \
+        va_start(ap, cmd);                                      \
+        void *arg = va_arg(ap, void *);                         \
+        va_end(ap);                                             \
+        if (!dlp_real_resolve())                                \
+            return (int)syscall(SYS_fcntl, fd, cmd, arg);       \
+        return DLP_REAL(f)(fd, cmd, arg);                       \
+    }
+FCNTL_REAL(fcntl)
+FCNTL_REAL(fcntl64)
+
+/* The file entries of this program; none makes every wrapper a plain
+ * call. */
+static int nfile;
+static dlp_entry_t *files[DLP_MAX_ENTRIES];
 
 /* The mapped entry of fd's file, with its identity; NULL when not mapped.
  * No allocation: the path is read into the stack. */
@@ -65,9 +141,9 @@ static dlp_entry_t *entry_of(int fd, dev_t *dev, ino_t *ino)
     if (n <= 0 || n >= (ssize_t)sizeof path)
         return NULL;
     dlp_entry_t *e = NULL;
-    for (int i = 0; i < dlp_nfile && !e; i++)
-        if (dlp_files[i]->pathlen == (size_t)n && memcmp(dlp_files[i]->path, path, (size_t)n) == 0)
-            e = dlp_files[i];
+    for (int i = 0; i < nfile && !e; i++)
+        if (files[i]->targetlen == (size_t)n && memcmp(files[i]->target, path, (size_t)n) == 0)
+            e = files[i];
     if (!e)
         return NULL;
     struct stat st;
@@ -130,8 +206,8 @@ static void refuse_shared(const dlp_entry_t *e, int fd, dev_t dev, ino_t ino, co
     dlp_stop("lock \"%s\" (%s): refused: %s on descriptor %d, which this program shares with "
              "its parent (pid %d), would leave the file locked after this program ends while "
              "the distributed lock ends with it (the shell idiom `( flock %d; ... ) %d>FILE`); "
-             "hold it around the commands instead: distlock %s -c '...'",
-             e->name, e->path, what, fd, (int)pp, fd, fd, e->name);
+             "hold it around the commands instead: flock %s -c '...', or distlock %s -c '...'",
+             e->name, e->target, what, fd, (int)pp, fd, fd, e->target, e->name);
 }
 
 /* Does fdinfo text (/proc/self/fdinfo/N) show an flock or POSIX lock that
@@ -149,7 +225,13 @@ static int locked_by(const char *info, pid_t pid)
     return 0;
 }
 
-void dlp_file_check_inherited(void)
+/* Before main: a mapped file this program was started holding, locked by
+ * its own process before it executed this program (lock, then exec:
+ * flock -F, chpst -l, setlock, lckdo -e), is kept by a keeper when the
+ * exec went through the interposer (wrap_exec.c, kept.h).  If none keeps
+ * it, the distributed hold ended with the image that took it while the
+ * file stays locked: the program stops here. */
+static void check_inherited(void)
 {
     int dfd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dfd < 0)
@@ -180,16 +262,42 @@ void dlp_file_check_inherited(void)
             if (got <= 0)
                 continue;
             info[got] = 0;
-            if (locked_by(info, me))
-                dlp_stop("lock \"%s\" (%s): refused: this program was started with the file "
-                         "locked (descriptor %d) by its own process before it executed this "
-                         "program (lock, then exec: setlock, lckdo -e, with-lock-ex); that "
-                         "distributed hold ended with the program that took it, while the file "
-                         "stays locked; hold it around the command instead: distlock %s -- COMMAND",
-                         e->name, e->path, fd, e->name);
+            if (!locked_by(info, me))
+                continue;
+            if (dlp_kept_has(dev, ino)) {
+                dl_log(DL_LOG_DEBUG, "preload: lock \"%s\" (%s): held across exec on descriptor "
+                       "%d, its distributed hold kept by a keeper", e->name, e->target, fd);
+                continue;
+            }
+            const char *cmd = program_invocation_short_name;
+            dlp_stop("lock \"%s\" (%s): refused: this program was started with the file "
+                     "locked (descriptor %d) by its own process before it executed this "
+                     "program, and no keeper keeps its distributed hold (the exec did not go "
+                     "through the interposer), so %s would run unprotected; hold it around the "
+                     "command instead: flock %s %s, or distlock %s -- %s", e->name, e->target, fd,
+                     cmd, e->target, cmd, e->name, cmd);
         }
     }
     DLP_REAL(close)(dfd);
+}
+
+/* The distributed half of a lock just taken on fd.  A file this program
+ * was started holding, whose hold a keeper keeps (kept.h), is the
+ * program's own from now on: the keeper lets go first, as a conversion
+ * releases and acquires. */
+static int acquire(dlp_entry_t *e, int kind, int fd, dev_t dev, ino_t ino, char mode,
+                   int nonblock)
+{
+    if (dlp_kept_has(dev, ino))
+        dlp_kept_drop(dev, ino);
+    return dlp_file_acquire(e, kind, fd, dev, ino, mode, nonblock);
+}
+
+/* The distributed half of an unlock: a kept file's keeper looks now. */
+static void release(int kind, int fd, dev_t dev, ino_t ino)
+{
+    dlp_file_release(kind, fd, dev, ino);
+    dlp_kept_poke(dev, ino);
 }
 
 /* ---------------------------------------------------------------- flock */
@@ -213,8 +321,8 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
     dlp_in = 1;
     int err = 0;
     if (base == LOCK_UN)
-        dlp_file_release(DLP_FL_FLOCK, fd, dev, ino);
-    else if ((err = dlp_file_acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
+        release(DLP_FL_FLOCK, fd, dev, ino);
+    else if ((err = acquire(e, DLP_FL_FLOCK, fd, dev, ino, base == LOCK_EX ? 'w' : 'r',
                                      (op & LOCK_NB) != 0)))
         DLP_REAL(flock)(fd, LOCK_UN);
     dlp_in = 0;
@@ -224,7 +332,7 @@ static int __attribute__((noinline)) flock_mapped(int fd, int op)
 
 DLP_EXPORT int flock(int fd, int op)
 {
-    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+    if (DLP_LIKELY(!nfile) || dlp_in)
         return DLP_REAL(flock)(fd, op);
     return flock_mapped(fd, op);
 }
@@ -286,8 +394,8 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
     dlp_in = 1;
     int err = 0;
     if (type == F_UNLCK) {
-        dlp_file_release(kind, fd, dev, ino);
-    } else if ((err = dlp_file_acquire(e, kind, fd, dev, ino, type == F_WRLCK ? 'w' : 'r',
+        release(kind, fd, dev, ino);
+    } else if ((err = acquire(e, kind, fd, dev, ino, type == F_WRLCK ? 'w' : 'r',
                                        cmd == F_SETLK || cmd == F_OFD_SETLK))) {
         struct flock u = { .l_type = F_UNLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
         real(fd, ofd ? F_OFD_SETLK : F_SETLK, &u);
@@ -308,7 +416,7 @@ static int __attribute__((noinline)) fcntl_mapped(fcntl_fn real, int fd, int cmd
         va_start(ap, cmd);                                                  \
         void *arg = va_arg(ap, void *);                                     \
         va_end(ap);                                                         \
-        if (DLP_LIKELY(!is_setlk(cmd) || !dlp_nfile) || dlp_in)             \
+        if (DLP_LIKELY(!is_setlk(cmd) || !nfile) || dlp_in)             \
             return DLP_REAL(f)(fd, cmd, arg);                               \
         return fcntl_mapped(DLP_REAL(f), fd, cmd, arg);                     \
     }
@@ -335,8 +443,8 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
     dlp_in = 1;
     int err = 0;
     if (cmd == F_ULOCK)
-        dlp_file_release(DLP_FL_POSIX, fd, dev, ino);
-    else if ((err = dlp_file_acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
+        release(DLP_FL_POSIX, fd, dev, ino);
+    else if ((err = acquire(e, DLP_FL_POSIX, fd, dev, ino, 'w', cmd == F_TLOCK))) {
         DLP_REAL(lockf)(fd, F_ULOCK, 0);
         if (err == EWOULDBLOCK)
             err = EAGAIN;
@@ -348,14 +456,14 @@ static int __attribute__((noinline)) lockf_mapped(int fd, int cmd, off64_t len, 
 
 DLP_EXPORT int lockf(int fd, int cmd, off_t len)
 {
-    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+    if (DLP_LIKELY(!nfile) || dlp_in)
         return DLP_REAL(lockf)(fd, cmd, len);
     return lockf_mapped(fd, cmd, len, 0);
 }
 
 DLP_EXPORT int lockf64(int fd, int cmd, off64_t len)
 {
-    if (DLP_LIKELY(!dlp_nfile) || dlp_in)
+    if (DLP_LIKELY(!nfile) || dlp_in)
         return DLP_REAL(lockf64)(fd, cmd, len);
     return lockf_mapped(fd, cmd, len, 1);
 }
@@ -371,6 +479,7 @@ static int __attribute__((noinline)) close_mapped(int fd)
     if (known) {
         dlp_in = 1;
         dlp_file_closed(fd, st.st_dev, st.st_ino);
+        dlp_kept_poke(st.st_dev, st.st_ino);
         dlp_in = 0;
     }
     errno = saved;
@@ -379,7 +488,58 @@ static int __attribute__((noinline)) close_mapped(int fd)
 
 DLP_EXPORT int close(int fd)
 {
-    if (DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) || dlp_in)
+    if ((DLP_LIKELY(!__atomic_load_n(&dlp_fheld, __ATOMIC_RELAXED)) && !dlp_kept_any()) || dlp_in)
         return DLP_REAL(close)(fd);
     return close_mapped(fd);
 }
+
+/* ------------------------------------------------------------ the kind */
+
+/* An entry's lock is a dist_rwlock_t (shared and exclusive file locks),
+ * its holds the process's (filelock.c). */
+static int init(dlp_entry_t *e)
+{
+    for (int k = 0; k < nfile; k++)
+        if (strcmp(files[k]->target, e->target) == 0)
+            return dl_fail(EINVAL, "file %s is already mapped (lock \"%s\")", e->target,
+                           files[k]->name);
+    int rc = dist_rwlock_init(DLP_OBJ(e, dist_rwlock_t), e->name, NULL);
+    if (rc == 0)
+        files[nfile++] = e;
+    return rc;
+}
+
+static void ready(void)
+{
+    dlp_file_init();
+    dlp_kept_load();
+    check_inherited();
+}
+
+static void after_fork(void)
+{
+    dlp_file_after_fork();
+    dlp_kept_after_fork();
+    dlp_keeper_after_fork();
+}
+
+/* POSIX file locks end with the process: so do their distributed holds,
+ * rather than lapsing a lease later. */
+static void at_exit(void)
+{
+    if (nfile)
+        dlp_file_release_all();
+}
+
+const dlp_kind_t dlp_kind_flock = {
+    .word = "flock",
+    .target = DLP_BY_PATH,
+    .what = "lock",
+    .space = DL_KIND_LOCK,
+    .shape = 'r',
+    .init = init,
+    .ready = ready,
+    .after_fork = after_fork,
+    .at_exit = at_exit,
+    .lock = &dlp_rwlock_ops,
+};

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* wrap_sem.c - POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
+/* wrap_sem.c - the sem kind: POSIX named semaphores mapped by `NAME=sem:/SEMNAME`
  * entries: sem_open of a mapped name returns a handle of the interposer's
  * (one per entry, in this library's memory, so a lookup is one range
- * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait,
- * sem_post, sem_getvalue and sem_close on it become calls of a counting
- * dist_sem_t (its first value: sem_open's).  Anything else goes to libc:
- * unnamed semaphores (sem_init), other names, sem_unlink (the semaphore in
- * Redis is not removed: other hosts may use it; an idle one is forgotten
- * after 30 days).
+ * check), and sem_wait, sem_trywait, sem_timedwait, sem_clockwait (on
+ * its clock), sem_post, sem_getvalue and sem_close on it become calls of a
+ * counting dist_sem_t (its first value: sem_open's).  sem_unlink of a
+ * mapped name removes the semaphore from Redis (dist_sem_unlink): a later
+ * sem_open with O_CREAT makes a new one with its value, one without
+ * O_CREAT fails with ENOENT; unlike the kernel's, handles still open then
+ * use the new one from their next call.  Anything else goes to libc:
+ * unnamed semaphores (sem_init), other names.
  *
  * Errors as the kernel's: sem_open ENOENT (no O_CREAT, the semaphore does
  * not exist), EEXIST (O_CREAT|O_EXCL, it does), EINVAL (value above
@@ -19,13 +21,19 @@
  * sleeps in poll() (never restarted either) on an eventfd the helper
  * writes; a free permit is taken first, without a helper.  Redis
  * unreachable: DISTLOCK_ON_ERROR (wait: retried, a post kept and made
- * once Redis answers; abort: the program aborts), as for locks. */
+ * once Redis answers; abort: the program aborts), as for locks.  A
+ * semaphore Redis lost while the program used it (a restart without
+ * persistence, a flush: the library's ENOLCK and dist_onlost, which no
+ * sem_* call can pass on): DISTLOCK_ON_LOSS, as for a mapped lock's lost
+ * hold (abort, exit:N; warn: said once, and the program goes on with the
+ * semaphore Redis has now, a post to the lost one dropped). */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <semaphore.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -34,6 +42,51 @@
 #include "dl.h"
 #include "preload.h"
 #include "sem_api.h"
+
+DLP_OBJ_FITS(dist_sem_t);
+
+/* The semaphore calls are not made by dlsym's allocator: no fallback is
+ * ever used (ENOSYS, as a libc without them would give). */
+static int sem_missing(void)
+{
+    errno = ENOSYS;
+    return -1;
+}
+
+static sem_t *sem_open_missing(void)
+{
+    errno = ENOSYS;
+    return SEM_FAILED;
+}
+
+#define SEM_REAL(f, params, args) \
+    DLP_REAL_FN(int, f, params, args, NULL, sem_missing, (errno = ENOSYS, -1))
+SEM_REAL(sem_close, (sem_t *s), (s))
+SEM_REAL(sem_wait, (sem_t *s), (s))
+SEM_REAL(sem_trywait, (sem_t *s), (s))
+SEM_REAL(sem_timedwait, (sem_t *s, const struct timespec *t), (s, t))
+SEM_REAL(sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t))
+SEM_REAL(sem_post, (sem_t *s), (s))
+SEM_REAL(sem_getvalue, (sem_t *s, int *v), (s, v))
+SEM_REAL(sem_unlink, (const char *n), (n))
+
+/* sem_open's mode and value are there only with O_CREAT; passed on alike. */
+static sem_t *boot_sem_open(const char *name, int oflag, ...);
+static sem_t *(*dlp_real_sem_open)(const char *, int, ...) = boot_sem_open;
+DLP_REAL_ROW(sem_open, NULL, sem_open_missing);
+static sem_t *boot_sem_open(const char *name, int oflag, ...)
+{
+    va_list ap;
+    va_start(ap, oflag);
+    mode_t mode = (oflag & O_CREAT) ? va_arg(ap, mode_t) : 0;
+    unsigned value = (oflag & O_CREAT) ? va_arg(ap, unsigned) : 0;
+    va_end(ap);
+    if (!dlp_real_resolve()) {
+        errno = ENOSYS;
+        return SEM_FAILED;
+    }
+    return DLP_REAL(sem_open)(name, oflag, mode, value);
+}
 
 #define HELPER_STACK (256 * 1024)
 
@@ -46,15 +99,18 @@ static int opens[DLP_MAX_ENTRIES];     /* sem_open count not closed (under mu) *
 static int made[DLP_MAX_ENTRIES];      /* the dist_sem_t is initialized (under mu) */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-static void lock(void) { DLP_REAL(mutex_lock)(&mu); }
-static void unlock(void) { DLP_REAL(mutex_unlock)(&mu); }
+static void lock(void) { DLP_REAL(pthread_mutex_lock)(&mu); }
+static void unlock(void) { DLP_REAL(pthread_mutex_unlock)(&mu); }
 
-void dlp_sem_add(dlp_entry_t *e)
+/* Before main: e is mapped, a sem_open of its name returns its handle
+ * from now on; EINVAL when semaphores cannot be used (redlock://). */
+static int add(dlp_entry_t *e)
 {
-    if (dl_sem_check_mode())
-        dlp_stop("DISTLOCK_MAP: semaphore \"%s\" (/%s): %s", e->name, e->path, dist_lasterror());
+    int rc = dl_sem_check_mode();
+    if (rc)
+        return rc;
     sems[nsem++] = e;
-    dl_log(DL_LOG_DEBUG, "preload: semaphore \"%s\" = sem_open(\"/%s\")", e->name, e->path);
+    return 0;
 }
 
 /* The entry of a handle, or -1: not ours. */
@@ -66,6 +122,28 @@ static int index_of(const sem_t *s)
     return (int)(off / sizeof(sem_t));
 }
 
+/* The words for a mapped semaphore that Redis lost. */
+static void sem_line(char *line, size_t size, const char *name, size_t namelen)
+{
+    int len = namelen > 200 ? 200 : (int)namelen;
+    snprintf(line, size, "semaphore \"%.*s\": Redis lost it while this program used it (a "
+             "restart without persistence, a flush, eviction); it starts again from its first "
+             "value, and more processes than it allows may be inside now", len, name);
+}
+
+/* The kind's lost_words: a semaphore Redis lost is told with fence 0. */
+static int lost_words(const char *name, size_t len, uint64_t fence, char *line, size_t size)
+{
+    if (fence != 0)
+        return 0;
+    for (int i = 0; i < nsem; i++)
+        if (strlen(sems[i]->name) == len && memcmp(sems[i]->name, name, len) == 0) {
+            sem_line(line, size, name, len);
+            return 1;
+        }
+    return 0;
+}
+
 /* The entry mapping a sem_open name (glibc ignores leading '/'s). */
 static int entry_of(const char *name)
 {
@@ -74,7 +152,7 @@ static int entry_of(const char *name)
     while (*name == '/')
         name++;
     for (int i = 0; i < nsem; i++)
-        if (strcmp(sems[i]->path, name) == 0)
+        if (strcmp(sems[i]->target, name) == 0)
             return i;
     return -1;
 }
@@ -103,6 +181,40 @@ static void outage(dlp_entry_t *e, const char *what)
         dlp_say("semaphore \"%s\": %s: %s; waiting for Redis (DISTLOCK_ON_ERROR=wait)", e->name,
                 what, dist_lasterror());
     dl_sleep_ms(100);
+}
+
+/* A call on entry i said ENOLCK: Redis lost the semaphore the program
+ * used.  DISTLOCK_ON_LOSS abort or exit:N ends the program here; warn
+ * (dlp_lost says it) takes up the semaphore Redis has now, initialized
+ * again through an object of its own (as sem_open does), so that the
+ * caller's next try works on it.  0, or the init's error (said). */
+static int take_up(int i)
+{
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    /* abort, exit:N stop the program here (told once, whoever tells
+     * first: this or dlp_lost); warn: dlp_lost says it. */
+    if (dlp_on_loss != DLP_ON_LOSS_WARN) {
+        char line[512];
+        sem_line(line, sizeof line, e->name, strlen(e->name));
+        dlp_loss_act(line);
+    }
+    int rc;
+    for (;;) {
+        dist_sem_t t;
+        rc = dl_sem_init_how(&t, e->name, DLP_OBJ(e, dist_sem_t)->dl_value, 0, 'c');
+        if (rc == 0)
+            dist_sem_destroy(&t);
+        if (rc != EIO)
+            break;
+        outage(e, "sem_open");
+    }
+    if (rc)
+        dlp_say("semaphore \"%s\": cannot use it again after Redis lost it: %s", e->name,
+                dist_lasterror());
+    dlp_in = saved;
+    return rc;
 }
 
 /* A code the library returned where the kernel has none: the program
@@ -138,7 +250,7 @@ DLP_EXPORT sem_t *sem_open(const char *name, int oflag, ...)
     int rc;
     for (;;) {
         if (!made[i]) {
-            rc = dl_sem_init_how(&e->d.s, e->name, value, 0, how);
+            rc = dl_sem_init_how(DLP_OBJ(e, dist_sem_t), e->name, value, 0, how);
             if (rc == 0)
                 made[i] = 1;
         } else {
@@ -202,6 +314,7 @@ DLP_EXPORT int sem_close(sem_t *s)
 typedef struct swait {
     dlp_entry_t *e;
     int timed;
+    clockid_t clock;          /* abs's */
     struct timespec abs;
     int stop;                 /* set by the interrupted caller (atomic) */
     int done, abandoned, rc;  /* under mu */
@@ -214,7 +327,8 @@ static void *helper(void *arg)
     dlp_in = 1;                               /* all of this thread is interposer code */
     int rc;
     for (;;) {
-        rc = dl_sem_wait_stoppable(&w->e->d.s, w->timed ? &w->abs : NULL, &w->stop);
+        rc = dl_sem_wait_stoppable(DLP_OBJ(w->e, dist_sem_t), w->clock, w->timed ? &w->abs : NULL,
+                                   &w->stop);
         if (rc != EIO || __atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
             break;
         outage(w->e, "sem_wait");
@@ -225,7 +339,7 @@ static void *helper(void *arg)
          * back, as the kernel's interrupted wait takes none. */
         unlock();
         if (rc == 0)
-            dist_sem_post(&w->e->d.s);
+            dist_sem_post(DLP_OBJ(w->e, dist_sem_t));
         DLP_REAL(close)(w->efd);
         free(w);
         return NULL;
@@ -239,9 +353,9 @@ static void *helper(void *arg)
     return NULL;
 }
 
-/* The distributed wait of entry i until abstime (NULL: none): 0 or an
- * errno value. */
-static int wait_dist(int i, const struct timespec *abstime)
+/* The distributed wait of entry i until abstime on clock (NULL: none): 0
+ * or an errno value. */
+static int wait_dist(int i, clockid_t clock, const struct timespec *abstime)
 {
     dlp_entry_t *e = sems[i];
     int saved = dlp_in;
@@ -250,7 +364,7 @@ static int wait_dist(int i, const struct timespec *abstime)
      * timed wait with a permit free takes it whatever its abstime (as
      * sem_timedwait does). */
     int rc;
-    while ((rc = dist_sem_trywait(&e->d.s)) == EIO)
+    while ((rc = dist_sem_trywait(DLP_OBJ(e, dist_sem_t))) == EIO)
         outage(e, "sem_wait");
     if (rc != EAGAIN)
         goto out;
@@ -267,6 +381,7 @@ static int wait_dist(int i, const struct timespec *abstime)
     }
     w->e = e;
     w->efd = efd;
+    w->clock = clock;
     if (abstime) {
         w->timed = 1;
         w->abs = *abstime;
@@ -296,7 +411,7 @@ static int wait_dist(int i, const struct timespec *abstime)
             w->abandoned = 1;
             __atomic_store_n(&w->stop, 1, __ATOMIC_RELEASE);
             unlock();
-            dl_sem_interrupt(&e->d.s);
+            dl_sem_interrupt(DLP_OBJ(e, dist_sem_t));
             rc = EINTR;
             break;
         }
@@ -329,7 +444,12 @@ DLP_EXPORT int sem_wait(sem_t *s)
     if (index_of(s) < 0)
         return DLP_REAL(sem_wait)(s);
     int i = open_entry(s);
-    return i < 0 ? -1 : waited(i, wait_dist(i, NULL), "sem_wait");
+    if (i < 0)
+        return -1;
+    int rc;
+    while ((rc = wait_dist(i, CLOCK_REALTIME, NULL)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_wait");
 }
 
 DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
@@ -341,11 +461,15 @@ DLP_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abstime)
         return -1;
     if (!DLP_LAUNDER(abstime))
         return fail(EINVAL);
-    return waited(i, wait_dist(i, abstime), "sem_timedwait");
+    int rc;
+    while ((rc = wait_dist(i, CLOCK_REALTIME, abstime)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_timedwait");
 }
 
-/* sem_clockwait: CLOCK_REALTIME as sem_timedwait; CLOCK_MONOTONIC turned
- * into the CLOCK_REALTIME time as far away. */
+/* sem_clockwait: the wait on the clock it names (the library's clock
+ * wait): never ETIMEDOUT before abstime on that clock, whatever the other
+ * one does. */
 DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abstime)
 {
     if (index_of(s) < 0)
@@ -355,23 +479,10 @@ DLP_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *a
         return -1;
     if (!DLP_LAUNDER(abstime) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
         return fail(EINVAL);
-    struct timespec abs = *abstime;
-    if (clock == CLOCK_MONOTONIC && abs.tv_nsec >= 0 && abs.tv_nsec < 1000000000L) {
-        struct timespec mono, real;
-        clock_gettime(CLOCK_MONOTONIC, &mono);
-        clock_gettime(CLOCK_REALTIME, &real);
-        long long ns = ((long long)abs.tv_sec - mono.tv_sec) * 1000000000LL + abs.tv_nsec -
-                       mono.tv_nsec + real.tv_nsec;
-        long long sec = (long long)real.tv_sec + ns / 1000000000LL;
-        ns %= 1000000000LL;
-        if (ns < 0) {
-            ns += 1000000000LL;
-            sec--;
-        }
-        abs.tv_sec = (time_t)sec;
-        abs.tv_nsec = (long)ns;
-    }
-    return waited(i, wait_dist(i, &abs), "sem_clockwait");
+    int rc;
+    while ((rc = wait_dist(i, clock, abstime)) == ENOLCK && take_up(i) == 0)
+        ;
+    return waited(i, rc, "sem_clockwait");
 }
 
 DLP_EXPORT int sem_trywait(sem_t *s)
@@ -383,7 +494,9 @@ DLP_EXPORT int sem_trywait(sem_t *s)
         return -1;
     int saved = dlp_in;
     dlp_in = 1;
-    int rc = dist_sem_trywait(&sems[i]->d.s);
+    int rc;
+    while ((rc = dist_sem_trywait(DLP_OBJ(sems[i], dist_sem_t))) == ENOLCK && take_up(i) == 0)
+        ;
     if (rc == EIO) {
         /* A try never waits: "not now", as a lock's try says EBUSY. */
         outage(sems[i], "sem_trywait");
@@ -405,14 +518,18 @@ DLP_EXPORT int sem_post(sem_t *s)
     dlp_entry_t *e = sems[i];
     int saved = dlp_in;
     dlp_in = 1;
-    int rc = dist_sem_post(&e->d.s);
+    int rc = dist_sem_post(DLP_OBJ(e, dist_sem_t));
     /* Not confirmed: the library keeps the post and makes it once Redis
      * answers, exactly once; this waits until it has. */
     while (rc == EIO) {
         outage(e, "sem_post");
-        rc = dl_sem_flush(&e->d.s);
+        rc = dl_sem_flush(DLP_OBJ(e, dist_sem_t));
     }
     dlp_in = saved;
+    /* Posted to a semaphore Redis lost: nothing to add to the new one,
+     * whose first value counts the permit again. */
+    if (rc == ENOLCK && take_up(i) == 0)
+        return 0;
     if (rc == 0)
         return 0;
     return fail(rc == EOVERFLOW ? EOVERFLOW : odd(e, "sem_post", rc));
@@ -431,13 +548,51 @@ DLP_EXPORT int sem_getvalue(sem_t *s, int *sval)
     int saved = dlp_in;
     dlp_in = 1;
     int rc;
-    while ((rc = dist_sem_getvalue(&e->d.s, sval)) == EIO)
-        outage(e, "sem_getvalue");
+    while ((rc = dist_sem_getvalue(DLP_OBJ(e, dist_sem_t), sval)) == EIO || rc == ENOLCK) {
+        if (rc == EIO)
+            outage(e, "sem_getvalue");
+        else if (take_up(i))
+            break;
+    }
     dlp_in = saved;
     return rc ? fail(odd(e, "sem_getvalue", rc)) : 0;
 }
 
-void dlp_sem_after_fork(void)
+/* --------------------------------------------------------------- unlink */
+
+DLP_EXPORT int sem_unlink(const char *name)
+{
+    int i = entry_of(name);
+    if (i < 0)
+        return DLP_REAL(sem_unlink)(name);
+    dlp_entry_t *e = sems[i];
+    int saved = dlp_in;
+    dlp_in = 1;
+    int rc;
+    while ((rc = dist_sem_unlink(e->name)) == EIO)
+        outage(e, "sem_unlink");
+    dlp_in = saved;
+    if (rc == 0)
+        return 0;
+    return fail(rc == ENOENT ? ENOENT : odd(e, "sem_unlink", rc));
+}
+
+static void after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
 }
+
+/* ------------------------------------------------------------ the kind */
+
+/* A semaphore applies in every program, as a file does: its name means
+ * the same semaphore anywhere. */
+const dlp_kind_t dlp_kind_sem = {
+    .word = "sem",
+    .target = DLP_BY_NAME,
+    .what = "semaphore",
+    .space = DL_KIND_SEM,
+    .unique = 1,
+    .init = add,
+    .after_fork = after_fork,
+    .lost_words = lost_words,
+};

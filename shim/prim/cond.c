@@ -107,7 +107,7 @@ int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
     char q[96];
     memset(w, 0, sizeof *w);
     /* Listening before registering: no push can come before we listen. */
-    int nrc = dl_notify_ensure(p, deadline);
+    int nrc = dl_notify_ensure(p, o, deadline);
     if (nrc == EAGAIN) {
         dl_log(DL_LOG_INFO, "condition %s: the subscriber is still connecting; waiting without "
                "pushes (asking again every %lu ms)", dl_core_qname(o, q, sizeof q), reg_ttl(p) / 3);
@@ -193,13 +193,14 @@ static int check(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
     return call.reply.cond_check.waiting;
 }
 
-int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, const struct timespec *abstime)
+int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, clockid_t clock,
+                  const struct timespec *abstime)
 {
     dl_core_t *o = &c->core;
     unsigned long every = reg_ttl(p) / 3 ? reg_ttl(p) / 3 : 1;
     uint64_t deadline = DL_FOREVER;
     if (abstime)
-        dl_deadline_from_abstime(abstime, &deadline);
+        dl_deadline_on(clock, abstime, &deadline);
     uint64_t next_check = w->checked_at + every;
     /* Not a cancellation point: a thread cancelled in the wait would leave
      * its waiter (on its stack) listed, and o->mu held. */
@@ -209,10 +210,11 @@ int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, const struct timesp
     while (w->state == DL_CW_WAITING) {
         uint64_t now = dl_now_ms();
         if (now >= deadline) {
-            /* Never ETIMEDOUT before abstime on CLOCK_REALTIME, even if
-             * the wall clock was set back while we waited. */
-            if (!dl_abstime_passed(abstime)) {
-                dl_deadline_from_abstime(abstime, &deadline);
+            /* Never ETIMEDOUT before abstime on its clock, even if the
+             * wall clock was set back (or the host suspended) while we
+             * waited. */
+            if (!dl_passed_on(clock, abstime)) {
+                dl_deadline_on(clock, abstime, &deadline);
                 if (deadline <= now)
                     deadline = now + 1;
                 continue;

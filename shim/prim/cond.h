@@ -70,11 +70,13 @@ static inline dl_cond_t *dl_cond_of(dl_core_t *o)
  * subscriber.  0: registered, w listed; EIO: not (w is not listed). */
 int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline);
 /* Waits until w is woken (0: a signal, a broadcast, or spuriously: its
- * registration lapsed, Redis lost it) or abstime passes on CLOCK_REALTIME
- * (ETIMEDOUT; never sooner; NULL: no time limit).  w is no longer listed
+ * registration lapsed, Redis lost it) or abstime passes on clock
+ * (CLOCK_REALTIME or CLOCK_MONOTONIC; ETIMEDOUT; never sooner; NULL: no
+ * time limit).  w is no longer listed
  * nor registered when it returns (but a registration whose removal failed,
  * which lapses within the claim window). */
-int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, const struct timespec *abstime);
+int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, clockid_t clock,
+                  const struct timespec *abstime);
 /* Wakes one waiter (all: every waiter).  A waiter of this process, if one
  * waits, is woken without a round trip; else the signal goes through
  * Redis.  0, EIO. */

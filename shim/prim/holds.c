@@ -61,11 +61,13 @@ int dl_holder_push(dl_lock_t *l, pid_t tid, char mode)
     return 0;
 }
 
-char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since)
+char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since, int *lapsed, int *od)
 {
     dl_holder_t *h = dl_holder_find(l, tid);
     *last = 0;
     *since = 0;
+    *lapsed = 0;
+    *od = 0;
     if (!h || !h->nruns)
         return 0;
     dl_run_t *run = &h->runs[h->nruns - 1];
@@ -78,9 +80,27 @@ char dl_holder_pop(dl_lock_t *l, pid_t tid, int *last, uint64_t *since)
         h->rcount--;
     if (!h->nruns) {
         *since = h->since;
+        *lapsed = h->lapsed;
+        *od = h->od;
         free(h->runs);
         *h = l->holders[--l->nholders];
         *last = 1;
     }
     return mode;
+}
+
+void dl_holder_moved(dl_holder_t *h, uint64_t fence)
+{
+    h->fence = fence;
+    h->lapsed = 1;
+}
+
+void dl_holder_mark_lapsed(dl_holder_t *h)
+{
+    h->lapsed = 1;
+}
+
+void dl_holder_owner_dead(dl_holder_t *h)
+{
+    h->od = 1;
 }

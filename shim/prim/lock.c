@@ -162,6 +162,28 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
     return dl_hold_release(p, o, 0);
 }
 
+/* The unlock that ends a section with a robust EOWNERDEAD pending (no
+ * dist_mutex_consistent): the hold is never handed on, kept nor left to
+ * linger, but released with the unrecoverable mark (or, lapsed already,
+ * with its death trace kept); the threads of the process that wait for it
+ * ask Redis, and are refused.  o->mu held.  0, ENOLCK, EIO. */
+static int unrecoverable(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    int rc = dl_hold_release_unrecoverable(p, o);
+    pthread_cond_broadcast(&o->cv);
+    dl_core_qname(o, q, sizeof q);
+    if (rc == 0)
+        dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent: "
+               "it is unrecoverable (ENOTRECOVERABLE for every lock call) until a process "
+               "told so destroys its object and initializes it again", q);
+    else if (rc == ENOLCK)
+        dl_log(DL_LOG_WARN, "lock %s: unlocked after EOWNERDEAD without dist_mutex_consistent, "
+               "but its hold had lapsed: the next holder is told EOWNERDEAD", q);
+    return rc;
+}
+
 static int busy_code(const dl_req_t *rq, const dl_lock_t *l)
 {
     const dl_core_t *o = &l->core;
@@ -198,9 +220,12 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             if (rq->mode == 'r')
                 l->rthreads++;
             if (rc == EOWNERDEAD) {
+                if (rq->robust)
+                    dl_holder_owner_dead(dl_holder_find(l, tid));
                 dl_seterr("lock %s: acquired, but the previous holder's lease ran out "
-                          "before it unlocked; the protected state may be half-updated",
-                          dl_core_qname(o, q, sizeof q));
+                          "before it unlocked; the protected state may be half-updated%s",
+                          dl_core_qname(o, q, sizeof q),
+                          rq->robust ? " (robust: make it consistent before unlocking)" : "");
                 dl_log(DL_LOG_INFO, "%s", dist_lasterror());
             }
             dl_hold_watch(p, o, g->posted);
@@ -208,6 +233,8 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     } else {
         if (g->maybe)
             dl_hold_undo_later(p, o, rq->mode, g->rid);
+        if (rc == ENOTRECOVERABLE && g->unrec)
+            l->unrec = g->unrec;  /* what this process's destroy may clear */
         if (rq->mode == 'w')
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
@@ -224,8 +251,10 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
  * as a lock call of its kind would, keeping its local hold meanwhile (no
  * other thread of the process gets in).  Taken, it says EOWNERDEAD: the
  * caller's own earlier hold lapsed, and what it protects may be
- * half-updated.  Not taken (EBUSY, ETIMEDOUT, EIO), the hold stays lost:
- * its unlocks say ENOLCK.  o->mu held. */
+ * half-updated; its section has seen that lapse, and the unlock that ends
+ * it says ENOLCK (another holder may have been inside meanwhile).  Not
+ * taken (EBUSY, ETIMEDOUT, EIO), the hold stays lost: its unlocks say
+ * ENOLCK.  o->mu held. */
 static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 {
     dl_core_t *o = &l->core;
@@ -243,11 +272,12 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, &rr, &g);
         dl_hold_watch(p, o, g.posted);
-        /* This thread's holds are in the new hold; other threads' (readers
-         * sharing the lost one) are not: their unlocks say ENOLCK. */
+        /* This thread's holds are in the new hold, and its section has
+         * seen the lapse; other threads' (readers sharing the lost one)
+         * are not: their unlocks say ENOLCK. */
         dl_holder_t *mine = dl_holder_find(l, dl_tid());
         if (mine)
-            mine->fence = o->hold.fence;
+            dl_holder_moved(mine, o->hold.fence);
         rc = EOWNERDEAD;
         dl_seterr("lock %s: relocked, but this thread's hold had lapsed in Redis (lease ran "
                   "out, or the server lost it) and was taken again; the protected state may "
@@ -256,6 +286,8 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     } else {
         if (g.maybe)
             dl_hold_undo_later(p, o, rr.mode, g.rid);
+        if (rc == ENOTRECOVERABLE)
+            l->unrec = g.unrec;
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
     }
@@ -266,7 +298,8 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
 /* The calling thread relocks a hold the process has (trusted): 0, or,
  * when the thread's part was in a hold that another thread of the process
  * took anew after it was lost (retake), EOWNERDEAD as the retaking
- * thread was told, and the thread's part is in the new hold from now on.
+ * thread was told, and the thread's part is in the new hold from now on
+ * (its section has seen the lapse: its last unlock says ENOLCK).
  * o->mu held. */
 static int rejoin(dl_lock_t *l)
 {
@@ -275,7 +308,7 @@ static int rejoin(dl_lock_t *l)
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     if (!h || h->fence == o->hold.fence)
         return 0;
-    h->fence = o->hold.fence;
+    dl_holder_moved(h, o->hold.fence);
     return dl_fail(EOWNERDEAD, "lock %s: relocked, but this thread's hold had lapsed in Redis "
                    "(another thread of the process took the lock again since); the "
                    "protected state may be half-updated", dl_core_qname(o, q, sizeof q));
@@ -343,6 +376,12 @@ static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t t
             if (prc)
                 rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
                              prc == EAGAIN ? "reentrancy count overflow" : "out of memory");
+            /* A relock told EOWNERDEAD (its hold lapsed and was taken
+             * anew) through a robust object: the section's state is as
+             * after a death, to be made consistent before its end (even
+             * should the count not go up: the lock is held anew). */
+            if (rc == EOWNERDEAD && rq->robust)
+                dl_holder_owner_dead(dl_holder_find(l, tid));
         }
         pthread_mutex_unlock(&o->mu);
         return rc;
@@ -523,10 +562,10 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
         pthread_mutex_unlock(&o->mu);
         return dl_fail(EPERM, "lock %s: not held by this thread", dl_core_qname(o, q, sizeof q));
     }
-    int last;
+    int last, lapsed, od;
     uint64_t in_hold = h->fence;
     uint64_t since;
-    dl_holder_pop(l, tid, &last, &since);
+    dl_holder_pop(l, tid, &last, &since, &lapsed, &od);
     int rc = 0;
     if (last) {
         dl_tally_held(o, since);
@@ -550,12 +589,23 @@ int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only)
             rc = 0;               /* ENOLCK below; the others' hold is theirs to vouch for */
         else if (o->hold.rmode && (l->writer || l->rthreads))
             rc = dl_hold_vouch(p, o);
+        else if (od && wrote && o->hold.rmode == 'w')
+            rc = unrecoverable(p, l);
         else
             rc = settle(p, l, wrote && l->quick && short_hold(l));
         if (left_behind && rc != ENOLCK)
             rc = dl_fail(ENOLCK, "lock %s: this thread's hold had lapsed in Redis (lease ran "
                          "out, or the server lost it) before unlock; another thread of the "
                          "process has taken the lock again since", dl_core_qname(o, q, sizeof q));
+        /* The section that ends here saw a lapse (a relock took the lock
+         * anew and said EOWNERDEAD, or a condition wait carried one over):
+         * its hold is released all the same, but another holder may have
+         * been inside it, and its end says so (SPEC, ENOLCK). */
+        else if (lapsed && rc != ENOLCK)
+            rc = dl_fail(ENOLCK, "lock %s: the hold this thread's section began with had "
+                         "lapsed in Redis before this unlock (a relock took the lock anew and "
+                         "said EOWNERDEAD); another holder may have been inside meanwhile; "
+                         "the lock is released", dl_core_qname(o, q, sizeof q));
         if (wrote) {              /* when the unlock returns, not when it began */
             l->unlock_us = dl_now_us();
             l->unlock_tid = tid;
@@ -614,6 +664,53 @@ int dl_lock_hold_lost(dl_lock_t *l)
     return rc;
 }
 
+int dl_lock_consistent(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    int rc = !h || !h->wcount ? EPERM : !h->od ? EINVAL : 0;
+    if (rc == 0)
+        h->od = 0;
+    pthread_mutex_unlock(&o->mu);
+    dl_core_qname(o, q, sizeof q);
+    if (rc == EPERM)
+        return dl_fail(EPERM, "lock %s: not held by this thread", q);
+    if (rc == EINVAL)
+        return dl_fail(EINVAL, "lock %s: no EOWNERDEAD to make consistent (this thread's section "
+                       "was told none by a lock call through a robust mutex, or made it "
+                       "consistent already)", q);
+    return 0;
+}
+
+int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    char q[96];
+    pthread_mutex_lock(&o->mu);
+    uint64_t mark = l->unrec;
+    pthread_mutex_unlock(&o->mu);
+    if (!mark)
+        return 0;
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_recover(&c, &who, &(dl_recover_args_t){ .mark = mark });
+    DL_TALLY_ADD(o, roundtrips, 1);
+    if (dl_script_run(p->conn, &c, 1) || c.reply.recover.result < 0)
+        return dl_fail(EIO, "lock %s: clearing its unrecoverable state: %s",
+                       dl_core_qname(o, q, sizeof q),
+                       c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
+    pthread_mutex_lock(&o->mu);
+    if (l->unrec == mark)
+        l->unrec = 0;
+    pthread_mutex_unlock(&o->mu);
+    if (c.reply.recover.result == 1)
+        dl_log(DL_LOG_INFO, "lock %s: recovered (its unrecoverable state cleared)",
+               dl_core_qname(o, q, sizeof q));
+    return 0;
+}
+
 /* --- several locks at once (prim/lockall.c) --- */
 
 int dl_lock_deadlocks(dl_lock_t *l, const dl_req_t *rq)
@@ -664,9 +761,9 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead)
         pthread_mutex_unlock(&o->mu);
         return EPERM;
     }
-    int last, rc = 0;
+    int last, lapsed, od, rc = 0;
     uint64_t since;               /* (never the program's hold: no hold time) */
-    dl_holder_pop(l, tid, &last, &since);
+    dl_holder_pop(l, tid, &last, &since, &lapsed, &od);
     if (last) {
         while (o->hold.busy && o->hold.rmode)
             dl_core_wait(o, dl_now_ms() + 100);
@@ -720,7 +817,7 @@ unsigned dl_lock_held_count(dl_lock_t *l)
     return n;
 }
 
-int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l)
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen, int *od)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -729,16 +826,28 @@ int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l)
     /* Every reentrant hold but the last is counted here only: the thread
      * stays the writer meanwhile, so no other thread gets in between. */
     while (h && h->wcount > 1) {
-        int last;
+        int last, lapsed, pod;
         uint64_t since;
-        dl_holder_pop(l, tid, &last, &since);
+        dl_holder_pop(l, tid, &last, &since, &lapsed, &pod);
         h = dl_holder_find(l, tid);
     }
+    /* A lapse the section saw already (its relock was told EOWNERDEAD)
+     * goes with the caller through the wait, not into this release's
+     * code: that says ENOLCK only for a lapse found now. */
+    *seen = h && h->lapsed;
+    if (h)
+        h->lapsed = 0;
+    /* So does a robust EOWNERDEAD still to be made consistent: the wait's
+     * release does not end the section, so it leaves nothing
+     * unrecoverable. */
+    *od = h && h->od;
+    if (h)
+        h->od = 0;
     pthread_mutex_unlock(&o->mu);
     return dl_lock_release(p, l, 1);
 }
 
-int dl_lock_restore(dl_lock_t *l, unsigned count)
+int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed, int od)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
@@ -746,6 +855,11 @@ int dl_lock_restore(dl_lock_t *l, unsigned count)
     pthread_mutex_lock(&o->mu);
     for (unsigned i = 1; i < count && rc == 0; i++)
         rc = dl_holder_push(l, tid, 'w');
+    dl_holder_t *h = dl_holder_find(l, tid);
+    if (h && lapsed)
+        dl_holder_mark_lapsed(h);
+    if (h && od)
+        dl_holder_owner_dead(h);
     pthread_mutex_unlock(&o->mu);
     return rc;
 }
@@ -761,6 +875,7 @@ static const dl_hold_calls_t lock_calls = {
     .release = dl_call_release,
     .mark = dl_call_mark,
     .acquire_all = dl_call_acquire_all,
+    .withdraw_all = dl_call_withdraw_all,
 };
 
 static void lock_fini(dl_core_t *o)

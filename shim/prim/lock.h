@@ -45,6 +45,20 @@ typedef struct dl_holder {
     int nruns, cap;
     uint64_t since;           /* when its first hold began (us; 0 when the
                                  metrics file is off: tally.h) */
+    int lapsed;               /* this thread's section (from its first hold to
+                                 the unlock that ends it) has seen a lapse: a
+                                 hold its holds were in was lost and taken anew
+                                 (a relock's EOWNERDEAD), or the lapse came
+                                 through a condition wait.  The unlock that
+                                 ends the section says ENOLCK (holds.c: set by
+                                 dl_holder_moved, read by dl_holder_pop) */
+    int od;                   /* a lock call of this thread's section through a
+                                 robust object (DIST_MUTEX_ROBUST) returned
+                                 EOWNERDEAD, and dist_mutex_consistent has not
+                                 been called since: the unlock that ends the
+                                 section leaves the lock unrecoverable (lock.c:
+                                 set by dl_holder_owner_dead, cleared by
+                                 dl_lock_consistent, read by dl_holder_pop) */
 } dl_holder_t;
 
 /* One lock of the process (a registry entry of kind dl_lock_kind).  Its
@@ -67,6 +81,9 @@ typedef struct dl_lock {
     int quick;                /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (took_local) */
     uint64_t held_us;         /* when the writer's hold began (monotonic us) */
+    uint64_t unrec;           /* the mark of the last ENOTRECOVERABLE a lock call of
+                                 the process was told (0: none, or recovered since):
+                                 what dl_lock_recover clears (lua/recover.lua) */
 } dl_lock_t;
 
 /* The lock's kind: its keys (keys.h), its scripts (lua/acquire.lua ...),
@@ -80,11 +97,24 @@ static inline dl_lock_t *dl_lock_of(dl_core_t *o)
 }
 
 /* Blocks as rq says.  0, EOWNERDEAD, EBUSY, ETIMEDOUT, EDEADLK, EAGAIN,
- * EIO, ENOMEM. */
+ * ENOTRECOVERABLE, EIO, ENOMEM.  An EOWNERDEAD of a robust request
+ * (rq->robust) is pending in the caller's section until
+ * dl_lock_consistent. */
 int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq);
 /* Releases the calling thread's most recent hold (write_only: the mutex's
- * only kind).  0, EPERM, ENOLCK, EIO. */
+ * only kind).  0, EPERM, ENOLCK, EIO.  The release that ends a section
+ * with an EOWNERDEAD pending leaves the lock unrecoverable in Redis
+ * (dl_hold_release_unrecoverable; its code as an unlock's). */
 int dl_lock_release(dl_proc_t *p, dl_lock_t *l, int write_only);
+/* dist_mutex_consistent: the EOWNERDEAD pending in the calling thread's
+ * section is answered for.  0; EINVAL when none is pending, EPERM when the
+ * thread holds nothing on l (both worded).  Never blocks. */
+int dl_lock_consistent(dl_lock_t *l);
+/* dist_mutex_destroy's recovery: when a lock call of the process was told
+ * ENOTRECOVERABLE (l->unrec), that mark is cleared in Redis
+ * (lua/recover.lua, which leaves a later mark alone).  0 (also when there
+ * was nothing to do), EIO (worded; the mark is kept, to try again). */
+int dl_lock_recover(dl_proc_t *p, dl_lock_t *l);
 /* The caller's fence; EPERM if it holds nothing.  Never blocks. */
 int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
 /* 1 when the calling thread holds l but Redis no longer has the hold (the
@@ -130,10 +160,18 @@ int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l);
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of
  * them, the reentrant ones counted locally and the last as an unlock does
- * (0, ENOLCK: its hold had lapsed in Redis, EIO); and once it has taken l
- * again, count - 1 more holds restore its count (0, EAGAIN, ENOMEM). */
+ * (0, ENOLCK: its hold had lapsed in Redis, found by this release, EIO;
+ * *seen: the section had seen a lapse before, which a relock was told of
+ * as EOWNERDEAD; *od: an EOWNERDEAD of a robust call was pending, which
+ * this release does not turn into an unrecoverable lock); and once it has
+ * taken l again, count - 1 more holds restore its count (0, EAGAIN,
+ * ENOMEM), with the lapse carried over (lapsed: seen, or found by the
+ * release), so that the unlock that ends the caller's section still says
+ * ENOLCK, and the pending EOWNERDEAD (od), so that it still needs
+ * dist_mutex_consistent.  A wait does not end the section: the caller's
+ * count is the same after it. */
 unsigned dl_lock_held_count(dl_lock_t *l);
-int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l);
-int dl_lock_restore(dl_lock_t *l, unsigned count);
+int dl_lock_release_all(dl_proc_t *p, dl_lock_t *l, int *seen, int *od);
+int dl_lock_restore(dl_lock_t *l, unsigned count, int lapsed, int od);
 
 #endif

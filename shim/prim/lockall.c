@@ -127,6 +127,11 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     dl_seterr("%s", kept);
     if (rc == ETIMEDOUT) {
         dl_fail(ETIMEDOUT, "lock-all of %zu locks: timed out", n);
+    } else if (rc == ENOTRECOVERABLE && busy >= 0) {
+        char q[96];
+        dl_fail(ENOTRECOVERABLE, "lock-all of %zu locks: lock %s is unrecoverable (a robust "
+                "holder unlocked it after EOWNERDEAD without dist_mutex_consistent)", n,
+                dl_core_qname(&v[busy].l->core, q, sizeof q));
     } else if (rc == EBUSY && busy >= 0) {
         char q[96];
         dl_fail(EBUSY, "lock-all of %zu locks: lock %s is held or queued for", n,

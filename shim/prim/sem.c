@@ -11,7 +11,9 @@
  * by the watchdog), and an operation that failed with no reply, which is
  * settled before anything else is sent (`pend`): Redis keeps the last
  * operation of each process and its outcome, so a resent copy does nothing
- * twice and a withdrawal finds what it undoes.
+ * twice and a withdrawal finds what it undoes.  Every operation names the
+ * incarnation of the semaphore the process uses (`inc`), and one that
+ * Redis lost stays lost to the process (`gone`: ENOLCK) until an init.
  *
  * Here o is the semaphore's core (&s->core).
  */
@@ -22,6 +24,7 @@
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
+#include "loss.h"
 #include "notify.h"
 #include "sem.h"
 #include "take.h"
@@ -52,6 +55,87 @@ static int unexpected(dl_sem_t *s)
 {
     char q[96];
     return dl_fail(EIO, "semaphore %s: unexpected reply from Redis", qname(s, q, sizeof q));
+}
+
+static void lapse_all(dl_sem_t *s, const char *why);
+
+/* o->mu held: a call on a semaphore the process found lost. */
+static int gone_code(dl_sem_t *s)
+{
+    char q[96];
+    return dl_fail(ENOLCK, "semaphore %s: the semaphore this process used is gone from Redis "
+                   "(a restart without persistence, a flush, eviction, or a reset by distlock "
+                   "break) and may have been made anew with its first value; destroy and "
+                   "initialize it again to use that one", qname(s, q, sizeof q));
+}
+
+/* o->mu held: Redis lost the semaphore the process used; told once.  Its
+ * leased permits lapse, told as a lock's lost hold is (with their fence);
+ * otherwise dist_onlost's function is called with the name (fence 0),
+ * unless the lapse of the process's hold was told already.  Nothing is
+ * owed to the lost semaphore any more (a post or a wait that got no
+ * reply went with it). */
+static void tell_lost(dl_sem_t *s)
+{
+    dl_core_t *o = &s->core;
+    int told = s->lapse_told;
+    if (o->hold.rmode || s->permits) {
+        lapse_all(s, "Redis lost the semaphore");
+        told = 1;
+    }
+    if (!told) {
+        DL_STAT_ADD(lost, 1);
+        DL_TALLY_ADD(o, lost, 1);
+        dl_loss_tell(o->name, o->namelen, 0);
+        s->lapse_told = 1;
+    }
+    s->pend = 0;
+}
+
+/* o->mu held: a reply said the semaphore in Redis is not the incarnation
+ * the process used (or there is none).  ENOLCK, worded. */
+static int found_lost(dl_sem_t *s)
+{
+    char q[96];
+    if (!s->gone) {
+        s->gone = 1;
+        dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a restart "
+               "without persistence, a flush, eviction, or 30 days unused), or distlock break "
+               "reset it: its count may have started again; every call on it returns ENOLCK "
+               "until it is destroyed and initialized again", qname(s, q, sizeof q));
+        tell_lost(s);
+    }
+    return gone_code(s);
+}
+
+/* o->mu held: a reply named the semaphore's incarnation: the process uses
+ * that one if it knew none (its first operation may have made it). */
+static void learn(dl_sem_t *s, uint64_t inc)
+{
+    if (!s->inc)
+        s->inc = inc;
+}
+
+/* o->mu held, talking: an init found (or made) incarnation inc; the
+ * process uses it from now on.  One that is not the incarnation it used
+ * means Redis lost that one: told now unless a call found it already. */
+static void adopt(dl_sem_t *s, uint64_t inc)
+{
+    char q[96];
+    if (s->inc && s->inc != inc) {
+        if (!s->gone) {
+            dl_log(DL_LOG_WARN, "semaphore %s: Redis lost it since this process used it (a "
+                   "restart without persistence, a flush, eviction, or 30 days unused), or "
+                   "distlock break reset it; initialized again, the process now uses the one "
+                   "Redis has",
+                   qname(s, q, sizeof q));
+            tell_lost(s);
+        }
+        s->pend = 0;
+    }
+    s->inc = inc;
+    s->gone = 0;
+    s->lapse_told = 0;
 }
 
 /* o->mu held: this thread becomes the one that sends the semaphore's
@@ -88,22 +172,44 @@ static int run(dl_proc_t *p, dl_sem_t *s, dl_call_t *c, dl_call_t *undo)
     return rc;
 }
 
-/* o->mu held, talking: an operation id failed with no reply, and may have
- * run (or may still: a stalled server): what = 'w', a wait or try, is
- * withdrawn; 'r', a post, is completed.  Settled before the next operation,
- * and by the watchdog meanwhile (the core's undo slots). */
-static void pending(dl_proc_t *p, dl_sem_t *s, char what, uint64_t id)
+/* o->mu held, talking: an operation id sent to incarnation inc failed with
+ * no reply, and may have run (or may still: a stalled server): what = 'w',
+ * a wait or try, is withdrawn; 'r', a post, is completed; on that
+ * incarnation only.  Settled before the next operation, and by the
+ * watchdog meanwhile (the core's undo slots). */
+static void pending(dl_proc_t *p, dl_sem_t *s, char what, uint64_t id, uint64_t inc)
 {
     s->pend = what;
     s->pend_id = id;
-    dl_hold_undo_later(p, &s->core, what, id);
+    s->pend_inc = inc;
+    dl_hold_undo_later_in(p, &s->core, what, id, inc);
 }
 
+/* o->mu held, talking: with ?wait=N, the change the call just made (a
+ * permit taken, a post) counts once N replicas have it, so that a
+ * failover to one of them does not undo it (WAIT covers the writes of our
+ * connection).  0, or EIO worded (what). */
+static int replicated(dl_proc_t *p, dl_sem_t *s, const char *what)
+{
+    char q[96], err[200];
+    if (!p->cfg.wait_replicas)
+        return 0;
+    pthread_mutex_unlock(&s->core.mu);
+    int rc = dl_conn_wait(p->conn, s->core.keys[0], s->core.keylen[0], err, sizeof err);
+    pthread_mutex_lock(&s->core.mu);
+    return rc ? dl_fail(EIO, "semaphore %s: %s; %s", qname(s, q, sizeof q), err, what) : 0;
+}
+
+static int settle(dl_proc_t *p, dl_sem_t *s);
+
 /* o->mu held, talking: settles an operation that failed (pending) before
- * anything else is sent.  0, or EIO (worded). */
+ * anything else is sent.  0, or EIO (worded), ENOLCK (the semaphore is
+ * lost, or was found lost now). */
 static int settle(dl_proc_t *p, dl_sem_t *s)
 {
     char q[96];
+    if (s->gone)
+        return gone_code(s);
     if (!s->pend)
         return 0;
     dl_caller_t who = dl_caller(p, &s->core);
@@ -114,15 +220,19 @@ static int settle(dl_proc_t *p, dl_sem_t *s)
     /* mutant (tools/mutants.sh): a post that got no reply is completed as
      * a new one, so counted twice when the first ran */
     dl_call_sem_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = what,
-                                                          .regid = what == 'r' ? next_id(p) : id });
+                                                          .regid = what == 'r' ? next_id(p) : id,
+                                                          .incarn = s->pend_inc });
 #else
-    dl_call_sem_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = what, .regid = id });
+    dl_call_sem_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = what, .regid = id,
+                                                          .incarn = s->pend_inc });
 #endif
     if (run(p, s, &c, NULL))
         return dl_fail(EIO, "semaphore %s: %s (settling an earlier %s that got no reply)",
                        qname(s, q, sizeof q), c.cmd.errmsg, what == 'r' ? "post" : "wait");
     if (s->pend == what && s->pend_id == id)
         s->pend = 0;
+    if (c.reply.withdraw.result == DL_SEM_LOST)
+        return found_lost(s);
     if (what == 'r' && c.reply.withdraw.result == -4)
         dl_log(DL_LOG_WARN, "semaphore %s: a post that got no reply could not be made: the value "
                "is INT_MAX", qname(s, q, sizeof q));
@@ -141,19 +251,23 @@ int dl_sem_settle(dl_proc_t *p, dl_sem_t *s)
 }
 
 /* o->mu held: the process's leased hold lapsed in Redis, with all its
- * permits: each post of one says EPERM from now on. */
+ * permits: each post of one says ENOLCK from now on. */
 static void lapse_all(dl_sem_t *s, const char *why)
 {
     dl_core_t *o = &s->core;
     char q[96];
     if (s->permits && !o->hold.lost)
         dl_log(DL_LOG_WARN, "semaphore %s: the %u leased permit%s of this process lapsed in Redis "
-               "(%s); each post of one returns EPERM", qname(s, q, sizeof q), s->permits,
+               "(%s); each post of one returns ENOLCK", qname(s, q, sizeof q), s->permits,
                s->permits == 1 ? "" : "s", why);
     s->lapsed += s->permits;
     s->permits = 0;
-    if (o->hold.rmode)
+    if (o->hold.rmode) {
+        /* Told as a lock's lost hold is: once, with its fence. */
+        dl_hold_lapsed(o);
+        s->lapse_told = 1;
         dl_hold_dropped(o);
+    }
 }
 
 /* o->mu held, talking: a leased permit was taken by the call sent at sent
@@ -178,7 +292,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
         epoch = dl_trust_epoch();
         sent = dl_now_ms();
         if (run(p, s, &c, NULL)) {
-            pending(p, s, 'w', id);
+            pending(p, s, 'w', id, r->inc);
             return dl_fail(EIO, "semaphore %s: confirming the permit taken (%s) failed: %s",
                            qname(s, q, sizeof q),
                            late ? "Redis answered after its validity"
@@ -198,11 +312,12 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     if (o->hold.rmode && (r->fresh || r->fence != o->hold.fence))
         lapse_all(s, "their lease ran out, or the server lost them");
     if (!o->hold.rmode) {
-        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL };
+        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL, 0 };
         dl_grant_t g = { .fence = r->fence, .rid = id, .valid_until = valid_until,
                          .sent_ms = sent, .epoch = epoch };
         dl_hold_record(p, o, &rq, &g);
         dl_hold_watch(p, o, 0);
+        s->lapse_told = 0;
     } else {
         dl_hold_confirmed(o, sent, o->tenure.cuts, epoch, 1);
     }
@@ -221,30 +336,45 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
     size_t infolen = dl_proc_info(p, info, sizeof info);
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c, undo;
+    uint64_t inc = s->inc;
     dl_call_sem_wait(&c, &who, &(dl_sem_wait_args_t){
-        .op = { rq->kind, rq->value, id }, .wait = wait,
+        .op = { rq->kind, rq->value, id, inc }, .wait = wait,
         .waiter_ttl_ms = dl_claim_window(p->cfg.lease_ms), .lease_ms = p->cfg.lease_ms,
         .info = info, .infolen = infolen });
-    /* A timed wait waits for a stalled server no longer than its deadline. */
-    if (rq->deadline != DL_FOREVER && !rq->try_only) {
-        uint64_t soonest = dl_now_ms() + 50;   /* (a round trip's worth at least) */
-        c.deadline = rq->deadline > soonest ? rq->deadline : soonest;
-    }
+    /* A timed wait waits for a stalled server no longer than its deadline;
+     * one already past (or too near for a wait) asks once, as trywait. */
+    if (!rq->try_only)
+        c.deadline = dl_round_trip_cut(rq->deadline);
     /* Should the link give up on a stalled server after sending it, the
      * server may run it when it resumes: its withdrawal runs right after. */
-    dl_call_sem_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = id });
+    dl_call_sem_withdraw(&undo, &who, &(dl_withdraw_args_t){ .mode = 'w', .regid = id,
+                                                             .incarn = inc });
     unsigned long epoch = dl_trust_epoch();
     uint64_t sent = dl_now_ms();
     if (run(p, s, &c, &undo)) {
         if (c.cmd.sent)
-            pending(p, s, 'w', id);
+            pending(p, s, 'w', id, inc);
         if (c.deadline && dl_now_ms() >= c.deadline)
-            return ETIMEDOUT;
+            return dl_fail(ETIMEDOUT, "semaphore %s: timed out (Redis did not answer by the "
+                           "deadline; a permit the request may take is given back)",
+                           qname(s, q, sizeof q));
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
     *r = c.reply.sem_wait;
+    if (r->got >= 0)
+        learn(s, r->inc);
     switch (r->got) {
+    case DL_SEM_LOST:
+        return found_lost(s);
     case 1:
+        if (replicated(p, s, "the permit taken is given back")) {
+            /* Given back now (or by the watchdog, should Redis not answer). */
+            char kept[DL_ERRMAX];
+            snprintf(kept, sizeof kept, "%s", dist_lasterror());
+            pending(p, s, 'w', id, r->inc);
+            settle(p, s);
+            return dl_fail(EIO, "%s", kept);
+        }
         if (rq->kind == 'l') {
             int rc = took_leased(p, s, id, r, sent, epoch);
             if (rc == EAGAIN)
@@ -312,10 +442,13 @@ static void give_up(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, uint64_t 
     if (settle(p, s) == 0) {
         dl_caller_t who = dl_caller(p, o);
         dl_call_t c;
+        uint64_t inc = s->inc;
         dl_call_sem_cancel(&c, &who, &(dl_sem_cancel_args_t){
-            .op = { rq->kind, rq->value, next_id(p) }, .upto = last });
+            .op = { rq->kind, rq->value, next_id(p), inc }, .upto = last });
         if (run(p, s, &c, NULL))
-            pending(p, s, 'w', last);
+            pending(p, s, 'w', last, inc);
+        else if (c.reply.sem_cancel.result == DL_SEM_LOST)
+            found_lost(s);        /* (its next call says so) */
     }
     untalk(s);
 }
@@ -375,14 +508,26 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     int rc;
     pthread_mutex_lock(&o->mu);
     s->inside++;
-    if (rq->try_only) {
+    if (s->gone) {
+        rc = gone_code(s);
+        goto out;
+    }
+    if (rq->try_only || over(rq)) {
+        /* A deadline already past: one try (never queued), as trywait;
+         * its EAGAIN is the time-out. */
         rc = try_once(p, s, rq);
+        if (rc == EAGAIN && !rq->try_only)
+            rc = over_code(s, rq);
         goto out;
     }
     /* One thread of the process waits in Redis's queue (the core's one
      * registration); the others wait here for their turn, and one whose
      * time runs out meanwhile still tries once. */
     while (s->waiter) {
+        if (s->gone) {
+            rc = gone_code(s);
+            goto out;
+        }
         if (over(rq)) {
             rc = try_once(p, s, rq);
             if (rc == EAGAIN)
@@ -397,13 +542,13 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     /* Listening before registering: no wake-up can be missed.  A
      * subscriber still connecting is no reason to fail: the waiter asks
      * again every third of its registration's life. */
-    rc = dl_notify_ensure(p, rq->deadline);
+    rc = dl_notify_ensure(p, o, rq->deadline);
     if (rc == EAGAIN)
         rc = 0;
     else if (rc) {
-        char why[200];
+        char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
-        rc = dl_fail(EIO, "semaphore %s: cannot wait for it: %s", qname(s, q, sizeof q), why);
+        rc = dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), why);
     }
     pthread_mutex_lock(&o->mu);
     if (rc == 0)
@@ -422,7 +567,7 @@ out:
 static int lapsed_code(dl_sem_t *s)
 {
     char q[96];
-    return dl_fail(EPERM, "semaphore %s: this process's leased permit had lapsed in Redis "
+    return dl_fail(ENOLCK, "semaphore %s: this process's leased permit had lapsed in Redis "
                    "(its lease ran out, or the server lost it): there was nothing to give back",
                    qname(s, q, sizeof q));
 }
@@ -438,6 +583,12 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
     dl_core_t *o = &s->core;
     char q[96];
+    if (s->gone) {
+        /* (one of the permits it lapsed is told so now) */
+        if (s->lapsed)
+            s->lapsed--;
+        return gone_code(s);
+    }
     /* A lapse is told to the first posts after it, one per permit lost. */
     if (s->lapsed) {
         s->lapsed--;
@@ -461,11 +612,11 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return post_leased(p, s, kind, value);
     }
-    uint64_t id = next_id(p);
+    uint64_t id = next_id(p), inc = s->inc;
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
-        .op = { kind, value, id }, .fence = o->hold.fence });
+        .op = { kind, value, id, inc }, .fence = o->hold.fence });
     /* The watchdog must not take a renewal that finds the hold just ended
      * by this post for a loss. */
     dl_hold_reserve(o);
@@ -474,15 +625,25 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
     if (rc) {
         /* Given back as far as the process goes: the post is made once
          * Redis answers (settle, or the watchdog), and never twice. */
-        pending(p, s, 'r', id);
+        pending(p, s, 'r', id, inc);
         one_fewer(s);
         rc = dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
                      qname(s, q, sizeof q), c.cmd.errmsg);
     } else {
+        if (c.reply.sem_post.result >= 0)
+            learn(s, c.reply.sem_post.inc);
         switch (c.reply.sem_post.result) {
+        case DL_SEM_LOST:
+            rc = found_lost(s);
+            if (s->lapsed)
+                s->lapsed--;          /* (this post's permit: told now) */
+            break;
         case 1:
         case 2:
             one_fewer(s);
+            /* Not on the replicas: made again (once) wherever Redis is. */
+            if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
+                pending(p, s, 'r', id, inc);
             break;
         case 0:
             lapse_all(s, "found gone by this post");
@@ -514,21 +675,29 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return rc;
     }
-    uint64_t id = next_id(p);
+    uint64_t id = next_id(p), inc = s->inc;
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){ .op = { kind, value, id } });
+    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){ .op = { kind, value, id, inc } });
     if (run(p, s, &c, NULL)) {
         /* Perhaps made, perhaps not: kept, and made once Redis answers
          * (before this process's next operation on the semaphore, or by
          * its watchdog), exactly once. */
-        pending(p, s, 'r', id);
+        pending(p, s, 'r', id, inc);
         rc = dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
                      "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
     } else {
+        if (c.reply.sem_post.result >= 0)
+            learn(s, c.reply.sem_post.inc);
         switch (c.reply.sem_post.result) {
+        case DL_SEM_LOST:
+            rc = found_lost(s);
+            break;
         case 1:
         case 2:
+            if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
+                pending(p, s, 'r', id, inc);
+            break;
         case -3:
             break;
         case -4:
@@ -564,12 +733,23 @@ int dl_sem_getvalue(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, int *o
     char q[96];
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    dl_call_sem_value(&c, &who, &(dl_sem_value_args_t){ kind, value });
     pthread_mutex_lock(&o->mu);
+    if (s->gone) {
+        int rc = gone_code(s);
+        pthread_mutex_unlock(&o->mu);
+        return rc;
+    }
+    dl_call_sem_value(&c, &who, &(dl_sem_value_args_t){ kind, value, s->inc });
     s->inside++;
-    int rc = run(p, s, &c, NULL);
+    int rc = run(p, s, &c, NULL), lost = 0;
     s->inside--;
+    if (!rc && c.reply.sem_value.result == DL_SEM_LOST)
+        lost = found_lost(s);
+    else if (!rc && c.reply.sem_value.result == 1)
+        learn(s, c.reply.sem_value.inc);
     pthread_mutex_unlock(&o->mu);
+    if (lost)
+        return lost;
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     if (c.reply.sem_value.result == -2)
@@ -587,10 +767,15 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     char q[96];
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
-    dl_call_sem_open(&c, &who, &(dl_sem_open_args_t){ kind, value, how });
     pthread_mutex_lock(&o->mu);
     s->inside++;
+    /* (talking: the incarnation it adopts changes under no operation) */
+    talk(s);
+    dl_call_sem_open(&c, &who, &(dl_sem_open_args_t){ kind, value, how, next_id(p) });
     int rc = run(p, s, &c, NULL);
+    if (!rc && (c.reply.sem_open.result == 1 || c.reply.sem_open.result == 0))
+        adopt(s, c.reply.sem_open.inc);
+    untalk(s);
     s->inside--;
     pthread_mutex_unlock(&o->mu);
     if (rc)
@@ -605,6 +790,30 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
         return dl_fail(EEXIST, "semaphore %s exists already", qname(s, q, sizeof q));
     case -2:
         return other_kind(s, kind, c.reply.sem_open.other);
+    default:
+        return unexpected(s);
+    }
+}
+
+int dl_sem_unlink(dl_proc_t *p, dl_sem_t *s)
+{
+    dl_core_t *o = &s->core;
+    char q[96];
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_sem_unlink(&c, &who);
+    pthread_mutex_lock(&o->mu);
+    s->inside++;
+    int rc = run(p, s, &c, NULL);
+    s->inside--;
+    pthread_mutex_unlock(&o->mu);
+    if (rc)
+        return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
+    switch (c.reply.sem_unlink.result) {
+    case 1:
+        return 0;
+    case 0:
+        return dl_fail(ENOENT, "semaphore %s does not exist", qname(s, q, sizeof q));
     default:
         return unexpected(s);
     }

@@ -29,7 +29,8 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* {1, fence, ownerdead, waiters, claimed, was} acquired; {0, pttl} busy */
+    /* {1, fence, ownerdead, waiters, claimed, was} acquired; {0, pttl} busy;
+     * {3, mark} unrecoverable */
     dl_acquire_reply_t *x = &c->reply.acquire;
     x->got = (int)dl_reply_elem(r, 0);
     x->fence = (uint64_t)dl_reply_elem(r, 1);
@@ -39,6 +40,7 @@ static int parse(dl_call_t *c, redisReply *r)
     x->claimed = dl_reply_elem(r, 4) == 1;
     x->was = dl_reply_elem(r, 5) > 0 ? (uint64_t)dl_reply_elem(r, 5) : 0;
     x->servers = 0;               /* (the quorum's merge sets them) */
+    x->mark = x->got == 3 ? (uint64_t)dl_reply_elem(r, 1) : 0;
     return 0;
 }
 
@@ -131,6 +133,19 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
         return;
     }
     undo(c, t);
+    /* Unrecoverable where a majority says so (the mark is the same on
+     * every server: its holder's fence); else busy (a minority's mark, its
+     * release still owed to the others, or one that was recovered where
+     * the recovery reached). */
+    int unrec = 0, first = -1;
+    for (int i = 0; i < t->nodes; i++)
+        if (!t->failed[i] && t->at[i]->reply.acquire.got == 3 && (unrec++, first < 0))
+            first = i;
+    if (unrec >= t->need) {
+        *out = t->at[first]->reply.acquire;
+        out->servers = 0;
+        return;
+    }
     /* Busy: report the shortest wait a busy server gave. */
     *out = t->at[t->firstno >= 0 ? t->firstno : t->firstyes]->reply.acquire;
     out->got = 0;

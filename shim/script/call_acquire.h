@@ -20,13 +20,15 @@ typedef struct dl_acquire_args {
 } dl_acquire_args_t;
 
 typedef struct dl_acquire_reply {
-    int got;                      /* 1 acquired, 0 busy, -1 an unexpected reply */
+    int got;                      /* 1 acquired, 0 busy, 3 unrecoverable (refused),
+                                     -1 an unexpected reply */
     uint64_t fence;               /* acquired: the hold's fence */
     int dead;                     /* acquired: the last holder's lease ran out */
     long long waiters;            /* acquired: > 0 others still queued */
     int claimed;                  /* acquired: granted earlier (a claim TTL) */
     uint64_t was;                 /* claimed: the hold's fence when found; 0 unknown */
     long long pttl_ms;            /* busy: until the holders' leases run out */
+    uint64_t mark;                /* unrecoverable: its mark (recover.lua) */
     unsigned servers;             /* acquired, redlock: the servers (bit i: server i)
                                      that may have the hold (granted, or no reply);
                                      0 elsewhere */

@@ -49,7 +49,8 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* {1, n, fence, dead, claimed, was, ...}; {0, i, pttl}; {2} */
+    /* {1, n, fence, dead, claimed, was, ...}; {0, i, pttl}; {2};
+     * {3, i, mark} */
     const dl_acquire_all_args_t *a = &c->arg.acquire_all;
     dl_acquire_all_reply_t *x = &c->reply.acquire_all;
     x->got = (int)dl_reply_elem(r, 0);
@@ -57,7 +58,8 @@ static int parse(dl_call_t *c, redisReply *r)
     x->pttl_ms = dl_reply_elem(r, 2);
     x->servers = 0;               /* (the quorum's merge sets them) */
     x->kept = NULL;
-    if (x->got == 0 && (x->busy < 0 || x->busy >= a->n))
+    x->mark = x->got == 3 ? (uint64_t)dl_reply_elem(r, 2) : 0;
+    if ((x->got == 0 || x->got == 3) && (x->busy < 0 || x->busy >= a->n))
         x->got = -1;
     if (x->got != 1)
         return 0;
@@ -143,6 +145,16 @@ static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const cha
             dl_quorum_owe(t->conn, s, &w, 2, until);
 }
 
+/* Each server's undo, which its link writes behind the request should it
+ * give up on a stalled server after sending it: every hold that request
+ * took there, by its registration id (the same on every server). */
+static void undo_for(dl_call_t *u, const dl_call_t *acq)
+{
+    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    dl_call_withdraw_all(u, &acq->who, &(dl_withdraw_all_args_t){
+        .list = a->list, .listlen = a->listlen, .regid = a->regid });
+}
+
 /* It did not count: every lock withdrawn at once from the servers that
  * granted it, and in the background from those whose answer never came
  * and from any granting server a withdrawal did not reach. */
@@ -205,6 +217,20 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
         return;
     }
     undo(c, t);
+    /* Refused by a majority for a lock left unrecoverable (its mark the
+     * same on every server), as acquire's merge. */
+    int unrec = 0, first = -1;
+    for (int s = 0; s < t->nodes; s++)
+        if (!t->failed[s] && t->at[s]->reply.acquire_all.got == 3 && (unrec++, first < 0))
+            first = s;
+    if (unrec >= t->need) {
+        const dl_acquire_all_reply_t *r = &t->at[first]->reply.acquire_all;
+        out->got = 3;
+        out->busy = r->busy;
+        out->mark = r->mark;
+        out->pttl_ms = 0;
+        return;
+    }
     const dl_call_t *no = t->firstno >= 0 ? t->at[t->firstno] : NULL;
     out->got = 0;
     out->busy = no && no->reply.acquire_all.got == 0 ? no->reply.acquire_all.busy : 0;
@@ -213,6 +239,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 
 static const dl_quorum_op_t quorum = {
     .prepare = prepare,
+    .undo_for = undo_for,
     .said_yes = said_yes,
     .merge = merge,
     .undo = undo,

@@ -47,6 +47,8 @@ typedef struct dl_acquire_all_reply {
                                      under ASK: take them one by one), -1 unexpected */
     int busy;                     /* busy: the index of a lock found busy */
     long long pttl_ms;            /* busy: until that lock's holders' leases run out */
+    uint64_t mark;                /* 3 (busy names the lock): it is unrecoverable,
+                                     with this mark (recover.lua) */
     unsigned servers;             /* taken, redlock: the servers (bit i: server i)
                                      that may have the holds; 0 elsewhere */
     struct redisReply *kept;      /* a redlock server's copy: its reply (the merge

@@ -12,7 +12,7 @@ void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none),
-     * 6 (redlock) 'o' */
+     * 6 (redlock) 'o', 7 (robust, inconsistent) the unrecoverable mark */
     const dl_release_args_t *a = &c->arg.release;
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);
@@ -23,6 +23,10 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
         dl_wire_put(w, "", 0);
     if (a->redlock)
         dl_wire_put(w, "o", 1);
+    else if (a->unrecoverable)
+        dl_wire_put(w, "", 0);
+    if (a->unrecoverable)
+        dl_wire_num(w, a->unrecoverable);
 }
 
 static int parse(dl_call_t *c, redisReply *r)

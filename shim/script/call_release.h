@@ -21,6 +21,9 @@ typedef struct dl_release_args {
                                      its release must reach every server, to clear
                                      the lapse's trace where the quorum did not
                                      reach (quorum.c) */
+    uint64_t unrecoverable;       /* robust, inconsistent (ARGV[7]): the lock is left
+                                     unrecoverable, marked with this (the hold's
+                                     fence as its holder knows it); 0: a release */
 } dl_release_args_t;
 
 typedef struct dl_release_reply {

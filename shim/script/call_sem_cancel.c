@@ -11,7 +11,8 @@ void dl_call_sem_cancel(dl_call_t *c, const dl_caller_t *who, const dl_sem_cance
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 kind, 4 value, 5 id, 6 the wait's last id */
+    /* 1 prefix, 2 token, 3 kind, 4 value, 5 id, 6 incarnation, 7 the wait's
+     * last id */
     const dl_sem_cancel_args_t *a = &c->arg.sem_cancel;
     dl_wire_sem(w);
     dl_wire_sem_op(w, &a->op);
@@ -20,9 +21,9 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* {1} withdrawn; {0} not queued; {-2, kind}; {-3} */
+    /* {1, inc} withdrawn; {0, inc} not queued; {-2, kind}; {-3}; {-7} */
     int x = (int)dl_reply_elem(r, 0);
-    c->reply.sem_cancel.result = x >= -3 && x <= 1 ? x : -1;
+    c->reply.sem_cancel.result = (x >= -3 && x <= 1) || x == DL_SEM_LOST ? x : -1;
     return 0;
 }
 

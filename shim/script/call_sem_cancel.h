@@ -13,7 +13,8 @@ typedef struct dl_sem_cancel_args {
 
 typedef struct dl_sem_cancel_reply {
     int result;                   /* 1 withdrawn, 0 not queued, -2 the other kind,
-                                     -3 stale, -1 unexpected */
+                                     -3 stale, DL_SEM_LOST not the incarnation asked
+                                     for (nothing done), -1 unexpected */
 } dl_sem_cancel_reply_t;
 
 /* dl_call_t's members for it (calls.h). */

@@ -11,6 +11,8 @@ typedef struct dl_sem_open_args {
     unsigned value;               /* initial value */
     char how;                     /* 'c' create if absent, 'x' create, only if
                                      absent, 'o' open only if present */
+    uint64_t id;                  /* an operation id of the caller's (the
+                                     incarnation it may create is drawn from it) */
 } dl_sem_open_args_t;
 
 typedef struct dl_sem_open_reply {
@@ -18,6 +20,7 @@ typedef struct dl_sem_open_reply {
                                      -5 present ('x'), -2 the other kind, -6
                                      unexpected */
     long long value;              /* 1, 0: the permits free now */
+    uint64_t inc;                 /* 1, 0: its incarnation */
     char other;                   /* -2: the kind it has */
 } dl_sem_open_reply_t;
 

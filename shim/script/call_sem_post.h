@@ -16,10 +16,12 @@ typedef struct dl_sem_post_reply {
     int result;                   /* 1 posted, 2 posted already (a resend), 0 leased:
                                      the caller holds no permit of that hold, -2 the
                                      other kind, -3 stale, -4 the value would pass
-                                     INT_MAX, -1 unexpected */
+                                     INT_MAX, DL_SEM_LOST not the incarnation asked
+                                     for (nothing done), -1 unexpected */
     long long value;              /* 1: counting, the value now; leased, the
                                      caller's permits left */
     char other;                   /* -2: the kind it has */
+    uint64_t inc;                 /* 1, 2, 0: the semaphore's incarnation */
 } dl_sem_post_reply_t;
 
 /* dl_call_t's members for it (calls.h). */

@@ -23,15 +23,8 @@ void dl_sem_view_clear(dl_sem_view_t *v)
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* the semaphore's six keys, no ARGV */
-    static const int keys[6] = { 0, 1, 2, 3, 4, 5 };
     (void)c;
-    dl_wire_keys(w, keys, 6);
-}
-
-static long long el_ll(const redisReply *r, size_t i)
-{
-    return strtoll(dl_reply_str(r, i, NULL), NULL, 10);
+    dl_view_wire(w, 6);           /* the semaphore's six keys, no ARGV */
 }
 
 /* sem_status.lua's reply (its header gives the layout) -> sv.  0, or -1
@@ -40,20 +33,16 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
 {
     dl_view_t *st = &sv->v;
     memset(sv, 0, sizeof *sv);
-    if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5)
+    /* (5 elements from a library before incarnations) */
+    if (!rep || rep->type != REDIS_REPLY_ARRAY || (rep->elements != 5 && rep->elements != 7))
         return -1;
-    size_t len = c->arg.sem_status.namelen;
-    if (!(st->name = malloc(len + 1)))
+    if (dl_view_set_name(st, c->arg.sem_status.name, c->arg.sem_status.namelen))
         return -1;
-    if (len)
-        memcpy(st->name, c->arg.sem_status.name, len);
-    st->name[len] = 0;
-    st->namelen = len;
 
-    long long now = el_ll(rep, 0);
+    long long now = dl_view_ll(rep, 0);
     const char *k = dl_reply_str(rep, 1, NULL);
     sv->kind = k[0] == 'c' || k[0] == 'l' ? k[0] : 0;
-    sv->value = el_ll(rep, 2);
+    sv->value = dl_view_ll(rep, 2);
     const redisReply *hd = dl_reply_arr(rep, 3), *wq = dl_reply_arr(rep, 4);
     size_t nh = hd ? hd->elements : 0, nw = wq ? wq->elements : 0;
     if (nh && !(st->holders = calloc(nh, sizeof *st->holders)))
@@ -71,11 +60,11 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
         tok = dl_reply_str(r, 0, &tl);
         s = dl_reply_str(r, 1, &n);
         dl_view_who_parse(s, n, 'p', tok, tl, &h->who);
-        h->held_ms = now - el_ll(r, 2);
+        h->held_ms = now - dl_view_ll(r, 2);
         h->fence = strtoull(dl_reply_str(r, 3, NULL), NULL, 10);
-        long long count = el_ll(r, 4);
+        long long count = dl_view_ll(r, 4);
         h->count = count > 0 ? (unsigned)count : 0;
-        h->lease_left_ms = el_ll(r, 5) - now;
+        h->lease_left_ms = dl_view_ll(r, 5) - now;
         h->lease_ms = -1;
         sv->held += h->count;
         st->mode = 'p';
@@ -91,6 +80,12 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
         w->waited_ms = dl_view_waited_ms(r, 2, now);
     }
     st->known = sv->kind != 0;
+    size_t il = 0, bl = 0;
+    const char *inc = dl_reply_str(rep, 5, &il), *born = dl_reply_str(rep, 6, &bl);
+    sv->incarn = il ? strtoull(inc, NULL, 10) : 0;
+    sv->age_ms = bl ? now - strtoll(born, NULL, 10) : -1;
+    if (sv->age_ms < -1)
+        sv->age_ms = 0;
     return 0;
 }
 

@@ -4,7 +4,7 @@
  * for the distlock tool's top and metrics (call_sem_status.c).  No ARGV.
  * The reply is decoded here into a dl_sem_view_t: its kind and value, the
  * leased permits' holders and the queue, in the shape of a lock's view
- * (call_status.h) so that the tool shows both alike.  Never run on several
+ * (view.h) so that the tool shows both alike.  Never run on several
  * servers as one call: semaphores refuse redlock:// (api/sem_api.c).
  */
 #ifndef DL_CALL_SEM_STATUS_H
@@ -12,7 +12,8 @@
 
 #include <stddef.h>
 
-#include "call_status.h"
+#include "caller.h"
+#include "view.h"
 
 typedef struct dl_sem_view {
     /* The name, the holders (leased: one per process, who.mode 'p', count
@@ -23,6 +24,9 @@ typedef struct dl_sem_view {
     char kind;                /* 'c' counting, 'l' leased, 0 no such semaphore */
     long long value;          /* counting: the value; leased: the permits */
     long long held;           /* leased: the permits the live holders have */
+    uint64_t incarn;          /* its incarnation (lua/sem_common.lua), 0 none yet */
+    long long age_ms;         /* how long ago that incarnation was created (Redis's
+                                 clock), -1 unknown */
 } dl_sem_view_t;
 
 typedef struct dl_sem_status_args {

@@ -11,21 +11,26 @@ void dl_call_sem_value(dl_call_t *c, const dl_caller_t *who, const dl_sem_value_
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* 1 prefix, 2 token, 3 kind, 4 value */
+    /* 1 prefix, 2 token, 3 kind, 4 value, 5 incarnation */
     const dl_sem_value_args_t *a = &c->arg.sem_value;
     dl_wire_sem(w);
     dl_wire_put(w, &a->kind, 1);
     dl_wire_num(w, a->value);
+    dl_wire_num(w, a->inc);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* {1, value}; {-2, kind} */
+    /* {1, value, inc}; {-2, kind}; {-7} */
     dl_sem_value_reply_t *x = &c->reply.sem_value;
     x->result = (int)dl_reply_elem(r, 0);
     x->value = dl_reply_elem(r, 1);
     x->other = x->result == -2 ? dl_reply_kind(r, 1) : 0;
-    if (x->result != 1 && x->result != -2)
+    long long inc = x->result == 1 ? dl_reply_elem(r, 2) : 0;
+    x->inc = inc > 0 ? (uint64_t)inc : 0;
+    if (x->result != 1 && x->result != -2 && x->result != DL_SEM_LOST)
+        x->result = -1;
+    if (x->result == 1 && inc < 0)
         x->result = -1;
     return 0;
 }

@@ -9,11 +9,14 @@
 typedef struct dl_sem_value_args {
     char kind;                    /* 'c' | 'l' */
     unsigned value;               /* initial value */
+    uint64_t inc;                 /* the incarnation the process uses, 0 none */
 } dl_sem_value_args_t;
 
 typedef struct dl_sem_value_reply {
-    int result;                   /* 1 read, -2 the other kind, -1 unexpected */
+    int result;                   /* 1 read, -2 the other kind, DL_SEM_LOST not the
+                                     incarnation asked for, -1 unexpected */
     long long value;
+    uint64_t inc;                 /* 1: its incarnation (0: it does not exist) */
     char other;                   /* -2: the kind it has */
 } dl_sem_value_reply_t;
 

@@ -18,13 +18,15 @@ typedef struct dl_sem_wait_args {
 typedef struct dl_sem_wait_reply {
     int got;                      /* 1 a permit taken, 0 none (a wait: registered),
                                      -2 the semaphore is of the other kind, -3 a
-                                     stale copy, -1 unexpected */
+                                     stale copy, DL_SEM_LOST not the incarnation
+                                     asked for (nothing done), -1 unexpected */
     uint64_t fence;               /* taken, leased: the fence of the caller's hold */
     long long count;              /* taken, leased: the caller's permits now */
     int fresh;                    /* taken, leased: this permit began the hold */
     long long value;              /* taken: the permits still free */
     long long nap_ms;             /* none: until a holder's lease runs out, 0 none */
     char other;                   /* -2: the kind it has ('c', 'l') */
+    uint64_t inc;                 /* 1, 0: the semaphore's incarnation */
 } dl_sem_wait_reply_t;
 
 /* dl_call_t's members for it (calls.h). */

@@ -12,16 +12,18 @@ void dl_call_sem_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdra
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 'w' withdraw a wait | 'r' complete a post, 4 the
-     * operation's id */
+     * operation's id, 5 the incarnation it was sent to */
     const dl_withdraw_args_t *a = &c->arg.withdraw;
     dl_wire_sem(w);
     dl_wire_put(w, &a->mode, 1);
     dl_wire_num(w, a->regid);
+    dl_wire_num(w, a->incarn);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    /* 1 done now, 2 a registration withdrawn, 0 nothing, -4 a post dropped */
+    /* 1 done now, 2 a registration withdrawn, 0 nothing, -4 a post dropped,
+     * DL_SEM_LOST the incarnation it was sent to is gone (nothing done) */
     c->reply.withdraw.result = (int)dl_reply_int(r);
     return 0;
 }

@@ -18,87 +18,13 @@ void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size
     c->reply.status.view = NULL;
 }
 
-void dl_view_clear(dl_view_t *v)
-{
-    free(v->name);
-    free(v->holders);
-    free(v->waiters);
-    for (size_t i = 0; i < v->nservers; i++)
-        free(v->servers[i].holders);
-    free(v->servers);
-    memset(v, 0, sizeof *v);
-}
-
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
-    /* the six keys, no ARGV */
-    static const int keys[DL_NKEYS] = { 0, 1, 2, 3, 4, 5 };
     (void)c;
-    dl_wire_keys(w, keys, DL_NKEYS);
+    dl_view_wire(w, DL_NKEYS);    /* the six keys, no ARGV */
 }
 
 /* ---------------------------------------------------------------- decoding */
-
-/* Element i of array r as a number (0 when none). */
-static long long el_ll(const redisReply *r, size_t i)
-{
-    return strtoll(dl_reply_str(r, i, NULL), NULL, 10);
-}
-
-long long dl_view_waited_ms(const redisReply *r, size_t i, long long now)
-{
-    size_t sl = 0;
-    if (r->elements > i)
-        dl_reply_str(r, i, &sl);
-    if (!sl)
-        return -1;
-    long long w = now - el_ll(r, i);
-    return w < 0 ? 0 : w;
-}
-
-/* "host\tpid\ttid" -> who.  The host never holds a tab (the library
- * replaces them), so the last two tabs split it. */
-void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
-                       dl_view_who_t *w)
-{
-    memset(w, 0, sizeof *w);
-    w->waited_ms = -1;
-    w->mode = mode;
-    if (toklen >= sizeof w->token)
-        toklen = sizeof w->token - 1;
-    memcpy(w->token, token, toklen);
-    const char *t2 = NULL, *t1 = NULL;
-    for (size_t i = n; i-- > 0;)
-        if (s[i] == '\t') {
-            if (!t2)
-                t2 = s + i;
-            else {
-                t1 = s + i;
-                break;
-            }
-        }
-    size_t hlen = t1 ? (size_t)(t1 - s) : n;
-    if (hlen >= sizeof w->host)
-        hlen = sizeof w->host - 1;
-    memcpy(w->host, s, hlen);
-    w->host[hlen] = 0;
-    if (t1) {
-        w->pid = strtol(t1 + 1, NULL, 10);
-        w->tid = strtol(t2 + 1, NULL, 10);
-    }
-}
-
-static int set_name(dl_view_t *v, const dl_call_t *c)
-{
-    size_t len = c->arg.status.namelen;
-    if (!(v->name = malloc(len + 1)))
-        return -1;
-    if (len)
-        memcpy(v->name, c->arg.status.name, len);
-    v->name[len] = 0;
-    v->namelen = len;
-    return 0;
-}
 
 /* status.lua's reply (its header gives the layout) -> st.  0, or -1 (a
  * reply of another shape, or out of memory). */
@@ -107,10 +33,10 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
     memset(st, 0, sizeof *st);
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5)
         return -1;
-    if (set_name(st, c))
+    if (dl_view_set_name(st, c->arg.status.name, c->arg.status.namelen))
         return -1;
 
-    long long now = el_ll(rep, 0);
+    long long now = dl_view_ll(rep, 0);
     const redisReply *w = dl_reply_arr(rep, 1), *rd = dl_reply_arr(rep, 2), *wq = dl_reply_arr(rep, 3),
                      *m = dl_reply_arr(rep, 4);
     size_t nr = rd ? rd->elements : 0, nw = wq ? wq->elements : 0;
@@ -127,11 +53,11 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         tok = dl_reply_str(w, 0, &tl);
         s = dl_reply_str(w, 1, &n);
         dl_view_who_parse(s, n, 'w', tok, tl, &h->who);
-        h->held_ms = now - el_ll(w, 2);
+        h->held_ms = now - dl_view_ll(w, 2);
         h->fence = strtoull(dl_reply_str(w, 3, NULL), NULL, 10);
-        h->lease_ms = el_ll(w, 4);
-        h->after_lapse = el_ll(w, 5) == 1;
-        h->lease_left_ms = el_ll(w, 6);
+        h->lease_ms = dl_view_ll(w, 4);
+        h->after_lapse = dl_view_ll(w, 5) == 1;
+        h->lease_left_ms = dl_view_ll(w, 6);
         st->mode = 'w';
     }
     for (size_t i = 0; i < nr; i++) {
@@ -142,10 +68,10 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
         tok = dl_reply_str(r, 0, &tl);
         s = dl_reply_str(r, 1, &n);
         dl_view_who_parse(s, n, 'r', tok, tl, &h->who);
-        h->held_ms = now - el_ll(r, 2);
+        h->held_ms = now - dl_view_ll(r, 2);
         h->fence = strtoull(dl_reply_str(r, 3, NULL), NULL, 10);
-        h->after_lapse = el_ll(r, 4) == 1;
-        h->lease_left_ms = el_ll(r, 5) - now;
+        h->after_lapse = dl_view_ll(r, 4) == 1;
+        h->lease_left_ms = dl_view_ll(r, 5) - now;
         h->lease_ms = -1;
         if (!st->mode)
             st->mode = 'r';
@@ -381,7 +307,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     if (!out)
         return;
     out->need = (size_t)t->need;
-    if (set_name(out, c) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
+    if (dl_view_set_name(out, c->arg.status.name, c->arg.status.namelen) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
         goto fail;
     out->nservers = (size_t)t->nodes;
     if (merge_holders(per, out->nservers, out->need, out) || merge_servers(t, per, out))

@@ -14,64 +14,7 @@
 #include <stddef.h>
 
 #include "caller.h"
-
-/* A holder or a waiter, from the "host\tpid\ttid" info the library stores. */
-typedef struct dl_view_who {
-    char host[128];
-    long pid, tid;            /* 0 when the info could not be parsed */
-    char mode;                /* 'w' or 'r'; a semaphore's: 'p' (permits) */
-    char token[64];           /* its process's owner token in Redis */
-    long long waited_ms;      /* a waiter: how long it has been queued (Redis
-                                 clock); -1 unknown (an older library, or not
-                                 a waiter) */
-} dl_view_who_t;
-
-typedef struct dl_view_holder {
-    dl_view_who_t who;
-    long long held_ms;        /* Redis clock: now - since */
-    long long lease_left_ms;  /* PTTL of the hold, or the reader's deadline - now */
-    long long lease_ms;       /* the hold's lease; -1 unknown (readers) */
-    unsigned long long fence;
-    int after_lapse;          /* it was acquired with EOWNERDEAD */
-    unsigned count;           /* a semaphore's hold: its permits; else 0 */
-} dl_view_holder_t;
-
-/* redlock://: what one server shows of a lock. */
-typedef struct dl_view_server {
-    char name[280];           /* host:port */
-    int answered;
-    char err[200];            /* not answered: why */
-    char mode;                /* 0 free, 'w', 'r' */
-    dl_view_who_t *holders;
-    size_t nholders;
-    int agrees;               /* it shows exactly the holders the majority shows */
-} dl_view_server_t;
-
-/* One lock as status.lua shows it.  Owns what it points to (dl_view_clear). */
-typedef struct dl_view {
-    char *name;               /* the lock's name (the call's, not Redis's) */
-    size_t namelen;
-    char mode;                /* 0 free, 'w' exclusive, 'r' shared */
-    dl_view_holder_t *holders;
-    size_t nholders;
-    dl_view_who_t *waiters;   /* live registrations, in queue order */
-    size_t nwaiters;
-    unsigned long long last_fence;   /* 0: none recorded (or expired) */
-    int next_ownerdead;       /* free, and the last hold lapsed: the next holder gets EOWNERDEAD */
-    int broken;               /* ... because of `distlock break` */
-    dl_view_who_t lapsed;     /* ... else whose hold lapsed (pid 0 if unknown) */
-    int known;                /* Redis has any key of this lock */
-
-    /* redlock:// only (else NULL, 0): each server's view.  A hold counts
-     * (is in holders above) when `need` servers, a majority, show it; its
-     * held_ms and lease_left_ms are then the majority's (the need-th
-     * longest), its fence the highest. */
-    dl_view_server_t *servers;
-    size_t nservers;
-    size_t need;              /* the majority */
-    size_t agree;             /* servers that show exactly the holders above */
-    int disputed;             /* some server shows a holder or waiter the result lacks */
-} dl_view_t;
+#include "view.h"
 
 typedef struct dl_status_args {
     const char *name;         /* the lock's name, for the view (not sent) */
@@ -90,16 +33,5 @@ typedef struct dl_status_reply {
  * run, c->reply.status.view; free it with dl_call_free_reply, or take it
  * (set it NULL) and dl_view_clear + free it. */
 void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);
-/* "host\tpid\ttid" (n bytes: the info the library stores with a hold or
- * a registration) -> w, with its mode and owner token; waited_ms -1.  Also
- * read by the semaphore's status (call_sem_status.c). */
-void dl_view_who_parse(const char *s, size_t n, char mode, const char *token, size_t toklen,
-                       dl_view_who_t *w);
-/* A waiter's wait: now - element i of r (when it first queued, Redis ms),
- * 0 at least; -1 when r has no such element or it is '' (a registration
- * an older library wrote).  Also read by call_sem_status.c. */
-long long dl_view_waited_ms(const struct redisReply *r, size_t i, long long now);
-/* Frees what v points to and zeroes it (not v itself). */
-void dl_view_clear(dl_view_t *v);
 
 #endif

@@ -12,6 +12,9 @@ typedef struct dl_withdraw_args {
     uint64_t older;               /* redlock, an acquisition that counted elsewhere:
                                      its fence (a death trace older than it goes);
                                      0 none */
+    uint64_t incarn;              /* a semaphore's: the incarnation the request was
+                                     sent to (lua/sem_withdraw.lua acts on that one
+                                     only), 0 none known; locks: unused */
 } dl_withdraw_args_t;
 
 typedef struct dl_withdraw_reply {

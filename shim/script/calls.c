@@ -14,6 +14,7 @@ void dl_call_init(dl_call_t *c, int script, const dl_caller_t *who)
     c->script = script;
     c->who = *who;
     c->deadline = 0;
+    c->once = 0;
     c->cmd.reply = NULL;
 }
 

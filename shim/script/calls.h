@@ -51,6 +51,7 @@ struct dl_call {
     int script;                   /* DL_SCRIPT_* */
     dl_caller_t who;
     uint64_t deadline;            /* monotonic ms, 0 none: see dl_cmd_t */
+    int once;                     /* never sent twice: see dl_cmd_t (0: may be) */
     union {                       /* each script's, as its call_<name>.h names it */
         DL_SCRIPT_LIST(DL_CALL_ARG_)
     } arg;
@@ -99,7 +100,8 @@ typedef struct dl_script_entry {
 DL_SCRIPT_LIST(DL_SCRIPT_ENTRY_)
 #undef DL_SCRIPT_ENTRY_
 
-/* c becomes a call of script by who, no deadline: the builders' start. */
+/* c becomes a call of script by who, no deadline, sent again if need be:
+ * the builders' start. */
 void dl_call_init(dl_call_t *c, int script, const dl_caller_t *who);
 /* Frees what a reply owns (the status view); a no-op for the others. */
 void dl_call_free_reply(dl_call_t *c);

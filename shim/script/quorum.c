@@ -137,6 +137,10 @@ static dl_call_t *copies_for(dl_call_t *per, int i, const dl_call_t *calls, int 
     dl_call_t *mine = per + (size_t)i * n;
     memcpy(mine, calls, (size_t)n * sizeof *calls);
     for (int j = 0; j < n; j++) {
+        /* A server's copy may be sent to it again (dl_cmd_t.once): ended
+         * there, it would count as a server that failed, and a call
+         * without a majority says EIO, where its caller would ask again. */
+        mine[j].once = 0;
         const dl_quorum_op_t *q = op_of(&mine[j]);
         if (q && q->prepare)
             q->prepare(&mine[j]);

@@ -10,7 +10,7 @@
 #include "dl.h"
 #include "quorum.h"
 #include "script.h"
-#include "trust.h"
+#include "fault.h"
 
 /* Builds call->cmd; with undo (built as EVAL: a server that lost the
  * script cache still runs it), as the command's undo (dl_cmd_t). */
@@ -35,6 +35,7 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
     call->cmd.key = call->who.keys[0];
     call->cmd.keylen = call->who.keylen[0];
     call->cmd.deadline = call->deadline;
+    call->cmd.once = call->once;
     call->cmd.undo_argc = 0;
     call->cmd.undo_argv = NULL;
     call->cmd.undo_argvlen = NULL;
@@ -51,12 +52,12 @@ static void build(dl_call_t *call, int by_sha, dl_call_t *undo)
  * FLUSH, a failover).  A posted call has no reply to fall back on after a
  * NOSCRIPT, so it goes by EVALSHA only while its script is known cached,
  * else with its text. */
-static unsigned dl_cached;
-_Static_assert(DL_SCRIPT_COUNT <= 32, "dl_cached holds one bit per script");
+static uint64_t dl_cached;
+_Static_assert(DL_SCRIPT_COUNT <= 64, "dl_cached holds one bit per script");
 
 static void note_cached(const dl_call_t *call, const redisReply *r)
 {
-    unsigned bit = 1u << call->script;
+    uint64_t bit = (uint64_t)1 << call->script;
     if (r && r->type != REDIS_REPLY_ERROR &&
         !(__atomic_load_n(&dl_cached, __ATOMIC_RELAXED) & bit))
         __atomic_fetch_or(&dl_cached, bit, __ATOMIC_RELAXED);
@@ -69,16 +70,7 @@ static int exec_on(dl_conn_t *conn, int node, dl_cmd_t *cmds, int n)
 
 static int is_noscript(const redisReply *r)
 {
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
-}
-
-/* An error reply that says the server may have lost what it had: it is
- * loading its data again (a restart), or is a replica now (a failover). */
-static int lost_state(const redisReply *r)
-{
-    return r && r->type == REDIS_REPLY_ERROR &&
-           (strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "READONLY", 8) == 0 ||
-            strncmp(r->str, "MASTERDOWN", 10) == 0);
+    return r && dl_fault_of(NULL, r) == DL_FAULT_NOSCRIPT;
 }
 
 /* The first half of a run on one node: builds calls[0..n) (undo: for
@@ -131,7 +123,7 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
         __atomic_store_n(&dl_cached, 0, __ATOMIC_RELAXED);
         /* The cache was emptied: a restart, a failover, or SCRIPT FLUSH,
          * which may have lost holds too, or failed a post unseen. */
-        dl_trust_end("redis: a script was missing from its cache (NOSCRIPT)");
+        dl_fault_note(DL_FAULT_NOSCRIPT, "redis: a script was missing from its cache (NOSCRIPT)");
         dl_cmd_t *again = missing == 1 ? &one : malloc((size_t)missing * sizeof *again);
         int *idx = malloc((size_t)missing * sizeof *idx);
         if (again && idx) {
@@ -156,8 +148,11 @@ static int finish_node(dl_conn_t *conn, int node, dl_call_t *calls, int n, dl_ca
     int rc = 0;
     for (int i = 0; i < n; i++) {
         dl_cmd_t *c = &cmds[i];
-        if (!c->err && lost_state(c->reply))
-            dl_trust_end(c->reply->str);
+        /* An error reply that says the server may have lost what it had
+         * (loading its data again after a restart, a replica now after a
+         * failover: fault.h) is a sign. */
+        if (!c->err && c->reply)
+            dl_fault_note(dl_fault_of(NULL, c->reply), c->reply->str);
         if (!c->err && (!c->reply || c->reply->type == REDIS_REPLY_ERROR)) {
             c->err = EIO;
             snprintf(c->errmsg, sizeof c->errmsg, "redis: %s",

@@ -17,6 +17,7 @@ void dl_wire_sem_op(dl_wire_t *w, const dl_sem_op_t *op)
     dl_wire_put(w, &op->kind, 1);  /* (the call holds its arguments) */
     dl_wire_num(w, op->value);
     dl_wire_num(w, op->id);
+    dl_wire_num(w, op->inc);
 }
 
 char dl_reply_kind(const redisReply *r, size_t i)

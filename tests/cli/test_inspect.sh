@@ -18,7 +18,7 @@ expect "status of a free lock: exit 1, 'state: free', 0 waiting" \
   'test "$rc" = 1 && grep -q '\''^state: *free$'\'' "$T/out" && grep -q '\''^waiting: *0$'\'' "$T/out"'
 run "$D" status i1 --json
 check "status --json of a free lock" \
-  test "$rc" = 1 -a "$out" = '{"name":"i1","held":false,"mode":"free","holders":[],"waiting":0,"waiters":[],"last_fence":null,"next_gets_ownerdead":false,"broken":false}'
+  test "$rc" = 1 -a "$out" = '{"name":"i1","kind":"lock","held":false,"mode":"free","holders":[],"waiting":0,"waiters":[],"last_fence":null,"next_gets_ownerdead":false,"broken":false}'
 
 # --- while an exclusive holder runs
 bg "$D" i1 -- sleep 30 >/dev/null 2>&1
@@ -75,15 +75,16 @@ run "$D" list
 expect "list: exit 0, a header and the two held locks" \
   'test "$rc" = 0 -a "$(printf '\''%s\n'\'' "$out" | wc -l)" = 3 && grep -q '\''^NAME '\'' "$T/out"'
 check "list: i1 exclusive with 2 waiting and its holder" \
-  grep -qE "^i1 +exclusive +[0-9.]+s +2 +$host:$h1 \\(thread $h1\\)$" "$T/out"
-check "list: i2 shared by 2" grep -qE "^i2 +shared\\(2\\) +[0-9.]+s +0 +$host:[0-9]+ \\(thread [0-9]+\\) \\+1 more$" "$T/out"
+  grep -qE "^i1 +lock +exclusive +[0-9.]+s +2 +$host:$h1 \\(thread $h1\\)$" "$T/out"
+check "list: i2 shared by 2" grep -qE "^i2 +lock +shared\\(2\\) +[0-9.]+s +0 +$host:[0-9]+ \\(thread [0-9]+\\) \\+1 more$" "$T/out"
 check "list: a free lock is not listed" bash -c "! grep -q '^i-free' '$T/out'"
 run "$D" list --all
-check "list --all: the free lock too" grep -qE '^i-free +free +- +0 +-$' "$T/out"
+check "list --all: the free lock too" grep -qE '^i-free +lock +free +- +0 +-$' "$T/out"
 run "$D" list 'i2*'
 check "list PATTERN: only the matching locks" test "$(printf '%s\n' "$out" | tail -n +2 | cut -d' ' -f1)" = i2
 run "$D" list 'nothing-*'
-check "list with no match: exit 0, no output" test "$rc" = 0 -a -z "$out" -a -z "$err"
+check "list with no match: exit 0, the header and a line saying so" \
+  test "$rc" = 0 -a "$out" = "$(printf 'NAME  KIND  STATE         HELD FOR  WAITING  HOLDER\n(nothing held or waited on)')" -a -z "$err"
 run "$D" list --json
 expect "list --json: valid JSON, an array of both locks" \
   'valid_json "$T/out" && grep -q '\''^\[{"name":"i1",.*},{"name":"i2",.*}\]$'\'' "$T/out"'
@@ -115,7 +116,7 @@ fi
 run env DISTLOCK_PREFIX=other: "$D" status i1
 check "another DISTLOCK_PREFIX does not see the lock" test "$rc" = 1
 run env DISTLOCK_PREFIX='g*[x]:' "$D" g -- "$D" list
-check "list with glob characters in the prefix (run under the lock g)" grep -qE '^g +exclusive ' "$T/out"
+check "list with glob characters in the prefix (run under the lock g)" grep -qE '^g +lock +exclusive ' "$T/out"
 bg env DISTLOCK_PREFIX='g*[x]:' "$D" g -- sleep 30 >/dev/null 2>&1
 wait_until 5 env DISTLOCK_PREFIX='g*[x]:' "$D" status g >/dev/null 2>&1
 run env DISTLOCK_PREFIX='g*[x]:' "$D" list

@@ -113,6 +113,10 @@ expect "semaphore: the hold age ($a s) is at most the time since the first holde
   'le "$a" "$(secs_between "$t_sem" "$m_end")" && lt "$w" "$a"'
 l=$(value distlock_lease_left_seconds sem '"m-pool"')
 expect "semaphore: the lease left ($l s) is within the 30 s lease" 'lt 0 "$l" && le "$l" 30'
+i=$(value distlock_incarnation_age_seconds sem '"m-pool"')
+expect "semaphore: its incarnation's age ($i s) is at least the hold age, at most the time since its first user started" \
+  'le "$a" "$i" && le "$i" "$(secs_between "$t_sem" "$m_end")"'
+expect "locks have no incarnation age" 'test -z "$(value distlock_incarnation_age_seconds lock "\"m-x\"")"'
 expect "semaphore: the totals by kind (1 read, 1 held), the locks' unchanged" \
   'test "$(value distlock_objects sem -)" = 1.0 && test "$(value distlock_held_objects sem -)" = 1.0 &&
    test "$(value distlock_held_objects lock -)" = 2.0'

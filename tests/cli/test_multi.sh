@@ -107,9 +107,9 @@ check "cluster: status of a free lock exits 1" test "$rc" = 1
 run "$D" list
 expect "cluster: list finds the locks on all 3 masters" \
   'test "$rc" = 0 && test "$(tail -n +2 "$T/out" | wc -l)" = 3 &&
-   grep -qE "^${cnames[0]} +exclusive .* $host:${cholders[0]} " "$T/out" &&
-   grep -qE "^${cnames[1]} +exclusive .* $host:${cholders[1]} " "$T/out" &&
-   grep -qE "^${cnames[2]} +exclusive .* $host:${cholders[2]} " "$T/out"'
+   grep -qE "^${cnames[0]} +lock +exclusive .* $host:${cholders[0]} " "$T/out" &&
+   grep -qE "^${cnames[1]} +lock +exclusive .* $host:${cholders[1]} " "$T/out" &&
+   grep -qE "^${cnames[2]} +lock +exclusive .* $host:${cholders[2]} " "$T/out"'
 run "$D" list --json
 check "cluster: list --json is valid JSON" valid_json "$T/out"
 run "$D" list "${cnames[1]}"
@@ -133,7 +133,7 @@ expect "cluster: status after the break: free, broken" \
 run "$D" break "${cnames[0]}" --force
 check "cluster: break a free lock exits 1" test "$rc" = 1
 run "$D" list --all
-check "cluster: list --all shows the broken lock as free" grep -qE "^${cnames[0]} +free " "$T/out"
+check "cluster: list --all shows the broken lock as free" grep -qE "^${cnames[0]} +lock +free " "$T/out"
 for p in "${cholders[@]}"; do dl_stop_pid "$p"; done
 for p in "${cpids[@]}"; do dl_redis_stop "$p"; done
 
@@ -167,7 +167,7 @@ check "redlock: a shared lock, held shared by 2" grep -q '^state: *held shared b
 run "$D" list
 expect "redlock: list shows both locks once" \
   'test "$rc" = 0 && test "$(tail -n +2 "$T/out" | wc -l)" = 2 &&
-   grep -qE "^r-x +exclusive +[0-9.]+s +0 +$host:$rx " "$T/out" && grep -qE "^r-s +shared\\(2\\) " "$T/out"'
+   grep -qE "^r-x +lock +exclusive +[0-9.]+s +0 +$host:$rx " "$T/out" && grep -qE "^r-s +lock +shared\\(2\\) " "$T/out"'
 
 # The servers disagree: one loses the hold.
 rli "${rports[0]}" del "distlock:{r-x}" >/dev/null
@@ -177,7 +177,7 @@ expect "redlock: one server lost the hold: still held, per-server lines" \
    grep -q "^server: *127.0.0.1:${rports[0]}: free$" "$T/out" &&
    grep -q "^server: *127.0.0.1:${rports[1]}: held exclusive by $host:$rx (thread $rx)$" "$T/out"'
 run "$D" list
-check "redlock: list marks the disagreement" grep -qE "^r-x +exclusive \\(2/3\\) " "$T/out"
+check "redlock: list marks the disagreement" grep -qE "^r-x +lock +exclusive \\(2/3\\) " "$T/out"
 
 # A hold on one server only is no hold.
 bg "$D" --url "redis://127.0.0.1:${rports[2]}" r-minor -- sleep 30 >/dev/null 2>&1
@@ -188,7 +188,7 @@ expect "redlock: held on 1 of 3 servers: free (exit 1), that server named" \
   'test "$rc" = 1 && grep -q "^state: *free$" "$T/out" && grep -q "^servers: *2 of 3 agree" "$T/out" &&
    grep -q "^server: *127.0.0.1:${rports[2]}: held exclusive by $host:$rm1 " "$T/out"'
 run "$D" list
-check "redlock: list shows it as free, 2 of 3 agreeing" grep -qE "^r-minor +free \\(2/3\\) " "$T/out"
+check "redlock: list shows it as free, 2 of 3 agreeing" grep -qE "^r-minor +lock +free \\(2/3\\) " "$T/out"
 dl_stop_pid "$rm1"
 
 run "$D" break r-x --force
@@ -217,7 +217,7 @@ check "redlock, 1 of 3 down: --json" \
   grep -q "{\"server\":\"127.0.0.1:${rports[2]}\",\"answered\":false,\"mode\":null,\"holders\":\\[\\],\"agrees\":false,\"error\":\"" "$T/out"
 run "$D" list
 expect "redlock, 1 of 3 down: list" \
-  'test "$rc" = 0 && grep -qE "^r-y +exclusive \\(2/3\\) .* $host:$ry " "$T/out" && grep -q "^r-s " "$T/out"'
+  'test "$rc" = 0 && grep -qE "^r-y +lock +exclusive \\(2/3\\) .* $host:$ry " "$T/out" && grep -q "^r-s " "$T/out"'
 run "$D" break r-y --force
 check "redlock, 1 of 3 down: break" grep -q "^broke \"r-y\": removed the hold of $host:$ry " "$T/out"
 run "$D" status r-y
@@ -247,7 +247,7 @@ s1=$last_pid
 wait_held s-1
 check "sentinel: status shows the holder" holds s-1 "$s1"
 run "$D" list
-check "sentinel: list" grep -qE "^s-1 +exclusive .* $host:$s1 " "$T/out"
+check "sentinel: list" grep -qE "^s-1 +lock +exclusive .* $host:$s1 " "$T/out"
 run "$D" break s-1 --force
 check "sentinel: break" grep -q "^broke \"s-1\": removed the hold of $host:$s1 " "$T/out"
 

@@ -31,12 +31,20 @@ expect_usage "name too long (513 bytes)" "$long" -- true
 check "name too long: the message gives the limit" grep -q 512 "$T/err"
 expect_usage "bad URL scheme" --url http://127.0.0.1:6379 n -- true
 expect_usage "bad URL port" --url redis://127.0.0.1:99999 n -- true
+expect_usage "bad URL port, not a number" --url redis://127.0.0.1:notaport n -- true
+check "... quoted in the message, as every other value" grep -q 'bad port "notaport"' "$T/err"
 expect_usage "bad URL: not a URL" --url nonsense n -- true
 run "$D" --url 'redis://user:s3cret@127.0.0.1:99999' n -- true
 check "a bad URL's password is never printed" test "$rc" = 64 -a "${err#*s3cret}" = "$err"
 expect_usage "-w not a number" -w abc n -- true
 expect_usage "-w negative" -w -1 n -- true
-expect_usage "-w with an exponent" -w 1e3 n -- true
+expect_usage "-w out of range" -w 1e99 n -- true
+check "... says so and gives the maximum" grep -q "'1e99' is out of range: at most 1000000000 seconds" "$T/err"
+expect_usage "-w longer than the maximum, in digits" -w 1000000001 n -- true
+check "... out of range too" grep -q "out of range" "$T/err"
+expect_usage "-w a sign in front" -w +5 n -- true
+run "$D" -w 1e1 -n n -- true
+expect_rc 0 "-w takes an exponent, as flock(1) does"
 expect_usage "-w without a value" n -w
 expect_usage "-E out of range" -E 256 n -- true
 expect_usage "-E not a number" -E x n -- true
@@ -86,6 +94,11 @@ export DISTLOCK_IO_TIMEOUT_MS=300
 run "$D" --url $down n -- echo ran
 check "unreachable (run): exit 69, command not run" test "$rc" = 69 -a -z "$out"
 check "unreachable (run): one line" one_line_err
+expect "unreachable (run): says Redis is unreachable, where, and after how long" \
+  '[[ "$err" == "distlock: cannot take \"n\": Redis is unreachable at $down (Connection refused); gave up after 300 ms (DISTLOCK_IO_TIMEOUT_MS=300)" ]]'
+run "$D" --url "redis://user:s3cret@127.0.0.1:1/2" n -- echo ran
+expect "unreachable: the URL named, its password never" \
+  'test "$rc" = 69 && [[ "$err" == *"unreachable at redis://user@127.0.0.1:1/2 "* ]] && [[ "$err" != *s3cret* ]]'
 run "$D" --url $down -n n -- true
 check "unreachable (-n): exit 69, not the conflict code" test "$rc" = 69
 run "$D" --url $down -s -w 1 n -- true
@@ -99,5 +112,21 @@ expect "unreachable (list): exit 69, one line" \
 run "$D" --url $down break n --force
 expect "unreachable (break): exit 69, one line" \
   'test "$rc" = 69 && one_line_err'
+expect "unreachable (status, list, break): the same words" \
+  '[[ "$err" == "distlock: Redis is unreachable at $down (Connection refused); gave up after 300 ms"* ]]'
+
+# --- a database the server does not have: a configuration error (78),
+# said at once, not an outage waited out for the I/O time-out (10 s here)
+export DISTLOCK_IO_TIMEOUT_MS=10000
+nodb="$DISTLOCK_URL/99"
+for form in "n -- echo ran" "-n n -- echo ran" "-N 2 n -- echo ran" "status n" "list" "break n --force"; do
+  t0=$(now)
+  # shellcheck disable=SC2086
+  run "$D" --url "$nodb" $form
+  dt=$(elapsed "$t0")
+  expect "SELECT 99 refused ($form): exit 78, one line naming DISTLOCK_URL and database 99, nothing run" \
+    'test "$rc" = 78 && one_line_err && [[ "$err" == *"DISTLOCK_URL: database 99"*"ERR DB index is out of range"* ]] && test -z "$out"'
+  expect "... at once ($dt s; the I/O time-out is 10 s)" 'between "$dt" 0 5'
+done
 
 finish

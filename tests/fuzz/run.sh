@@ -9,7 +9,7 @@
 #
 # Environment:
 #   DISTLOCK_FUZZ_TIME        seconds per target (default 20; the argument wins)
-#   DISTLOCK_FUZZ_TARGETS     which targets (default "url env map")
+#   DISTLOCK_FUZZ_TARGETS     which targets (default "url env map demangle")
 #   DISTLOCK_FUZZ_BUILD_DIR   build directory (default build-fuzz)
 #   DISTLOCK_FUZZ_JOBS        parallel build jobs (default 2)
 #   DISTLOCK_FUZZ_ARGS        extra libFuzzer flags, e.g. "-dict=... -max_len=4096"
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 secs=${1:-${DISTLOCK_FUZZ_TIME:-20}}
-targets=${DISTLOCK_FUZZ_TARGETS:-url env map}
+targets=${DISTLOCK_FUZZ_TARGETS:-url env map demangle}
 build=${DISTLOCK_FUZZ_BUILD_DIR:-build-fuzz}
 jobs=${DISTLOCK_FUZZ_JOBS:-2}
 

@@ -60,7 +60,8 @@ sysroot=$tmp/root
 for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$sysroot"; done
 libdir=$(dirname "$(find "$sysroot" -name libdistlock.so.0 -print -quit)")
 [ -d "$libdir" ] || die "no libdistlock.so.0 in the packages"
-for f in "$sysroot/usr/include/distlock.h" "$libdir/libdistlock.so" "$libdir/libdistlock.a" \
+for f in "$sysroot/usr/include/distlock.h" "$sysroot/usr/include/distlock/pthread.h" \
+         "$libdir/libdistlock.so" "$libdir/libdistlock.a" \
          "$libdir/pkgconfig/distlock.pc" "$libdir/cmake/distlock/distlockConfig.cmake" \
          "$libdir/libdistlock_preload.so" "$sysroot/usr/bin/distlock" "$sysroot/usr/bin/distlock-bench"; do
   [ -e "$f" ] || die "missing ${f#"$sysroot"}"
@@ -72,7 +73,8 @@ for fn in $(grep -oE '\bdist_[a-z_]+ *\(' "$sysroot/usr/include/distlock.h" | tr
   page=$(man -w "$fn" 2>/dev/null) || die "man $fn: no page"
   case $page in "$MANPATH"/man3/*) ;; *) die "man $fn: $page is not the packaged page";; esac
 done
-for name in distlock.1 distlock-bench.1 distlock.7 distlock_preload.8 dist_mutex_timedlock.3; do
+for name in distlock.1 distlock-bench.1 distlock.7 distlock_preload.8 distlock_pthread.7 \
+            dist_mutex_timedlock.3; do
   page=$(man -w "${name##*.}" "${name%.*}") || die "man ${name%.*}: no page"
   warnings=$(LC_ALL=C.UTF-8 MANROFFSEQ='' MANWIDTH=80 man --warnings -E UTF-8 -l "$page" 2>&1 >/dev/null)
   [ -z "$warnings" ] || die "man $name: $warnings"

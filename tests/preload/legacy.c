@@ -24,6 +24,8 @@
  *   legacy hold LOCKFILE MS            flock(LOCK_EX), print "held", sleep, exit unlocked
  *   legacy holdmutex MS                lock g_ledger_lock, print "held", sleep, unlock,
  *                                      print "done" (the critical section ran to its end)
+ *   legacy relockmutex MS              lock the recursive g_rec_lock, print "held", sleep,
+ *                                      lock it again, unlock twice, print "done"
  *   legacy fclose LOCKFILE MS          fopen, flock(LOCK_EX), fclose, print "held", sleep
  *   legacy trywait LOCKFILE            flock(LOCK_EX|LOCK_NB) until it succeeds; prints ms waited
  *   legacy produce FILE N GAP_MS       a queue (a count and a time stamp in FILE) under
@@ -54,6 +56,7 @@
 #endif
 
 pthread_mutex_t g_ledger_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t g_rec_lock = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
 static pthread_rwlock_t cfg_lock = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_cond_t turn_cv = PTHREAD_COND_INITIALIZER;
 pthread_cond_t g_queue_cv = PTHREAD_COND_INITIALIZER;
@@ -353,6 +356,16 @@ int main(int argc, char **argv)
         printf("held\n");
         usleep((useconds_t)atol(argv[2]) * 1000);
         pthread_mutex_unlock(&g_ledger_lock);
+        printf("done\n");
+        return 0;
+    }
+    if (strcmp(mode, "relockmutex") == 0 && argc > 2) {
+        pthread_mutex_lock(&g_rec_lock);
+        printf("held\n");
+        usleep((useconds_t)atol(argv[2]) * 1000);
+        pthread_mutex_lock(&g_rec_lock);
+        pthread_mutex_unlock(&g_rec_lock);
+        pthread_mutex_unlock(&g_rec_lock);
         printf("done\n");
         return 0;
     }

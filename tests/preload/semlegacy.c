@@ -18,6 +18,11 @@
  *   semlegacy intr NAME MS          sem_wait, a SIGALRM handler (SA_RESTART)
  *                                   after MS: "ok" or the errno's name
  *   semlegacy wait NAME / post NAME sem_wait / sem_post: "ok" or the name
+ *   semlegacy gate NAME MS          sem_open(NAME, O_CREAT, 0600, 1), sem_wait,
+ *                                   "inside", MS ms, sem_post, "posted", then
+ *                                   once more through the gate ("again") and
+ *                                   "value=V"; a failed call prints its errno's
+ *                                   name and ends
  */
 #include <dirent.h>
 #include <errno.h>
@@ -109,6 +114,25 @@ int main(int argc, char **argv)
         printf("max=%d holds=%d\n", max, holds);
         return 0;
     }
+    if (strcmp(op, "gate") == 0 && argc == 4) {
+        sem_t *s = open_or_die(name, O_CREAT, 1);
+        if (sem_wait(s))
+            return result(-1);
+        printf("inside\n");
+        fflush(stdout);
+        usleep((useconds_t)(atol(argv[3]) * 1000));
+        if (sem_post(s))
+            return result(-1);
+        printf("posted\n");
+        if (sem_trywait(s))
+            return result(-1);
+        printf("again\n");
+        int v = -1;
+        if (sem_post(s) || sem_getvalue(s, &v))
+            return result(-1);
+        printf("value=%d\n", v);
+        return 0;
+    }
     if (strcmp(op, "value") == 0) {
         sem_t *s = open_or_die(name, 0, 0);
         int v = -1;
@@ -117,6 +141,8 @@ int main(int argc, char **argv)
         printf("%d\n", v);
         return 0;
     }
+    if (strcmp(op, "unlink") == 0)
+        return result(sem_unlink(name));
     if (strcmp(op, "open") == 0 && argc >= 4) {
         int oflag = argv[3][0] == 'c' ? O_CREAT : argv[3][0] == 'x' ? O_CREAT | O_EXCL : 0;
         sem_t *s = sem_open(name, oflag, 0600, argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 0u);
@@ -149,6 +175,25 @@ int main(int argc, char **argv)
         }
         errno = err;
         return result(rc);
+    }
+    if (strcmp(op, "clock") == 0 && argc == 4) {
+        struct timespec ts, t0, t1;
+        long ms = atol(argv[3]);
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ts = t0;
+        ts.tv_sec += ms / 1000;
+        ts.tv_nsec += (ms % 1000) * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        int rc = sem_clockwait(s, CLOCK_MONOTONIC, &ts);
+        int err = errno;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        long waited = (long)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+        printf("%s %ld%s\n", rc == 0 ? "ok" : ename(err), waited,
+               rc && err == ETIMEDOUT && waited < ms ? " early" : "");
+        return 0;
     }
     if (strcmp(op, "intr") == 0 && argc == 4) {
         struct sigaction sa;

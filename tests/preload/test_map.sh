@@ -202,13 +202,22 @@ check "launchers pass the environment on untouched ($(cat "$WORK/out"))" \
 # --- the exports
 objdump -T "$LIB" | awk '$2 == "g" && $4 != "*UND*"' >"$WORK/exports"
 n=$(wc -l <"$WORK/exports")
-check "33 wrappers exported (got $n)" test "$n" -eq 33
+check "51 wrappers exported (got $n)" test "$n" -eq 51
 check "no exported symbol has a version (all Base)" \
   bash -c "awk '{ print \$(NF-1) }' '$WORK/exports' | grep -qv '^Base\$' && exit 1 || exit 0"
 check "no version definitions in the library" bash -c "! readelf -S '$LIB' | grep -q 'gnu.version_d'"
 check "the library's dist_* API stays inside" bash -c "! grep -q ' dist_' '$WORK/exports'"
+# The build exports what the wrappers mark DLP_EXPORT, no list: each must
+# be a function of libc, which it stands in front of.
+LIBC=$(ldd "$LIB" | awk '$1 == "libc.so.6" { print $3 }')
+objdump -T "$LIBC" | awk '$4 != "*UND*" { print $NF }' | sort -u >"$WORK/libc.names"
+awk '{ print $NF }' "$WORK/exports" | sort -u | comm -23 - "$WORK/libc.names" >"$WORK/strangers"
+check "every export is a libc name ($(tr '\n' ' ' <"$WORK/strangers"))" test ! -s "$WORK/strangers"
 for f in pthread_mutex_lock pthread_cond_wait pthread_rwlock_rdlock flock fcntl fcntl64 lockf lockf64 close \
-         sem_open sem_close sem_wait sem_trywait sem_timedwait sem_clockwait sem_post sem_getvalue; do
+         sem_open sem_close sem_wait sem_trywait sem_timedwait sem_clockwait sem_post sem_getvalue \
+         pthread_barrier_init pthread_barrier_wait pthread_barrier_destroy sem_unlink \
+         pthread_mutex_init pthread_mutex_destroy pthread_mutex_consistent pthread_cond_init pthread_cond_destroy \
+         execve execv execvp execvpe execl execlp execle fexecve execveat; do
   check "$f exported" grep -q " $f\$" "$WORK/exports"
 done
 

@@ -33,6 +33,8 @@ for kind in mutex flock; do
   check "abort ($kind): the program aborts (status $rc)" test "$rc" -eq 134
   check "abort ($kind): it says why: $line" \
     bash -c "[[ '$line' == *'\"$name\"'*'127.0.0.1:$PORT'*'(DISTLOCK_ON_ERROR=abort)' ]]"
+  check "abort ($kind): in the library's words: Redis unreachable, where, for how long" \
+    bash -c "[[ '$line' == *'Redis is unreachable at redis://127.0.0.1:$PORT '*'DISTLOCK_IO_TIMEOUT_MS='* ]]"
   check "abort ($kind): nothing ran unprotected" test "$(counter "$CTR")" -eq 0
 done
 

@@ -15,7 +15,7 @@
 
 : "${DISTLOCK_URL:?run under tools/with-redis.sh}"
 export DISTLOCK_PREFIX="dlpsem$$:"
-export DISTLOCK_MAP="jobs=sem:/jobs;z=sem:/zero;w=sem:/wake;o=sem:/only"
+export DISTLOCK_MAP="jobs=sem:/jobs;z=sem:/zero;w=sem:/wake;o=sem:/only;u=sem:/gone"
 SEM=$BIN/preload_semlegacy
 N=2
 P=5
@@ -107,5 +107,23 @@ done
 wait "$WPID" 2>/dev/null
 check "the waiter in another process woke with the permit" [ "$woke" = 1 ] && [ "$(cat "$WORK/waiter")" = ok ]
 check "and took it: value 0" [ "$(pre value /wake)" = 0 ]
+
+# sem_unlink of a mapped name removes the semaphore from Redis, for every
+# process: opening it again without O_CREAT is ENOENT, with O_CREAT makes
+# a new one with its own value.
+pre open /gone c 3 >/dev/null
+pre post /gone >/dev/null
+check "before sem_unlink: value 4" [ "$(pre value /gone)" = 4 ]
+check "sem_unlink of a mapped name: ok" [ "$(pre unlink /gone)" = ok ]
+check "then another process's sem_open without O_CREAT: ENOENT" [ "$(pre open /gone o)" = ENOENT ]
+check "sem_unlink again: ENOENT" [ "$(pre unlink /gone)" = ENOENT ]
+check "sem_open O_CREAT makes a new one" [ "$(pre open /gone c 1)" = ok ]
+check "with its own value: 1" [ "$(pre value /gone)" = 1 ]
+check "the key is gone from Redis after an unlink" \
+  bash -c 'LD_PRELOAD="$1" "$2" unlink /gone >/dev/null; [ "$(redis-cli -u "$DISTLOCK_URL" --scan --pattern "${DISTLOCK_PREFIX}*gone*" | wc -l)" = 0 ]' \
+  _ "$LIB" "$SEM"
+res=$(pre clock /zero 400)
+check "sem_clockwait 400 ms on CLOCK_MONOTONIC, value 0: '$res' (ETIMEDOUT, not early)" \
+  bash -c '[[ "$1" == ETIMEDOUT* ]] && [[ "$1" != *early* ]] && [ "$(awk "{ print \$2 }" <<<"$1")" -ge 400 ]' _ "$res"
 
 finish

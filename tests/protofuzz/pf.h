@@ -49,14 +49,15 @@ enum pf_kind {
     PF_DIE,        /* redlock mode: a waiting process dies (stops retrying, sends
                       nothing more): its writer mark must lapse by itself */
     PF_ALL,        /* lock-all (acquire_all.lua) of the lock and a companion lock of
-                      the same slot, in the order sel & 1 says; never queues */
+                      the same slot, in the order sel & 1 says; never queues; lost
+                      (held back) only with its undo behind (withdraw_all.lua) */
     PF_NKINDS
 };
 
 /* How a request was lost (its connection given up after writing it). */
 enum pf_lost {
     PF_SENT = 0,   /* ran, reply read */
-    PF_LOST_UNDO,  /* held back, with its withdrawal right behind (acquire only) */
+    PF_LOST_UNDO,  /* held back, with its withdrawal right behind (acquire, lock-all) */
     PF_LOST        /* held back alone: no withdrawal fitted, or not an acquire */
 };
 
@@ -84,10 +85,10 @@ typedef struct pf_op {
                                      registration of the other mode) */
 #define PF_GATE_STALE_MARK    8u  /* a linger mark run late cuts a newer hold's TTL */
 #define PF_GATE_ALL 15u
-#define PF_GATE_LATE_ACQUIRE 16u  /* no acquire is lost (so none runs late): the
-                                     scripts of fd044c5 let a late acquire act on
-                                     what a later request of its process holds or
-                                     waits for (docs/RELIABILITY.md) */
+#define PF_GATE_LATE_ACQUIRE 16u  /* no acquire or lock-all is lost (so none runs
+                                     late): the scripts of fd044c5 let a late
+                                     acquire act on what a later request of its
+                                     process holds or waits for (docs/RELIABILITY.md) */
 
 typedef struct pf_opts {
     uint64_t seed;
@@ -106,12 +107,15 @@ typedef struct pf_opts {
     int redlock;               /* 1: every process is a redlock:// client of this one
                                   server: no queue, a waiting writer's mark (acquire's
                                   ARGV[10], cancel's and renew's 'm'), no lost requests */
+    int by_slot;               /* 1: the channel prefix of redis-cluster:// (a slot's:
+                                  the scripts' pushes go by SPUBLISH) */
 } pf_opts_t;
 
 /* What went wrong, at which step. */
 typedef struct pf_fail {
     int step;                  /* index into the ops, -1 none */
     int steps_run;             /* how many ops ran (the failing one included) */
+    long pushes;               /* grants pushed and read (lock scripts) */
     char what[64];             /* the invariant's name */
     char msg[512];
 } pf_fail_t;

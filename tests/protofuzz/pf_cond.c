@@ -501,7 +501,7 @@ int pf_cond_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     r->np = o->procs < 2 ? 2 : o->procs > PF_MAX_PROCS ? PF_MAX_PROCS : o->procs;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "pfc:%d:%llu:", (int)getpid(), (unsigned long long)o->seed);
-    if (pf_conn_open(&r->k, o->host, o->port, prefix)) {
+    if (pf_conn_open(&r->k, o->host, o->port, prefix, 0)) {
         snprintf(fail->what, sizeof fail->what, "infrastructure");
         snprintf(fail->msg, sizeof fail->msg, "%s", r->k.err);
         free(r);

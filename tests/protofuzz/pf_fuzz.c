@@ -67,11 +67,15 @@ pf_op_t *pf_generate(const pf_opts_t *o)
             op->lost = lostdraw < 6 ? PF_LOST_UNDO : lostdraw < 12 ? PF_LOST : PF_SENT;
         if (op->kind != PF_ACQ && op->lost == PF_LOST_UNDO)
             op->lost = PF_LOST;   /* only an acquire has a withdrawal */
+        /* a lock-all's undo is written behind it as an acquire's is
+         * (take_all.c); never drawn lost without it */
+        if (op->kind == PF_ALL)
+            op->lost = lostdraw < 6 ? PF_LOST_UNDO : PF_SENT;
         op->sel = (uint8_t)((y >> 12) & 0xff);
         op->ms = (uint16_t)sleeps[(y >> 24) % (sizeof sleeps / sizeof sleeps[0])];
         if ((o->gates & PF_GATE_STALE_RELEASE) && op->kind == PF_RELEASE)
             op->lost = PF_SENT;
-        if ((o->gates & PF_GATE_LATE_ACQUIRE) && op->kind == PF_ACQ)
+        if ((o->gates & PF_GATE_LATE_ACQUIRE) && (op->kind == PF_ACQ || op->kind == PF_ALL))
             op->lost = PF_SENT;
         if ((o->gates & PF_GATE_STALE_MARK) && op->kind == PF_MARK)
             op->lost = PF_SENT;
@@ -109,6 +113,8 @@ void pf_ops_print_compact(FILE *f, const pf_op_t *ops, int n)
             break;
         case PF_ALL:
             fprintf(f, "L%d.%d", op->proc, op->sel & 1);
+            if (op->lost)
+                fprintf(f, ".%d", op->lost);
             break;
         case PF_SLEEP:
             fprintf(f, "Z%d", op->ms);
@@ -161,6 +167,12 @@ int pf_ops_parse(const char *s, pf_op_t **out, int *count)
                 if (*s++ != '.')
                     goto bad;
                 op->sel = (uint8_t)strtoul(s, (char **)&s, 10);
+                if (op->kind == PF_ALL && *s == '.') {      /* lost: "L1.0.1" */
+                    s++;
+                    if (*s < '0' || *s > '2')
+                        goto bad;
+                    op->lost = (uint8_t)(*s++ - '0');
+                }
             }
         }
         if (op->lost > PF_LOST)
@@ -311,7 +323,8 @@ int pf_fuzz(const pf_opts_t *o, int *steps_done, pf_fail_t *fail)
     fprintf(out, "protofuzz: FAILED: seed %llu, %d processes, step %d of %d: %s: %s\n",
             (unsigned long long)o->seed, o->procs, fail->step + 1, o->steps, fail->what, fail->msg);
     fprintf(out, "protofuzz: replay the run with --seed %llu --steps %d --procs %d%s%s\n",
-            (unsigned long long)o->seed, fail->step + 1, o->procs, o->redlock ? " --redlock" : "",
+            (unsigned long long)o->seed, fail->step + 1, o->procs,
+            o->redlock ? " --redlock" : o->by_slot ? " --by-slot" : "",
             o->gates == 0 ? "" : o->gates == PF_GATE_ALL ? " --gated"
             : o->gates == PF_GATE_LATE_ACQUIRE ? " --no-late-acquire" : " --gated --with ...");
     int n = fail->step + 1, replays = 0;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "channel.h"
 #include "keys.h"
 #include "pf_redis.h"
 #include "script.h"
@@ -80,21 +81,56 @@ static redisContext *connect_to(const char *host, int port, char *err, size_t er
     return c;
 }
 
-int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix)
+/* By slot: SSUBSCRIBE to every simulated process's channel (one command,
+ * one answer per channel). */
+static int subscribe_by_slot(pf_conn_t *k)
+{
+    for (int i = 0; i < PF_MAX_PROCS; i++) {
+        char token[16], chan[128];
+        pf_token(i, token, sizeof token);
+        snprintf(chan, sizeof chan, "%s%s", k->chan, token);
+        redisAppendCommand(k->sub, "SSUBSCRIBE %s", chan);
+    }
+    for (int i = 0; i < PF_MAX_PROCS; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(k->sub, (void **)&r) != REDIS_OK || !r || r->type != REDIS_REPLY_ARRAY) {
+            snprintf(k->err, sizeof k->err, "ssubscribe: %s",
+                     r && r->str ? r->str : k->sub->errstr);
+            if (r)
+                freeReplyObject(r);
+            return -1;
+        }
+        freeReplyObject(r);
+    }
+    return 0;
+}
+
+int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix, int by_slot)
 {
     static const char *const suffix[6] = { "", ":r", ":ri", ":q", ":w", ":m" };
     memset(k, 0, sizeof *k);
     snprintf(k->prefix, sizeof k->prefix, "%s", prefix);
-    snprintf(k->chan, sizeof k->chan, "%sn:", prefix);
     for (int i = 0; i < 6; i++) {
         k->keylen[i] = (size_t)snprintf(k->keys[i], sizeof k->keys[i], "%s{L}%s", prefix, suffix[i]);
         k->ckeylen[i] = (size_t)snprintf(k->ckeys[i], sizeof k->ckeys[i], "%s{L}c%s", prefix,
                                          suffix[i]);
     }
+    /* The library's channel prefix: classic, or the slot's, as on
+     * redis-cluster:// (shim/conn/channel.h; a server not in cluster mode
+     * runs SPUBLISH too). */
+    k->by_slot = by_slot;
+    dl_chan_prefix(prefix, by_slot, k->keys[0], k->keylen[0], k->chan, sizeof k->chan);
     if (!(k->c = connect_to(host, port, k->err, sizeof k->err)) ||
         !(k->sub = connect_to(host, port, k->err, sizeof k->err))) {
         pf_conn_close(k);
         return -1;
+    }
+    if (by_slot) {
+        if (subscribe_by_slot(k)) {
+            pf_conn_close(k);
+            return -1;
+        }
+        return 0;
     }
     redisReply *r = redisCommand(k->sub, "PSUBSCRIBE %s*", k->chan);
     if (!r || r->type != REDIS_REPLY_ARRAY) {
@@ -193,7 +229,8 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     pf_token(q->proc, token, sizeof token);
     int infolen = snprintf(info, sizeof info, "protofuzz\t%d\t%d", q->proc, q->proc);
     unsigned long lease = (unsigned long)q->lease;
-    int first = q->script == PF_S_ACQUIRE_ALL ? (q->comp_first ? PF_L_COMP : PF_L_MAIN) : q->lock;
+    int all = q->script == PF_S_ACQUIRE_ALL || q->script == PF_S_WITHDRAW_ALL;
+    int first = all ? (q->comp_first ? PF_L_COMP : PF_L_MAIN) : q->lock;
     const char *keys[6], *ckeys[6];
     for (int i = 0; i < 6; i++) {
         keys[i] = first == PF_L_COMP ? k->ckeys[i] : k->keys[i];
@@ -202,11 +239,15 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
     const size_t *keylen = first == PF_L_COMP ? k->ckeylen : k->keylen;
     const size_t *ckeylen = first == PF_L_COMP ? k->keylen : k->ckeylen;
     dl_caller_t who = { keys, keylen, k->chan, strlen(k->chan), token };
-    /* acquire_all: both locks, the first one's keys declared */
+    /* acquire_all, withdraw_all: both locks, the first one's keys declared */
     dl_all_lock_t both[2] = { { keys, keylen, lease }, { ckeys, ckeylen, lease } };
     char list[400];
     dl_all_item_t items[2];
     dl_call_t c;
+    if (all && dl_acquire_all_list_size(both, 2) > sizeof list) {
+        snprintf(k->err, sizeof k->err, "acquire_all: keys too long");
+        return NULL;
+    }
     switch (q->script) {
     case PF_S_ACQUIRE:     /* take.c take_ask */
         dl_call_acquire(&c, &who, &(dl_acquire_args_t){
@@ -243,14 +284,15 @@ redisReply *pf_call(pf_conn_t *k, const pf_req_t *q)
             .fence = q->fence, .lingering = 1, .ms = (unsigned long)q->wttl, .seq = q->regid });
         break;
     case PF_S_ACQUIRE_ALL: /* take_all.c: the locks and one registration id */
-        if (dl_acquire_all_list_size(both, 2) > sizeof list) {
-            snprintf(k->err, sizeof k->err, "acquire_all: keys too long");
-            return NULL;
-        }
         dl_call_acquire_all(&c, &who, &(dl_acquire_all_args_t){
             .n = 2, .locks = both, .list = list, .listlen = dl_acquire_all_list(both, 2, list),
             .info = info, .infolen = (size_t)infolen, .regid = q->regid, .redlock = q->redlock,
             .out = items });
+        break;
+    case PF_S_WITHDRAW_ALL: /* cmdlink_io.c: the undo written behind a lock-all
+                               (take_all.c), the same list and id */
+        dl_call_withdraw_all(&c, &who, &(dl_withdraw_all_args_t){
+            .list = list, .listlen = dl_acquire_all_list(both, 2, list), .regid = q->regid });
         break;
     default:
         snprintf(k->err, sizeof k->err, "no such script %d", q->script);
@@ -278,9 +320,14 @@ int pf_drain(pf_conn_t *k, pf_msg_t *out, int max)
         redisReply *r = v;
         int pong = r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
                    r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "pong") == 0;
-        if (!pong && r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
-            strcmp(r->element[0]->str, "pmessage") == 0 && n < max) {
-            const redisReply *ch = r->element[2], *m = r->element[3];
+        /* pmessage PATTERN CHANNEL MESSAGE, or (by slot) smessage CHANNEL
+         * MESSAGE */
+        int pm = r->type == REDIS_REPLY_ARRAY && r->elements == 4 &&
+                 strcmp(r->element[0]->str, "pmessage") == 0;
+        int sm = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+                 strcmp(r->element[0]->str, "smessage") == 0;
+        if (!pong && (pm || sm) && n < max) {
+            const redisReply *ch = r->element[pm ? 2 : 1], *m = r->element[pm ? 3 : 2];
             size_t cl = strlen(k->chan);
             out[n].proc = ch->len > cl ? pf_token_proc(ch->str + cl, ch->len - cl) : -1;
             snprintf(out[n].text, sizeof out[n].text, "%.*s", (int)m->len, m->str);

@@ -18,7 +18,7 @@
 #include "pf.h"
 
 enum pf_script { PF_S_ACQUIRE, PF_S_RELEASE, PF_S_RENEW, PF_S_CANCEL, PF_S_WITHDRAW, PF_S_BREAK,
-                 PF_S_MARK, PF_S_ACQUIRE_ALL };
+                 PF_S_MARK, PF_S_ACQUIRE_ALL, PF_S_WITHDRAW_ALL };
 
 /* The locks of a run: the one every op acts on, and a companion in the
  * same slot that only lock-all takes (and the release of a lock-all's
@@ -39,15 +39,17 @@ typedef struct pf_req {
                                   mark, cancel ARGV[5] / renew ARGV[6] = 'm') */
     int mark;                  /* acquire: the writer mark's ttl ms, 0 will not wait */
     int lock;                  /* PF_L_*: the lock it acts on (release) */
-    int comp_first;            /* acquire_all: the companion first in the list (and
-                                  its keys declared), else the lock first */
+    int comp_first;            /* acquire_all, withdraw_all: the companion first in
+                                  the list (and its keys declared), else the lock
+                                  first */
 } pf_req_t;
 
 typedef struct pf_conn {
     redisContext *c;           /* commands */
     redisContext *sub;         /* PSUBSCRIBE <prefix>n:* */
     char prefix[64];
-    char chan[80];             /* ARGV[1]: <prefix>n: */
+    char chan[80];             /* ARGV[1]: <prefix>n:, or by slot <prefix>n:{T}: */
+    int by_slot;               /* pushes by SPUBLISH, heard by SSUBSCRIBE */
     char keys[6][96];
     size_t keylen[6];
     char ckeys[6][96];         /* the companion's: <prefix>{L}c... (the same slot) */
@@ -77,7 +79,9 @@ typedef struct pf_snap {
     struct { int proc; char mode; int64_t deadline; uint64_t regid; int queued; } wt[PF_MAX_PROCS + 4];
 } pf_snap_t;
 
-int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix);
+/* by_slot: the channel prefix of redis-cluster:// (the slot of the lock's
+ * keys), whose pushes go by SPUBLISH; else the classic one. */
+int pf_conn_open(pf_conn_t *k, const char *host, int port, const char *prefix, int by_slot);
 void pf_conn_close(pf_conn_t *k);
 /* The token of simulated process i ("t<i>"). */
 void pf_token(int proc, char *buf, size_t size);

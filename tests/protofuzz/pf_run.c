@@ -465,8 +465,21 @@ static int op_all(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     ri->mode = 'w';
     ri->t_send = t0;
     p->nab = 0;                   /* a new request, as an acquire */
-    pf_linef(r, "p%d lock-all (%s) regid %llu", i,
-             q.comp_first ? "companion, lock" : "lock, companion", (unsigned long long)q.regid);
+    pf_linef(r, "p%d lock-all (%s) regid %llu%s", i,
+             q.comp_first ? "companion, lock" : "lock, companion", (unsigned long long)q.regid,
+             lost_name(op->lost));
+    if (op->lost) {
+        /* take_all.c: its undo behind it (withdraw_all.lua, what this very
+         * request took); the library also has each lock withdrawn from a
+         * new connection (dl_hold_undo_later): the watchdog's undo, here
+         * of the lock. */
+        pf_req_t w = req(r, PF_S_WITHDRAW_ALL, i, 'w');
+        w.comp_first = q.comp_first;
+        w.regid = q.regid;
+        limbo_add(r, i, &q, &w);
+        abandon(r, i, 'w', q.regid);
+        return 0;
+    }
     pf_snap_t pre[2], post[2];
     if (pf_snapshot_of(&r->k, PF_L_MAIN, &pre[0]) || pf_snapshot_of(&r->k, PF_L_COMP, &pre[1]))
         return pf_failf(r, "infrastructure", "%s", r->k.err);
@@ -716,6 +729,32 @@ static void op_deliver(pf_run_t *r, const pf_op_t *op, int i)
     p->hold.lost = m.broken;
 }
 
+/* A held-back acquisition ran with its undo right behind it (the link
+ * writes it there: cmdlink_io.c): whatever write hold that very request
+ * took is gone once the undo ran, on the lock (acquire.lua with
+ * withdraw.lua) and on both locks (acquire_all.lua with withdraw_all.lua):
+ * its process was told it failed, and nobody else may wait out a lease
+ * for it.  A later request's hold (a larger id) is not the undo's. */
+static int undone(pf_run_t *r, int i, const pf_unit_t *u)
+{
+    if (u->n != 2 || u->r[0].mode != 'w' ||
+        !(u->r[1].script == PF_S_WITHDRAW || u->r[1].script == PF_S_WITHDRAW_ALL))
+        return 0;
+    int locks = u->r[0].script == PF_S_ACQUIRE_ALL ? 2 : 1;
+    for (int l = 0; l < locks; l++) {
+        pf_snap_t s;
+        if (pf_snapshot_of(&r->k, l ? PF_L_COMP : PF_L_MAIN, &s))
+            return pf_failf(r, "infrastructure", "%s", r->k.err);
+        if (s.writer == i && s.wrid == u->r[0].regid)
+            return pf_failf(r, "undo-left-hold", "p%d's held-back %s regid %llu ran with its "
+                            "undo right behind, and Redis still has its write hold of %s "
+                            "(fence %llu)", i, locks == 2 ? "lock-all" : "acquire",
+                            (unsigned long long)u->r[0].regid, l ? "the companion" : "the lock",
+                            (unsigned long long)s.wfence);
+    }
+    return 0;
+}
+
 static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
 {
     pf_proc_t *p = &r->p[i];
@@ -725,7 +764,7 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
     p->nlimbo--;
     r->st.stale++;
     static const char *sname[] = { "acquire", "release", "renew", "cancel", "withdraw", "break",
-                                   "mark", "acquire_all" };
+                                   "mark", "acquire_all", "withdraw_all" };
     pf_linef(r, "p%d's held-back", i);
     for (int j = 0; j < u.n; j++) {
         const pf_req_t *q = &u.r[j];
@@ -744,9 +783,18 @@ static int op_stale(pf_run_t *r, const pf_op_t *op, int i)
             return 1;
         char b[96];
         pf_linef(r, " %s", reply_str(x, b, sizeof b));
+        if (u.r[j].script == PF_S_ACQUIRE_ALL && elem(x, 0) == 1 && x->elements == 10) {
+            /* what it took, judged as any grant (fences), though nobody
+             * reads it */
+            size_t mi = u.r[j].comp_first ? 1 : 0;
+            grant_seen(r, i, 'w', (uint64_t)elem(x, 2 + 4 * mi), "reply to a held-back lock-all");
+            uint64_t cf = (uint64_t)elem(x, 2 + 4 * (1 - mi));
+            if (cf > r->cmax)
+                r->cmax = cf;
+        }
         freeReplyObject(x);
     }
-    return 0;
+    return undone(r, i, &u);
 }
 
 /* redlock mode: a waiting process dies: no retry, no cancel; its mark (if
@@ -832,7 +880,8 @@ void pf_op_str(const pf_op_t *op, char *buf, size_t size)
         snprintf(buf, size, "p%d stale #%d", op->proc, op->sel);
         break;
     case PF_ALL:
-        snprintf(buf, size, "p%d lock-all%s", op->proc, op->sel & 1 ? " (companion first)" : "");
+        snprintf(buf, size, "p%d lock-all%s%s", op->proc, op->sel & 1 ? " (companion first)" : "",
+                 lost_name(op->lost));
         break;
     case PF_SLEEP:
         snprintf(buf, size, "sleep %d ms", op->ms);
@@ -894,7 +943,7 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
     fail->step = -1;
     char prefix[64];
     snprintf(prefix, sizeof prefix, "pf:%d.%u:", (int)getpid(), ++runs);
-    if (pf_conn_open(&r->k, o->host, o->port, prefix)) {
+    if (pf_conn_open(&r->k, o->host, o->port, prefix, o->by_slot)) {
         snprintf(fail->what, sizeof fail->what, "infrastructure");
         snprintf(fail->msg, sizeof fail->msg, "%s", r->k.err);
         free(r);
@@ -943,6 +992,7 @@ int pf_exec_ran(const pf_opts_t *o, const pf_op_t *ops, int n, pf_fail_t *fail, 
             break;
     }
     fail->steps_run = r->step + 1;
+    fail->pushes = r->st.pushes;
     if (rc == 0)
         fail->step = -1;
     else if (rc < 0 && fail->step < 0)

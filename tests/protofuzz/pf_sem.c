@@ -21,6 +21,7 @@ typedef struct late {          /* a request held back on a given-up connection *
     char what;                 /* 'w' a wait or try, 'r' a post */
     int wait;
     uint64_t id, fence;
+    uint64_t inc;              /* the incarnation it was sent to */
 } late_t;
 
 typedef struct sproc {
@@ -28,6 +29,8 @@ typedef struct sproc {
     uint64_t reg_last;         /* the last wait that registered, 0 none */
     char pend;                 /* an operation with no reply: 'w' | 'r', to settle */
     uint64_t pend_id;
+    uint64_t pend_inc;         /* the incarnation it was sent to */
+    uint64_t inc;              /* the incarnation it opened (prim/sem.c's inc) */
     late_t late;
     int held;                  /* leased: permits believed held */
     uint64_t fence;
@@ -44,7 +47,9 @@ typedef struct run {
     char kind;
     unsigned long lease;
     sproc_t p[MAXP];
-    long long taken, posted;   /* counting: confirmed */
+    long long taken, posted;   /* counting: confirmed, in the present incarnation */
+    uint64_t cur;              /* the present incarnation (0: none since a loss) */
+    int losses;
     uint64_t rng;
     int step;
     char *why;
@@ -110,29 +115,89 @@ static dl_caller_t who(run_t *r, int i)
     return w;
 }
 
-static void build_wait(run_t *r, int i, int wait, uint64_t id, dl_call_t *c)
+static void build_wait(run_t *r, int i, int wait, uint64_t id, uint64_t inc, dl_call_t *c)
 {
     dl_caller_t w = who(r, i);
     dl_call_sem_wait(c, &w, &(dl_sem_wait_args_t){
-        .op = { r->kind, r->o->value, id }, .wait = wait, .waiter_ttl_ms = WTTL_MS,
+        .op = { r->kind, r->o->value, id, inc }, .wait = wait, .waiter_ttl_ms = WTTL_MS,
         .lease_ms = r->lease, .info = "pf", .infolen = 2 });
 }
 
-static void build_post(run_t *r, int i, uint64_t id, uint64_t fence, dl_call_t *c)
+static void build_post(run_t *r, int i, uint64_t id, uint64_t fence, uint64_t inc, dl_call_t *c)
 {
     dl_caller_t w = who(r, i);
-    dl_call_sem_post(c, &w, &(dl_sem_post_args_t){ .op = { r->kind, r->o->value, id },
+    dl_call_sem_post(c, &w, &(dl_sem_post_args_t){ .op = { r->kind, r->o->value, id, inc },
                                                     .fence = fence });
 }
 
-static int withdraw(run_t *r, int i, char what, uint64_t id, int *result)
+static int withdraw(run_t *r, int i, char what, uint64_t id, uint64_t inc, int *result)
 {
     dl_caller_t w = who(r, i);
     dl_call_t c;
-    dl_call_sem_withdraw(&c, &w, &(dl_withdraw_args_t){ .mode = what, .regid = id });
+    dl_call_sem_withdraw(&c, &w, &(dl_withdraw_args_t){ .mode = what, .regid = id,
+                                                         .incarn = inc });
     if (run_call(r, &c))
         return 1;
     *result = c.reply.withdraw.result;
+    return 0;
+}
+
+static void lapse(sproc_t *p);
+
+/* prim/sem.c's dl_sem_open (an init): the semaphore, made if need be; the
+ * process uses its incarnation from now on, and whatever it had of
+ * another (a permit, a registration, an operation to settle) is gone. */
+static int reopen(run_t *r, int i)
+{
+    sproc_t *p = &r->p[i];
+    dl_caller_t w = who(r, i);
+    dl_call_t c;
+    dl_call_sem_open(&c, &w, &(dl_sem_open_args_t){ r->kind, r->o->value, 'c', ++p->id });
+    if (run_call(r, &c))
+        return 1;
+    dl_sem_open_reply_t *x = &c.reply.sem_open;
+    if ((x->result != 0 && x->result != 1) || !x->inc)
+        return bad(r, "p%d sem_open replied %d (incarnation %llu)", i, x->result,
+                   (unsigned long long)x->inc);
+    if (x->result == 1 && r->cur)
+        return bad(r, "p%d's sem_open made a semaphore beside incarnation %llu", i,
+                   (unsigned long long)r->cur);
+    if (x->result == 0 && x->inc != r->cur)
+        return bad(r, "p%d's sem_open found incarnation %llu, the present one is %llu", i,
+                   (unsigned long long)x->inc, (unsigned long long)r->cur);
+    if (x->result == 1) {
+        r->cur = x->inc;
+        r->taken = r->posted = 0;
+    }
+    if (p->inc != x->inc) {
+        if (p->pend_inc != x->inc)
+            p->pend = 0;
+        p->reg_last = 0;
+        if (p->held)
+            lapse(p);
+    }
+    p->inc = x->inc;
+    return 0;
+}
+
+/* An answer LOST to i's operation sent with incarnation inc: right only
+ * if that is not the present one; i then opens the new one. */
+static int told_lost(run_t *r, int i, uint64_t inc, const char *what)
+{
+    if (inc == r->cur)
+        return bad(r, "p%d's %s was told incarnation %llu is lost; it is the present one", i,
+                   what, (unsigned long long)inc);
+    return reopen(r, i);
+}
+
+/* A reply that did something in incarnation inc, to i's operation sent
+ * with incarnation sent: only the present one, the one sent. */
+static int done_in(run_t *r, int i, uint64_t sent, uint64_t inc, const char *what)
+{
+    if (inc != sent || inc != r->cur)
+        return bad(r, "p%d's %s sent to incarnation %llu was done in %llu (the present one: %llu)",
+                   i, what, (unsigned long long)sent, (unsigned long long)inc,
+                   (unsigned long long)r->cur);
     return 0;
 }
 
@@ -143,8 +208,16 @@ static int settle(run_t *r, int i)
     if (!p->pend)
         return 0;
     int res;
-    if (withdraw(r, i, p->pend, p->pend_id, &res))
+    uint64_t inc = p->pend_inc;
+    if (withdraw(r, i, p->pend, p->pend_id, inc, &res))
         return 1;
+    if (res == DL_SEM_LOST) {
+        p->pend = 0;
+        return told_lost(r, i, inc, "settling");
+    }
+    if (inc != r->cur)
+        return bad(r, "p%d settled an operation of incarnation %llu in %llu (replied %d)", i,
+                   (unsigned long long)inc, (unsigned long long)r->cur, res);
     /* A post settled: made now (1) or it ran already (0); counting, either
      * way once.  (Leased: 0 may also mean the hold had lapsed.) */
     if (p->pend == 'r' && r->kind == 'c' && res >= 0)
@@ -165,14 +238,29 @@ static int deliver(run_t *r, int i)
     l->has = 0;
     dl_call_t c;
     if (l->what == 'w') {
-        build_wait(r, i, l->wait, l->id, &c);
+        build_wait(r, i, l->wait, l->id, l->inc, &c);
         if (run_call(r, &c))
             return 1;
+        if (l->inc != r->cur && c.reply.sem_wait.got != DL_SEM_LOST)
+            return bad(r, "p%d's late wait of incarnation %llu ran in %llu (replied %d)", i,
+                       (unsigned long long)l->inc, (unsigned long long)r->cur,
+                       c.reply.sem_wait.got);
         int res;
-        return withdraw(r, i, 'w', l->id, &res);
+        if (withdraw(r, i, 'w', l->id, l->inc, &res))
+            return 1;
+        if (l->inc != r->cur && res != DL_SEM_LOST)
+            return bad(r, "p%d's withdrawal of incarnation %llu ran in %llu (replied %d)", i,
+                       (unsigned long long)l->inc, (unsigned long long)r->cur, res);
+        return 0;
     }
-    build_post(r, i, l->id, l->fence, &c);
-    return run_call(r, &c);
+    build_post(r, i, l->id, l->fence, l->inc, &c);
+    if (run_call(r, &c))
+        return 1;
+    if (l->inc != r->cur && c.reply.sem_post.result != DL_SEM_LOST)
+        return bad(r, "p%d's late post of incarnation %llu ran in %llu (replied %d)", i,
+                   (unsigned long long)l->inc, (unsigned long long)r->cur,
+                   c.reply.sem_post.result);
+    return 0;
 }
 
 static void lapse(sproc_t *p)
@@ -187,24 +275,30 @@ static void lapse(sproc_t *p)
 static int op_wait(run_t *r, int i, int wait, int lost)
 {
     sproc_t *p = &r->p[i];
-    uint64_t id = ++p->id;
+    uint64_t id = ++p->id, inc = p->inc;
     if (lost == 2) {
-        p->late = (late_t){ 1, 'w', wait, id, 0 };
+        p->late = (late_t){ 1, 'w', wait, id, 0, inc };
         p->pend = 'w';
         p->pend_id = id;
+        p->pend_inc = inc;
         return 0;
     }
     dl_call_t c;
-    build_wait(r, i, wait, id, &c);
+    build_wait(r, i, wait, id, inc, &c);
     int64_t sent = now_ms();
     if (run_call(r, &c))
         return 1;
     if (lost) {
         p->pend = 'w';
         p->pend_id = id;
+        p->pend_inc = inc;
         return 0;
     }
     dl_sem_wait_reply_t *w = &c.reply.sem_wait;
+    if (w->got == DL_SEM_LOST)
+        return told_lost(r, i, inc, "wait");
+    if (w->got >= 0 && done_in(r, i, inc, w->inc, "wait"))
+        return 1;
     if (w->got == 1) {
         p->reg_last = 0;
         if (r->kind == 'c') {
@@ -228,29 +322,37 @@ static int op_post(run_t *r, int i, int lost)
     sproc_t *p = &r->p[i];
     if (r->kind == 'l' && !p->held)
         return 0;                       /* sem.c: EPERM, nothing sent */
-    uint64_t id = ++p->id;
+    uint64_t id = ++p->id, inc = p->inc;
     uint64_t fence = p->fence;
     if (lost) {
         /* sem.c: given back as far as the process goes; made on settling */
         if (lost == 2)
-            p->late = (late_t){ 1, 'r', 0, id, fence };
+            p->late = (late_t){ 1, 'r', 0, id, fence, inc };
         else {
             dl_call_t c;
-            build_post(r, i, id, fence, &c);
+            build_post(r, i, id, fence, inc, &c);
             if (run_call(r, &c))
                 return 1;
         }
         p->pend = 'r';
         p->pend_id = id;
+        p->pend_inc = inc;
         if (r->kind == 'l' && --p->held == 0)
             lapse(p);
         return 0;
     }
     dl_call_t c;
-    build_post(r, i, id, fence, &c);
+    build_post(r, i, id, fence, inc, &c);
     if (run_call(r, &c))
         return 1;
     int res = c.reply.sem_post.result;
+    if (res == DL_SEM_LOST) {
+        if (r->kind == 'l')
+            lapse(p);
+        return told_lost(r, i, inc, "post");
+    }
+    if (res >= 0 && done_in(r, i, inc, c.reply.sem_post.inc, "post"))
+        return 1;
     if (r->kind == 'c') {
         if (res != 1 && res != 2)
             return bad(r, "p%d counting post replied %d", i, res);
@@ -277,11 +379,14 @@ static int op_cancel(run_t *r, int i)
         return 0;
     dl_caller_t w = who(r, i);
     dl_call_t c;
+    uint64_t inc = p->inc;
     dl_call_sem_cancel(&c, &w, &(dl_sem_cancel_args_t){
-        .op = { r->kind, r->o->value, ++p->id }, .upto = p->reg_last });
+        .op = { r->kind, r->o->value, ++p->id, inc }, .upto = p->reg_last });
     if (run_call(r, &c))
         return 1;
     p->reg_last = 0;
+    if (c.reply.sem_cancel.result == DL_SEM_LOST)
+        return told_lost(r, i, inc, "cancel");
     return 0;
 }
 
@@ -310,14 +415,14 @@ static int op_renew(run_t *r, int i)
 
 /* The invariants against one atomic read of the semaphore's keys. */
 static const char snap_lua[] =
-    "local v = redis.call('HMGET', KEYS[1], 'v', 'n', 'used')\n"
+    "local v = redis.call('HMGET', KEYS[1], 'v', 'n', 'used', 'i')\n"
     "local sum, who = 0, {}\n"
     "local h = redis.call('HGETALL', KEYS[6])\n"
     "for i = 1, #h, 2 do local c = cmsgpack.unpack(h[i + 1])[1]; sum = sum + c;"
     " who[#who + 1] = h[i]; who[#who + 1] = c end\n"
     "return {v[1] or '', v[2] or '', v[3] or '', sum, redis.call('ZCARD', KEYS[2]),"
     " redis.call('ZCARD', KEYS[3]), redis.call('HLEN', KEYS[4]), redis.call('ZCARD', KEYS[5]),"
-    " redis.call('HLEN', KEYS[6]), who}\n";
+    " redis.call('HLEN', KEYS[6]), who, v[4] or ''}\n";
 
 static long long elem(const redisReply *x, size_t i)
 {
@@ -335,7 +440,7 @@ static int check(run_t *r)
                                  r->keys[0], r->lens[0], r->keys[1], r->lens[1], r->keys[2],
                                  r->lens[2], r->keys[3], r->lens[3], r->keys[4], r->lens[4],
                                  r->keys[5], r->lens[5]);
-    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 10) {
+    if (!x || x->type != REDIS_REPLY_ARRAY || x->elements != 11) {
         int rc = bad(r, "snapshot failed: %s", x && x->str ? x->str : r->c->errstr);
         if (x)
             freeReplyObject(x);
@@ -347,11 +452,18 @@ static int check(run_t *r)
     if (q != d || q != w)
         rc = bad(r, "the queue's keys disagree: %lld queued, %lld deadlines, %lld registrations",
                  q, d, w);
+    /* Requests sent to a lost incarnation may be unsettled or held back:
+     * they must not count in the present one. */
     int quiet = 1;
     for (int i = 0; i < r->o->procs; i++)
-        if (r->p[i].pend || r->p[i].late.has)
+        if ((r->p[i].pend && r->p[i].pend_inc == r->cur) ||
+            (r->p[i].late.has && r->p[i].late.inc == r->cur))
             quiet = 0;
     int exists = x->element[0]->len > 0 || x->element[1]->len > 0;
+    unsigned long long inc = strtoull(x->element[10]->str ? x->element[10]->str : "", NULL, 10);
+    if (!rc && exists && inc != r->cur)
+        rc = bad(r, "Redis has incarnation %llu, the present one is %llu", inc,
+                 (unsigned long long)r->cur);
     if (!rc && r->kind == 'c' && exists) {
         long long want = (long long)r->o->value + r->posted - r->taken;
         if (v < 0)
@@ -389,10 +501,36 @@ static int check(run_t *r)
     return rc;
 }
 
+/* Redis loses the semaphore (a restart without persistence, a flush): its
+ * keys go.  The processes learn it at their next operation; the permits
+ * they held are gone (their lapse is the library's to find: renewals). */
+static int lose(run_t *r)
+{
+    redisReply *x = redisCommand(r->c, "DEL %b %b %b %b %b %b", r->keys[0], r->lens[0],
+                                 r->keys[1], r->lens[1], r->keys[2], r->lens[2], r->keys[3],
+                                 r->lens[3], r->keys[4], r->lens[4], r->keys[5], r->lens[5]);
+    if (!x || x->type != REDIS_REPLY_INTEGER) {
+        int rc = bad(r, "DEL failed: %s", x && x->str ? x->str : r->c->errstr);
+        if (x)
+            freeReplyObject(x);
+        return rc;
+    }
+    freeReplyObject(x);
+    r->cur = 0;
+    r->taken = r->posted = 0;
+    r->losses++;
+    for (int i = 0; i < r->o->procs; i++)
+        if (r->p[i].held)
+            lapse(&r->p[i]);
+    return 0;
+}
+
 static int step(run_t *r)
 {
     int i = (int)pick(r, (unsigned)r->o->procs);
     sproc_t *p = &r->p[i];
+    if (pick(r, 150) == 0)
+        return lose(r);
     unsigned k = pick(r, 100);
     if (k < 6)
         return deliver(r, i);
@@ -431,7 +569,7 @@ static int finish(run_t *r)
     usleep((useconds_t)(1000 * (r->lease + 20)));  /* lapsed permits come back */
     dl_caller_t w = who(r, 0);
     dl_call_t c;
-    dl_call_sem_value(&c, &w, &(dl_sem_value_args_t){ r->kind, r->o->value });
+    dl_call_sem_value(&c, &w, &(dl_sem_value_args_t){ r->kind, r->o->value, 0 });
     if (run_call(r, &c))
         return 1;
     if (c.reply.sem_value.value != (long long)r->o->value)
@@ -470,12 +608,16 @@ int pf_sem_fuzz(const pf_sem_opts_t *o, int *steps_done, char *why, size_t whyle
     redisSetTimeout(r.c, tv);
     int64_t end = o->max_ms > 0 ? now_ms() + o->max_ms : 0;
     int rc = 0;
+    /* Each process initializes the semaphore first (dist_sem_init). */
+    for (int i = 0; i < o->procs && !rc; i++)
+        rc = reopen(&r, i);
     for (r.step = 0; r.step < o->steps && !rc; r.step++) {
         if (end && now_ms() > end)
             break;
         rc = step(&r) || check(&r);
         if (o->trace)
-            fprintf(o->trace, "step %d taken %lld posted %lld\n", r.step, r.taken, r.posted);
+            fprintf(o->trace, "step %d taken %lld posted %lld incarnation %llu (%d lost)\n",
+                    r.step, r.taken, r.posted, (unsigned long long)r.cur, r.losses);
     }
     *steps_done = r.step;
     if (!rc)

@@ -7,16 +7,26 @@
  * replies lost (the request ran, or was held back and runs late, a wait
  * with its withdrawal right behind it as the command link writes it), the
  * settling of a lost request before the process's next one (as
- * prim/sem.c does), and time passing (short leases).
+ * prim/sem.c does), time passing (short leases), and Redis losing the
+ * semaphore (its keys deleted, as a restart without persistence or a
+ * flush would): each process knows the incarnation it opened and sends
+ * it with every operation, and one told its semaphore is lost opens the
+ * new one (as a program destroys and initializes it again).
  *
  * Invariants, after every step:
  *   - no script fails;
  *   - the queue's three keys agree (every queued process has a deadline
  *     and a registration, and nothing else does);
- *   - counting: the value is never negative, and whenever no request is
- *     unsettled or held back it is exactly the first value + the posts
- *     confirmed - the permits confirmed taken (a post never lost nor
- *     counted twice, a permit never taken twice for one wait);
+ *   - counting: the value is never negative, and whenever no request sent
+ *     to the semaphore's present incarnation is unsettled or held back it
+ *     is exactly the first value + the posts confirmed - the permits
+ *     confirmed taken since that incarnation was made (a post never lost
+ *     nor counted twice, a permit never taken twice for one wait, and
+ *     nothing sent to a lost incarnation, settled or run late, ever
+ *     counted in the new one);
+ *   - an operation sent with an incarnation that Redis lost is answered
+ *     so (never done), and one sent with the present one is never told it
+ *     is lost;
  *   - leased: `used` is the sum of the holders' counts and at most the
  *     permits; the permits the processes believe valid (taken or renewed
  *     at t, valid until t + lease less a margin) are at most the permits,

@@ -23,6 +23,8 @@
  *   w_lockall.c LA2 LA8 (lock-all)
  *   w_sem.c     S1 S1l (a semaphore's permits contended)
  *   w_cond.c    C1 (a condition's signal-to-wake latency)
+ *   w_shard.c   SH (SH3, SH6): pushes in a cluster the bench starts, 3 and
+ *               6 masters: bus publish messages per op, spread handoffs
  *   svg.c       the W3 latency chart
  *
  * Each file has its header of the same name; every file includes this
@@ -48,6 +50,7 @@
 #include "w_preload.h"
 #include "w_lockall.h"
 #include "w_sem.h"
+#include "w_shard.h"
 #include "svg.h"
 
 #endif

@@ -19,10 +19,10 @@ char g_run_id[32];
 int g_rep = 1;
 
 enum { WL_FLOOR, WL_W1, WL_W2, WL_W3, WL_W3B, WL_W4, WL_W4B, WL_W5, WL_W6, WL_W7, WL_W8,
-       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_C1, WL_N };
+       WL_LA2, WL_LA8, WL_S1, WL_S1L, WL_C1, WL_SH, WL_N };
 static const char *const wl_names[WL_N] = { "floor", "W1", "W2", "W3", "W3b", "W4", "W4b",
                                             "W5", "W6", "W7", "W8", "LA2", "LA8", "S1", "S1l",
-                                            "C1" };
+                                            "C1", "SH" };
 
 static void usage(FILE *f)
 {
@@ -59,6 +59,11 @@ static void usage(FILE *f)
 "  S1l    S1 with leased permits (DIST_SEM_LEASED)\n"
 "  C1     a condition's signal-to-wake latency across processes, 500 rounds:\n"
 "         dist_cond_signal in one, dist_cond_wait back (mutex held) in another\n"
+"  SH     pushes in a Redis Cluster the bench starts (3 masters: SH3, then 6:\n"
+"         SH6; no replicas): 4 processes x 300 x {lock; unlock} on one lock,\n"
+"         the cluster-bus publish messages per op (CLUSTER INFO, classic and\n"
+"         sharded); then 12 processes in 6 pairs on locks spread over the\n"
+"         masters, 400 x {lock; unlock} each: ops/s, Redis CPU per op\n"
 "The floor runs whenever W1, W3, W3b or C1 runs; the naive lock runs on W1-W3b.\n"
 "\n"
 "Options:\n"
@@ -378,6 +383,33 @@ static void check_lockall_targets(void)
     }
 }
 
+/* Sharded pushes: no classic publish on the cluster bus; handoffs that do
+ * not slow down with more masters. */
+static void check_shard_targets(void)
+{
+    if (!g_opt.wanted[WL_SH])
+        return;
+    const result_t *r3 = result_find("distlock", "SH3"), *r6 = result_find("distlock", "SH6");
+    for (int i = 0; i < 2; i++) {
+        const result_t *r = i ? r6 : r3;
+        if (!usable(r))
+            continue;
+        double b = xget(r, "bus_publish_per_op");
+        char note[160];
+        snprintf(note, sizeof note, "sharded: %.3f bus messages per op, %.3f SPUBLISH per op",
+                 xget(r, "bus_publishshard_per_op"), xget(r, "spublish_calls_per_op"));
+        target_add(i ? "SH6" : "SH3", "bus_publish_per_op == 0 (classic publish broadcast)", b, 0,
+                   b == 0, note);
+    }
+    if (usable(r3) && usable(r6)) {
+        char note[160];
+        snprintf(note, sizeof note, "Redis CPU per op %.1f us (3 masters), %.1f us (6)",
+                 xget(r3, "pair_redis_cpu_us_per_op"), xget(r6, "pair_redis_cpu_us_per_op"));
+        target_add("SH6", "ops_per_s >= SH3 ops_per_s (pairs spread over the masters)",
+                   r6->ops_per_s, r3->ops_per_s, r6->ops_per_s >= r3->ops_per_s, note);
+    }
+}
+
 /* On a server of the user's (--url): delete the keys of this run (lock
  * hashes, their meta hashes that live 7 days, counters). */
 static void cleanup_keys(void)
@@ -506,8 +538,11 @@ int main(int argc, char **argv)
             run_s1(1);
         if (g_opt.wanted[WL_C1])
             run_c1();
+        if (g_opt.wanted[WL_SH])
+            run_sh();
         check_targets();
         check_lockall_targets();
+        check_shard_targets();
         targets_end_rep();
     }
     g_rep--;

@@ -21,7 +21,7 @@ typedef struct bench_opts {
     const char *redis_server, *redis_benchmark;
     const char *preload;      /* libdistlock_preload.so, or NULL */
     const char *self;         /* our own executable, for W8's child */
-    int wanted[16];           /* workload selection, by index of bench_workloads */
+    int wanted[32];           /* workload selection, by index of bench_workloads */
 } bench_opts_t;
 
 extern bench_opts_t g_opt;

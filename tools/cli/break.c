@@ -1,22 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* break.c - `distlock break`, and a waiter leaving a queue (break.h). */
+/* break.c - `distlock break` on a lock or a semaphore, and a waiter
+ * leaving a queue (break.h). */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "break.h"
+#include "channel.h"
 
 /* What both commands need first: a connection, the lock's keys and the
  * channel prefix (chan, 300 bytes).  0 or -1 (r->err). */
-static int begin(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len, char *chan)
+static int begin(cli_redis_t *r, int kind, cli_keys_t *lk, const char *name, size_t len,
+                 char *chan)
 {
     if (!r->conn) {
         snprintf(r->err, sizeof r->err, "not connected");
         return -1;
     }
-    if (cli_keys_make(r, lk, name, len))
+    if (cli_keys_make(r, kind, lk, name, len))
         return -1;
-    snprintf(chan, 300, "%sn:", r->cfg.prefix);
+    /* On a cluster, the channel of the lock's slot (shim/conn/channel.h). */
+    dl_chan_prefix(r->cfg.prefix, dl_conn_caps(r->conn).slots, lk->k[0], lk->len[0], chan,
+                   300);
     return 0;
 }
 
@@ -24,7 +29,7 @@ int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *remo
 {
     cli_keys_t lk;
     char chan[300], last[512] = "no reply";
-    if (begin(r, &lk, name, len, chan))
+    if (begin(r, DL_KIND_LOCK, &lk, name, len, chan))
         return -1;
     int got = 0, first, end;
     *removed = 0;
@@ -49,11 +54,31 @@ int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *remo
     return cli_redis_tally(r, got, last);
 }
 
+int cli_break_sem(cli_redis_t *r, const char *name, size_t len, const char *token,
+                  dl_sem_break_reply_t *b)
+{
+    cli_keys_t k;
+    char chan[300];
+    if (begin(r, DL_KIND_SEM, &k, name, len, chan))
+        return -1;
+    /* One server (semaphores refuse redlock://), routed by the key. */
+    dl_call_t c;
+    dl_caller_t who = cli_caller(&k, chan, token);
+    dl_call_sem_break(&c, &who);
+    int rc = cli_call(r, -1, &c);
+    if (rc == 0 && c.reply.sem_break.result < 0)
+        rc = cli_redis_fail(r, -1, "unexpected reply to the semaphore's break script");
+    if (rc == 0)
+        *b = c.reply.sem_break;
+    cli_keys_free(&k);
+    return rc;
+}
+
 int cli_withdraw(cli_redis_t *r, const char *name, size_t len, const char *token, char mode)
 {
     cli_keys_t lk;
     char chan[300];
-    if (begin(r, &lk, name, len, chan))
+    if (begin(r, DL_KIND_LOCK, &lk, name, len, chan))
         return -1;
     int failed = 0, first, end;
     /* With redlock nobody queues, but the lock call may have been granted

@@ -5,20 +5,25 @@
  *
  * The tool is split by concern, each file with its header of the same name
  * (options.h, main.h, run.h, ...):
- *   options.c  the command line -> cli_opts_t (usage errors)
+ *   options.c  the command line of every command -> cli_opts_t (usage
+ *              errors); usage.c its --help text
  *   main.c     dispatch, and the environment the library reads on first use
  *   run.c      NAME -- COMMAND: take the lock, run the child, release
  *   waiting.c  while the lock call blocks: signals and the terminal status line
  *   redis.c    the way to Redis: the library's config, conn, keys and scripts
- *   lockstat.c a lock's state, read by lua/status.lua (status, list, waiting;
- *              on redlock://, the servers' views merged by its script entry)
- *   scan.c     the names of the locks under the prefix (list)
- *   break.c    break, and a waiter leaving a queue (the library's scripts)
- *   commands.c the status, list and break subcommands
+ *   lockstat.c a lock's state for the waiting line, read by lua/status.lua
+ *              through objfetch.c (on redlock://, the servers' views merged
+ *              by its script entry)
+ *   scan.c     the keys under the prefix, on every server (SCAN)
+ *   break.c    break (a lock's, a semaphore's), and a waiter leaving a queue
+ *              (the library's scripts)
+ *   commands.c the status, list and break subcommands, on every kind
  *   output.c   messages, quoting, durations, JSON and tables
- * top and metrics (the objects of every kind under the prefix):
- *   viewopts.c their command line
- *   objects.c  the kinds shown, each read by its decoder (objlock.c: locks)
+ * status, list, break, top and metrics (the objects of every kind):
+ *   objects.c  the kinds shown, each with its decoder (objlock.c: locks,
+ *              objsem.c: semaphores, objcond.c: conditions)
+ *   objfetch.c the state of objects, each read by its kind's status script,
+ *              pipelined
  *   objscan.c  the objects under the prefix, found by their keys (scan.c)
  *   snapshot.c one reading of them all, and its orders
  *   top.c      distlock top: the refresh loop, its reader thread, keys
@@ -32,8 +37,6 @@
 #include <stddef.h>
 #include <sysexits.h>
 
-#include "viewopts.h"
-
 /* Exit codes.  The conflict code (default 1) is -E's; the command's own
  * status passes through; the rest follow flock(1) and sysexits(3). */
 #define CLI_EX_USAGE EX_USAGE               /* 64: bad command line */
@@ -46,6 +49,23 @@
 #define CLI_EX_FREE 1                       /* status: the lock is free; break: nothing held */
 
 enum cli_cmd { CLI_RUN, CLI_STATUS, CLI_LIST, CLI_BREAK, CLI_HELP, CLI_VERSION, CLI_TOP, CLI_METRICS };
+
+/* What top and metrics were asked for (cli_opts_t.view). */
+typedef struct cli_view_opts {
+    const char *pattern;      /* glob on names, NULL for all */
+    double interval_s;        /* -d: seconds between refreshes (1) */
+    int has_interval;         /* -d given */
+    unsigned long iterations; /* -n: refreshes before it ends; 0 no end */
+    int batch;                /* -b: plain output, even on a terminal */
+    int sort;                 /* -o: enum cli_sort (snapshot.h) */
+    int reverse;              /* -r: the other way round */
+    unsigned long limit;      /* --limit: objects read at most */
+    unsigned long names;      /* metrics --names: series by name at most */
+    const char *output;       /* metrics --output FILE */
+} cli_view_opts_t;
+
+#define CLI_VIEW_LIMIT 10000UL    /* --limit's default */
+#define CLI_VIEW_NAMES 100UL      /* --names' default */
 
 typedef struct cli_opts {
     int cmd;                  /* enum cli_cmd */
@@ -75,6 +95,8 @@ typedef struct cli_opts {
     int json;                 /* --json */
     int all;                  /* list --all: free locks too */
     int force;                /* break --force */
+    int kind;                 /* --kind: DL_KIND_*, -1 every kind */
+    const char *holder;       /* break --holder HOST:PID (a semaphore's) */
 
     cli_view_opts_t view;     /* top, metrics */
 } cli_opts_t;

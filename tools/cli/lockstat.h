@@ -2,11 +2,13 @@
 /*
  * lockstat.h - a lock's state, read straight from its Redis keys
  * (docs/PROTOCOL.md) by the read-only script lua/status.lua, for
- * `distlock status`, `list`, `break` and the waiting line.  Nothing here
+ * the waiting line (and, as every kind's state, objfetch.c, for status,
+ * list and break).  Nothing here
  * holds a lock.  The state is the library's view of the lock (the status
  * script's entry decodes it, and on redlock:// merges the servers' views
- * by a majority: shim/script/call_status.h); a cli_lockstat_t owns what it
- * points to (free it with cli_lockstat_free).
+ * by a majority: shim/script/call_status.h, view.h), read as every kind's
+ * is (objfetch.c); a cli_lockstat_t owns what it points to (free it with
+ * cli_lockstat_free).
  */
 #ifndef CLI_LOCKSTAT_H
 #define CLI_LOCKSTAT_H
@@ -15,7 +17,7 @@
 
 #include "redis.h"
 
-/* The library's view (call_status.h) under the names the tool prints. */
+/* The library's view (view.h) under the names the tool prints. */
 typedef dl_view_who_t cli_who_t;
 typedef dl_view_holder_t cli_holder_t;
 typedef dl_view_server_t cli_server_t;
@@ -24,9 +26,6 @@ typedef dl_view_t cli_lockstat_t;
 /* The state of one lock.  0, or -1 with r->err (Redis unreachable or
  * failing; redlock: no majority of the servers answered). */
 int cli_lockstat_fetch(cli_redis_t *r, const char *name, size_t len, cli_lockstat_t *st);
-/* The same for names[0..n), pipelined.  0 or -1. */
-int cli_lockstat_fetch_many(cli_redis_t *r, char **names, const size_t *lens, size_t n,
-                            cli_lockstat_t *st);
 void cli_lockstat_free(cli_lockstat_t *st);
 
 #endif

@@ -67,6 +67,7 @@ typedef struct row {
     size_t holders, waiters;
     long long hold_age_ms, longest_wait_ms, lease_left_ms;   /* -1: none */
     long long agree;          /* redlock: servers agreeing; -1 not redlock */
+    long long incarn_age_ms;  /* a semaphore's incarnation's age; -1 none */
 } row_t;
 
 static void row_of(const cli_obj_t *o, row_t *r)
@@ -86,6 +87,7 @@ static void row_of(const cli_obj_t *o, row_t *r)
             r->lease_left_ms = l;
     }
     r->agree = o->st.nservers ? (long long)o->st.agree : -1;
+    r->incarn_age_ms = o->incarn ? o->incarn_age_ms : -1;
 }
 
 /* Adds o into the sum r (name=""). */
@@ -121,7 +123,7 @@ static double secs(long long ms)
     return ms < 0 ? 0.0 : (double)ms / 1000.0;
 }
 
-enum { F_HOLDERS, F_WAITERS, F_WAIT, F_AGE, F_LEASE, F_AGREE, F_COUNT };
+enum { F_HOLDERS, F_WAITERS, F_WAIT, F_AGE, F_LEASE, F_AGREE, F_INCARN, F_COUNT };
 
 static const struct {
     const char *name, *help;
@@ -137,6 +139,9 @@ static const struct {
                   "The least lease left among the object's holds (only while held)." },
     [F_AGREE] = { "distlock_servers_agreeing",
                   "redlock: the servers that show the holders a majority shows." },
+    [F_INCARN] = { "distlock_incarnation_age_seconds",
+                   "A semaphore: how long ago Redis made the one it has (its first use, or "
+                   "after a restart, flush or eviction lost the one before)." },
 };
 
 /* One family's sample for row r, if it has one. */
@@ -152,6 +157,11 @@ static void sample(FILE *f, int fam, const row_t *r)
         if (r->lease_left_ms < 0)
             return;
         v = secs(r->lease_left_ms);
+        break;
+    case F_INCARN:
+        if (r->incarn_age_ms < 0 || !r->name)
+            return;
+        v = secs(r->incarn_age_ms);
         break;
     default:
         if (r->agree < 0 || !r->name)
@@ -198,7 +208,7 @@ void cli_metrics_write(FILE *f, cli_snapshot_t *s, size_t names)
     row_t rest[DL_KINDS];
     size_t nrest[DL_KINDS] = { 0 };
     for (int k = 0; k < DL_KINDS; k++)
-        rest[k] = (row_t){ k, NULL, 0, 0, 0, -1, -1, -1, -1 };
+        rest[k] = (row_t){ k, NULL, 0, 0, 0, -1, -1, -1, -1, -1 };
     for (size_t i = shown; i < s->n; i++) {
         row_add(&rest[s->obj[i].kind], &s->obj[i]);
         nrest[s->obj[i].kind]++;
@@ -226,7 +236,9 @@ void cli_metrics_write(FILE *f, cli_snapshot_t *s, size_t names)
         int any = 0;
         for (size_t i = 0; i < s->n && !any; i++)
             any = fam == F_AGREE ? s->obj[i].st.nservers > 0
-                : fam == F_LEASE ? s->obj[i].st.nholders > 0 : 1;
+                : fam == F_LEASE ? s->obj[i].st.nholders > 0
+                : fam == F_INCARN ? i < shown && s->obj[i].incarn && s->obj[i].incarn_age_ms >= 0
+                : 1;
         if (!any)
             continue;
         family(f, fams[fam].name, fams[fam].help);
@@ -287,7 +299,7 @@ int cli_metrics(const cli_opts_t *o)
         snprintf(err, sizeof err, "%s", r.err);
     } else if (cli_snapshot_take(&r, o->view.pattern, o->view.limit, &s)) {
         snprintf(err, sizeof err, "%s", r.err);
-        rc = CLI_EX_UNAVAILABLE;
+        rc = cli_redis_exit_code(&r);
     } else {
         up = 1;
     }

@@ -5,10 +5,10 @@
 
 #include "objects.h"
 
-/* One line per kind that has a decoder.  The condition's goes here once
- * it has a status script to read it with. */
+/* One line per kind that has a decoder. */
 static const cli_kind_view_t *const views[DL_KINDS] = {
     [DL_KIND_LOCK] = &cli_lock_view,
+    [DL_KIND_COND] = &cli_cond_view,
     [DL_KIND_SEM] = &cli_sem_view,
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* objlock.c - the lock's decoder for top and metrics (objects.h): the
- * status script's view (lockstat.c; with redlock, a majority's, merged by
- * redlock.c), as `distlock status` and `list` show it. */
+/* objlock.c - the lock's decoder (objects.h): the status script's view
+ * (lua/status.lua; with redlock, a majority's, merged by its entry,
+ * shim/script/call_status.c), as `distlock status` and `list` show it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,22 +20,16 @@ static void lock_state(const cli_lockstat_t *st, char *buf, size_t size)
     }
 }
 
-static int fetch_locks(cli_redis_t *r, char **names, const size_t *lens, size_t n, cli_obj_t *out)
+static int take_lock(dl_call_t *c, cli_obj_t *o)
 {
-    cli_lockstat_t *st = calloc(n ? n : 1, sizeof *st);
-    if (!st)
-        return cli_redis_oom(r);
-    memset(out, 0, n * sizeof *out);
-    if (n && cli_lockstat_fetch_many(r, names, lens, n, st)) {
-        free(st);
+    dl_view_t *v = c->reply.status.view;
+    if (!v)
         return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        out[i].kind = DL_KIND_LOCK;
-        out[i].st = st[i];
-        lock_state(&st[i], out[i].state, sizeof out[i].state);
-    }
-    free(st);
+    o->kind = DL_KIND_LOCK;
+    o->st = *v;                       /* the view's parts are the object's now */
+    free(v);
+    c->reply.status.view = NULL;
+    lock_state(&o->st, o->state, sizeof o->state);
     return 0;
 }
 
@@ -44,6 +38,8 @@ static int fetch_locks(cli_redis_t *r, char **names, const size_t *lens, size_t 
 const cli_kind_view_t cli_lock_view = {
     .kind = DL_KIND_LOCK,
     .label = "lock",
+    .noun = "lock",
     .live_keys = (1u << (DL_KEYS_N - 1)) - 1,
-    .fetch = fetch_locks,
+    .call = dl_call_status,
+    .take = take_lock,
 };

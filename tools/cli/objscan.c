@@ -19,6 +19,7 @@ typedef struct walk {
     size_t plen;
     const char *pattern;
     size_t limit;
+    int all_keys;             /* any key of the kind, not only its live ones */
     cli_objlist_t *l;
     size_t cap;               /* of l->v */
     size_t *slot;             /* the hash set: index + 1 into l->v, 0 empty */
@@ -92,7 +93,7 @@ static int on_key(const char *key, size_t klen, void *arg)
     if (dl_key_parse(w->prefix, w->plen, key, klen, &kind, &nm, &nlen, &which))
         return 0;
     const cli_kind_view_t *kv = cli_kind_view(kind);
-    if (!kv || which >= 32 || !(kv->live_keys & (1u << which)))
+    if (!kv || which >= 32 || !(w->all_keys || (kv->live_keys & (1u << which))))
         return 0;
     if (grow(w))
         return cli_redis_oom(w->r);
@@ -136,10 +137,11 @@ void cli_objlist_free(cli_objlist_t *l)
     memset(l, 0, sizeof *l);
 }
 
-int cli_objscan(cli_redis_t *r, const char *pattern, size_t limit, cli_objlist_t *l)
+int cli_objscan(cli_redis_t *r, const char *pattern, size_t limit, int all_keys, cli_objlist_t *l)
 {
     memset(l, 0, sizeof *l);
-    walk_t w = { r, r->cfg.prefix, strlen(r->cfg.prefix), pattern, limit ? limit : 1, l, 0, NULL, 0 };
+    walk_t w = { r, r->cfg.prefix, strlen(r->cfg.prefix), pattern, limit ? limit : 1, all_keys, l,
+                 0, NULL, 0 };
     int rc = cli_scan_keys(r, on_key, &w);
     free(w.slot);
     if (rc) {

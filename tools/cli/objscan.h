@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * objscan.h - the objects under the prefix that top and metrics read: of
+ * objscan.h - the objects under the prefix that list, top and metrics read: of
  * every kind that has a decoder (objects.h), found by their keys (scan.c
  * walks them on every server), each once, at most `limit` of them.
  */
@@ -25,11 +25,12 @@ typedef struct cli_objlist {
                                  first */
 } cli_objlist_t;
 
-/* The objects with a key of their kind's live_keys under the prefix, whose
- * names match the glob pattern (NULL: all), at most limit (> 0): a huge key
- * space is not read whole, and l->truncated says so.  0, or -1 with r->err
- * (l empty). */
-int cli_objscan(cli_redis_t *r, const char *pattern, size_t limit, cli_objlist_t *l);
+/* The objects with a key of their kind's live_keys (all_keys: any key of
+ * their kind) under the prefix, whose names match the glob pattern (NULL:
+ * all), at most limit (> 0): a huge key space is not read whole, and
+ * l->truncated says so.  0, or -1 with r->err (l empty). */
+int cli_objscan(cli_redis_t *r, const char *pattern, size_t limit, int all_keys,
+                cli_objlist_t *l);
 void cli_objlist_free(cli_objlist_t *l);
 
 #endif

@@ -1,135 +1,117 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* options.c - the command line -> cli_opts_t.
+/* options.c - the command line of every command -> cli_opts_t.
  *
  *   distlock [options] NAME -- COMMAND [ARG...]
  *   distlock -N COUNT [options] NAME -- COMMAND [ARG...]   (a semaphore's permit)
  *   distlock [options] NAME -c 'shell command'
  *   distlock [options] NAME COMMAND [ARG...]        (as flock(1) allows)
- *   distlock status NAME [--json]
- *   distlock list [PATTERN] [--json] [--all]
- *   distlock break NAME --force
- *   distlock top [PATTERN] [...], distlock metrics [PATTERN] [...]  (viewopts.c)
+ *   distlock status NAME [--kind KIND] [--json]
+ *   distlock list [PATTERN] [--kind KIND] [--json] [--all]
+ *   distlock break NAME --force [--kind KIND] [--holder HOST:PID]
+ *   distlock top [PATTERN] [-d SECONDS] [-n COUNT] [-b] [-o KEY] [-r] [--limit N]
+ *   distlock metrics [PATTERN] [--names N] [--limit N] [--output FILE]
  *
- * getopt is not used: options may come before or after NAME (until the
- * command starts), and the first word decides between running a command
- * and a subcommand.  A word is a subcommand only when no run option came
- * before it, so `distlock -x status -- cmd` runs cmd under a lock named
- * "status".
+ * One table of options says which commands each applies to; one loop reads
+ * the words.  getopt is not used: options may come before or after NAME
+ * (until the command starts), and the first word decides between running
+ * a command and a subcommand.  A word is a subcommand only when no run
+ * option came before it, so `distlock -x status -- cmd` runs cmd under a
+ * lock named "status"; a word one letter away from a subcommand is taken
+ * for a typo of it unless `--` follows.  The letters of top follow
+ * top(1): -d delay, -n iterations, -b batch, -o sort field (top's -n is
+ * not run's).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cli.h"
 #include "config.h"           /* dl_parse_ulong: whole numbers as DISTLOCK_* are read */
-#include "options.h"
 #include "distlock.h"
+#include "keys.h"
+#include "options.h"
 #include "output.h"
+#include "snapshot.h"         /* the sort keys of top -o */
 
-/* Where an option may be used. */
-enum { FOR_RUN = 1, FOR_SUB = 2, FOR_ALL = 3 };
+/* The commands an option applies to: a bit per enum cli_cmd. */
+#define W(cmd) (1u << (cmd))
+#define W_RUN W(CLI_RUN)
+#define W_INSPECT (W(CLI_STATUS) | W(CLI_LIST) | W(CLI_BREAK))
+#define W_VIEW (W(CLI_TOP) | W(CLI_METRICS))
+#define W_ANY (W_RUN | W_INSPECT | W_VIEW)
 
 typedef struct optdef {
     char short_name;          /* 0: long only */
     const char *long_name;    /* NULL: short only */
     int takes_arg;
-    int where;
+    unsigned where;           /* W(...) of the commands it applies to */
     int id;
 } optdef_t;
 
 enum {
     O_SHARED, O_EXCLUSIVE, O_NONBLOCK, O_WAIT, O_CONFLICT, O_COMMAND, O_FAIR, O_LEASE,
-    O_KILL, O_PERMITS, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE
+    O_KILL, O_PERMITS, O_URL, O_VERBOSE, O_HELP, O_VERSION, O_JSON, O_ALL, O_FORCE, O_KIND,
+    O_HOLDER, O_DELAY, O_ITER, O_BATCH, O_SORT, O_REV, O_LIMIT, O_NAMES, O_OUTPUT
 };
 
 /* flock(1)'s names are accepted too: -e, --nb, --timeout, --conflict-exit-code. */
 static const optdef_t optdefs[] = {
-    { 's', "shared", 0, FOR_RUN, O_SHARED },
-    { 'x', "exclusive", 0, FOR_RUN, O_EXCLUSIVE },
-    { 'e', NULL, 0, FOR_RUN, O_EXCLUSIVE },
-    { 'n', "nonblock", 0, FOR_RUN, O_NONBLOCK },
-    { 0, "nb", 0, FOR_RUN, O_NONBLOCK },
-    { 'w', "wait", 1, FOR_RUN, O_WAIT },
-    { 0, "timeout", 1, FOR_RUN, O_WAIT },
-    { 'E', "conflict-exit-code", 1, FOR_RUN, O_CONFLICT },
-    { 'c', "command", 1, FOR_RUN, O_COMMAND },
-    { 0, "fair", 0, FOR_RUN, O_FAIR },
-    { 0, "lease", 1, FOR_RUN, O_LEASE },
-    { 0, "kill-on-loss", 0, FOR_RUN, O_KILL },
-    { 'N', "permits", 1, FOR_RUN, O_PERMITS },
-    { 0, "url", 1, FOR_ALL, O_URL },
-    { 'v', "verbose", 0, FOR_ALL, O_VERBOSE },
-    { 'h', "help", 0, FOR_ALL, O_HELP },
-    { 'V', "version", 0, FOR_ALL, O_VERSION },
-    { 0, "json", 0, FOR_SUB, O_JSON },
-    { 0, "all", 0, FOR_SUB, O_ALL },
-    { 0, "force", 0, FOR_SUB, O_FORCE },
+    { 's', "shared", 0, W_RUN, O_SHARED },
+    { 'x', "exclusive", 0, W_RUN, O_EXCLUSIVE },
+    { 'e', NULL, 0, W_RUN, O_EXCLUSIVE },
+    { 'n', "nonblock", 0, W_RUN, O_NONBLOCK },
+    { 0, "nb", 0, W_RUN, O_NONBLOCK },
+    { 'w', "wait", 1, W_RUN, O_WAIT },
+    { 0, "timeout", 1, W_RUN, O_WAIT },
+    { 'E', "conflict-exit-code", 1, W_RUN, O_CONFLICT },
+    { 'c', "command", 1, W_RUN, O_COMMAND },
+    { 0, "fair", 0, W_RUN, O_FAIR },
+    { 0, "lease", 1, W_RUN, O_LEASE },
+    { 0, "kill-on-loss", 0, W_RUN, O_KILL },
+    { 'N', "permits", 1, W_RUN, O_PERMITS },
+    { 0, "url", 1, W_ANY, O_URL },
+    { 'v', "verbose", 0, W_ANY, O_VERBOSE },
+    { 'h', "help", 0, W_ANY, O_HELP },
+    { 'V', "version", 0, W_ANY, O_VERSION },
+    { 0, "json", 0, W(CLI_STATUS) | W(CLI_LIST), O_JSON },
+    { 0, "all", 0, W(CLI_LIST), O_ALL },
+    { 0, "force", 0, W(CLI_BREAK), O_FORCE },
+    { 0, "kind", 1, W_INSPECT, O_KIND },
+    { 0, "holder", 1, W(CLI_BREAK), O_HOLDER },
+    { 'd', "delay", 1, W(CLI_TOP), O_DELAY },
+    { 0, "interval", 1, W(CLI_TOP), O_DELAY },
+    { 'n', "iterations", 1, W(CLI_TOP), O_ITER },
+    { 'b', "batch", 0, W(CLI_TOP), O_BATCH },
+    { 'o', "sort", 1, W(CLI_TOP), O_SORT },
+    { 'r', "reverse", 0, W(CLI_TOP), O_REV },
+    { 0, "limit", 1, W_VIEW, O_LIMIT },
+    { 0, "names", 1, W(CLI_METRICS), O_NAMES },
+    { 0, "output", 1, W(CLI_METRICS), O_OUTPUT },
 };
 #define NOPTS (sizeof optdefs / sizeof optdefs[0])
+
+/* The subcommands, by the word that names them. */
+static const struct {
+    const char *word;
+    int cmd;
+} subs[] = {
+    { "status", CLI_STATUS }, { "list", CLI_LIST }, { "break", CLI_BREAK },
+    { "top", CLI_TOP }, { "metrics", CLI_METRICS },
+};
+#define NSUBS (sizeof subs / sizeof subs[0])
 
 /* Same range as DISTLOCK_LEASE_MS, which --lease sets. */
 #define LEASE_MIN 30UL
 #define LEASE_MAX 86400000UL
-#define WAIT_MAX 1e9
-
-void cli_usage(void)
-{
-    fputs("usage: distlock [options] NAME -- COMMAND [ARG...]\n"
-          "       distlock [options] NAME -c 'SHELL COMMAND'\n"
-          "       distlock -N COUNT [options] NAME -- COMMAND [ARG...]\n"
-          "       distlock status NAME [--json]\n"
-          "       distlock list [PATTERN] [--json] [--all]\n"
-          "       distlock break NAME --force\n"
-          "       distlock top [PATTERN] [-d SECONDS] [-n COUNT] [-b] [-o KEY] [-r]\n"
-          "       distlock metrics [PATTERN] [--names N] [--output FILE]\n"
-          "\n"
-          "Runs COMMAND while holding the distributed lock NAME (kept in Redis),\n"
-          "renewing it until COMMAND ends, and exits with COMMAND's status.\n"
-          "\n"
-          "  -x, --exclusive       exclusive lock (default)\n"
-          "  -s, --shared          shared lock: any number of -s holders at once\n"
-          "  -n, --nonblock        fail at once if the lock is held (exit 1, or -E's code)\n"
-          "  -w, --wait SECONDS    wait at most SECONDS (fractions allowed; 0 is -n)\n"
-          "  -E, --conflict-exit-code N\n"
-          "                        exit code on conflict or time-out (default 1)\n"
-          "  -c, --command CMD     run CMD with /bin/sh -c\n"
-          "      --fair            strict arrival order across processes (exclusive only)\n"
-          "      --lease MS        if distlock dies, the lock frees within MS (default\n"
-          "                        30000; renewed every MS/3 while COMMAND runs)\n"
-          "      --kill-on-loss    send COMMAND SIGTERM if the hold is lost while it runs\n"
-          "  -N, --permits COUNT   hold one of COUNT leased permits of the semaphore NAME\n"
-          "                        (at most COUNT commands at once; -n, -w, -E, --lease,\n"
-          "                        --kill-on-loss apply; -s and --fair do not)\n"
-          "      --url URL         Redis (default $DISTLOCK_URL or redis://127.0.0.1:6379)\n"
-          "  -v, --verbose         say what happens\n"
-          "  -h, --help            this text\n"
-          "  -V, --version         the version\n"
-          "\n"
-          "  status NAME           mode, holders, waiters, lease left, fence;\n"
-          "                        exit 0 if held, 1 if free\n"
-          "  list [PATTERN]        held (or waited on) locks whose names match PATTERN;\n"
-          "                        --all: also free locks used in the last 7 days\n"
-          "  break NAME --force    delete a stuck lock's holds and wake its waiters\n"
-          "  --json                machine-readable output for status and list\n"
-          "  top [PATTERN]         the held and waited-on locks, live like top(1), with\n"
-          "                        holders, waiters and how long; keys w a t n sort (by\n"
-          "                        waiters, hold age, wait, name), r reverses, q quits;\n"
-          "                        -d SECONDS between refreshes (1), -n COUNT refreshes,\n"
-          "                        -o KEY sort by waiters, age, wait or name, -r reversed,\n"
-          "                        -b plain text (as when not on a terminal: one snapshot)\n"
-          "  metrics [PATTERN]     the same in the Prometheus text format; --names N:\n"
-          "                        series for the N busiest names (100), the rest summed\n"
-          "                        under name=\"\"; --output FILE: written atomically\n"
-          "  --limit N             top, metrics: read at most N objects (10000)\n"
-          "\n"
-          "Exit codes: COMMAND's status (128+N if killed by signal N); 1 (or -E's)\n"
-          "conflict or time-out; 64 usage; 69 Redis unreachable; 73 metrics --output\n"
-          "not written; 78 bad DISTLOCK_* variable; 126 COMMAND not executable; 127\n"
-          "COMMAND not found.  See distlock(1).\n",
-          stdout);
-}
+#define WAIT_MAX 1e9              /* -w: about 31 years */
+#define DELAY_MIN 0.1             /* top -d: below it, top would mostly read Redis */
+#define DELAY_MAX 86400.0
+#define COUNT_MAX 1000000000UL    /* top -n, --limit, --names */
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
@@ -141,55 +123,93 @@ static int usage_error(const char *fmt, ...)
     return CLI_EX_USAGE;
 }
 
-/* Seconds for -w: digits with an optional fraction, nothing else (no
- * signs, exponents, hex, inf or nan, which strtod would take). */
-static int parse_seconds(const char *s, double *out)
+static const char *cmd_word(int cmd)
+{
+    for (size_t i = 0; i < NSUBS; i++)
+        if (subs[i].cmd == cmd)
+            return subs[i].word;
+    return "run";
+}
+
+/* ---------------------------------------------------------------- numbers */
+
+/* Seconds (-w, top -d): a decimal number, digits with an optional
+ * fraction and exponent ("5", "0.5", "1e3"), as flock(1) reads them but
+ * without signs, hex, inf or nan, which strtod would also take.  0,
+ * EINVAL (not such a number) or ERANGE (outside [min, max]). */
+static int parse_seconds(const char *s, double min, double max, double *out)
 {
     const char *p = s;
     int digits = 0;
-    while (*p >= '0' && *p <= '9') {
-        p++;
+    for (; *p >= '0' && *p <= '9'; p++)
         digits++;
-    }
-    if (*p == '.') {
-        p++;
-        while (*p >= '0' && *p <= '9') {
-            p++;
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
             digits++;
-        }
+    if (!digits)
+        return EINVAL;
+    if (*p == 'e' || *p == 'E') {
+        p++;
+        if (*p == '+' || *p == '-')
+            p++;
+        if (!(*p >= '0' && *p <= '9'))
+            return EINVAL;
+        while (*p >= '0' && *p <= '9')
+            p++;
     }
-    if (!digits || *p)
+    if (*p)
         return EINVAL;
-    errno = 0;
-    double v = strtod(s, NULL);
-    if (errno || v > WAIT_MAX)
-        return EINVAL;
+    double v = strtod(s, NULL);           /* HUGE_VAL past DBL_MAX: out of range */
+    if (!isfinite(v) || v < min || v > max)
+        return ERANGE;
     *out = v;
     return 0;
 }
 
-static int is_subcommand(const char *w)
+/* A count of 1 to COUNT_MAX: 0, or the usage error. */
+static int parse_count(const char *shown, const char *arg, const char *what, unsigned long *out)
 {
-    return strcmp(w, "status") == 0 || strcmp(w, "list") == 0 || strcmp(w, "break") == 0;
+    if (dl_parse_ulong(arg, 1, COUNT_MAX, out))
+        return usage_error("%s: '%s' is not a number of %s (1 to %lu)", shown, arg, what, COUNT_MAX);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- options */
+
+static int parse_kind(const char *shown, const char *arg, int *kind)
+{
+    if (strcmp(arg, "lock") == 0)
+        *kind = DL_KIND_LOCK;
+    else if (strcmp(arg, "sem") == 0 || strcmp(arg, "semaphore") == 0)
+        *kind = DL_KIND_SEM;
+    else if (strcmp(arg, "cond") == 0 || strcmp(arg, "condition") == 0)
+        *kind = DL_KIND_COND;
+    else
+        return usage_error("%s: '%s' is not a kind (lock, sem or cond)", shown, arg);
+    return 0;
 }
 
 /* Applies option d (with its argument, if any).  0 or CLI_EX_USAGE. */
 static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char *arg)
 {
-    unsigned long v;
+    cli_view_opts_t *v = &o->view;
+    unsigned long n;
+    int rc;
     switch (d->id) {
     case O_SHARED: o->mode = 'r'; break;
     case O_EXCLUSIVE: o->mode = 'w'; break;
     case O_NONBLOCK: o->nonblock = 1; break;
     case O_WAIT:
-        if (parse_seconds(arg, &o->wait_s))
+        if ((rc = parse_seconds(arg, 0, WAIT_MAX, &o->wait_s)) == ERANGE)
+            return usage_error("%s: '%s' is out of range: at most %.0f seconds", shown, arg, WAIT_MAX);
+        if (rc)
             return usage_error("%s: '%s' is not a number of seconds (like 5 or 0.5)", shown, arg);
         o->has_wait = 1;
         break;
     case O_CONFLICT:
-        if (dl_parse_ulong(arg, 0, 255, &v))
+        if (dl_parse_ulong(arg, 0, 255, &n))
             return usage_error("%s: '%s' is not an exit code (0 to 255)", shown, arg);
-        o->conflict_code = (int)v;
+        o->conflict_code = (int)n;
         break;
     case O_COMMAND:
         if (o->shell_cmd)
@@ -213,87 +233,226 @@ static int apply(cli_opts_t *o, const optdef_t *d, const char *shown, const char
     case O_JSON: o->json = 1; break;
     case O_ALL: o->all = 1; break;
     case O_FORCE: o->force = 1; break;
+    case O_KIND: return parse_kind(shown, arg, &o->kind);
+    case O_HOLDER:
+        if (!*arg)
+            return usage_error("%s: the holder is empty (HOST:PID, as status shows it)", shown);
+        o->holder = arg;
+        break;
+    case O_DELAY:
+        if ((rc = parse_seconds(arg, DELAY_MIN, DELAY_MAX, &v->interval_s)) == ERANGE)
+            return usage_error("%s: '%s' is out of range: 0.1 to 86400 seconds", shown, arg);
+        if (rc)
+            return usage_error("%s: '%s' is not an interval in seconds (like 2 or 0.5)", shown, arg);
+        v->has_interval = 1;
+        break;
+    case O_ITER: return parse_count(shown, arg, "refreshes", &v->iterations);
+    case O_BATCH: v->batch = 1; break;
+    case O_SORT:
+        if ((v->sort = cli_sort_of(arg)) < 0)
+            return usage_error("%s: '%s' is not a sort key (waiters, age, wait or name)", shown, arg);
+        break;
+    case O_REV: v->reverse = 1; break;
+    case O_LIMIT: return parse_count(shown, arg, "objects", &v->limit);
+    case O_NAMES: return parse_count(shown, arg, "names", &v->names);
+    case O_OUTPUT:
+        if (!*arg)
+            return usage_error("%s: the file name is empty", shown);
+        v->output = arg;
+        break;
     }
     return 0;
 }
 
-static const char *cmd_word(int cmd)
+/* "'status' and 'list'": the commands of a `where`, for messages. */
+static const char *where_words(unsigned where, char *buf, size_t size)
 {
-    return cmd == CLI_STATUS ? "status" : cmd == CLI_LIST ? "list" : "break";
+    size_t o = 0, k = 0, n = 0;
+    for (size_t i = 0; i < NSUBS; i++)
+        n += (where & W(subs[i].cmd)) != 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < NSUBS && o < size; i++) {
+        if (!(where & W(subs[i].cmd)))
+            continue;
+        k++;
+        o += (size_t)snprintf(buf + o, size - o, "%s'%s'", k == 1 ? "" : k == n ? " and " : ", ",
+                              subs[i].word);
+    }
+    return buf;
 }
 
-/* Parses the option at argv[*i] (which starts with '-').  *sub is the
- * subcommand, or CLI_RUN; *run_opt is set when a run-only option was seen.
- * Advances *i past the option and its argument. */
-static int parse_option(int argc, char **argv, int *i, cli_opts_t *o, int sub, int *run_opt)
+/* Option d, written `shown`, given to command cmd (CLI_RUN before the
+ * first word too): 0 if it applies, else the usage error. */
+static int check_where(const optdef_t *d, const char *shown, int cmd)
+{
+    char w[120];
+    if (d->where & W(cmd))
+        return 0;
+    if (cmd == CLI_RUN)
+        return usage_error("%s applies to %s only", shown, where_words(d->where, w, sizeof w));
+    return usage_error("%s does not apply to '%s'", shown, cmd_word(cmd));
+}
+
+/* The option named `name` (n bytes: long) or `c` (short) for command cmd:
+ * its entry for that command if it has one, else any (check_where then
+ * says it does not apply), else NULL. */
+static const optdef_t *find_option(const char *name, size_t n, char c, int cmd)
+{
+    const optdef_t *any = NULL;
+    for (size_t k = 0; k < NOPTS; k++) {
+        const optdef_t *d = &optdefs[k];
+        int match = name ? d->long_name && strlen(d->long_name) == n && strncmp(d->long_name, name, n) == 0
+                         : d->short_name == c;
+        if (!match)
+            continue;
+        if (d->where & W(cmd))
+            return d;
+        any = d;
+    }
+    return any;
+}
+
+/* Parses the option at argv[*i] (which starts with '-') for command cmd
+ * (CLI_RUN until a subcommand's word came); *run_opt is set when a
+ * run-only option was seen.  Advances *i past the option and its
+ * argument. */
+static int parse_option(int argc, char **argv, int *i, cli_opts_t *o, int cmd, int *run_opt)
 {
     const char *a = argv[*i];
     char shown[64];
     if (a[1] == '-') {                               /* --long[=value] */
         const char *name = a + 2, *eq = strchr(name, '=');
         size_t n = eq ? (size_t)(eq - name) : strlen(name);
-        const optdef_t *d = NULL;
-        for (size_t k = 0; k < NOPTS; k++)
-            if (optdefs[k].long_name && strlen(optdefs[k].long_name) == n &&
-                strncmp(optdefs[k].long_name, name, n) == 0)
-                d = &optdefs[k];
+        const optdef_t *d = find_option(name, n, 0, cmd);
         snprintf(shown, sizeof shown, "--%.*s", (int)(n < 40 ? n : 40), name);
         if (!d)
             return usage_error("unknown option '%s' (see distlock --help)", shown);
-        if (sub != CLI_RUN && !(d->where & FOR_SUB))
-            return usage_error("%s does not apply to '%s'", shown, cmd_word(sub));
-        if (sub == CLI_RUN && !(d->where & FOR_RUN))
-            return usage_error("%s applies only to the status, list and break subcommands",
-                               shown);
+        int rc = check_where(d, shown, cmd);
+        if (rc)
+            return rc;
         const char *arg = NULL;
         if (d->takes_arg) {
-            if (eq) {
+            if (eq)
                 arg = eq + 1;
-            } else if (*i + 1 < argc) {
+            else if (*i + 1 < argc)
                 arg = argv[++*i];
-            } else {
+            else
                 return usage_error("%s needs a value", shown);
-            }
         } else if (eq) {
             return usage_error("%s takes no value", shown);
         }
-        if (d->where == FOR_RUN)
+        if (d->where == W_RUN)
             *run_opt = 1;
         (*i)++;
         return apply(o, d, shown, arg);
     }
     for (const char *p = a + 1; *p; p++) {           /* -abc, -w5, -w 5 */
-        const optdef_t *d = NULL;
-        for (size_t k = 0; k < NOPTS; k++)
-            if (optdefs[k].short_name == *p)
-                d = &optdefs[k];
-        snprintf(shown, sizeof shown, "-%c", *p);
-        if (!d) {
-            if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
-                snprintf(shown, sizeof shown, "-\\x%02x", (unsigned char)*p);
+        const optdef_t *d = find_option(NULL, 0, *p, cmd);
+        if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
+            snprintf(shown, sizeof shown, "-\\x%02x", (unsigned char)*p);
+        else
+            snprintf(shown, sizeof shown, "-%c", *p);
+        if (!d)
             return usage_error("unknown option '%s' (see distlock --help)", shown);
-        }
-        if (sub != CLI_RUN && !(d->where & FOR_SUB))
-            return usage_error("%s does not apply to '%s'", shown, cmd_word(sub));
-        if (d->where == FOR_RUN)
+        int rc = check_where(d, shown, cmd);
+        if (rc)
+            return rc;
+        if (d->where == W_RUN)
             *run_opt = 1;
         if (d->takes_arg) {
             const char *arg;
-            if (p[1]) {
+            if (p[1])
                 arg = p + 1;
-            } else if (*i + 1 < argc) {
+            else if (*i + 1 < argc)
                 arg = argv[++*i];
-            } else {
+            else
                 return usage_error("%s needs a value", shown);
-            }
             (*i)++;
             return apply(o, d, shown, arg);
         }
-        int rc = apply(o, d, shown, NULL);
-        if (rc)
+        if ((rc = apply(o, d, shown, NULL)))
             return rc;
     }
     (*i)++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- words */
+
+static int sub_of(const char *w)
+{
+    for (size_t i = 0; i < NSUBS; i++)
+        if (strcmp(w, subs[i].word) == 0)
+            return subs[i].cmd;
+    return -1;
+}
+
+/* The edit distance of a and b, a letter's case aside, counting a swap of
+ * two neighbours as one edit (optimal string alignment); 2 means 2 or
+ * more. */
+static int distance(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 16 || lb > 16 || (la > lb ? la - lb : lb - la) > 1)
+        return 2;
+    int d[17][17];
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (!i || !j) {
+                d[i][j] = (int)(i + j);
+                continue;
+            }
+            int same = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]);
+            int v = d[i - 1][j - 1] + !same;
+            if (d[i - 1][j] + 1 < v)
+                v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v)
+                v = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 2]) &&
+                tolower((unsigned char)a[i - 2]) == tolower((unsigned char)b[j - 1]) &&
+                d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[la][lb] > 2 ? 2 : d[la][lb];
+}
+
+/* w and s differ only by two neighbouring letters swapped ("tpo"), a
+ * letter's case aside. */
+static int swapped(const char *w, const char *s)
+{
+    size_t n = strlen(s), i = 0;
+    if (strlen(w) != n)
+        return 0;
+    while (i < n && tolower((unsigned char)w[i]) == tolower((unsigned char)s[i]))
+        i++;
+    if (i == n)
+        return 1;                     /* the case alone */
+    return i + 1 < n && tolower((unsigned char)w[i]) == s[i + 1] &&
+           tolower((unsigned char)w[i + 1]) == s[i] && strcasecmp(w + i + 2, s + i + 2) == 0;
+}
+
+/* The subcommand w is a typo of ("stauts", "lsit", "brake", "Status"),
+ * or NULL: one edit away, a letter's case aside.  A three-letter one is
+ * too close to other words ("tip", "to" may well name a lock): only a
+ * swap or the case. */
+static const char *near_miss(const char *w)
+{
+    for (size_t i = 0; i < NSUBS; i++) {
+        const char *s = subs[i].word;
+        if (strcmp(w, s) == 0)
+            return NULL;
+        if (strlen(s) <= 3 ? swapped(w, s) : distance(w, s) <= 1)
+            return s;
+    }
+    return NULL;
+}
+
+static int has_dashdash(int argc, char **argv, int from)
+{
+    for (int i = from; i < argc; i++)
+        if (strcmp(argv[i], "--") == 0)
+            return 1;
     return 0;
 }
 
@@ -301,11 +460,11 @@ static int check_name(const char *name, size_t *len)
 {
     size_t n = strlen(name);
     if (n == 0) {
-        cli_err("the lock name is empty");
+        cli_err("the name is empty");
         return CLI_EX_USAGE;
     }
     if (n > DIST_NAME_MAX) {
-        cli_err("the lock name is %zu bytes long; the limit is %d", n, DIST_NAME_MAX);
+        cli_err("the name is %zu bytes long; the limit is %d", n, DIST_NAME_MAX);
         return CLI_EX_USAGE;
     }
     *len = n;
@@ -339,33 +498,90 @@ static int finish_run(cli_opts_t *o)
     return 0;
 }
 
+/* Checks that finish a subcommand. */
+static int finish_sub(cli_opts_t *o)
+{
+    int cmd = o->cmd;
+    if (cmd == CLI_STATUS || cmd == CLI_BREAK) {
+        if (!o->name)
+            return usage_error("%s: no name given (distlock %s NAME)", cmd_word(cmd), cmd_word(cmd));
+        int rc = check_name(o->name, &o->namelen);
+        if (rc)
+            return rc;
+    }
+    if (cmd != CLI_BREAK)
+        return 0;
+    if (!o->force)
+        return usage_error("break deletes holds under their holders; add --force to do it");
+    if (o->kind == DL_KIND_COND)
+        return usage_error("break: a condition holds nothing (its waiters leave on their own)");
+    if (o->holder && o->kind >= 0 && o->kind != DL_KIND_SEM)
+        return usage_error("--holder names a holder of a semaphore's permits (a lock's break "
+                           "removes every hold)");
+    if (o->holder)
+        o->kind = DL_KIND_SEM;
+    return 0;
+}
+
+/* The word argv[i] when no command was decided: a subcommand, a typo of
+ * one, or the lock's name.  0 (o->cmd set when a subcommand), or the
+ * usage error. */
+static int first_word(int argc, char **argv, int i, cli_opts_t *o)
+{
+    const char *w = argv[i];
+    int cmd = sub_of(w);
+    if (cmd >= 0) {
+        o->cmd = cmd;
+        if (cmd == CLI_TOP || cmd == CLI_METRICS) {
+            o->view.interval_s = 1.0;
+            o->view.sort = CLI_SORT_WAITERS;
+            o->view.limit = CLI_VIEW_LIMIT;
+            o->view.names = CLI_VIEW_NAMES;
+        }
+        return 0;
+    }
+    const char *near = near_miss(w);
+    if (near && !has_dashdash(argc, argv, i + 1))
+        return usage_error("unknown command '%s'; did you mean '%s'? (a lock named so: "
+                           "distlock %s -- COMMAND)", w, near, w);
+    o->name = w;
+    return 0;
+}
+
 int cli_parse(int argc, char **argv, cli_opts_t *o)
 {
     memset(o, 0, sizeof *o);
     o->cmd = CLI_RUN;
     o->mode = 'w';
     o->conflict_code = 1;
+    o->kind = -1;
 
-    int sub = CLI_RUN;      /* the subcommand, once its word was seen */
+    int decided = 0;        /* the first word was read: o->cmd is the command */
     int run_opt = 0;        /* a run-only option came before the first word */
-    int words = 0;          /* words after the subcommand (or the name) */
+    int words = 0;          /* a subcommand's words (its NAME or PATTERN) */
+    int dashdash = 0;       /* top, metrics: `--` ended the options */
     int i = 1;
     while (i < argc) {
         const char *a = argv[i];
-        if (strcmp(a, "--") == 0) {
-            if (sub != CLI_RUN)
+        int cmd = o->cmd;
+        if (!dashdash && strcmp(a, "--") == 0) {
+            if (cmd == CLI_TOP || cmd == CLI_METRICS) {
+                dashdash = 1;
+                i++;
+                continue;
+            }
+            if (cmd != CLI_RUN)
                 return usage_error("'%s' is a subcommand; to run a command under a lock named "
                                    "%s, put an option first: distlock -x %s -- COMMAND",
-                                   cmd_word(sub), cmd_word(sub), cmd_word(sub));
+                                   cmd_word(cmd), cmd_word(cmd), cmd_word(cmd));
             if (!o->name)
                 return usage_error("no lock name given before '--' (see distlock --help)");
             if (i + 1 < argc)
                 o->argv_cmd = &argv[i + 1];
-            i = argc;
             break;
         }
-        if (a[0] == '-' && a[1]) {
-            int rc = parse_option(argc, argv, &i, o, sub, &run_opt);
+        if (!dashdash && a[0] == '-' && a[1]) {
+            int rc = parse_option(argc, argv, &i, o, cmd, &run_opt);
             if (rc)
                 return rc;
             if (o->cmd == CLI_HELP || o->cmd == CLI_VERSION)
@@ -373,20 +589,26 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
             continue;
         }
         /* A word. */
-        if (sub == CLI_RUN && !o->name && !run_opt && cli_view_word(a) >= 0)
-            return cli_view_parse(argc, argv, i, o);     /* top, metrics */
-        if (sub == CLI_RUN && !o->name && !run_opt && is_subcommand(a)) {
-            sub = strcmp(a, "status") == 0 ? CLI_STATUS : strcmp(a, "list") == 0 ? CLI_LIST : CLI_BREAK;
+        if (!decided && !run_opt) {
+            decided = 1;
+            int rc = first_word(argc, argv, i, o);
+            if (rc)
+                return rc;
             i++;
             continue;
         }
-        if (sub != CLI_RUN) {
+        decided = 1;
+        if (cmd != CLI_RUN) {
             if (words++)                   /* each takes one word at most */
-                return usage_error("%s: unexpected argument '%s'", cmd_word(sub), a);
-            if (sub == CLI_LIST)
+                return usage_error("%s: unexpected argument '%s'%s", cmd_word(cmd), a,
+                                   cmd == CLI_LIST || cmd == CLI_TOP || cmd == CLI_METRICS
+                                       ? " (one PATTERN at most)" : "");
+            if (cmd == CLI_STATUS || cmd == CLI_BREAK)
+                o->name = a;
+            else if (cmd == CLI_LIST)
                 o->pattern = a;
             else
-                o->name = a;
+                o->view.pattern = a;
             i++;
             continue;
         }
@@ -401,26 +623,5 @@ int cli_parse(int argc, char **argv, cli_opts_t *o)
         o->argv_cmd = &argv[i];
         break;
     }
-
-    if (sub == CLI_RUN) {
-        o->cmd = CLI_RUN;
-        return finish_run(o);
-    }
-    o->cmd = sub;
-    if (sub != CLI_LIST) {
-        if (!o->name)
-            return usage_error("%s: no lock name given (distlock %s NAME)", cmd_word(sub), cmd_word(sub));
-        int rc = check_name(o->name, &o->namelen);
-        if (rc)
-            return rc;
-    }
-    if (sub == CLI_BREAK && !o->force)
-        return usage_error("break deletes the lock under its holders; add --force to do it");
-    if (sub == CLI_BREAK && o->json)
-        return usage_error("--json does not apply to 'break'");
-    if (sub != CLI_LIST && o->all)
-        return usage_error("--all applies to 'list' only");
-    if (sub != CLI_BREAK && o->force)
-        return usage_error("--force applies to 'break' only");
-    return 0;
+    return o->cmd == CLI_RUN ? finish_run(o) : finish_sub(o);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* options.h - the command line of distlock (options.c). */
+/* options.h - the command line of distlock (options.c) and its --help
+ * text (usage.c). */
 #ifndef CLI_OPTIONS_H
 #define CLI_OPTIONS_H
 

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "objects.h"
 #include "output.h"
 
 int cli_verbose;
@@ -115,6 +116,23 @@ static const char *plain_name(const char *s, size_t n, char *buf, size_t size)
     return buf;
 }
 
+const char *cli_outage_text(const char *err, int with_url, char *buf, size_t size)
+{
+    /* The library's words (config.h dl_unreachable): up to the give-up,
+     * the URL (which has no space) left out if asked. */
+    static const char unreachable[] = "Redis is unreachable at ", gave_up[] = "; gave up after ";
+    size_t ul = sizeof unreachable - 1;
+    const char *cut = strncmp(err, unreachable, ul) == 0 ? strstr(err, gave_up) : NULL;
+    const char *why = cut ? strchr(err + ul, ' ') : NULL;
+    if (cut && !with_url && why && why < cut)
+        snprintf(buf, size, "Redis is unreachable%.*s", (int)(cut - why), why);
+    else if (cut)
+        snprintf(buf, size, "%.*s", (int)(cut - err), err);
+    else
+        snprintf(buf, size, "Redis unreachable: %s", strncmp(err, "redis ", 6) == 0 ? err + 6 : err);
+    return buf;
+}
+
 const char *cli_duration(long long ms, char *buf, size_t size)
 {
     if (ms < 0)
@@ -139,6 +157,8 @@ const char *cli_who(const cli_who_t *w, char *buf, size_t size)
     host[o] = 0;
     if (w->pid)
         snprintf(buf, size, "%s:%ld (thread %ld)", host, w->pid, w->tid);
+    else if (!host[0] && w->token[0])
+        snprintf(buf, size, "process %.8s", w->token);   /* a condition's waiter: its token */
     else
         snprintf(buf, size, "%s", host[0] ? host : "unknown");
     return buf;
@@ -233,11 +253,11 @@ static void json_servers(FILE *f, const cli_lockstat_t *st)
     fputs("]}", f);
 }
 
-void cli_print_status_json(FILE *f, const cli_lockstat_t *st)
+static void print_lock_json(FILE *f, const cli_lockstat_t *st)
 {
     fputs("{\"name\":", f);
     json_str(f, st->name, st->namelen);
-    fprintf(f, ",\"held\":%s,\"mode\":\"%s\",\"holders\":[", st->nholders ? "true" : "false",
+    fprintf(f, ",\"kind\":\"lock\",\"held\":%s,\"mode\":\"%s\",\"holders\":[", st->nholders ? "true" : "false",
             mode_word(st->mode));
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
@@ -268,7 +288,98 @@ void cli_print_status_json(FILE *f, const cli_lockstat_t *st)
     fputc('}', f);
 }
 
-void cli_print_list_json(FILE *f, const cli_lockstat_t *v, size_t n)
+/* A semaphore: {"name":..,"kind":"sem","type":"leased","value":3,
+ * "permits":5,"held":2,"holders":[{host,pid,thread,permits,held_ms,
+ * lease_left_ms,fence}],"waiting":1,"waiters":[{host,pid,thread,
+ * waited_ms}],"incarnation":N,"incarnation_age_ms":MS}; a counting one
+ * has "permits" and "held" null; an incarnation not known yet, null. */
+static void print_sem_json(FILE *f, const cli_obj_t *o)
+{
+    const cli_lockstat_t *st = &o->st;
+    fputs("{\"name\":", f);
+    json_str(f, st->name, st->namelen);
+    fputs(",\"kind\":\"sem\",\"type\":", f);
+    if (o->semkind == 'l')
+        fprintf(f, "\"leased\",\"value\":%lld,\"permits\":%lld,\"held\":%lld", o->value - o->held,
+                o->value, o->held);
+    else if (o->semkind == 'c')
+        fprintf(f, "\"counting\",\"value\":%lld,\"permits\":null,\"held\":null", o->value);
+    else
+        fputs("null,\"value\":null,\"permits\":null,\"held\":null", f);
+    fputs(",\"holders\":[", f);
+    for (size_t i = 0; i < st->nholders; i++) {
+        const cli_holder_t *h = &st->holders[i];
+        fputs(i ? ",{\"host\":" : "{\"host\":", f);
+        json_str(f, h->who.host, strlen(h->who.host));
+        fprintf(f, ",\"pid\":%ld,\"thread\":%ld,\"permits\":%u,\"held_ms\":%lld,"
+                "\"lease_left_ms\":%lld,\"fence\":%llu}", h->who.pid, h->who.tid, h->count,
+                h->held_ms, h->lease_left_ms, h->fence);
+    }
+    fprintf(f, "],\"waiting\":%zu,\"waiters\":[", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++) {
+        const cli_who_t *w = &st->waiters[i];
+        fputs(i ? ",{\"host\":" : "{\"host\":", f);
+        json_str(f, w->host, strlen(w->host));
+        fprintf(f, ",\"pid\":%ld,\"thread\":%ld,\"waited_ms\":", w->pid, w->tid);
+        if (w->waited_ms >= 0)
+            fprintf(f, "%lld}", w->waited_ms);
+        else
+            fputs("null}", f);
+    }
+    /* Its incarnation (lua/sem_common.lua): a new one after a loss in
+     * Redis or a reset by break. */
+    if (o->incarn)
+        fprintf(f, "],\"incarnation\":%llu,\"incarnation_age_ms\":", o->incarn);
+    else
+        fputs("],\"incarnation\":null,\"incarnation_age_ms\":", f);
+    if (o->incarn && o->incarn_age_ms >= 0)
+        fprintf(f, "%lld}", o->incarn_age_ms);
+    else
+        fputs("null}", f);
+}
+
+/* A condition: {"name":..,"kind":"cond","waiting":2,"waiters":[{"token":
+ * "..","waited_ms":1200}]}: its waiters are known by their process's
+ * token alone. */
+static void print_cond_json(FILE *f, const cli_obj_t *o)
+{
+    const cli_lockstat_t *st = &o->st;
+    fputs("{\"name\":", f);
+    json_str(f, st->name, st->namelen);
+    fprintf(f, ",\"kind\":\"cond\",\"waiting\":%zu,\"waiters\":[", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++) {
+        const cli_who_t *w = &st->waiters[i];
+        fputs(i ? ",{\"token\":" : "{\"token\":", f);
+        json_str(f, w->token, strlen(w->token));
+        fputs(",\"waited_ms\":", f);
+        if (w->waited_ms >= 0)
+            fprintf(f, "%lld}", w->waited_ms);
+        else
+            fputs("null}", f);
+    }
+    /* Its incarnation (lua/sem_common.lua): a new one after a loss in
+     * Redis or a reset by break. */
+    if (o->incarn)
+        fprintf(f, "],\"incarnation\":%llu,\"incarnation_age_ms\":", o->incarn);
+    else
+        fputs("],\"incarnation\":null,\"incarnation_age_ms\":", f);
+    if (o->incarn && o->incarn_age_ms >= 0)
+        fprintf(f, "%lld}", o->incarn_age_ms);
+    else
+        fputs("null}", f);
+}
+
+void cli_print_status_json(FILE *f, const cli_obj_t *o)
+{
+    if (o->kind == DL_KIND_SEM)
+        print_sem_json(f, o);
+    else if (o->kind == DL_KIND_COND)
+        print_cond_json(f, o);
+    else
+        print_lock_json(f, &o->st);
+}
+
+void cli_print_list_json(FILE *f, const cli_obj_t *v, size_t n)
 {
     fputc('[', f);
     for (size_t i = 0; i < n; i++) {
@@ -289,12 +400,12 @@ void cli_print_list_json(FILE *f, const cli_lockstat_t *v, size_t n)
 static void print_servers(FILE *f, const cli_lockstat_t *st)
 {
     char who[600];
-    fprintf(f, "%-9s %zu of %zu agree (%zu needed)\n", "servers:", st->agree, st->nservers, st->need);
+    fprintf(f, "%-10s %zu of %zu agree (%zu needed)\n", "servers:", st->agree, st->nservers, st->need);
     if (st->agree == st->nservers)
         return;
     for (size_t i = 0; i < st->nservers; i++) {
         const cli_server_t *sv = &st->servers[i];
-        fprintf(f, "%-9s %s: ", "server:", sv->name);
+        fprintf(f, "%-10s %s: ", "server:", sv->name);
         if (!sv->answered)
             fprintf(f, "unreachable: %s\n", sv->err);
         else if (!sv->nholders)
@@ -308,14 +419,15 @@ static void print_servers(FILE *f, const cli_lockstat_t *st)
     }
 }
 
-void cli_print_status(FILE *f, const cli_lockstat_t *st)
+/* The labels' column is 10 wide: "semaphore:" and "condition:". */
+static void print_lock(FILE *f, const cli_lockstat_t *st)
 {
     char q[1200], who[600], held[32], left[32], lease[32];
-    fprintf(f, "%-9s %s\n", "lock:", cli_quote(st->name, st->namelen, q, sizeof q));
+    fprintf(f, "%-10s %s\n", "lock:", cli_quote(st->name, st->namelen, q, sizeof q));
     if (st->mode == 'r' && st->nholders > 1)
-        fprintf(f, "%-9s held shared by %zu\n", "state:", st->nholders);
+        fprintf(f, "%-10s held shared by %zu\n", "state:", st->nholders);
     else
-        fprintf(f, "%-9s %s%s\n", "state:", st->nholders ? "held " : "", mode_word(st->mode));
+        fprintf(f, "%-10s %s%s\n", "state:", st->nholders ? "held " : "", mode_word(st->mode));
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         cli_duration(h->held_ms, held, sizeof held);
@@ -324,25 +436,92 @@ void cli_print_status(FILE *f, const cli_lockstat_t *st)
             snprintf(lease, sizeof lease, " of %.1fs", (double)h->lease_ms / 1000.0);
         else
             lease[0] = 0;
-        fprintf(f, "%-9s %s, held for %s, lease left %s%s, fence %llu%s\n", "holder:",
+        fprintf(f, "%-10s %s, held for %s, lease left %s%s, fence %llu%s\n", "holder:",
                 cli_who(&h->who, who, sizeof who), held, left, lease, h->fence,
                 h->after_lapse ? ", taken after the previous holder's lease ran out" : "");
     }
-    fprintf(f, "%-9s %zu\n", "waiting:", st->nwaiters);
+    fprintf(f, "%-10s %zu\n", "waiting:", st->nwaiters);
     for (size_t i = 0; i < st->nwaiters; i++)
-        fprintf(f, "%-9s %s, %s\n", "waiter:", cli_who(&st->waiters[i], who, sizeof who),
+        fprintf(f, "%-10s %s, %s\n", "waiter:", cli_who(&st->waiters[i], who, sizeof who),
                 mode_word(st->waiters[i].mode));
     if (!st->nholders && st->last_fence)
-        fprintf(f, "%-9s %llu (the last one given)\n", "fence:", st->last_fence);
+        fprintf(f, "%-10s %llu (the last one given)\n", "fence:", st->last_fence);
     if (st->next_ownerdead) {
         if (st->broken)
-            fprintf(f, "%-9s broken by distlock break; the next holder gets EOWNERDEAD\n", "note:");
+            fprintf(f, "%-10s broken by distlock break; the next holder gets EOWNERDEAD\n", "note:");
         else
-            fprintf(f, "%-9s the lease of %s ran out before it unlocked; the next holder gets "
+            fprintf(f, "%-10s the lease of %s ran out before it unlocked; the next holder gets "
                     "EOWNERDEAD\n", "note:", cli_who(&st->lapsed, who, sizeof who));
     }
     if (st->nservers)
         print_servers(f, st);
+}
+
+/* A semaphore:
+ *   semaphore: "enc"
+ *   state:     leased, 2 of 5 permits held, value 3
+ *   made:      2.1h ago (incarnation 3735928559)
+ *   holder:    web1:4242 (thread 4242), 1 permit, held for 3.2s, lease left 27.1s, fence 7
+ *   waiting:   1
+ *   waiter:    web1:4250 (thread 4250), waiting 1.2s                               */
+static void print_sem(FILE *f, const cli_obj_t *o)
+{
+    char q[1200], who[600], held[32], left[32];
+    const cli_lockstat_t *st = &o->st;
+    fprintf(f, "%-10s %s\n", "semaphore:", cli_quote(st->name, st->namelen, q, sizeof q));
+    if (o->semkind == 'l')
+        fprintf(f, "%-10s leased, %lld of %lld permit%s held, value %lld\n", "state:", o->held,
+                o->value, o->value == 1 ? "" : "s", o->value - o->held);
+    else if (o->semkind == 'c')
+        fprintf(f, "%-10s counting, value %lld\n", "state:", o->value);
+    else
+        fprintf(f, "%-10s %s\n", "state:", o->state[0] ? o->state : "gone");
+    /* Its incarnation: a count younger than its users says Redis lost the
+     * one before, or break reset it. */
+    if (o->incarn)
+        fprintf(f, "%-10s %s ago (incarnation %llu)\n", "made:",
+                o->incarn_age_ms >= 0 ? cli_duration(o->incarn_age_ms, held, sizeof held)
+                                      : "(unknown)", o->incarn);
+    for (size_t i = 0; i < st->nholders; i++) {
+        const cli_holder_t *h = &st->holders[i];
+        fprintf(f, "%-10s %s, %u permit%s, held for %s, lease left %s, fence %llu\n", "holder:",
+                cli_who(&h->who, who, sizeof who), h->count, h->count == 1 ? "" : "s",
+                cli_duration(h->held_ms, held, sizeof held),
+                cli_duration(h->lease_left_ms, left, sizeof left), h->fence);
+    }
+    fprintf(f, "%-10s %zu\n", "waiting:", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++) {
+        const cli_who_t *w = &st->waiters[i];
+        fprintf(f, "%-10s %s, waiting %s\n", "waiter:", cli_who(w, who, sizeof who),
+                w->waited_ms >= 0 ? cli_duration(w->waited_ms, held, sizeof held) : "(unknown)");
+    }
+}
+
+/* A condition:
+ *   condition: "jobs"
+ *   waiting:   2
+ *   waiter:    process 3f9c2a1b, waiting 1.2s                                   */
+static void print_cond(FILE *f, const cli_obj_t *o)
+{
+    char q[1200], who[600], waited[32];
+    const cli_lockstat_t *st = &o->st;
+    fprintf(f, "%-10s %s\n", "condition:", cli_quote(st->name, st->namelen, q, sizeof q));
+    fprintf(f, "%-10s %zu\n", "waiting:", st->nwaiters);
+    for (size_t i = 0; i < st->nwaiters; i++) {
+        const cli_who_t *w = &st->waiters[i];
+        fprintf(f, "%-10s %s, waiting %s\n", "waiter:", cli_who(w, who, sizeof who),
+                w->waited_ms >= 0 ? cli_duration(w->waited_ms, waited, sizeof waited) : "(unknown)");
+    }
+}
+
+void cli_print_status(FILE *f, const cli_obj_t *o)
+{
+    if (o->kind == DL_KIND_SEM)
+        print_sem(f, o);
+    else if (o->kind == DL_KIND_COND)
+        print_cond(f, o);
+    else
+        print_lock(f, &o->st);
 }
 
 /* The longest-held holder, who the list and the waiting line show. */
@@ -355,41 +534,27 @@ static const cli_holder_t *first_holder(const cli_lockstat_t *st)
     return best;
 }
 
-/* The STATE column: exclusive, shared(N), free; with redlock, when not
- * every server agrees, how many do: "exclusive (2/3)". */
-static const char *list_state(const cli_lockstat_t *st, char *buf, size_t size)
+void cli_print_list(FILE *f, const cli_obj_t *v, size_t n, const char *none)
 {
-    if (st->mode == 'r' && st->nholders > 1)
-        snprintf(buf, size, "shared(%zu)", st->nholders);
-    else
-        snprintf(buf, size, "%s", mode_word(st->mode));
-    if (st->nservers && st->agree < st->nservers) {
-        size_t len = strlen(buf);
-        snprintf(buf + len, size - len, " (%zu/%zu)", st->agree, st->nservers);
-    }
-    return buf;
-}
-
-void cli_print_list(FILE *f, const cli_lockstat_t *v, size_t n)
-{
-    char name[1200], state[64], held[32], who[600];
+    char name[1200], held[32], who[600];
     int wname = 4, wstate = 12;
     for (size_t i = 0; i < n; i++) {
-        int len = (int)strlen(plain_name(v[i].name, v[i].namelen, name, sizeof name));
+        int len = (int)strlen(plain_name(v[i].st.name, v[i].st.namelen, name, sizeof name));
         if (len > wname)
             wname = len;
-        len = (int)strlen(list_state(&v[i], state, sizeof state));
+        len = (int)strlen(v[i].state);
         if (len > wstate)
             wstate = len;
     }
     if (wname > 60)
         wname = 60;
-    fprintf(f, "%-*s  %-*s  %-8s  %-7s  %s\n", wname, "NAME", wstate, "STATE", "HELD FOR", "WAITING",
-            "HOLDER");
+    fprintf(f, "%-*s  %-4s  %-*s  %-8s  %-7s  %s\n", wname, "NAME", "KIND", wstate, "STATE",
+            "HELD FOR", "WAITING", "HOLDER");
+    if (!n)
+        fprintf(f, "%s\n", none);
     for (size_t i = 0; i < n; i++) {
-        const cli_lockstat_t *st = &v[i];
+        const cli_lockstat_t *st = &v[i].st;
         const cli_holder_t *h = first_holder(st);
-        list_state(st, state, sizeof state);
         if (h) {
             cli_who(&h->who, who, sizeof who);
             if (st->nholders > 1) {
@@ -397,9 +562,10 @@ void cli_print_list(FILE *f, const cli_lockstat_t *v, size_t n)
                 snprintf(who + len, sizeof who - len, " +%zu more", st->nholders - 1);
             }
         }
-        fprintf(f, "%-*s  %-*s  %-8s  %-7zu  %s\n", wname,
-                plain_name(st->name, st->namelen, name, sizeof name), wstate, state,
-                h ? cli_duration(h->held_ms, held, sizeof held) : "-", st->nwaiters, h ? who : "-");
+        fprintf(f, "%-*s  %-4s  %-*s  %-8s  %-7zu  %s\n", wname,
+                plain_name(st->name, st->namelen, name, sizeof name), cli_kind_view(v[i].kind)->label,
+                wstate, v[i].state, h ? cli_duration(h->held_ms, held, sizeof held) : "-",
+                st->nwaiters, h ? who : "-");
     }
 }
 

@@ -33,6 +33,14 @@ int cli_redis_fail(cli_redis_t *r, int node, const char *what)
     return -1;
 }
 
+int cli_redis_exit_code(const cli_redis_t *r)
+{
+    (void)r;
+    /* A server that refused the configuration (SELECT of a database it
+     * has not) is no outage. */
+    return dl_refused() ? CLI_EX_CONFIG : CLI_EX_UNAVAILABLE;
+}
+
 int cli_redis_oom(cli_redis_t *r)
 {
     snprintf(r->err, sizeof r->err, "out of memory");
@@ -137,11 +145,11 @@ redisReply *cli_redis_command(cli_redis_t *r, int node, int argc, const char **a
 
 /* ---------------------------------------------------------------- keys, scripts */
 
-int cli_keys_make(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len)
+int cli_keys_make(cli_redis_t *r, int kind, cli_keys_t *lk, const char *name, size_t len)
 {
-    if (!(lk->buf = malloc(dl_keys_size(r->cfg.prefix, len))))
+    if (!(lk->buf = malloc(dl_kind_keys_size(kind, r->cfg.prefix, len))))
         return cli_redis_oom(r);
-    dl_keys_write(lk->buf, r->cfg.prefix, name, len, lk->k, lk->len);
+    dl_kind_keys_write(kind, lk->buf, r->cfg.prefix, name, len, lk->k, lk->len);
     return 0;
 }
 

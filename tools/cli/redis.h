@@ -55,6 +55,10 @@ int cli_redis_tally(cli_redis_t *r, int got, const char *last);
 /* r->err = "redis <target>: what" (target: redlock server `node`, or with
  * node -1 where the conn sends its commands).  Returns -1. */
 int cli_redis_fail(cli_redis_t *r, int node, const char *what);
+/* The exit code for a failure r->err says: CLI_EX_CONFIG when the server
+ * refused the configuration (error.h dl_refused: no such database), else
+ * CLI_EX_UNAVAILABLE (Redis unreachable or failing). */
+int cli_redis_exit_code(const cli_redis_t *r);
 /* r->err = "out of memory".  Returns -1. */
 int cli_redis_oom(cli_redis_t *r);
 
@@ -63,18 +67,19 @@ int cli_redis_oom(cli_redis_t *r);
 redisReply *cli_redis_command(cli_redis_t *r, int node, int argc, const char **argv,
                               const size_t *lens, const char *key, size_t keylen);
 
-/* A lock's keys (shim/base/keys.h), in one allocation. */
+/* An object's keys (shim/base/keys.h), in one allocation. */
 typedef struct cli_keys {
     char *buf;
-    const char *k[DL_KEYS_N];
-    size_t len[DL_KEYS_N];
+    const char *k[DL_KEYS_MAX];
+    size_t len[DL_KEYS_MAX];
 } cli_keys_t;
-/* 0, or -1 (r->err: out of memory). */
-int cli_keys_make(cli_redis_t *r, cli_keys_t *lk, const char *name, size_t len);
+/* The keys of the object of kind (DL_KIND_*) named name.  0, or -1
+ * (r->err: out of memory). */
+int cli_keys_make(cli_redis_t *r, int kind, cli_keys_t *lk, const char *name, size_t len);
 void cli_keys_free(cli_keys_t *lk);
 
-/* Who calls one of the library's scripts (lua/, shim/script/calls.h) over a
- * lock's keys: the channel prefix chan and token may be NULL for the
+/* Who calls one of the library's scripts (lua/, shim/script/calls.h) over an
+ * object's keys: the channel prefix chan and token may be NULL for the
  * scripts that take none (status).  They must outlive the call. */
 dl_caller_t cli_caller(const cli_keys_t *lk, const char *chan, const char *token);
 /* Runs calls[0..n) as one pipelined batch on target `node`: -1 the conn

@@ -158,8 +158,9 @@ static int lock_take(held_lock_t *l, const cli_opts_t *o)
 static int lock_release(held_lock_t *l)
 {
     if (l->sem) {
-        /* A leased permit that lapsed is EPERM (saying so): as a lock's
-         * ENOLCK. */
+        /* A leased permit that lapsed says ENOLCK, as a lock's unlock
+         * does (and so does a semaphore Redis lost); EPERM, none held any
+         * more (its lapse was told already), is the same news. */
         int rc = dist_sem_post(&l->s);
         return rc == EPERM ? ENOLCK : rc;
     }
@@ -292,8 +293,9 @@ static int supervise(const cli_opts_t *o, const sigstate_t *s, held_lock_t *l, p
         }
         if (!*lost_reported && lock_lost(l)) {
             *lost_reported = 1;
-            cli_err("lost the lock %s while the command runs: Redis no longer has the hold "
-                    "(lease ran out, or the lock was broken or deleted)%s", q,
+            cli_err("lost the %s %s while the command runs: Redis no longer has the hold "
+                    "(lease ran out, or the %s was broken or deleted)%s",
+                    l->sem ? "permit of semaphore" : "lock", q, l->sem ? "semaphore" : "lock",
                     o->kill_on_loss ? "; sending the command SIGTERM" : "");
             if (o->kill_on_loss)
                 kill(child, SIGTERM);

@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* scan.c - the names of the locks under the prefix (scan.h).  SCAN has no
- * key, so it goes to every server: every redlock server, every master of
- * a cluster (over a connection of its own). */
-#include <fnmatch.h>
+/* scan.c - the keys under the prefix (scan.h).  SCAN has no key, so it
+ * goes to every server: every redlock server, every master of a cluster
+ * (over a connection of its own). */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,61 +9,6 @@
 
 #include "dl.h"
 #include "scan.h"
-
-/* The lock name of one of its keys (shim/base/keys.h).  *meta: the key is the
- * meta hash (which outlives the holds by 7 days). */
-static int name_of_key(const char *prefix, size_t plen, const char *key, size_t klen,
-                       const char **name, size_t *nlen, int *meta)
-{
-    int which;
-    if (dl_key_name(prefix, plen, key, klen, name, nlen, &which))
-        return -1;
-    *meta = which == DL_KEYS_N - 1;
-    return 0;
-}
-
-typedef struct namelist {
-    char **v;
-    size_t *len;
-    size_t n, cap;
-} namelist_t;
-
-static int names_add(namelist_t *l, const char *s, size_t n)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        char **v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return -1;
-        l->v = v;
-        size_t *len = realloc(l->len, cap * sizeof *len);
-        if (!len)
-            return -1;
-        l->len = len;
-        l->cap = cap;
-    }
-    char *c = malloc(n + 1);
-    if (!c)
-        return -1;
-    memcpy(c, s, n);
-    c[n] = 0;
-    l->v[l->n] = c;
-    l->len[l->n++] = n;
-    return 0;
-}
-
-static int cmp_name(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-void cli_names_free(char **names, size_t *lens, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(names[i]);
-    free(names);
-    free(lens);
-}
 
 /* One command on a connection of its own (a cluster master, `name`): the
  * reply (never an error reply), or NULL with r->err. */
@@ -284,68 +228,3 @@ int cli_scan_keys(cli_redis_t *r, cli_key_fn fn, void *arg)
     free(match);
     return rc;
 }
-
-/* cli_scan_names' walk: the names of the locks whose keys it is given. */
-typedef struct names_walk {
-    cli_redis_t *r;
-    const char *prefix;
-    size_t plen;
-    const char *pattern;      /* the user's glob, or NULL */
-    int with_free;
-    namelist_t l;
-} names_walk_t;
-
-static int add_name_of_key(const char *key, size_t klen, void *arg)
-{
-    names_walk_t *w = arg;
-    const char *nm;
-    size_t nlen;
-    int meta;
-    if (name_of_key(w->prefix, w->plen, key, klen, &nm, &nlen, &meta) ||
-        (meta && !w->with_free) || memchr(nm, 0, nlen))
-        return 0;
-    char *copy = strndup(nm, nlen);
-    if (!copy)
-        return cli_redis_oom(w->r);
-    /* The pattern is applied here (fnmatch), since a name may contain '}'
-     * and Redis globs differ from shell globs in small ways. */
-    int want = !w->pattern || fnmatch(w->pattern, copy, 0) == 0;
-    free(copy);
-    if (want && names_add(&w->l, nm, nlen))
-        return cli_redis_oom(w->r);
-    return 0;
-}
-
-int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
-                   char ***names, size_t **lens, size_t *n)
-{
-    names_walk_t w = { r, r->cfg.prefix, strlen(r->cfg.prefix), pattern, with_free,
-                       { NULL, NULL, 0, 0 } };
-    namelist_t l;
-    if (cli_scan_keys(r, add_name_of_key, &w)) {
-        cli_names_free(w.l.v, w.l.len, w.l.n);
-        return -1;
-    }
-    l = w.l;
-
-    /* Sort and drop the duplicates (each lock has several keys, on several
-     * servers with redlock; SCAN may also return a key twice). */
-    if (l.n) {
-        qsort(l.v, l.n, sizeof *l.v, cmp_name);
-        size_t out = 0;
-        for (size_t i = 0; i < l.n; i++) {
-            if (out && strcmp(l.v[out - 1], l.v[i]) == 0) {
-                free(l.v[i]);
-                continue;
-            }
-            l.v[out] = l.v[i];
-            l.len[out++] = strlen(l.v[i]);
-        }
-        l.n = out;
-    }
-    *names = l.v;
-    *lens = l.len;
-    *n = l.n;
-    return 0;
-}
-

@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * scan.h - the keys under the prefix, and the names of the locks that have
- * keys there (`distlock list`): SCAN (never KEYS) on every server that
- * holds keys.  objscan.c reads the keys of every kind of object (top,
- * metrics).
+ * scan.h - the keys under the prefix: SCAN (never KEYS) on every server
+ * that holds keys.  objscan.c finds the objects of every kind in them
+ * (list, top, metrics).
  */
 #ifndef CLI_SCAN_H
 #define CLI_SCAN_H
@@ -20,14 +19,5 @@ typedef int (*cli_key_fn)(const char *key, size_t klen, void *arg);
  * master that fails is walked again, with a fresh slot map, for up to the
  * I/O time-out).  0 (also when fn ended it), or -1 with r->err. */
 int cli_scan_keys(cli_redis_t *r, cli_key_fn fn, void *arg);
-
-/* Names of the locks that have keys under the prefix (in a cluster on
- * every master, with redlock on every server that answers, a majority at
- * least), matching the glob pattern (NULL: all), sorted and unique;
- * with_free: also locks only their meta key remembers.  0 or -1.  Free
- * with cli_names_free. */
-int cli_scan_names(cli_redis_t *r, const char *pattern, int with_free,
-                   char ***names, size_t **lens, size_t *n);
-void cli_names_free(char **names, size_t *lens, size_t n);
 
 #endif

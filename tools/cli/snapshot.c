@@ -26,7 +26,6 @@ void cli_snapshot_free(cli_snapshot_t *s)
 static int read_kind(cli_redis_t *r, const cli_objlist_t *l, size_t from, size_t to,
                      cli_snapshot_t *s)
 {
-    const cli_kind_view_t *kv = cli_kind_view(l->v[from].kind);
     size_t n = to - from;
     char **names = calloc(n, sizeof *names);
     size_t *lens = calloc(n, sizeof *lens);
@@ -37,7 +36,7 @@ static int read_kind(cli_redis_t *r, const cli_objlist_t *l, size_t from, size_t
         lens[i] = l->v[from + i].len;
     }
     if (rc == 0)
-        rc = kv->fetch(r, names, lens, n, o);
+        rc = cli_objs_fetch(r, l->v[from].kind, names, lens, n, o);
     for (size_t i = 0; i < n && rc == 0; i++) {
         cli_obj_finish(&o[i]);
         int k = o[i].kind;
@@ -61,7 +60,7 @@ int cli_snapshot_take(cli_redis_t *r, const char *pattern, size_t limit, cli_sna
     long long t0 = clock_ms(CLOCK_MONOTONIC);
     s->at_ms = clock_ms(CLOCK_REALTIME);
     cli_objlist_t l;
-    if (cli_objscan(r, pattern, limit, &l))
+    if (cli_objscan(r, pattern, limit, 0, &l))
         return -1;
     s->truncated = l.truncated;
     int rc = 0;

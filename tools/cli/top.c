@@ -141,13 +141,15 @@ static int plain(const cli_opts_t *o)
             shown = 1;
             rc = 0;
         } else {
-            rc = CLI_EX_UNAVAILABLE;
+            rc = cli_redis_exit_code(&r);
             if (n == 1) {
                 cli_err("%s", r.err);
             } else {
                 /* A clear line, and the next interval tries again (with a
                  * fresh connection). */
-                cli_err("%s; retrying in %.1fs", r.err, v->interval_s);
+                char why[sizeof r.err];
+                cli_err("%s; retrying in %.1fs", cli_outage_text(r.err, 1, why, sizeof why),
+                        v->interval_s);
             }
             cli_redis_close(&r);
             open = 0;
@@ -311,7 +313,7 @@ static int draw(screen_t *sc)
     const cli_view_opts_t *v = &sh->o->view;
     int rows, cols;
     cli_term_size(&rows, &cols);
-    char target[400], sum[600], when[32], since[32], status[900];
+    char target[400], sum[600], when[32], since[32], status[900], why[600];
 
     pthread_mutex_lock(&sh->mu);
     int failing = sh->failing, reading = sh->reading;
@@ -341,9 +343,8 @@ static int draw(screen_t *sc)
     /* The status line: what is wrong, or blank. */
     status[0] = 0;
     if (failing)
-        snprintf(status, sizeof status,
-                 "Redis unreachable: %s; retrying every %.1fs (%u %s since %s)%s%s",
-                 strncmp(err, "redis ", 6) == 0 ? err + 6 : err, v->interval_s, fails,
+        snprintf(status, sizeof status, "%s; retrying every %.1fs (%u %s since %s)%s%s",
+                 cli_outage_text(err, 0, why, sizeof why), v->interval_s, fails,
                  fails == 1 ? "try" : "tries", clock_text(fail_since, since, sizeof since),
                  sc->have ? ", view of " : "",
                  sc->have ? clock_text(sc->snap.at_ms, when, sizeof when) : "");

@@ -177,6 +177,12 @@ static void detail_lines(cli_lines_t *l, const cli_obj_t *ob)
 {
     char who[600], a[32], b[32], m[32];
     const cli_lockstat_t *st = &ob->st;
+    /* A semaphore's count is as old as its incarnation: one younger than
+     * its users says Redis lost the one before (a restart, a flush). */
+    if (ob->incarn)
+        cli_lines_add(l, "    incarnation %llu, made %s ago", ob->incarn,
+                      ob->incarn_age_ms >= 0 ? cli_duration(ob->incarn_age_ms, a, sizeof a)
+                                             : "(unknown)");
     for (size_t i = 0; i < st->nholders; i++) {
         const cli_holder_t *h = &st->holders[i];
         cli_lines_add(l, "    holder %s, %s, held %s, lease left %s, fence %llu%s",
