@@ -605,6 +605,12 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
     talk(s);
     int rc = settle(p, s);
     if (rc) {
+        /* Found lost while this post waited its turn (another thread's call,
+         * or the settling): one of the permits that lapsed is this post's,
+         * told now, as above; else a permit taken from the semaphore
+         * initialized again would be told it instead (and kept). */
+        if (s->gone && s->lapsed)
+            s->lapsed--;
         untalk(s);
         return rc;
     }
