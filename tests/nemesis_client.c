@@ -141,14 +141,15 @@ void nm_do_store(nm_thr_t *t, int li, int mode, uint64_t fence)
 }
 
 /* The time inside a hold: mostly short, some long; a fixed lease's holds
- * stay well inside it, except a few that outlive it on purpose (their
- * unlock must say ENOLCK once another process took the lock). */
+ * stay well inside it, except 8 % that outlive it on purpose, twice as
+ * long (its unlock must say ENOLCK once another process took the lock,
+ * and a relock in it must not trust the hold: critical). */
 static long hold_us(nm_thr_t *t, const nm_lockdef_t *d)
 {
     long r = nm_rnd_in(&t->rng, 0, 999);
     long fixed = t->cc->cfg->fixed_ms;
-    if (d->fixed && r < 10)
-        return (fixed + fixed / 3) * 1000;
+    if (d->fixed && r < 80)
+        return 2 * fixed * 1000;
     if (r < 700)
         return nm_rnd_in(&t->rng, 0, 10000);
     if (r < 950)
@@ -162,21 +163,28 @@ static void critical(nm_thr_t *t, int li, int mode, uint64_t fence)
     const nm_lockdef_t *d = &nm_locks[li];
     nm_do_store(t, li, mode, fence);
     long in = hold_us(t, d);
+    /* A hold that outlives its fixed lease on purpose relocks after the
+     * lease ended, when another process may have taken the lock: the relock
+     * must ask Redis (a library that trusted the hold would say 0). */
+    long fixed_us = t->cc->cfg->fixed_ms * 1000L;
+    int past = d->fixed && in > fixed_us;
+    long before = past ? fixed_us + (in - fixed_us) * 3 / 4 : in / 2;
     /* relocks: one hold in five, three in five of the long ones (a nested
      * section after a while: what a process must confirm with Redis, not
-     * trust, once Redis may have lost its hold) */
-    if (nm_rnd_in(&t->rng, 0, 99) < (in >= 100000 ? 60 : 20)) {
+     * trust, once Redis may have lost its hold), four in five of those past
+     * their lease */
+    if (nm_rnd_in(&t->rng, 0, 99) < (past ? 80 : in >= 100000 ? 60 : 20)) {
         /* a reentrant relock: the same mode, or a read inside a write */
         int mode2 = d->rw && mode == 'w' && nm_rnd_in(&t->rng, 0, 1) ? 'r' : mode;
         int op2 = (int)nm_rnd_in(&t->rng, NM_OP_LOCK, NM_OP_TIMED);
         uint64_t f2 = 0;
-        nm_sleep_us(in / 2);
+        nm_sleep_us(before);
         int rc2 = do_lock(t, li, mode2, op2, 1, &f2);
         if (rc2 == 0 || rc2 == EOWNERDEAD) {
             nm_do_store(t, li, mode2, f2);
             nm_do_unlock(t, li, mode2, 1, f2);
         }
-        nm_sleep_us(in / 2);
+        nm_sleep_us(in - before);
     } else {
         nm_sleep_us(in);
     }

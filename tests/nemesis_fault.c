@@ -233,6 +233,8 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
     uint64_t s = cfg->seed * 0x2545f4914f6cdd1dULL + 0x5eed;
     int64_t t = 700000;
     int64_t server_free = 0, proxy_free = 0;
+    int sem_tail = (cfg->faults & NM_BIT(NM_F_LATE)) && (cfg->roles & (1u << NM_ROLE_SEM)) &&
+                   cfg->topo != NM_TOPO_REDLOCK;
     double rate = cfg->rate > 0 ? cfg->rate : 0.7;
     /* Every enabled kind once first, in a seeded order, then by weight: a
      * short run meets each kind (a rare one too), and with it what each
@@ -296,6 +298,31 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             draw(cfg, &s, g);
             g->dur_ms = rin(&s, cfg->lease_ms * 72 / 100, cfg->lease_ms * 86 / 100);
         }
+    }
+    /* The run's last 40 %: no restart, and a late fault at 60-70 % of it,
+     * whose calls fail (the I/O time-out) before the faults end.  A post
+     * counted twice (a late reply's) shows in the counting semaphore's
+     * value at the end only when Redis lost no state after it (the count
+     * starts again: nemesis_sem.c check_value).  The proxy faults it
+     * would overlap make room for it. */
+    if (sem_tail && sc->n < NM_MAX_FAULTS) {
+        nm_fault_t late;
+        memset(&late, 0, sizeof late);
+        late.kind = NM_F_LATE;
+        late.at_us = rin(&s, (int64_t)cfg->duration_ms * 600, (int64_t)cfg->duration_ms * 700);
+        draw(cfg, &s, &late);
+        int64_t a = late.at_us, e = late.at_us + (int64_t)(late.dur_ms + 200) * 1000;
+        int k = 0;
+        for (int i = 0; i < sc->n; i++) {
+            const nm_fault_t *f = &sc->f[i];
+            if (f->kind == NM_F_RESTART && f->at_us >= (int64_t)cfg->duration_ms * 600)
+                continue;
+            if (proxy_kind(f->kind) && f->at_us < e && f->at_us + (int64_t)(f->dur_ms + 200) * 1000 > a)
+                continue;
+            sc->f[k++] = *f;
+        }
+        sc->n = k;
+        sc->f[sc->n++] = late;
     }
     qsort(sc->f, (size_t)sc->n, sizeof sc->f[0], cmp_fault);
 }

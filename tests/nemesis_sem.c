@@ -118,6 +118,11 @@ void *nm_sem_main(void *arg)
         dist_sem_t *s = &objs[t->sub][k];
         long r = nm_rnd_in(&t->rng, 0, 99);
         int op = r < 30 ? NM_OP_LOCK : r < 70 ? NM_OP_TIMED : NM_OP_TRY;
+        /* The counting semaphore's permits taken by a killed thread are
+         * gone for good (until a restart makes it anew): a wait without a
+         * deadline there could outlast the run.  Timed instead. */
+        if (k == 0 && op == NM_OP_LOCK)
+            op = NM_OP_TIMED;
         t->hold++;
         nm_ev_t *e = nm_ev_begin(t->tl, NM_SWAIT, op, sem_base + k, 'w', 0, t->hold);
         int rc;
