@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Writes OUT, a C file holding each Lua script of lua/ as a string with its
 # SHA1 (so the library needs no file at run time and can call EVALSHA
-# first), and OUT_H, the list of the scripts that C reads (calls.h): each
-# script's entry header and the X-macro DL_SCRIPT_LIST.
+# first), and OUT_H, the list of the scripts that C reads: the X-macro
+# DL_SCRIPT_LIST and the DL_SCRIPT_* ids (the entries and script.c include
+# it; a user of a call includes only its call_<name>.h).  OUT includes
+# every entry header and checks that each script's types fit a call
+# (DL_CALL_ARGS_SIZE, DL_CALL_REPLY_SIZE, caller.h).
 #
 # SCRIPTS (comma-separated): the scripts' names, lua/<name>.lua each, with
 # its entry shim/script/call_<name>.{h,c}.  A script whose header has the
@@ -12,15 +15,17 @@
 # lua/<name>.lua, called by its SHA1; a script lua/<kind>_<op>.lua whose
 # kind has helpers of its own, lua/<kind>_common.lua, gets them between
 # the two (the semaphore's scripts: sem_common.lua).
-# dl_scripts[] is indexed by DL_SCRIPT_<NAME> (calls.h), so the order of
+# dl_scripts[] is indexed by DL_SCRIPT_<NAME>, so the order of
 # the list does not matter.  OUT_H is written only when the list changes,
 # so a change of a script's text rebuilds only OUT.
-# Inputs: OUT, OUT_H, LUA_DIR, SCRIPTS.
+# Inputs: OUT, OUT_H, LUA_DIR, ENTRY_DIR (shim/script), SCRIPTS.
 string(REPLACE "," ";" SCRIPTS "${SCRIPTS}")
 file(READ ${LUA_DIR}/common.lua common)
-set(body "/* Generated from lua/ by cmake/embed_lua.cmake: do not edit. */\n#include \"script.h\"\n\n")
+set(body "/* Generated from lua/ by cmake/embed_lua.cmake: do not edit. */\n#include \"dl_script_list.h\"\n#include \"script.h\"\n")
 set(table "")
 set(includes "")
+set(entries "")
+set(fits "")
 set(list "")
 set(count 0)
 foreach(op ${SCRIPTS})
@@ -57,16 +62,34 @@ foreach(op ${SCRIPTS})
   string(APPEND table
          "    [DL_SCRIPT_${OP}] = { \"${op}\", \"${sha}\", ${var}, ${len}, ${by_text}, &dl_entry_${op} },\n")
   string(APPEND includes "#include \"call_${op}.h\"\n")
+  string(APPEND entries "extern const dl_script_entry_t dl_entry_${op};\n")
+  file(STRINGS ${ENTRY_DIR}/call_${op}.h typedefs REGEX "^typedef [a-z_]+ dl_call_(args|reply)_[a-z_]+;$")
+  foreach(td ${typedefs})
+    string(REGEX REPLACE "^typedef [a-z_]+ (dl_call_(args|reply)_[a-z_]+);$" "\\1" tn "${td}")
+    if(tn MATCHES "^dl_call_args_")
+      string(APPEND fits "ARGS_FIT(${tn})\n")
+    else()
+      string(APPEND fits "REPLY_FIT(${tn})\n")
+    endif()
+  endforeach()
   string(APPEND list " \\\n    X(${OP}, ${op})")
   math(EXPR count "${count} + 1")
 endforeach()
+string(APPEND body "${includes}\n${entries}\n")
 string(APPEND body "const dl_script_t dl_scripts[] = {\n${table}};\n\n")
+string(APPEND body "/* Every script's types fit a call (caller.h). */\n")
+string(APPEND body "#define FITS(t, size) _Static_assert(sizeof(t) <= (size), #t \" fits a call\");\n")
+string(APPEND body "#define ARGS_FIT(t) FITS(t, DL_CALL_ARGS_SIZE)\n#define REPLY_FIT(t) FITS(t, DL_CALL_REPLY_SIZE)\n")
+string(APPEND body "${fits}\n")
 string(APPEND body "_Static_assert(DL_SCRIPT_COUNT == ${count}, \"dl_scripts[] has every script\");\n")
 
 set(header "/* Generated from lua/ by cmake/embed_lua.cmake: do not edit.\n")
 string(APPEND header " * The scripts: lua/<name>.lua each, with its entry shim/script/call_<name>.{h,c}. */\n")
-string(APPEND header "#ifndef DL_SCRIPT_LIST_H\n#define DL_SCRIPT_LIST_H\n\n${includes}\n")
-string(APPEND header "/* X(ID, name) for every script. */\n#define DL_SCRIPT_LIST(X)${list}\n\n#endif\n")
+string(APPEND header "#ifndef DL_SCRIPT_LIST_H\n#define DL_SCRIPT_LIST_H\n\n")
+string(APPEND header "/* X(ID, name) for every script. */\n#define DL_SCRIPT_LIST(X)${list}\n\n")
+string(APPEND header "/* The scripts' ids: dl_scripts[] (script.h) is indexed by them. */\n")
+string(APPEND header "#define DL_SCRIPT_ID_(ID, name) DL_SCRIPT_##ID,\n")
+string(APPEND header "enum { DL_SCRIPT_LIST(DL_SCRIPT_ID_) DL_SCRIPT_COUNT };\n#undef DL_SCRIPT_ID_\n\n#endif\n")
 
 string(RANDOM LENGTH 8 tag)
 foreach(pair "OUT;body" "OUT_H;header")

@@ -54,7 +54,8 @@
  *   tally.c         an object's counters for the metrics file
  *   metrics.c       the metrics file: its thread, the counts by name
  *   process.c       the per-process state (dl_proc_t), its reset after
- *                   fork (which resets api/object.c's mutex too)
+ *                   fork (and the hooks by which a layer above resets its
+ *                   own: api/object.c's mutex)
  * script/    the scripts of lua/ as typed calls
  *   calls.c         what every call shares: building, ARGV, replies
  *   call_<name>.c   one script's entry: its typed call, ARGV, reply and
@@ -121,7 +122,8 @@
  *
  * Generated (cmake/embed_lua.cmake, from lua/): dl_scripts.c, the scripts'
  * text with their SHA1s (script.h); dl_script_list.h, the list of scripts
- * (calls.h).
+ * and their ids (for the entries and script.c; a user of a call includes
+ * its call_<name>.h).
  */
 #ifndef DL_H
 #define DL_H

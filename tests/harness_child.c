@@ -257,6 +257,31 @@ int th_wait_child(pid_t pid)
     return th_wait_child_ms(pid, 30000);
 }
 
+void th_steer(th_steered_t *c, int (*fn)(void *), void *arg, int *up, int *down)
+{
+    th_pipe_open(&c->up);
+    th_pipe_open(&c->down);
+    *up = c->up.wr;
+    *down = c->down.rd;
+    c->pid = th_fork_child(fn, arg);
+}
+
+void th_steered_expect(th_steered_t *c, int64_t tag, th_msg_t *m, long timeout_ms)
+{
+    if (th_recv(c->up.rd, m, timeout_ms) != 0)
+        fail_msg("the child said nothing within %ld ms (waiting for its message %lld)",
+                 timeout_ms, (long long)tag);
+    if (m->tag != tag)
+        fail_msg("the child said %lld, want %lld", (long long)m->tag, (long long)tag);
+}
+
+void th_steered_end(th_steered_t *c)
+{
+    TH_ASSERT_CHILD_OK(c->pid);
+    th_pipe_close(&c->up);
+    th_pipe_close(&c->down);
+}
+
 void th_sigpipe_default(void)
 {
     signal(SIGPIPE, SIG_DFL);

@@ -39,6 +39,22 @@ void th_kill_child(pid_t pid);              /* SIGKILL and reap */
  * that TSan still counts as running in the child; docs/RELIABILITY.md).
  * Found out once per process, by trying it. */
 int th_fork_threads_ok(void);
+/* A child the test steers, the fixture of most tests of a hold's life: it
+ * reports what it did on `up` (th_send) and waits on `down` for the test's
+ * go, while the test does to Redis or to the network what the case needs
+ * (harness_proxy, th_lock_lose). */
+typedef struct th_steered {
+    th_pipe_t up, down;
+    pid_t pid;
+} th_steered_t;
+/* Opens the pipes, gives the child its ends (*up: the one it writes,
+ * *down: the one it reads; fields of arg) and forks fn(arg). */
+void th_steer(th_steered_t *c, int (*fn)(void *), void *arg, int *up, int *down);
+/* The child's next message, within timeout_ms, of tag `tag` (the test
+ * fails otherwise); stored in *m. */
+void th_steered_expect(th_steered_t *c, int64_t tag, th_msg_t *m, long timeout_ms);
+/* The child exits 0 (the test fails otherwise); its pipes are closed. */
+void th_steered_end(th_steered_t *c);
 /* In a child: SIGPIPE at its default disposition and unblocked, as in a
  * program that never touched it, so that a write on a reset connection
  * kills the process unless the library itself keeps SIGPIPE away. */

@@ -111,6 +111,15 @@ const char *th_proxy_url(const th_proxy_t *p)
     return p->url;
 }
 
+th_proxy_t *th_proxy_url_for(char *url, size_t size)
+{
+    th_proxy_t *p = th_proxy_start(th_redis_port());
+    if (!p)
+        fail_msg("the proxy did not start");
+    snprintf(url, size, "%s", p->url);
+    return p;
+}
+
 void th_proxy_mode(th_proxy_t *p, int mode, long delay_ms)
 {
     pthread_mutex_lock(&p->mu);

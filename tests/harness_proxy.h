@@ -104,6 +104,9 @@ void th_proxy_stop(th_proxy_t *p);
 int th_proxy_port(const th_proxy_t *p);
 /* "redis://127.0.0.1:PORT" of the proxy. */
 const char *th_proxy_url(const th_proxy_t *p);
+/* A proxy to the suite's server, started (the test fails otherwise), its
+ * URL written into url (size bytes) for the process it stands before. */
+th_proxy_t *th_proxy_url_for(char *url, size_t size);
 /* Changes the mode (delay_ms: SLOW's delay); takes effect at once. */
 void th_proxy_mode(th_proxy_t *p, int mode, long delay_ms);
 /* Cuts every current connection once; the mode stays. */

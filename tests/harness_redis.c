@@ -256,6 +256,18 @@ void th_wait_queued(const char *name, long long n)
         th_sleep_ms(200);
 }
 
+void th_lock_lose(int port, const char *name)
+{
+    static const char *sfx[] = { "", ":r", ":ri", ":q", ":w", ":m" };
+    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
+        char k[300];
+        th_key(k, sizeof k, name, sfx[i]);
+        redisReply *r = th_cmd_at(port ? port : th_redis_port(), "DEL %s", k);
+        if (r)
+            freeReplyObject(r);
+    }
+}
+
 
 /* ------------------------------------------------------------ connections */
 

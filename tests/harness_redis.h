@@ -56,6 +56,10 @@ int th_wait_exists(const char *key, int want, long timeout_ms);
  * waiters really wait.  Where the library does not queue there, it pauses
  * 200 ms instead: this is a synchronisation, not a check. */
 void th_wait_queued(const char *name, long long n);
+/* Redis (the server at port; 0: the suite's) loses lock `name`: every key
+ * of it deleted, as a server that lost its data would, with no sign that
+ * reaches the holder. */
+void th_lock_lose(int port, const char *name);
 
 /* ------------------------------------------------------------ connections */
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* harness_script.c - the library's scripts run directly (harness_script.h). */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_script.h"
 

@@ -8,6 +8,14 @@
  * without a connection of the library, so each case is one script at a
  * time and what Redis keeps is checked after it.
  */
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_break.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
 #include "harness.h"
 #include "keys.h"
 #include "script.h"
@@ -82,72 +90,72 @@ static void test_acquire_renew_release(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    uint64_t fa = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
     assert_true(fa >= 1);
     assert_int_equal((long long)fa, hget_ll(ka.keys[0], "fence"));
-    assert_int_equal(c.reply.acquire.dead, 0);
-    assert_int_equal(c.reply.acquire.claimed, 0);
-    assert_int_equal(c.reply.acquire.waiters, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).claimed, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).waiters, 0);
 
     /* busy, not queued: the holder's lease left */
     dl_acquire_args_t ab = ask('w', 0, 1);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
-    assert_true(c.reply.acquire.pttl_ms > 0 && c.reply.acquire.pttl_ms <= 30000);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
+    assert_true(DL_REPLY(&c, acquire).pttl_ms > 0 && DL_REPLY(&c, acquire).pttl_ms <= 30000);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
 
     /* busy, queued (registration 2) */
     ab = ask('w', 1, 2);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
 
     /* renewed, and one waiter queued */
     dl_renew_args_t ra = { .mode = 'w', .lease_ms = 30000, .fence = fa };
     dl_call_renew(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.renew.held, 1);
-    assert_int_equal(c.reply.renew.queued, 1);
+    assert_int_equal(DL_REPLY(&c, renew).held, 1);
+    assert_int_equal(DL_REPLY(&c, renew).queued, 1);
     /* a renewal naming another hold renews nothing */
     ra.fence = fa + 100;
     dl_call_renew(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.renew.held, 0);
+    assert_int_equal(DL_REPLY(&c, renew).held, 0);
 
     /* released: the waiter holds it now */
     dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     redisReply *owner = th_cmd("HGET %s owner", ka.keys[0]);
     assert_string_equal(owner->str, "tokB");
     freeReplyObject(owner);
     /* the same release again (a resend): released already */
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 2);
+    assert_int_equal(DL_REPLY(&c, release).result, 2);
 
     /* B asks again: the grant is its own ("mine", claimed) */
     ab = ask('w', 1, 3);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    assert_int_equal(c.reply.acquire.claimed, 1);
-    uint64_t fb = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).claimed, 1);
+    uint64_t fb = DL_REPLY(&c, acquire).fence;
     assert_true(fb > fa);
     rel = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 0 };
     dl_call_release(&c, &b, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
     /* a hold nobody has: held nothing */
     rel.fence = fb + 100;
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
 }
 
 /* A queued wait cancelled, and one granted before its cancel; a request
@@ -164,16 +172,16 @@ static void test_cancel_withdraw_break(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 5);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    uint64_t fa = c.reply.acquire.fence;
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
 
     /* B gives up: withdrawn */
     dl_cancel_args_t cb = { .mode = 'w', .regid = 5 };
     dl_call_cancel(&c, &b, &cb);
     run(&c);
-    assert_int_equal(c.reply.cancel.granted, 0);
+    assert_int_equal(DL_REPLY(&c, cancel).granted, 0);
     assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 0);
 
     /* B queues again, A releases: B's cancel finds it granted */
@@ -183,38 +191,38 @@ static void test_cancel_withdraw_break(void **state)
     dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
     dl_call_release(&c, &a, &rel);
     run(&c);
-    assert_int_equal(c.reply.release.result, 1);
+    assert_int_equal(DL_REPLY(&c, release).result, 1);
     cb.regid = 6;
     dl_call_cancel(&c, &b, &cb);
     run(&c);
-    assert_int_equal(c.reply.cancel.granted, 1);
-    assert_true(c.reply.cancel.fence > fa);
-    assert_int_equal((long long)c.reply.cancel.fence, hget_ll(kb.keys[0], "fence"));
-    assert_int_equal(c.reply.cancel.dead, 0);
+    assert_int_equal(DL_REPLY(&c, cancel).granted, 1);
+    assert_true(DL_REPLY(&c, cancel).fence > fa);
+    assert_int_equal((long long)DL_REPLY(&c, cancel).fence, hget_ll(kb.keys[0], "fence"));
+    assert_int_equal(DL_REPLY(&c, cancel).dead, 0);
 
     /* withdrawn by its registration id: the hold taken for it goes */
     dl_withdraw_args_t wb = { .mode = 'w', .regid = 6 };
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 1);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
     assert_int_equal(th_cmd_ll("EXISTS %s", kb.keys[0]), 0);
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 0);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 0);
 
     /* two read holds, broken: both removed */
     aa = ask('r', 0, 7);
     ab = ask('r', 0, 8);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 2);
     dl_call_break(&c, &a);
     run(&c);
-    assert_int_equal(c.reply.brk.removed, 2);
+    assert_int_equal(DL_REPLY(&c, brk).removed, 2);
     assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 0);
 }
 
@@ -232,12 +240,12 @@ static void test_mark(void **state)
     dl_acquire_args_t aa = ask('w', 0, 1);
     dl_call_acquire(&c, &a, &aa);
     run(&c);
-    uint64_t fa = c.reply.acquire.fence;
+    uint64_t fa = DL_REPLY(&c, acquire).fence;
 
     dl_mark_args_t m = { .fence = fa, .lingering = 1, .ms = 2000, .seq = 1 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 1);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 1);
     redisReply *wh = th_cmd("HGET %s wh", ka.keys[5]);
     assert_string_equal(wh->str, "");
     freeReplyObject(wh);
@@ -246,7 +254,7 @@ static void test_mark(void **state)
     m = (dl_mark_args_t){ .fence = fa, .lingering = 0, .ms = 30000, .seq = 2 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 1);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 1);
     wh = th_cmd("HGET %s wh", ka.keys[5]);
     assert_string_equal(wh->str, "tokA");
     freeReplyObject(wh);
@@ -255,7 +263,7 @@ static void test_mark(void **state)
     m = (dl_mark_args_t){ .fence = fa + 1, .lingering = 1, .ms = 2000, .seq = 3 };
     dl_call_mark(&c, &a, &m);
     run(&c);
-    assert_int_equal(c.reply.mark.marked, 0);
+    assert_int_equal(DL_REPLY(&c, mark).marked, 0);
     assert_true(th_cmd_ll("PTTL %s", ka.keys[0]) > 2000);
 }
 
@@ -275,9 +283,9 @@ static uint64_t lapsed_writer(const dl_caller_t *a, const lockkeys_t *ka, uint64
     dl_acquire_args_t aa = ask('w', 0, regid);
     dl_call_acquire(&c, a, &aa);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
     th_cmd_do("DEL %s", ka->keys[0]);
-    return c.reply.acquire.fence;
+    return DL_REPLY(&c, acquire).fence;
 }
 
 /* A hold taken over a lapse consumes its death trace; withdrawn (its
@@ -299,18 +307,18 @@ static void test_withdraw_keeps_death_trace(void **state)
         dl_acquire_args_t ab = ask(mode, 0, 7);
         dl_call_acquire(&c, &b, &ab);
         run(&c);
-        assert_int_equal(c.reply.acquire.got, 1);
-        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).dead, 1);
         dl_withdraw_args_t wb = { .mode = mode, .regid = 7 };
         dl_call_withdraw(&c, &b, &wb);
         run(&c);
-        assert_int_equal(c.reply.withdraw.result, 1);
+        assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
         assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
         dl_acquire_args_t ac = ask('w', 0, 9);
         dl_call_acquire(&c, &c3, &ac);
         run(&c);
-        assert_int_equal(c.reply.acquire.got, 1);
-        if (!c.reply.acquire.dead)
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        if (!DL_REPLY(&c, acquire).dead)
             fail_msg("%c: the lapse a withdrawn hold had consumed was never reported", mode);
     }
 }
@@ -331,18 +339,18 @@ static void test_release_clears_trace_by_rid(void **state)
     dl_release_args_t rb = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
     dl_release_args_t ra = { .mode = 'w', .fence = fa + 1000, .rid = 4 };
     dl_call_release(&c, &a, &ra);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);                 /* ENOLCK */
+    assert_int_equal(DL_REPLY(&c, release).result, 0);                 /* ENOLCK */
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
     dl_acquire_args_t ab = ask('w', 0, 5);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 1);
-    assert_int_equal(c.reply.acquire.dead, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
 }
 
 /* redlock (release's 'o', withdraw's ARGV[5]): where the caller holds
@@ -362,7 +370,7 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     dl_release_args_t rb = { .mode = 'w', .fence = fa - 1, .rid = 3, .redlock = 1 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "tokA");
     /* Younger: A's lapse was reported to B, or never counted: it goes;
      * and the meta fence is raised to B's. */
@@ -374,9 +382,9 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     dl_acquire_args_t ab = ask('w', 0, 4);
     dl_call_acquire(&c, &b, &ab);
     run(&c);
-    assert_int_equal(c.reply.acquire.dead, 0);
-    assert_true(c.reply.acquire.fence > rb.fence);
-    uint64_t fb = c.reply.acquire.fence;
+    assert_int_equal(DL_REPLY(&c, acquire).dead, 0);
+    assert_true(DL_REPLY(&c, acquire).fence > rb.fence);
+    uint64_t fb = DL_REPLY(&c, acquire).fence;
     /* A break after B's hold was taken: a release of an older hold (read
      * or write, held here or not) leaves its trace. */
     dl_call_break(&c, &b);
@@ -387,14 +395,14 @@ static void test_quorum_release_older_trace_and_fence(void **state)
     rb = (dl_release_args_t){ .mode = 'w', .fence = fb, .rid = 4, .redlock = 1 };
     dl_call_release(&c, &b, &rb);
     run(&c);
-    assert_int_equal(c.reply.release.result, 0);
+    assert_int_equal(DL_REPLY(&c, release).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "broken");
     /* A withdrawal for an acquisition that counted elsewhere (fence far
      * ahead): the break is older, and was reported to it. */
     dl_withdraw_args_t wb = { .mode = 'w', .regid = 5, .older = fb + 60000000 };
     dl_call_withdraw(&c, &b, &wb);
     run(&c);
-    assert_int_equal(c.reply.withdraw.result, 0);
+    assert_int_equal(DL_REPLY(&c, withdraw).result, 0);
     assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "");
 }
 
@@ -444,36 +452,36 @@ static void test_cluster_forms(void **state)
         dl_acquire_args_t aa = ask('w', 0, 1), ab = ask('w', 1, 2);
         dl_call_acquire(&c, &a, &aa);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 1);
-        uint64_t fa = c.reply.acquire.fence;
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        uint64_t fa = DL_REPLY(&c, acquire).fence;
         assert_int_equal((long long)fa, hget_ll(ka.keys[5], "fence"));
         dl_call_acquire(&c, &b, &ab);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 0);
         assert_int_equal(th_cmd_ll("ZCARD %s", kb.keys[3]), 1);
         assert_int_equal(th_cmd_ll("HLEN %s", kb.keys[4]), 1);
         dl_renew_args_t rn = { .mode = 'w', .lease_ms = 30000, .fence = fa };
         dl_call_renew(&c, &a, &rn);
         run_form(&c, form);
-        assert_int_equal(c.reply.renew.held, 1);
-        assert_int_equal(c.reply.renew.queued, 1);
+        assert_int_equal(DL_REPLY(&c, renew).held, 1);
+        assert_int_equal(DL_REPLY(&c, renew).queued, 1);
         dl_release_args_t rel = { .mode = 'w', .fence = fa, .rid = 1 };
         dl_call_release(&c, &a, &rel);
         run_form(&c, form);
-        assert_int_equal(c.reply.release.result, 1);
+        assert_int_equal(DL_REPLY(&c, release).result, 1);
         /* handed to B by push: traced as pending until B claims it */
         assert_string_equal(hget_str(ka.keys[5], "wh", wh, sizeof wh), "g:tokB");
         dl_acquire_args_t ra = ask('r', 0, 3);
         dl_call_acquire(&c, &a, &ra);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 0);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 0);
         dl_call_break(&c, &a);
         run_form(&c, form);
-        assert_int_equal(c.reply.brk.removed, 1);
+        assert_int_equal(DL_REPLY(&c, brk).removed, 1);
         dl_call_acquire(&c, &a, &ra);
         run_form(&c, form);
-        assert_int_equal(c.reply.acquire.got, 1);
-        assert_int_equal(c.reply.acquire.dead, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).got, 1);
+        assert_int_equal(DL_REPLY(&c, acquire).dead, 1);
         assert_int_equal(th_cmd_ll("ZCARD %s", ka.keys[1]), 1);
         assert_int_equal(th_cmd_ll("HLEN %s", ka.keys[2]), 1);
         char gk[400];
@@ -523,7 +531,7 @@ static void test_acquire_all(void **state)
     dl_call_t c;
     dl_call_acquire_all(&c, &a, &x.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     for (int i = 0; i < 3; i++) {
         assert_int_equal((long long)x.out[i].fence, hget_ll(x.k[i].keys[0], "fence"));
         assert_int_equal(hget_ll(x.k[i].keys[0], "rid"), 5);
@@ -535,7 +543,7 @@ static void test_acquire_all(void **state)
     /* resent (the first copy ran): the same holds, claimed */
     dl_call_acquire_all(&c, &a, &x.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     assert_int_equal(x.out[1].claimed, 1);
     assert_int_equal((long long)x.out[1].fence, (long long)f1);
 
@@ -547,9 +555,9 @@ static void test_acquire_all(void **state)
     dl_caller_t b = all_of(&y, nb, 2, "tokB", 7);
     dl_call_acquire_all(&c, &b, &y.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 0);
-    assert_int_equal(c.reply.acquire_all.busy, 1);
-    assert_true(c.reply.acquire_all.pttl_ms > 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).busy, 1);
+    assert_true(DL_REPLY(&c, acquire_all).pttl_ms > 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[0]), 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", y.k[0].keys[5]), 0);
 
@@ -561,15 +569,15 @@ static void test_acquire_all(void **state)
     run(&c);
     dl_call_acquire(&c, &cw, &aw);
     run(&c);
-    assert_int_equal(c.reply.acquire.got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire).got, 0);
     th_cmd_do("DEL %s", kc.keys[0]);     /* C's lease ran out; W still queued */
     snprintf(nb[1], sizeof nb[1], "%s", names[0]);
     allcall_t z;
     dl_caller_t b2 = all_of(&z, nb, 2, "tokB", 8);
     dl_call_acquire_all(&c, &b2, &z.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 0);
-    assert_int_equal(c.reply.acquire_all.busy, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 0);
+    assert_int_equal(DL_REPLY(&c, acquire_all).busy, 0);
     assert_int_equal(th_cmd_ll("EXISTS %s", kc.keys[0]), 0);     /* nobody jumped W */
 
     /* a lapse: d's trace names C.  W leaves; B takes {e, d}: d's lapse */
@@ -583,7 +591,7 @@ static void test_acquire_all(void **state)
     dl_caller_t be = all_of(&e, ne, 2, "tokB", 9);
     dl_call_acquire_all(&c, &be, &e.args);
     run(&c);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
     assert_int_equal(e.out[0].dead, 0);
     assert_int_equal(e.out[1].dead, 1);
     assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokB");
@@ -593,7 +601,7 @@ static void test_acquire_all(void **state)
         dl_withdraw_args_t wb = { .mode = 'w', .regid = 9 };
         dl_call_withdraw(&c, &wi, &wb);
         run(&c);
-        assert_int_equal(c.reply.withdraw.result, 1);
+        assert_int_equal(DL_REPLY(&c, withdraw).result, 1);
     }
     assert_string_equal(hget_str(e.k[1].keys[5], "wh", wh, sizeof wh), "tokC");
 
@@ -602,11 +610,11 @@ static void test_acquire_all(void **state)
     dl_caller_t bf = all_of(&f, ne, 2, "tokB", 10);
     dl_call_acquire_all(&c, &bf, &f.args);
     run_form(&c, 1);
-    assert_int_equal(c.reply.acquire_all.got, 2);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 2);
     assert_int_equal(th_cmd_ll("EXISTS %s", f.k[0].keys[0]), 0);
     /* the six and the guard: as the six */
     run_form(&c, 7);
-    assert_int_equal(c.reply.acquire_all.got, 1);
+    assert_int_equal(DL_REPLY(&c, acquire_all).got, 1);
 }
 
 int main(void)

@@ -57,13 +57,7 @@ static int lost_calls(void)
  * that the next relock asks Redis. */
 static void lose(const char *name)
 {
-    static const char *sfx[] = { "", ":r", ":ri", ":q", ":w", ":m" };
-    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-        char k[300];
-        redisReply *r = th_cmd("DEL %s", th_key(k, sizeof k, name, sfx[i]));
-        if (r)
-            freeReplyObject(r);
-    }
+    th_lock_lose(0, name);
     th_sleep_ms(100);
 }
 
@@ -154,16 +148,12 @@ static void test_mutex_holder_stopped(void **state)
     (void)state;
     static struct stopped s;
     th_name(s.name, sizeof s.name, "lapsestop");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    s.up = up.wr;
-    s.down = down.rd;
-    pid_t pid = th_fork_child(stopped_child, &s);
+    th_steered_t c;
+    th_steer(&c, stopped_child, &s, &s.up, &s.down);
     th_msg_t m;
-    if (th_recv(up.rd, &m, 30000) || m.tag != S_READY)
+    if (th_recv(c.up.rd, &m, 30000) || m.tag != S_READY)
         fail_msg("the holder did not take the lock");
-    kill(pid, SIGSTOP);
+    kill(c.pid, SIGSTOP);
     /* Another process gets the lock once the stopped holder's lease (1 s)
      * has run out in Redis, and releases it. */
     th_proc_t q;
@@ -172,13 +162,13 @@ static void test_mutex_holder_stopped(void **state)
     int qrc = th_proc_opa(&q, TH_M_TIMEDLOCK, s.name, 10000, &r);
     if (qrc == 0 || qrc == EOWNERDEAD)
         TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, s.name), 0);
-    kill(pid, SIGCONT);
+    kill(c.pid, SIGCONT);
     assert_int_equal(th_proc_stop(&q), 0);
     if (qrc != EOWNERDEAD)
         fail_msg("the other process's lock call said %s, want EOWNERDEAD (the stopped "
                  "holder's lease ran out)", th_errname(qrc));
-    th_send(down.wr, S_GO, 0, 0, 0);
-    if (th_recv(up.rd, &m, 30000) || m.tag != S_DONE)
+    th_send(c.down.wr, S_GO, 0, 0, 0);
+    if (th_recv(c.up.rd, &m, 30000) || m.tag != S_DONE)
         fail_msg("the holder did not report");
     int relock = (int)(m.a & 0xff), inner = (int)(m.a >> 8 & 0xff), last = (int)(m.a >> 16);
     print_message("stopped holder: relock %s, inner unlock %s, last unlock %s, told %lld\n",
@@ -191,7 +181,7 @@ static void test_mutex_holder_stopped(void **state)
     assert_int_equal(m.b, 1);
     for (int i = 0; i < 4; i++)
         TH_ASSERT_RC((int)(m.c >> (8 * i) & 0xff), 0);
-    TH_ASSERT_CHILD_OK(pid);
+    TH_ASSERT_CHILD_OK(c.pid);
     free_now(s.name, 0);
 }
 

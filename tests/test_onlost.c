@@ -241,6 +241,14 @@ typedef struct run {
     int extra_lost;           /* more than pending[] holds */
 } run_t;
 
+/* h names the lock `tag` (th_name) and sets the holder's URL: "DISTLOCK_URL=...". */
+static void holder_init(struct holder *h, const char *tag, const char *url)
+{
+    memset(h, 0, sizeof *h);
+    th_name(h->name, sizeof h->name, tag);
+    h->env[0] = url;
+}
+
 static void holder_start(run_t *r, struct holder *h)
 {
     memset(r, 0, sizeof *r);
@@ -317,6 +325,19 @@ static int64_t wait_lost(run_t *r, long timeout_ms, int64_t t_loss_us, const cha
     return ms;
 }
 
+/* A little later (a second call would come by now), the function was
+ * called `want` times in all, with no call the test did not expect; then
+ * the holder exits. */
+static void holder_told(run_t *r, int want)
+{
+    th_sleep_ms(300);
+    int64_t n = holder_cmd(r, C_COUNT, NULL);
+    if (n != want || r->extra_lost || r->npending)
+        fail_msg("dist_onlost's function was called %lld times, want %d", (long long)n, want);
+    holder_cmd(r, C_EXIT, NULL);
+    TH_ASSERT_CHILD_OK(r->pid);
+}
+
 /* After the loss was told: getlease says ENOLCK, the unlock ENOLCK, and
  * the function was called once in all (the unlock found the loss again). */
 static void holder_finish_lost(run_t *r)
@@ -324,25 +345,7 @@ static void holder_finish_lost(run_t *r)
     int64_t ms = 0;
     TH_ASSERT_RC((int)holder_cmd(r, C_GETLEASE, &ms), ENOLCK);
     TH_ASSERT_RC((int)holder_cmd(r, C_UNLOCK, NULL), ENOLCK);
-    th_sleep_ms(300);                     /* a second call would come by now */
-    int64_t n = holder_cmd(r, C_COUNT, NULL);
-    if (n != 1 || r->extra_lost || r->npending)
-        fail_msg("dist_onlost's function was called %lld times for one lost hold", (long long)n);
-    holder_cmd(r, C_EXIT, NULL);
-    TH_ASSERT_CHILD_OK(r->pid);
-}
-
-/* Deletes every key of lock name on the server at port. */
-static void del_keys(int port, const char *name)
-{
-    static const char *sfx[] = { "", ":r", ":ri", ":q", ":w", ":m" };
-    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-        char k[300];
-        th_key(k, sizeof k, name, sfx[i]);
-        redisReply *rep = th_cmd_at(port, "DEL %s", k);
-        if (rep)
-            freeReplyObject(rep);
-    }
+    holder_told(r, 1);
 }
 
 static char g_url[128];
@@ -459,14 +462,12 @@ static void test_deleted_idle(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostidle");
-    h.env[0] = url_env();
+    holder_init(&h, "lostidle", url_env());
     h.env[1] = "DISTLOCK_LEASE_MS=1500";
     run_t r;
     holder_start(&r, &h);
     int64_t t0 = th_now_us();
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     /* lease/3 between renewals; the margin is for a loaded machine */
     int64_t ms = wait_lost(&r, 10000, t0, "the keys were deleted (idle hold, lease 1500 ms)");
     if (ms > 3000)
@@ -482,14 +483,12 @@ static void test_deleted_busy(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostbusy");
-    h.env[0] = url_env();
+    holder_init(&h, "lostbusy", url_env());
     h.waiter = 1;
     run_t r;
     holder_start(&r, &h);
     int64_t t0 = th_now_us();
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     int64_t ms = wait_lost(&r, 15000, t0, "the keys were deleted (a thread waiting for the hold)");
     if (ms > 2000)
         fail_msg("told %lld ms after the loss: not by the 20 ms confirmation of a busy hold",
@@ -500,24 +499,24 @@ static void test_deleted_busy(void **state)
 /* Nobody renews before the unlock (default lease): the unlock's release
  * finds the loss, says ENOLCK, and the function is called once, from the
  * library's thread. */
-static void test_deleted_unlock(void **state)
+static void unlock_finds_loss(const char *tag, int fork_first, const char *what)
 {
-    (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostunlock");
-    h.env[0] = url_env();
+    holder_init(&h, tag, url_env());
+    h.fork_first = fork_first;
     run_t r;
     holder_start(&r, &h);
     int64_t t0 = th_now_us();
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
-    wait_lost(&r, 5000, t0, "the keys were deleted (found by the unlock)");
-    th_sleep_ms(300);
-    if (holder_cmd(&r, C_COUNT, NULL) != 1 || r.extra_lost || r.npending)
-        fail_msg("dist_onlost's function was called more than once");
-    holder_cmd(&r, C_EXIT, NULL);
-    TH_ASSERT_CHILD_OK(r.pid);
+    wait_lost(&r, 5000, t0, what);
+    holder_told(&r, 1);
+}
+
+static void test_deleted_unlock(void **state)
+{
+    (void)state;
+    unlock_finds_loss("lostunlock", 0, "the keys were deleted (found by the unlock)");
 }
 
 /* A reentrant relock after the loss (past the 40 ms trust window) confirms
@@ -529,14 +528,12 @@ static void test_deleted_relock(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostrelock");
-    h.env[0] = url_env();
+    holder_init(&h, "lostrelock", url_env());
     run_t r;
     holder_start(&r, &h);
     th_sleep_ms(100);                     /* its confirmation is older than 40 ms */
     int64_t t0 = th_now_us();
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     TH_ASSERT_RC((int)holder_cmd(&r, C_RELOCK, NULL), EOWNERDEAD);
     wait_lost(&r, 5000, t0, "the keys were deleted (found by a relock)");
     int64_t ms = 0;
@@ -544,11 +541,7 @@ static void test_deleted_relock(void **state)
     assert_true(ms > 0);
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), 0);
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
-    th_sleep_ms(300);
-    if (holder_cmd(&r, C_COUNT, NULL) != 1 || r.extra_lost || r.npending)
-        fail_msg("dist_onlost's function was called more than once");
-    holder_cmd(&r, C_EXIT, NULL);
-    TH_ASSERT_CHILD_OK(r.pid);
+    holder_told(&r, 1);
 }
 
 /* ------------------------------------------------------------------------
@@ -564,9 +557,7 @@ static void test_restart(void **state)
     static char url[96];
     snprintf(url, sizeof url, "DISTLOCK_URL=%s", s.url);
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostrestart");
-    h.env[0] = url;
+    holder_init(&h, "lostrestart", url);
     run_t r;
     holder_start(&r, &h);
     th_server_stop(&s);
@@ -592,9 +583,7 @@ static void test_restart_long(void **state)
     static char url[96];
     snprintf(url, sizeof url, "DISTLOCK_URL=%s", s.url);
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostlongrestart");
-    h.env[0] = url;
+    holder_init(&h, "lostlongrestart", url);
     h.env[1] = "DISTLOCK_IO_TIMEOUT_MS=500";
     h.env[2] = "DISTLOCK_LOG=error";    /* the retries' warnings */
     run_t r;
@@ -617,9 +606,7 @@ static void test_break(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostbreak");
-    h.env[0] = url_env();
+    holder_init(&h, "lostbreak", url_env());
     h.rw = 1;
     run_t r;
     holder_start(&r, &h);
@@ -644,9 +631,7 @@ static void test_stall(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "loststall");
-    h.env[0] = url_env();
+    holder_init(&h, "loststall", url_env());
     h.env[1] = "DISTLOCK_LEASE_MS=1500";
     run_t r;
     holder_start(&r, &h);
@@ -668,9 +653,7 @@ static void test_fixed_lease(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostfixed");
-    h.env[0] = url_env();
+    holder_init(&h, "lostfixed", url_env());
     h.fixed_ms = 500;
     run_t r;
     holder_start(&r, &h);
@@ -689,22 +672,8 @@ static void test_fixed_lease(void **state)
 static void test_forked_child(void **state)
 {
     (void)state;
-    static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostfork");
-    h.env[0] = url_env();
-    h.fork_first = 1;
-    run_t r;
-    holder_start(&r, &h);
-    int64_t t0 = th_now_us();
-    del_keys(th_redis_port(), h.name);
-    TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
-    wait_lost(&r, 5000, t0, "the keys were deleted (a forked child's hold, found by its unlock)");
-    th_sleep_ms(300);
-    if (holder_cmd(&r, C_COUNT, NULL) != 1 || r.extra_lost || r.npending)
-        fail_msg("dist_onlost's function was called more than once");
-    holder_cmd(&r, C_EXIT, NULL);
-    TH_ASSERT_CHILD_OK(r.pid);
+    unlock_finds_loss("lostfork", 1,
+                      "the keys were deleted (a forked child's hold, found by its unlock)");
 }
 
 /* ------------------------------------------------------------------------
@@ -713,13 +682,11 @@ static void test_register(void **state)
 {
     (void)state;
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostreg");
-    h.env[0] = url_env();
+    holder_init(&h, "lostreg", url_env());
     run_t r;
     holder_start(&r, &h);
     TH_ASSERT_RC((int)holder_cmd(&r, C_ONLOST_NULL, NULL), 0);
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
     th_sleep_ms(300);
     if (holder_cmd(&r, C_COUNT, NULL) != 0 || r.extra_lost || r.npending)
@@ -731,7 +698,7 @@ static void test_register(void **state)
     int64_t ms = 0;
     TH_ASSERT_RC((int)holder_cmd(&r, C_GETLEASE, &ms), 0);
     th_sleep_ms(100);                     /* past the trust window: the unlock asks */
-    del_keys(th_redis_port(), h.name);
+    th_lock_lose(0, h.name);
     int64_t t0 = th_now_us();
     TH_ASSERT_RC((int)holder_cmd(&r, C_UNLOCK, NULL), ENOLCK);
     th_msg_t m;
@@ -767,9 +734,7 @@ static void test_failover(void **state)
     char u[260];
     snprintf(url, sizeof url, "DISTLOCK_URL=%s", tt_sentinel_url(&st, u, sizeof u));
     static struct holder h;
-    memset(&h, 0, sizeof h);
-    th_name(h.name, sizeof h.name, "lostfailover");
-    h.env[0] = url;
+    holder_init(&h, "lostfailover", url);
     h.env[1] = "DISTLOCK_IO_TIMEOUT_MS=2000";
     h.env[2] = getenv("TH_HOLDER_LOG");
     run_t r;
@@ -783,7 +748,7 @@ static void test_failover(void **state)
     redisReply *rep = th_cmd_at(replica.port, "CONFIG SET replica-read-only no");
     assert_non_null(rep);
     freeReplyObject(rep);
-    del_keys(replica.port, h.name);
+    th_lock_lose(replica.port, h.name);
     assert_int_equal(th_cmd_at_ll(replica.port, "EXISTS %s", key), 0);
     int64_t t0 = th_now_us();
     rep = th_cmd_at(st.s[0].port, "SENTINEL FAILOVER %s", st.master);

@@ -10,6 +10,7 @@
  * simply running the late command last.  One goes through the library and
  * a proxy that loses pushes and slows the connection.
  */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_proxy.h"
 #include "mutex.h"
@@ -180,37 +181,27 @@ static void test_reader_joins_once_claimed_hold_confirmed(void **state)
     (void)state;
     static struct join_arg a;
     th_name(a.name, sizeof a.name, "joinmine");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
 
     th_proc_t o;                          /* the writer, straight to Redis */
     assert_int_equal(th_proc_start(&o, NULL), 0);
     TH_ASSERT_RC(th_proc_op(&o, TH_RW_WRLOCK, a.name), 0);
-    pid_t pid = th_fork_child(join_child, &a);
+    th_steer(&c, join_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, JOIN_WAITING);
+    th_steered_expect(&c, JOIN_WAITING, &msg, 20000);
     /* the grant's push is lost; the reader finds the hold its own by asking
      * again, and the watchdog's renewal of it is slow */
     th_proxy_mute_pushes(px, 1);
     th_proxy_mode(px, TH_PROXY_SLOW, 100);
     TH_ASSERT_RC(th_proc_op(&o, TH_RW_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, JOIN_RESULT);
+    th_steered_expect(&c, JOIN_RESULT, &msg, 20000);
     if (msg.a != 1)
         fail_msg("a second reader thread was kept out of the process's read hold (claimed "
                  "after a lost push) for 5 s after the watchdog confirmed it: it would get in "
                  "only once the first reader unlocked");
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&o), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
     th_proxy_stop(px);
 }
 
@@ -362,30 +353,22 @@ static void test_every_reader_of_lost_hold_gets_enolck(void **state)
     (void)state;
     static struct lostr_arg a;
     th_name(a.name, sizeof a.name, "lostreaders");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
-    pid_t pid = th_fork_child(lostr_child, &a);
+    th_steered_t c;
+    th_steer(&c, lostr_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, LOSTR_HELD);
+    th_steered_expect(&c, LOSTR_HELD, &msg, 20000);
     char rk[300], rik[300];
     key(rk, a.name, ":r");
     key(rik, a.name, ":ri");
     th_cmd_do("DEL %s %s", rk, rik);           /* Redis loses the read hold */
-    th_send(down.wr, LOSTR_DELETED, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, LOSTR_RESULT);
+    th_send(c.down.wr, LOSTR_DELETED, 0, 0, 0);
+    th_steered_expect(&c, LOSTR_RESULT, &msg, 20000);
     if (msg.a != ENOLCK)
         fail_msg("a reader's unlock of a read hold known lost returned %s (another reader "
                  "still held it), want ENOLCK; the last reader's: %s",
                  th_errname((int)msg.a), th_errname((int)msg.b));
     assert_int_equal(msg.b, ENOLCK);
-    TH_ASSERT_CHILD_OK(pid);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    th_steered_end(&c);
 }
 
 int main(void)

@@ -13,6 +13,7 @@
  * cases drive the scripts directly (dl_scripts[], as the library sends
  * them), one goes end to end through a stalling proxy.
  */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_proxy.h"
 #include "harness_script.h"

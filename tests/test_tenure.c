@@ -75,26 +75,19 @@ static void test_lapsed_hold_not_passed_locally(void **state)
 {
     static struct lapse_arg a;
     th_name(a.name, sizeof a.name, "lapse");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
     char key[300];
     th_key(key, sizeof key, a.name, "");
 
     th_proc_t o;                          /* the other process */
     assert_int_equal(th_proc_start(&o, NULL), 0);
-    pid_t pid = th_fork_child(lapse_child, &a);
+    th_steer(&c, lapse_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, LAPSE_READY);
+    th_steered_expect(&c, LAPSE_READY, &msg, 20000);
 
     /* Stalled past its lease: Redis lets the hold lapse, we take the lock. */
-    kill(pid, SIGSTOP);
+    kill(c.pid, SIGSTOP);
     th_proxy_mode(px, TH_PROXY_SLOW, 300);
     if (!th_wait_exists(key, 0, 10000))
         fail_msg("the stopped child's hold did not lapse (lease 1000 ms)");
@@ -102,35 +95,31 @@ static void test_lapsed_hold_not_passed_locally(void **state)
     if (rc != 0 && rc != EOWNERDEAD)
         fail_msg("trylock after the child's hold lapsed: %s", th_errname(rc));
 
-    kill(pid, SIGCONT);
-    th_send(down.wr, 1, 0, 0, 0);
+    kill(c.pid, SIGCONT);
+    th_send(c.down.wr, 1, 0, 0, 0);
     /* The stale holder learns it lost the lock; its waiting thread must not
      * be handed the lock while we hold it. */
-    assert_int_equal(th_recv(up.rd, &msg, 10000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 10000), 0);
     if (msg.tag == LAPSE_T2_GOT)
         fail_msg("a thread of the stalled process got the lock (%s) while another "
                  "process held it", th_errname((int)msg.a));
     assert_int_equal(msg.tag, LAPSE_T1_UNLOCKED);
     if (msg.a != ENOLCK)
         fail_msg("the stale holder's unlock returned %s, want ENOLCK", th_errname((int)msg.a));
-    if (th_recv(up.rd, &msg, 500) == 0)
+    if (th_recv(c.up.rd, &msg, 500) == 0)
         fail_msg("message %lld from the child while we hold the lock (%s)",
                  (long long)msg.tag, th_errname((int)msg.a));
 
     th_proxy_mode(px, TH_PROXY_PASS, 0);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(th_proc_op(&o, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 15000), 0);
-    assert_int_equal(msg.tag, LAPSE_T2_GOT);
+    th_steered_expect(&c, LAPSE_T2_GOT, &msg, 15000);
     TH_ASSERT_RC((int)msg.a, 0);
     assert_true(msg.b >= t_rel);
-    assert_int_equal(th_recv(up.rd, &msg, 10000), 0);
-    assert_int_equal(msg.tag, LAPSE_T2_UNLOCKED);
+    th_steered_expect(&c, LAPSE_T2_UNLOCKED, &msg, 10000);
     TH_ASSERT_RC((int)msg.a, 0);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&o), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
     th_proxy_stop(px);
 }
 
@@ -246,17 +235,12 @@ static int busy_child(void *p)
 static void check_not_starved(const struct busy_arg *in, th_proxy_t *px)
 {
     struct busy_arg a = *in;  /* the pipes are this call's */
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_steered_t c;
     th_proc_t b;
     assert_int_equal(th_proc_start(&b, NULL), 0);
-    pid_t pid = th_fork_child(busy_child, &a);
+    th_steer(&c, busy_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 1);
+    th_steered_expect(&c, 1, &msg, 20000);
     if (px)
         th_proxy_mute_pushes(px, 1);
 
@@ -264,7 +248,7 @@ static void check_not_starved(const struct busy_arg *in, th_proxy_t *px)
     assert_int_equal(th_proc_op_async(&b, TH_M_LOCK, a.name), 0);
     th_res_t res;
     int got = th_proc_recv(&b, &res, 3000) == 0;
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     if (!got) {
         assert_int_equal(th_proc_recv(&b, &res, 15000), 0);
         fail_msg("a waiting process got the lock only after the local threads of the "
@@ -276,12 +260,9 @@ static void check_not_starved(const struct busy_arg *in, th_proxy_t *px)
                   "got it after %lld ms\n", px ? "pushes muted" : "never subscribed",
                   (long long)((res.t_done_us - res.t_start_us) / 1000));
     TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 2);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_expect(&c, 2, &msg, 20000);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&b), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
 }
 
 static void test_remote_waiter_not_starved_without_push(void **state)
@@ -296,9 +277,7 @@ static void test_remote_waiter_not_starved_pushes_muted(void **state)
 {
     static struct busy_arg a;
     th_name(a.name, sizeof a.name, "busymute");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
     a.subscribe = 1;
     check_not_starved(&a, px);
     th_proxy_stop(px);

@@ -24,6 +24,7 @@
  *     that copy cannot take the lock for a caller told EBUSY.
  * The library runs only in helper processes, never in the test process.
  */
+#include "dl_script_list.h"
 #include "harness.h"
 #include "harness_proxy.h"
 #include "harness_script.h"
@@ -106,19 +107,6 @@ static int pair_child(void *p)
 
 enum { LOSS_RESTART, LOSS_BREAK, LOSS_DEL };
 
-/* Deletes every key of lock name on the server at port. */
-static void del_keys(int port, const char *name)
-{
-    static const char *sfx[] = { "", ":r", ":ri", ":q", ":w", ":m" };
-    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-        char k[300];
-        th_key(k, sizeof k, name, sfx[i]);
-        redisReply *r = th_cmd_at(port, "DEL %s", k);
-        if (r)
-            freeReplyObject(r);
-    }
-}
-
 /* `distlock break` as the tool runs it: break.lua with the library's
  * channel prefix, so that its revocation reaches the holders. */
 static void break_lock(const char *name)
@@ -148,16 +136,11 @@ static void run_pair(int kind, int loss)
     char envurl[96];
     snprintf(envurl, sizeof envurl, "DISTLOCK_URL=%s", a.url);
     const char *env[] = { envurl, NULL };
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_steered_t c;
 
-    pid_t pid = th_fork_child(pair_child, &a);
+    th_steer(&c, pair_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, PAIR_READY);
+    th_steered_expect(&c, PAIR_READY, &msg, 20000);
 
     /* Redis loses P's hold. */
     if (loss == LOSS_RESTART) {
@@ -166,7 +149,7 @@ static void run_pair(int kind, int loss)
     } else if (loss == LOSS_BREAK) {
         break_lock(a.name);
     } else {
-        del_keys(port, a.name);
+        th_lock_lose(port, a.name);
     }
     /* Q takes the lock. */
     th_proc_t q;
@@ -178,16 +161,16 @@ static void run_pair(int kind, int loss)
     /* Past the bound within which a silent loss must be noticed (50 ms). */
     th_sleep_ms(100);
 
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     if (kind == PAIR_JOIN) {
         /* T2 asks to read while Q writes; then T1 unlocks. */
-        if (th_recv(up.rd, &msg, 700) == 0)
+        if (th_recv(c.up.rd, &msg, 700) == 0)
             fail_msg("a reader of the process joined a hold Redis had lost (%s) while "
                      "another process held the lock for writing", th_errname((int)msg.a));
-        th_send(down.wr, 1, 0, 0, 0);
+        th_send(c.down.wr, 1, 0, 0, 0);
     }
     /* T1's unlock answers; T2 must not get the lock meanwhile. */
-    assert_int_equal(th_recv(up.rd, &msg, 15000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 15000), 0);
     if (msg.tag == PAIR_T2_GOT)
         fail_msg("a thread of the process got the lock (%s) from a hold Redis had lost, "
                  "while another process held it", th_errname((int)msg.a));
@@ -195,24 +178,20 @@ static void run_pair(int kind, int loss)
     if (msg.a != ENOLCK)
         fail_msg("the holder's unlock after Redis lost its hold returned %s, want ENOLCK",
                  th_errname((int)msg.a));
-    if (th_recv(up.rd, &msg, 500) == 0)
+    if (th_recv(c.up.rd, &msg, 500) == 0)
         fail_msg("a thread of the process got the lock (%s) while another process held it",
                  th_errname((int)msg.a));
 
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(th_proc_op(&q, kind == PAIR_WAIT ? TH_M_UNLOCK : TH_RW_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 15000), 0);
-    assert_int_equal(msg.tag, PAIR_T2_GOT);
+    th_steered_expect(&c, PAIR_T2_GOT, &msg, 15000);
     if (msg.a != 0 && msg.a != EOWNERDEAD)
         fail_msg("T2 after Q's unlock: %s", th_errname((int)msg.a));
     assert_true(msg.b >= t_rel);
-    assert_int_equal(th_recv(up.rd, &msg, 15000), 0);
-    assert_int_equal(msg.tag, PAIR_T2_UNLOCKED);
+    th_steered_expect(&c, PAIR_T2_UNLOCKED, &msg, 15000);
     TH_ASSERT_RC((int)msg.a, 0);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&q), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
     if (loss == LOSS_RESTART)
         th_server_stop(&s);
 }
@@ -303,7 +282,7 @@ static void run_rejoin(int mode)
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, rejoin_t2, &r), 0);
     sem_wait(&r.held);
-    del_keys(th_redis_port(), name);
+    th_lock_lose(0, name);
     usleep(100 * 1000);           /* past the trust of a confirmation (40 ms) */
     sem_post(&r.go);
     sem_wait(&r.relocked);
@@ -395,24 +374,18 @@ static void test_late_reply_not_returned(void **state)
     (void)state;
     static struct late_arg a;
     th_name(a.name, sizeof a.name, "latereply");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
     char key[300];
     th_key(key, sizeof key, a.name, "");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_steered_t c;
     th_proc_t q;
     assert_int_equal(th_proc_start(&q, NULL), 0);
 
-    pid_t pid = th_fork_child(late_child, &a);
+    th_steer(&c, late_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
     th_proxy_mode(px, TH_PROXY_SLOW, 1500);
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     /* P's request reaches Redis 1.5 s after it was sent and takes the lock
      * for 1 s; Q takes it once that lapsed. */
     if (!th_wait_exists(key, 1, 10000))
@@ -428,23 +401,21 @@ static void test_late_reply_not_returned(void **state)
         fail_msg("Q could not take the lock after P's hold lapsed: %s", th_errname(rc));
     TH_ASSERT_RC(th_proc_opa(&q, TH_M_FENCE, a.name, 0, &res), 0);
     uint64_t qfence = res.fence;
-    if (th_recv(up.rd, &msg, 700) == 0)
+    if (th_recv(c.up.rd, &msg, 700) == 0)
         fail_msg("P's lock call returned %s (fence %lld) while Q held the lock (fence %llu): "
                  "its reply came after its hold's validity", th_errname((int)msg.a),
                  (long long)msg.c, (unsigned long long)qfence);
     th_proxy_mode(px, TH_PROXY_PASS, 0);
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
     if (msg.a != 0 && msg.a != EOWNERDEAD)
         fail_msg("P's lock call: %s", th_errname((int)msg.a));
     if (msg.b < t_rel)
         fail_msg("P's lock call returned while Q held the lock");
     assert_true((uint64_t)msg.c > qfence);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&q), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
     th_proxy_stop(px);
 }
 
@@ -500,39 +471,30 @@ static void test_late_confirmation_not_returned(void **state)
     static struct lateconf_arg a;
     th_name(a.name, sizeof a.name, "lateconf");
     th_name(a.other, sizeof a.other, "lateconfw");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
-    pid_t pid = th_fork_child(late_confirm_child, &a);
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
+    th_steer(&c, late_confirm_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_true(th_proxy_delay(px, pid, 0, 300) > 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
+    assert_true(th_proxy_delay(px, c.pid, 0, 300) > 0);
     break_lock(a.other);
     int64_t t_break = th_now_ms();
     th_sleep_ms(100);
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     /* the acquire's reply is on its way with 300 ms; what follows gets 1.3 s */
     th_sleep_ms(150);
-    th_proxy_delay(px, pid, 0, 1300);
-    assert_int_equal(th_recv(up.rd, &msg, 30000), 0);
-    assert_int_equal(msg.tag, 1);
+    th_proxy_delay(px, c.pid, 0, 1300);
+    th_steered_expect(&c, 1, &msg, 30000);
     print_message("trylock sent %lld ms after the sign, acquire answered in 300 ms, its "
                   "confirmation in 1.3 s (lease 1 s): %s after %lld ms\n",
                   (long long)(th_now_ms() - t_break - msg.b / 1000), th_errname((int)msg.a),
                   (long long)(msg.b / 1000));
-    th_proxy_delay(px, pid, 0, 0);
+    th_proxy_delay(px, c.pid, 0, 0);
     if (msg.a == 0 || msg.a == EOWNERDEAD)
         fail_msg("the trylock returned the hold (%s) though the renewal that confirmed it "
                  "was answered after the lease it set had passed", th_errname((int)msg.a));
     TH_ASSERT_RC((int)msg.a, EBUSY);
-    TH_ASSERT_CHILD_OK(pid);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    th_steered_end(&c);
     th_proxy_stop(px);
 }
 
@@ -569,17 +531,18 @@ static int flush_child(void *p)
     return 0;
 }
 
-static void test_posted_renewal_survives_flush(void **state)
+/* Lease 3000 ms: P waits for a lock Q holds; `disrupt` runs on the server
+ * once P is queued (the scripts all cached first when `cached`); Q
+ * unlocks, P is granted the lock by push and is stopped right after its
+ * lock call returns.  2.4 s later the lock must still be P's: its posted
+ * renewal took (else the test fails, saying `lost`). */
+static void stopped_grantee_keeps(const char *tag, const char *disrupt, int cached,
+                                  const char *lost)
 {
-    (void)state;
     static struct flush_arg a;
-    th_name(a.name, sizeof a.name, "flushgrant");
-    th_name(a.warm, sizeof a.warm, "flushwarm");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_name(a.name, sizeof a.name, tag);
+    th_name(a.warm, sizeof a.warm, "grantwarm");
+    th_steered_t c;
     const char *env[] = { "DISTLOCK_LEASE_MS=3000", NULL };
     th_proc_t q, r;
     assert_int_equal(th_proc_start(&q, env), 0);
@@ -587,39 +550,40 @@ static void test_posted_renewal_survives_flush(void **state)
     TH_ASSERT_RC(th_proc_op(&q, TH_M_LOCK, a.name), 0);
     /* Every script in the server's cache, as on a server in use: the
      * grantee meets no NOSCRIPT before the flush. */
-    for (int i = 0; i < DL_SCRIPT_COUNT; i++)
+    for (int i = 0; cached && i < DL_SCRIPT_COUNT; i++)
         th_cmd_do("SCRIPT LOAD %b", dl_scripts[i].body, (size_t)dl_scripts[i].len);
 
-    pid_t pid = th_fork_child(flush_child, &a);
+    th_steer(&c, flush_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 1);
+    th_steered_expect(&c, 1, &msg, 20000);
     th_wait_queued(a.name, 1);
-    th_cmd_do("SCRIPT FLUSH");
+    th_cmd_do(disrupt);
     TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 2);
-    kill(pid, SIGSTOP);
+    th_steered_expect(&c, 2, &msg, 20000);
+    kill(c.pid, SIGSTOP);
     TH_ASSERT_RC((int)msg.a, 0);
     int64_t granted = msg.b / 1000;
     int64_t wake = granted + 2400 - th_now_ms();
     if (wake > 0)
         th_sleep_ms(wake);
     int rc = th_proc_op(&r, TH_M_TRYLOCK, a.name);
-    kill(pid, SIGCONT);
+    kill(c.pid, SIGCONT);
     if (rc != EBUSY)
         fail_msg("2.4 s after its grant (lease 3 s), the stopped grantee's hold was gone "
-                 "(another process's trylock: %s): its posted renewal failed after the "
-                 "script cache was flushed", th_errname(rc));
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 3);
+                 "(another process's trylock: %s): %s", th_errname(rc), lost);
+    th_send(c.down.wr, 1, 0, 0, 0);
+    th_steered_expect(&c, 3, &msg, 20000);
     TH_ASSERT_RC((int)msg.a, 0);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&q), 0);
     assert_int_equal(th_proc_stop(&r), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+}
+
+static void test_posted_renewal_survives_flush(void **state)
+{
+    (void)state;
+    stopped_grantee_keeps("flushgrant", "SCRIPT FLUSH", 1,
+                          "its posted renewal failed after the script cache was flushed");
 }
 
 /* ------------------------------------------------------------------------
@@ -634,50 +598,8 @@ static void test_posted_renewal_survives_flush(void **state)
 static void test_posted_renewal_survives_killed_connection(void **state)
 {
     (void)state;
-    static struct flush_arg a;
-    th_name(a.name, sizeof a.name, "killgrant");
-    th_name(a.warm, sizeof a.warm, "killwarm");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
-    const char *env[] = { "DISTLOCK_LEASE_MS=3000", NULL };
-    th_proc_t q, r;
-    assert_int_equal(th_proc_start(&q, env), 0);
-    assert_int_equal(th_proc_start(&r, env), 0);
-    TH_ASSERT_RC(th_proc_op(&q, TH_M_LOCK, a.name), 0);
-
-    pid_t pid = th_fork_child(flush_child, &a);
-    th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 1);
-    th_wait_queued(a.name, 1);
-    th_cmd_do("CLIENT KILL TYPE normal SKIPME yes");
-    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 2);
-    kill(pid, SIGSTOP);
-    TH_ASSERT_RC((int)msg.a, 0);
-    int64_t granted = msg.b / 1000;
-    int64_t wake = granted + 2400 - th_now_ms();
-    if (wake > 0)
-        th_sleep_ms(wake);
-    int rc = th_proc_op(&r, TH_M_TRYLOCK, a.name);
-    kill(pid, SIGCONT);
-    if (rc != EBUSY)
-        fail_msg("2.4 s after its grant (lease 3 s), the stopped grantee's hold was gone "
-                 "(another process's trylock: %s): its renewal was posted on a connection "
-                 "the server had closed", th_errname(rc));
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 3);
-    TH_ASSERT_RC((int)msg.a, 0);
-    TH_ASSERT_CHILD_OK(pid);
-    assert_int_equal(th_proc_stop(&q), 0);
-    assert_int_equal(th_proc_stop(&r), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    stopped_grantee_keeps("killgrant", "CLIENT KILL TYPE normal SKIPME yes", 0,
+                          "its renewal was posted on a connection the server had closed");
 }
 
 /* ------------------------------------------------------------------------
@@ -812,37 +734,26 @@ static void test_reader_past_validity_asks_redis(void **state)
     (void)state;
     static struct rdfix_arg a;
     th_name(a.name, sizeof a.name, "rdfixed");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
-    pid_t pid = th_fork_child(rdfix_child, &a);
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
+    th_steer(&c, rdfix_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 0);
+    th_steered_expect(&c, 0, &msg, 20000);
     th_proxy_mode(px, TH_PROXY_SLOW, 300);
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 1);
+    th_send(c.down.wr, 1, 0, 0, 0);
+    th_steered_expect(&c, 1, &msg, 20000);
     th_proxy_mode(px, TH_PROXY_PASS, 0);
     int64_t t0 = msg.a;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 2);
+    th_steered_expect(&c, 2, &msg, 20000);
     /* past the process's count of the 2000 ms lease, within Redis's (the
      * acquisition reached Redis some 300 ms after it was sent) */
     int64_t wake = t0 + 2100 - th_now_ms();
     if (wake > 0)
         th_sleep_ms(wake);
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 3);
+    th_send(c.down.wr, 1, 0, 0, 0);
+    th_steered_expect(&c, 3, &msg, 20000);
     int rc1 = (int)msg.a;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 4);
+    th_steered_expect(&c, 4, &msg, 20000);
     int rc2 = (int)msg.a;
     if (rc2 == ENOLCK)
         fail_msg("the last reader's release said ENOLCK (the first reader's unlock said %s) "
@@ -850,9 +761,7 @@ static void test_reader_past_validity_asks_redis(void **state)
                  th_errname(rc1));
     TH_ASSERT_RC(rc1, 0);
     TH_ASSERT_RC(rc2, 0);
-    TH_ASSERT_CHILD_OK(pid);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    th_steered_end(&c);
     th_proxy_stop(px);
 }
 

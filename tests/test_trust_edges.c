@@ -129,28 +129,20 @@ static void test_late_reply_keeps_ownerdead(void **state)
     th_proc_kill(&d);
     assert_true(th_wait_exists(key, 0, 5000));
 
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
-    pid_t pid = th_fork_child(ld_child, &a);
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
+    th_steer(&c, ld_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
     /* P's acquisition reaches Redis 400 ms late; its reply comes 800 ms
      * after it was sent, past its 500 ms fixed lease's validity. */
     th_proxy_mode(px, TH_PROXY_SLOW, 400);
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     assert_true(th_wait_exists(key, 1, 5000));
     th_proxy_mode(px, TH_PROXY_PASS, 0);  /* the retry is fast */
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
     int rc = (int)msg.a;
-    TH_ASSERT_CHILD_OK(pid);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    th_steered_end(&c);
     th_proxy_stop(px);
     if (rc != EOWNERDEAD)
         fail_msg("the previous holder died holding the lock; the first lock call after it "
@@ -221,39 +213,32 @@ static void test_relock_after_stall(void **state)
     th_name(a.name, sizeof a.name, "relockstall");
     char key[300];
     th_key(key, sizeof key, a.name, "");
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_steered_t c;
     th_proc_t q;
     assert_int_equal(th_proc_start(&q, NULL), 0);
-    pid_t pid = th_fork_child(stall_child, &a);
+    th_steer(&c, stall_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    kill(pid, SIGSTOP);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
+    kill(c.pid, SIGSTOP);
     if (!th_wait_exists(key, 0, 10000))
         fail_msg("the stopped holder's hold did not lapse (lease 1000 ms)");
     int rc = th_proc_op(&q, TH_M_LOCK, a.name);
     if (rc != EOWNERDEAD && rc != 0)
         fail_msg("the other process could not take the lapsed lock: %s", th_errname(rc));
-    kill(pid, SIGCONT);
-    th_send(down.wr, 1, 0, 0, 0);
-    if (th_recv(up.rd, &msg, 700) == 0)
+    kill(c.pid, SIGCONT);
+    th_send(c.down.wr, 1, 0, 0, 0);
+    if (th_recv(c.up.rd, &msg, 700) == 0)
         fail_msg("the stalled holder's relock returned %s while another process held the "
                  "lock", th_errname((int)msg.a));
     int64_t t_rel = th_now_us();
     TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.name), 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
-    assert_int_equal(msg.tag, 2);
+    th_steered_expect(&c, 2, &msg, 20000);
     if (msg.a != EOWNERDEAD)
         fail_msg("the relock of a hold that lapsed said %s, want EOWNERDEAD",
                  th_errname((int)msg.a));
     assert_true(msg.b >= t_rel);
-    TH_ASSERT_CHILD_OK(pid);
+    th_steered_end(&c);
     assert_int_equal(th_proc_stop(&q), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
 }
 
 static void test_reentrant_relock_past_validity(void **state)
@@ -264,7 +249,7 @@ static void test_reentrant_relock_past_validity(void **state)
 
 /* ------------------------------------------------------------------------
  * The trust window is DL_TRUST_MS plus the lock's smoothed round trip
- * (tenure.c, dl_hold_trusted).  One slow acquisition (a first sample is
+ * (tenure.c, dl_tenure_trusted).  One slow acquisition (a first sample is
  * taken whole) widens it for as long as no other sample comes, even once
  * the link is fast again: a reader of the process joins a hold Redis lost
  * (DEL) hundreds of ms after the loss, while another process writes. */
@@ -326,58 +311,42 @@ static int rtt_child(void *p)
     return 0;
 }
 
-static void del_keys(const char *name)
-{
-    static const char *sfx[] = { "", ":r", ":ri", ":q", ":w", ":m" };
-    for (size_t i = 0; i < sizeof sfx / sizeof sfx[0]; i++) {
-        char k[300];
-        th_key(k, sizeof k, name, sfx[i]);
-        th_cmd_do("DEL %s", k);
-    }
-}
-
 static void test_slow_sample_widens_trust(void **state)
 {
     (void)state;
     static struct rtt_arg a;
     th_name(a.name, sizeof a.name, "rttwide");
-    th_proxy_t *px = th_proxy_start(th_redis_port());
-    assert_non_null(px);
-    snprintf(a.url, sizeof a.url, "%s", th_proxy_url(px));
-    th_pipe_t up, down;
-    th_pipe_open(&up);
-    th_pipe_open(&down);
-    a.up = up.wr;
-    a.down = down.rd;
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    th_steered_t c;
     th_proc_t q;
     assert_int_equal(th_proc_start(&q, NULL), 0);
-    pid_t pid = th_fork_child(rtt_child, &a);
+    th_steer(&c, rtt_child, &a, &a.up, &a.down);
     th_msg_t msg;
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);
     th_proxy_mode(px, TH_PROXY_SLOW, 500);
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);   /* R1 reads */
+    th_send(c.down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);   /* R1 reads */
     th_proxy_mode(px, TH_PROXY_PASS, 0);
     th_sleep_ms(50);                      /* what was queued has gone through */
-    th_send(down.wr, 1, 0, 0, 0);
-    assert_int_equal(th_recv(up.rd, &msg, 20000), 0);   /* R2 joined and left */
+    th_send(c.down.wr, 1, 0, 0, 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 20000), 0);   /* R2 joined and left */
     assert_int_equal(msg.tag, 2);
     TH_ASSERT_RC((int)msg.a, 0);
     th_sleep_ms(60);                      /* R2's renewal (within 20 ms) ran */
-    del_keys(a.name);                     /* Redis loses P's read hold */
+    th_lock_lose(0, a.name);              /* Redis loses P's read hold */
     int64_t lost = th_now_us();
     TH_ASSERT_RC(th_proc_op(&q, TH_RW_TRYWRLOCK, a.name), 0);
     th_sleep_ms(150);                     /* well past the 50 ms bound */
-    th_send(down.wr, 1, 0, 0, 0);         /* R3 asks to read */
-    int joined = th_recv(up.rd, &msg, 700) == 0;
+    th_send(c.down.wr, 1, 0, 0, 0);       /* R3 asks to read */
+    int joined = th_recv(c.up.rd, &msg, 700) == 0;
     int64_t at = msg.b;
     TH_ASSERT_RC(th_proc_op(&q, TH_RW_UNLOCK, a.name), 0);
-    th_send(down.wr, 1, 0, 0, 0);
+    th_send(c.down.wr, 1, 0, 0, 0);
     th_sleep_ms(200);
-    th_kill_child(pid);
+    th_kill_child(c.pid);
     assert_int_equal(th_proc_stop(&q), 0);
-    th_pipe_close(&up);
-    th_pipe_close(&down);
+    th_pipe_close(&c.up);
+    th_pipe_close(&c.down);
     th_proxy_stop(px);
     if (joined && msg.tag == 3)
         fail_msg("a reader of the process joined (%s) a hold Redis had lost %lld ms before, "

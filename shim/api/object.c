@@ -33,10 +33,16 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t gens;
 
 /* In a forked child: a thread of the parent may have held mu. */
-void dl_obj_after_fork(void)
+static void after_fork(void)
 {
     pthread_mutex_init(&mu, NULL);
     dl_port_after_fork();
+}
+
+__attribute__((constructor)) static void register_after_fork(void)
+{
+    static dl_fork_hook_t hook = { after_fork, NULL };
+    dl_proc_on_fork(&hook);
 }
 
 /* The word for an object of that magic in messages. */

@@ -62,7 +62,6 @@ const char *dl_obj_name(const struct dist_lockobj *o);
 int dl_obj_getfence(struct dist_lockobj *o, unsigned magic, uint64_t *fence);
 /* dist_*_getlease: the time left of the calling thread's hold on o. */
 int dl_obj_getlease(struct dist_lockobj *o, unsigned magic, unsigned long *ms_left);
-void dl_obj_after_fork(void);
 
 /* 1 when the calling thread holds o but Redis no longer has the hold
  * (the watchdog found it gone); 0 while it is fine; -1 when the thread

@@ -92,7 +92,7 @@ void dl_rwlock_interrupt(dist_rwlock_t *rw)
     dl_proc_t *p;
     dl_lock_t *l;
     if (dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l) == 0)
-        dl_waiter_interrupt(&l->core);
+        dl_take_interrupt(&l->core);
 }
 
 static int timed(dist_rwlock_t *rw, char mode, clockid_t clock, const struct timespec *abstime)

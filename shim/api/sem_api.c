@@ -179,7 +179,7 @@ void dl_sem_interrupt(dist_sem_t *s)
     dl_proc_t *p;
     dl_sem_t *sem;
     if (resolve(s, &p, &sem) == 0)
-        dl_waiter_interrupt(&sem->core);
+        dl_take_interrupt(&sem->core);
 }
 
 int dist_sem_post(dist_sem_t *s)

@@ -212,33 +212,26 @@ static const struct {
     { "redlock://", DL_SCHEME_REDLOCK, 6379, 0 },
 };
 
-int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
+/* unix:///path[?query]. */
+static int parse_unix(const char *url, dl_config_t *c, int hide, char *err, size_t errlen)
 {
-    c->nep = 0;
-    c->db = 0;
-    c->user[0] = c->password[0] = c->master[0] = 0;
-    c->wait_replicas = 0;
-    c->wait_ms = 1000;
-    c->tls = 0;
-    if (!url || !*url) {
-        snprintf(err, errlen, "empty");
+    const char *path = url + 7, *q = strchr(path, '?');
+    size_t plen = q ? (size_t)(q - path) : strlen(path);
+    if (plen == 0 || path[0] != '/' || plen >= sizeof c->ep[0].host) {
+        snprintf(err, errlen, "unix:// needs an absolute socket path");
         return EINVAL;
     }
-    int hide = strchr(url, '@') != NULL;
-    if (strncmp(url, "unix://", 7) == 0) {
-        const char *path = url + 7, *q = strchr(path, '?');
-        size_t plen = q ? (size_t)(q - path) : strlen(path);
-        if (plen == 0 || path[0] != '/' || plen >= sizeof c->ep[0].host) {
-            snprintf(err, errlen, "unix:// needs an absolute socket path");
-            return EINVAL;
-        }
-        memcpy(c->ep[0].host, path, plen);
-        c->ep[0].host[plen] = 0;
-        c->ep[0].port = 0;
-        c->nep = 1;
-        c->scheme = DL_SCHEME_UNIX;
-        return q ? parse_query(q + 1, c, hide, err, errlen) : 0;
-    }
+    memcpy(c->ep[0].host, path, plen);
+    c->ep[0].host[plen] = 0;
+    c->ep[0].port = 0;
+    c->nep = 1;
+    c->scheme = DL_SCHEME_UNIX;
+    return q ? parse_query(q + 1, c, hide, err, errlen) : 0;
+}
+
+/* The index of url's scheme in schemes[], or -1 (err says why). */
+static int find_scheme(const char *url, char *err, size_t errlen)
+{
     int si = -1;
     for (size_t i = 0; i < sizeof schemes / sizeof schemes[0]; i++)
         if (strncmp(url, schemes[i].prefix, strlen(schemes[i].prefix)) == 0)
@@ -252,39 +245,45 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
                      dl_quote(url, (size_t)(sep - url), q, sizeof q));
         else
             snprintf(err, errlen, "not a URL (expected redis://host:port or unix:///path)");
-        return EINVAL;
     }
-    c->scheme = schemes[si].scheme;
-    c->tls = schemes[si].tls;
-    const char *p = url + strlen(schemes[si].prefix);
-    const char *query = strchr(p, '?');
-    size_t rest = query ? (size_t)(query - p) : strlen(p);
-    const char *end = p + rest;               /* p moves past the user info below */
-    const char *slash = memchr(p, '/', rest);
-    size_t alen = slash ? (size_t)(slash - p) : rest;
+    return si;
+}
+
+/* The authority's user info, if any: [user][:password]@ (percent-encoded);
+ * *p and *alen move past it. */
+static int parse_userinfo(const char **p, size_t *alen, dl_config_t *c, char *err,
+                          size_t errlen)
+{
     /* userinfo ends at the last '@' of the authority: passwords may hold '@'
      * only percent-encoded, but be lenient with a raw one. */
     const char *at = NULL;
-    for (size_t i = 0; i < alen; i++)
-        if (p[i] == '@')
-            at = p + i;
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        size_t ulen = colon ? (size_t)(colon - p) : (size_t)(at - p);
-        if (pct_decode(c->user, sizeof c->user, p, ulen)) {
-            snprintf(err, errlen, "bad user name");
-            return EINVAL;
-        }
-        if (colon && pct_decode(c->password, sizeof c->password, colon + 1,
-                                (size_t)(at - colon - 1))) {
-            snprintf(err, errlen, "bad password encoding");
-            return EINVAL;
-        }
-        alen -= (size_t)(at + 1 - p);
-        p = at + 1;
+    for (size_t i = 0; i < *alen; i++)
+        if ((*p)[i] == '@')
+            at = *p + i;
+    if (!at)
+        return 0;
+    const char *colon = memchr(*p, ':', (size_t)(at - *p));
+    size_t ulen = colon ? (size_t)(colon - *p) : (size_t)(at - *p);
+    if (pct_decode(c->user, sizeof c->user, *p, ulen)) {
+        snprintf(err, errlen, "bad user name");
+        return EINVAL;
     }
-    /* host:port[,host:port...]: several only where the scheme has several. */
-    const char *h = p, *hend = p + alen;
+    if (colon && pct_decode(c->password, sizeof c->password, colon + 1,
+                            (size_t)(at - colon - 1))) {
+        snprintf(err, errlen, "bad password encoding");
+        return EINVAL;
+    }
+    *alen -= (size_t)(at + 1 - *p);
+    *p = at + 1;
+    return 0;
+}
+
+/* host:port[,host:port...] (alen bytes at h): several only where the
+ * scheme has several. */
+static int parse_hosts(const char *h, size_t alen, int defport, dl_config_t *c, int hide,
+                       char *err, size_t errlen)
+{
+    const char *hend = h + alen;
     for (;;) {
         const char *comma = memchr(h, ',', (size_t)(hend - h));
         size_t hn = comma ? (size_t)(comma - h) : (size_t)(hend - h);
@@ -292,7 +291,7 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
             snprintf(err, errlen, "more than %d hosts", DL_MAX_ENDPOINTS);
             return EINVAL;
         }
-        if (parse_hostport(h, hn, schemes[si].defport, &c->ep[c->nep], hide, err, errlen))
+        if (parse_hostport(h, hn, defport, &c->ep[c->nep], hide, err, errlen))
             return EINVAL;
         c->nep++;
         if (!comma)
@@ -304,10 +303,14 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
                  "redis-cluster:// or redlock://)", c->tls ? "rediss://" : "redis://");
         return EINVAL;
     }
+    return 0;
+}
 
-    /* The path: /db, or for sentinel /MASTER[/db]; a cluster has only db 0. */
-    const char *path = slash ? slash + 1 : NULL;
-    size_t plen = slash ? (size_t)(end - path) : 0;
+/* The path (plen bytes after the authority's '/'; NULL: none): /db, or for
+ * sentinel /MASTER[/db]; a cluster has only db 0. */
+static int parse_path(const char *path, size_t plen, dl_config_t *c, int hide, char *err,
+                      size_t errlen)
+{
     if (c->scheme == DL_SCHEME_SENTINEL) {
         const char *s2 = path ? memchr(path, '/', plen) : NULL;
         size_t mlen = s2 ? (size_t)(s2 - path) : plen;
@@ -328,6 +331,40 @@ int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
             return EINVAL;
         }
     }
+    return 0;
+}
+
+int dl_url_parse(const char *url, dl_config_t *c, char *err, size_t errlen)
+{
+    c->nep = 0;
+    c->db = 0;
+    c->user[0] = c->password[0] = c->master[0] = 0;
+    c->wait_replicas = 0;
+    c->wait_ms = 1000;
+    c->tls = 0;
+    if (!url || !*url) {
+        snprintf(err, errlen, "empty");
+        return EINVAL;
+    }
+    int hide = strchr(url, '@') != NULL;
+    if (strncmp(url, "unix://", 7) == 0)
+        return parse_unix(url, c, hide, err, errlen);
+    int si = find_scheme(url, err, errlen);
+    if (si < 0)
+        return EINVAL;
+    c->scheme = schemes[si].scheme;
+    c->tls = schemes[si].tls;
+    const char *p = url + strlen(schemes[si].prefix);
+    const char *query = strchr(p, '?');
+    size_t rest = query ? (size_t)(query - p) : strlen(p);
+    const char *end = p + rest;               /* p moves past the user info below */
+    const char *slash = memchr(p, '/', rest);
+    size_t alen = slash ? (size_t)(slash - p) : rest;
+    if (parse_userinfo(&p, &alen, c, err, errlen) ||
+        parse_hosts(p, alen, schemes[si].defport, c, hide, err, errlen) ||
+        parse_path(slash ? slash + 1 : NULL, slash ? (size_t)(end - slash - 1) : 0, c, hide,
+                   err, errlen))
+        return EINVAL;
     return query ? parse_query(query + 1, c, hide, err, errlen) : 0;
 }
 

@@ -4,7 +4,7 @@
  * confirmed of its holds (trust.c owns the epoch).
  *
  * A hold is passed between the process's own threads without asking Redis
- * only while Redis is not known to have lost it (tenure.c: dl_hold_trusted).
+ * only while Redis is not known to have lost it (tenure.c: dl_tenure_trusted).
  * Redis can lose a hold with a sign: a dropped connection (a restart
  * without persistence), NOSCRIPT (a restart, SCRIPT FLUSH, a failover),
  * LOADING, READONLY (a failover), a cluster reroute, a failed post, or a

@@ -22,7 +22,7 @@ static void tags_make(void)
     char d[16];
     for (uint32_t n = 0; left; n++) {
         size_t len = (size_t)snprintf(d, sizeof d, "%u", n);
-        unsigned s = dl_key_slot(d, len);
+        unsigned s = dl_cluster_slot(d, len);
         if (!seen[s]) {
             seen[s] = 1;
             tag_of[s] = n;
@@ -49,7 +49,7 @@ size_t dl_chan_prefix(const char *prefix, int by_slot, const char *key, size_t k
                       char *buf, size_t size)
 {
     if (by_slot)
-        return prefix_of_slot(prefix, dl_key_slot(key, keylen), buf, size);
+        return prefix_of_slot(prefix, dl_cluster_slot(key, keylen), buf, size);
     int n = snprintf(buf, size, "%sn:", prefix);
     return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
 }
@@ -91,7 +91,7 @@ const char *dl_chans_prefix(dl_chans_t *ch, const char *key, size_t keylen, size
         *len = ch->classic_len;
         return ch->classic;
     }
-    unsigned s = dl_key_slot(key, keylen);
+    unsigned s = dl_cluster_slot(key, keylen);
     char *pre = __atomic_load_n(&ch->slot[s], __ATOMIC_ACQUIRE);
     if (!pre) {
         char buf[300];
@@ -132,7 +132,7 @@ int dl_chans_slot_of(const dl_chans_t *ch, const char *chan, size_t len)
         chan[pl] != '{' || memcmp(chan + len - tl, ch->token, tl) != 0 ||
         chan[len - tl - 1] != ':' || chan[len - tl - 2] != '}')
         return -1;
-    unsigned s = dl_key_slot(chan, len);
+    unsigned s = dl_cluster_slot(chan, len);
     char tag[DL_SLOT_TAG_MAX];
     size_t n = dl_slot_tag(s, tag);
     if (len - tl - 2 - (pl + 1) != n || memcmp(chan + pl + 1, tag, n) != 0)

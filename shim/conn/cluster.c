@@ -80,7 +80,7 @@ static unsigned crc16(const char *buf, size_t len)
     return crc;
 }
 
-unsigned dl_key_slot(const char *key, size_t len)
+unsigned dl_cluster_slot(const char *key, size_t len)
 {
     const char *open = memchr(key, '{', len);
     if (open) {
@@ -339,7 +339,7 @@ static void route(call_t *call)
             continue;
         int d = it->ask;
         if (d < 0 && it->cmd->key) {
-            unsigned s = dl_key_slot(it->cmd->key, it->cmd->keylen);
+            unsigned s = dl_cluster_slot(it->cmd->key, it->cmd->keylen);
             d = cl->slots[s];
             /* ?wait=N: WAIT where the acquisition ran, the node an ASK
              * sent it to while the slot migrates. */
@@ -471,7 +471,7 @@ static void answered(call_t *call, item_t *it)
     const dl_cmd_t *c = it->cmd;
     if (it->form.lock && it->sentto >= 0) {
         pthread_mutex_lock(&cl->mu);
-        cl->asked[dl_key_slot(c->argv[3], c->argvlen[3])] = -1;
+        cl->asked[dl_cluster_slot(c->argv[3], c->argvlen[3])] = -1;
         pthread_mutex_unlock(&cl->mu);
     }
     it->pending = 0;

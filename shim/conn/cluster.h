@@ -32,6 +32,6 @@
 extern const dl_backend_t dl_backend_cluster;
 
 /* The hash slot of a key (CRC16 of its {hash tag}, as Redis computes it). */
-unsigned dl_key_slot(const char *key, size_t len);
+unsigned dl_cluster_slot(const char *key, size_t len);
 
 #endif

@@ -58,9 +58,9 @@ int dl_conn_together(const dl_conn_t *c, const char *const *keys, const size_t *
 {
     if (!c->be->caps.slots || n < 2)
         return 1;
-    unsigned slot = dl_key_slot(keys[0], lens[0]);
+    unsigned slot = dl_cluster_slot(keys[0], lens[0]);
     for (int i = 1; i < n; i++)
-        if (dl_key_slot(keys[i], lens[i]) != slot)
+        if (dl_cluster_slot(keys[i], lens[i]) != slot)
             return 0;
     return 1;
 }

@@ -85,7 +85,7 @@ static int importing_node(dl_link_t *k, unsigned slot, char *host, size_t hostsi
 int dl_migrate_lock(dl_link_t *k, const dl_config_t *cfg, const dl_cmd_t *c, int nkeys,
                     char *err, size_t errlen)
 {
-    unsigned slot = dl_key_slot(c->argv[3], c->argvlen[3]);
+    unsigned slot = dl_cluster_slot(c->argv[3], c->argvlen[3]);
     char host[256], portbuf[16], tobuf[24];
     int port;
     if (importing_node(k, slot, host, sizeof host, &port, err, errlen))

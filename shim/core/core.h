@@ -42,23 +42,35 @@ typedef struct dl_core dl_core_t;
 
 /* The scripts that carry out a kind's hold: each builds the call for one
  * step of the hold's life, with the step's typed arguments and reply
- * (script/call_<name>.h).  The lock's are acquire.lua, release.lua ...
- * (prim/lock.c); a kind with other scripts gives its own builders, whose
- * calls take the same arguments and give the same replies. */
+ * (script/call_<name>.h, which the files that build or read such a call
+ * include; here only their names).  The lock's are acquire.lua,
+ * release.lua ... (prim/lock.c); a kind with other scripts gives its own
+ * builders, whose calls take the same arguments and give the same
+ * replies. */
+struct dl_acquire_args;
+struct dl_cancel_args;
+struct dl_withdraw_args;
+struct dl_renew_args;
+struct dl_touch_args;
+struct dl_release_args;
+struct dl_mark_args;
+struct dl_acquire_all_args;
+struct dl_withdraw_all_args;
 typedef struct dl_hold_calls {
-    void (*acquire)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_args_t *a);
-    void (*cancel)(dl_call_t *c, const dl_caller_t *who, const dl_cancel_args_t *a);
-    void (*withdraw)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
-    void (*renew)(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
-    void (*touch)(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
-    void (*release)(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
-    void (*mark)(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
+    void (*acquire)(dl_call_t *c, const dl_caller_t *who, const struct dl_acquire_args *a);
+    void (*cancel)(dl_call_t *c, const dl_caller_t *who, const struct dl_cancel_args *a);
+    void (*withdraw)(dl_call_t *c, const dl_caller_t *who, const struct dl_withdraw_args *a);
+    void (*renew)(dl_call_t *c, const dl_caller_t *who, const struct dl_renew_args *a);
+    void (*touch)(dl_call_t *c, const dl_caller_t *who, const struct dl_touch_args *a);
+    void (*release)(dl_call_t *c, const dl_caller_t *who, const struct dl_release_args *a);
+    void (*mark)(dl_call_t *c, const dl_caller_t *who, const struct dl_mark_args *a);
     /* Several holds at once, all or none (take_all.c), and the undo of
      * such a request, sent behind it on its connection should the link
      * give up on it (what that request took, nothing else); NULL both: a
      * kind whose objects are taken one at a time only. */
-    void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
-    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);
+    void (*acquire_all)(dl_call_t *c, const dl_caller_t *who, const struct dl_acquire_all_args *a);
+    void (*withdraw_all)(dl_call_t *c, const dl_caller_t *who,
+                         const struct dl_withdraw_all_args *a);
 } dl_hold_calls_t;
 
 /* A kind of object: what the registry and the hold core need to know of
@@ -144,16 +156,16 @@ typedef struct dl_tenure {
                                  before a cut confirms no more than that */
     unsigned long cut_ttl;    /* nonzero: a linger cut this hold's TTL to it (ms);
                                  renewals then confirm no more than that from
-                                 their sending (dl_hold_ttl) */
+                                 their sending (dl_tenure_ttl) */
     unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
                                  that last confirmed the hold was sent: a sign of
-                                 lost state since ends the trust (dl_hold_trusted) */
+                                 lost state since ends the trust (dl_tenure_trusted) */
     uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
                                  serves other threads only while this is recent */
 } dl_tenure_t;
 
 /* take.c: a thread waiting in Redis's queue for a grant (the subscriber
- * tells it: dl_waiter_granted, dl_waiter_recheck). */
+ * tells it: dl_take_granted, dl_take_recheck). */
 typedef struct dl_waiter {
     uint64_t regid;           /* its registration id, 0 none */
     int granted;

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -83,7 +86,7 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
     o->hold.seq++;
     o->hold.handoffs = 0;
     o->hold.ttl_cut = 0;
-    dl_hold_fresh(o, g->valid_until, g->sent_ms, g->epoch);
+    dl_tenure_fresh(o, g->valid_until, g->sent_ms, g->epoch);
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs of a write hold as if someone did.  A read hold is shared by
      * the process's readers (as on redis://) until a renewal reports a
@@ -99,7 +102,7 @@ void dl_hold_watch(dl_proc_t *p, dl_core_t *o, int posted)
     if (!o->hold.renew) {
         /* Released in time, it is never asked about; held past its end,
          * the watchdog finds it gone soon after (dl_hold_checked). */
-        dl_watchdog_due(p, o, dl_hold_fixed_end(o) + 1);
+        dl_watchdog_due(p, o, dl_tenure_fixed_end(o) + 1);
         return;
     }
     if (!posted)
@@ -202,13 +205,13 @@ static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrec
         dl_log(DL_LOG_WARN, "%s", dist_lasterror());
     } else if (rc) {
         rc = 0;
-    } else if (c.reply.release.result == DL_RELEASE_UNDECIDED) {
+    } else if (DL_REPLY(&c, release).result == DL_RELEASE_UNDECIDED) {
         /* redlock: the servers that did not answer may hold it (they are
          * owed the release).  Within its validity a majority had it: no
          * one else could hold the lock meanwhile, and the release stands;
          * past it, it may have lapsed there. */
         lost |= !was_valid;
-    } else if (c.reply.release.result == 0) {
+    } else if (DL_REPLY(&c, release).result == 0) {
         /* Even for a resend: a first copy that ran left the release mark,
          * and the reply would be 2.  So a server that restarted empty under
          * us gives ENOLCK, and a cut connection does not. */
@@ -296,7 +299,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     int rc = dl_script_run(p->conn, &c, 1);
     DL_STAT_ADD(confirms, 1);
     DL_TALLY_ADD(o, roundtrips, 1);
-    long long held = rc ? -1 : c.reply.renew.held;
+    long long held = rc ? -1 : DL_REPLY(&c, renew).held;
     char why[200];
     snprintf(why, sizeof why, "%s", rc ? c.cmd.errmsg : "unexpected reply");
     pthread_mutex_lock(&o->mu);
@@ -307,8 +310,8 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     if (held == 1) {
         if (o->hold.renew)
             dl_hold_renewing(o);  /* its TTL is the lease again */
-        dl_hold_confirmed(o, sent, cuts, epoch, o->hold.renew);
-        if (c.reply.renew.queued > 0)
+        dl_tenure_confirmed(o, sent, cuts, epoch, o->hold.renew);
+        if (DL_REPLY(&c, renew).queued > 0)
             waited(o);
         return 0;
     }
@@ -335,7 +338,7 @@ int dl_hold_vouch(dl_proc_t *p, dl_core_t *o)
      * otherwise.  A confirmation that finds the hold there proves it was
      * there all along: its fence names it, and a lost hold never comes
      * back under the same fence. */
-    if (dl_hold_trusted(o, 0))
+    if (dl_tenure_trusted(o, 0))
         return 0;
     int rc = dl_hold_confirm(p, o);
     return rc == ENOLCK ? lost_code(o) : rc;
@@ -352,7 +355,7 @@ int dl_hold_linger(dl_proc_t *p, dl_core_t *o)
     if (dl_mark(p, o, 1, o->hold.ttl_cut ? 0 : claim) != 0)
         return -1;
     if (!o->hold.ttl_cut) {
-        dl_hold_cut(o, claim);
+        dl_tenure_cut(o, claim);
         uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
         if (!o->renew_due || o->renew_due > due)
             dl_watchdog_due(p, o, due);
@@ -462,11 +465,11 @@ void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned lon
 {
     pthread_mutex_lock(&o->mu);
     if (o->hold.seq == seq && o->hold.rmode) {
-        int was = dl_hold_trusted(o, 0);
-        dl_hold_confirmed(o, sent, cuts, epoch, 1);
+        int was = dl_tenure_trusted(o, 0);
+        dl_tenure_confirmed(o, sent, cuts, epoch, 1);
         /* Threads that found it untrusted wait for it (a reader beside the
          * process's readers): it may serve them now. */
-        if (!was && dl_hold_trusted(o, 0))
+        if (!was && dl_tenure_trusted(o, 0))
             pthread_cond_broadcast(&o->cv);
         /* Others wait: local handoffs are bounded from now on, pushes or
          * not. */
@@ -512,8 +515,8 @@ void dl_hold_checked(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned lon
 {
     pthread_mutex_lock(&o->mu);
     if (o->hold.seq == seq && o->hold.rmode && !o->hold.lost) {
-        dl_hold_confirmed(o, sent, cuts, epoch, 0);
-        uint64_t end = dl_hold_fixed_end(o), now = dl_now_ms();
+        dl_tenure_confirmed(o, sent, cuts, epoch, 0);
+        uint64_t end = dl_tenure_fixed_end(o), now = dl_now_ms();
         dl_watchdog_due(p, o, now < end ? end + 1 : now + DL_FIXED_AGAIN_MS);
     }
     pthread_mutex_unlock(&o->mu);

@@ -80,7 +80,7 @@ int dl_hold_give_back(dl_proc_t *p, dl_core_t *o);
  * leased permit posted back, or found lapsed): the process no longer
  * holds it, and late renewals concern nothing.  No round trip. */
 void dl_hold_dropped(dl_core_t *o);
-/* The hold is not trusted (tenure.c: dl_hold_trusted) but a thread of the
+/* The hold is not trusted (tenure.c: dl_tenure_trusted) but a thread of the
  * process would take, join or relock it, or hand it to another: asks Redis
  * whether it is still there (renew.lua: a renewable hold is renewed to its
  * lease, a fixed lease only checked), as o's one talker (o->mu released

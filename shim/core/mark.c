@@ -24,6 +24,7 @@
  * SHA1, so a SCRIPT FLUSH cannot make it fail).
  */
 #include "dl.h"
+#include "call_mark.h"
 #include "process.h"
 #include "mark.h"
 

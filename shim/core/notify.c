@@ -70,7 +70,7 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!o)
             return;
-        dl_waiter_granted(o, regid, fence, dead != 0, more != 0);
+        dl_take_granted(o, regid, fence, dead != 0, more != 0);
         pthread_mutex_unlock(&o->mu);
     } else if (msg[0] == 'r') {
         /* `distlock break` removed a hold of ours: the process's threads
@@ -94,7 +94,7 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
         dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
         if (!o)
             return;
-        dl_waiter_recheck(o);
+        dl_take_recheck(o);
         pthread_mutex_unlock(&o->mu);
     } else if (msg[0] == 'w') {
         dl_core_t *o = dl_registry_find_key(&p->reg, p->cfg.prefix, s, (size_t)(end - s));
@@ -107,7 +107,7 @@ static void dispatch(dl_proc_t *p, const char *msg, size_t len)
 
 static void recheck(dl_core_t *o, void *arg)
 {
-    dl_waiter_recheck(o);
+    dl_take_recheck(o);
     if (o->kind->recheck)
         o->kind->recheck(o);
 }
@@ -116,7 +116,7 @@ static void recheck(dl_core_t *o, void *arg)
 
 static unsigned slot_of(const dl_core_t *o)
 {
-    return dl_key_slot(o->keys[0], o->keylen[0]);
+    return dl_cluster_slot(o->keys[0], o->keylen[0]);
 }
 
 /* The registry's hooks (its mutex held): the objects of each slot. */

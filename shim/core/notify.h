@@ -2,7 +2,7 @@
 /*
  * notify.h - the process's one subscriber connection (notify.c) and its
  * thread, which hears grants and waiting processes pushed by Redis and
- * tells the objects (dl_waiter_granted, dl_waiter_recheck: take.h;
+ * tells the objects (dl_take_granted, dl_take_recheck: take.h;
  * dl_hold_waited_on: hold.h).  It writes no object's state itself; its
  * own state is the dl_proc_t's n* fields (and on a cluster, the
  * connections per node of conn/shardsub.c).

@@ -14,7 +14,6 @@
 #include "loss.h"
 #include "metrics.h"
 #include "notify.h"
-#include "object.h"
 #include "process.h"
 #include "trust.h"
 #include "watchdog.h"
@@ -30,6 +29,16 @@ static pthread_once_t dl_atfork_once = PTHREAD_ONCE_INIT;
  * the parent's whole state as "definitely lost" in every forked child). */
 static dl_proc_t *volatile dl_orphans[64];
 static int dl_norphans;
+
+/* What the layers above reset in a child (dl_proc_on_fork), in order. */
+static dl_fork_hook_t *fork_hooks, **fork_hooks_end = &fork_hooks;
+
+void dl_proc_on_fork(dl_fork_hook_t *h)
+{
+    h->next = NULL;
+    *fork_hooks_end = h;
+    fork_hooks_end = &h->next;
+}
 
 static void child_after_fork(void)
 {
@@ -49,7 +58,8 @@ static void child_after_fork(void)
     dl_proc = NULL;
     pthread_mutex_init(&dl_proc_mu, NULL);
     dl_trust_hook(NULL, NULL);                   /* the parent's watchdog is gone */
-    dl_obj_after_fork();
+    for (dl_fork_hook_t *h = fork_hooks; h; h = h->next)
+        h->fn();
     dl_loss_after_fork();
     memset(&dl_stats_g, 0, sizeof dl_stats_g);   /* counters are this process's */
     dl_tid_forget();

@@ -9,7 +9,7 @@
  * process.c creates the state and resets it in a forked child; the
  * subscriber's fields below belong to notify.c, the watchdog's to
  * watchdog.c, the lingerer's to lingerer.c.  (The lock objects' calls are
- * in object.h.)
+ * in object.h, which resets its own state in a child: dl_proc_on_fork.)
  */
 #ifndef DL_PROCESS_H
 #define DL_PROCESS_H
@@ -92,6 +92,18 @@ dl_proc_t *dl_proc_get(int *err);
  * the fork handlers registered ahead of the program's).  0, or EINVAL /
  * ENOMEM with dist_lasterror set. */
 int dl_proc_start(void);
+
+/* A function run in a forked child as the library's state is reset there
+ * (by the library's handler, before any the program registered), for a
+ * file above the core whose state a thread of the parent may have held
+ * (api/object.c's mutex): the core calls up only through such hooks.
+ * The hook is the caller's (static); registered from a constructor, at
+ * load time, on one thread; run in the order registered. */
+typedef struct dl_fork_hook {
+    void (*fn)(void);
+    struct dl_fork_hook *next;    /* process.c's */
+} dl_fork_hook_t;
+void dl_proc_on_fork(dl_fork_hook_t *h);
 
 /* The process p calling a script on its object o: o's keys, p's channel
  * prefix and token (calls.h). */

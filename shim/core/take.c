@@ -6,8 +6,8 @@
  * waiter fields it owns.  A taking is a loop of asks (the kind's acquire
  * script: acquire.lua for a lock): each ask registers anew; when the
  * object is busy and the caller may wait, the thread sleeps until the
- * grant is pushed (notify.c: dl_waiter_granted), until pushes may have been
- * lost (dl_waiter_recheck), or until it is time to ask again.  redlock
+ * grant is pushed (notify.c: dl_take_granted), until pushes may have been
+ * lost (dl_take_recheck), or until it is time to ask again.  redlock
  * keeps no queue: its waiters retry after a short random pause.
  *
  * Every call is built by the object's kind (o->kind->calls: core.h), so
@@ -17,6 +17,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_cancel.h"
+#include "call_renew.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -79,7 +84,7 @@ static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
 
 /* A taking that may wait listens for its grant before it registers.  0, or
  * EIO. */
-static int take_listen(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const take_t *t)
+static int take_subscribe(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const take_t *t)
 {
     char q[96];
     /* redlock: a reader that may wait subscribes too, to hear of a writer
@@ -171,7 +176,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
                        c.cmd.errmsg);
     }
     dl_hold_rtt(o, dl_now_us() - sent_us);
-    const dl_acquire_reply_t *ar = &c.reply.acquire;
+    const dl_acquire_reply_t *ar = &DL_REPLY(&c, acquire);
     if (ar->got == 1 && t->asked_again)
         DL_STAT_ADD(fallback_checks, 1);      /* had to find out by asking */
     if (ar->got == 1) {
@@ -185,7 +190,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
          * grant to an earlier request, now claimed by this one: acquire.lua
          * set its TTL to the lease; or this very request, resent: the TTL
          * it set was at least a claim window), after this ask was sent. */
-        g->valid_until = dl_hold_valid_until(t->asked_at, g->claimed ? t->claim : t->lease);
+        g->valid_until = dl_tenure_valid_until(t->asked_at, g->claimed ? t->claim : t->lease);
         g->sent_ms = t->asked_at;
         g->epoch = t->asked_epoch;
         return 0;
@@ -226,7 +231,7 @@ static int take_wait(dl_core_t *o, const dl_req_t *rq, take_t *t, long long pttl
         g->more = o->wait.grant_more;
         g->claimed = 1;
         /* Granted after our last ask was sent, for the claim window. */
-        g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        g->valid_until = dl_tenure_valid_until(t->asked_at, t->claim);
         g->sent_ms = t->asked_at;
         g->epoch = t->asked_epoch;
         o->wait.granted = 0;
@@ -263,7 +268,7 @@ static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_gra
         .mode = t->mode, .lease_ms = t->fixed ? 0 : t->lease, .fence = g->fence });
     int rrc = dl_script_run(p->conn, &c, 1);
     DL_TALLY_ADD(o, roundtrips, 1);
-    long long kept = rrc ? -1 : c.reply.renew.held;
+    long long kept = rrc ? -1 : DL_REPLY(&c, renew).held;
     char why[200];
     snprintf(why, sizeof why, "%s", rrc ? c.cmd.errmsg : "");
     if (kept == 0) {
@@ -281,7 +286,7 @@ static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_gra
                        dl_core_qname(o, q, sizeof q), why);
     }
     if (!t->fixed)
-        g->valid_until = dl_hold_valid_until(renew_at, t->lease);
+        g->valid_until = dl_tenure_valid_until(renew_at, t->lease);
     g->sent_ms = renew_at;
     g->epoch = epoch;
     return 0;
@@ -312,12 +317,12 @@ static int take_give_up(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const ta
     DL_TALLY_ADD(o, roundtrips, 1);
     if (crc)
         g->maybe = 1;             /* still queued: a grant may come */
-    if (crc == 0 && c.reply.cancel.granted == 1) {
-        g->fence = c.reply.cancel.fence;
-        g->dead = c.reply.cancel.dead;
-        g->more = c.reply.cancel.waiters > 0;
+    if (crc == 0 && DL_REPLY(&c, cancel).granted == 1) {
+        g->fence = DL_REPLY(&c, cancel).fence;
+        g->dead = DL_REPLY(&c, cancel).dead;
+        g->more = DL_REPLY(&c, cancel).waiters > 0;
         g->claimed = 1;
-        g->valid_until = dl_hold_valid_until(t->asked_at, t->claim);
+        g->valid_until = dl_tenure_valid_until(t->asked_at, t->claim);
         g->sent_ms = t->asked_at;
         g->epoch = t->asked_epoch;
         rc = 0;
@@ -330,7 +335,7 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
 {
     take_t t;
     take_init(p, o, rq, &t);
-    int rc = take_listen(p, o, rq, &t);
+    int rc = take_subscribe(p, o, rq, &t);
     if (rc)
         return rc;
     take_register(p, o, &t, 1);
@@ -341,7 +346,7 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
              * carries a grant made before this ask ran, which the ask
              * reports itself if it still stands ("mine") and which has
              * lapsed if the ask finds the lock busy.  Either way the push
-             * is stale (dl_waiter_granted drops it). */
+             * is stale (dl_take_granted drops it). */
             take_register(p, o, &t, 0);
         }
         long long pttl = 0;
@@ -463,10 +468,10 @@ static int take_in_time(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant
                                 : "Redis may have lost state meanwhile",
                            c.cmd.errmsg);
         }
-        if (c.reply.renew.held != 1)
+        if (DL_REPLY(&c, renew).held != 1)
             break;
         if (lease)
-            g->valid_until = dl_hold_valid_until(sent, lease);
+            g->valid_until = dl_tenure_valid_until(sent, lease);
         g->sent_ms = sent;
         g->epoch = epoch;
         confirmed = 1;            /* checked again: the reply may have come late */
@@ -520,10 +525,10 @@ static int take_extend(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_
         return dl_fail(EIO, "%s %s: renewing the hold it was granted: %s", dl_core_what(o),
                        dl_core_qname(o, q, sizeof q), c.cmd.errmsg);
     }
-    if (c.reply.renew.held != 1)
+    if (DL_REPLY(&c, renew).held != 1)
         return EAGAIN;
     if (lease)
-        g->valid_until = dl_hold_valid_until(sent, lease);
+        g->valid_until = dl_tenure_valid_until(sent, lease);
     g->sent_ms = sent;
     g->epoch = epoch;
     return 0;
@@ -556,13 +561,13 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 
 /* --- a primitive's own waiting on the registration; o->mu held --- */
 
-void dl_waiter_listen(dl_core_t *o, uint64_t regid)
+void dl_take_listen(dl_core_t *o, uint64_t regid)
 {
     o->wait.regid = regid;
     o->wait.granted = 0;
 }
 
-int dl_waiter_sleep(dl_core_t *o, uint64_t until, const int *stop)
+int dl_take_sleep(dl_core_t *o, uint64_t until, const int *stop)
 {
     while (!o->wait.granted && !o->wait.recheck && dl_now_ms() < until &&
            !(stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE)))
@@ -573,7 +578,7 @@ int dl_waiter_sleep(dl_core_t *o, uint64_t until, const int *stop)
     return woken;
 }
 
-void dl_waiter_leave(dl_core_t *o)
+void dl_take_leave(dl_core_t *o)
 {
     o->wait.regid = 0;
     o->wait.granted = 0;
@@ -582,7 +587,7 @@ void dl_waiter_leave(dl_core_t *o)
 
 /* --- what the subscriber (notify.c) tells a waiting object; o->mu held --- */
 
-void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more)
+void dl_take_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more)
 {
     /* A grant for a registration that gave up is stale: the cancel script
      * already told that thread. */
@@ -595,14 +600,14 @@ void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, i
     pthread_cond_broadcast(&o->cv);
 }
 
-void dl_waiter_interrupt(dl_core_t *o)
+void dl_take_interrupt(dl_core_t *o)
 {
     pthread_mutex_lock(&o->mu);
     pthread_cond_broadcast(&o->cv);
     pthread_mutex_unlock(&o->mu);
 }
 
-void dl_waiter_recheck(dl_core_t *o)
+void dl_take_recheck(dl_core_t *o)
 {
     if (o->wait.regid) {
         o->wait.recheck = 1;

@@ -6,8 +6,8 @@
  * grants confirmed, a time-out withdrawn, and ?wait=N's replicas counted.
  *
  * take.c writes an object's waiter fields (o->wait: core.h); the
- * subscriber changes them only through dl_waiter_granted and
- * dl_waiter_recheck.  What was taken comes back in a dl_grant_t, which
+ * subscriber changes them only through dl_take_granted and
+ * dl_take_recheck.  What was taken comes back in a dl_grant_t, which
  * hold.c records (dl_hold_record).
  */
 #ifndef DL_TAKE_H
@@ -37,7 +37,7 @@ typedef struct dl_req {
     int try_only;             /* one attempt, EBUSY */
     uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
     const int *stop;          /* NULL, or set (atomic) by another thread to end
-                                 the wait as at the deadline: dl_waiter_interrupt */
+                                 the wait as at the deadline: dl_take_interrupt */
     int robust;               /* (the lock's admission) an EOWNERDEAD it returns
                                  must be made consistent (DIST_MUTEX_ROBUST) */
 } dl_req_t;
@@ -77,7 +77,7 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g);
  * waiting for o, locally or in Redis's queue, so that the one it stops
  * gives up as at its deadline (a queued one withdraws: cancel.lua).
  * o->mu not held; never blocks on the network. */
-void dl_waiter_interrupt(dl_core_t *o);
+void dl_take_interrupt(dl_core_t *o);
 
 /* A primitive's own waiting in Redis's queue, on the core's registration
  * (a semaphore's: prim/sem.c), for a primitive whose asks are its own
@@ -86,16 +86,16 @@ void dl_waiter_interrupt(dl_core_t *o);
  * dropped); sleep until a push for it (or a recheck: pushes may have been
  * lost) or until `until` (monotonic ms) or *stop: 1 if woken by a push or
  * a recheck; leave: no registration. */
-void dl_waiter_listen(dl_core_t *o, uint64_t regid);
-int dl_waiter_sleep(dl_core_t *o, uint64_t until, const int *stop);
-void dl_waiter_leave(dl_core_t *o);
+void dl_take_listen(dl_core_t *o, uint64_t regid);
+int dl_take_sleep(dl_core_t *o, uint64_t until, const int *stop);
+void dl_take_leave(dl_core_t *o);
 
 /* What the subscriber (notify.c) learns, told to the waiter (o->mu held;
  * never block).  A grant pushed for registration regid: wakes the thread
  * waiting in Redis's queue with it, if it still does. */
-void dl_waiter_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more);
+void dl_take_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int more);
 /* Pushes may have been lost (the subscriber reconnected): a thread waiting
  * in Redis's queue asks Redis again. */
-void dl_waiter_recheck(dl_core_t *o);
+void dl_take_recheck(dl_core_t *o);
 
 #endif

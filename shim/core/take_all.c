@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_acquire_all.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -95,10 +99,10 @@ static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
                               : "Redis may have lost state meanwhile", c[0].cmd.errmsg);
         } else {
             for (int i = 0; i < n; i++)
-                lapsed |= c[i].reply.renew.held != 1;
+                lapsed |= DL_REPLY(&c[i], renew).held != 1;
             for (int i = 0; i < n && !lapsed; i++) {
                 if (!v[i].rq->lease_ms)
-                    v[i].g.valid_until = dl_hold_valid_until(sent, p->cfg.lease_ms);
+                    v[i].g.valid_until = dl_tenure_valid_until(sent, p->cfg.lease_ms);
                 v[i].g.sent_ms = sent;
                 v[i].g.epoch = epoch;
             }
@@ -115,6 +119,82 @@ static int in_time(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t rid)
     return EBUSY;
 }
 
+/* What one acquire_all call sends: each lock's keys and lease, the list
+ * the script reads them from, and room for each lock's answer. */
+typedef struct all_set {
+    dl_all_lock_t *locks;
+    dl_all_item_t *items;
+    char *list;
+    size_t listlen;
+} all_set_t;
+
+static void set_free(all_set_t *set)
+{
+    free(set->locks);
+    free(set->items);
+    free(set->list);
+}
+
+/* 0, or -1 (out of memory, nothing kept). */
+static int set_new(dl_proc_t *p, const dl_take_one_t *v, int n, all_set_t *set)
+{
+    memset(set, 0, sizeof *set);
+    set->locks = malloc((size_t)n * sizeof *set->locks);
+    set->items = malloc((size_t)n * sizeof *set->items);
+    if (set->locks) {
+        for (int i = 0; i < n; i++) {
+            const dl_req_t *rq = v[i].rq;
+            set->locks[i] = (dl_all_lock_t){ v[i].o->keys, v[i].o->keylen,
+                                             rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms };
+        }
+        if ((set->list = malloc(dl_acquire_all_list_size(set->locks, n))))
+            set->listlen = dl_acquire_all_list(set->locks, n, set->list);
+    }
+    if (!set->locks || !set->items || !set->list) {
+        set_free(set);
+        return -1;
+    }
+    return 0;
+}
+
+/* The call took every lock of the set (reply r, us its round trip): each
+ * grant recorded, then ?wait=N's replicas and each hold's validity and
+ * trust checked (the whole set given back when one fails).  0,
+ * EOWNERDEAD, EBUSY (asked again), EIO. */
+static int took_all(dl_proc_t *p, dl_take_one_t *v, int n, const all_set_t *set,
+                    const dl_acquire_all_reply_t *r, uint64_t rid, uint64_t us,
+                    uint64_t asked_at, unsigned long epoch)
+{
+    int dead = 0;
+    for (int i = 0; i < n; i++) {
+        dl_grant_t *g = &v[i].g;
+        const dl_all_item_t *it = &set->items[i];
+        dl_hold_rtt(v[i].o, us);
+        g->fence = it->fence;
+        g->dead = it->dead;
+        g->claimed = it->claimed;
+        g->was = it->was;
+        g->rid = rid;
+        g->servers = r->servers;
+        /* Taken by this call, or found ours and claimed by it: either
+         * way its TTL was set to the lease after the call was sent
+         * (acquire_all.lua's claim_hold, or the first copy of this
+         * very call, resent). */
+        g->valid_until = dl_tenure_valid_until(asked_at, set->locks[i].lease_ms);
+        g->sent_ms = asked_at;
+        g->epoch = epoch;
+        dead |= g->dead;
+    }
+    char err[200];
+    if (p->cfg.wait_replicas &&
+        dl_conn_wait(p->conn, v[0].o->keys[0], v[0].o->keylen[0], err, sizeof err)) {
+        give_back(p, v, n, rid);
+        return dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
+    }
+    int trc = in_time(p, v, n, rid);
+    return trc ? trc : dead ? EOWNERDEAD : 0;
+}
+
 /* One call for the set as sent: what it asked with, and when. */
 typedef struct ask {
     dl_call_t c;
@@ -122,12 +202,12 @@ typedef struct ask {
     unsigned long epoch;
 } ask_t;
 
-/* Sends the call for the set (list: its locks, as acquire_all.lua takes
- * them; items: where its reply goes) under a new registration id, until
+/* Sends the call for the set (set_new's: its locks, as acquire_all.lua
+ * takes them, and where its reply goes) under a new registration id, until
  * the link gives it an answer or an error of its own.  0, or the run's
  * error (a->c.cmd says which). */
-static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, dl_all_lock_t *locks,
-                   const char *list, size_t listlen, dl_all_item_t *items, ask_t *a)
+static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, const all_set_t *set,
+                   ask_t *a)
 {
     char info[200];
     size_t infolen = dl_proc_info(p, info, sizeof info);
@@ -135,8 +215,8 @@ static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, dl_
     for (int agains = 0;; agains++) {
         a->rid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
         v[0].o->kind->calls->acquire_all(&a->c, &who, &(dl_acquire_all_args_t){
-            .n = n, .locks = locks, .list = list, .listlen = listlen, .info = info,
-            .infolen = infolen, .regid = a->rid, .out = items });
+            .n = n, .locks = set->locks, .list = set->list, .listlen = set->listlen,
+            .info = info, .infolen = infolen, .regid = a->rid, .out = set->items });
         /* A timed lock waits for a stalled server no longer than its
          * deadline; one already past (or too near for a wait) asks once,
          * as a trylock. */
@@ -153,7 +233,7 @@ static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, dl_
          * connection would leave the set to the first. */
         dl_call_t undo;
         v[0].o->kind->calls->withdraw_all(&undo, &who, &(dl_withdraw_all_args_t){
-            .list = list, .listlen = listlen, .regid = a->rid });
+            .list = set->list, .listlen = set->listlen, .regid = a->rid });
         a->c.once = 1;
         a->epoch = dl_trust_epoch();
         a->asked_at = dl_now_ms();
@@ -177,31 +257,14 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
     *busy = -1;
     for (int i = 0; i < n; i++)
         memset(&v[i].g, 0, sizeof v[i].g);
-    dl_all_lock_t *locks = malloc((size_t)n * sizeof *locks);
-    dl_all_item_t *items = malloc((size_t)n * sizeof *items);
-    char *list = NULL;
-    size_t listlen = 0;
-    if (locks) {
-        for (int i = 0; i < n; i++) {
-            const dl_req_t *rq = v[i].rq;
-            locks[i] = (dl_all_lock_t){ v[i].o->keys, v[i].o->keylen,
-                                        rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms };
-        }
-        if ((list = malloc(dl_acquire_all_list_size(locks, n))))
-            listlen = dl_acquire_all_list(locks, n, list);
-    }
-    if (!locks || !items || !list) {
-        free(locks);
-        free(items);
-        free(list);
+    all_set_t set;
+    if (set_new(p, v, n, &set))
         return dl_fail(ENOMEM, "out of memory");
-    }
-
     ask_t a;
-    int rc = ask_all(p, v, n, deadline, locks, list, listlen, items, &a);
+    int rc = ask_all(p, v, n, deadline, &set, &a);
     dl_call_t *c = &a.c;
     uint64_t rid = a.rid;
-    const dl_acquire_all_reply_t *r = &c->reply.acquire_all;
+    const dl_acquire_all_reply_t *r = &DL_REPLY(c, acquire_all);
     if (rc) {
         for (int i = 0; i < n; i++) {
             v[i].g.maybe = c->cmd.sent;
@@ -211,37 +274,7 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
                  ? ETIMEDOUT
                  : dl_fail(EIO, "lock-all of %d locks: %s", n, c->cmd.errmsg);
     } else if (r->got == 1) {
-        uint64_t us = dl_now_us() - a.sent_us;
-        int dead = 0;
-        for (int i = 0; i < n; i++) {
-            dl_grant_t *g = &v[i].g;
-            dl_hold_rtt(v[i].o, us);
-            g->fence = items[i].fence;
-            g->dead = items[i].dead;
-            g->claimed = items[i].claimed;
-            g->was = items[i].was;
-            g->rid = rid;
-            g->servers = r->servers;
-            /* Taken by this call, or found ours and claimed by it: either
-             * way its TTL was set to the lease after the call was sent
-             * (acquire_all.lua's claim_hold, or the first copy of this
-             * very call, resent). */
-            g->valid_until = dl_hold_valid_until(a.asked_at, locks[i].lease_ms);
-            g->sent_ms = a.asked_at;
-            g->epoch = a.epoch;
-            dead |= g->dead;
-        }
-        rc = dead ? EOWNERDEAD : 0;
-        char err[200];
-        if (p->cfg.wait_replicas &&
-            dl_conn_wait(p->conn, v[0].o->keys[0], v[0].o->keylen[0], err, sizeof err)) {
-            give_back(p, v, n, rid);
-            rc = dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
-        } else {
-            int trc = in_time(p, v, n, rid);
-            if (trc)
-                rc = trc;
-        }
+        rc = took_all(p, v, n, &set, r, rid, dl_now_us() - a.sent_us, a.asked_at, a.epoch);
     } else if (r->got == 0) {
         *busy = r->busy;
         rc = EBUSY;
@@ -257,8 +290,6 @@ int dl_take_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, int *b
     for (int i = 0; i < n; i++)
         v[i].g.rid = rid;
     dl_call_free_reply(c);
-    free(locks);
-    free(items);
-    free(list);
+    set_free(&set);
     return rc;
 }

@@ -61,18 +61,18 @@ static unsigned long drift_of(unsigned long ttl_ms)
     return ttl_ms / 100 + 2;
 }
 
-uint64_t dl_hold_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
+uint64_t dl_tenure_valid_until(uint64_t sent_ms, unsigned long ttl_ms)
 {
     unsigned long drift = drift_of(ttl_ms);
     return ttl_ms > drift ? sent_ms + ttl_ms - drift : 0;
 }
 
-uint64_t dl_hold_fixed_end(const dl_core_t *o)
+uint64_t dl_tenure_fixed_end(const dl_core_t *o)
 {
     return o->tenure.valid_until + drift_of(o->hold.lease_ms);
 }
 
-int dl_hold_lease(const dl_core_t *o, unsigned long *ms_left)
+int dl_tenure_lease(const dl_core_t *o, unsigned long *ms_left)
 {
     /* What was last confirmed, nothing more: a sign of lost state (trust.h)
      * does not shorten it (the hold may well be there: the watchdog asks
@@ -93,7 +93,7 @@ int dl_hold_lease(const dl_core_t *o, unsigned long *ms_left)
     return 0;
 }
 
-int dl_hold_trusted(const dl_core_t *o, int confirmed_now)
+int dl_tenure_trusted(const dl_core_t *o, int confirmed_now)
 {
 #ifdef DISTLOCK_MUTANT_TRUST
     return o->hold.rmode && !o->hold.lost;  /* mutant (tools/mutants.sh): trust always granted */
@@ -112,7 +112,7 @@ int dl_hold_trusted(const dl_core_t *o, int confirmed_now)
     return confirmed_now || now - o->tenure.confirmed_ms <= DL_TRUST_MS + rtt_ms;
 }
 
-void dl_hold_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
+void dl_tenure_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
 {
     o->tenure.cut_ttl = 0;
     o->tenure.valid_until = valid_until;
@@ -120,11 +120,11 @@ void dl_hold_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigne
     o->tenure.trust_epoch = epoch;
 }
 
-void dl_hold_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
+void dl_tenure_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
                        int renewed)
 {
     if (renewed) {
-        uint64_t v = dl_hold_valid_until(sent_ms, dl_hold_ttl(o));
+        uint64_t v = dl_tenure_valid_until(sent_ms, dl_tenure_ttl(o));
         if (o->tenure.cuts != cuts && v > o->tenure.cut_until)
             v = o->tenure.cut_until;
         if (v > o->tenure.valid_until)
@@ -140,9 +140,9 @@ void dl_hold_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsig
     }
 }
 
-void dl_hold_cut(dl_core_t *o, unsigned long ttl_ms)
+void dl_tenure_cut(dl_core_t *o, unsigned long ttl_ms)
 {
-    uint64_t v = dl_hold_valid_until(dl_now_ms(), ttl_ms);
+    uint64_t v = dl_tenure_valid_until(dl_now_ms(), ttl_ms);
     if (v < o->tenure.valid_until)
         o->tenure.valid_until = v;
     o->tenure.cut_until = v;
@@ -150,7 +150,7 @@ void dl_hold_cut(dl_core_t *o, unsigned long ttl_ms)
     o->tenure.cut_ttl = ttl_ms;
 }
 
-unsigned long dl_hold_ttl(const dl_core_t *o)
+unsigned long dl_tenure_ttl(const dl_core_t *o)
 {
     /* A cut posted on a connection that was then given up may run in Redis
      * at any later time, after a renewal sent on the next connection: the

@@ -20,6 +20,8 @@
 #include <string.h>
 
 #include "dl.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
 #include "hold.h"
 #include "tenure.h"
 #include "trust.h"
@@ -186,16 +188,16 @@ static void renew_chunk(dl_proc_t *p, held_t *v, size_t n, dl_call_t *calls)
             dl_hold_unanswered(p, v[i].o, v[i].seq);
             continue;
         }
-        if (calls[i].reply.renew.held == 1 && v[i].check) {
+        if (DL_REPLY(&calls[i], renew).held == 1 && v[i].check) {
             dl_hold_checked(p, v[i].o, v[i].seq, v[i].cuts, sent, epoch);
             continue;
         }
-        if (calls[i].reply.renew.held == 1) {
+        if (DL_REPLY(&calls[i], renew).held == 1) {
             DL_STAT_ADD(renewed, 1);
             /* Sure to be there until a lease from `sent`, or the end of a
              * cut made since: others may wait (the count is theirs). */
             dl_hold_renewed(p, v[i].o, v[i].seq, v[i].cuts, sent, epoch,
-                            calls[i].reply.renew.queued);
+                            DL_REPLY(&calls[i], renew).queued);
             continue;
         }
         dl_hold_gone(v[i].o, v[i].seq);
@@ -227,7 +229,7 @@ static void undo_all(dl_proc_t *p, collect_t *c)
         o->kind->calls->withdraw(&call, &who, &(dl_withdraw_args_t){
             .mode = c->u[i].mode, .regid = c->u[i].rid, .incarn = c->u[i].incarn });
         int rc = dl_script_run(p->conn, &call, 1);
-        int had = !call.cmd.err && call.reply.withdraw.result >= 1;
+        int had = !call.cmd.err && DL_REPLY(&call, withdraw).result >= 1;
         if (dl_hold_undo_end(o, c->u[i].mode, c->u[i].rid, !rc, had)) {
             /* Redis still unreachable, or a second look: again in a while */
             pthread_mutex_lock(&p->wmu);

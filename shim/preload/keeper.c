@@ -41,6 +41,8 @@
 #include <unistd.h>
 
 #include "dl.h"
+#include "call_release.h"
+#include "call_renew.h"
 #include "lock.h"
 #include "object.h"
 #include "preload.h"
@@ -271,7 +273,7 @@ static void release(dl_proc_t *p, held_t *h)
     int rc = dl_script_run(p->conn, c, 1);
     dl_log(DL_LOG_DEBUG, "preload: keeper: lock \"%s\" (fence %llu) released for pid %d: %s",
            h->t.e->name, (unsigned long long)h->t.fence, (int)prog,
-           rc ? c->cmd.errmsg : c->reply.release.result == 1 ? "released" : "not held");
+           rc ? c->cmd.errmsg : DL_REPLY(c, release).result == 1 ? "released" : "not held");
     free(c);
 }
 
@@ -328,7 +330,7 @@ static void renew(dl_proc_t *p, dl_call_t *calls, int *idx)
             dlp_say("lock \"%s\": Redis reachable again", h->t.e->name);
             h->warned = 0;
         }
-        if (calls[k].reply.renew.held == 1)
+        if (DL_REPLY(&calls[k], renew).held == 1)
             continue;
         /* Gone: a loss, unless the file lock has ended meanwhile. */
         if (!looked) {

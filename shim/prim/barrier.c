@@ -36,6 +36,10 @@
 #include <string.h>
 
 #include "barrier.h"
+#include "call_barrier_check.h"
+#include "call_barrier_leave.h"
+#include "call_barrier_open.h"
+#include "call_barrier_wait.h"
 #include "distlock.h"
 #include "dl.h"
 #include "notify.h"
@@ -147,11 +151,11 @@ static int settle(dl_proc_t *p, dl_barrier_t *b, int *mine)
         dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){
             .arrival = k.arrival, .gen = k.gen, .inc = k.inc,
             .id = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED), .failed = k.op });
-        if (run(p, b, &c) || c.reply.barrier_leave.result < 0)
+        if (run(p, b, &c) || DL_REPLY(&c, barrier_leave).result < 0)
             return dl_fail(EIO, "barrier %s: %s (settling an earlier request that got no reply)",
                            qname(b, q, sizeof q),
                            c.cmd.err ? c.cmd.errmsg : "unexpected reply");
-        if (c.reply.barrier_leave.result == 2 && k.tid == me && mine)
+        if (DL_REPLY(&c, barrier_leave).result == 2 && k.tid == me && mine)
             *mine = 1;
         memmove(&b->kept[0], &b->kept[1], (size_t)(b->nkept - 1) * sizeof b->kept[0]);
         b->nkept--;
@@ -179,7 +183,7 @@ static int arrive(dl_proc_t *p, dl_barrier_t *b, unsigned count, uint64_t id,
         }
         return dl_fail(EIO, "barrier %s: %s", qname(b, q, sizeof q), c.cmd.errmsg);
     }
-    *r = c.reply.barrier_wait;
+    *r = DL_REPLY(&c, barrier_wait);
     DL_STAT_ADD(barrier_arrivals, 1);
     return 0;
 }
@@ -200,7 +204,7 @@ static int leave(dl_proc_t *p, dl_barrier_t *b, dl_bwait_t *w, int why)
         dl_call_barrier_leave(&c, &who, &(dl_barrier_leave_args_t){
             .arrival = w->id, .gen = w->gen, .inc = w->inc, .id = id });
         rc = run(p, b, &c);
-        if (rc || c.reply.barrier_leave.result < 0) {
+        if (rc || DL_REPLY(&c, barrier_leave).result < 0) {
             /* It may still count: kept, and settled before the next. */
             if (!rc || c.cmd.sent)
                 keep(b, id, w->id, w->gen, w->inc);
@@ -221,7 +225,7 @@ static int leave(dl_proc_t *p, dl_barrier_t *b, dl_bwait_t *w, int why)
     /* Redis's word, not a push's or a check's learnt meanwhile: a push for
      * this generation may have come for the process's other waiters after
      * this arrival was withdrawn from it. */
-    if (c.reply.barrier_leave.result == 2)
+    if (DL_REPLY(&c, barrier_leave).result == 2)
         return 0;                 /* released meanwhile: as a wait returns */
     if (why == EINTR)
         return dl_fail(EINTR, "barrier %s: the wait was interrupted; its arrival was withdrawn",
@@ -251,7 +255,7 @@ static void check(dl_proc_t *p, dl_barrier_t *b, uint64_t deadline)
     pthread_mutex_lock(&b->core.mu);
     b->checking = 0;
     pthread_cond_broadcast(&b->core.cv);
-    if (rc || c.reply.barrier_check.result < 0) {
+    if (rc || DL_REPLY(&c, barrier_check).result < 0) {
         /* Ask again in a moment, not a whole period later. */
         uint64_t every = check_every(p), soon = every < 100 ? every : 100;
         b->checked_at = dl_now_ms() + soon - every;
@@ -261,10 +265,10 @@ static void check(dl_proc_t *p, dl_barrier_t *b, uint64_t deadline)
     int before = 0;
     for (dl_bwait_t *w = b->head; w; w = w->next)
         before += w->state == DL_BW_WAITING;
-    if (c.reply.barrier_check.result == 0)
+    if (DL_REPLY(&c, barrier_check).result == 0)
         lose_all(b, seq);
     else
-        learn(b, c.reply.barrier_check.inc, c.reply.barrier_check.gen);
+        learn(b, DL_REPLY(&c, barrier_check).inc, DL_REPLY(&c, barrier_check).gen);
     int after = 0;
     for (dl_bwait_t *w = b->head; w; w = w->next)
         after += w->state == DL_BW_WAITING;
@@ -456,7 +460,7 @@ int dl_barrier_open(dl_proc_t *p, dl_barrier_t *b, unsigned count)
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "barrier %s: %s", qname(b, q, sizeof q), c.cmd.errmsg);
-    const dl_barrier_open_reply_t *r = &c.reply.barrier_open;
+    const dl_barrier_open_reply_t *r = &DL_REPLY(&c, barrier_open);
     switch (r->result) {
     case 1:
         return 0;

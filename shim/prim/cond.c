@@ -31,6 +31,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_cond_check.h"
+#include "call_cond_enter.h"
+#include "call_cond_leave.h"
+#include "call_cond_signal.h"
 #include "cond.h"
 #include "distlock.h"
 #include "dl.h"
@@ -66,7 +70,7 @@ static int signal_redis(dl_proc_t *p, dl_cond_t *c, int all)
     if (dl_script_run(p->conn, &call, 1))
         return dl_fail(EIO, "condition %s: %s: %s", dl_core_qname(o, q, sizeof q),
                        all ? "broadcast" : "signal", call.cmd.errmsg);
-    if (call.reply.cond_signal.woken < 0)
+    if (DL_REPLY(&call, cond_signal).woken < 0)
         return dl_fail(EIO, "condition %s: unexpected reply from Redis",
                        dl_core_qname(o, q, sizeof q));
     return 0;
@@ -84,21 +88,21 @@ static int leave(dl_proc_t *p, dl_cond_t *c, const dl_cwait_t *w, int forward)
     dl_call_t call;
     dl_call_cond_leave(&call, &who, &(dl_cond_leave_args_t){
         .regid = w->regid, .servers = w->servers });
-    if (dl_script_run(p->conn, &call, 1) || call.reply.cond_leave.waiting < 0) {
+    if (dl_script_run(p->conn, &call, 1) || DL_REPLY(&call, cond_leave).waiting < 0) {
         dl_log(DL_LOG_WARN, "condition %s: removing a registration failed (%s); it lapses "
                "within %lu ms, and a signal of another process that takes it before then "
                "wakes nobody", dl_core_qname(o, q, sizeof q),
                call.cmd.err ? call.cmd.errmsg : "unexpected reply", reg_ttl(p));
         return -1;
     }
-    if (call.reply.cond_leave.waiting == 0 && forward) {
+    if (DL_REPLY(&call, cond_leave).waiting == 0 && forward) {
         DL_STAT_ADD(cond_forwards, 1);
         if (signal_redis(p, c, 0))
             dl_log(DL_LOG_WARN, "condition %s: passing on a signal that took a waiter woken "
                    "by its own process failed: %s", dl_core_qname(o, q, sizeof q),
                    dist_lasterror());
     }
-    return call.reply.cond_leave.waiting;
+    return DL_REPLY(&call, cond_leave).waiting;
 }
 
 int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
@@ -139,7 +143,7 @@ int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
                                                              .ttl_ms = reg_ttl(p) });
     uint64_t sent = dl_now_ms();
     int rc = dl_script_run(p->conn, &call, 1);
-    if (rc == 0 && call.reply.cond_enter.ok != 1)
+    if (rc == 0 && DL_REPLY(&call, cond_enter).ok != 1)
         rc = dl_fail(EIO, "condition %s: unexpected reply from Redis",
                      dl_core_qname(o, q, sizeof q));
     else if (rc)
@@ -160,7 +164,7 @@ int dl_cond_enter(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
         pthread_cond_destroy(&w->cv);
         return rc;
     }
-    w->servers = call.reply.cond_enter.servers;
+    w->servers = DL_REPLY(&call, cond_enter).servers;
     w->checked_at = sent;
     w->seq = ++c->seq;
     DL_STAT_ADD(cond_waits, 1);
@@ -184,13 +188,13 @@ static int check(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, uint64_t deadline)
         call.deadline = deadline > soonest ? deadline : soonest;
     }
     uint64_t sent = dl_now_ms();
-    if (dl_script_run(p->conn, &call, 1) || call.reply.cond_check.waiting < 0)
+    if (dl_script_run(p->conn, &call, 1) || DL_REPLY(&call, cond_check).waiting < 0)
         return -1;
-    if (call.reply.cond_check.waiting == 1)
+    if (DL_REPLY(&call, cond_check).waiting == 1)
         w->checked_at = sent;
     else
         DL_STAT_ADD(cond_found, 1);           /* woken, and found out by asking */
-    return call.reply.cond_check.waiting;
+    return DL_REPLY(&call, cond_check).waiting;
 }
 
 int dl_cond_block(dl_proc_t *p, dl_cond_t *c, dl_cwait_t *w, clockid_t clock,

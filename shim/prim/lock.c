@@ -24,6 +24,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_recover.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -75,7 +85,7 @@
 
 /* Would the process keep its Redis hold for another local holder, as far
  * as other processes go?  (Whether it may, without asking Redis first, is
- * tenure.c's: dl_hold_trusted.) */
+ * tenure.c's: dl_tenure_trusted.) */
 static int keepable(const dl_lock_t *l)
 {
     const dl_core_t *o = &l->core;
@@ -104,7 +114,7 @@ static int confirm(dl_proc_t *p, dl_lock_t *l)
 static int trusted(const dl_lock_t *l, int *fresh)
 {
     const dl_core_t *o = &l->core;
-    int ok = dl_hold_trusted(o, *fresh);
+    int ok = dl_tenure_trusted(o, *fresh);
     *fresh = 0;
     return ok;
 }
@@ -139,7 +149,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
             return 0;
         if (!((l->wwait || l->rwait) && keepable(l)))
             break;
-        if (dl_hold_trusted(o, fresh)) {
+        if (dl_tenure_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
             pthread_cond_broadcast(&o->cv);
@@ -157,7 +167,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
         fresh = 1;
     }
     if (linger && o->hold.rmode == 'w' && o->hold.remote_waiting && keepable(l) &&
-        dl_hold_trusted(o, 0) && dl_hold_linger(p, o) == 0)
+        dl_tenure_trusted(o, 0) && dl_hold_linger(p, o) == 0)
         return 0;
     return dl_hold_release(p, o, 0);
 }
@@ -329,7 +339,7 @@ static int relock(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
             dl_core_wait(o, dl_now_ms() + 100);
             continue;
         }
-        if (o->hold.rmode && dl_hold_trusted(o, fresh))
+        if (o->hold.rmode && dl_tenure_trusted(o, fresh))
             return rejoin(l);
         if (!o->hold.rmode || o->hold.lost ||
             (!o->hold.renew && dl_now_ms() >= o->tenure.valid_until)) {
@@ -360,134 +370,119 @@ static void took_local(dl_lock_t *l, pid_t tid, int quick)
     l->last_writer = tid;
 }
 
-static int acquire_write(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+/* o->mu held: the calling thread holds the lock already (h).  A writer
+ * relocks it (EDEADLK for errorcheck), a reader reads it again, even past
+ * a waiting writer; a reader asking to write would wait forever (no
+ * upgrades): EDEADLK. */
+static int acquire_again(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
 {
     dl_core_t *o = &l->core;
     char q[96];
-    int rc;
-    pthread_mutex_lock(&o->mu);
+    int w = rq->mode == 'w';
     dl_holder_t *h = dl_holder_find(l, tid);
-    if (h && h->wcount) {
-        if (rq->errorcheck) {
-            rc = dl_fail(EDEADLK, "lock %s: already held by this thread",
-                         dl_core_qname(o, q, sizeof q));
-        } else if ((rc = relock(p, l, rq)) == 0 || rc == EOWNERDEAD) {
-            int prc = dl_holder_push(l, tid, 'w');
-            if (prc)
-                rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
-                             prc == EAGAIN ? "reentrancy count overflow" : "out of memory");
-            /* A relock told EOWNERDEAD (its hold lapsed and was taken
-             * anew) through a robust object: the section's state is as
-             * after a death, to be made consistent before its end (even
-             * should the count not go up: the lock is held anew). */
-            if (rc == EOWNERDEAD && rq->robust)
-                dl_holder_owner_dead(dl_holder_find(l, tid));
-        }
-        pthread_mutex_unlock(&o->mu);
-        return rc;
-    }
-    if (h && h->rcount) {
-        pthread_mutex_unlock(&o->mu);
+    if (w && rq->errorcheck && h->wcount)
+        return dl_fail(EDEADLK, "lock %s: already held by this thread",
+                       dl_core_qname(o, q, sizeof q));
+    if (w && !h->wcount)
         return dl_fail(EDEADLK, "lock %s: this thread holds it for reading; "
                        "a write request would wait forever (no upgrades)",
                        dl_core_qname(o, q, sizeof q));
+    int rc = relock(p, l, rq);
+    if (rc == 0 || rc == EOWNERDEAD) {
+        int prc = dl_holder_push(l, tid, rq->mode);
+        if (prc)
+            rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
+                         prc == EAGAIN ? (w ? "reentrancy count overflow" : "reader count overflow")
+                                       : "out of memory");
+        /* A relock told EOWNERDEAD (its hold lapsed and was taken anew)
+         * through a robust object: the section's state is as after a
+         * death, to be made consistent before its end (even should the
+         * count not go up: the lock is held anew). */
+        if (w && rc == EOWNERDEAD && rq->robust)
+            dl_holder_owner_dead(dl_holder_find(l, tid));
     }
-    /* Relocking at once, as a loop around the lock does?  (see settle) */
-    int quick = l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
-    int fresh = 0;            /* this thread confirmed the hold just now */
-    l->wwait++;
-    for (;;) {
-        if (!l->writer && !l->rthreads && !o->hold.busy && l->last_writer == tid &&
-            l->streak >= DL_LOCAL_STREAK && l->wwait > 1 && !rq->try_only &&
-            dl_now_ms() < rq->deadline) {
-            /* Our turn is over: the threads woken by our unlock go first. */
-            fresh = 0;
-            dl_core_wait(o, rq->deadline);
-            continue;
-        }
-        if (!l->writer && !l->rthreads && !o->hold.busy) {
-            if (!o->hold.rmode)
-                break;
-            if (o->hold.rmode == 'w' && keepable(l) && !trusted(l, &fresh)) {
-                fresh = confirm(p, l) == 0;
-                continue;
-            }
-            if (o->hold.rmode == 'w' && keepable(l) && dl_hold_claim_linger(p, o) == 0) {
-                /* Local handoff: the process's Redis hold passes to us. */
-                l->wwait--;
-                if ((rc = dl_holder_push(l, tid, 'w'))) {
-                    settle(p, l, 0);
-                    pthread_mutex_unlock(&o->mu);
-                    return dl_fail(rc, "out of memory");
-                }
-                took_local(l, tid, quick);
-                l->held_us = dl_now_us();
-                dl_hold_handoff(o);
-                dl_tenure_renew(p, o);
-                pthread_mutex_unlock(&o->mu);
-                return 0;
-            }
-            /* A hold we cannot reuse (lost, a fixed lease, or others
-             * have waited long enough): end it, then ask Redis like
-             * everyone else. */
-            dl_hold_release(p, o, 0);
-            continue;
-        }
-        if (rq->try_only || dl_req_over(rq)) {
-            l->wwait--;
-            settle(p, l, 0);
-            pthread_cond_broadcast(&o->cv);   /* readers held back by us */
-            pthread_mutex_unlock(&o->mu);
-            return busy_code(rq, l);
-        }
-        dl_tenure_renew(p, o);           /* held by a thread of ours: kept busy */
-        fresh = 0;
-        dl_core_wait(o, rq->deadline);
-    }
-    l->wwait--;
-    took_local(l, tid, quick);
-    dl_hold_reserve(o);
-    pthread_mutex_unlock(&o->mu);
-
-    dl_grant_t g = { 0 };
-    rc = dl_take(p, o, rq, &g);
-    return finish(p, l, rq, tid, rc, &g);
+    return rc;
 }
 
-static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+/* o->mu held: the process's Redis hold passes to the calling thread with
+ * no round trip (a local handoff; a reader joins the process's readers).
+ * 0, or ENOMEM. */
+static int take_local(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int quick)
 {
     dl_core_t *o = &l->core;
-    char q[96];
+    int w = rq->mode == 'w';
+    int rc = dl_holder_push(l, tid, rq->mode);
+    if (rc) {
+        settle(p, l, 0);
+        return dl_fail(rc, "out of memory");
+    }
+    if (w) {
+        took_local(l, tid, quick);
+        l->held_us = dl_now_us();
+        dl_hold_handoff(o);
+    } else {
+        if (o->hold.rmode == 'w' && !l->rthreads)
+            dl_hold_handoff(o);
+        l->rthreads++;
+    }
+    dl_tenure_renew(p, o);
+    return 0;
+}
+
+/* A writer whose holds came DL_LOCAL_STREAK times in a row while others
+ * waited: its turn is over, the threads woken by its unlock go first. */
+static int steps_aside(const dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+{
+    return l->last_writer == tid && l->streak >= DL_LOCAL_STREAK && l->wwait > 1 &&
+           !rq->try_only && dl_now_ms() < rq->deadline;
+}
+
+/* A lock call of a thread that does not hold the lock: it waits on o->cv
+ * while other threads of the process hold the lock in a way that keeps
+ * it out, or talk to Redis for it; then it takes the process's Redis hold
+ * locally if the hold may serve it (keepable, trusted: else confirmed
+ * first), or reserves the one talker and asks Redis (dl_take).  A writer
+ * waits for every local holder, and steps aside after a streak of its own
+ * while others wait; a reader waits for a writer of the process, and for
+ * one that waits: new readers queue behind it, locally or in Redis. */
+static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
+{
+    dl_core_t *o = &l->core;
+    int w = rq->mode == 'w';
     int rc;
     pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, tid);
     if (h && (h->wcount || h->rcount)) {
-        /* A thread that holds the lock may always read it again, even past
-         * a waiting writer. */
-        if ((rc = relock(p, l, rq)) == 0 || rc == EOWNERDEAD) {
-            int prc = dl_holder_push(l, tid, 'r');
-            if (prc)
-                rc = dl_fail(prc, "lock %s: %s", dl_core_qname(o, q, sizeof q),
-                             prc == EAGAIN ? "reader count overflow" : "out of memory");
-        }
+        rc = acquire_again(p, l, rq, tid);
         pthread_mutex_unlock(&o->mu);
         return rc;
     }
+    /* Relocking at once, as a loop around the lock does?  (see settle) */
+    int quick = w && l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US;
     int fresh = 0;            /* this thread confirmed the hold just now */
-    l->rwait++;
+    int *waiting = w ? &l->wwait : &l->rwait;
+    ++*waiting;
     for (;;) {
-        if (!l->writer && !o->hold.busy && !l->wwait) {
+        int clear = !l->writer && !o->hold.busy && (w ? !l->rthreads : !l->wwait);
+        if (clear && w && steps_aside(l, rq, tid)) {
+            fresh = 0;
+            dl_core_wait(o, rq->deadline);
+            continue;
+        }
+        if (clear) {
             if (!o->hold.rmode)
                 break;
-            /* Join the process's readers, or take over a write hold that
-             * no thread uses, if other processes allow it... */
-            int joins = o->hold.rmode == 'r' || l->rthreads;
-            int keep = joins ? !o->hold.lost && !o->hold.remote_waiting : keepable(l);
+            /* A writer takes over a write hold that no thread uses; a
+             * reader joins the process's readers too, or takes over such
+             * a hold, if other processes allow it... */
+            int joins = !w && (o->hold.rmode == 'r' || l->rthreads);
+            int keep = joins ? !o->hold.lost && !o->hold.remote_waiting
+                             : (!w || o->hold.rmode == 'w') && keepable(l);
             /* ... and once Redis has confirmed the hold lately. */
             if (keep && !trusted(l, &fresh)) {
                 int crc = confirm(p, l);
-                if (crc == EIO && l->rthreads) {
-                    l->rwait--;
+                if (crc == EIO && !w && l->rthreads) {
+                    --*waiting;
                     pthread_cond_broadcast(&o->cv);
                     pthread_mutex_unlock(&o->mu);
                     return EIO;       /* worded by dl_hold_confirm */
@@ -496,29 +491,26 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
                 continue;
             }
             if (keep && (joins || dl_hold_claim_linger(p, o) == 0)) {
-                l->rwait--;
-                if ((rc = dl_holder_push(l, tid, 'r'))) {
-                    settle(p, l, 0);
-                    pthread_mutex_unlock(&o->mu);
-                    return dl_fail(rc, "out of memory");
-                }
-                if (o->hold.rmode == 'w' && !l->rthreads)
-                    dl_hold_handoff(o);
-                l->rthreads++;
-                dl_tenure_renew(p, o);
+                --*waiting;
+                rc = take_local(p, l, rq, tid, quick);
                 pthread_mutex_unlock(&o->mu);
-                return 0;
+                return rc;
             }
-            if (!l->rthreads) {
+            /* A hold we cannot reuse (lost, a fixed lease, or others have
+             * waited long enough): end it, then ask Redis like everyone
+             * else.  While readers of this process still hold it but a
+             * writer elsewhere waits, new readers queue behind that
+             * writer, in Redis. */
+            if (w || !l->rthreads) {
                 dl_hold_release(p, o, 0);
                 continue;
             }
-            /* Readers of this process still hold it, but a writer elsewhere
-             * waits: new readers queue behind that writer, in Redis. */
         }
         if (rq->try_only || dl_req_over(rq)) {
-            l->rwait--;
+            --*waiting;
             settle(p, l, 0);
+            if (w)
+                pthread_cond_broadcast(&o->cv);   /* readers held back by us */
             pthread_mutex_unlock(&o->mu);
             return busy_code(rq, l);
         }
@@ -526,7 +518,9 @@ static int acquire_read(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t ti
         fresh = 0;
         dl_core_wait(o, rq->deadline);
     }
-    l->rwait--;
+    --*waiting;
+    if (w)
+        took_local(l, tid, quick);
     dl_hold_reserve(o);
     pthread_mutex_unlock(&o->mu);
 
@@ -546,7 +540,7 @@ int dl_lock_acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     }
     pid_t tid = dl_tid();
     uint64_t t0 = dl_tally_start();
-    int rc = rq->mode == 'w' ? acquire_write(p, l, rq, tid) : acquire_read(p, l, rq, tid);
+    int rc = acquire(p, l, rq, tid);
     dl_tally_call(&l->core, rc, t0);
     return rc;
 }
@@ -638,7 +632,7 @@ int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left)
     pthread_mutex_lock(&o->mu);
     dl_holder_t *h = dl_holder_find(l, dl_tid());
     int rc = !h ? EPERM : o->hold.rmode && h->fence != o->hold.fence ? ENOLCK
-                        : dl_hold_lease(o, ms_left);
+                        : dl_tenure_lease(o, ms_left);
     if (rc == ENOLCK)
         *ms_left = 0;
     pthread_mutex_unlock(&o->mu);
@@ -697,7 +691,7 @@ int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
     dl_call_t c;
     dl_call_recover(&c, &who, &(dl_recover_args_t){ .mark = mark });
     DL_TALLY_ADD(o, roundtrips, 1);
-    if (dl_script_run(p->conn, &c, 1) || c.reply.recover.result < 0)
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, recover).result < 0)
         return dl_fail(EIO, "lock %s: clearing its unrecoverable state: %s",
                        dl_core_qname(o, q, sizeof q),
                        c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
@@ -705,7 +699,7 @@ int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
     if (l->unrec == mark)
         l->unrec = 0;
     pthread_mutex_unlock(&o->mu);
-    if (c.reply.recover.result == 1)
+    if (DL_REPLY(&c, recover).result == 1)
         dl_log(DL_LOG_INFO, "lock %s: recovered (its unrecoverable state cleared)",
                dl_core_qname(o, q, sizeof q));
     return 0;
@@ -736,7 +730,7 @@ int dl_lock_reserve(dl_lock_t *l, pid_t tid)
     int free_here = !l->writer && !l->rthreads && !o->hold.busy && !o->hold.rmode &&
                     !dl_holder_find(l, tid);
     if (free_here) {
-        /* As acquire_write before it asks Redis: the writer to be, and the
+        /* As a writer's acquire before it asks Redis: the writer to be, and the
          * lock's one talker. */
         took_local(l, tid, l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US);
         dl_hold_reserve(o);
@@ -797,7 +791,7 @@ int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l)
             dl_core_wait(o, dl_now_ms() + 100);
             continue;
         }
-        if (!dl_hold_trusted(o, 0))
+        if (!dl_tenure_trusted(o, 0))
             rc = dl_hold_confirm(p, o);
         break;
     }

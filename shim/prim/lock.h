@@ -122,7 +122,7 @@ int dl_lock_getfence(dl_lock_t *l, uint64_t *fence);
  * nothing.  Never blocks. */
 int dl_lock_hold_lost(dl_lock_t *l);
 /* The time left of the caller's hold as last confirmed (core/tenure.c,
- * dl_hold_lease): 0, ENOLCK, EPERM when it holds nothing.  Never blocks. */
+ * dl_tenure_lease): 0, ENOLCK, EPERM when it holds nothing.  Never blocks. */
 int dl_lock_getlease(dl_lock_t *l, unsigned long *ms_left);
 
 /* --- for several locks at once (lockall.c) --- */

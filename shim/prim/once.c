@@ -25,6 +25,15 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_acquire.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_once_check.h"
+#include "call_once_done.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_touch.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
@@ -51,12 +60,12 @@ static int ask_done(dl_proc_t *p, dl_once_t *ob)
     dl_call_t c;
     dl_call_once_check(&c, &who);
     DL_TALLY_ADD(&ob->core, roundtrips, 1);
-    if (dl_script_run(p->conn, &c, 1) || c.reply.once_check.done < 0) {
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, once_check).done < 0) {
         dl_fail(EIO, "once %s: %s", qname(ob, q, sizeof q),
                 c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
         return -1;
     }
-    return c.reply.once_check.done;
+    return DL_REPLY(&c, once_check).done;
 }
 
 /* o->mu held: the running state goes back to Redis (released, so that the
@@ -144,13 +153,13 @@ static int keep_done(dl_proc_t *p, dl_once_t *ob)
     dl_call_t c;
     dl_call_once_done(&c, &who, &a);
     DL_TALLY_ADD(o, roundtrips, 1);
-    if (dl_script_run(p->conn, &c, 1) || c.reply.once_done.result < 0) {
+    if (dl_script_run(p->conn, &c, 1) || DL_REPLY(&c, once_done).result < 0) {
         dl_fail(EIO, "once %s: the routine completed here, but Redis could not be told (%s); "
                 "another process may run it again", qname(ob, q, sizeof q),
                 c.cmd.err ? c.cmd.errmsg : "unexpected reply");
         return -1;
     }
-    return c.reply.once_done.result;
+    return DL_REPLY(&c, once_done).result;
 }
 
 /* This thread holds the running state: runs the routine and keeps its

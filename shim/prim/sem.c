@@ -21,12 +21,23 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_renew.h"
+#include "call_sem_cancel.h"
+#include "call_sem_open.h"
+#include "call_sem_post.h"
+#include "call_sem_renew.h"
+#include "call_sem_unlink.h"
+#include "call_sem_value.h"
+#include "call_sem_wait.h"
+#include "call_sem_withdraw.h"
+#include "call_withdraw.h"
 #include "distlock.h"
 #include "dl.h"
 #include "hold.h"
 #include "loss.h"
 #include "notify.h"
 #include "sem.h"
+#include "sem_calls.h"
 #include "take.h"
 #include "tenure.h"
 #include "trust.h"
@@ -231,9 +242,9 @@ static int settle(dl_proc_t *p, dl_sem_t *s)
                        qname(s, q, sizeof q), c.cmd.errmsg, what == 'r' ? "post" : "wait");
     if (s->pend == what && s->pend_id == id)
         s->pend = 0;
-    if (c.reply.withdraw.result == DL_SEM_LOST)
+    if (DL_REPLY(&c, withdraw).result == DL_SEM_LOST)
         return found_lost(s);
-    if (what == 'r' && c.reply.withdraw.result == -4)
+    if (what == 'r' && DL_REPLY(&c, withdraw).result == -4)
         dl_log(DL_LOG_WARN, "semaphore %s: a post that got no reply could not be made: the value "
                "is INT_MAX", qname(s, q, sizeof q));
     return 0;
@@ -282,7 +293,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     dl_core_t *o = &s->core;
     char q[96];
     unsigned long lease = p->cfg.lease_ms;
-    uint64_t valid_until = dl_hold_valid_until(sent, lease);
+    uint64_t valid_until = dl_tenure_valid_until(sent, lease);
     if (dl_now_ms() >= valid_until || epoch != dl_trust_epoch()) {
         int late = dl_now_ms() >= valid_until;
         dl_caller_t who = dl_caller(p, o);
@@ -298,14 +309,14 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
                            late ? "Redis answered after its validity"
                                 : "Redis may have lost state meanwhile", c.cmd.errmsg);
         }
-        if (c.reply.renew.held != 1) {
+        if (DL_REPLY(&c, renew).held != 1) {
             dl_log(DL_LOG_INFO, "semaphore %s: %s; asking again", qname(s, q, sizeof q),
                    late ? "Redis answered after the permit's validity ended"
                         : "Redis lost the permit while the call was under way");
             lapse_all(s, "Redis lost them");
             return EAGAIN;
         }
-        valid_until = dl_hold_valid_until(sent, lease);
+        valid_until = dl_tenure_valid_until(sent, lease);
     }
     /* A hold in Redis that is not the one we had: ours lapsed, with its
      * permits (the watchdog may not have noticed yet). */
@@ -319,7 +330,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
         dl_hold_watch(p, o, 0);
         s->lapse_told = 0;
     } else {
-        dl_hold_confirmed(o, sent, o->tenure.cuts, epoch, 1);
+        dl_tenure_confirmed(o, sent, o->tenure.cuts, epoch, 1);
     }
     s->permits = r->count > 0 ? (unsigned)r->count : s->permits + 1;
     return 0;
@@ -360,7 +371,7 @@ static int ask(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, int wait, uint
                            qname(s, q, sizeof q));
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
     }
-    *r = c.reply.sem_wait;
+    *r = DL_REPLY(&c, sem_wait);
     if (r->got >= 0)
         learn(s, r->inc);
     switch (r->got) {
@@ -447,7 +458,7 @@ static void give_up(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, uint64_t 
             .op = { rq->kind, rq->value, next_id(p), inc }, .upto = last });
         if (run(p, s, &c, NULL))
             pending(p, s, 'w', last, inc);
-        else if (c.reply.sem_cancel.result == DL_SEM_LOST)
+        else if (DL_REPLY(&c, sem_cancel).result == DL_SEM_LOST)
             found_lost(s);        /* (its next call says so) */
     }
     untalk(s);
@@ -469,7 +480,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         dl_sem_wait_reply_t r;
         if (rc == 0) {
             uint64_t id = next_id(p);
-            dl_waiter_listen(o, id);
+            dl_take_listen(o, id);
             rc = ask(p, s, rq, 1, id, &r);
             last = id;
         }
@@ -492,7 +503,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
             nap = (uint64_t)r.nap_ms + 1;
         uint64_t now = dl_now_ms();
         uint64_t until = now + nap < rq->deadline ? now + nap : rq->deadline;
-        pushed = dl_waiter_sleep(o, until, rq->stop);
+        pushed = dl_take_sleep(o, until, rq->stop);
         slept = 1;
         if (!pushed && over(rq)) {
             give_up(p, s, rq, last);
@@ -553,7 +564,7 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
     pthread_mutex_lock(&o->mu);
     if (rc == 0)
         rc = wait_in_queue(p, s, rq);
-    dl_waiter_leave(o);
+    dl_take_leave(o);
     s->waiter = 0;
     pthread_cond_broadcast(&o->cv);
 out:
@@ -577,6 +588,44 @@ static void one_fewer(dl_sem_t *s)
 {
     if (s->permits && --s->permits == 0 && s->core.hold.rmode)
         dl_hold_dropped(&s->core);
+}
+
+/* o->mu held, this thread the talker: one post (sem_post.lua, the
+ * operation op), of a permit of the process's leased hold (kind 'l') or
+ * of the value; its answer in *r.  0, or EIO: perhaps made, perhaps not, the post is kept
+ * and made once Redis answers (before the process's next operation on
+ * the semaphore, or by its watchdog), and never twice; a leased permit is
+ * given back as far as the process goes. */
+static int send_post(dl_proc_t *p, dl_sem_t *s, const dl_sem_op_t *op,
+                     dl_sem_post_reply_t *r)
+{
+    dl_core_t *o = &s->core;
+    char q[96];
+    int leased = op->kind == 'l';
+    dl_caller_t who = dl_caller(p, o);
+    dl_call_t c;
+    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
+        .op = *op, .fence = leased ? o->hold.fence : 0 });
+    /* The watchdog must not take a renewal that finds the hold just ended
+     * by this post for a loss. */
+    if (leased)
+        dl_hold_reserve(o);
+    int rc = run(p, s, &c, NULL);
+    if (leased)
+        dl_hold_unreserve(o);
+    if (rc == 0) {
+        *r = DL_REPLY(&c, sem_post);
+        if (r->result >= 0)
+            learn(s, r->inc);
+        return 0;
+    }
+    pending(p, s, 'r', op->id, op->inc);
+    if (!leased)
+        return dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
+                       "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
+    one_fewer(s);
+    return dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
+                   qname(s, q, sizeof q), c.cmd.errmsg);
 }
 
 static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
@@ -618,27 +667,10 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return post_leased(p, s, kind, value);
     }
-    uint64_t id = next_id(p), inc = s->inc;
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){
-        .op = { kind, value, id, inc }, .fence = o->hold.fence });
-    /* The watchdog must not take a renewal that finds the hold just ended
-     * by this post for a loss. */
-    dl_hold_reserve(o);
-    rc = run(p, s, &c, NULL);
-    dl_hold_unreserve(o);
-    if (rc) {
-        /* Given back as far as the process goes: the post is made once
-         * Redis answers (settle, or the watchdog), and never twice. */
-        pending(p, s, 'r', id, inc);
-        one_fewer(s);
-        rc = dl_fail(EIO, "semaphore %s: %s; the permit is given back once Redis answers",
-                     qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        if (c.reply.sem_post.result >= 0)
-            learn(s, c.reply.sem_post.inc);
-        switch (c.reply.sem_post.result) {
+    dl_sem_op_t op = { kind, value, next_id(p), s->inc };
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, &op, &r)) == 0) {
+        switch (r.result) {
         case DL_SEM_LOST:
             rc = found_lost(s);
             if (s->lapsed)
@@ -649,7 +681,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             one_fewer(s);
             /* Not on the replicas: made again (once) wherever Redis is. */
             if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
-                pending(p, s, 'r', id, inc);
+                pending(p, s, 'r', op.id, op.inc);
             break;
         case 0:
             lapse_all(s, "found gone by this post");
@@ -657,7 +689,7 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
             rc = lapsed_code(s);
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, r.other);
             break;
         case -3:
             one_fewer(s);             /* (cannot be: ours go one at a time) */
@@ -673,7 +705,6 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 
 static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
-    dl_core_t *o = &s->core;
     char q[96];
     talk(s);
     int rc = settle(p, s);
@@ -681,28 +712,17 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return rc;
     }
-    uint64_t id = next_id(p), inc = s->inc;
-    dl_caller_t who = dl_caller(p, o);
-    dl_call_t c;
-    dl_call_sem_post(&c, &who, &(dl_sem_post_args_t){ .op = { kind, value, id, inc } });
-    if (run(p, s, &c, NULL)) {
-        /* Perhaps made, perhaps not: kept, and made once Redis answers
-         * (before this process's next operation on the semaphore, or by
-         * its watchdog), exactly once. */
-        pending(p, s, 'r', id, inc);
-        rc = dl_fail(EIO, "semaphore %s: %s; the post is kept and made once Redis answers "
-                     "(never twice)", qname(s, q, sizeof q), c.cmd.errmsg);
-    } else {
-        if (c.reply.sem_post.result >= 0)
-            learn(s, c.reply.sem_post.inc);
-        switch (c.reply.sem_post.result) {
+    dl_sem_op_t op = { kind, value, next_id(p), s->inc };
+    dl_sem_post_reply_t r;
+    if ((rc = send_post(p, s, &op, &r)) == 0) {
+        switch (r.result) {
         case DL_SEM_LOST:
             rc = found_lost(s);
             break;
         case 1:
         case 2:
             if ((rc = replicated(p, s, "the post is made again once Redis answers (never twice)")))
-                pending(p, s, 'r', id, inc);
+                pending(p, s, 'r', op.id, op.inc);
             break;
         case -3:
             break;
@@ -711,7 +731,7 @@ static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
                          qname(s, q, sizeof q));
             break;
         case -2:
-            rc = other_kind(s, kind, c.reply.sem_post.other);
+            rc = other_kind(s, kind, r.other);
             break;
         default:
             rc = unexpected(s);
@@ -749,20 +769,20 @@ int dl_sem_getvalue(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, int *o
     s->inside++;
     int rc = run(p, s, &c, NULL), lost = 0;
     s->inside--;
-    if (!rc && c.reply.sem_value.result == DL_SEM_LOST)
+    if (!rc && DL_REPLY(&c, sem_value).result == DL_SEM_LOST)
         lost = found_lost(s);
-    else if (!rc && c.reply.sem_value.result == 1)
-        learn(s, c.reply.sem_value.inc);
+    else if (!rc && DL_REPLY(&c, sem_value).result == 1)
+        learn(s, DL_REPLY(&c, sem_value).inc);
     pthread_mutex_unlock(&o->mu);
     if (lost)
         return lost;
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    if (c.reply.sem_value.result == -2)
-        return other_kind(s, kind, c.reply.sem_value.other);
-    if (c.reply.sem_value.result != 1)
+    if (DL_REPLY(&c, sem_value).result == -2)
+        return other_kind(s, kind, DL_REPLY(&c, sem_value).other);
+    if (DL_REPLY(&c, sem_value).result != 1)
         return unexpected(s);
-    long long v = c.reply.sem_value.value;
+    long long v = DL_REPLY(&c, sem_value).value;
     *out = v < 0 ? 0 : v > 2147483647LL ? 2147483647 : (int)v;
     return 0;
 }
@@ -779,14 +799,14 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     talk(s);
     dl_call_sem_open(&c, &who, &(dl_sem_open_args_t){ kind, value, how, next_id(p) });
     int rc = run(p, s, &c, NULL);
-    if (!rc && (c.reply.sem_open.result == 1 || c.reply.sem_open.result == 0))
-        adopt(s, c.reply.sem_open.inc);
+    if (!rc && (DL_REPLY(&c, sem_open).result == 1 || DL_REPLY(&c, sem_open).result == 0))
+        adopt(s, DL_REPLY(&c, sem_open).inc);
     untalk(s);
     s->inside--;
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    switch (c.reply.sem_open.result) {
+    switch (DL_REPLY(&c, sem_open).result) {
     case 1:
     case 0:
         return 0;
@@ -795,7 +815,7 @@ int dl_sem_open(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value, char how)
     case -5:
         return dl_fail(EEXIST, "semaphore %s exists already", qname(s, q, sizeof q));
     case -2:
-        return other_kind(s, kind, c.reply.sem_open.other);
+        return other_kind(s, kind, DL_REPLY(&c, sem_open).other);
     default:
         return unexpected(s);
     }
@@ -815,7 +835,7 @@ int dl_sem_unlink(dl_proc_t *p, dl_sem_t *s)
     pthread_mutex_unlock(&o->mu);
     if (rc)
         return dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), c.cmd.errmsg);
-    switch (c.reply.sem_unlink.result) {
+    switch (DL_REPLY(&c, sem_unlink).result) {
     case 1:
         return 0;
     case 0:

@@ -74,7 +74,7 @@ typedef struct dl_sem_req {
     int try_only;             /* one attempt: EAGAIN */
     uint64_t deadline;        /* DL_FOREVER, or monotonic ms: ETIMEDOUT */
     const int *stop;          /* NULL, or set (atomic) by another thread, which
-                                 then calls dl_waiter_interrupt: EINTR */
+                                 then calls dl_take_interrupt: EINTR */
 } dl_sem_req_t;
 
 /* The semaphore's kind: its keys (keys.h), its scripts, what the core asks

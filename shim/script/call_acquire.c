@@ -1,20 +1,23 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_acquire.c - lua/acquire.lua's entry: its ARGV, its reply, and its
  * majority on redlock:// (calls.h). */
+#include "call_acquire.h"
+#include "call_withdraw.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_acquire(dl_call_t *c, const dl_caller_t *who, const dl_acquire_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_ACQUIRE, who);
-    c->arg.acquire = *a;
+    DL_ARGS(c, acquire) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 mode, 4 lease, 5 info, 6 enqueue, 7 regid,
      * 8 waiter ttl, 9 claim, 10 (redlock) writer mark ttl */
-    const dl_acquire_args_t *a = &c->arg.acquire;
+    const dl_acquire_args_t *a = &DL_ARGS(c, acquire);
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);  /* (the call holds its arguments) */
     dl_wire_num(w, a->lease_ms);
@@ -31,7 +34,7 @@ static int parse(dl_call_t *c, redisReply *r)
 {
     /* {1, fence, ownerdead, waiters, claimed, was} acquired; {0, pttl} busy;
      * {3, mark} unrecoverable */
-    dl_acquire_reply_t *x = &c->reply.acquire;
+    dl_acquire_reply_t *x = &DL_REPLY(c, acquire);
     x->got = (int)dl_reply_elem(r, 0);
     x->fence = (uint64_t)dl_reply_elem(r, 1);
     x->pttl_ms = dl_reply_elem(r, 1);
@@ -46,7 +49,7 @@ static int parse(dl_call_t *c, redisReply *r)
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.acquire.got == 1;
+    return DL_REPLY(c, acquire).got == 1;
 }
 
 /* The withdrawal of acquisition acq by its registration id (the same on
@@ -55,7 +58,7 @@ static int said_yes(const dl_call_t *c)
 static void withdrawal(dl_call_t *w, const dl_call_t *acq, uint64_t older)
 {
     dl_call_withdraw(w, &acq->who, &(dl_withdraw_args_t){
-        .mode = acq->arg.acquire.mode, .regid = acq->arg.acquire.regid, .older = older });
+        .mode = DL_ARGS(acq, acquire).mode, .regid = DL_ARGS(acq, acquire).regid, .older = older });
 }
 
 /* Each server's undo, which its link writes behind the acquisition should
@@ -73,7 +76,7 @@ static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const cha
 {
     dl_call_t w;
     withdrawal(&w, acq, older);
-    uint64_t until = dl_quorum_owed_until(t->conn, acq->arg.acquire.lease_ms, 2);
+    uint64_t until = dl_quorum_owed_until(t->conn, DL_ARGS(acq, acquire).lease_ms, 2);
     for (int i = 0; i < t->nodes; i++)
         if (owed[i])
             dl_quorum_owe(t->conn, i, &w, 2, until);
@@ -108,11 +111,11 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     /* Validity: the lease, less the time spent asking and 1% + 2 ms for the
      * servers' clocks running at different rates. */
-    unsigned long lease = c->arg.acquire.lease_ms;
+    unsigned long lease = DL_ARGS(c, acquire).lease_ms;
     uint64_t drift = lease / 100 + 2;
-    dl_acquire_reply_t *out = &c->reply.acquire;
+    dl_acquire_reply_t *out = &DL_REPLY(c, acquire);
     if (t->yes >= t->need && t->elapsed + drift < lease) {
-        *out = t->at[t->firstyes]->reply.acquire;
+        *out = DL_REPLY(t->at[t->firstyes], acquire);
         out->fence = 0, out->dead = 0, out->waiters = 0, out->claimed = 0, out->servers = 0;
         out->was = 0;             /* (each server numbers holds itself) */
         for (int i = 0; i < t->nodes; i++) {
@@ -120,7 +123,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
                 out->servers |= 1u << i;
             if (!t->granted[i])
                 continue;
-            const dl_acquire_reply_t *r = &t->at[i]->reply.acquire;
+            const dl_acquire_reply_t *r = &DL_REPLY(t->at[i], acquire);
             out->servers |= 1u << i;
             out->fence = r->fence > out->fence ? r->fence : out->fence;
             out->dead |= r->dead;
@@ -139,15 +142,15 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
      * the recovery reached). */
     int unrec = 0, first = -1;
     for (int i = 0; i < t->nodes; i++)
-        if (!t->failed[i] && t->at[i]->reply.acquire.got == 3 && (unrec++, first < 0))
+        if (!t->failed[i] && DL_REPLY(t->at[i], acquire).got == 3 && (unrec++, first < 0))
             first = i;
     if (unrec >= t->need) {
-        *out = t->at[first]->reply.acquire;
+        *out = DL_REPLY(t->at[first], acquire);
         out->servers = 0;
         return;
     }
     /* Busy: report the shortest wait a busy server gave. */
-    *out = t->at[t->firstno >= 0 ? t->firstno : t->firstyes]->reply.acquire;
+    *out = DL_REPLY(t->at[t->firstno >= 0 ? t->firstno : t->firstyes], acquire);
     out->got = 0;
     out->servers = 0;
     if (t->firstno < 0)

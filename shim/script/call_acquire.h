@@ -34,9 +34,9 @@ typedef struct dl_acquire_reply {
                                      0 elsewhere */
 } dl_acquire_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_acquire dl_acquire_args_t acquire;
-#define DL_CALL_REPLY_acquire dl_acquire_reply_t acquire;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_acquire_args_t dl_call_args_acquire;
+typedef dl_acquire_reply_t dl_call_reply_acquire;
 
 void dl_call_acquire(dl_call_t *c, const dl_caller_t *who, const dl_acquire_args_t *a);
 

@@ -4,14 +4,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "call_acquire_all.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_acquire_all(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_ACQUIRE_ALL, who);
-    c->arg.acquire_all = *a;
-    c->reply.acquire_all.kept = NULL;
+    DL_ARGS(c, acquire_all) = *a;
+    DL_REPLY(c, acquire_all).kept = NULL;
 }
 
 /* "LEASE:LEN:" and the main key, for each lock: lengths and not
@@ -39,7 +43,7 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* KEYS: the first lock's six; 1 prefix, 2 token, 3 info, 4 regid,
      * 5 redlock '1' | '', 6 the locks */
-    const dl_acquire_all_args_t *a = &c->arg.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(c, acquire_all);
     dl_wire_lock(w, 1);
     dl_wire_put(w, a->info, a->infolen);
     dl_wire_num(w, a->regid);
@@ -51,8 +55,8 @@ static int parse(dl_call_t *c, redisReply *r)
 {
     /* {1, n, fence, dead, claimed, was, ...}; {0, i, pttl}; {2};
      * {3, i, mark} */
-    const dl_acquire_all_args_t *a = &c->arg.acquire_all;
-    dl_acquire_all_reply_t *x = &c->reply.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(c, acquire_all);
+    dl_acquire_all_reply_t *x = &DL_REPLY(c, acquire_all);
     x->got = (int)dl_reply_elem(r, 0);
     x->busy = (int)dl_reply_elem(r, 1) - 1;
     x->pttl_ms = dl_reply_elem(r, 2);
@@ -88,9 +92,9 @@ static int parse(dl_call_t *c, redisReply *r)
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.acquire_all.kept) {
-        freeReplyObject(c->reply.acquire_all.kept);
-        c->reply.acquire_all.kept = NULL;
+    if (DL_REPLY(c, acquire_all).kept) {
+        freeReplyObject(DL_REPLY(c, acquire_all).kept);
+        DL_REPLY(c, acquire_all).kept = NULL;
     }
 }
 
@@ -100,20 +104,20 @@ static void free_reply(dl_call_t *c)
  * fences), and clears the caller's writer marks where it takes. */
 static void prepare(dl_call_t *c)
 {
-    c->arg.acquire_all.redlock = 1;
-    c->arg.acquire_all.out = NULL;
-    c->reply.acquire_all.kept = NULL;
+    DL_ARGS(c, acquire_all).redlock = 1;
+    DL_ARGS(c, acquire_all).out = NULL;
+    DL_REPLY(c, acquire_all).kept = NULL;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.acquire_all.got == 1;
+    return DL_REPLY(c, acquire_all).got == 1;
 }
 
 /* Lock i's item in a server's kept reply (one that said yes). */
 static dl_all_item_t item_of(const dl_call_t *c, int i)
 {
-    const redisReply *r = c->reply.acquire_all.kept;
+    const redisReply *r = DL_REPLY(c, acquire_all).kept;
     size_t at = 2 + 4 * (size_t)i;
     return (dl_all_item_t){ (uint64_t)r->element[at]->integer, r->element[at + 1]->integer == 1,
                             r->element[at + 2]->integer == 1, (uint64_t)r->element[at + 3]->integer };
@@ -123,7 +127,7 @@ static dl_all_item_t item_of(const dl_call_t *c, int i)
  * every server); older: the fence it got from its quorum (0: none). */
 static void withdrawal(dl_call_t *w, const dl_call_t *acq, int i, uint64_t older)
 {
-    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(acq, acquire_all);
     dl_caller_t who = acq->who;
     who.keys = a->locks[i].keys;
     who.keylen = a->locks[i].keylen;
@@ -136,7 +140,7 @@ static void withdrawal(dl_call_t *w, const dl_call_t *acq, int i, uint64_t older
 static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const char *owed, int i,
                             uint64_t older)
 {
-    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(acq, acquire_all);
     dl_call_t w;
     withdrawal(&w, acq, i, older);
     uint64_t until = dl_quorum_owed_until(t->conn, a->locks[i].lease_ms, 2);
@@ -150,7 +154,7 @@ static void owe_withdrawals(const dl_call_t *acq, const dl_tally_t *t, const cha
  * took there, by its registration id (the same on every server). */
 static void undo_for(dl_call_t *u, const dl_call_t *acq)
 {
-    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(acq, acquire_all);
     dl_call_withdraw_all(u, &acq->who, &(dl_withdraw_all_args_t){
         .list = a->list, .listlen = a->listlen, .regid = a->regid });
 }
@@ -160,7 +164,7 @@ static void undo_for(dl_call_t *u, const dl_call_t *acq)
  * and from any granting server a withdrawal did not reach. */
 static void undo(const dl_call_t *acq, const dl_tally_t *t)
 {
-    const dl_acquire_all_args_t *a = &acq->arg.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(acq, acquire_all);
     int any = 0;
     for (int s = 0; s < t->nodes; s++)
         any |= t->granted[s];
@@ -183,8 +187,8 @@ static void undo(const dl_call_t *acq, const dl_tally_t *t)
  * each lock's withdrawal.  Else undone, and busy. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    const dl_acquire_all_args_t *a = &c->arg.acquire_all;
-    dl_acquire_all_reply_t *out = &c->reply.acquire_all;
+    const dl_acquire_all_args_t *a = &DL_ARGS(c, acquire_all);
+    dl_acquire_all_reply_t *out = &DL_REPLY(c, acquire_all);
     unsigned long lease = 0;
     for (int i = 0; i < a->n; i++)
         if (!lease || a->locks[i].lease_ms < lease)
@@ -221,10 +225,10 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
      * same on every server), as acquire's merge. */
     int unrec = 0, first = -1;
     for (int s = 0; s < t->nodes; s++)
-        if (!t->failed[s] && t->at[s]->reply.acquire_all.got == 3 && (unrec++, first < 0))
+        if (!t->failed[s] && DL_REPLY(t->at[s], acquire_all).got == 3 && (unrec++, first < 0))
             first = s;
     if (unrec >= t->need) {
-        const dl_acquire_all_reply_t *r = &t->at[first]->reply.acquire_all;
+        const dl_acquire_all_reply_t *r = &DL_REPLY(t->at[first], acquire_all);
         out->got = 3;
         out->busy = r->busy;
         out->mark = r->mark;
@@ -233,8 +237,8 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     }
     const dl_call_t *no = t->firstno >= 0 ? t->at[t->firstno] : NULL;
     out->got = 0;
-    out->busy = no && no->reply.acquire_all.got == 0 ? no->reply.acquire_all.busy : 0;
-    out->pttl_ms = no && no->reply.acquire_all.got == 0 ? no->reply.acquire_all.pttl_ms : 1;
+    out->busy = no && DL_REPLY(no, acquire_all).got == 0 ? DL_REPLY(no, acquire_all).busy : 0;
+    out->pttl_ms = no && DL_REPLY(no, acquire_all).got == 0 ? DL_REPLY(no, acquire_all).pttl_ms : 1;
 }
 
 static const dl_quorum_op_t quorum = {

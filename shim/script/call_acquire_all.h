@@ -55,9 +55,9 @@ typedef struct dl_acquire_all_reply {
                                      reads it; dl_call_free_reply frees it) */
 } dl_acquire_all_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_acquire_all dl_acquire_all_args_t acquire_all;
-#define DL_CALL_REPLY_acquire_all dl_acquire_all_reply_t acquire_all;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_acquire_all_args_t dl_call_args_acquire_all;
+typedef dl_acquire_all_reply_t dl_call_reply_acquire_all;
 
 void dl_call_acquire_all(dl_call_t *c, const dl_caller_t *who, const dl_acquire_all_args_t *a);
 

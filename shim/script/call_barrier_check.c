@@ -3,12 +3,14 @@
 #include <string.h>
 
 #include "barrier_calls.h"
+#include "call_barrier_check.h"
 #include "calls.h"
+#include "dl_script_list.h"
 
 void dl_call_barrier_check(dl_call_t *c, const dl_caller_t *who)
 {
     dl_call_init(c, DL_SCRIPT_BARRIER_CHECK, who);
-    memset(&c->arg.barrier_check, 0, sizeof c->arg.barrier_check);
+    memset(&DL_ARGS(c, barrier_check), 0, sizeof DL_ARGS(c, barrier_check));
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
@@ -21,7 +23,7 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 static int parse(dl_call_t *c, redisReply *r)
 {
     /* {1, id, g, n}; {0} */
-    dl_barrier_check_reply_t *x = &c->reply.barrier_check;
+    dl_barrier_check_reply_t *x = &DL_REPLY(c, barrier_check);
     memset(x, 0, sizeof *x);
     x->result = (int)dl_reply_elem(r, 0);
     if (x->result == 1) {

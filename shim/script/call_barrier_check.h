@@ -17,9 +17,9 @@ typedef struct dl_barrier_check_reply {
     long long arrived;            /* 1: its arrivals so far */
 } dl_barrier_check_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_barrier_check dl_barrier_check_args_t barrier_check;
-#define DL_CALL_REPLY_barrier_check dl_barrier_check_reply_t barrier_check;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_barrier_check_args_t dl_call_args_barrier_check;
+typedef dl_barrier_check_reply_t dl_call_reply_barrier_check;
 
 void dl_call_barrier_check(dl_call_t *c, const dl_caller_t *who);
 

@@ -23,9 +23,9 @@ typedef struct dl_barrier_leave_reply {
                                      -1 unexpected */
 } dl_barrier_leave_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_barrier_leave dl_barrier_leave_args_t barrier_leave;
-#define DL_CALL_REPLY_barrier_leave dl_barrier_leave_reply_t barrier_leave;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_barrier_leave_args_t dl_call_args_barrier_leave;
+typedef dl_barrier_leave_reply_t dl_call_reply_barrier_leave;
 
 void dl_call_barrier_leave(dl_call_t *c, const dl_caller_t *who, const dl_barrier_leave_args_t *a);
 

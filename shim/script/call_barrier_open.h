@@ -20,9 +20,9 @@ typedef struct dl_barrier_open_reply {
     long long since_ms;           /* -2: since its last init or arrival */
 } dl_barrier_open_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_barrier_open dl_barrier_open_args_t barrier_open;
-#define DL_CALL_REPLY_barrier_open dl_barrier_open_reply_t barrier_open;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_barrier_open_args_t dl_call_args_barrier_open;
+typedef dl_barrier_open_reply_t dl_call_reply_barrier_open;
 
 void dl_call_barrier_open(dl_call_t *c, const dl_caller_t *who, const dl_barrier_open_args_t *a);
 

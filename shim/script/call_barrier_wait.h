@@ -24,9 +24,9 @@ typedef struct dl_barrier_wait_reply {
     long long count;              /* -2: the barrier's count */
 } dl_barrier_wait_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_barrier_wait dl_barrier_wait_args_t barrier_wait;
-#define DL_CALL_REPLY_barrier_wait dl_barrier_wait_reply_t barrier_wait;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_barrier_wait_args_t dl_call_args_barrier_wait;
+typedef dl_barrier_wait_reply_t dl_call_reply_barrier_wait;
 
 void dl_call_barrier_wait(dl_call_t *c, const dl_caller_t *who, const dl_barrier_wait_args_t *a);
 

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_break.c - lua/break.lua's entry (calls.h). */
+#include "call_break.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_break(dl_call_t *c, const dl_caller_t *who)
@@ -18,23 +20,23 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 static int parse(dl_call_t *c, redisReply *r)
 {
     /* holds removed */
-    c->reply.brk.removed = dl_reply_int(r);
+    DL_REPLY(c, brk).removed = dl_reply_int(r);
     return 0;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.brk.removed >= 1;
+    return DL_REPLY(c, brk).removed >= 1;
 }
 
 /* What any server removed was removed: as many as the server that had the
  * most (each server holds a copy of the same holds). */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    c->reply.brk.removed = -1;
+    DL_REPLY(c, brk).removed = -1;
     for (int i = 0; i < t->nodes; i++)
-        if (!t->at[i]->cmd.err && t->at[i]->reply.brk.removed > c->reply.brk.removed)
-            c->reply.brk.removed = t->at[i]->reply.brk.removed;
+        if (!t->at[i]->cmd.err && DL_REPLY(t->at[i], brk).removed > DL_REPLY(c, brk).removed)
+            DL_REPLY(c, brk).removed = DL_REPLY(t->at[i], brk).removed;
 }
 
 static const dl_quorum_op_t quorum = { .said_yes = said_yes, .any_one = 1, .merge = merge };

@@ -10,10 +10,9 @@ typedef struct dl_break_reply {
     long long removed;            /* holds removed; -1 unexpected */
 } dl_break_reply_t;
 
-/* dl_call_t's members for it (calls.h): no arguments; the reply is `brk`
- * (break is C's). */
-#define DL_CALL_ARG_break
-#define DL_CALL_REPLY_break dl_break_reply_t brk;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h): no arguments;
+ * the reply is `brk` (break is C's). */
+typedef dl_break_reply_t dl_call_reply_brk;
 
 void dl_call_break(dl_call_t *c, const dl_caller_t *who);
 

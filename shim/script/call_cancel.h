@@ -19,9 +19,9 @@ typedef struct dl_cancel_reply {
     long long waiters;
 } dl_cancel_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_cancel dl_cancel_args_t cancel;
-#define DL_CALL_REPLY_cancel dl_cancel_reply_t cancel;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_cancel_args_t dl_call_args_cancel;
+typedef dl_cancel_reply_t dl_call_reply_cancel;
 
 void dl_call_cancel(dl_call_t *c, const dl_caller_t *who, const dl_cancel_args_t *a);
 

@@ -1,33 +1,35 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_cond_check.c - lua/cond_check.lua's entry (calls.h). */
+#include "call_cond_check.h"
 #include "calls.h"
 #include "cond_wire.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_cond_check(dl_call_t *c, const dl_caller_t *who, const dl_cond_check_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_COND_CHECK, who);
-    c->arg.cond_check = *a;
+    DL_ARGS(c, cond_check) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 registration id, 4 ttl */
     dl_wire_cond(w);
-    dl_wire_num(w, c->arg.cond_check.regid);
-    dl_wire_num(w, c->arg.cond_check.ttl_ms);
+    dl_wire_num(w, DL_ARGS(c, cond_check).regid);
+    dl_wire_num(w, DL_ARGS(c, cond_check).ttl_ms);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
     long long n = dl_reply_int(r);
-    c->reply.cond_check.waiting = n == 0 || n == 1 ? (int)n : -1;
+    DL_REPLY(c, cond_check).waiting = n == 0 || n == 1 ? (int)n : -1;
     return 0;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.cond_check.waiting == 1;
+    return DL_REPLY(c, cond_check).waiting == 1;
 }
 
 /* Still waiting only if no server it was registered on says otherwise: a
@@ -36,13 +38,13 @@ static int said_yes(const dl_call_t *c)
  * through a signal is. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    unsigned on = c->arg.cond_check.servers;
-    c->reply.cond_check.waiting = 1;
+    unsigned on = DL_ARGS(c, cond_check).servers;
+    DL_REPLY(c, cond_check).waiting = 1;
     for (int i = 0; i < t->nodes; i++) {
         if (on && !(on & (1u << i)))
             continue;
-        if (!t->at[i]->cmd.err && t->at[i]->reply.cond_check.waiting == 0)
-            c->reply.cond_check.waiting = 0;
+        if (!t->at[i]->cmd.err && DL_REPLY(t->at[i], cond_check).waiting == 0)
+            DL_REPLY(c, cond_check).waiting = 0;
     }
 }
 

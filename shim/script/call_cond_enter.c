@@ -1,33 +1,36 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_cond_enter.c - lua/cond_enter.lua's entry (calls.h). */
+#include "call_cond_enter.h"
+#include "call_cond_leave.h"
 #include "calls.h"
 #include "cond_wire.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_cond_enter(dl_call_t *c, const dl_caller_t *who, const dl_cond_enter_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_COND_ENTER, who);
-    c->arg.cond_enter = *a;
+    DL_ARGS(c, cond_enter) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 registration id, 4 ttl */
     dl_wire_cond(w);
-    dl_wire_num(w, c->arg.cond_enter.regid);
-    dl_wire_num(w, c->arg.cond_enter.ttl_ms);
+    dl_wire_num(w, DL_ARGS(c, cond_enter).regid);
+    dl_wire_num(w, DL_ARGS(c, cond_enter).ttl_ms);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    c->reply.cond_enter.ok = dl_reply_int(r) == 1 ? 1 : -1;
-    c->reply.cond_enter.servers = 0;
+    DL_REPLY(c, cond_enter).ok = dl_reply_int(r) == 1 ? 1 : -1;
+    DL_REPLY(c, cond_enter).servers = 0;
     return 0;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.cond_enter.ok == 1;
+    return DL_REPLY(c, cond_enter).ok == 1;
 }
 
 /* The registration is taken back wherever it was made (a minority: the
@@ -38,7 +41,7 @@ static void undo(const dl_call_t *c, const dl_tally_t *t)
     int any = 0;
     for (int i = 0; i < t->nodes; i++) {
         dl_call_cond_leave(&leave[i], &c->who, &(dl_cond_leave_args_t){
-            .regid = c->arg.cond_enter.regid });
+            .regid = DL_ARGS(c, cond_enter).regid });
         any |= t->granted[i];
     }
     if (any)
@@ -52,14 +55,14 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     if (t->yes < t->need) {
         undo(c, t);
-        c->reply.cond_enter.ok = -1;
+        DL_REPLY(c, cond_enter).ok = -1;
         return;
     }
-    c->reply.cond_enter.ok = 1;
-    c->reply.cond_enter.servers = 0;
+    DL_REPLY(c, cond_enter).ok = 1;
+    DL_REPLY(c, cond_enter).servers = 0;
     for (int i = 0; i < t->nodes; i++)
         if (t->granted[i])
-            c->reply.cond_enter.servers |= 1u << i;
+            DL_REPLY(c, cond_enter).servers |= 1u << i;
 }
 
 static const dl_quorum_op_t quorum = { .said_yes = said_yes, .merge = merge, .undo = undo };

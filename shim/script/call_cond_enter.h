@@ -16,9 +16,9 @@ typedef struct dl_cond_enter_reply {
     unsigned servers;             /* redlock: the servers it is registered on */
 } dl_cond_enter_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_cond_enter dl_cond_enter_args_t cond_enter;
-#define DL_CALL_REPLY_cond_enter dl_cond_enter_reply_t cond_enter;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_cond_enter_args_t dl_call_args_cond_enter;
+typedef dl_cond_enter_reply_t dl_call_reply_cond_enter;
 
 void dl_call_cond_enter(dl_call_t *c, const dl_caller_t *who, const dl_cond_enter_args_t *a);
 

@@ -17,9 +17,9 @@ typedef struct dl_cond_leave_reply {
                                      -1 unexpected */
 } dl_cond_leave_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_cond_leave dl_cond_leave_args_t cond_leave;
-#define DL_CALL_REPLY_cond_leave dl_cond_leave_reply_t cond_leave;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_cond_leave_args_t dl_call_args_cond_leave;
+typedef dl_cond_leave_reply_t dl_call_reply_cond_leave;
 
 void dl_call_cond_leave(dl_call_t *c, const dl_caller_t *who, const dl_cond_leave_args_t *a);
 

@@ -1,25 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_cond_signal.c - lua/cond_signal.lua's entry (calls.h). */
+#include "call_cond_signal.h"
 #include "calls.h"
 #include "cond_wire.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_cond_signal(dl_call_t *c, const dl_caller_t *who, const dl_cond_signal_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_COND_SIGNAL, who);
-    c->arg.cond_signal = *a;
+    DL_ARGS(c, cond_signal) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 's' the oldest waiter | 'a' every waiter */
     dl_wire_cond(w);
-    dl_wire_put(w, c->arg.cond_signal.all ? "a" : "s", 1);
+    dl_wire_put(w, DL_ARGS(c, cond_signal).all ? "a" : "s", 1);
 }
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    c->reply.cond_signal.woken = dl_reply_int(r);
+    DL_REPLY(c, cond_signal).woken = dl_reply_int(r);
     return 0;
 }
 
@@ -32,21 +34,22 @@ static int parse(dl_call_t *c, redisReply *r)
  * that waited (pthreads allows a signal to wake more than one). */
 static void prepare(dl_call_t *c)
 {
-    c->arg.cond_signal.all = 1;
+    DL_ARGS(c, cond_signal).all = 1;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.cond_signal.woken >= 0;
+    return DL_REPLY(c, cond_signal).woken >= 0;
 }
 
 /* The most any server woke (each wakes its own copies of the same waiters). */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    c->reply.cond_signal.woken = 0;
+    long long *woken = &DL_REPLY(c, cond_signal).woken;
+    *woken = 0;
     for (int i = 0; i < t->nodes; i++)
-        if (!t->at[i]->cmd.err && t->at[i]->reply.cond_signal.woken > c->reply.cond_signal.woken)
-            c->reply.cond_signal.woken = t->at[i]->reply.cond_signal.woken;
+        if (!t->at[i]->cmd.err && DL_REPLY(t->at[i], cond_signal).woken > *woken)
+            *woken = DL_REPLY(t->at[i], cond_signal).woken;
 }
 
 static const dl_quorum_op_t quorum = { .prepare = prepare, .said_yes = said_yes, .merge = merge };

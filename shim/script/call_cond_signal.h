@@ -14,9 +14,9 @@ typedef struct dl_cond_signal_reply {
     long long woken;              /* waiters woken (pushed), -1 unexpected */
 } dl_cond_signal_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_cond_signal dl_cond_signal_args_t cond_signal;
-#define DL_CALL_REPLY_cond_signal dl_cond_signal_reply_t cond_signal;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_cond_signal_args_t dl_call_args_cond_signal;
+typedef dl_cond_signal_reply_t dl_call_reply_cond_signal;
 
 void dl_call_cond_signal(dl_call_t *c, const dl_caller_t *who, const dl_cond_signal_args_t *a);
 

@@ -4,15 +4,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_cond_status.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
+#include "view.h"
 
 void dl_call_cond_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen)
 {
     dl_call_init(c, DL_SCRIPT_COND_STATUS, who);
-    c->arg.cond_status.name = name;
-    c->arg.cond_status.namelen = namelen;
-    c->reply.cond_status.view = NULL;
+    DL_ARGS(c, cond_status).name = name;
+    DL_ARGS(c, cond_status).namelen = namelen;
+    DL_REPLY(c, cond_status).view = NULL;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
@@ -28,7 +31,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *v)
     memset(v, 0, sizeof *v);
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 2)
         return -1;
-    if (dl_view_set_name(v, c->arg.cond_status.name, c->arg.cond_status.namelen))
+    if (dl_view_set_name(v, DL_ARGS(c, cond_status).name, DL_ARGS(c, cond_status).namelen))
         return -1;
     long long now = dl_view_ll(rep, 0);
     const redisReply *wq = dl_reply_arr(rep, 1);
@@ -57,16 +60,16 @@ static int parse(dl_call_t *c, redisReply *r)
         free(v);
         v = NULL;
     }
-    c->reply.cond_status.view = v;
+    DL_REPLY(c, cond_status).view = v;
     return 0;
 }
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.cond_status.view) {
-        dl_view_clear(c->reply.cond_status.view);
-        free(c->reply.cond_status.view);
-        c->reply.cond_status.view = NULL;
+    if (DL_REPLY(c, cond_status).view) {
+        dl_view_clear(DL_REPLY(c, cond_status).view);
+        free(DL_REPLY(c, cond_status).view);
+        DL_REPLY(c, cond_status).view = NULL;
     }
 }
 
@@ -74,7 +77,7 @@ static void free_reply(dl_call_t *c)
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.cond_status.view != NULL;
+    return DL_REPLY(c, cond_status).view != NULL;
 }
 
 /* A waiter registers on every server it reaches, and a signal wakes it
@@ -84,11 +87,11 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     const dl_view_t *best = NULL;
     for (int i = 0; i < t->nodes; i++) {
-        const dl_view_t *v = t->at[i]->cmd.err ? NULL : t->at[i]->reply.cond_status.view;
+        const dl_view_t *v = t->at[i]->cmd.err ? NULL : DL_REPLY(t->at[i], cond_status).view;
         if (v && (!best || v->nwaiters > best->nwaiters))
             best = v;
     }
-    c->reply.cond_status.view = NULL;
+    DL_REPLY(c, cond_status).view = NULL;
     dl_view_t *out = best ? calloc(1, sizeof *out) : NULL;
     if (!out)
         return;
@@ -102,7 +105,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     if (best->nwaiters)
         memcpy(out->waiters, best->waiters, best->nwaiters * sizeof *out->waiters);
     out->nwaiters = best->nwaiters;
-    c->reply.cond_status.view = out;
+    DL_REPLY(c, cond_status).view = out;
 }
 
 static const dl_quorum_op_t quorum = { .said_yes = said_yes, .merge = merge };

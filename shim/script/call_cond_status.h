@@ -26,12 +26,12 @@ typedef struct dl_cond_status_reply {
     dl_view_t *view;          /* NULL: a reply of another shape, or out of memory */
 } dl_cond_status_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_cond_status dl_cond_status_args_t cond_status;
-#define DL_CALL_REPLY_cond_status dl_cond_status_reply_t cond_status;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_cond_status_args_t dl_call_args_cond_status;
+typedef dl_cond_status_reply_t dl_call_reply_cond_status;
 
 /* The call of cond_status.lua on condition `name` (its keys are who's:
- * keys.h DL_KIND_COND).  After the run, c->reply.cond_status.view; free it
+ * keys.h DL_KIND_COND).  After the run, DL_REPLY(c, cond_status).view; free it
  * with dl_call_free_reply, or take it (set it NULL) and dl_view_clear +
  * free it. */
 void dl_call_cond_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);

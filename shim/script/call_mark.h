@@ -19,9 +19,9 @@ typedef struct dl_mark_reply {
     int marked;                   /* 1 marked, 0 that hold is not there */
 } dl_mark_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_mark dl_mark_args_t mark;
-#define DL_CALL_REPLY_mark dl_mark_reply_t mark;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_mark_args_t dl_call_args_mark;
+typedef dl_mark_reply_t dl_call_reply_mark;
 
 void dl_call_mark(dl_call_t *c, const dl_caller_t *who, const dl_mark_args_t *a);
 

@@ -14,9 +14,9 @@ typedef struct dl_once_check_reply {
     int done;                     /* 1 completed, 0 not yet, -1 unexpected */
 } dl_once_check_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_once_check dl_once_check_args_t once_check;
-#define DL_CALL_REPLY_once_check dl_once_check_reply_t once_check;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_once_check_args_t dl_call_args_once_check;
+typedef dl_once_check_reply_t dl_call_reply_once_check;
 
 void dl_call_once_check(dl_call_t *c, const dl_caller_t *who);
 

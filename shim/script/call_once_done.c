@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_once_done.c - lua/once_done.lua's entry (calls.h). */
+#include "call_once_done.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "once_calls.h"
 #include "quorum.h"
 
 void dl_call_once_done(dl_call_t *c, const dl_caller_t *who, const dl_once_done_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_ONCE_DONE, who);
-    c->arg.once_done = *a;
+    DL_ARGS(c, once_done) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 fence, 4 registration id, 5 info */
-    const dl_once_done_args_t *a = &c->arg.once_done;
+    const dl_once_done_args_t *a = &DL_ARGS(c, once_done);
     dl_wire_once(w);
     dl_wire_num(w, a->fence);
     dl_wire_num(w, a->rid);
@@ -23,13 +25,13 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 static int parse(dl_call_t *c, redisReply *r)
 {
     long long n = dl_reply_int(r);
-    c->reply.once_done.result = n >= 0 && n <= 3 ? (int)n : -1;
+    DL_REPLY(c, once_done).result = n >= 0 && n <= 3 ? (int)n : -1;
     return 0;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.once_done.result >= 1;
+    return DL_REPLY(c, once_done).result >= 1;
 }
 
 /* redlock: each server names the hold by its registration id (their
@@ -42,7 +44,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     for (int i = 0; i < t->nodes; i++) {
         if (t->at[i]->cmd.err)
             continue;
-        int r = t->at[i]->reply.once_done.result;
+        int r = DL_REPLY(t->at[i], once_done).result;
         if (r == 3)
             res = 3;
         if (r >= 1 && r <= 2) {
@@ -52,7 +54,7 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
     }
     if (res != 3 && t->yes >= t->need)
         res = any2 && all2 ? 2 : 1;
-    c->reply.once_done.result = res;
+    DL_REPLY(c, once_done).result = res;
 }
 
 static const dl_quorum_op_t quorum = { .said_yes = said_yes, .merge = merge };

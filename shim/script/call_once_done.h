@@ -21,9 +21,9 @@ typedef struct dl_once_done_reply {
                                      unexpected */
 } dl_once_done_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_once_done dl_once_done_args_t once_done;
-#define DL_CALL_REPLY_once_done dl_once_done_reply_t once_done;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_once_done_args_t dl_call_args_once_done;
+typedef dl_once_done_reply_t dl_call_reply_once_done;
 
 void dl_call_once_done(dl_call_t *c, const dl_caller_t *who, const dl_once_done_args_t *a);
 

@@ -14,9 +14,9 @@ typedef struct dl_recover_reply {
     int result;                   /* 1 recovered, 0 not so marked, -1 unexpected */
 } dl_recover_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_recover dl_recover_args_t recover;
-#define DL_CALL_REPLY_recover dl_recover_reply_t recover;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_recover_args_t dl_call_args_recover;
+typedef dl_recover_reply_t dl_call_reply_recover;
 
 void dl_call_recover(dl_call_t *c, const dl_caller_t *who, const dl_recover_args_t *a);
 

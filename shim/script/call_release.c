@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_release.c - lua/release.lua's entry (calls.h). */
+#include "call_release.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_RELEASE, who);
-    c->arg.release = *a;
+    DL_ARGS(c, release) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 mode, 4 fence, 5 registration id ('' none),
      * 6 (redlock) 'o', 7 (robust, inconsistent) the unrecoverable mark */
-    const dl_release_args_t *a = &c->arg.release;
+    const dl_release_args_t *a = &DL_ARGS(c, release);
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);
     dl_wire_num(w, a->fence);
@@ -32,13 +34,13 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 static int parse(dl_call_t *c, redisReply *r)
 {
     /* 1 released, 0 held nothing, 2 released already */
-    c->reply.release.result = (int)dl_reply_int(r);
+    DL_REPLY(c, release).result = (int)dl_reply_int(r);
     return 0;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.release.result >= 1;
+    return DL_REPLY(c, release).result >= 1;
 }
 
 /* Each server numbers its holds itself, so the fence differs from server
@@ -47,7 +49,7 @@ static int said_yes(const dl_call_t *c)
  * holds nothing (release.lua's ARGV[6] 'o'). */
 static void prepare(dl_call_t *c)
 {
-    c->arg.release.redlock = 1;
+    DL_ARGS(c, release).redlock = 1;
 }
 
 /* A server that failed while it may hold (the acquisition's servers, when
@@ -56,8 +58,8 @@ static void prepare(dl_call_t *c)
 static void owe(const dl_call_t *c, const dl_tally_t *t)
 {
     /* (a hold taken with EOWNERDEAD: every server, for the trace) */
-    unsigned may = c->arg.release.told ? 0 : c->arg.release.servers;
-    dl_quorum_owe_failed(t, may, c->arg.release.lease_ms, 1);
+    unsigned may = DL_ARGS(c, release).told ? 0 : DL_ARGS(c, release).servers;
+    dl_quorum_owe_failed(t, may, DL_ARGS(c, release).lease_ms, 1);
 }
 
 /* The release of a hold taken with EOWNERDEAD: the lapse it was told of
@@ -66,7 +68,7 @@ static void owe(const dl_call_t *c, const dl_tally_t *t)
  * holder to count that server is told of the same lapse again. */
 static int needs_all(const dl_call_t *c)
 {
-    return c->arg.release.told;
+    return DL_ARGS(c, release).told;
 }
 
 /* Released where the answering servers had it; the servers that did not
@@ -75,14 +77,14 @@ static int needs_all(const dl_call_t *c)
 static int undecided(dl_call_t *c, const dl_tally_t *t)
 {
     (void)t;
-    c->reply.release.result = DL_RELEASE_UNDECIDED;
+    DL_REPLY(c, release).result = DL_RELEASE_UNDECIDED;
     return 0;
 }
 
 /* Released: a majority had the hold. */
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
-    c->reply.release.result = t->yes >= t->need;
+    DL_REPLY(c, release).result = t->yes >= t->need;
 }
 
 static const dl_quorum_op_t quorum = {

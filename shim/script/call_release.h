@@ -38,9 +38,9 @@ typedef struct dl_release_reply {
  * validity says (quorum.c). */
 #define DL_RELEASE_UNDECIDED 3
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_release dl_release_args_t release;
-#define DL_CALL_REPLY_release dl_release_reply_t release;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_release_args_t dl_call_args_release;
+typedef dl_release_reply_t dl_call_reply_release;
 
 void dl_call_release(dl_call_t *c, const dl_caller_t *who, const dl_release_args_t *a);
 

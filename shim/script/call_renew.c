@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_renew.c - lua/renew.lua's entry (calls.h). */
+#include "call_renew.h"
 #include "calls.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 
 void dl_call_renew(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_RENEW, who);
-    c->arg.renew = *a;
+    DL_ARGS(c, renew) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 mode, 4 lease, 5 fence ('' redlock), 6 (redlock) 'm' */
-    const dl_renew_args_t *a = &c->arg.renew;
+    const dl_renew_args_t *a = &DL_ARGS(c, renew);
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);
     dl_wire_num(w, a->lease_ms);
@@ -28,8 +30,8 @@ static int parse(dl_call_t *c, redisReply *r)
 {
     /* 0 gone; n >= 1 renewed, n - 1 queued */
     long long n = dl_reply_int(r);
-    c->reply.renew.held = n < 0 ? -1 : n >= 1;
-    c->reply.renew.queued = n >= 1 ? n - 1 : 0;
+    DL_REPLY(c, renew).held = n < 0 ? -1 : n >= 1;
+    DL_REPLY(c, renew).queued = n >= 1 ? n - 1 : 0;
     return 0;
 }
 
@@ -41,12 +43,12 @@ static int parse(dl_call_t *c, redisReply *r)
  * a writer elsewhere waits, and stops letting new readers join. */
 static void prepare(dl_call_t *c)
 {
-    c->arg.renew.redlock = 1;
+    DL_ARGS(c, renew).redlock = 1;
 }
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.renew.held == 1;
+    return DL_REPLY(c, renew).held == 1;
 }
 
 /* Held when a majority renewed it; the longest queue a server that renewed
@@ -55,12 +57,12 @@ static int said_yes(const dl_call_t *c)
 static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     int held = t->yes >= t->need;
-    c->reply.renew.held = held;
-    c->reply.renew.queued = 0;
+    DL_REPLY(c, renew).held = held;
+    DL_REPLY(c, renew).queued = 0;
     for (int i = 0; held && i < t->nodes; i++) {
-        const dl_renew_reply_t *r = &t->at[i]->reply.renew;
-        if (!t->at[i]->cmd.err && r->held == 1 && r->queued > c->reply.renew.queued)
-            c->reply.renew.queued = r->queued;
+        const dl_renew_reply_t *r = &DL_REPLY(t->at[i], renew);
+        if (!t->at[i]->cmd.err && r->held == 1 && r->queued > DL_REPLY(c, renew).queued)
+            DL_REPLY(c, renew).queued = r->queued;
     }
 }
 

@@ -20,9 +20,9 @@ typedef struct dl_renew_reply {
     long long queued;             /* renewed: waiters queued for the lock */
 } dl_renew_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_renew dl_renew_args_t renew;
-#define DL_CALL_REPLY_renew dl_renew_reply_t renew;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_renew_args_t dl_call_args_renew;
+typedef dl_renew_reply_t dl_call_reply_renew;
 
 void dl_call_renew(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
 

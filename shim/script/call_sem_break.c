@@ -2,7 +2,10 @@
 /* call_sem_break.c - lua/sem_break.lua's entry (calls.h). */
 #include <stdlib.h>
 
+#include "call_sem_break.h"
 #include "calls.h"
+#include "dl_script_list.h"
+#include "sem_calls.h"
 
 void dl_call_sem_break(dl_call_t *c, const dl_caller_t *who)
 {
@@ -27,7 +30,7 @@ static long long num_or_none(const redisReply *r, size_t i)
 static int parse(dl_call_t *c, redisReply *r)
 {
     /* {kind, a, b, inc} ({kind, a, b} from an older library's script) */
-    dl_sem_break_reply_t *x = &c->reply.sem_break;
+    dl_sem_break_reply_t *x = &DL_REPLY(c, sem_break);
     const char *k = dl_reply_str(r, 0, NULL);
     x->result = r->type == REDIS_REPLY_ARRAY && (r->elements == 3 || r->elements == 4) ? 0 : -1;
     x->kind = k[0] == 'l' || k[0] == 'c' ? k[0] : 0;

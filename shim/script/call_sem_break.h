@@ -21,10 +21,9 @@ typedef struct dl_sem_break_reply {
                                      one), 0 unknown */
 } dl_sem_break_reply_t;
 
-/* dl_call_t's members for it (calls.h): no arguments beyond the caller's
- * (who->token: the holder to break, "" every one). */
-#define DL_CALL_ARG_sem_break
-#define DL_CALL_REPLY_sem_break dl_sem_break_reply_t sem_break;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h): no arguments
+ * beyond the caller's (who->token: the holder to break, "" every one). */
+typedef dl_sem_break_reply_t dl_call_reply_sem_break;
 
 void dl_call_sem_break(dl_call_t *c, const dl_caller_t *who);
 

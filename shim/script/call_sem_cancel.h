@@ -17,9 +17,9 @@ typedef struct dl_sem_cancel_reply {
                                      for (nothing done), -1 unexpected */
 } dl_sem_cancel_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_cancel dl_sem_cancel_args_t sem_cancel;
-#define DL_CALL_REPLY_sem_cancel dl_sem_cancel_reply_t sem_cancel;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_cancel_args_t dl_call_args_sem_cancel;
+typedef dl_sem_cancel_reply_t dl_call_reply_sem_cancel;
 
 void dl_call_sem_cancel(dl_call_t *c, const dl_caller_t *who, const dl_sem_cancel_args_t *a);
 

@@ -24,9 +24,9 @@ typedef struct dl_sem_open_reply {
     char other;                   /* -2: the kind it has */
 } dl_sem_open_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_open dl_sem_open_args_t sem_open;
-#define DL_CALL_REPLY_sem_open dl_sem_open_reply_t sem_open;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_open_args_t dl_call_args_sem_open;
+typedef dl_sem_open_reply_t dl_call_reply_sem_open;
 
 void dl_call_sem_open(dl_call_t *c, const dl_caller_t *who, const dl_sem_open_args_t *a);
 

@@ -3,19 +3,22 @@
  * several servers as one call: semaphores refuse redlock:// (api/sem_api.c). */
 #include <string.h>
 
+#include "call_sem_post.h"
 #include "calls.h"
+#include "dl_script_list.h"
+#include "sem_calls.h"
 
 void dl_call_sem_post(dl_call_t *c, const dl_caller_t *who, const dl_sem_post_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_SEM_POST, who);
-    c->arg.sem_post = *a;
+    DL_ARGS(c, sem_post) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 kind, 4 value, 5 id, 6 incarnation, 7 fence
      * (leased) */
-    const dl_sem_post_args_t *a = &c->arg.sem_post;
+    const dl_sem_post_args_t *a = &DL_ARGS(c, sem_post);
     dl_wire_sem(w);
     dl_wire_sem_op(w, &a->op);
     if (a->op.kind == 'l')
@@ -28,7 +31,7 @@ static int parse(dl_call_t *c, redisReply *r)
 {
     /* {1, value, inc} posted; {2, inc} a resend; {0, inc} none held; {-2, kind};
      * {-3}; {-4}; {-7} */
-    dl_sem_post_reply_t *x = &c->reply.sem_post;
+    dl_sem_post_reply_t *x = &DL_REPLY(c, sem_post);
     memset(x, 0, sizeof *x);
     x->result = (int)dl_reply_elem(r, 0);
     long long inc = 0;

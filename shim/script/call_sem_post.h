@@ -24,9 +24,9 @@ typedef struct dl_sem_post_reply {
     uint64_t inc;                 /* 1, 2, 0: the semaphore's incarnation */
 } dl_sem_post_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_post dl_sem_post_args_t sem_post;
-#define DL_CALL_REPLY_sem_post dl_sem_post_reply_t sem_post;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_post_args_t dl_call_args_sem_post;
+typedef dl_sem_post_reply_t dl_call_reply_sem_post;
 
 void dl_call_sem_post(dl_call_t *c, const dl_caller_t *who, const dl_sem_post_args_t *a);
 

@@ -8,10 +8,8 @@
 
 #include "call_renew.h"
 
-/* dl_call_t's members for it (calls.h): the renewal's, arg.renew and
- * reply.renew. */
-#define DL_CALL_ARG_sem_renew
-#define DL_CALL_REPLY_sem_renew
+/* Its types are the renewal's: DL_ARGS and DL_REPLY name them renew
+ * (caller.h). */
 
 void dl_call_sem_renew(dl_call_t *c, const dl_caller_t *who, const dl_renew_args_t *a);
 

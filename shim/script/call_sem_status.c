@@ -5,14 +5,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sem_status.h"
 #include "calls.h"
+#include "dl_script_list.h"
+#include "view.h"
 
 void dl_call_sem_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen)
 {
     dl_call_init(c, DL_SCRIPT_SEM_STATUS, who);
-    c->arg.sem_status.name = name;
-    c->arg.sem_status.namelen = namelen;
-    c->reply.sem_status.view = NULL;
+    DL_ARGS(c, sem_status).name = name;
+    DL_ARGS(c, sem_status).namelen = namelen;
+    DL_REPLY(c, sem_status).view = NULL;
 }
 
 void dl_sem_view_clear(dl_sem_view_t *v)
@@ -36,7 +39,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_sem_view_t *sv)
     /* (5 elements from a library before incarnations) */
     if (!rep || rep->type != REDIS_REPLY_ARRAY || (rep->elements != 5 && rep->elements != 7))
         return -1;
-    if (dl_view_set_name(st, c->arg.sem_status.name, c->arg.sem_status.namelen))
+    if (dl_view_set_name(st, DL_ARGS(c, sem_status).name, DL_ARGS(c, sem_status).namelen))
         return -1;
 
     long long now = dl_view_ll(rep, 0);
@@ -97,16 +100,16 @@ static int parse(dl_call_t *c, redisReply *r)
         free(v);
         v = NULL;
     }
-    c->reply.sem_status.view = v;
+    DL_REPLY(c, sem_status).view = v;
     return 0;
 }
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.sem_status.view) {
-        dl_sem_view_clear(c->reply.sem_status.view);
-        free(c->reply.sem_status.view);
-        c->reply.sem_status.view = NULL;
+    if (DL_REPLY(c, sem_status).view) {
+        dl_sem_view_clear(DL_REPLY(c, sem_status).view);
+        free(DL_REPLY(c, sem_status).view);
+        DL_REPLY(c, sem_status).view = NULL;
     }
 }
 

@@ -38,13 +38,13 @@ typedef struct dl_sem_status_reply {
     dl_sem_view_t *view;      /* NULL: a reply of another shape, or out of memory */
 } dl_sem_status_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_status dl_sem_status_args_t sem_status;
-#define DL_CALL_REPLY_sem_status dl_sem_status_reply_t sem_status;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_status_args_t dl_call_args_sem_status;
+typedef dl_sem_status_reply_t dl_call_reply_sem_status;
 
 /* The call of sem_status.lua on semaphore `name` (its keys are who's: the
  * semaphore's, keys.h DL_KIND_SEM).  After the run,
- * c->reply.sem_status.view; free it with dl_call_free_reply, or take it
+ * DL_REPLY(c, sem_status).view; free it with dl_call_free_reply, or take it
  * (set it NULL) and dl_sem_view_clear + free it. */
 void dl_call_sem_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);
 /* Frees what v points to and zeroes it (not v itself). */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* call_sem_unlink.c - lua/sem_unlink.lua's entry (calls.h).  Never run on
  * several servers as one call: semaphores refuse redlock:// (api/sem_api.c). */
+#include "call_sem_unlink.h"
 #include "calls.h"
+#include "dl_script_list.h"
+#include "sem_calls.h"
 
 void dl_call_sem_unlink(dl_call_t *c, const dl_caller_t *who)
 {
@@ -17,7 +20,7 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
 
 static int parse(dl_call_t *c, redisReply *r)
 {
-    dl_sem_unlink_reply_t *x = &c->reply.sem_unlink;
+    dl_sem_unlink_reply_t *x = &DL_REPLY(c, sem_unlink);
     long long v = dl_reply_int(r);
     x->result = v == 0 || v == 1 ? (int)v : -1;
     return 0;

@@ -10,9 +10,9 @@ typedef struct dl_sem_unlink_reply {
     int result;                   /* 1 removed, 0 Redis had none, -1 unexpected */
 } dl_sem_unlink_reply_t;
 
-/* dl_call_t's members for it (calls.h): no arguments beyond the caller. */
-#define DL_CALL_ARG_sem_unlink
-#define DL_CALL_REPLY_sem_unlink dl_sem_unlink_reply_t sem_unlink;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h): no arguments
+ * beyond the caller. */
+typedef dl_sem_unlink_reply_t dl_call_reply_sem_unlink;
 
 void dl_call_sem_unlink(dl_call_t *c, const dl_caller_t *who);
 

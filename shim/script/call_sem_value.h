@@ -20,9 +20,9 @@ typedef struct dl_sem_value_reply {
     char other;                   /* -2: the kind it has */
 } dl_sem_value_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_value dl_sem_value_args_t sem_value;
-#define DL_CALL_REPLY_sem_value dl_sem_value_reply_t sem_value;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_value_args_t dl_call_args_sem_value;
+typedef dl_sem_value_reply_t dl_call_reply_sem_value;
 
 void dl_call_sem_value(dl_call_t *c, const dl_caller_t *who, const dl_sem_value_args_t *a);
 

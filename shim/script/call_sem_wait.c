@@ -3,19 +3,22 @@
  * several servers as one call: semaphores refuse redlock:// (api/sem_api.c). */
 #include <string.h>
 
+#include "call_sem_wait.h"
 #include "calls.h"
+#include "dl_script_list.h"
+#include "sem_calls.h"
 
 void dl_call_sem_wait(dl_call_t *c, const dl_caller_t *who, const dl_sem_wait_args_t *a)
 {
     dl_call_init(c, DL_SCRIPT_SEM_WAIT, who);
-    c->arg.sem_wait = *a;
+    DL_ARGS(c, sem_wait) = *a;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* 1 prefix, 2 token, 3 kind, 4 value, 5 id, 6 incarnation, 7 wait,
      * 8 waiter ttl, 9 lease, 10 info */
-    const dl_sem_wait_args_t *a = &c->arg.sem_wait;
+    const dl_sem_wait_args_t *a = &DL_ARGS(c, sem_wait);
     dl_wire_sem(w);
     dl_wire_sem_op(w, &a->op);
     dl_wire_put(w, a->wait ? "1" : "0", 1);
@@ -28,7 +31,7 @@ static int parse(dl_call_t *c, redisReply *r)
 {
     /* {1, fence, count, new, value, inc} taken; {0, nap, inc} none; {-2, kind};
      * {-3}; {-7} */
-    dl_sem_wait_reply_t *x = &c->reply.sem_wait;
+    dl_sem_wait_reply_t *x = &DL_REPLY(c, sem_wait);
     memset(x, 0, sizeof *x);
     x->got = (int)dl_reply_elem(r, 0);
     long long inc = 0;

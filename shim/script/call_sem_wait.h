@@ -29,9 +29,9 @@ typedef struct dl_sem_wait_reply {
     uint64_t inc;                 /* 1, 0: the semaphore's incarnation */
 } dl_sem_wait_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_sem_wait dl_sem_wait_args_t sem_wait;
-#define DL_CALL_REPLY_sem_wait dl_sem_wait_reply_t sem_wait;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_sem_wait_args_t dl_call_args_sem_wait;
+typedef dl_sem_wait_reply_t dl_call_reply_sem_wait;
 
 void dl_call_sem_wait(dl_call_t *c, const dl_caller_t *who, const dl_sem_wait_args_t *a);
 

@@ -12,10 +12,8 @@
 
 #include "call_withdraw.h"
 
-/* dl_call_t's members for it (calls.h): the withdrawal's, arg.withdraw
- * and reply.withdraw. */
-#define DL_CALL_ARG_sem_withdraw
-#define DL_CALL_REPLY_sem_withdraw
+/* Its types are the withdrawal's: DL_ARGS and DL_REPLY name them
+ * withdraw (caller.h). */
 
 void dl_call_sem_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
 

@@ -6,16 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_status.h"
 #include "calls.h"
 #include "config.h"
+#include "dl_script_list.h"
 #include "quorum.h"
+#include "view.h"
 
 void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen)
 {
     dl_call_init(c, DL_SCRIPT_STATUS, who);
-    c->arg.status.name = name;
-    c->arg.status.namelen = namelen;
-    c->reply.status.view = NULL;
+    DL_ARGS(c, status).name = name;
+    DL_ARGS(c, status).namelen = namelen;
+    DL_REPLY(c, status).view = NULL;
 }
 
 static void wire(dl_wire_t *w, const dl_call_t *c)
@@ -33,7 +36,7 @@ static int decode(const redisReply *rep, const dl_call_t *c, dl_view_t *st)
     memset(st, 0, sizeof *st);
     if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements != 5)
         return -1;
-    if (dl_view_set_name(st, c->arg.status.name, c->arg.status.namelen))
+    if (dl_view_set_name(st, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen))
         return -1;
 
     long long now = dl_view_ll(rep, 0);
@@ -111,16 +114,16 @@ static int parse(dl_call_t *c, redisReply *r)
         free(v);
         v = NULL;
     }
-    c->reply.status.view = v;
+    DL_REPLY(c, status).view = v;
     return 0;
 }
 
 static void free_reply(dl_call_t *c)
 {
-    if (c->reply.status.view) {
-        dl_view_clear(c->reply.status.view);
-        free(c->reply.status.view);
-        c->reply.status.view = NULL;
+    if (DL_REPLY(c, status).view) {
+        dl_view_clear(DL_REPLY(c, status).view);
+        free(DL_REPLY(c, status).view);
+        DL_REPLY(c, status).view = NULL;
     }
 }
 
@@ -163,13 +166,85 @@ static const char *strip_ep(const char *msg, const char *name)
 
 static int said_yes(const dl_call_t *c)
 {
-    return c->reply.status.view != NULL;
+    return DL_REPLY(c, status).view != NULL;
 }
 
 /* The holds a majority shows, writers first.  The hold took effect when
  * the need-th server granted it and ends when fewer than need still have
  * it: the need-th longest time held and lease left.  per[i] is server i's
  * view, NULL where it gave none.  0, or -1: out of memory. */
+/* One server's view s added to the candidates cand[0..*nc) (a holder per
+ * who, with what each server shows of it) and to out's waiters, fence,
+ * and signs of a lapse (*lapsed: the first server showing one). */
+static void add_server(const dl_view_t *s, cand_t *cand, size_t *nc, dl_view_t *out,
+                       const dl_view_t **lapsed)
+{
+    for (size_t k = 0; k < s->nholders; k++) {
+        const dl_view_holder_t *h = &s->holders[k];
+        size_t c = 0;
+        while (c < *nc && !same_who(&cand[c].h.who, &h->who))
+            c++;
+        if (c == *nc) {
+            cand[(*nc)++].h = *h;
+        } else {
+            dl_view_holder_t *m = &cand[c].h;
+            if (h->fence > m->fence)
+                m->fence = h->fence;
+            if (h->lease_ms > m->lease_ms)
+                m->lease_ms = h->lease_ms;
+            m->after_lapse |= h->after_lapse;
+        }
+        if (cand[c].count < DL_MAX_ENDPOINTS) {     /* one per server */
+            cand[c].held[cand[c].count] = h->held_ms;
+            cand[c].left[cand[c].count++] = h->lease_left_ms;
+        }
+    }
+    /* Nobody queues with redlock (the library's waiters retry), but
+     * show whatever registrations a server has. */
+    for (size_t k = 0; k < s->nwaiters; k++) {
+        size_t w = 0;
+        while (w < out->nwaiters && !same_who(&out->waiters[w], &s->waiters[k]))
+            w++;
+        if (w == out->nwaiters)
+            out->waiters[out->nwaiters++] = s->waiters[k];
+    }
+    if (s->last_fence > out->last_fence)
+        out->last_fence = s->last_fence;
+    out->known |= s->known;
+    if (s->next_ownerdead) {
+        out->next_ownerdead = 1;
+        out->broken |= s->broken;
+        if (!s->broken && !*lapsed)
+            *lapsed = s;
+    }
+}
+
+/* The candidates that `need` servers show become out's holders (writers
+ * first), each with the time held and left that a majority vouches for.
+ * 0, or -1 (out of memory). */
+static int pick_holders(cand_t *cand, size_t nc, size_t need, dl_view_t *out)
+{
+    size_t nh = 0;
+    for (size_t c = 0; c < nc; c++)
+        nh += cand[c].count >= need;
+    if (nh && !(out->holders = calloc(nh, sizeof *out->holders)))
+        return -1;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t c = 0; c < nc; c++) {
+            if (cand[c].count < need || (cand[c].h.who.mode == 'w') != (pass == 0))
+                continue;
+            dl_view_holder_t *h = &out->holders[out->nholders++];
+            *h = cand[c].h;
+            qsort(cand[c].held, cand[c].count, sizeof cand[c].held[0], cmp_ll_desc);
+            qsort(cand[c].left, cand[c].count, sizeof cand[c].left[0], cmp_ll_desc);
+            h->held_ms = cand[c].held[need - 1];
+            h->lease_left_ms = cand[c].left[need - 1];
+            if (!out->mode)
+                out->mode = h->who.mode;
+        }
+    return 0;
+}
+
 static int merge_holders(const dl_view_t *const *per, size_t nodes, size_t need, dl_view_t *out)
 {
     size_t ncand = 0, nwait = 0, nc = 0;
@@ -186,76 +261,19 @@ static int merge_holders(const dl_view_t *const *per, size_t nodes, size_t need,
         return -1;
     }
     const dl_view_t *lapsed = NULL;
-    for (size_t i = 0; i < nodes; i++) {
-        const dl_view_t *s = per[i];
-        if (!s)
-            continue;
-        for (size_t k = 0; k < s->nholders; k++) {
-            const dl_view_holder_t *h = &s->holders[k];
-            size_t c = 0;
-            while (c < nc && !same_who(&cand[c].h.who, &h->who))
-                c++;
-            if (c == nc) {
-                cand[nc++].h = *h;
-            } else {
-                dl_view_holder_t *m = &cand[c].h;
-                if (h->fence > m->fence)
-                    m->fence = h->fence;
-                if (h->lease_ms > m->lease_ms)
-                    m->lease_ms = h->lease_ms;
-                m->after_lapse |= h->after_lapse;
-            }
-            if (cand[c].count < DL_MAX_ENDPOINTS) {     /* one per server */
-                cand[c].held[cand[c].count] = h->held_ms;
-                cand[c].left[cand[c].count++] = h->lease_left_ms;
-            }
-        }
-        /* Nobody queues with redlock (the library's waiters retry), but
-         * show whatever registrations a server has. */
-        for (size_t k = 0; k < s->nwaiters; k++) {
-            size_t w = 0;
-            while (w < out->nwaiters && !same_who(&out->waiters[w], &s->waiters[k]))
-                w++;
-            if (w == out->nwaiters)
-                out->waiters[out->nwaiters++] = s->waiters[k];
-        }
-        if (s->last_fence > out->last_fence)
-            out->last_fence = s->last_fence;
-        out->known |= s->known;
-        if (s->next_ownerdead) {
-            out->next_ownerdead = 1;
-            out->broken |= s->broken;
-            if (!s->broken && !lapsed)
-                lapsed = s;
-        }
-    }
-
-    size_t nh = 0;
-    for (size_t c = 0; c < nc; c++)
-        nh += cand[c].count >= need;
-    if (nh && !(out->holders = calloc(nh, sizeof *out->holders))) {
+    for (size_t i = 0; i < nodes; i++)
+        if (per[i])
+            add_server(per[i], cand, &nc, out, &lapsed);
+    if (pick_holders(cand, nc, need, out)) {
         free(cand);
         return -1;
     }
-    for (int pass = 0; pass < 2; pass++)
-        for (size_t c = 0; c < nc; c++) {
-            if (cand[c].count < need || (cand[c].h.who.mode == 'w') != (pass == 0))
-                continue;
-            dl_view_holder_t *h = &out->holders[out->nholders++];
-            *h = cand[c].h;
-            qsort(cand[c].held, cand[c].count, sizeof cand[c].held[0], cmp_ll_desc);
-            qsort(cand[c].left, cand[c].count, sizeof cand[c].left[0], cmp_ll_desc);
-            h->held_ms = cand[c].held[need - 1];
-            h->lease_left_ms = cand[c].left[need - 1];
-            if (!out->mode)
-                out->mode = h->who.mode;
-        }
     /* As one server shows it: only while no writer holds it. */
     if (out->mode == 'w')
         out->next_ownerdead = out->broken = 0;
     else if (out->next_ownerdead && !out->broken && lapsed)
         out->lapsed = lapsed->lapsed;
-    out->disputed = nc > nh || out->nwaiters;
+    out->disputed = nc > out->nholders || out->nwaiters;
     free(cand);
     return 0;
 }
@@ -301,18 +319,19 @@ static void merge(dl_call_t *c, const dl_tally_t *t)
 {
     const dl_view_t *per[DL_MAX_ENDPOINTS];
     for (int i = 0; i < t->nodes; i++)
-        per[i] = t->at[i]->cmd.err ? NULL : t->at[i]->reply.status.view;
+        per[i] = t->at[i]->cmd.err ? NULL : DL_REPLY(t->at[i], status).view;
     dl_view_t *out = calloc(1, sizeof *out);
-    c->reply.status.view = NULL;
+    DL_REPLY(c, status).view = NULL;
     if (!out)
         return;
     out->need = (size_t)t->need;
-    if (dl_view_set_name(out, c->arg.status.name, c->arg.status.namelen) || !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
+    if (dl_view_set_name(out, DL_ARGS(c, status).name, DL_ARGS(c, status).namelen) ||
+        !(out->servers = calloc((size_t)t->nodes, sizeof *out->servers)))
         goto fail;
     out->nservers = (size_t)t->nodes;
     if (merge_holders(per, out->nservers, out->need, out) || merge_servers(t, per, out))
         goto fail;
-    c->reply.status.view = out;
+    DL_REPLY(c, status).view = out;
     return;
 fail:
     dl_view_clear(out);

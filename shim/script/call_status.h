@@ -25,12 +25,12 @@ typedef struct dl_status_reply {
     dl_view_t *view;          /* NULL: a reply of another shape, or out of memory */
 } dl_status_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_status dl_status_args_t status;
-#define DL_CALL_REPLY_status dl_status_reply_t status;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_status_args_t dl_call_args_status;
+typedef dl_status_reply_t dl_call_reply_status;
 
 /* The call of status.lua on lock `name` (its keys are who's).  After the
- * run, c->reply.status.view; free it with dl_call_free_reply, or take it
+ * run, DL_REPLY(c, status).view; free it with dl_call_free_reply, or take it
  * (set it NULL) and dl_view_clear + free it. */
 void dl_call_status(dl_call_t *c, const dl_caller_t *who, const char *name, size_t namelen);
 

@@ -19,9 +19,9 @@ typedef struct dl_touch_reply {
     int renewed;                  /* 1 renewed, 0 that hold is not there */
 } dl_touch_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_touch dl_touch_args_t touch;
-#define DL_CALL_REPLY_touch dl_touch_reply_t touch;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_touch_args_t dl_call_args_touch;
+typedef dl_touch_reply_t dl_call_reply_touch;
 
 void dl_call_touch(dl_call_t *c, const dl_caller_t *who, const dl_touch_args_t *a);
 

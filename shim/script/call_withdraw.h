@@ -22,9 +22,9 @@ typedef struct dl_withdraw_reply {
                                      withdrawn, 0 nothing left, -1 unexpected */
 } dl_withdraw_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_withdraw dl_withdraw_args_t withdraw;
-#define DL_CALL_REPLY_withdraw dl_withdraw_reply_t withdraw;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_withdraw_args_t dl_call_args_withdraw;
+typedef dl_withdraw_reply_t dl_call_reply_withdraw;
 
 void dl_call_withdraw(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_args_t *a);
 

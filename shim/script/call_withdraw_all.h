@@ -19,9 +19,9 @@ typedef struct dl_withdraw_all_reply {
     long long released;           /* holds released; -1 unexpected */
 } dl_withdraw_all_reply_t;
 
-/* dl_call_t's members for it (calls.h). */
-#define DL_CALL_ARG_withdraw_all dl_withdraw_all_args_t withdraw_all;
-#define DL_CALL_REPLY_withdraw_all dl_withdraw_all_reply_t withdraw_all;
+/* Its types as DL_ARGS and DL_REPLY name them (caller.h). */
+typedef dl_withdraw_all_args_t dl_call_args_withdraw_all;
+typedef dl_withdraw_all_reply_t dl_call_reply_withdraw_all;
 
 /* who: the request's caller (the first lock's keys). */
 void dl_call_withdraw_all(dl_call_t *c, const dl_caller_t *who, const dl_withdraw_all_args_t *a);

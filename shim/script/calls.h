@@ -5,17 +5,19 @@
  *
  * A script is lua/<name>.lua and its entry, shim/script/call_<name>.h and
  * call_<name>.c: the header gives its typed arguments and reply (and names
- * them as members of dl_call_t), the source its builder and its
+ * them for DL_ARGS and DL_REPLY, caller.h), the source its builder and its
  * dl_script_entry_t, which writes its KEYS and ARGV (wire), reads its reply
  * (parse) and merges the replies of redlock's servers (quorum).  The build
  * finds the scripts by their Lua files (cmake/embed_lua.cmake), embeds
  * their text with its SHA1 in dl_scripts[] (script.h), and lists them in
- * the generated dl_script_list.h, from which the DL_SCRIPT_* ids and
- * dl_call_t's members come.  So adding a script is its Lua file and its
- * entry; no other file names it.  A script whose Lua header has the line
- * `--! sent with its text` is sent with its text every time (EVAL), on
- * its own; every other one is prefixed with lua/common.lua and called by
- * its SHA1 (EVALSHA, EVAL on NOSCRIPT).
+ * the generated dl_script_list.h, with the DL_SCRIPT_* ids (included by
+ * the entries and script.c, not by the users of the calls).  So adding a
+ * script is its Lua file and its entry; no other file names it, and a
+ * file above script/ includes the call_<name>.h of the calls it makes.
+ * A script whose Lua header has the line `--! sent with its text` is sent
+ * with its text every time (EVAL), on its own; every other one is
+ * prefixed with lua/common.lua and called by its SHA1 (EVALSHA, EVAL on
+ * NOSCRIPT).
  *
  * Every topology runs the same dl_call_t: script.c sends it and reads its
  * reply through the entry (dl_call_wire, dl_call_parse); quorum.c merges
@@ -34,41 +36,6 @@
 
 #include "caller.h"
 #include "conn.h"
-#include "dl_script_list.h"       /* generated: every call_<name>.h */
-
-/* The scripts' ids: dl_scripts[] (script.h) is indexed by them. */
-#define DL_SCRIPT_ID_(ID, name) DL_SCRIPT_##ID,
-enum { DL_SCRIPT_LIST(DL_SCRIPT_ID_) DL_SCRIPT_COUNT };
-#undef DL_SCRIPT_ID_
-
-#define DL_MAX_ARGS 12            /* ARGV of a script, at most (acquire: 10) */
-#define DL_CALL_NUMS 6            /* numbers a call formats for its ARGV */
-
-/* One script call on one object. */
-#define DL_CALL_ARG_(ID, name) DL_CALL_ARG_##name
-#define DL_CALL_REPLY_(ID, name) DL_CALL_REPLY_##name
-struct dl_call {
-    int script;                   /* DL_SCRIPT_* */
-    dl_caller_t who;
-    uint64_t deadline;            /* monotonic ms, 0 none: see dl_cmd_t */
-    int once;                     /* never sent twice: see dl_cmd_t (0: may be) */
-    union {                       /* each script's, as its call_<name>.h names it */
-        DL_SCRIPT_LIST(DL_CALL_ARG_)
-    } arg;
-    /* Set when the run gave this call a reply (cmd.err 0). */
-    union {
-        DL_SCRIPT_LIST(DL_CALL_REPLY_)
-    } reply;
-    /* The wire form, script.c's: argv[0..1] EVALSHA sha | EVAL text, then
-     * what the entry's wire writes. */
-    int argc;
-    const char *argv[3 + DL_KEYS_MAX + DL_MAX_ARGS];
-    size_t argvlen[3 + DL_KEYS_MAX + DL_MAX_ARGS];
-    char num[DL_CALL_NUMS][24];
-    dl_cmd_t cmd;                 /* err, errmsg, sent: how the run went */
-};
-#undef DL_CALL_ARG_
-#undef DL_CALL_REPLY_
 
 /* A call's wire form being written (the entries' wire). */
 typedef struct dl_wire {
@@ -94,11 +61,6 @@ typedef struct dl_script_entry {
      * script is never run on several servers as one call. */
     const struct dl_quorum_op *quorum;
 } dl_script_entry_t;
-
-/* Every entry, defined by its call_<name>.c (dl_scripts[] points to it). */
-#define DL_SCRIPT_ENTRY_(ID, name) extern const dl_script_entry_t dl_entry_##name;
-DL_SCRIPT_LIST(DL_SCRIPT_ENTRY_)
-#undef DL_SCRIPT_ENTRY_
 
 /* c becomes a call of script by who, no deadline, sent again if need be:
  * the builders' start. */

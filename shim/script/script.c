@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dl.h"
+#include "dl_script_list.h"
 #include "quorum.h"
 #include "script.h"
 #include "fault.h"

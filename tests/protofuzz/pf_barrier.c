@@ -7,6 +7,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call_barrier_check.h"
+#include "call_barrier_leave.h"
+#include "call_barrier_open.h"
+#include "call_barrier_wait.h"
 #include "calls.h"
 #include "keys.h"
 #include "pf_barrier.h"
@@ -292,7 +296,7 @@ static int send_arrival(run_t *r, int i, uint64_t id, unsigned count, int *res, 
     int want = model_arrive(r, i, id, count, &mgen, &pushto);
     if (want == -9)
         return bad(r, "too many arrivals for the model");
-    const dl_barrier_wait_reply_t *x = &c.reply.barrier_wait;
+    const dl_barrier_wait_reply_t *x = &DL_REPLY(&c, barrier_wait);
     if (x->result != want || (want >= 0 && x->gen != mgen) || (want >= 0 && x->inc != r->inc))
         return bad(r, "p%d arrival %llu replied %d (gen %llu, inc %llu); the model: %d (gen %llu)",
                    i, (unsigned long long)id, x->result, (unsigned long long)x->gen,
@@ -316,11 +320,11 @@ static int send_leave(run_t *r, int i, uint64_t arr, uint64_t gen, uint64_t inc,
     if (run_call(r, &c))
         return 1;
     int want = model_leave(r, i, arr, gen, op, failed);
-    if (c.reply.barrier_leave.result != want)
+    if (DL_REPLY(&c, barrier_leave).result != want)
         return bad(r, "p%d leave %llu of arrival %llu (gen %llu, settling %llu) replied %d; the "
                    "model: %d", i, (unsigned long long)op, (unsigned long long)arr,
                    (unsigned long long)gen, (unsigned long long)failed,
-                   c.reply.barrier_leave.result, want);
+                   DL_REPLY(&c, barrier_leave).result, want);
     *res = want;
     return 0;
 }
@@ -459,7 +463,7 @@ static int op_check(run_t *r, int i)
     dl_call_barrier_check(&c, &w);
     if (run_call(r, &c))
         return 1;
-    const dl_barrier_check_reply_t *x = &c.reply.barrier_check;
+    const dl_barrier_check_reply_t *x = &DL_REPLY(&c, barrier_check);
     if (x->result != 1 || x->inc != r->inc || x->gen != r->gen)
         return bad(r, "check replied %d (inc %llu, gen %llu); the model: inc %llu, gen %llu",
                    x->result, (unsigned long long)x->inc, (unsigned long long)x->gen,
@@ -598,13 +602,13 @@ int pf_barrier_fuzz(const pf_barrier_opts_t *o, int *steps_done, char *why, size
     dl_caller_t w = who(&r, 0);
     dl_call_t c;
     dl_call_barrier_open(&c, &w, &(dl_barrier_open_args_t){ .count = r.count, .idle_ms = 1000 });
-    if (run_call(&r, &c) || c.reply.barrier_open.result != 1)
-        rc = rc ? rc : bad(&r, "barrier_open replied %d", c.reply.barrier_open.result);
+    if (run_call(&r, &c) || DL_REPLY(&c, barrier_open).result != 1)
+        rc = rc ? rc : bad(&r, "barrier_open replied %d", DL_REPLY(&c, barrier_open).result);
     dl_call_barrier_check(&c, &w);
-    if (!rc && (run_call(&r, &c) || c.reply.barrier_check.result != 1))
-        rc = rc ? rc : bad(&r, "the first check replied %d", c.reply.barrier_check.result);
-    r.inc = c.reply.barrier_check.inc;
-    r.gen = c.reply.barrier_check.gen;
+    if (!rc && (run_call(&r, &c) || DL_REPLY(&c, barrier_check).result != 1))
+        rc = rc ? rc : bad(&r, "the first check replied %d", DL_REPLY(&c, barrier_check).result);
+    r.inc = DL_REPLY(&c, barrier_check).inc;
+    r.gen = DL_REPLY(&c, barrier_check).gen;
     if (!rc && r.gen != r.inc)
         rc = bad(&r, "a new barrier's generation %llu is not its incarnation %llu",
                  (unsigned long long)r.gen, (unsigned long long)r.inc);

@@ -5,6 +5,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "call_cond_check.h"
+#include "call_cond_enter.h"
+#include "call_cond_leave.h"
+#include "call_cond_signal.h"
 #include "pf_cond.h"
 #include "pf_model.h"      /* PF_MARGIN_MS */
 #include "pf_redis.h"

@@ -31,7 +31,7 @@ typedef struct pf_hold {
     uint64_t fence, rid;
     int64_t valid_until;       /* local ms; 0: not known (claimed, never renewed) */
     int lost;                  /* renew said gone, or broken: not counted */
-    int cut;                   /* a linger mark cut its TTL (tenure.c, dl_hold_ttl):
+    int cut;                   /* a linger mark cut its TTL (tenure.c, dl_tenure_ttl):
                                   renewals vouch for the claim window only */
 } pf_hold_t;
 

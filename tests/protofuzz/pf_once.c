@@ -7,6 +7,11 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call_acquire.h"
+#include "call_once_check.h"
+#include "call_once_done.h"
+#include "call_release.h"
+#include "call_renew.h"
 #include "calls.h"
 #include "keys.h"
 #include "pf_once.h"
@@ -176,10 +181,10 @@ static int op_check(run_t *r, int i)
     dl_call_once_check(&c, &w);
     if (run_call(r, &c))
         return 1;
-    if (c.reply.once_check.done != r->done)
-        return bad(r, "once_check says %d; the model: %d", c.reply.once_check.done, r->done);
+    if (DL_REPLY(&c, once_check).done != r->done)
+        return bad(r, "once_check says %d; the model: %d", DL_REPLY(&c, once_check).done, r->done);
     oproc_t *p = &r->p[i];
-    if (p->holds && !c.reply.once_check.done && !p->running) {
+    if (p->holds && !DL_REPLY(&c, once_check).done && !p->running) {
         p->running = 1;           /* holding it, not complete: it runs the routine */
         r->runs++;
     }
@@ -202,9 +207,9 @@ static int op_take(run_t *r, int i)
         .enqueue = queue, .regid = p->regid, .waiter_ttl_ms = WTTL_MS, .claim_ms = WTTL_MS });
     if (run_call(r, &c))
         return 1;
-    if (c.reply.acquire.got == 1) {
+    if (DL_REPLY(&c, acquire).got == 1) {
         p->holds = 1;
-        p->fence = c.reply.acquire.fence;
+        p->fence = DL_REPLY(&c, acquire).fence;
         p->rid = p->regid;
         p->running = 0;
     }
@@ -226,7 +231,7 @@ static int op_done(run_t *r, int i)
     int64_t t0 = now_ms();
     if (run_call(r, &c))
         return 1;
-    int res = c.reply.once_done.result;
+    int res = DL_REPLY(&c, once_done).result;
     int near = s.pttl >= 0 && s.pttl < MARGIN_MS + (now_ms() - t0);
     int want = r->done ? 3 : s.owner == i ? 1 : s.owner < 0 ? 2 : 0;
     if (res != want && !(near && !r->done && (res == 1 || res == 2 || res == 0)))
@@ -251,9 +256,9 @@ static int op_done(run_t *r, int i)
                                                           .info = "pf", .infolen = 2 });
         if (run_call(r, &c))
             return 1;
-        if (c.reply.once_done.result != 3)
+        if (DL_REPLY(&c, once_done).result != 3)
             return bad(r, "p%d's completion sent again replied %d, want 3", i,
-                       c.reply.once_done.result);
+                       DL_REPLY(&c, once_done).result);
     }
     return 0;
 }
@@ -284,7 +289,7 @@ static int op_renew(run_t *r, int i)
                                                .fence = p->fence });
     if (run_call(r, &c))
         return 1;
-    if (c.reply.renew.held != 1)
+    if (DL_REPLY(&c, renew).held != 1)
         p->holds = p->running = 0;   /* lapsed: it stopped renewing (stalled, died) */
     return 0;
 }

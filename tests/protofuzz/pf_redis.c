@@ -6,6 +6,15 @@
 #include <string.h>
 #include <sys/time.h>
 
+#include "call_acquire.h"
+#include "call_acquire_all.h"
+#include "call_break.h"
+#include "call_cancel.h"
+#include "call_mark.h"
+#include "call_release.h"
+#include "call_renew.h"
+#include "call_withdraw.h"
+#include "call_withdraw_all.h"
 #include "channel.h"
 #include "keys.h"
 #include "pf_redis.h"

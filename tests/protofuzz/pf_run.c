@@ -642,7 +642,7 @@ static int op_mark(pf_run_t *r, const pf_op_t *op, int i, int64_t t0)
     pf_linef(r, "p%d lingers: mark cuts fence %llu to %d ms%s", i, (unsigned long long)q.fence,
              p->wttl, lost_name(op->lost));
     /* The library lowers its validity once the mark is written (tenure.c,
-     * dl_hold_cut), whenever Redis runs it: a mark held back on a connection
+     * dl_tenure_cut), whenever Redis runs it: a mark held back on a connection
      * given up still cuts the TTL when it runs. */
     if (p->hold.valid_until > t0 + p->wttl)
         p->hold.valid_until = t0 + p->wttl;

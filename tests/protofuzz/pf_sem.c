@@ -7,10 +7,20 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "call_renew.h"
+#include "call_sem_cancel.h"
+#include "call_sem_open.h"
+#include "call_sem_post.h"
+#include "call_sem_renew.h"
+#include "call_sem_value.h"
+#include "call_sem_wait.h"
+#include "call_sem_withdraw.h"
+#include "call_withdraw.h"
 #include "calls.h"
 #include "keys.h"
 #include "pf_sem.h"
 #include "script.h"
+#include "sem_calls.h"
 
 #define MAXP 8
 #define MARGIN_MS 10
@@ -138,7 +148,7 @@ static int withdraw(run_t *r, int i, char what, uint64_t id, uint64_t inc, int *
                                                          .incarn = inc });
     if (run_call(r, &c))
         return 1;
-    *result = c.reply.withdraw.result;
+    *result = DL_REPLY(&c, withdraw).result;
     return 0;
 }
 
@@ -155,7 +165,7 @@ static int reopen(run_t *r, int i)
     dl_call_sem_open(&c, &w, &(dl_sem_open_args_t){ r->kind, r->o->value, 'c', ++p->id });
     if (run_call(r, &c))
         return 1;
-    dl_sem_open_reply_t *x = &c.reply.sem_open;
+    dl_sem_open_reply_t *x = &DL_REPLY(&c, sem_open);
     if ((x->result != 0 && x->result != 1) || !x->inc)
         return bad(r, "p%d sem_open replied %d (incarnation %llu)", i, x->result,
                    (unsigned long long)x->inc);
@@ -241,10 +251,10 @@ static int deliver(run_t *r, int i)
         build_wait(r, i, l->wait, l->id, l->inc, &c);
         if (run_call(r, &c))
             return 1;
-        if (l->inc != r->cur && c.reply.sem_wait.got != DL_SEM_LOST)
+        if (l->inc != r->cur && DL_REPLY(&c, sem_wait).got != DL_SEM_LOST)
             return bad(r, "p%d's late wait of incarnation %llu ran in %llu (replied %d)", i,
                        (unsigned long long)l->inc, (unsigned long long)r->cur,
-                       c.reply.sem_wait.got);
+                       DL_REPLY(&c, sem_wait).got);
         int res;
         if (withdraw(r, i, 'w', l->id, l->inc, &res))
             return 1;
@@ -256,10 +266,10 @@ static int deliver(run_t *r, int i)
     build_post(r, i, l->id, l->fence, l->inc, &c);
     if (run_call(r, &c))
         return 1;
-    if (l->inc != r->cur && c.reply.sem_post.result != DL_SEM_LOST)
+    if (l->inc != r->cur && DL_REPLY(&c, sem_post).result != DL_SEM_LOST)
         return bad(r, "p%d's late post of incarnation %llu ran in %llu (replied %d)", i,
                    (unsigned long long)l->inc, (unsigned long long)r->cur,
-                   c.reply.sem_post.result);
+                   DL_REPLY(&c, sem_post).result);
     return 0;
 }
 
@@ -294,7 +304,7 @@ static int op_wait(run_t *r, int i, int wait, int lost)
         p->pend_inc = inc;
         return 0;
     }
-    dl_sem_wait_reply_t *w = &c.reply.sem_wait;
+    dl_sem_wait_reply_t *w = &DL_REPLY(&c, sem_wait);
     if (w->got == DL_SEM_LOST)
         return told_lost(r, i, inc, "wait");
     if (w->got >= 0 && done_in(r, i, inc, w->inc, "wait"))
@@ -345,13 +355,13 @@ static int op_post(run_t *r, int i, int lost)
     build_post(r, i, id, fence, inc, &c);
     if (run_call(r, &c))
         return 1;
-    int res = c.reply.sem_post.result;
+    int res = DL_REPLY(&c, sem_post).result;
     if (res == DL_SEM_LOST) {
         if (r->kind == 'l')
             lapse(p);
         return told_lost(r, i, inc, "post");
     }
-    if (res >= 0 && done_in(r, i, inc, c.reply.sem_post.inc, "post"))
+    if (res >= 0 && done_in(r, i, inc, DL_REPLY(&c, sem_post).inc, "post"))
         return 1;
     if (r->kind == 'c') {
         if (res != 1 && res != 2)
@@ -385,7 +395,7 @@ static int op_cancel(run_t *r, int i)
     if (run_call(r, &c))
         return 1;
     p->reg_last = 0;
-    if (c.reply.sem_cancel.result == DL_SEM_LOST)
+    if (DL_REPLY(&c, sem_cancel).result == DL_SEM_LOST)
         return told_lost(r, i, inc, "cancel");
     return 0;
 }
@@ -402,7 +412,7 @@ static int op_renew(run_t *r, int i)
     int64_t sent = now_ms();
     if (run_call(r, &c))
         return 1;
-    if (c.reply.renew.held == 1) {
+    if (DL_REPLY(&c, renew).held == 1) {
         p->valid_until = sent + (int64_t)r->lease;
     } else {
         if (p->valid_until && now_ms() + MARGIN_MS < p->valid_until)
@@ -572,8 +582,8 @@ static int finish(run_t *r)
     dl_call_sem_value(&c, &w, &(dl_sem_value_args_t){ r->kind, r->o->value, 0 });
     if (run_call(r, &c))
         return 1;
-    if (c.reply.sem_value.value != (long long)r->o->value)
-        return bad(r, "at the end: value %lld of %u permits", c.reply.sem_value.value,
+    if (DL_REPLY(&c, sem_value).value != (long long)r->o->value)
+        return bad(r, "at the end: value %lld of %u permits", DL_REPLY(&c, sem_value).value,
                    r->o->value);
     return 0;
 }

@@ -143,6 +143,27 @@ static double field_d(const char *s, const char *field)
     return p ? atof(p + strlen(pat)) : -1;
 }
 
+int rc_wait_listed(redisContext *c, const char *zkey)
+{
+    uint64_t until = now_ns() + 2000000000ull;
+    int late = 0;
+    for (;;) {
+        redisReply *r = redisCommand(c, "ZCARD %s", zkey);
+        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
+        if (r)
+            freeReplyObject(r);
+        if (n > 0)
+            break;
+        if (now_ns() > until) {
+            late = 1;
+            break;
+        }
+        sleep_us(20);
+    }
+    sleep_us(300);
+    return late;
+}
+
 double rc_cpu_seconds(redisContext *c)
 {
     redisReply *r = info(c, "cpu");

@@ -40,6 +40,11 @@ long long rc_cmd_calls(redisContext *c);
 int rc_cmdstat(redisContext *c, const char *cmd, long long *calls, long long *usec);
 /* used_cpu_sys + used_cpu_user of the server, in seconds. */
 double rc_cpu_seconds(redisContext *c);
+/* Waits until the sorted set `zkey` lists a member (a waiter queued or
+ * registered: ZCARD > 0, asked every 20 us), then 300 us more so that its
+ * thread sleeps on it.  0, or 1 when none was listed within 2 s (the round
+ * goes on: the caller counts it). */
+int rc_wait_listed(redisContext *c, const char *zkey);
 /* A field of INFO (e.g. "connected_clients"); -1 if absent. */
 long long rc_info_ll(redisContext *c, const char *section, const char *field);
 

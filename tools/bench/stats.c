@@ -26,6 +26,17 @@ void sort_doubles(double *v, size_t n)
     qsort(v, n, sizeof *v, cmp_d);
 }
 
+double *spans_us(const uint64_t *from, const uint64_t *to, size_t n)
+{
+    double *v = malloc(n * sizeof *v);
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < n; i++)
+        v[i] = to[i] > from[i] ? (double)(to[i] - from[i]) / 1e3 : 0;
+    sort_doubles(v, n);
+    return v;
+}
+
 /* Nearest rank: the smallest sample with at least q of the samples at or
  * below it. */
 double pct_sorted(const double *v, size_t n, double q)

@@ -18,6 +18,9 @@ void sleep_us(unsigned long us);
 double pct_sorted(const double *v, size_t n, double q);
 void sort_doubles(double *v, size_t n);
 double mean_of(const double *v, size_t n);
+/* The spans to[i] - from[i] (ns) of n samples, in us, sorted (0 where to
+ * is not after from): malloc'ed, NULL when out of memory. */
+double *spans_us(const uint64_t *from, const uint64_t *to, size_t n);
 double max_of(const double *v, size_t n);
 /* The smallest and largest of snap[0..n) relative to their mean (0 when
  * the mean is 0): each worker's share of the work done. */

@@ -392,21 +392,7 @@ static void w3_wait_b_blocked(w3_t *w, redisContext *c)
         sleep_us(2000 + (unsigned long)(rand() % 1000));
         return;
     }
-    uint64_t until = now_ns() + 2000000000ull;
-    for (;;) {
-        redisReply *r = redisCommand(c, "ZCARD %s", w->qkey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n > 0)
-            break;
-        if (now_ns() > until) {
-            w->unqueued++;
-            break;
-        }
-        sleep_us(20);
-    }
-    sleep_us(300);
+    w->unqueued += (unsigned long)rc_wait_listed(c, w->qkey);
 }
 
 static int w3_worker(void *arg, int idx)
@@ -503,12 +489,7 @@ static int w3_run(int peer, int relock)
         output_error(wl, "%s workers failed", peer_name(peer));
     } else {
         size_t n = w->rounds;
-        double *v = malloc(n * sizeof *v);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t a = w->t0[w->warm + i], b = w->t1[w->warm + i];
-            v[i] = b > a ? (double)(b - a) / 1e3 : 0;
-        }
-        sort_doubles(v, n);
+        double *v = spans_us(w->t0 + w->warm, w->t1 + w->warm, n);
         result_t *r = result_new(peer_name(peer), wl);
         double mean = mean_of(v, n);
         r->ops_per_s = mean > 0 ? 1e6 / mean : 0;    /* back-to-back handoffs per second */

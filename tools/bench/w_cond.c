@@ -61,21 +61,7 @@ static int cond_key(char *buf, size_t size, const char *name)
  * sleep on it (as W3 waits for its B to be queued). */
 static void wait_registered(c1_t *w, redisContext *c)
 {
-    uint64_t until = now_ns() + 2000000000ull;
-    for (;;) {
-        redisReply *r = redisCommand(c, "ZCARD %s", w->ckey);
-        long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : 0;
-        if (r)
-            freeReplyObject(r);
-        if (n > 0)
-            break;
-        if (now_ns() > until) {
-            w->unregistered++;
-            break;
-        }
-        sleep_us(20);
-    }
-    sleep_us(300);
+    w->unregistered += (unsigned long)rc_wait_listed(c, w->ckey);
 }
 
 static int c1_worker(void *arg, int idx)
@@ -159,12 +145,7 @@ int run_c1(void)
         output_error("C1", "workers failed");
     } else {
         size_t n = w->rounds;
-        double *v = malloc(n * sizeof *v);
-        for (size_t i = 0; i < n; i++) {
-            uint64_t a = w->t0[w->warm + i], b = w->t1[w->warm + i];
-            v[i] = b > a ? (double)(b - a) / 1e3 : 0;
-        }
-        sort_doubles(v, n);
+        double *v = spans_us(w->t0 + w->warm, w->t1 + w->warm, n);
         result_t *r = result_new("distlock", "C1");
         double mean = mean_of(v, n);
         r->ops_per_s = mean > 0 ? 1e6 / mean : 0;
@@ -174,13 +155,8 @@ int run_c1(void)
         result_extra(r, "min_us", "%.1f", v[0]);
         result_extra(r, "max_us", "%.1f", v[n - 1]);
         /* the signal's own round trip, the first part of each sample */
-        double *sv = malloc(n * sizeof *sv);
-        for (size_t i = 0; sv && i < n; i++) {
-            uint64_t a = w->t0[w->warm + i], b = w->ts[w->warm + i];
-            sv[i] = b > a ? (double)(b - a) / 1e3 : 0;
-        }
+        double *sv = spans_us(w->t0 + w->warm, w->ts + w->warm, n);
         if (sv) {
-            sort_doubles(sv, n);
             result_extra(r, "signal_call_p50_us", "%.1f", pct_sorted(sv, n, 0.5));
             free(sv);
         }

@@ -30,6 +30,7 @@
 
 #include "bench.h"
 #include "distlock.h"
+#include "dl_script_list.h"
 #include "script.h"
 
 #define W5_MAX_THREADS 32

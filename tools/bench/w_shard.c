@@ -219,7 +219,7 @@ static void name_on(const shcl_t *c, int m, const char *tag, int k, char *buf, s
         lock_name(buf, size, c->n == 3 ? "SH3" : "SH6", base);
         if (lock_key(key, sizeof key, buf, 0))
             return;
-        unsigned s = dl_key_slot(key, strlen(key));
+        unsigned s = dl_cluster_slot(key, strlen(key));
         if ((int)((long)s * c->n / 16384) == m)
             return;
     }

@@ -6,6 +6,10 @@
 #include <string.h>
 
 #include "break.h"
+#include "call_break.h"
+#include "call_cancel.h"
+#include "call_release.h"
+#include "call_sem_break.h"
 #include "channel.h"
 
 /* What both commands need first: a connection, the lock's keys and the
@@ -39,7 +43,7 @@ int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *remo
         dl_caller_t who = cli_caller(&lk, chan, NULL);
         dl_call_break(&c, &who);
         int bad = cli_call(r, t, &c);
-        if (!bad && c.reply.brk.removed < 0)
+        if (!bad && DL_REPLY(&c, brk).removed < 0)
             bad = cli_redis_fail(r, t, "unexpected reply to the break script");
         if (bad) {
             snprintf(last, sizeof last, "%s", r->err);
@@ -47,8 +51,8 @@ int cli_break_lock(cli_redis_t *r, const char *name, size_t len, long long *remo
         }
         got++;
         /* Each server holds the same holds: count them once. */
-        if (c.reply.brk.removed > *removed)
-            *removed = c.reply.brk.removed;
+        if (DL_REPLY(&c, brk).removed > *removed)
+            *removed = DL_REPLY(&c, brk).removed;
     }
     cli_keys_free(&lk);
     return cli_redis_tally(r, got, last);
@@ -66,10 +70,10 @@ int cli_break_sem(cli_redis_t *r, const char *name, size_t len, const char *toke
     dl_caller_t who = cli_caller(&k, chan, token);
     dl_call_sem_break(&c, &who);
     int rc = cli_call(r, -1, &c);
-    if (rc == 0 && c.reply.sem_break.result < 0)
+    if (rc == 0 && DL_REPLY(&c, sem_break).result < 0)
         rc = cli_redis_fail(r, -1, "unexpected reply to the semaphore's break script");
     if (rc == 0)
-        *b = c.reply.sem_break;
+        *b = DL_REPLY(&c, sem_break);
     cli_keys_free(&k);
     return rc;
 }
@@ -99,9 +103,9 @@ int cli_withdraw(cli_redis_t *r, const char *name, size_t len, const char *token
          * (which would cost the others a claim window and give the next
          * holder EOWNERDEAD).  The release names the hold by its fence,
          * which that server gave. */
-        if (c.reply.cancel.granted != 1)
+        if (DL_REPLY(&c, cancel).granted != 1)
             continue;
-        dl_release_args_t ra = { .mode = mode, .fence = c.reply.cancel.fence };
+        dl_release_args_t ra = { .mode = mode, .fence = DL_REPLY(&c, cancel).fence };
         dl_call_release(&c, &who, &ra);
         if (cli_call(r, t, &c))
             failed = 1;

@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "call_sem_break.h"
 #include "redis.h"
 
 /* Runs the break script (with redlock on every server): deletes the holds,

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sem_break.h"
 #include "cli.h"
 #include "commands.h"
 #include "break.h"

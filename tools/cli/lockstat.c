@@ -5,6 +5,7 @@
 
 #include "lockstat.h"
 #include "objects.h"
+#include "view.h"
 
 void cli_lockstat_free(cli_lockstat_t *st)
 {

@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "redis.h"
+#include "view.h"
 
 /* The library's view (view.h) under the names the tool prints. */
 typedef dl_view_who_t cli_who_t;

@@ -6,17 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "call_cond_status.h"
 #include "objects.h"
+#include "view.h"
 
 static int take_cond(dl_call_t *c, cli_obj_t *o)
 {
-    dl_view_t *v = c->reply.cond_status.view;
+    dl_view_t *v = DL_REPLY(c, cond_status).view;
     if (!v)
         return -1;
     o->kind = DL_KIND_COND;
     o->st = *v;                       /* the view's parts are the object's now */
     free(v);
-    c->reply.cond_status.view = NULL;
+    DL_REPLY(c, cond_status).view = NULL;
     snprintf(o->state, sizeof o->state, "%s", o->st.nwaiters ? "waited on" : "-");
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "view.h"
 
 #define CHUNK 256             /* script calls per pipelined batch */
 

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_status.h"
 #include "objects.h"
+#include "view.h"
 
 static void lock_state(const cli_lockstat_t *st, char *buf, size_t size)
 {
@@ -22,13 +24,13 @@ static void lock_state(const cli_lockstat_t *st, char *buf, size_t size)
 
 static int take_lock(dl_call_t *c, cli_obj_t *o)
 {
-    dl_view_t *v = c->reply.status.view;
+    dl_view_t *v = DL_REPLY(c, status).view;
     if (!v)
         return -1;
     o->kind = DL_KIND_LOCK;
     o->st = *v;                       /* the view's parts are the object's now */
     free(v);
-    c->reply.status.view = NULL;
+    DL_REPLY(c, status).view = NULL;
     lock_state(&o->st, o->state, sizeof o->state);
     return 0;
 }

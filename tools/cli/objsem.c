@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_sem_status.h"
 #include "objects.h"
 
 /* The STATE column: "2/5 permits" (held of all) for a leased semaphore,
@@ -26,7 +27,7 @@ static void sem_state(const dl_sem_view_t *sv, char *buf, size_t size)
 
 static int take_sem(dl_call_t *c, cli_obj_t *o)
 {
-    dl_sem_view_t *v = c->reply.sem_status.view;
+    dl_sem_view_t *v = DL_REPLY(c, sem_status).view;
     if (!v)
         return -1;
     o->kind = DL_KIND_SEM;
@@ -38,7 +39,7 @@ static int take_sem(dl_call_t *c, cli_obj_t *o)
     o->incarn = v->incarn;
     o->incarn_age_ms = v->incarn ? v->age_ms : -1;
     free(v);
-    c->reply.sem_status.view = NULL;
+    DL_REPLY(c, sem_status).view = NULL;
     return 0;
 }
 
