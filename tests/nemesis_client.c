@@ -141,14 +141,14 @@ void nm_do_store(nm_thr_t *t, int li, int mode, uint64_t fence)
 }
 
 /* The time inside a hold: mostly short, some long; a fixed lease's holds
- * stay well inside it, except 15 % that outlive it on purpose, twice as
+ * stay well inside it, except 8 % that outlive it on purpose, twice as
  * long (its unlock must say ENOLCK once another process took the lock,
  * and a relock in it must not trust the hold: critical). */
 static long hold_us(nm_thr_t *t, const nm_lockdef_t *d)
 {
     long r = nm_rnd_in(&t->rng, 0, 999);
     long fixed = t->cc->cfg->fixed_ms;
-    if (d->fixed && r < 150)
+    if (d->fixed && r < 80)
         return 2 * fixed * 1000;
     if (r < 700)
         return nm_rnd_in(&t->rng, 0, 10000);
