@@ -107,7 +107,7 @@ if(DISTLOCK_TESTS)
   set(DLP_WITH_REDIS ${PROJECT_SOURCE_DIR}/tools/with-redis.sh)
   # name, timeout (s), needs a redis-server of its own
   foreach(spec "map;30;0" "engage;60;1" "legacy;120;1" "launch;120;1" "outage;60;0" "onloss;60;0" "w8;60;0"
-               "programs;180;1" "sem;120;1" "cond;60;1" "barrier;120;1" "cxx;240;1"
+               "programs;300;1" "sem;120;1" "cond;60;1" "barrier;120;1" "cxx;240;1"
                "robust;120;1" "clocks;120;1" "keeper;120;0")
     list(GET spec 0 name)
     list(GET spec 1 timeout)

@@ -268,6 +268,16 @@ int th_proxy_delay(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms)
     return n;
 }
 
+int th_proxy_delay_sticky(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms)
+{
+    pthread_mutex_lock(&p->mu);
+    p->sticky_pid = c2s_ms || s2c_ms ? pid : 0;
+    p->sticky[0] = c2s_ms;
+    p->sticky[1] = s2c_ms;
+    pthread_mutex_unlock(&p->mu);
+    return th_proxy_delay(p, pid, c2s_ms, s2c_ms);
+}
+
 int th_proxy_thaw(th_proxy_t *p)
 {
     int n = 0;

@@ -123,6 +123,10 @@ int th_proxy_freeze(th_proxy_t *p, pid_t pid, int flags, long hold_ms);
 int th_proxy_thaw(th_proxy_t *p);
 /* See above; returns how many connections it applies to now. */
 int th_proxy_delay(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms);
+/* The same, and the connections pid opens from now on get those delays
+ * too (one process at a time; 0, 0 ends it): its reconnections and their
+ * resends are as late. */
+int th_proxy_delay_sticky(th_proxy_t *p, pid_t pid, long c2s_ms, long s2c_ms);
 /* Waits until no connection that is not frozen has client bytes queued
  * (what was due is with Redis): 1, or 0 after timeout_ms. */
 int th_proxy_settled(th_proxy_t *p, long timeout_ms);

@@ -166,6 +166,17 @@ static void px_accept(th_proxy_t *p)
     pr->cport = ntohs(ca.sin_port);
     pr->used = 1;
     p->st.open++;
+    if (p->sticky_pid > 0) {
+        /* a connection of the process whose new ones are delayed too */
+        int ports[64];
+        int np = th_proc_sockets(p->sticky_pid, p->port, ports, 64);
+        for (int k = 0; k < np && k < 64; k++)
+            if (ports[k] == pr->cport) {
+                pr->delay[0] = p->sticky[0];
+                pr->delay[1] = p->sticky[1];
+                break;
+            }
+    }
 }
 
 /* Reads what fd[d] has; 0, or -1 when the pair must close (mu held). */

@@ -57,6 +57,8 @@ struct th_proxy {
     long delay_ms;
     int cut_replies, cut_requests, mute;
     long jitter_lo, jitter_hi;  /* JITTER: each client chunk's delay (ms) */
+    pid_t sticky_pid;           /* th_proxy_delay_sticky: its new connections get */
+    long sticky[2];             /* these delays too (0: none) */
     unsigned jitter_seed;
     th_proxy_stats_t st;
     /* the thread's own */

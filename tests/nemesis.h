@@ -7,7 +7,15 @@
  *   nemesis_log.c      the shared record every client writes (calls and
  *                      store operations), which survives kill -9
  *   nemesis_client.c   a client process: threads taking random locks with
- *                      random calls, writing to the fenced store inside
+ *                      random calls, writing to the fenced store inside,
+ *                      and the threads of each role (below)
+ *   nemesis_roles.c    the roles: the other primitives' clients, each with
+ *                      its threads and its checks (the table nm_roles)
+ *   nemesis_sem.c      the semaphore role: at most N inside, no permit lost
+ *   nemesis_lockall.c  the lock-all role: all or none, no deadlock
+ *   nemesis_clock.c    the clients' wall clock, which the nemesis jumps
+ *   nm_clockshim.c     the lock servers' wall clock (a library preloaded
+ *                      into redis-server), which the nemesis jumps
  *   nemesis_store.c    the fenced store: another redis-server that accepts a
  *                      write only with a fence >= the highest it has seen
  *   nemesis_fault.c    the seeded fault schedule and its injection
@@ -29,10 +37,12 @@
 /* ------------------------------------------------------------------ config */
 
 #define NM_MAX_SLOTS 48          /* client processes of one run, respawns included */
-#define NM_MAX_THREADS 5         /* lock threads, the condition's, the barrier and once one */
+#define NM_MAX_LOCK_THREADS 4    /* a client's lock threads (cfg.threads) */
+#define NM_MAX_THREADS 12        /* ... and its roles' threads */
 #define NM_EV_PER_THREAD 16384
 #define NM_MAX_FAULTS 512
-#define NM_MAX_NAMES 16
+#define NM_MAX_NAMES 32          /* the locks' names, then the roles' */
+#define NM_MAX_JUMPS 64          /* clock jumps of a client recorded */
 #define NM_MAX_STALLS 64         /* a client's stalls recorded (a loaded machine) */
 #define NM_STALL_US 100000       /* a heartbeat late by this much is a stall */
 
@@ -51,6 +61,7 @@ typedef struct nm_cfg {
     double rate;                /* faults per second, on average */
     unsigned faults;            /* NM_F_* bits enabled */
     int verbose;                /* print the schedule and the summary even on success */
+    unsigned roles;             /* the roles whose clients run (bit i: nm_roles[i]) */
     const char *cli;            /* the distlock CLI (for break) */
     const char *dir;            /* a directory for logs */
 } nm_cfg_t;
@@ -65,6 +76,7 @@ typedef struct nm_lockdef {
     int weight;                 /* how often the threads pick it */
     int home;                   /* >0: the home lock of client slots = home-1 modulo
                                    nm_homes (mutexes) or nm_rhomes (rwlocks) */
+    int all;                    /* 1: in the lock-all role's pool (a mutex) */
 } nm_lockdef_t;
 
 extern const nm_lockdef_t nm_locks[];
@@ -78,20 +90,26 @@ enum nm_kind { NM_LOCK = 1, NM_UNLOCK, NM_WRITE, NM_READ,
                                     CLOCK_MONOTONIC (us) */
                NM_SIGNAL,        /* dist_cond_signal: fence the time (us) the signaller's
                                     lock of the condition's mutex returned */
+               NM_SWAIT,         /* a semaphore's wait, trywait or timedwait (op) */
+               NM_SPOST,         /* a semaphore's post */
+               NM_ALLCHECK,      /* lock-all: after the call, the locks of its set the
+                                    thread holds (getfence 0), as a bit mask in fence
+                                    (name: the set's first) */
                NM_BWAIT,         /* dist_barrier_timedwait (name NM_BAR_NAME): abs_rt_us
                                     its deadline, fence the generation it was released
                                     in (0 unknown), rc -1 DIST_BARRIER_SERIAL_THREAD is
                                     kept as NM_RC_SERIAL */
                NM_ONCE,          /* dist_once (name NM_ONCE_NAME) of epoch `hold` */
                NM_ORUN };        /* its routine's run (state 2: completed) */
-/* The condition of the nemesis and its mutex: names after the locks' (they
- * take no part in the lock checks; nemesis_check.c check_cond). */
+/* The condition of the nemesis and its mutex: the condition role's names,
+ * the first after the locks' (they take no part in the lock checks;
+ * nemesis_check.c check_cond). */
 #define NM_CV_NAME (nm_nlocks)
 #define NM_CVM_NAME (nm_nlocks + 1)
 /* The barrier (count: the clients alive at once) and the prefix of the
- * once names (one per epoch of NM_EPOCH_MS), after the condition's. */
-#define NM_BAR_NAME (nm_nlocks + 2)
-#define NM_ONCE_NAME (nm_nlocks + 3)
+ * once names (one per epoch of NM_EPOCH_MS): the barrier role's names. */
+#define NM_BAR_NAME (nm_role_base[NM_ROLE_BARRIER])
+#define NM_ONCE_NAME (nm_role_base[NM_ROLE_BARRIER] + 1)
 #define NM_EPOCH_MS 1500
 #define NM_EPOCHS 64
 #define NM_RC_SERIAL 1000         /* a barrier wait's DIST_BARRIER_SERIAL_THREAD, recorded */
@@ -103,13 +121,16 @@ enum nm_op { NM_OP_LOCK = 1, NM_OP_TRY, NM_OP_TIMED };
 typedef struct nm_ev {
     int64_t t0, t1;             /* call start, return */
     int64_t abs_rt_us;          /* timed calls: the deadline, CLOCK_REALTIME us */
-    int64_t rt1_us;             /* CLOCK_REALTIME at return (timed calls) */
+    int64_t rt0_us, rt1_us;     /* CLOCK_REALTIME at the call and at its return (timed
+                                   calls), as the client's clock says (it may jump) */
     uint64_t fence;             /* lock: getfence after success; store op: the holder's */
     uint64_t hi;                /* store op: the store's highest fence before it */
     uint32_t hold;              /* the thread's hold number (1, 2, ...) */
     int16_t rc;                 /* the call's code; store op: 1 accepted, 0 refused, -1 error */
     uint8_t kind, op, name, mode, depth;
     uint8_t state;
+    uint8_t all;                /* lock-all: the locks of the call (its events follow
+                                   each other, one per lock); 0: a single lock's call */
 } nm_ev_t;
 
 typedef struct nm_thread_log {
@@ -130,6 +151,9 @@ typedef struct nm_slot {
     int32_t netns;              /* index of its namespace (NM_TOPO_NETNS), -1 */
     uint32_t nstalls;           /* times the client's heartbeat thread was held up */
     int64_t stall[NM_MAX_STALLS][2];    /* [from, to] us; the last one grows when full */
+    int64_t rt_off_us;          /* what its CLOCK_REALTIME is ahead (nemesis_clock.c) */
+    uint32_t njumps;            /* its clock's jumps: [monotonic us when, by us] */
+    int64_t jump[NM_MAX_JUMPS][2];
     nm_thread_log_t th[NM_MAX_THREADS];
 } nm_slot_t;
 
@@ -189,6 +213,74 @@ typedef struct nm_client_cfg {
 /* Forks a client process in slot cc->slot; its pid, or -1. */
 pid_t nm_client_spawn(const nm_client_cfg_t *cc);
 
+/* A thread of a client: a lock thread or a role's. */
+typedef struct nm_thr {
+    const nm_client_cfg_t *cc;
+    nm_thread_log_t *tl;
+    int idx, pid, tid;
+    int sub;                    /* a role's threads: 0, 1, ... */
+    uint64_t rng;
+    void *store;
+    uint32_t hold;
+} nm_thr_t;
+
+/* The thread's generator (splitmix64), a number in [lo, hi], a sleep, and
+ * whether the run is over (nemesis_client.c). */
+uint64_t nm_rnd(uint64_t *s);
+long nm_rnd_in(uint64_t *s, long lo, long hi);
+void nm_sleep_us(long us);
+int nm_stopping(const nm_thr_t *t);
+/* The thread's store operation in its hold of lock li, and its unlock of
+ * li (depth 0: the hold's end), recorded (nemesis_client.c). */
+void nm_do_store(nm_thr_t *t, int li, int mode, uint64_t fence);
+int nm_do_unlock(nm_thr_t *t, int li, int mode, int depth, uint64_t fence);
+/* The client's lock objects (nemesis_client.c): nm_locks[li]'s mutex. */
+struct dist_mutex;
+struct dist_mutex *nm_client_mutex(int li);
+/* The client's role threads (nemesis_client.c): the condition's. */
+void *nm_cond_main(void *arg);
+
+/* ------------------------------------------------------------------ roles */
+
+struct nm_hist;
+
+/* A role: the client of one more primitive (a condition, semaphores,
+ * lock-all...), run by every client process beside its lock threads, and
+ * judged after the run by checks of its own.  nemesis_roles.c has the
+ * table; a role is one line there and a file of its own. */
+typedef struct nm_role {
+    const char *tag;            /* its name in NEMESIS_ROLES */
+    const char *const *names;   /* its objects' names (suffixes), NULL-terminated; each
+                                   is a name of the run, after the locks' */
+    int threads;                /* its threads in each client */
+    /* The client's objects (dist_*_init), in the client before its threads
+     * start; base: the index of the role's first name.  0, or the client
+     * ends (status 4). */
+    int (*open)(const nm_client_cfg_t *cc, int base);
+    void *(*run)(void *thr);    /* a thread (an nm_thr_t *; sub tells which) */
+    /* Whether the role can run with this configuration (a topology that
+     * cannot have the primitive: 0), and why not. */
+    int (*usable)(const nm_cfg_t *cfg, const char **why);
+    void (*check)(struct nm_hist *hs);  /* its checks of the run's history */
+    /* After the clients ended, before the checks: what the role reads of
+     * the servers (a semaphore's value); NULL: nothing. */
+    void (*after)(struct nm_hist *hs);
+} nm_role_t;
+
+/* The roles' lines in nm_roles (the condition first: NM_CV_NAME). */
+enum { NM_ROLE_COND, NM_ROLE_SEM, NM_ROLE_LOCKALL, NM_ROLE_BARRIER };
+extern const nm_role_t nm_roles[];
+extern const int nm_nroles;
+/* The index of role r's first name (nm_roles_setup sets them). */
+extern int nm_role_base[];
+/* Every name of the run: the locks', then the roles' in the table's order. */
+extern int nm_nnames;
+void nm_roles_setup(void);
+/* The tag of name i (a lock's, or a role's name's). */
+const char *nm_name_tag(int i);
+/* "cond,sem" (or "all", "none") into role bits; ~0u on error. */
+unsigned nm_roles_parse(const char *list);
+
 /* ------------------------------------------------------------------ faults */
 
 enum nm_fault_kind {
@@ -208,6 +300,10 @@ enum nm_fault_kind {
     NM_F_SRVSTOP,       /* SIGSTOP of a lock server */
     NM_F_PARTITION,     /* netns: a client cut from the server, one way or both */
     NM_F_STALL,         /* not injected: the machine held the nemesis itself up (recorded) */
+    NM_F_SRVCLOCK,      /* a lock server's wall clock jumps (forward: keys expire early) */
+    NM_F_CLOCK,         /* a client's wall clock jumps, forward or back */
+    NM_F_LATE,          /* the proxy delays one client's replies past its I/O time-out:
+                           calls that ran in Redis fail (EIO), their replies come late */
     /* Not injected yet (no topology of the nemesis has them): */
     NM_F_FAILOVER,      /* sentinel: the master fails over */
     NM_F_MIGRATE,       /* cluster: a slot of the locks moves */
@@ -218,12 +314,13 @@ enum nm_fault_kind {
 #define NM_FAULTS_NETNS                                                                       \
     (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
      NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
-     NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_PARTITION))
+     NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_PARTITION) | NM_BIT(NM_F_SRVCLOCK) | NM_BIT(NM_F_CLOCK))
 #define NM_FAULTS_SINGLE                                                                      \
     (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
      NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
      NM_BIT(NM_F_DELAY) | NM_BIT(NM_F_FREEZE) | NM_BIT(NM_F_JITTER) | NM_BIT(NM_F_BLACKHOLE) |   \
-     NM_BIT(NM_F_MUTE) | NM_BIT(NM_F_SRVSTOP))
+     NM_BIT(NM_F_MUTE) | NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_SRVCLOCK) | NM_BIT(NM_F_CLOCK) |  \
+     NM_BIT(NM_F_LATE))
 
 /* What a fault does to holds, for the checks. */
 #define NM_FX_LOSS 1        /* the server may lose holds (of fault.name, or all if -1) */
@@ -263,13 +360,20 @@ const char *nm_fault_name(int kind);
 unsigned nm_fault_parse(const char *list);
 /* The seeded schedule of a run. */
 void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *s);
+
+/* ------------------------------------------------------------------ clocks */
+
+/* nemesis_clock.c: in a client, its CLOCK_REALTIME (and gettimeofday,
+ * time) is ahead of the machine's by *off us from now on. */
+void nm_clock_follow(volatile int64_t *off);
+
 void nm_schedule_print(FILE *out, const nm_schedule_t *s, int64_t start_us, int executed);
 
 /* ------------------------------------------------------------------- run */
 
 typedef struct nm_result {
     int violations;
-    int classes[16];            /* violations by check (NM_C_*) */
+    int classes[32];            /* violations by check (NM_C_*) */
     uint64_t calls, holds, writes, refused, enolck, ownerdead, eio, indeterminate;
     int faults_run;
     int64_t first_violation_us; /* from the start, -1: none */

@@ -9,6 +9,12 @@
  * kills.  One kind reacts to the run: STOP_GRANTEE waits (armed) for the
  * next lock call that returns after waiting (a grant pushed to a waiter,
  * the moment a hold is youngest) and stops that process at once.
+ *
+ * Clock faults: SRVCLOCK jumps a lock server's wall clock (nm_clockshim.c),
+ * mostly forward (its keys expire early: a loss no client is shown),
+ * sometimes back (they live longer); CLOCK jumps a client's wall clock
+ * (nemesis_clock.c), forward or back, which must change nothing but when
+ * its timed calls' deadlines come.
  */
 #include "nemesis_int.h"
 
@@ -27,15 +33,16 @@ static const char *const fault_names[NM_F_COUNT] = {
     [NM_F_FREEZE] = "freeze",     [NM_F_JITTER] = "jitter",   [NM_F_BLACKHOLE] = "blackhole",
     [NM_F_MUTE] = "mute",         [NM_F_SRVSTOP] = "srvstop", [NM_F_FAILOVER] = "failover",
     [NM_F_MIGRATE] = "migrate",   [NM_F_PARTITION] = "partition", [NM_F_STALL] = "stall",
+    [NM_F_SRVCLOCK] = "srvclock", [NM_F_CLOCK] = "clock",     [NM_F_LATE] = "late",
 };
 
 /* How often each kind is drawn, relative to the others enabled. */
 static const int fault_weight[NM_F_COUNT] = {
-    [NM_F_KILL] = 6,    [NM_F_STOP] = 8,    [NM_F_STOP_GRANTEE] = 10, [NM_F_RESTART] = 6,
+    [NM_F_KILL] = 6,    [NM_F_STOP] = 8,    [NM_F_STOP_GRANTEE] = 10, [NM_F_RESTART] = 9,
     [NM_F_FLUSH] = 8,   [NM_F_BREAK] = 8,   [NM_F_PAUSE] = 4,         [NM_F_CKILL] = 5,
     [NM_F_DELAY] = 10,  [NM_F_FREEZE] = 6,  [NM_F_JITTER] = 4,        [NM_F_BLACKHOLE] = 3,
     [NM_F_MUTE] = 3,    [NM_F_SRVSTOP] = 3, [NM_F_FAILOVER] = 8,      [NM_F_MIGRATE] = 8,
-    [NM_F_PARTITION] = 12,
+    [NM_F_PARTITION] = 12,      [NM_F_SRVCLOCK] = 7, [NM_F_CLOCK] = 5,    [NM_F_LATE] = 4,
 };
 
 const char *nm_fault_name(int kind)
@@ -53,7 +60,7 @@ unsigned nm_fault_parse(const char *list)
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         int found = 0;
         for (int k = 0; k < NM_F_COUNT; k++)
-            if (strcmp(tok, fault_names[k]) == 0) {
+            if (fault_names[k] && strcmp(tok, fault_names[k]) == 0) {
                 bits |= NM_BIT(k);
                 found = 1;
             }
@@ -120,7 +127,10 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->param = 3000;                         /* armed this long */
         break;
     case NM_F_RESTART:
-        f->dur_ms = rin(s, 0, 400);             /* down this long */
+        /* down this long: mostly long enough that the process's threads,
+         * were they to trust their holds through the sign, would pass
+         * them on while Redis has none (tools/mutants.sh, trust) */
+        f->dur_ms = rin(s, 0, 99) < 70 ? rin(s, 300, 800) : rin(s, 0, 300);
         break;
     case NM_F_BREAK:
         f->name = (int)rin(s, 0, nm_nlocks - 1);
@@ -137,6 +147,18 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->param = rin(s, 0, 99) < 65 ? rin(s, F * 105 / 100, F * 2) : rin(s, 30, 600);
         f->dur_ms = rin(s, 2000, 6000);
         f->slot = (int)rin(s, 0, 1 << 20);
+        break;
+    case NM_F_LATE:
+        /* replies past the I/O time-out: the calls they answer ran, yet
+         * fail; a wait undone, a post made once (not again), a hold's
+         * request withdrawn */
+        f->dir = 0;
+        f->param = rin(s, cfg->io_timeout_ms * 11 / 10, cfg->io_timeout_ms * 3 / 2);
+        /* longer than a call's tries (a first attempt, then the I/O
+         * time-out of retries): the connections it opens meanwhile are
+         * late too, so that it fails */
+        f->dur_ms = rin(s, cfg->io_timeout_ms * 16 / 10, cfg->io_timeout_ms * 2);
+        f->slot = -1;                           /* chosen when due (armed: the next permit taken) */
         break;
     case NM_F_FREEZE:
         f->dur_ms = rin(s, 200, L * 3 / 2);
@@ -166,6 +188,21 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->dir = (int)rin(s, 1, 3);             /* 1 in, 2 out, 3 both */
         f->dur_ms = rin(s, 0, 99) < 50 ? rin(s, 200, L * 6 / 10) : rin(s, L, L * 2);
         break;
+    case NM_F_SRVCLOCK:
+        /* forward past a fixed lease's hold (mostly), or a renewed one's;
+         * back by up to a second (nm_schedule_make keeps restarts away
+         * from it: fences after a loss are the server's clock) */
+        f->dur_ms = 0;
+        f->dir = rin(s, 0, 99) < 75 ? 1 : -1;
+        f->server = (int)rin(s, 0, 1 << 20);    /* which of several: resolved when due */
+        f->param = f->dir > 0 ? rin(s, L * 3 / 10, L * 2) : rin(s, 100, 1000);
+        break;
+    case NM_F_CLOCK:
+        f->dur_ms = 0;
+        f->dir = rin(s, 0, 99) < 50 ? 1 : -1;
+        f->param = rin(s, 50, 4000);            /* ms, in dir's direction */
+        f->slot = (int)rin(s, 0, 1 << 20);
+        break;
     default:
         break;
     }
@@ -175,13 +212,13 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
 static int server_kind(int k)
 {
     return k == NM_F_RESTART || k == NM_F_PAUSE || k == NM_F_SRVSTOP || k == NM_F_FAILOVER ||
-           k == NM_F_MIGRATE;
+           k == NM_F_MIGRATE || k == NM_F_SRVCLOCK;
 }
 
 /* Kinds that set the proxy's mode (one at a time). */
 static int proxy_kind(int k)
 {
-    return k == NM_F_JITTER || k == NM_F_BLACKHOLE || k == NM_F_MUTE;
+    return k == NM_F_JITTER || k == NM_F_BLACKHOLE || k == NM_F_MUTE || k == NM_F_LATE;
 }
 
 static int cmp_fault(const void *a, const void *b)
@@ -196,15 +233,35 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
     uint64_t s = cfg->seed * 0x2545f4914f6cdd1dULL + 0x5eed;
     int64_t t = 700000;
     int64_t server_free = 0, proxy_free = 0;
+    int sem_tail = (cfg->faults & NM_BIT(NM_F_LATE)) && (cfg->roles & (1u << NM_ROLE_SEM)) &&
+                   cfg->topo != NM_TOPO_REDLOCK;
     double rate = cfg->rate > 0 ? cfg->rate : 0.7;
+    /* Every enabled kind once first, in a seeded order, then by weight: a
+     * short run meets each kind (a rare one too), and with it what each
+     * kind breaks (tools/mutants.sh: a mutant missed for want of its
+     * fault is the fault mix's gap, not the checks'). */
+    unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE));
+    /* (the first pass through the kinds within the run's first half, so
+     * that what each leaves behind has time to show) */
+    int nkinds = __builtin_popcount(unused);
+    double first_rate = nkinds ? nkinds / (cfg->duration_ms / 2000.0) : rate;
+    if (first_rate < rate)
+        first_rate = rate;
     while (sc->n < NM_MAX_FAULTS - 2) {
         double u = ((double)(rnd(&s) >> 11) + 1.0) / 9007199254740993.0;
-        t += (int64_t)(-log(u) / rate * 1e6);
+        t += (int64_t)(-log(u) / (unused ? first_rate : rate) * 1e6);
         if (t >= (int64_t)cfg->duration_ms * 1000)
             break;
         nm_fault_t *f = &sc->f[sc->n];
         memset(f, 0, sizeof *f);
-        f->kind = pick_kind(&s, cfg->faults);
+        if (unused) {
+            int left = __builtin_popcount(unused), k = (int)rin(&s, 0, left - 1);
+            for (f->kind = 0; !(unused & NM_BIT(f->kind)) || k-- > 0; f->kind++)
+                ;
+            unused &= ~NM_BIT(f->kind);
+        } else {
+            f->kind = pick_kind(&s, cfg->faults);
+        }
         if (f->kind < 0)
             break;
         f->at_us = t;
@@ -215,6 +272,11 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             if (f->at_us < server_free)
                 f->at_us = server_free;
             server_free = f->at_us + (int64_t)(f->dur_ms + 1500) * 1000;
+            /* A server whose clock went back gives lower fences after a
+             * restart until its clock is past the last ones it gave
+             * (PROTOCOL.md, Fences): no server fault as long. */
+            if (f->kind == NM_F_SRVCLOCK && f->dir < 0)
+                server_free += (int64_t)f->param * 1000;
         }
         if (proxy_kind(f->kind)) {
             if (f->at_us < proxy_free)
@@ -237,6 +299,31 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             g->dur_ms = rin(&s, cfg->lease_ms * 72 / 100, cfg->lease_ms * 86 / 100);
         }
     }
+    /* The run's last 40 %: no restart, and a late fault at 60-70 % of it,
+     * whose calls fail (the I/O time-out) before the faults end.  A post
+     * counted twice (a late reply's) shows in the counting semaphore's
+     * value at the end only when Redis lost no state after it (the count
+     * starts again: nemesis_sem.c check_value).  The proxy faults it
+     * would overlap make room for it. */
+    if (sem_tail && sc->n < NM_MAX_FAULTS) {
+        nm_fault_t late;
+        memset(&late, 0, sizeof late);
+        late.kind = NM_F_LATE;
+        late.at_us = rin(&s, (int64_t)cfg->duration_ms * 600, (int64_t)cfg->duration_ms * 700);
+        draw(cfg, &s, &late);
+        int64_t a = late.at_us, e = late.at_us + (int64_t)(late.dur_ms + 200) * 1000;
+        int k = 0;
+        for (int i = 0; i < sc->n; i++) {
+            const nm_fault_t *f = &sc->f[i];
+            if (f->kind == NM_F_RESTART && f->at_us >= (int64_t)cfg->duration_ms * 600)
+                continue;
+            if (proxy_kind(f->kind) && f->at_us < e && f->at_us + (int64_t)(f->dur_ms + 200) * 1000 > a)
+                continue;
+            sc->f[k++] = *f;
+        }
+        sc->n = k;
+        sc->f[sc->n++] = late;
+    }
     qsort(sc->f, (size_t)sc->n, sizeof sc->f[0], cmp_fault);
 }
 
@@ -251,12 +338,14 @@ void nm_schedule_print(FILE *out, const nm_schedule_t *sc, int64_t start_us, int
             fprintf(out, " %5ld ms", f->dur_ms);
         else
             fprintf(out, "         ");
-        if (f->kind == NM_F_DELAY)
+        if (f->kind == NM_F_DELAY || f->kind == NM_F_LATE)
             fprintf(out, " %s +%ld ms", f->dir ? "requests" : "replies", f->param);
         if (f->kind == NM_F_JITTER)
             fprintf(out, " up to %ld ms", f->param);
         if (f->kind == NM_F_PARTITION)
             fprintf(out, " %s", f->dir == 1 ? "inbound" : f->dir == 2 ? "outbound" : "both ways");
+        if (f->kind == NM_F_SRVCLOCK || f->kind == NM_F_CLOCK)
+            fprintf(out, " %s %ld ms", f->dir > 0 ? "forward" : "back", f->param);
         if (f->done) {
             fprintf(out, "  ran at %.3f s", (double)(f->t_start - start_us) / 1e6);
             if (f->t_end > f->t_start)
@@ -332,8 +421,11 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
 {
     const nm_cfg_t *cfg = c->cfg;
     /* with several servers, a server's fault hits one of them (a minority) */
-    f->server = c->nsrv > 1 ? (int)((uint64_t)f->param % (uint64_t)c->nsrv) : 0;
-    if (f->kind == NM_F_DELAY || f->kind == NM_F_KILL)
+    if (f->kind == NM_F_SRVCLOCK)
+        f->server = c->nsrv > 1 ? f->server % c->nsrv : 0;
+    else
+        f->server = c->nsrv > 1 ? (int)((uint64_t)f->param % (uint64_t)c->nsrv) : 0;
+    if (f->kind == NM_F_DELAY || f->kind == NM_F_KILL || f->kind == NM_F_CLOCK || f->kind == NM_F_LATE)
         f->server = 0;
     th_server_t *srv = &c->srv[f->server];
     th_proxy_t *spx = c->px[f->server];
@@ -433,15 +525,33 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         return 1;
     }
     case NM_F_DELAY:
+    case NM_F_LATE:
     case NM_F_FREEZE:
         if (!c->px[0])
             return snprintf(f->note, sizeof f->note, "no proxy"), 0;
-        slot = nm_pick_slot(c, rnd(&c->rng), 0);
+        /* late replies: aimed at a client about to post a semaphore (armed
+         * until a wait takes a permit: watch_grants) */
+        if (f->kind == NM_F_LATE && c->late != (int)(f - c->sch.f) && c->sem_seen) {
+            c->late = (int)(f - c->sch.f);
+            f->t_start = 0;
+            return 1;
+        }
+        slot = f->kind == NM_F_LATE && f->slot >= 0 ? f->slot : nm_pick_slot(c, rnd(&c->rng), 0);
         if (slot < 0)
             return snprintf(f->note, sizeof f->note, "no client"), 0;
         f->pid = c->sh->slot[slot].pid;
         f->effects = NM_FX_NET;
-        if (f->kind == NM_F_DELAY) {
+        if (f->kind == NM_F_LATE) {
+            /* its reconnections (and their resends) are as late; the
+             * process held still while its connections are found, so that
+             * the post of a thread just inside comes after */
+            int n = 0;
+            stop_pid(f->pid, 1);
+            EACH_PROXY(c, px)
+                n += th_proxy_delay_sticky(px, f->pid, 0, f->param);
+            stop_pid(f->pid, 0);
+            snprintf(f->note, sizeof f->note, "slot %d, %d connections", slot, n);
+        } else if (f->kind == NM_F_DELAY) {
             int n = 0;
             EACH_PROXY(c, px)
                 n += th_proxy_delay(px, f->pid, f->dir ? f->param : 0, f->dir ? 0 : f->param);
@@ -501,6 +611,38 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
         snprintf(f->note, sizeof f->note, "slot %d, namespace %ld%s", slot, f->param, rc ? ", nft failed" : "");
         return 1;
     }
+    case NM_F_SRVCLOCK: {
+        if (!c->srv_clock[f->server])
+            return snprintf(f->note, sizeof f->note, "no clock shim"), 0;
+        if (!server_ok(c, f))
+            return snprintf(f->note, sizeof f->note, "server busy"), 0;
+        /* Forward: every key whose time left is shorter expires now, and
+         * nobody is told; back: keys (a dead holder's too) live longer. */
+        f->t_start = nm_now_us();
+        int64_t by = (int64_t)f->param * 1000 * f->dir;
+        int64_t now_off = __atomic_add_fetch(c->srv_clock[f->server], by, __ATOMIC_ACQ_REL);
+        f->effects = f->dir > 0 ? (minority ? NM_FX_LOSS | NM_FX_MINORITY : NM_FX_LOSS) : 0;
+        snprintf(f->note, sizeof f->note, "server %d, now %+.3f s", f->server, (double)now_off / 1e6);
+        return 1;
+    }
+    case NM_F_CLOCK: {
+        slot = nm_pick_slot(c, (uint64_t)f->slot, 0);
+        if (slot < 0)
+            return snprintf(f->note, sizeof f->note, "no client"), 0;
+        nm_slot_t *sl = &c->sh->slot[slot];
+        f->pid = sl->pid;
+        f->t_start = nm_now_us();
+        int64_t by = (int64_t)f->param * 1000 * f->dir;
+        uint32_t j = sl->njumps < NM_MAX_JUMPS ? sl->njumps : NM_MAX_JUMPS - 1;
+        sl->jump[j][0] = f->t_start;
+        sl->jump[j][1] = by;
+        if (sl->njumps < NM_MAX_JUMPS)
+            sl->njumps++;
+        int64_t now_off = __atomic_add_fetch(&sl->rt_off_us, by, __ATOMIC_ACQ_REL);
+        f->effects = 0;             /* nothing but its abstimes may change */
+        snprintf(f->note, sizeof f->note, "slot %d, now %+.3f s", slot, (double)now_off / 1e6);
+        return 1;
+    }
     default:
         snprintf(f->note, sizeof f->note, "not in this topology");
         return 0;
@@ -521,7 +663,7 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
          * taken it meanwhile: then the run cannot go on, and says so) */
         int ok = -1;
         for (int i = 0; i < 3 && ok != 0; i++)
-            ok = c->srv_extra ? tt_server_start_on(srv, srv->port, c->srv_extra) : th_server_restart(srv);
+            ok = nm_server_start(c, f->server >= 0 ? f->server : 0, 1);
         if (ok != 0) {
             snprintf(f->note, sizeof f->note, "could not restart");
             c->broken = 1;
@@ -532,6 +674,10 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
         if (c->net && f->param >= 0)
             nm_net_heal(c->net, (int)f->param);
         break;
+    case NM_F_LATE:
+        EACH_PROXY(c, px)
+            th_proxy_delay_sticky(px, 0, 0, 0);
+        /* fall through */
     case NM_F_DELAY:
         EACH_PROXY(c, px)
             th_proxy_delay(px, f->pid, 0, 0);
@@ -564,6 +710,7 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
 static void watch_grants(nm_ctx_t *c, int64_t now)
 {
     nm_fault_t *f = c->grantee >= 0 ? &c->sch.f[c->grantee] : NULL;
+    nm_fault_t *lf = c->late >= 0 ? &c->sch.f[c->late] : NULL;
     for (int s = 0; s < c->sh->nslots; s++) {
         nm_slot_t *sl = &c->sh->slot[s];
         if (sl->pid <= 0)
@@ -577,6 +724,17 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
                 nm_ev_t *e = &tl->ev[i];
                 if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != 2)
                     break;          /* look again at it next time */
+                if (e->kind == NM_SWAIT) {
+                    c->sem_seen = 1;
+                    if (lf && usable && e->rc == 0) {
+                        /* its thread is inside: its next call is the post */
+                        lf->slot = s;
+                        fault_start(c, lf, now);
+                        c->late = -1;
+                        lf = NULL;
+                    }
+                    continue;
+                }
                 if (e->kind != NM_LOCK || (e->rc != 0 && e->rc != EOWNERDEAD))
                     continue;
                 int fresh = e->fence > c->maxfence[e->name];
@@ -597,6 +755,11 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
             c->cursor[s][t] = i;
         }
     }
+    if (lf && now > c->start + lf->at_us + 3000000) {
+        lf->slot = -1;                  /* no permit taken: any client */
+        fault_start(c, lf, now);
+        c->late = -1;
+    }
     if (f && now > c->start + f->at_us + f->param * 1000) {
         snprintf(f->note, sizeof f->note, "no grant while armed");
         f->t_start = now;
@@ -605,6 +768,39 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
         f->effects = 0;
         c->grantee = -1;
     }
+}
+
+/* A thread of some client waits for a lock another thread of that client
+ * holds: the hold is about to pass between them without Redis.  A restart
+ * then tests that a process stops trusting its holds at the sign of a
+ * lost state (SPEC "Local trust"; tools/mutants.sh, trust). */
+static int handoff_pending(nm_ctx_t *c)
+{
+    for (int s = 0; s < c->sh->nslots; s++) {
+        nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0 || sl->died_us || pid_stopped(c, sl->pid))
+            continue;
+        int waiting[NM_MAX_NAMES] = { 0 }, holding[NM_MAX_NAMES] = { 0 };
+        for (int t = 0; t < NM_MAX_THREADS; t++) {
+            nm_thread_log_t *tl = &sl->th[t];
+            uint32_t n = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
+            for (uint32_t i = n; i-- > 0 && i + 8 > n;) {
+                nm_ev_t *e = &tl->ev[i];
+                if (e->depth != 0 || (e->kind != NM_LOCK && e->kind != NM_UNLOCK) || e->all)
+                    continue;
+                int st = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE);
+                if (e->kind == NM_LOCK && st == 1 && e->op != NM_OP_TRY)
+                    waiting[e->name] = 1;
+                else if (e->kind == NM_LOCK && st == 2 && (e->rc == 0 || e->rc == EOWNERDEAD))
+                    holding[e->name] = 1;
+                break;
+            }
+        }
+        for (int k = 0; k < nm_nlocks; k++)
+            if (waiting[k] && holding[k])
+                return 1;
+    }
+    return 0;
 }
 
 void nm_faults_tick(nm_ctx_t *c, int64_t now)
@@ -616,6 +812,10 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
                 continue;
             if (f->kind == NM_F_STOP_GRANTEE && c->grantee >= 0)
                 continue;           /* one armed at a time: this one waits */
+            /* a restart waits (up to 2 s) for a hold about to pass between
+             * a process's threads */
+            if (f->kind == NM_F_RESTART && now < c->start + f->at_us + 2000000 && !handoff_pending(c))
+                continue;
             f->done = 1;
             if (!fault_start(c, f, now)) {
                 f->t_end = f->t_start;
@@ -629,6 +829,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
             }
         } else if (f->kind == NM_F_STALL) {
             continue;               /* recorded, not injected */
+
         } else if (!f->ended && f->t_start > 0 && now >= f->t_start + f->dur_ms * 1000) {
             if (f->kind == NM_F_FREEZE || f->kind == NM_F_PAUSE) {
                 f->t_end = f->t_start + f->dur_ms * 1000;  /* ends by itself */
@@ -659,12 +860,14 @@ void nm_faults_heal_all(nm_ctx_t *c)
         }
     }
     c->grantee = -1;
+    c->late = -1;
     for (int k = 0; c->net && k < nm_net_count(c->net); k++)
         nm_net_heal(c->net, k);
     EACH_PROXY(c, px) {
         th_proxy_mode(px, TH_PROXY_PASS, 0);
         th_proxy_mute_pushes(px, 0);
         th_proxy_thaw(px);
+        th_proxy_delay_sticky(px, 0, 0, 0);
         th_proxy_delay(px, 0, 0, 0);
     }
     for (int i = 0; i < c->nsrv; i++) {

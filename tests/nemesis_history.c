@@ -22,6 +22,8 @@ const char *nm_check_name(int c)
         [NM_C_LIVENESS] = "liveness",   [NM_C_HANG] = "hang",     [NM_C_CODE] = "code",
         [NM_C_CRASH] = "crash",         [NM_C_FENCE] = "fence-order", [NM_C_TIMED] = "timed",
         [NM_C_ORPHAN] = "orphan",       [NM_C_WAKEUP] = "lost-wakeup",
+        [NM_C_SEM] = "sem-over",        [NM_C_SEMCOUNT] = "sem-count", [NM_C_SEMTOLD] = "sem-told",
+        [NM_C_ALL] = "all-or-none",
         [NM_C_BARRIER] = "barrier",     [NM_C_ONCE] = "once",
     };
     return c >= 0 && c < NM_C_COUNT ? n[c] : "?";
@@ -88,6 +90,22 @@ int64_t nm_stopped_for(const nm_ctx_t *c, int pid, int64_t a, int64_t b)
     return sum;
 }
 
+int64_t nm_clock_back_within(const nm_ctx_t *c, int slot, int64_t a, int64_t b)
+{
+    const nm_slot_t *sl = &c->sh->slot[slot];
+    int64_t sum = 0;
+    uint32_t n = sl->njumps < NM_MAX_JUMPS ? sl->njumps : NM_MAX_JUMPS;
+    for (uint32_t i = 0; i < n; i++)
+        if (sl->jump[i][1] < 0 && sl->jump[i][0] >= a && sl->jump[i][0] <= b)
+            sum -= sl->jump[i][1];
+    return sum;
+}
+
+int nm_clock_back_at(const nm_ctx_t *c, int slot, int64_t a, int64_t b)
+{
+    return nm_clock_back_within(c, slot, a, b) > 0;
+}
+
 static int push_hold(nm_hist_t *hs, size_t *cap)
 {
     if (hs->nh == *cap) {
@@ -128,6 +146,15 @@ static int code_ok(const nm_ev_t *e)
         return rc == 0 || rc == ETIMEDOUT || rc == EOWNERDEAD || rc == EIO;
     if (e->kind == NM_SIGNAL)
         return rc == 0 || rc == EIO;
+    /* a semaphore: ENOLCK once Redis lost it (its next call, SPEC); a
+     * leased post EPERM when its permit lapsed */
+    if (e->kind == NM_SWAIT)
+        return rc == 0 || rc == EIO || rc == ENOLCK || (rc == EAGAIN && e->op == NM_OP_TRY) ||
+               (rc == ETIMEDOUT && e->op == NM_OP_TIMED);
+    if (e->kind == NM_SPOST)
+        return rc == 0 || rc == EIO || rc == ENOLCK || rc == EPERM;
+    if (e->kind == NM_ALLCHECK)
+        return 1;                   /* (judged by the lock-all role) */
     if (e->kind == NM_BWAIT)      /* ENOLCK: Redis lost the barrier (a restart) */
         return rc == 0 || rc == NM_RC_SERIAL || rc == ETIMEDOUT || rc == ENOLCK || rc == EIO;
     if (e->kind == NM_ONCE)
@@ -158,7 +185,11 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
         for (int t = 0; t < NM_MAX_THREADS; t++) {
             nm_thread_log_t *tl = &sl->th[t];
             uint32_t n = __atomic_load_n(&tl->n, __ATOMIC_ACQUIRE);
-            int cur = -1;
+            /* the thread's hold of each name (a lock-all's thread has several) */
+            int cur[NM_MAX_NAMES];
+            for (int k = 0; k < NM_MAX_NAMES; k++)
+                cur[k] = -1;
+            size_t grp = 0;
             for (uint32_t i = 0; i < n; i++) {
                 nm_ev_t *e = &tl->ev[i];
                 int done = __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2;
@@ -168,9 +199,11 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                     nm_viol_add(hs, e->kind == NM_LOCK || e->kind == NM_UNLOCK ? NM_C_CODE : NM_C_CODE,
                                 e->name, e->t1, "%s of %s by %d/%d (depth %d) returned %s (%d), which "
                                 "the SPEC does not give for it",
-                                e->kind == NM_LOCK ? "lock call" : e->kind == NM_UNLOCK ? "unlock"
-                                : e->kind == NM_CWAIT ? "condition wait" : e->kind == NM_SIGNAL
-                                ? "signal" : "store op (harness)", c->sh->names[e->name], sl->pid,
+                                e->kind == NM_LOCK ? (e->all ? "lock-all" : "lock call") : e->kind ==
+                                NM_UNLOCK ? "unlock" : e->kind == NM_CWAIT ? "condition wait" : e->kind
+                                == NM_SIGNAL ? "signal" : e->kind == NM_SWAIT ? "semaphore wait" :
+                                e->kind == NM_SPOST ? "semaphore post" : "store op (harness)",
+                                c->sh->names[e->name], sl->pid,
                                 (int)tl->tid, e->depth, e->kind == NM_WRITE || e->kind == NM_READ
                                 ? "error" : th_errname(e->rc), e->rc);
                 if (e->kind == NM_LOCK) {
@@ -187,6 +220,13 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                     k->mode = (char)e->mode;
                     k->t0 = e->t0;
                     k->abs_rt_us = e->abs_rt_us;
+                    k->rt0_us = e->rt0_us;
+                    k->all = e->all;
+                    /* a lock-all's calls follow each other: the first starts its group */
+                    if (!e->all || i == 0 || tl->ev[i - 1].kind != NM_LOCK || !tl->ev[i - 1].all ||
+                        hs->ncalls - 1 - grp >= (size_t)e->all)
+                        grp = hs->ncalls - 1;
+                    k->grp = (int)grp;
                     if (done) {
                         k->rc = e->rc;
                         k->t1 = e->t1;
@@ -220,10 +260,10 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                         h->unlock_rc = -1;
                         h->chain = hi;
                         hs->calls[hs->ncalls - 1].hold = hi;
-                        cur = hi;
+                        cur[e->name] = hi;
                     }
-                } else if (e->kind == NM_UNLOCK && e->depth == 0 && cur >= 0) {
-                    nm_hold_t *h = &hs->h[cur];
+                } else if (e->kind == NM_UNLOCK && e->depth == 0 && cur[e->name] >= 0) {
+                    nm_hold_t *h = &hs->h[cur[e->name]];
                     h->t_end = e->t0;
                     if (done) {
                         h->t_unlock_ret = e->t1;
@@ -240,13 +280,13 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                     } else {
                         h->open = 1;
                     }
-                    cur = -1;
-                } else if ((e->kind == NM_WRITE || e->kind == NM_READ) && cur >= 0) {
+                    cur[e->name] = -1;
+                } else if ((e->kind == NM_WRITE || e->kind == NM_READ) && cur[e->name] >= 0) {
                     if (e->kind == NM_WRITE)
                         hs->writes++;
                     if (done && e->rc == 0) {
                         hs->refused++;
-                        nm_hold_t *h = &hs->h[cur];
+                        nm_hold_t *h = &hs->h[cur[e->name]];
                         if (!h->lapse_ev || e->t1 < h->lapse_ev) {
                             h->lapse_ev = e->t1;
                             snprintf(h->lapse_why, sizeof h->lapse_why,
@@ -258,8 +298,10 @@ int nm_hist_build(nm_hist_t *hs, nm_ctx_t *c, int64_t end)
                     }
                 }
             }
-            if (cur >= 0) {
-                nm_hold_t *h = &hs->h[cur];
+            for (int k = 0; k < NM_MAX_NAMES; k++) {
+                if (cur[k] < 0)
+                    continue;
+                nm_hold_t *h = &hs->h[cur[k]];
                 if (death) {
                     h->died = 1;
                     h->t_end = death;
@@ -321,22 +363,31 @@ static line_t *collect(const nm_hist_t *hs, int name, int64_t from, int64_t to, 
                 }
                 int done = e->state == 2;
                 const char *what = e->kind == NM_LOCK
-                    ? (e->op == NM_OP_LOCK ? "lock" : e->op == NM_OP_TRY ? "trylock" : "timedlock")
+                    ? (e->all ? (e->op == NM_OP_LOCK ? "lockall" : e->op == NM_OP_TRY ? "trylockall"
+                                 : "timedlockall")
+                       : e->op == NM_OP_LOCK ? "lock" : e->op == NM_OP_TRY ? "trylock" : "timedlock")
                     : e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_WRITE ? "store write"
                     : e->kind == NM_CWAIT ? "cond timedwait" : e->kind == NM_SIGNAL ? "cond signal"
-                    : "store read";
+                    : e->kind == NM_SWAIT ? (e->op == NM_OP_LOCK ? "sem wait" : e->op == NM_OP_TRY
+                                             ? "sem trywait" : "sem timedwait")
+                    : e->kind == NM_SPOST ? "sem post" : e->kind == NM_ALLCHECK ? "lockall held"
+                    : e->kind == NM_BWAIT ? "barrier wait" : e->kind == NM_ONCE ? "once"
+                    : e->kind == NM_ORUN ? "once run" : "store read";
                 char res[80];
                 if (!done)
                     snprintf(res, sizeof res, "(no return)");
                 else if (e->kind == NM_WRITE || e->kind == NM_READ)
                     snprintf(res, sizeof res, "%s (store had %llu)", e->rc == 1 ? "accepted" : e->rc == 0
                              ? "REFUSED" : "error", (unsigned long long)e->hi);
+                else if (e->kind == NM_BWAIT && e->rc == NM_RC_SERIAL)
+                    snprintf(res, sizeof res, "SERIAL");
+                else if (e->kind == NM_ALLCHECK)
+                    snprintf(res, sizeof res, "mask %llx", (unsigned long long)e->fence);
                 else
                     snprintf(res, sizeof res, "%s", th_errname(e->rc));
                 l[n].t = e->t0;
                 int w = snprintf(l[n].s, sizeof l[n].s, "%10.1f ms %6d/%-6d %-5s %-11s %c d%d hold %u fence %llu -> %s",
-                                 nm_rel(c, e->t0), sl->pid, (int)tl->tid,
-                                 e->name < nm_nlocks ? nm_locks[e->name].tag : "cv", what,
+                                 nm_rel(c, e->t0), sl->pid, (int)tl->tid, nm_name_tag(e->name), what,
                                  e->mode ? e->mode : '-', e->depth, e->hold, (unsigned long long)e->fence, res);
                 if (done && w > 0 && (size_t)w < sizeof l[n].s)
                     snprintf(l[n].s + w, sizeof l[n].s - (size_t)w, " at %.1f", nm_rel(c, e->t1));

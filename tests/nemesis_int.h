@@ -42,13 +42,23 @@ typedef struct nm_ctx {
     int64_t respawn_at;
     uint32_t cursor[NM_MAX_SLOTS][NM_MAX_THREADS];  /* events seen by the reactive faults */
     int grantee;                /* index of an armed STOP_GRANTEE fault, -1 */
+    int late;                   /* index of an armed LATE fault, -1 */
+    int sem_seen;               /* a semaphore call was recorded (the role runs) */
     uint64_t maxfence[NM_MAX_NAMES];    /* the greatest fence returned so far */
     int64_t next_watch;
     int hangs_seen;
     int broken;                 /* the run cannot go on (a server did not come back) */
     int64_t last_tick;          /* the nemesis's own loop, to see it held up */
     uint32_t hang_ev[NM_MAX_SLOTS][NM_MAX_THREADS];  /* watchdog: reported (index + 1) */
+    /* The lock servers' wall clocks (nemesis_clockshim.c): each reads its
+     * offset (us) from its file, mapped here to write it; NULL: no shim. */
+    volatile int64_t *srv_clock[NM_MAX_SERVERS];
+    char srv_clock_path[NM_MAX_SERVERS][300];
 } nm_ctx_t;
+
+/* nemesis_run.c: starts (or restarts, on its port) lock server i as the run
+ * starts them, under its clock shim when the run has one.  0 or -1. */
+int nm_server_start(nm_ctx_t *c, int i, int restart);
 
 /* nemesis_net.c: n namespaces, each joined to this one by a veth pair;
  * NULL (and why) when the machine cannot (not root, no ip or nft). */
@@ -93,6 +103,11 @@ enum nm_check {
     NM_C_ORPHAN,        /* EOWNERDEAD explained only by a lock call that failed */
     NM_C_WAKEUP,        /* a condition's signal lost: a waiter that waited through it
                            timed out, and no waiter was woken by it */
+    NM_C_SEM,           /* more threads inside a semaphore than it has permits */
+    NM_C_SEMCOUNT,      /* a semaphore's value at the end: permits lost or made up */
+    NM_C_SEMTOLD,       /* a semaphore's user not told (ENOLCK) that Redis lost it */
+    NM_C_ALL,           /* lock-all: not all of the set held after success, or some
+                           held after a failure */
     NM_C_BARRIER,       /* a barrier generation with two serials, more releases than its
                            count, or one released before its last arrival was made */
     NM_C_ONCE,          /* a once's routine completed twice with nothing to explain it, or
@@ -143,8 +158,10 @@ typedef struct nm_call {
     char mode;
     uint64_t fence;
     int64_t t0, t1;             /* t1 0: in flight */
-    int64_t abs_rt_us, rt1_us;
+    int64_t abs_rt_us, rt0_us, rt1_us;
     int hold;                   /* index of the hold it began (depth 0, acquired), -1 */
+    int all;                    /* lock-all: the locks of its call, 0: a single lock's */
+    int grp;                    /* lock-all: the index of its call's first lock's call */
 } nm_call_t;
 
 typedef struct nm_hist {
@@ -177,8 +194,30 @@ int nm_hist_write(const nm_hist_t *hs, const char *path);
 
 /* Time pid was stopped within [a, b] (us). */
 int64_t nm_stopped_for(const nm_ctx_t *c, int pid, int64_t a, int64_t b);
+/* How far slot's wall clock was set back within [a, b] (us, >= 0): a timed
+ * call then waits that much longer. */
+int64_t nm_clock_back_within(const nm_ctx_t *c, int slot, int64_t a, int64_t b);
+/* slot's wall clock was set back within [a, b]. */
+int nm_clock_back_at(const nm_ctx_t *c, int slot, int64_t a, int64_t b);
 
 /* nemesis_check.c */
 void nm_check_all(nm_hist_t *hs);
+/* For the roles' checks: a fault that lost state of name (any, -1) within
+ * [a, b] (the latest), and one that surely did (the earliest). */
+const nm_fault_t *nm_loss_within(const nm_hist_t *hs, int name, int64_t a, int64_t b);
+/* Whether a loss of Redis state since root_call, or the disturbances of
+ * h's process (stops, cuts, stalls), explain a lapse of hold h by t, as the
+ * lapse check judges a renewed lock's (h->g_lb: granted no earlier; its
+ * Redis hold first returned at root_ret). */
+int nm_lapse_explained(const nm_hist_t *hs, const nm_hold_t *h, int64_t root_call, int64_t root_ret,
+                       int64_t t);
+/* A timed call of slot (made at t0, its clock then rt0_us) that said
+ * ETIMEDOUT at t1 did so before its deadline on its caller's wall clock
+ * (not explained by a jump back of that clock after its deadline came and
+ * before its thread read the clock). */
+int nm_timed_early(const nm_hist_t *hs, int slot, int64_t t0, int64_t rt0_us, int64_t abs_rt_us,
+                   int64_t rt1_us, int64_t t1);
+/* Any fault, death or stall of any process within [a, b]? 0 if none. */
+int nm_disturbed_any(const nm_hist_t *hs, int64_t a, int64_t b);
 
 #endif

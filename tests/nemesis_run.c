@@ -10,28 +10,36 @@
 #include "nemesis_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* The locks every client takes: few names, so that threads meet; and
  * home locks, each mostly taken by the threads of one client (a hold its
  * threads pass among themselves, which another process takes now and
  * then without having waited for it). */
 const nm_lockdef_t nm_locks[] = {
-    { "mx", 0, 0, 0, 5, 0 },    /* mutex, default lease (renewed) */
-    { "mxf", 0, 0, 1, 3, 0 },   /* mutex, fixed lease */
-    { "fair", 0, 1, 0, 2, 0 },  /* fair mutex */
-    { "rw", 1, 0, 0, 4, 0 },    /* rwlock, default lease */
-    { "rwf", 1, 0, 1, 2, 0 },   /* rwlock, fixed lease */
-    { "hm0", 0, 0, 0, 1, 1 },   /* home mutexes */
-    { "hm1", 0, 0, 0, 1, 2 },
-    { "hm2", 0, 0, 0, 1, 3 },
-    { "hm3", 0, 0, 0, 1, 4 },
-    { "hr0", 1, 0, 0, 1, 1 },   /* home rwlocks */
-    { "hr1", 1, 0, 0, 1, 2 },
+    { "mx", 0, 0, 0, 5, 0, 0 },     /* mutex, default lease (renewed) */
+    { "mxf", 0, 0, 1, 3, 0, 0 },    /* mutex, fixed lease */
+    { "fair", 0, 1, 0, 2, 0, 0 },   /* fair mutex */
+    { "rw", 1, 0, 0, 4, 0, 0 },     /* rwlock, default lease */
+    { "rwf", 1, 0, 1, 2, 0, 0 },    /* rwlock, fixed lease */
+    { "hm0", 0, 0, 0, 1, 1, 0 },    /* home mutexes */
+    { "hm1", 0, 0, 0, 1, 2, 0 },
+    { "hm2", 0, 0, 0, 1, 3, 0 },
+    { "hm3", 0, 0, 0, 1, 4, 0 },
+    { "hr0", 1, 0, 0, 1, 1, 0 },    /* home rwlocks */
+    { "hr1", 1, 0, 0, 1, 2, 0 },
+    /* the lock-all role's pool (nemesis_lockall.c): its threads lock
+     * overlapping sets of them, the lock threads one at a time */
+    { "la0", 0, 0, 0, 1, 0, 1 },
+    { "la1", 0, 0, 0, 1, 0, 1 },
+    { "la2", 0, 0, 0, 1, 0, 1 },
 };
 const int nm_nlocks = (int)(sizeof nm_locks / sizeof nm_locks[0]);
 
@@ -55,6 +63,7 @@ void nm_cfg_default(nm_cfg_t *cfg)
     cfg->io_timeout_ms = 5000;
     cfg->rate = 0.8;
     cfg->faults = NM_FAULTS_SINGLE;
+    cfg->roles = nm_roles_parse("all");
 #ifdef NM_CLI_PATH
     cfg->cli = NM_CLI_PATH;
 #endif
@@ -90,10 +99,18 @@ void nm_cfg_env(nm_cfg_t *cfg)
         cfg->cli = getenv("NEMESIS_CLI");
     if (getenv("NEMESIS_DIR"))
         cfg->dir = getenv("NEMESIS_DIR");
+    const char *roles = getenv("NEMESIS_ROLES");
+    if (roles && *roles) {
+        unsigned bits = nm_roles_parse(roles);
+        if (bits != ~0u)
+            cfg->roles = bits;
+        else
+            fprintf(stderr, "nemesis: NEMESIS_ROLES=%s: unknown role, kept the default\n", roles);
+    }
     if (cfg->procs > 16)
         cfg->procs = 16;
-    if (cfg->threads > NM_MAX_THREADS)
-        cfg->threads = NM_MAX_THREADS;
+    if (cfg->threads > NM_MAX_LOCK_THREADS)
+        cfg->threads = NM_MAX_LOCK_THREADS;
 }
 
 /* ------------------------------------------------------------- clients */
@@ -261,19 +278,26 @@ static void watch_calls(nm_ctx_t *c, nm_hist_t *hs, int64_t now)
             nm_ev_t *e = &tl->ev[n - 1];
             if (__atomic_load_n(&e->state, __ATOMIC_ACQUIRE) != 1)
                 continue;
-            if (e->kind == NM_LOCK && e->op == NM_OP_LOCK)
+            /* (nor a lock-all's: its set's locks may be busy long, one
+             * after another; a deadlock of overlapping sets never ends,
+             * and the end of the run finds it) */
+            if ((e->kind == NM_LOCK && e->op == NM_OP_LOCK) ||
+                (e->kind == NM_SWAIT && e->op == NM_OP_LOCK))
                 continue;
             int64_t lim = bound;
-            if (e->kind == NM_LOCK && e->op == NM_OP_TIMED)
-                lim += e->abs_rt_us - (nm_realtime_us() - (now - e->t0));
+            /* a timed call waits as long as it asked, and as long again
+             * as its wall clock was set back meanwhile */
+            if (e->op == NM_OP_TIMED && e->abs_rt_us)
+                lim += e->abs_rt_us - e->rt0_us + nm_clock_back_within(c, s, e->t0, now);
             int64_t took = now - e->t0 - nm_stopped_for(c, sl->pid, e->t0, now);
             if (took > lim && c->hang_ev[s][t] != n) {
                 c->hang_ev[s][t] = n;
                 nm_viol_add(hs, NM_C_HANG, e->name, e->t0,
                             "%s of %s by %d/%d has not returned after %.1f s (bound %.1f s)",
-                            e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_LOCK ? "lock call"
-                            : e->kind == NM_CWAIT ? "condition wait" : e->kind == NM_SIGNAL ? "signal"
-                            : "store op",
+                            e->kind == NM_UNLOCK ? "unlock" : e->kind == NM_LOCK ? (e->all ? "lock-all"
+                            : "lock call") : e->kind == NM_CWAIT ? "condition wait" : e->kind == NM_SIGNAL
+                            ? "signal" : e->kind == NM_SWAIT ? "semaphore wait" : e->kind == NM_SPOST
+                            ? "semaphore post" : e->kind == NM_ALLCHECK ? "lock-all's check" : "store op",
                             c->sh->names[e->name], sl->pid, (int)tl->tid, (double)took / 1e6,
                             (double)lim / 1e6);
                 c->hangs_seen++;
@@ -284,14 +308,84 @@ static void watch_calls(nm_ctx_t *c, nm_hist_t *hs, int64_t now)
 
 /* ------------------------------------------------------------- servers */
 
+/* The lock servers' wall clocks: each server reads its offset from a file
+ * of its own (nm_clockshim.c), mapped here too, so that a jump is one
+ * store.  Without the shim (not built), no server clock fault runs. */
+static int clocks_setup(nm_ctx_t *c, int n)
+{
+#ifdef NM_CLOCKSHIM_PATH
+    if (access(NM_CLOCKSHIM_PATH, R_OK) != 0)
+        return 0;
+    for (int i = 0; i < n && i < NM_MAX_SERVERS; i++) {
+        snprintf(c->srv_clock_path[i], sizeof c->srv_clock_path[i], "%s/clock-server-%d", c->dir, i);
+        int fd = open(c->srv_clock_path[i], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd < 0)
+            return -1;
+        int64_t zero = 0;
+        int ok = write(fd, &zero, sizeof zero) == (ssize_t)sizeof zero;
+        void *p = ok ? mmap(NULL, sizeof(int64_t), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                     : MAP_FAILED;
+        close(fd);
+        if (p == MAP_FAILED)
+            return -1;
+        c->srv_clock[i] = p;
+    }
+#else
+    (void)c;
+    (void)n;
+#endif
+    return 0;
+}
+
+static void clocks_free(nm_ctx_t *c)
+{
+    for (int i = 0; i < NM_MAX_SERVERS; i++)
+        if (c->srv_clock[i]) {
+            munmap((void *)c->srv_clock[i], sizeof(int64_t));
+            c->srv_clock[i] = NULL;
+        }
+}
+
+int nm_server_start(nm_ctx_t *c, int i, int restart)
+{
+    th_server_t *srv = &c->srv[i];
+    /* The server inherits the shim from the environment, set only around
+     * its start (nothing else this process starts gets it). */
+    char *old = getenv("LD_PRELOAD") ? strdup(getenv("LD_PRELOAD")) : NULL;
+    if (c->srv_clock[i]) {
+#ifdef NM_CLOCKSHIM_PATH
+        char pre[1024];
+        snprintf(pre, sizeof pre, "%s%s%s", NM_CLOCKSHIM_PATH, old ? ":" : "", old ? old : "");
+        setenv("LD_PRELOAD", pre, 1);
+        setenv("NM_CLOCK_FILE", c->srv_clock_path[i], 1);
+#endif
+    }
+    int rc;
+    if (c->srv_extra)
+        rc = restart ? tt_server_start_on(srv, srv->port, c->srv_extra) : tt_server_start(srv, c->srv_extra);
+    else
+        rc = restart ? th_server_restart(srv) : th_server_start(srv);
+    if (c->srv_clock[i]) {
+        if (old)
+            setenv("LD_PRELOAD", old, 1);
+        else
+            unsetenv("LD_PRELOAD");
+        unsetenv("NM_CLOCK_FILE");
+    }
+    free(old);
+    return rc;
+}
+
 static int servers_start(nm_ctx_t *c)
 {
     if (th_server_start(&c->store) != 0)
         return -1;
+    if (clocks_setup(c, c->cfg->topo == NM_TOPO_REDLOCK ? 3 : 1) != 0)
+        return -1;
     switch (c->cfg->topo) {
     case NM_TOPO_SINGLE:
         c->nsrv = 1;
-        if (th_server_start(&c->srv[0]) != 0)
+        if (nm_server_start(c, 0, 0) != 0)
             return -1;
         c->px[0] = th_proxy_start(c->srv[0].port);
         if (!c->px[0])
@@ -304,7 +398,7 @@ static int servers_start(nm_ctx_t *c)
         size_t o = 0, d = 0;
         c->nsrv = 3;
         for (int i = 0; i < c->nsrv; i++) {
-            if (th_server_start(&c->srv[i]) != 0)
+            if (nm_server_start(c, i, 0) != 0)
                 return -1;
             c->px[i] = th_proxy_start(c->srv[i].port);
             if (!c->px[i])
@@ -332,7 +426,7 @@ static int servers_start(nm_ctx_t *c)
         c->srv_args[3] = "no";
         c->srv_args[4] = NULL;
         c->srv_extra = c->srv_args;
-        if (tt_server_start(&c->srv[0], c->srv_extra) != 0)
+        if (nm_server_start(c, 0, 0) != 0)
             return -1;
         snprintf(c->url, sizeof c->url, "%s", c->srv[0].url);
         snprintf(c->direct_url, sizeof c->direct_url, "%s", c->srv[0].url);
@@ -353,6 +447,7 @@ static void servers_stop(nm_ctx_t *c)
     for (int i = 0; i < c->nsrv; i++)
         th_server_stop(&c->srv[i]);
     th_server_stop(&c->store);
+    clocks_free(c);
     if (c->net) {
         tt_cleanup();
         nm_net_teardown(c->net);
@@ -381,8 +476,26 @@ static void backtrace_of(pid_t pid, const char *dir)
     (void)rc;
 }
 
-int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
+int nm_run(const nm_cfg_t *cfg_in, nm_result_t *res)
 {
+    /* The roles that cannot run in this topology are left out, and say so. */
+    nm_cfg_t eff = *cfg_in;
+    const nm_cfg_t *cfg = &eff;
+    for (int r = 0; r < nm_nroles; r++) {
+        const char *why = NULL;
+        if ((eff.roles & (1u << r)) && nm_roles[r].usable && !nm_roles[r].usable(&eff, &why)) {
+            eff.roles &= ~(1u << r);
+            fprintf(stderr, "nemesis: no %s role in this run: %s\n", nm_roles[r].tag, why ? why : "");
+        }
+    }
+    /* redlock: a fence after a lapse is above the lapsed hold's only while
+     * the servers' clocks agree (PROTOCOL.md, Fences): no server's clock
+     * jumps there. */
+    if (eff.topo == NM_TOPO_REDLOCK && (eff.faults & NM_BIT(NM_F_SRVCLOCK))) {
+        eff.faults &= ~NM_BIT(NM_F_SRVCLOCK);
+        fprintf(stderr, "nemesis: no srvclock faults under redlock:// (its fences assume the "
+                "servers' clocks agree)\n");
+    }
     memset(res, 0, sizeof *res);
     res->first_violation_us = -1;
     nm_ctx_t *c = calloc(1, sizeof *c);
@@ -392,6 +505,7 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
         return -1;
     c->cfg = cfg;
     c->grantee = -1;
+    c->late = -1;
     c->rng = cfg->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     if (cfg->dir)
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);
@@ -404,22 +518,21 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
         free(c);
         return -1;
     }
-    for (int i = 0; i < nm_nlocks; i++)
+    nm_roles_setup();
+    for (int i = 0; i < nm_nnames && i < NM_MAX_NAMES; i++)
         snprintf(c->sh->names[i], sizeof c->sh->names[i], "nm%llu.%s",
-                 (unsigned long long)cfg->seed, nm_locks[i].tag);
-    snprintf(c->sh->names[NM_CV_NAME], sizeof c->sh->names[0], "nm%llu.cv",
-             (unsigned long long)cfg->seed);
-    snprintf(c->sh->names[NM_CVM_NAME], sizeof c->sh->names[0], "nm%llu.cvm",
-             (unsigned long long)cfg->seed);
-    snprintf(c->sh->names[NM_BAR_NAME], sizeof c->sh->names[0], "nm%llu.bar",
-             (unsigned long long)cfg->seed);
-    snprintf(c->sh->names[NM_ONCE_NAME], sizeof c->sh->names[0], "nm%llu.once",
-             (unsigned long long)cfg->seed);
+                 (unsigned long long)cfg->seed, nm_name_tag(i));
     nm_schedule_make(cfg, &c->sch);
-    fprintf(stderr, "nemesis: seed %llu, %d clients x %d threads, %.1f s of faults (%d planned) "
-            "+ %.1f s healed, lease %ld ms, fixed lease %ld ms, I/O time-out %ld ms; logs in %s\n",
-            (unsigned long long)cfg->seed, cfg->procs, cfg->threads, cfg->duration_ms / 1000.0,
-            c->sch.n, cfg->tail_ms / 1000.0, cfg->lease_ms, cfg->fixed_ms, cfg->io_timeout_ms, c->dir);
+    char roles[128] = "";
+    for (int r = 0, o = 0; r < nm_nroles; r++)
+        if (cfg->roles & (1u << r))
+            o += snprintf(roles + o, sizeof roles - (size_t)o, "%s%s", o ? "," : "", nm_roles[r].tag);
+    fprintf(stderr, "nemesis: seed %llu, %d clients x %d threads (and roles: %s), %.1f s of faults "
+            "(%d planned) + %.1f s healed, lease %ld ms, fixed lease %ld ms, I/O time-out %ld ms; "
+            "logs in %s\n",
+            (unsigned long long)cfg->seed, cfg->procs, cfg->threads, roles[0] ? roles : "none",
+            cfg->duration_ms / 1000.0, c->sch.n, cfg->tail_ms / 1000.0, cfg->lease_ms, cfg->fixed_ms,
+            cfg->io_timeout_ms, c->dir);
     int rc = -1;
     int st = servers_start(c);
     if (st == 2) {
@@ -522,10 +635,13 @@ int nm_run(const nm_cfg_t *cfg, nm_result_t *res)
     for (int i = 0; i < nm_nlocks; i++)
         hs.store[i] = nm_store_log(c->store.port, c->sh->names[i], &hs.nstore[i]);
     nm_hist_build(&hs, c, stop_at);
+    for (int r = 0; r < nm_nroles; r++)
+        if ((cfg->roles & (1u << r)) && nm_roles[r].after)
+            nm_roles[r].after(&hs);
     nm_check_all(&hs);
     res->violations = (int)hs.nv;
     for (size_t i = 0; i < hs.nv; i++) {
-        if (hs.v[i].check < 16)
+        if (hs.v[i].check < 32)
             res->classes[hs.v[i].check]++;
         if (res->first_violation_us < 0 || hs.v[i].t - c->start < res->first_violation_us)
             res->first_violation_us = hs.v[i].t - c->start;

@@ -15,7 +15,11 @@
  *   NEMESIS_FAULTS=a,b    only these kinds (nemesis_fault.c: kill, stop,
  *                         stopgrantee, restart, flush, break, pause,
  *                         clientkill, delay, freeze, jitter, blackhole, mute,
- *                         srvstop)
+ *                         srvstop, srvclock, clock, late; partition: netns)
+ *   NEMESIS_ROLES=a,b     only these roles beside the locks (nemesis_roles.c:
+ *                         cond, sem, lockall, barrier; all by default, none)
+ *   NEMESIS_SEM_TOLD=1    also check that a semaphore's users are told of its
+ *                         loss (SPEC's ENOLCK after a restart)
  *   NEMESIS_PROCS, _THREADS, _LEASE_MS, _FIXED_MS, _IO_TIMEOUT_MS,
  *   NEMESIS_RATE_MILLI (faults per 1000 s), NEMESIS_VERBOSE=1 (print the
  *   schedule of passing runs too), NEMESIS_KEEP=1 (keep the logs and

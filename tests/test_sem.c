@@ -33,6 +33,7 @@
  * pipes and looks at Redis itself where it must know a waiter is queued.
  */
 #include "harness_topo.h"
+#include "harness_proxy.h"
 #include "keys.h"
 #include "sem_api.h"
 #include "status.h"
@@ -1323,6 +1324,83 @@ static void test_restart_lost(void **state)
     gate_lost(0);
 }
 
+/* A leased post that waited its turn behind another thread's call, which
+ * found the semaphore lost (FLUSHALL while both were held back by a
+ * proxy): the post says ENOLCK, and that tells its permit's lapse.  Once
+ * the process initializes the semaphore again, a permit it takes and posts
+ * is given back with 0: no lapse of the old incarnation is left over to be
+ * told to it (it said ENOLCK and kept the permit, lost for good while the
+ * process lived: the nemesis's sem-count, seed 1).  Single mode (the
+ * child's own proxy to the one server). */
+typedef struct {
+    dist_sem_t *s;
+    int op, rc;
+} lo_call_t;
+
+static void *lo_run(void *p)
+{
+    lo_call_t *c = p;
+    c->rc = c->op == SP_TRY ? dist_sem_trywait(c->s) : dist_sem_post(c->s);
+    return NULL;
+}
+
+static int leftover_child(void *p)
+{
+    const char *name = p;
+    th_setenv_list(g_env);
+    th_proxy_t *px = th_proxy_start(g_srv.port);
+    TH_CHECK(px != NULL);
+    setenv("DISTLOCK_URL", th_proxy_url(px), 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "20000", 1);
+    /* Two objects of the name (as two threads each with its own): the
+     * process's state of the semaphore outlives one's destroy. */
+    dist_sem_t s, other;
+    TH_CHECK_RC(dist_sem_init(&other, name, 2, DIST_SEM_LEASED), 0);
+    TH_CHECK_RC(dist_sem_init(&s, name, 2, DIST_SEM_LEASED), 0);
+    TH_CHECK_RC(dist_sem_wait(&s), 0);                  /* a permit held */
+    TH_CHECK(th_proxy_freeze(px, getpid(), TH_PROXY_COMMANDS, 0) >= 1);
+    lo_call_t tc = { &s, SP_TRY, -1 }, pc = { &s, SP_POST, -1 };
+    pthread_t tt, pt;
+    TH_CHECK(pthread_create(&tt, NULL, lo_run, &tc) == 0);   /* held back */
+    th_sleep_ms(300);
+    TH_CHECK(pthread_create(&pt, NULL, lo_run, &pc) == 0);   /* waits its turn */
+    th_sleep_ms(300);
+    redisReply *r = th_cmd_at(g_srv.port, "FLUSHALL");
+    TH_CHECK(r && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    th_proxy_thaw(px);
+    pthread_join(tt, NULL);
+    pthread_join(pt, NULL);
+    TH_CHECK_RC(tc.rc, ENOLCK);
+    TH_CHECK_RC(pc.rc, ENOLCK);
+    TH_CHECK_RC(dist_sem_destroy(&s), 0);
+    TH_CHECK_RC(dist_sem_init(&s, name, 2, DIST_SEM_LEASED), 0);
+    for (int i = 0; i < 3; i++) {
+        TH_CHECK_RC(dist_sem_wait(&s), 0);
+        if (dist_sem_post(&s) != 0) {
+            fprintf(stderr, "post %d of a permit of the new semaphore: %s\n", i, dist_lasterror());
+            return 1;
+        }
+    }
+    int v = -1;
+    TH_CHECK_RC(dist_sem_getvalue(&s, &v), 0);
+    TH_CHECK(v == 2);
+    TH_CHECK_RC(dist_sem_destroy(&s), 0);
+    dist_sem_destroy(&other);
+    th_proxy_stop(px);
+    return 0;
+}
+
+static void test_lost_while_posting(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();
+    char name[64];
+    th_name(name, sizeof name, "semlop");
+    TH_ASSERT_CHILD_OK(th_fork_child(leftover_child, name));
+}
+
 /* ---------------------------------------------------------------- redlock */
 
 static dist_sem_t g_rl_static = DIST_SEM_INITIALIZER("sem.redlock.static", 1);
@@ -1377,6 +1455,7 @@ int main(void)
         TT_TEST(test_static_initializer),
         TT_TEST(test_wait_replicas),
         TT_TEST(test_flush_lost),
+        TT_TEST(test_lost_while_posting),
         TT_TEST(test_restart_lost),            /* single only: last */
     };
     static const struct CMUnitTest redlock[] = {

@@ -113,10 +113,10 @@ for s in "${suites[@]}"; do
     echo "$s: FAILED ($why, ${#bad[@]} process(es) with memcheck errors) in ${secs}s; $tests"
     for f in "${bad[@]}"; do
       echo "--- $f"
-      { grep -E -A14 'Invalid|uninitialised|Uninitialised|definitely lost in|indirectly lost in|Mismatched|overlap|Syscall param' "$f" || true; } | head -n 60
+      { grep -E -A14 'Invalid|uninitialised|Uninitialised|definitely lost in|indirectly lost in|Mismatched|overlap|Syscall param' "$f" || true; } | sed -n 1,60p
     done
     if [ "$rc" -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then
-      { grep -E 'FAILED|ERROR|error' "$logs/$s.out" || true; } | head -n 20
+      { grep -E 'FAILED|ERROR|error' "$logs/$s.out" || true; } | sed -n 1,20p
     fi
     summary+=("$s: FAILED ($why; ${#bad[@]} process(es) with errors), ${secs}s")
   else

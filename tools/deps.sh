@@ -24,7 +24,10 @@ pkgs=(build-essential cmake pkg-config libhiredis-dev uuid-dev libcmocka-dev
 # text-format parser (python3-prometheus-client), and those of `distlock
 # top` drive its screen in a terminal that tmux gives it (send-keys,
 # capture-pane).  The metrics file (DISTLOCK_METRICS_FILE) is read back by
-# the same parser.
+# the same parser.  The nemesis's clock faults need no package: libfaketime
+# cannot start Debian's jemalloc-linked redis-server, so the servers' clock
+# is shifted by a library of the tests (tests/nm_clockshim.c).  The load
+# test (tools/loadtest.sh) makes its CPU hog with busy shell loops.
 if [ "${1:-}" = --test ]; then
   pkgs+=(valgrind clang libclang-rt-14-dev man-db groff-base lintian dpkg-dev file
          util-linux moreutils runit daemontools gdbmtool sqlite3 nftables iproute2 gdb python3-prometheus-client tmux)

@@ -19,7 +19,9 @@
 #      a fault of a server hits one of them), netns (each client in a
 #      network namespace, cut by nftables; needs root), or all
 #   -f KINDS: only these faults (kill,stop,stopgrantee,restart,flush,break,
-#      pause,clientkill,delay,freeze,jitter,blackhole,mute,srvstop,partition)
+#      pause,clientkill,delay,freeze,jitter,blackhole,mute,srvstop,srvclock,
+#      clock,late,partition)
+#   -R ROLES: only these clients beside the locks (cond,sem,lockall; none)
 #   -p PROCS (4)  -t THREADS (3)  -r FAULTS_PER_S (0.8)
 #   -S slow mode: 6 processes, lease 6000 ms, I/O time-out 8000 ms, a
 #      fault every 2 s (a loaded machine, or a sanitizer build)
@@ -29,12 +31,12 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-build=build first=1 runs=10 dur=60 case=single kinds="" procs="" threads="" rate="" slow=0 keep=0 out=
+build=build first=1 runs=10 dur=60 case=single kinds="" roles="" procs="" threads="" rate="" slow=0 keep=0 out=
 usage() { sed -n '3,30p' "$0" | sed 's/^# \{0,1\}//'; exit 64; }
-while getopts "b:s:n:d:c:f:p:t:r:Sko:h" opt; do
+while getopts "b:s:n:d:c:f:R:p:t:r:Sko:h" opt; do
   case $opt in
     b) build=$OPTARG ;; s) first=$OPTARG ;; n) runs=$OPTARG ;; d) dur=$OPTARG ;;
-    c) case=$OPTARG ;; f) kinds=$OPTARG ;; p) procs=$OPTARG ;; t) threads=$OPTARG ;;
+    c) case=$OPTARG ;; f) kinds=$OPTARG ;; R) roles=$OPTARG ;; p) procs=$OPTARG ;; t) threads=$OPTARG ;;
     r) rate=$OPTARG ;; S) slow=1 ;; k) keep=1 ;; o) out=$OPTARG ;; *) usage ;;
   esac
 done
@@ -55,6 +57,7 @@ summary="$out/summary"
 : >"$summary"
 export NEMESIS_DURATION_MS=$((dur * 1000))
 [ -n "$kinds" ] && export NEMESIS_FAULTS=$kinds
+[ -n "$roles" ] && export NEMESIS_ROLES=$roles
 [ -n "$procs" ] && export NEMESIS_PROCS=$procs
 [ -n "$threads" ] && export NEMESIS_THREADS=$threads
 [ -n "$rate" ] && export NEMESIS_RATE_MILLI=$(awk -v r="$rate" 'BEGIN { printf "%d", r * 1000 }')

@@ -30,11 +30,24 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 log="$build/ctest.log"
+# ctest's own list of the suites that failed in its last run (a run with
+# none leaves no file): removed first, so that an old list is never shown
+failed_list="$build/Testing/Temporary/LastTestsFailed.log"
+rm -f "$failed_list"
 status=0
 # Two suites at a time: each starts its own servers on free ports.
 (cd "$build" && ctest --output-on-failure --no-tests=error -j "${CTEST_PARALLEL_LEVEL:-2}") \
   2>&1 | tee "$log" || status=1
 summary=$(grep -E 'tests passed, [0-9]+ tests? failed out of' "$log" | tail -n 1 || true)
+# The names of the failed suites ("NUMBER:NAME" lines), for the summary:
+# the log of a long run is long, and a red run must say what failed.
+failed_suites=""
+if [ -s "$failed_list" ]; then
+  failed_suites=$(cut -d: -f2- "$failed_list" | tr '\n' ' ')
+  failed_suites=${failed_suites% }
+elif [ "$status" -ne 0 ]; then
+  failed_suites="(ctest failed without a list of failed suites: see $log)"
+fi
 
 echo
 echo "== valgrind (memcheck, single-server suites)"
@@ -59,6 +72,7 @@ bash tests/packages/check.sh || packages_status=1
 echo
 echo "== summary"
 echo "ctest: ${summary:-no summary (ctest did not run)}"
+[ -z "$failed_suites" ] || echo "ctest: FAILED suites: $failed_suites"
 if [ "$install_status" -eq 0 ]; then
   echo "install check: passed"
 else

@@ -817,6 +817,30 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was)
     return rc;
 }
 
+int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pid_t tid = dl_tid();
+    int rc = 0;
+    pthread_mutex_lock(&o->mu);
+    for (;;) {
+        dl_holder_t *h = dl_holder_find(l, tid);
+        if (!h || !o->hold.rmode || h->fence != o->hold.fence) {
+            rc = ENOLCK;
+            break;
+        }
+        if (o->hold.busy) {       /* another thread asks Redis about it: its answer decides */
+            dl_core_wait(o, dl_now_ms() + 100);
+            continue;
+        }
+        if (!dl_tenure_trusted(o, 0))
+            rc = dl_hold_confirm(p, o);
+        break;
+    }
+    pthread_mutex_unlock(&o->mu);
+    return rc;
+}
+
 /* --- a condition's wait on a mutex (prim/cond.c, api/cond.c) --- */
 
 unsigned dl_lock_held_count(dl_lock_t *l)

@@ -184,6 +184,14 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was);
 /* 1 when the calling thread's section on l has a robust EOWNERDEAD pending
  * (dl_holder_t.od), else 0.  Never blocks. */
 int dl_lock_owner_dead_pending(dl_lock_t *l);
+/* The calling thread's write hold on l, which a lock-all took before it
+ * waited for a later lock of its set: may the call still return it (SPEC
+ * "Local trust": a call returns only a hold it has just confirmed or
+ * trusts)?  0 when it is trusted, or a round trip confirms it now;
+ * ENOLCK when Redis no longer has it (or the thread's part was left in a
+ * lost hold); EIO when Redis cannot be asked.  o->mu released around the
+ * round trip. */
+int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l);
 
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of

@@ -147,6 +147,10 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     return rc;
 }
 
+/* one_by_one's: a lock taken before a wait was lost meanwhile; all were
+ * given back, and the call takes them again. */
+#define DL_ALL_AGAIN (-1)
+
 /* One by one in the canonical order, each as its lock call would; those
  * taken are undone when one cannot be had. */
 static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
@@ -165,6 +169,28 @@ static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
         dead[i] = rc == EOWNERDEAD;
         if (dead[i] && !count++)
             first = i;
+    }
+    /* A lock taken before the call waited for a later one may have been
+     * lost in Redis meanwhile (a restart, a deleted key) and taken by
+     * another process: returned, it would be a hold its caller gets long
+     * after the loss.  Each is trusted still, or confirmed now (a round
+     * trip only when a sign came or its last confirmation is old); one
+     * that is gone makes the call give all back and take them again, in
+     * the same order (taking it back alone, while holding the later ones,
+     * could wait against the canonical order). */
+    for (size_t i = 0; i + 1 < n; i++) {
+        int rc = dl_lock_reconfirm(p, v[i].l);
+        if (rc == 0)
+            continue;
+        char q[96];
+        if (rc == ENOLCK)
+            dl_seterr("lock-all of %zu locks: lock %s was lost in Redis while the call waited for "
+                      "the others; taking them again", n, dl_core_qname(&v[i].l->core, q, sizeof q));
+        else
+            dl_fail(EIO, "lock-all of %zu locks: lock %s cannot be confirmed: %s", n,
+                    dl_core_qname(&v[i].l->core, q, sizeof q), dist_lasterror());
+        undo(p, v, n, dead);
+        return rc == ENOLCK ? DL_ALL_AGAIN : EIO;
     }
     return count ? ownerdead(v[first].l, count, n) : 0;
 }
@@ -192,8 +218,11 @@ int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
     for (size_t i = 0; i < n; i++)
         v[i].od_was = 0;          /* (all at once: none is held before) */
     int rc = n > 1 ? all_at_once(p, v, n, dead) : EAGAIN;
-    if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only))
-        rc = one_by_one(p, v, n, dead);
+    if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only)) {
+        do
+            rc = one_by_one(p, v, n, dead);
+        while (rc == DL_ALL_AGAIN);
+    }
     free(dead);
     return rc;
 }

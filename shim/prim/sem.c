@@ -227,8 +227,16 @@ static int settle(dl_proc_t *p, dl_sem_t *s)
     dl_call_t c;
     char what = s->pend;
     uint64_t id = s->pend_id;
+#ifdef DISTLOCK_MUTANT_SEMPOST
+    /* mutant (tools/mutants.sh): a post that got no reply is completed as
+     * a new one, so counted twice when the first ran */
+    dl_call_sem_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = what,
+                                                          .regid = what == 'r' ? next_id(p) : id,
+                                                          .incarn = s->pend_inc });
+#else
     dl_call_sem_withdraw(&c, &who, &(dl_withdraw_args_t){ .mode = what, .regid = id,
                                                           .incarn = s->pend_inc });
+#endif
     if (run(p, s, &c, NULL))
         return dl_fail(EIO, "semaphore %s: %s (settling an earlier %s that got no reply)",
                        qname(s, q, sizeof q), c.cmd.errmsg, what == 'r' ? "post" : "wait");
@@ -646,6 +654,12 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
     talk(s);
     int rc = settle(p, s);
     if (rc) {
+        /* Found lost while this post waited its turn (another thread's call,
+         * or the settling): one of the permits that lapsed is this post's,
+         * told now, as above; else a permit taken from the semaphore
+         * initialized again would be told it instead (and kept). */
+        if (s->gone && s->lapsed)
+            s->lapsed--;
         untalk(s);
         return rc;
     }

@@ -153,11 +153,26 @@ wait_held s6
 run "$D" s6 -- true
 check "no waiting line when stderr is not a terminal" test "$rc" = 0 -a -z "$err"
 if command -v script >/dev/null 2>&1; then
-  bg "$D" s6 -- sleep 1.2 >/dev/null 2>&1
+  # The holder keeps the lock until the waiter's line has been drawn a
+  # few times with the waiter counted (a busy machine may start the waiter
+  # late: a fixed hold time could end before its first line).
+  rm -f "$T/s6.go"
+  bg "$D" s6 -- sh -c "until [ -e '$T/s6.go' ]; do sleep 0.05; done" >/dev/null 2>&1
   hpid=$last_pid
   wait_held s6
-  script -qfec "$D s6 -- echo got-it" /dev/null >"$T/line.out" 2>&1 </dev/null
+  : >"$T/line.out"
+  script -qfec "$D s6 -- echo got-it" /dev/null >"$T/line.out" 2>&1 </dev/null &
+  spid=$!
+  lines_seen() {
+    local all
+    all=$(tr '\r' '\n' <"$T/line.out" | grep '^waiting for')
+    [ "$(grep -c . <<<"$all")" -ge 2 ] && grep -q ', 1 waiting' <<<"$(tail -n 1 <<<"$all")"
+  }
+  wait_waiting s6 1
+  wait_until 20 lines_seen || nok "20 s without the waiting line counting the waiter"
   line=$(tr '\r' '\n' <"$T/line.out" | grep '^waiting for' | tail -n 1)
+  touch "$T/s6.go"
+  wait "$spid"
   check "on a terminal: 'waiting for \"s6\": held by HOST:PID (thread T) for Xs, 1 waiting'" \
     bash -c "[[ '$line' =~ ^waiting\ for\ \\\"s6\\\":\ held\ by\ .+:$hpid\ \\(thread\ [0-9]+\\)\ for\ [0-9]+\\.[0-9]s,\ 1\ waiting ]]"
   check "the line is cleared, then the command runs" grep -q 'got-it' "$T/line.out"

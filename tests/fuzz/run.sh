@@ -71,7 +71,7 @@ for t in $targets; do
   if [ "$rc" -ne 0 ]; then
     status=1
     echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} runs; log: $log"
-    grep -E 'ERROR|fuzz check failed|SUMMARY|runtime error|Test unit written' "$log" | head -n 20 || true
+    grep -E 'ERROR|fuzz check failed|SUMMARY|runtime error|Test unit written' "$log" | sed -n 1,20p || true
     summary+=("fuzz_$t: FAILED, reproducer in $art/")
   else
     echo "fuzz_$t: ok, ${execs:-?} runs, ${cov:-cov ?}, $(find "$work" -type f | wc -l) new inputs"

@@ -35,7 +35,8 @@ fi
 step "cmake --install into $prefix"
 cmake --install "$build" --prefix "$prefix" >/dev/null
 
-libdir=$(dirname "$(find "$prefix" -name distlock.pc -path '*/pkgconfig/*' | head -n 1)")
+# (-print -quit, not | head: under pipefail, find killed by SIGPIPE would fail it)
+libdir=$(dirname "$(find "$prefix" -name distlock.pc -path '*/pkgconfig/*' -print -quit)")
 libdir=$(dirname "$libdir")
 [ -f "$prefix/include/distlock.h" ] || { echo "missing $prefix/include/distlock.h" >&2; exit 1; }
 [ -f "$prefix/include/distlock/pthread.h" ] || {
@@ -117,9 +118,12 @@ if command -v redis-server >/dev/null 2>&1; then
     set -e
     [ "$("$1" relock)" = EDEADLK ]
     [ "$("$1" loopnamed)" = ok ]' sh "$tmp/port-edges"
-  # the shared consumers must have used the installed library
-  ldd "$tmp/consumer-pc" | grep -q "$libdir/libdistlock.so.0" || {
-    echo "consumer-pc did not load $libdir/libdistlock.so.0" >&2; exit 1; }
+  # the shared consumers must have used the installed library (ldd's whole
+  # output first: grep -q ending at its first match can kill ldd with
+  # SIGPIPE, which fails a pipefail pipeline though the match was there)
+  loaded=$(ldd "$tmp/consumer-pc")
+  grep -qF "$libdir/libdistlock.so.0" <<<"$loaded" || {
+    echo "$loaded" >&2; echo "consumer-pc did not load $libdir/libdistlock.so.0" >&2; exit 1; }
 else
   step "redis-server not found: built, not run"
 fi

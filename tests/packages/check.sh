@@ -37,7 +37,7 @@ step "cpack -G DEB"
 version=$(sed -n 's/^project(distlock VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
 debs=()
 for pkg in libdistlock0 libdistlock-dev distlock-tools; do
-  deb=$(find "$tmp/debs" -maxdepth 1 -name "${pkg}_${version}-*_*.deb" | head -n 1)
+  deb=$(find "$tmp/debs" -maxdepth 1 -name "${pkg}_${version}-*_*.deb" -print -quit)
   [ -n "$deb" ] || die "no ${pkg}_${version}-*.deb among: $(ls "$tmp/debs")"
   debs+=("$deb")
   echo "   $(basename "$deb"): $(dpkg-deb -f "$deb" Depends)"
@@ -58,7 +58,7 @@ grep -v 'running with root privileges' "$tmp/lintian.log" | sed 's/^/   /' || tr
 step "dpkg-deb -x into $tmp/root"
 sysroot=$tmp/root
 for deb in "${debs[@]}"; do dpkg-deb -x "$deb" "$sysroot"; done
-libdir=$(dirname "$(find "$sysroot" -name libdistlock.so.0 | head -n 1)")
+libdir=$(dirname "$(find "$sysroot" -name libdistlock.so.0 -print -quit)")
 [ -d "$libdir" ] || die "no libdistlock.so.0 in the packages"
 for f in "$sysroot/usr/include/distlock.h" "$sysroot/usr/include/distlock/pthread.h" \
          "$libdir/libdistlock.so" "$libdir/libdistlock.a" \

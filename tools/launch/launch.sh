@@ -40,7 +40,9 @@ s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.clos
   for _ in $(seq 100); do
     p=$(( 20000 + (RANDOM * 32768 + RANDOM) % 40000 ))
     if command -v ss >/dev/null 2>&1; then
-      ss -Htln "sport = :$p" 2>/dev/null | grep -q . && continue
+      # (no pipe into grep -q: a script that sources this may run under
+      # pipefail, where ss killed by SIGPIPE would read as "port free")
+      [ -n "$(ss -Htln "sport = :$p" 2>/dev/null)" ] && continue
     fi
     redis-cli -h 127.0.0.1 -p "$p" ping >/dev/null 2>&1 && continue
     echo "$p"; return 0
