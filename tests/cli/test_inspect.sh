@@ -18,7 +18,7 @@ expect "status of a free lock: exit 1, 'state: free', 0 waiting" \
   'test "$rc" = 1 && grep -q '\''^state: *free$'\'' "$T/out" && grep -q '\''^waiting: *0$'\'' "$T/out"'
 run "$D" status i1 --json
 check "status --json of a free lock" \
-  test "$rc" = 1 -a "$out" = '{"name":"i1","kind":"lock","held":false,"mode":"free","holders":[],"waiting":0,"waiters":[],"last_fence":null,"next_gets_ownerdead":false,"broken":false}'
+  test "$rc" = 1 -a "$out" = '{"name":"i1","kind":"lock","held":false,"mode":"free","holders":[],"waiting":0,"waiters":[],"last_fence":null,"next_gets_ownerdead":false,"broken":false,"unrecoverable":false}'
 
 # --- while an exclusive holder runs
 bg "$D" i1 -- sleep 30 >/dev/null 2>&1
@@ -162,7 +162,7 @@ expect "status after a break: free, 'broken by distlock break'" \
   'test "$rc" = 1 && grep -q '\''^note: *broken by distlock break; the next holder gets EOWNERDEAD$'\'' "$T/out"'
 run "$D" status i4 --json
 check "status --json after a break: next_gets_ownerdead, broken" \
-  grep -q '"next_gets_ownerdead":true,"broken":true}$' "$T/out"
+  grep -q '"next_gets_ownerdead":true,"broken":true,"unrecoverable":false}$' "$T/out"
 run "$D" i4 -- true
 expect "the next distlock on it warns (one line) and runs" \
   'test "$rc" = 0 && one_line_err && grep -q '\''or the lock was broken'\'' "$T/err"'
@@ -189,6 +189,6 @@ expect "status of a lapsed lock: free, names the holder whose lease ran out" \
   'test "$rc" = 1 && grep -q "^note: *the lease of $host:$dead (thread $dead) ran out before it unlocked; the next holder gets EOWNERDEAD$" "$T/out"'
 run "$D" status i6 --json
 check "status --json of a lapsed lock: next_gets_ownerdead, not broken" \
-  grep -q '"next_gets_ownerdead":true,"broken":false}$' "$T/out"
+  grep -q '"next_gets_ownerdead":true,"broken":false,"unrecoverable":false}$' "$T/out"
 
 finish
