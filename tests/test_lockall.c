@@ -26,7 +26,9 @@
  *  - a lock the call took before it waited for another, lost in Redis
  *    meanwhile (its key deleted, a loss no client is shown) and taken by
  *    another process, is not returned: the call takes it again once it is
- *    free (SPEC "Local trust"; the nemesis found it, issue 28);
+ *    free (SPEC "Local trust"; the nemesis found it, issue 28); nor the
+ *    lock it took last, lost while the call confirmed the earlier ones
+ *    through slow replies (the nemesis, seed 11);
  *  - a stalled server: the one call for the set, sent to a server that
  *    stalls (a proxy holds its bytes) and given up on (EIO), runs when the
  *    server resumes, after the process's own withdrawals from new
@@ -833,6 +835,134 @@ static void test_lost_while_waiting(void **state)
     run_child(lost_while_waiting_child, NULL);
 }
 
+/* ---------------------------------- the last lock lost while confirming */
+
+/* The process under test: its replies are slowed by the test before it
+ * asks.  Takes {a, b} with dist_mutex_lockall (b busy elsewhere, so one by
+ * one: a, then a wait for b), reports the code, its fence of b and when
+ * it returned, and unlocks when told. */
+struct lastlost {
+    char names[2][96];
+    char url[64];
+    int up, down;
+};
+
+static int lastlost_child(void *arg)
+{
+    struct lastlost *a = arg;
+    setenv("DISTLOCK_URL", a->url, 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "10000", 1);
+    setenv("DISTLOCK_LOG", "error", 1);
+    setenv("DISTLOCK_LEASE_MS", "30000", 1);  /* (the watchdog renews at 10 s) */
+    dist_mutex_t m[2];
+    init_all(m, a->names, 2, 0);
+    dist_mutex_t *const ms[2] = { &m[0], &m[1] };
+    /* connected, subscribed, scripts cached before the network slows */
+    TH_CHECK_RC(dist_mutex_lock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    th_send(a->up, 1, 0, 0, 0);
+    th_msg_t go;
+    TH_CHECK(th_recv(a->down, &go, 30000) == 0);
+    int rc = dist_mutex_lockall(ms, 2);
+    uint64_t fence = 0;
+    if (rc == 0 || rc == EOWNERDEAD)
+        dist_mutex_getfence(&m[1], &fence);
+    th_send(a->up, 2, rc, th_now_us(), (int64_t)fence);
+    TH_CHECK(th_recv(a->down, &go, 60000) == 0);
+    int u0 = 0, u1 = 0;
+    if (rc == 0 || rc == EOWNERDEAD) {
+        u0 = dist_mutex_unlock(&m[0]);
+        u1 = dist_mutex_unlock(&m[1]);
+    }
+    th_send(a->up, 3, u0, u1, 0);
+    for (int i = 0; i < 2; i++)
+        dist_mutex_destroy(&m[i]);
+    return 0;
+}
+
+/* The lock a lock-all takes last is lost (its key deleted, no sign; the
+ * same as its lease running out in Redis) while the call confirms the
+ * locks it took before it waited, and another process takes it: the call
+ * must not return it.  P's replies and pushes come 1.5 s late, so a, taken
+ * before the wait, is never trusted when b comes and is confirmed by a
+ * slow round trip; b is lost in Redis once P has it and while that
+ * confirmation is under way, and taken by Q.  Returned, b would be a hold
+ * P gets 1.5 s after another process took it.  The nemesis found it
+ * (single, seed 11: a lock-all returned la2 399 ms after another process
+ * was told EOWNERDEAD for it, its earlier locks confirmed through
+ * delayed replies). */
+static void test_last_lost_while_confirming(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();                   /* (the test deletes a key of the one server) */
+    static struct lastlost a;
+    names_one_slot(a.names, 2, "la-last");
+    th_proxy_t *px = th_proxy_url_for(a.url, sizeof a.url);
+    const char *env[] = { "DISTLOCK_LOG=error", NULL };
+    th_proc_t h, q;
+    assert_int_equal(th_proc_start(&h, env), 0);
+    assert_int_equal(th_proc_start(&q, env), 0);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_LOCK, a.names[1]), 0);    /* b busy elsewhere */
+    th_steered_t c;
+    th_steer(&c, lastlost_child, &a, &a.up, &a.down);
+    th_msg_t msg;
+    th_steered_expect(&c, 1, &msg, 20000);
+    th_send(c.down.wr, 1, 0, 0, 0);
+    th_wait_queued(a.names[1], 1);                             /* P holds a, waits for b */
+    assert_true(th_proxy_delay(px, c.pid, 0, 1500) > 0);
+    /* b to P; once P has it, it confirms a: that renewal (a's TTL back
+     * to the lease) reaches Redis at once, its reply 1.5 s later.  b is
+     * lost in Redis meanwhile, and taken by Q. */
+    char akey[200], key[200];
+    th_key(akey, sizeof akey, a.names[0], "");
+    th_key(key, sizeof key, a.names[1], "");
+    long long ttl = th_cmd_ll("PTTL %s", akey);
+    TH_ASSERT_RC(th_proc_op(&h, TH_M_UNLOCK, a.names[1]), 0);
+    int64_t until = th_now_ms() + 15000;
+    for (;;) {
+        th_sleep_ms(5);
+        long long t = th_cmd_ll("PTTL %s", akey);
+        if (t > ttl + 200)
+            break;                /* a renewed: P confirms it */
+        ttl = t;
+        if (th_now_ms() > until)
+            fail_msg("P never confirmed a after b was granted to it");
+    }
+    assert_int_equal(th_cmd_ll("DEL %s", key), 1);
+    int qrc = th_proc_op(&q, TH_M_TRYLOCK, a.names[1]);
+    if (qrc != 0 && qrc != EOWNERDEAD)
+        fail_msg("Q could not take b after P's hold of it was lost: %s", th_errname(qrc));
+    th_res_t res;
+    TH_ASSERT_RC(th_proc_opa(&q, TH_M_FENCE, a.names[1], 0, &res), 0);
+    uint64_t qfence = res.fence;
+    /* a's confirmation is back 1.5 s later: 5 s allowed */
+    if (th_recv(c.up.rd, &msg, 5000) == 0)
+        fail_msg("the lock-all returned %s with lock b (fence %lld) while another process "
+                 "held it (fence %llu) since before the call's confirmations",
+                 th_errname((int)msg.a), (long long)msg.c, (unsigned long long)qfence);
+    th_proxy_delay(px, c.pid, 0, 0);
+    int64_t t_rel = th_now_us();
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_UNLOCK, a.names[1]), 0);
+    assert_int_equal(th_recv(c.up.rd, &msg, 30000), 0);
+    assert_int_equal(msg.tag, 2);
+    if (msg.a != 0 && msg.a != EOWNERDEAD)
+        fail_msg("the lock-all: %s", th_errname((int)msg.a));
+    if (msg.b < t_rel)
+        fail_msg("the lock-all returned while Q held b");
+    assert_true((uint64_t)msg.c > qfence);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_TRYLOCK, a.names[0]), EBUSY);
+    TH_ASSERT_RC(th_proc_op(&q, TH_M_TRYLOCK, a.names[1]), EBUSY);
+    th_send(c.down.wr, 2, 0, 0, 0);
+    th_steered_expect(&c, 3, &msg, 30000);
+    TH_ASSERT_RC((int)msg.a, 0);
+    TH_ASSERT_RC((int)msg.b, 0);
+    th_steered_end(&c);
+    assert_int_equal(th_proc_stop(&h), 0);
+    assert_int_equal(th_proc_stop(&q), 0);
+    th_proxy_stop(px);
+}
+
 static void test_opposite_orders(void **state)
 {
     (void)state;
@@ -1106,6 +1236,7 @@ int main(void)
         TT_TEST(test_ownerdead),
         TT_TEST(test_no_deadlock),
         TT_TEST(test_lost_while_waiting),
+        TT_TEST(test_last_lost_while_confirming),
         TT_TEST(test_opposite_orders),
         TT_TEST(test_stale_undone),
         TT_TEST(test_stale_undo_spares_later),

@@ -43,6 +43,7 @@
 #include "loss.h"
 #include "take.h"
 #include "tenure.h"
+#include "trust.h"
 
 /* Once another process is known to wait, this process keeps the lock (local
  * handoffs, relocks of a lingering hold) for at most DL_KEEP_US more and at
@@ -817,15 +818,29 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was)
     return rc;
 }
 
-int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l)
+/* The thread's write hold on l, as its record says (o->mu held): NULL when
+ * its part was left in a lost hold, or the process holds nothing. */
+static dl_holder_t *own_hold(dl_lock_t *l, pid_t tid)
+{
+    dl_holder_t *h = dl_holder_find(l, tid);
+    return h && l->core.hold.rmode && h->fence == l->core.hold.fence ? h : NULL;
+}
+
+/* Within its validity and not known lost (o->mu held). */
+static int in_validity(const dl_core_t *o)
+{
+    return o->hold.rmode && !o->hold.lost && dl_now_ms() < o->tenure.valid_until;
+}
+
+int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l, int how, int *asked)
 {
     dl_core_t *o = &l->core;
     pid_t tid = dl_tid();
-    int rc = 0;
+    int rc = 0, confirmed = 0;
+    char q[96];
     pthread_mutex_lock(&o->mu);
     for (;;) {
-        dl_holder_t *h = dl_holder_find(l, tid);
-        if (!h || !o->hold.rmode || h->fence != o->hold.fence) {
+        if (!own_hold(l, tid)) {
             rc = ENOLCK;
             break;
         }
@@ -833,12 +848,36 @@ int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l)
             dl_core_wait(o, dl_now_ms() + 100);
             continue;
         }
-        if (!dl_tenure_trusted(o, 0))
-            rc = dl_hold_confirm(p, o);
-        break;
+        /* A confirmation is checked like the reply it confirms: answered
+         * after the validity it set (a slow reply, a stall between sending
+         * and reading), it vouches for nothing now.  (A sign during it
+         * asks for no other: as take.c's take_in_time.) */
+        if (confirmed) {
+            if (!in_validity(o))
+                rc = dl_fail(ENOLCK, "lock %s: its confirmation was answered after the "
+                             "validity it set", dl_core_qname(o, q, sizeof q));
+            break;
+        }
+        if (how == DL_RECONFIRM_TRUSTED ? dl_tenure_trusted(o, 0)
+                                        : in_validity(o) &&
+                                              o->tenure.trust_epoch == dl_trust_epoch())
+            break;
+        *asked = 1;
+        if ((rc = dl_hold_confirm(p, o)))
+            break;
+        confirmed = 1;            /* looked at anew: the hold's record may have moved */
     }
     pthread_mutex_unlock(&o->mu);
     return rc;
+}
+
+int dl_lock_valid(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    int ok = own_hold(l, dl_tid()) && in_validity(o);
+    pthread_mutex_unlock(&o->mu);
+    return ok;
 }
 
 /* --- a condition's wait on a mutex (prim/cond.c, api/cond.c) --- */

@@ -184,14 +184,26 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was);
 /* 1 when the calling thread's section on l has a robust EOWNERDEAD pending
  * (dl_holder_t.od), else 0.  Never blocks. */
 int dl_lock_owner_dead_pending(dl_lock_t *l);
-/* The calling thread's write hold on l, which a lock-all took before it
- * waited for a later lock of its set: may the call still return it (SPEC
- * "Local trust": a call returns only a hold it has just confirmed or
- * trusts)?  0 when it is trusted, or a round trip confirms it now;
+/* How dl_lock_reconfirm judges a hold before it asks Redis.  TRUSTED: it
+ * stands if trusted (tenure.c: within its validity, not known lost,
+ * confirmed in the current trust epoch and lately): a hold a lock-all took
+ * before it waited for, or asked Redis about, another lock.  CURRENT: it
+ * stands within its validity, not known lost, confirmed in the current
+ * trust epoch: what a lock call asks last of the hold it has just taken
+ * (take.c), for the hold a lock-all took last. */
+enum { DL_RECONFIRM_TRUSTED, DL_RECONFIRM_CURRENT };
+/* The calling thread's write hold on l, which a lock-all took: may the
+ * call still return it (SPEC "Local trust": a call returns only a hold it
+ * has just confirmed or trusts)?  0 when it stands as `how` says, or a
+ * round trip confirms it now (*asked set) and its answer came within the
+ * validity it set (one answered later vouches for nothing: as take.c's);
  * ENOLCK when Redis no longer has it (or the thread's part was left in a
- * lost hold); EIO when Redis cannot be asked.  o->mu released around the
- * round trip. */
-int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l);
+ * lost hold), or its confirmation came too late; EIO when Redis cannot be
+ * asked.  o->mu released around the round trip. */
+int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l, int how, int *asked);
+/* The calling thread's write hold on l is still within its validity and
+ * not known lost (no round trip; never blocks but on o->mu): 1, else 0. */
+int dl_lock_valid(dl_lock_t *l);
 
 /* A condition's wait on a mutex (dist_cond_wait): how many holds the
  * calling thread has on l (0: none; never blocks); it gives up all of

@@ -147,9 +147,58 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     return rc;
 }
 
-/* one_by_one's: a lock taken before a wait was lost meanwhile; all were
- * given back, and the call takes them again. */
+/* confirm_all's (and so one_by_one's): a hold taken was lost, or could not
+ * be confirmed in time, before the call returned; all were given back,
+ * and the call takes them again. */
 #define DL_ALL_AGAIN (-1)
+
+/* Last, before the call returns, every hold it took (PROTOCOL.md
+ * "Validity": the check comes last).  A lock taken before the call waited
+ * for a later one may have been lost in Redis meanwhile (a restart, a
+ * deleted key) and taken by another process: returned, it would be a hold
+ * its caller gets long after the loss.  And each round trip here takes
+ * time, during which the holds looked at before it age, and the one taken
+ * last may run out (its lease, while a slow confirmation of an earlier
+ * one was under way) or be lost.  So: a hold taken before a wait (the
+ * first `waited`) or looked at after a round trip of this pass must be
+ * trusted; the one taken last with no round trip since stands within its
+ * validity and trust epoch, as a lock call's does; any other is confirmed
+ * now, and a confirmation answered after the validity it set is no
+ * confirmation.  After round trips, every hold must still be within its
+ * validity.  One that is gone, or not confirmed in time, makes the call
+ * give all back and take them again, in the same order (taking it back
+ * alone, while holding the later ones, could wait against the canonical
+ * order).  0, DL_ALL_AGAIN, EIO (all given back). */
+static int confirm_all(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t waited)
+{
+    char q[96];
+    int asked = 0;
+    for (size_t i = 0; i < n; i++) {
+        int how = i < waited || asked ? DL_RECONFIRM_TRUSTED : DL_RECONFIRM_CURRENT;
+        int rc = dl_lock_reconfirm(p, v[i].l, how, &asked);
+        if (rc == 0)
+            continue;
+        if (rc == ENOLCK)
+            dl_seterr("lock-all of %zu locks: lock %s was lost in Redis, or not confirmed within "
+                      "its validity, before the call could return; taking them again", n,
+                      dl_core_qname(&v[i].l->core, q, sizeof q));
+        else
+            dl_fail(EIO, "lock-all of %zu locks: lock %s cannot be confirmed: %s", n,
+                    dl_core_qname(&v[i].l->core, q, sizeof q), dist_lasterror());
+        undo(p, v, n, dead);
+        return rc == ENOLCK ? DL_ALL_AGAIN : EIO;
+    }
+    for (size_t i = 0; asked && i < n; i++) {
+        if (dl_lock_valid(v[i].l))
+            continue;
+        dl_seterr("lock-all of %zu locks: lock %s ran out of its validity while the call "
+                  "confirmed the others; taking them again", n,
+                  dl_core_qname(&v[i].l->core, q, sizeof q));
+        undo(p, v, n, dead);
+        return DL_ALL_AGAIN;
+    }
+    return 0;
+}
 
 /* One by one in the canonical order, each as its lock call would; those
  * taken are undone when one cannot be had. */
@@ -170,28 +219,9 @@ static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
         if (dead[i] && !count++)
             first = i;
     }
-    /* A lock taken before the call waited for a later one may have been
-     * lost in Redis meanwhile (a restart, a deleted key) and taken by
-     * another process: returned, it would be a hold its caller gets long
-     * after the loss.  Each is trusted still, or confirmed now (a round
-     * trip only when a sign came or its last confirmation is old); one
-     * that is gone makes the call give all back and take them again, in
-     * the same order (taking it back alone, while holding the later ones,
-     * could wait against the canonical order). */
-    for (size_t i = 0; i + 1 < n; i++) {
-        int rc = dl_lock_reconfirm(p, v[i].l);
-        if (rc == 0)
-            continue;
-        char q[96];
-        if (rc == ENOLCK)
-            dl_seterr("lock-all of %zu locks: lock %s was lost in Redis while the call waited for "
-                      "the others; taking them again", n, dl_core_qname(&v[i].l->core, q, sizeof q));
-        else
-            dl_fail(EIO, "lock-all of %zu locks: lock %s cannot be confirmed: %s", n,
-                    dl_core_qname(&v[i].l->core, q, sizeof q), dist_lasterror());
-        undo(p, v, n, dead);
-        return rc == ENOLCK ? DL_ALL_AGAIN : EIO;
-    }
+    int rc = confirm_all(p, v, n, dead, n - 1);
+    if (rc)
+        return rc;
     return count ? ownerdead(v[first].l, count, n) : 0;
 }
 
@@ -218,6 +248,19 @@ int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
     for (size_t i = 0; i < n; i++)
         v[i].od_was = 0;          /* (all at once: none is held before) */
     int rc = n > 1 ? all_at_once(p, v, n, dead) : EAGAIN;
+    if (rc == 0 || rc == EOWNERDEAD) {
+        /* Taken by one call, and checked by it (take_all.c); checked again
+         * now that they are recorded, the last thing before returning. */
+        char kept[DL_ERRMAX];
+        snprintf(kept, sizeof kept, "%s", dist_lasterror());
+        int crc = confirm_all(p, v, n, dead, 0);
+        if (crc == DL_ALL_AGAIN)
+            rc = EAGAIN;          /* given back: one by one now */
+        else if (crc)
+            rc = crc;
+        else
+            dl_seterr("%s", kept);
+    }
     if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only)) {
         do
             rc = one_by_one(p, v, n, dead);
