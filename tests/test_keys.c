@@ -8,6 +8,7 @@
  * one-to-one, and a lock's keys are those it always had.
  */
 #include "harness.h"
+#include "error.h"
 #include "keys.h"
 
 #include <errno.h>
@@ -582,6 +583,20 @@ static void test_keys_expire_after_use(void **state)
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 
+/* A message that quotes the previous one (dl_fail(..., "...: %s",
+ * dist_lasterror())) keeps it whole: the formatting must not read the
+ * buffer it writes. */
+static void test_error_quotes_previous(void **state)
+{
+    (void)state;
+    dl_seterr("the server said no");
+    assert_int_equal(dl_fail(EIO, "lock x cannot be confirmed: %s", dist_lasterror()), EIO);
+    assert_string_equal(dist_lasterror(), "lock x cannot be confirmed: the server said no");
+    dl_seterr("%s; and again", dist_lasterror());
+    assert_string_equal(dist_lasterror(),
+                        "lock x cannot be confirmed: the server said no; and again");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -593,6 +608,7 @@ int main(void)
         TH_TEST(test_tag_escape),
         TH_TEST(test_kinds_never_clash),
         TH_TEST(test_keys_expire_after_use),
+        TH_TEST(test_error_quotes_previous),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -26,11 +26,21 @@ int dl_log_get_level(void)
 
 static __thread char dl_lasterr[DL_ERRMAX];
 
+/* Formatted aside, then copied: a message may quote the one it replaces
+ * ("...: %s", dist_lasterror()), and vsnprintf must not read the buffer
+ * it writes.  (Error paths only: the copy costs nothing that matters.) */
+static void set_lasterr(const char *fmt, va_list ap)
+{
+    char msg[DL_ERRMAX];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    memcpy(dl_lasterr, msg, sizeof msg);
+}
+
 void dl_seterr(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dl_lasterr, sizeof dl_lasterr, fmt, ap);
+    set_lasterr(fmt, ap);
     va_end(ap);
 }
 
@@ -38,7 +48,7 @@ int dl_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(dl_lasterr, sizeof dl_lasterr, fmt, ap);
+    set_lasterr(fmt, ap);
     va_end(ap);
     return code;
 }
