@@ -30,6 +30,9 @@
 --                                       a release can tell its own trace, and one
 --                                       older than its hold, on every redlock
 --                                       server, where each numbers a hold itself),
+--                                       wp (the trace that hold replaced, packed,
+--                                       '' none: put back should it lapse before
+--                                       its withdrawal runs, withdraw.lua),
 --                                       x:<token> (the fence of the last hold that
 --                                       process released, release.lua), xp (when
 --                                       old x: fields were last pruned, ms),
@@ -128,12 +131,14 @@ local function take_meta(now, writer, info, rid, pending)
   -- (each table made whole at once: cheaper for Redis than grown)
   if pending and writer then
     if dead == 0 then
-      set = {'fence', f, 'wh', PENDING .. writer, 'wi', '', 'wr', rid, 'wf', f}
+      set = {'fence', f, 'wh', PENDING .. writer, 'wi', '', 'wr', rid, 'wf', f, 'wp', ''}
     else
       set = {'fence', f}
     end
   elseif writer then
-    set = {'fence', f, 'wh', writer, 'wi', info, 'wr', rid, 'wf', f}
+    -- wp: the trace this one replaced (trace_lapsed_unclaimed)
+    set = {'fence', f, 'wh', writer, 'wi', info, 'wr', rid, 'wf', f,
+           'wp', dead == 1 and cmsgpack.pack(prev) or ''}
   elseif dead == 1 or (m[2] and m[2] ~= '') then
     set = {'fence', f, 'wh', '', 'wi', ''}
   else
@@ -262,6 +267,26 @@ local function trace_restore(prev)
   else
     rcall('HSET', K_META, 'wh', '', 'wi', '')
   end
+end
+
+-- The write hold that request `rid` of `token` was granted here lapsed
+-- before its withdrawal (withdraw.lua) ran: a server that stalled between
+-- the two for longer than the lease (the request's reply came too late,
+-- or its quorum did not count it, and the withdrawal waited in the
+-- stalled server's buffer), or a withdrawal owed to it that reached it
+-- late.  Its caller was told it did not get the lock (or, under redlock,
+-- holds it on a majority, whose own traces tell of its lapse), so that
+-- lapse is no death: the trace it left names nobody who held, and the next
+-- holder would be told EOWNERDEAD though nobody died.  The trace the grant
+-- had replaced (take_meta's wp, the lock hash's pt having lapsed with it)
+-- is put back; a later trace (another holder's, a later request's of the
+-- caller) stays.
+local function trace_lapsed_unclaimed(token, rid)
+  local m = rcall('HMGET', K_META, 'wh', 'wr', 'wp')
+  if m[1] ~= token or tonumber(m[2]) ~= rid then return end
+  local prev = m[3] and m[3] ~= '' and cmsgpack.unpack(m[3]) or nil
+  trace_restore(prev)
+  rcall('HSET', K_META, 'wp', '')
 end
 
 -- redlock:// (ARGV `older`, the caller's hold's fence, the largest of its

@@ -44,6 +44,9 @@ elseif rcall('ZSCORE', K_RD, token) then
   prev = v and v[4] == 1 and v[6] or nil
 end
 if not cur or cur > rid then
+  -- Nothing of it held: a hold it was granted may have lapsed before this
+  -- ran, leaving a death trace of a hold nobody was given.
+  if not cur and mode == 'w' then trace_lapsed_unclaimed(token, rid) end
   forget_older(older)
   return 0
 end

@@ -1382,6 +1382,123 @@ static void test_resent_trylockall_not_taken_late(void **state)
     run_rl_resend(1);
 }
 
+/* redlock:// with server 1 reached through proxy px, the others directly;
+ * lease 8 s (each server answers within 800 ms). */
+static const char *const *env_proxied_first(th_proxy_t *px)
+{
+    static char u[400];
+    static const char *env[5];
+    snprintf(u, sizeof u, "DISTLOCK_URL=redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             th_proxy_port(px), g_port[1], g_port[2]);
+    env[0] = u;
+    env[1] = "DISTLOCK_IO_TIMEOUT_MS=2000";
+    env[2] = "DISTLOCK_LEASE_MS=8000";
+    env[3] = "DISTLOCK_LOG=error";
+    env[4] = NULL;
+    return env;
+}
+
+/* A trylock of a (fixed lease 300 ms) that server 1 grants and servers 2
+ * and 3 refuse (held elsewhere, set so): it does not count, and its
+ * withdrawal reaches server 1 only after the grant there lapsed (server
+ * 1's replies to a come 500 ms late).  EBUSY expected. */
+static int try_grant_lapsing(th_proc_t *a, th_proxy_t *px, const char *name)
+{
+    char key[160];
+    th_key(key, sizeof key, name, "");
+    for (int i = 1; i < 3; i++) {
+        redisReply *r = th_cmd_at(g_port[i], "HSET %s owner elsewhere fence 1", key);
+        if (r)
+            freeReplyObject(r);
+        assert_int_equal(th_cmd_at_ll(g_port[i], "PEXPIRE %s 60000", key), 1);
+    }
+    assert_true(th_proxy_delay(px, a->pid, 0, 500) > 0);
+    th_req_t q;
+    th_res_t r;
+    th_proc_req(&q, TH_M_TRYLOCK, name);
+    q.lease_ms = 300;
+    int rc = th_proc_call(a, &q, &r);
+    th_proxy_delay(px, a->pid, 0, 0);
+    for (int i = 1; i < 3; i++)
+        th_cmd_at_ll(g_port[i], "DEL %s", key);
+    return rc;
+}
+
+/* Waits until server 1's death trace of name is want: 1, or 0 after ms
+ * (*got: the last one seen). */
+static int trace_becomes(const char *name, const char *want, long ms, char *got, size_t size)
+{
+    int64_t t0 = th_now_ms();
+    while (strcmp(trace_on(0, name, got, size), want) != 0) {
+        if (th_now_ms() - t0 >= ms)
+            return 0;
+        th_sleep_ms(20);
+    }
+    return 1;
+}
+
+/* A grant that lapses before its withdrawal runs (a server stalled
+ * between them for longer than the lease, or the reply came that late) is
+ * no death: its caller was told it did not get the lock.  The withdrawal
+ * finds nothing to release, and the trace the grant left must go with it,
+ * or the next holder is told EOWNERDEAD though nobody died (the nemesis,
+ * redlock seed 101: a timed lock that said ETIMEDOUT while its replies
+ * were delayed and a server was stopped, then EOWNERDEAD right after that
+ * server resumed).  And a real death the grant had found (its trace
+ * replaced by the grant's) must be put back, not lost with it. */
+static void test_withdrawal_after_lapse_no_death(void **state)
+{
+    (void)state;
+    all_up();
+    char name[64], other[64], key[160], tr[80], th[80];
+    th_name(name, sizeof name, "rlwdlapse");
+    th_name(other, sizeof other, "rlwdlapse2");
+    th_key(key, sizeof key, name, "");
+    th_proxy_t *px = th_proxy_start(g_port[0]);
+    assert_non_null(px);
+    th_proc_t a, b, h;
+    assert_int_equal(th_proc_start(&a, env_proxied_first(px)), 0);
+    assert_int_equal(th_proc_start(&b, env_lease8()), 0);
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_LOCK, other), 0);      /* connections up */
+    TH_ASSERT_RC(th_proc_op(&a, TH_M_UNLOCK, other), 0);
+
+    /* 1: nobody held the lock before */
+    TH_ASSERT_RC(try_grant_lapsing(&a, px, name), EBUSY);
+    int cleared = trace_becomes(name, "", 3000, tr, sizeof tr);
+    print_message("a grant that lapsed before its withdrawal ran: server 1's trace [%s]\n", tr);
+    int rc = th_proc_op(&b, TH_M_LOCK, name);
+    if (rc == 0 || rc == EOWNERDEAD)
+        TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+    if (rc == EOWNERDEAD || !cleared)
+        fail_msg("a grant that lapsed unclaimed left a death trace on server 1 ([%s]): the next "
+                 "holder was told %s though nobody died", tr, th_errname(rc));
+    TH_ASSERT_RC(rc, 0);
+
+    /* 2: the grant found a holder's death: that trace is put back */
+    assert_int_equal(th_proc_start(&h, env_lease8()), 0);
+    th_req_t q;
+    th_res_t r;
+    th_proc_req(&q, TH_M_LOCK, name);
+    q.lease_ms = 300;
+    TH_ASSERT_RC(th_proc_call(&h, &q, &r), 0);
+    th_proc_kill(&h);
+    for (int i = 0; i < 3; i++)
+        assert_true(gone_on(i, key, 5000));
+    trace_on(0, name, th, sizeof th);
+    assert_true(th[0] != 0);
+    TH_ASSERT_RC(try_grant_lapsing(&a, px, name), EBUSY);
+    int restored = trace_becomes(name, th, 3000, tr, sizeof tr);
+    print_message("the same over a dead holder's trace [%s]: server 1's trace [%s]\n", th, tr);
+    if (!restored)
+        fail_msg("server 1's trace is [%s], want the dead holder's [%s] back", tr, th);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_LOCK, name), EOWNERDEAD);
+    TH_ASSERT_RC(th_proc_op(&b, TH_M_UNLOCK, name), 0);
+
+    assert_int_equal(th_proc_stop(&a), 0);
+    assert_int_equal(th_proc_stop(&b), 0);
+    th_proxy_stop(px);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1409,6 +1526,7 @@ int main(void)
         TT_TEST(test_fences_rise_past_a_fast_clock),
         TT_TEST(test_resent_try_not_taken_late),
         TT_TEST(test_resent_trylockall_not_taken_late),
+        TT_TEST(test_withdrawal_after_lapse_no_death),
     };
     return th_run_tests(tests, group_setup, tt_group_teardown);
 }
