@@ -193,11 +193,13 @@ DIST_API int dist_mutex_getfence(dist_mutex_t *m, uint64_t *fence);
  * gives EDEADLK (trylockall: EBUSY) and nothing is taken.
  * Blocks until every one is acquired.  0, EOWNERDEAD (all acquired; one or
  * more after a holder lapsed), ENOTRECOVERABLE (one is unrecoverable),
- * EDEADLK, EAGAIN, EIO, EINVAL, ENOMEM.  On an error but EOWNERDEAD a mutex
+ * EDEADLK (also: the set cannot be held together within a fixed lease,
+ * 8 attempts in a row having outlasted it), EAGAIN, EIO, EINVAL, ENOMEM.  On an error but EOWNERDEAD a mutex
  * the caller held before the call is as it was: its count, and a robust
  * EOWNERDEAD pending in its section or not. */
 DIST_API int dist_mutex_lockall(dist_mutex_t *const ms[], size_t n);
-/* No waiting: EBUSY if any one cannot be taken at once (none is held). */
+/* No waiting: EBUSY if any one cannot be taken at once, or its one attempt
+ * could not hold them all together (none is held). */
 DIST_API int dist_mutex_trylockall(dist_mutex_t *const ms[], size_t n);
 /* Blocks until abstime (CLOCK_REALTIME); ETIMEDOUT then, none held. */
 DIST_API int dist_mutex_timedlockall(dist_mutex_t *const ms[], size_t n,

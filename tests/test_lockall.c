@@ -22,7 +22,11 @@
  *    EDEADLK (try: EBUSY) with nothing taken; a recursive one counted;
  *    EOWNERDEAD when one was taken after its holder's lease ran out, and a
  *    call that then could not take the others gives that lapse back (the
- *    next holder is told);
+ *    next holder is told); a relock of a lapsed hold, taken anew in an
+ *    attempt the call undid, still makes the call say EOWNERDEAD;
+ *  - a set that cannot be held together within its fixed lease (taking it
+ *    outlasts the lease): the try says EBUSY, the timed call ETIMEDOUT,
+ *    the blocking one EDEADLK after a few attempts, none hangs;
  *  - a lock the call took before it waited for another, lost in Redis
  *    meanwhile (its key deleted, a loss no client is shown) and taken by
  *    another process, is not returned: the call takes it again once it is
@@ -52,6 +56,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum { M_SINGLE, M_SENTINEL, M_CLUSTER, M_REDLOCK, M_TLS };
@@ -641,6 +646,98 @@ static void test_ownerdead(void **state)
     run_child(ownerdead_child, NULL);
 }
 
+/* ------------------------------------------- a set that outlasts a lease */
+
+/* Every mutex of a big set has a fixed lease shorter than taking the set
+ * one by one takes (LONG_SET round trips, each one at least tens of
+ * microseconds even on an idle machine and a build without sanitizers),
+ * and the caller holds the first one already (so no one call for the
+ * set: one by one).  Each attempt loses its first holds to their leases
+ * before it has the last: the call must give up, not start again for
+ * ever.  A try: EBUSY after its one attempt (or at a lock the watchdog is
+ * looking at, busy for a try); a timed call: ETIMEDOUT, not before
+ * abstime; a blocking one: EDEADLK after a bounded number of attempts (it
+ * would never end), saying why.  Before issue 28's fix the blocking one
+ * (and, unless it met a busy lock, the try) started again until the
+ * child's alarm killed it. */
+#define LONG_SET 600
+#define LONG_SET_LEASE_MS 10
+static int outlast_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char base[64];
+    th_name(base, sizeof base, "la-outlast");
+    dist_mutex_t *m = calloc(LONG_SET, sizeof *m);
+    dist_mutex_t **ms = calloc(LONG_SET, sizeof *ms);
+    TH_CHECK(m && ms);
+    dist_mutexattr_t a;
+    TH_CHECK_RC(dist_mutexattr_init(&a), 0);
+    TH_CHECK_RC(dist_mutexattr_settype(&a, DIST_MUTEX_RECURSIVE), 0);
+    TH_CHECK_RC(dist_mutexattr_setlease(&a, LONG_SET_LEASE_MS), 0);
+    for (int i = 0; i < LONG_SET; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "%s}%04d", base, i);     /* one slot; 0000 first */
+        TH_CHECK_RC(dist_mutex_init(&m[i], name, &a), 0);
+        ms[LONG_SET - 1 - i] = &m[i];                          /* passed in reverse */
+    }
+    dist_mutexattr_destroy(&a);
+    alarm(40);                    /* a call that never returns fails the test */
+
+    /* the caller holds the first one (its fixed lease will run out too) */
+    int rc = dist_mutex_lock(&m[0]);
+    TH_CHECK(rc == 0 || rc == EOWNERDEAD);
+
+    rc = dist_mutex_trylockall(ms, LONG_SET);
+    if (rc != EBUSY)
+        fail_msg("trylockall of %d locks with a %d ms fixed lease: %s (%s), expected EBUSY",
+                 LONG_SET, LONG_SET_LEASE_MS, th_errname(rc), dist_lasterror());
+    int64_t t0 = th_now_ms();
+    struct timespec at = th_abstime_ms(300);
+    rc = dist_mutex_timedlockall(ms, LONG_SET, &at);
+    if (rc != ETIMEDOUT)
+        fail_msg("timedlockall of %d locks with a %d ms fixed lease: %s (%s), expected ETIMEDOUT",
+                 LONG_SET, LONG_SET_LEASE_MS, th_errname(rc), dist_lasterror());
+    TH_CHECK(th_now_ms() - t0 >= 290);
+
+    rc = dist_mutex_lockall(ms, LONG_SET);
+    if (rc != EDEADLK)
+        fail_msg("lockall of %d locks with a %d ms fixed lease: %s (%s), expected EDEADLK",
+                 LONG_SET, LONG_SET_LEASE_MS, th_errname(rc), dist_lasterror());
+    TH_CHECK(th_contains(dist_lasterror(), "within the lease"));
+    alarm(0);
+
+    /* none of the calls left a hold: the caller's one on m[0] is counted
+     * once (its lease ran out: ENOLCK), and another process takes the
+     * others */
+    rc = dist_mutex_unlock(&m[0]);
+    TH_CHECK(rc == 0 || rc == ENOLCK);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), EPERM);
+    for (int i = 1; i < LONG_SET; i += LONG_SET / 7)
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), EPERM);
+    th_proc_t q;
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    for (int i = 0; i < LONG_SET; i += LONG_SET / 7) {
+        char name[96];
+        snprintf(name, sizeof name, "%s}%04d", base, i);
+        rc = th_proc_op(&q, TH_M_TRYLOCK, name);
+        TH_CHECK(rc == 0 || rc == EOWNERDEAD);
+        TH_CHECK_RC(th_proc_op(&q, TH_M_UNLOCK, name), 0);
+    }
+    th_proc_stop(&q);
+    for (int i = 0; i < LONG_SET; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    free(ms);
+    free(m);
+    return 0;
+}
+
+static void test_outlast_lease(void **state)
+{
+    (void)state;
+    run_child(outlast_child, NULL);
+}
+
 /* ------------------------------------------------------------- no deadlock */
 
 /* The classic case, made to happen: A and B are held, one caller asks for
@@ -833,6 +930,119 @@ static void test_lost_while_waiting(void **state)
     if (g_mode != M_SINGLE)
         skip();                   /* (the test deletes a key of the one server) */
     run_child(lost_while_waiting_child, NULL);
+}
+
+/* A lock the caller held before the call, whose hold had lapsed: the
+ * call's relock takes it anew and is told EOWNERDEAD; then the call is
+ * undone (a later lock lost while it waited for the last) and takes them
+ * again, the relock finding the new hold good.  The lapse was told to
+ * nobody yet: the call that returns must say EOWNERDEAD (and the unlock
+ * that ends the caller's section ENOLCK), not 0. */
+struct relocker {
+    dist_mutex_t *first;          /* locked before the call */
+    struct holder h;              /* the call */
+    int locked;
+};
+
+static void *relocker_thread(void *p)
+{
+    struct relocker *r = p;
+    int rc = dist_mutex_lock(r->first);
+    pthread_mutex_lock(&r->h.mu);
+    r->locked = rc == 0 ? 1 : -1;
+    pthread_cond_broadcast(&r->h.cv);
+    while (r->h.go == 0)
+        pthread_cond_wait(&r->h.cv, &r->h.mu);
+    r->h.go = 0;
+    pthread_mutex_unlock(&r->h.mu);
+    lockall_thread(&r->h);        /* (unlocks each of the set once) */
+    if (r->h.rc >= 0)
+        r->h.rc = dist_mutex_unlock(r->first);   /* the section's end */
+    return NULL;
+}
+
+static int relocked_lapse_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char names[3][96];
+    names_one_slot(names, 3, "la-relapse");
+    dist_mutex_t m[3];
+    init_all(m, names, 3, 0);
+    th_proc_t h, q;
+    TH_CHECK(th_proc_start(&h, g_env) == 0);
+    TH_CHECK(th_proc_start(&q, g_env) == 0);
+    TH_CHECK_RC(th_proc_op(&h, TH_M_LOCK, names[2]), 0);       /* c busy elsewhere */
+
+    /* the caller's thread holds a; its hold is lost (the key deleted) */
+    static struct relocker r;
+    memset(&r, 0, sizeof r);
+    r.first = &m[0];
+    dist_mutex_t *const ms[3] = { &m[2], &m[1], &m[0] };
+    r.h.ms = ms;
+    r.h.n = 3;
+    pthread_mutex_init(&r.h.mu, NULL);
+    pthread_cond_init(&r.h.cv, NULL);
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, relocker_thread, &r) == 0);
+    pthread_mutex_lock(&r.h.mu);
+    while (!r.locked)
+        pthread_cond_wait(&r.h.cv, &r.h.mu);
+    pthread_mutex_unlock(&r.h.mu);
+    TH_CHECK(r.locked == 1);
+    char key[200];
+    th_key(key, sizeof key, names[0], "");
+    TH_CHECK(th_cmd_ll("DEL %s", key) == 1);
+    th_sleep_ms(300);             /* past the hold's trust: a relock asks Redis */
+
+    /* the call: relocks a (taken anew: EOWNERDEAD), takes b, waits for c */
+    pthread_mutex_lock(&r.h.mu);
+    r.h.go = 1;
+    pthread_cond_broadcast(&r.h.cv);
+    pthread_mutex_unlock(&r.h.mu);
+    int64_t until = th_now_ms() + 10000;
+    while (th_proc_op(&q, TH_M_TRYLOCK, names[1]) == 0 && th_now_ms() < until) {
+        TH_CHECK_RC(th_proc_op(&q, TH_M_UNLOCK, names[1]), 0);
+        th_sleep_ms(20);
+    }
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[1]), EBUSY);
+    TH_CHECK(!holder_done(&r.h));
+    /* b is lost and taken by q; c is freed: the call is undone, and waits
+     * for b */
+    th_key(key, sizeof key, names[1], "");
+    TH_CHECK(th_cmd_ll("DEL %s", key) == 1);
+    TH_CHECK_RC(th_proc_op(&q, TH_M_TRYLOCK, names[1]), EOWNERDEAD);
+    th_sleep_ms(150);             /* past SPEC's 50 ms after the loss */
+    TH_CHECK_RC(th_proc_op(&h, TH_M_UNLOCK, names[2]), 0);
+    th_sleep_ms(500);
+    TH_CHECK(!holder_done(&r.h));
+    /* q lets b go: the call has all three, and a was taken after a lapse */
+    TH_CHECK_RC(th_proc_op(&q, TH_M_UNLOCK, names[1]), 0);
+    int rc = holder_wait(&r.h, 20000);
+    if (rc != EOWNERDEAD)
+        fail_msg("the lock-all that relocked a lapsed hold (taken anew in an attempt it undid) "
+                 "returned %s, not EOWNERDEAD", th_errname(rc));
+    pthread_mutex_lock(&r.h.mu);
+    r.h.go = 1;
+    pthread_cond_broadcast(&r.h.cv);
+    pthread_mutex_unlock(&r.h.mu);
+    pthread_join(t, NULL);
+    TH_CHECK(r.h.rc == ENOLCK);   /* the section's end: it saw a lapse */
+    static const int all[3] = { 0, 1, 2 };
+    none_held_elsewhere(&q, names, all, 3);
+    th_proc_stop(&h);
+    th_proc_stop(&q);
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    return 0;
+}
+
+static void test_relocked_lapse_told(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();                   /* (the test deletes keys of the one server) */
+    run_child(relocked_lapse_child, NULL);
 }
 
 /* ---------------------------------- the last lock lost while confirming */
@@ -1234,8 +1444,10 @@ int main(void)
         TT_TEST(test_one_round_trip),
         TT_TEST(test_codes),
         TT_TEST(test_ownerdead),
+        TT_TEST(test_outlast_lease),
         TT_TEST(test_no_deadlock),
         TT_TEST(test_lost_while_waiting),
+        TT_TEST(test_relocked_lapse_told),
         TT_TEST(test_last_lost_while_confirming),
         TT_TEST(test_opposite_orders),
         TT_TEST(test_stale_undone),

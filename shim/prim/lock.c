@@ -784,6 +784,19 @@ int dl_lock_owner_dead_pending(dl_lock_t *l)
     return od;
 }
 
+void dl_lock_lapse_told(dl_lock_t *l, const dl_req_t *rq)
+{
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    if (h && h->wcount) {
+        dl_holder_mark_lapsed(h);
+        if (rq->robust)
+            dl_holder_owner_dead(h);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
 int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was)
 {
     dl_core_t *o = &l->core;
@@ -845,6 +858,11 @@ int dl_lock_reconfirm(dl_proc_t *p, dl_lock_t *l, int how, int *asked)
             break;
         }
         if (o->hold.busy) {       /* another thread asks Redis about it: its answer decides */
+            /* That round trip takes as long as one of ours, and the
+             * caller's other holds age as much meanwhile: it counts as
+             * asked (lockall.c's confirm_all then trusts no later hold on
+             * its validity alone, and checks every one's validity after). */
+            *asked = 1;
             dl_core_wait(o, dl_now_ms() + 100);
             continue;
         }

@@ -184,6 +184,12 @@ int dl_lock_undo(dl_proc_t *p, dl_lock_t *l, int dead, int od_was);
 /* 1 when the calling thread's section on l has a robust EOWNERDEAD pending
  * (dl_holder_t.od), else 0.  Never blocks. */
 int dl_lock_owner_dead_pending(dl_lock_t *l);
+/* A lock-all tells now the lapse of the calling thread's write hold on l
+ * that a relock in an attempt it undid since found and took anew (that
+ * relock's EOWNERDEAD, told to nobody): the section is marked as having
+ * seen a lapse (its last unlock says ENOLCK) and, through a robust object
+ * (rq->robust), has an EOWNERDEAD to make consistent.  Never blocks. */
+void dl_lock_lapse_told(dl_lock_t *l, const dl_req_t *rq);
 /* How dl_lock_reconfirm judges a hold before it asks Redis.  TRUSTED: it
  * stands if trusted (tenure.c: within its validity, not known lost,
  * confirmed in the current trust epoch and lately): a hold a lock-all took
@@ -195,7 +201,8 @@ enum { DL_RECONFIRM_TRUSTED, DL_RECONFIRM_CURRENT };
 /* The calling thread's write hold on l, which a lock-all took: may the
  * call still return it (SPEC "Local trust": a call returns only a hold it
  * has just confirmed or trusts)?  0 when it stands as `how` says, or a
- * round trip confirms it now (*asked set) and its answer came within the
+ * round trip confirms it now (*asked set; also when it waited for another
+ * thread's round trip about l) and its answer came within the
  * validity it set (one answered later vouches for nothing: as take.c's);
  * ENOLCK when Redis no longer has it (or the thread's part was left in a
  * lost hold), or its confirmation came too late; EIO when Redis cannot be

@@ -30,6 +30,7 @@
 #include "dl.h"
 #include "lockall.h"
 #include "take_all.h"
+#include "trust.h"
 
 /* The canonical order: by name bytes (a prefix first).  Every lock here
  * is of one kind, so its name says which lock it is. */
@@ -149,8 +150,38 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
 
 /* confirm_all's (and so one_by_one's): a hold taken was lost, or could not
  * be confirmed in time, before the call returned; all were given back,
- * and the call takes them again. */
+ * and the call may take them again (dl_lock_all decides). */
 #define DL_ALL_AGAIN (-1)
+
+/* A blocking or timed call gives up with EDEADLK after this many attempts
+ * in a row, each undone by the loss of a lock with a fixed lease after it
+ * had lasted at least that lease.  Such a set cannot be held all at once:
+ * taking it one by one takes longer than the lease (many locks, a slow
+ * link, a lock held elsewhere that the call waits for while its first
+ * holds run out), and every attempt would end as the one before, for
+ * ever.  Whether the next one could do better cannot be known (a holder
+ * elsewhere may let go sooner); a few attempts in a row that all outlast
+ * the lease tell it well enough, and a hang tells nothing.  EDEADLK is
+ * what SPEC gives a blocking call that would wait for ever (as a try's
+ * EBUSY stands for it: a try gives up after its one attempt). */
+#define DL_ALL_OUTLASTED 8
+
+/* Member i could not be kept (rc: dl_lock_reconfirm's ENOLCK or EIO, or
+ * ENOLCK for a hold past its validity): every hold is given back, with
+ * dist_lasterror saying why.  DL_ALL_AGAIN or EIO; *failed = i. */
+static int give_all_back(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t i, int rc,
+                         const char *why, size_t *failed)
+{
+    char q[96];
+    if (rc == ENOLCK)             /* (worded to follow attempts' "...: ") */
+        dl_seterr("lock %s %s", dl_core_qname(&v[i].l->core, q, sizeof q), why);
+    else
+        dl_fail(EIO, "lock-all of %zu locks: lock %s cannot be confirmed: %s", n,
+                dl_core_qname(&v[i].l->core, q, sizeof q), dist_lasterror());
+    undo(p, v, n, dead);
+    *failed = i;
+    return rc == ENOLCK ? DL_ALL_AGAIN : EIO;
+}
 
 /* Last, before the call returns, every hold it took (PROTOCOL.md
  * "Validity": the check comes last).  A lock taken before the call waited
@@ -165,44 +196,58 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
  * validity and trust epoch, as a lock call's does; any other is confirmed
  * now, and a confirmation answered after the validity it set is no
  * confirmation.  After round trips, every hold must still be within its
- * validity.  One that is gone, or not confirmed in time, makes the call
- * give all back and take them again, in the same order (taking it back
- * alone, while holding the later ones, could wait against the canonical
- * order).  0, DL_ALL_AGAIN, EIO (all given back). */
-static int confirm_all(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t waited)
+ * validity.  A sign that Redis may have lost state (the trust epoch moved
+ * on) during a round trip for one hold voids the trust of those looked at
+ * before it: each is looked at again, once (SPEC, "Local trust": a sign
+ * ends the trust in every hold until a round trip confirms each again);
+ * should another sign come meanwhile, the call starts again.  One that is
+ * gone, or not confirmed in time, makes the call give all back and take
+ * them again, in the same order (taking it back alone, while holding the
+ * later ones, could wait against the canonical order).  0, DL_ALL_AGAIN,
+ * EIO (all given back; *failed: the lock that could not be kept). */
+static int confirm_all(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t waited,
+                       size_t *failed)
 {
-    char q[96];
+    static const char lost[] = "was lost in Redis, or not confirmed within its validity, "
+                               "before the call could return";
     int asked = 0;
     for (size_t i = 0; i < n; i++) {
         int how = i < waited || asked ? DL_RECONFIRM_TRUSTED : DL_RECONFIRM_CURRENT;
+        v[i].epoch = dl_trust_epoch();    /* (before its check: a sign during it counts) */
         int rc = dl_lock_reconfirm(p, v[i].l, how, &asked);
-        if (rc == 0)
+        if (rc)
+            return give_all_back(p, v, n, dead, i, rc, lost, failed);
+    }
+    unsigned long epoch = dl_trust_epoch();
+    int again = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].epoch == epoch)
             continue;
-        if (rc == ENOLCK)
-            dl_seterr("lock-all of %zu locks: lock %s was lost in Redis, or not confirmed within "
-                      "its validity, before the call could return; taking them again", n,
-                      dl_core_qname(&v[i].l->core, q, sizeof q));
-        else
-            dl_fail(EIO, "lock-all of %zu locks: lock %s cannot be confirmed: %s", n,
-                    dl_core_qname(&v[i].l->core, q, sizeof q), dist_lasterror());
+        again = 1;                /* trusted before a sign: confirmed since, or now */
+        int rc = dl_lock_reconfirm(p, v[i].l, DL_RECONFIRM_TRUSTED, &asked);
+        if (rc)
+            return give_all_back(p, v, n, dead, i, rc, lost, failed);
+    }
+    if (again && dl_trust_epoch() != epoch) {
+        dl_seterr("the locks could not be confirmed: Redis may have lost state twice (signs: a "
+                  "dropped connection, a failover...) while the call confirmed them");
         undo(p, v, n, dead);
-        return rc == ENOLCK ? DL_ALL_AGAIN : EIO;
+        *failed = n;              /* (no one lock) */
+        return DL_ALL_AGAIN;
     }
     for (size_t i = 0; asked && i < n; i++) {
         if (dl_lock_valid(v[i].l))
             continue;
-        dl_seterr("lock-all of %zu locks: lock %s ran out of its validity while the call "
-                  "confirmed the others; taking them again", n,
-                  dl_core_qname(&v[i].l->core, q, sizeof q));
-        undo(p, v, n, dead);
-        return DL_ALL_AGAIN;
+        return give_all_back(p, v, n, dead, i, ENOLCK,
+                             "ran out of its validity while the call confirmed the others",
+                             failed);
     }
     return 0;
 }
 
 /* One by one in the canonical order, each as its lock call would; those
  * taken are undone when one cannot be had. */
-static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
+static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t *failed)
 {
     size_t first = n, count = 0;
     for (size_t i = 0; i < n; i++) {
@@ -216,13 +261,66 @@ static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
             return v[i].rq.try_only && rc == EDEADLK ? EBUSY : rc;
         }
         dead[i] = rc == EOWNERDEAD;
+    }
+    int rc = confirm_all(p, v, n, dead, n - 1, failed);
+    if (rc)
+        return rc;
+    for (size_t i = 0; i < n; i++) {
+        /* A relock that took its lock anew in an attempt undone since: the
+         * undo kept the new hold (the caller's), and this attempt's relock
+         * found it good, but the lapse is told now, as the relock told it
+         * then (a robust lock's section made consistent before its end). */
+        if (v[i].lapse_untold && !dead[i]) {
+            dl_lock_lapse_told(v[i].l, &v[i].rq);
+            dead[i] = 1;
+        }
+        v[i].lapse_untold = 0;
         if (dead[i] && !count++)
             first = i;
     }
-    int rc = confirm_all(p, v, n, dead, n - 1);
-    if (rc)
-        return rc;
     return count ? ownerdead(v[first].l, count, n) : 0;
+}
+
+/* one_by_one until it holds the set, or gives up (see DL_ALL_OUTLASTED):
+ * a try after its one attempt (EBUSY), a timed call at its deadline
+ * (ETIMEDOUT), either of the others once attempts in a row outlast a
+ * fixed lease (EDEADLK); dist_lasterror keeps why the last was undone. */
+static int attempts(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
+{
+    char q[96], why[DL_ERRMAX];
+    unsigned outlasted = 0;
+    for (;;) {
+        uint64_t t0 = dl_now_ms();
+        size_t failed = 0;
+        int rc = one_by_one(p, v, n, dead, &failed);
+        if (rc != DL_ALL_AGAIN)
+            return rc;
+        /* A relock told EOWNERDEAD in the attempt undone: its new hold
+         * stays the caller's (the undo gives back the call's count only),
+         * so the next attempt's relock would find it good and say 0. */
+        for (size_t i = 0; i < n; i++)
+            if (v[i].relock && dead[i])
+                v[i].lapse_untold = 1;
+        snprintf(why, sizeof why, "%s", dist_lasterror());
+        const dl_all_req_t *f = failed < n ? &v[failed] : NULL;
+        int outlast = f && f->rq.lease_ms && dl_now_ms() - t0 >= f->rq.lease_ms;
+        const char *hint = outlast ? "; the set could not be held together within the lease"
+                                   : "";
+        if (v[0].rq.try_only)
+            return dl_fail(EBUSY, "lock-all of %zu locks: could not hold them all at once: "
+                           "%s%s", n, why, hint);
+        if (dl_req_over(&v[0].rq))
+            return dl_fail(ETIMEDOUT, "lock-all of %zu locks: timed out; its last attempt "
+                           "could not hold them all at once: %s%s", n, why, hint);
+        outlasted = outlast ? outlasted + 1 : 0;
+        if (outlasted >= DL_ALL_OUTLASTED)
+            return dl_fail(EDEADLK, "lock-all of %zu locks: %u attempts in a row each lasted "
+                           "longer than the fixed lease of lock %s (%lu ms), which ran out "
+                           "before the call had the others: the set cannot be held together "
+                           "within the lease (a longer lease, a renewed one, or fewer locks)",
+                           n, outlasted, f ? dl_core_qname(&f->l->core, q, sizeof q) : "?",
+                           f->rq.lease_ms);
+    }
 }
 
 int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
@@ -245,15 +343,19 @@ int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
     char *dead = calloc(n, 1);
     if (!dead)
         return dl_fail(ENOMEM, "out of memory");
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         v[i].od_was = 0;          /* (all at once: none is held before) */
+        v[i].relock = dl_lock_held_count(v[i].l) > 0;
+        v[i].lapse_untold = 0;
+    }
     int rc = n > 1 ? all_at_once(p, v, n, dead) : EAGAIN;
     if (rc == 0 || rc == EOWNERDEAD) {
         /* Taken by one call, and checked by it (take_all.c); checked again
          * now that they are recorded, the last thing before returning. */
         char kept[DL_ERRMAX];
         snprintf(kept, sizeof kept, "%s", dist_lasterror());
-        int crc = confirm_all(p, v, n, dead, 0);
+        size_t failed;
+        int crc = confirm_all(p, v, n, dead, 0, &failed);
         if (crc == DL_ALL_AGAIN)
             rc = EAGAIN;          /* given back: one by one now */
         else if (crc)
@@ -261,11 +363,8 @@ int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n)
         else
             dl_seterr("%s", kept);
     }
-    if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only)) {
-        do
-            rc = one_by_one(p, v, n, dead);
-        while (rc == DL_ALL_AGAIN);
-    }
+    if (rc == EAGAIN || (rc == EBUSY && !v[0].rq.try_only))
+        rc = attempts(p, v, n, dead);
     free(dead);
     return rc;
 }

@@ -29,6 +29,10 @@ typedef struct dl_all_req {
     int od_was;               /* the caller's pending robust EOWNERDEAD on l before
                                  the call (lock.c), which an undo of a relock puts
                                  back (lockall.c) */
+    int relock;               /* the caller held l before the call */
+    int lapse_untold;         /* a relock of an undone attempt took l anew after a
+                                 lapse (EOWNERDEAD), which no call has told yet */
+    unsigned long epoch;      /* the trust epoch l's hold was last looked at in */
 } dl_all_req_t;
 
 /* Takes every lock of v[0..n) (n >= 1; v is sorted in place, the
@@ -37,7 +41,11 @@ typedef struct dl_all_req {
  * or more taken after a lapse; dist_lasterror names the first);
  * EINVAL (the same name twice); EDEADLK (a blocking or timed call, an
  * errorcheck lock the caller holds, or a lock it holds for reading);
- * EBUSY (a try: one cannot be taken at once, or EDEADLK's cases);
+ * EDEADLK also when the set cannot be held all at once: DL_ALL_OUTLASTED
+ * attempts in a row each lasted longer than the fixed lease of the lock
+ * whose loss undid it (lockall.c);
+ * EBUSY (a try: one cannot be taken at once, the one attempt could not
+ * hold them all at once, or EDEADLK's cases);
  * ETIMEDOUT; EAGAIN (a count would overflow); EIO; ENOMEM.  A lock the
  * caller already holds (recursive) is counted once more, as its own lock
  * call would. */
