@@ -136,9 +136,11 @@ local function take_meta(now, writer, info, rid, pending)
       set = {'fence', f}
     end
   elseif writer then
-    -- wp: the trace this one replaced (trace_lapsed_unclaimed)
+    -- wp: this grant's fence, then the trace it replaced, packed
+    -- (trace_lapsed_unclaimed: only the grant that wrote the trace may
+    -- take it back)
     set = {'fence', f, 'wh', writer, 'wi', info, 'wr', rid, 'wf', f,
-           'wp', dead == 1 and cmsgpack.pack(prev) or ''}
+           'wp', dead == 1 and (f .. '|' .. cmsgpack.pack(prev)) or f}
   elseif dead == 1 or (m[2] and m[2] ~= '') then
     set = {'fence', f, 'wh', '', 'wi', ''}
   else
@@ -281,11 +283,20 @@ end
 -- had replaced (take_meta's wp, the lock hash's pt having lapsed with it)
 -- is put back; a later trace (another holder's, a later request's of the
 -- caller) stays.
+-- The trace must be the one that grant wrote (take_meta): wp names the
+-- grant's fence and the trace's wf must be it.  Request ids are numbered
+-- per process, so `wr` alone may be another hold's: a grant by push over
+-- a lapse writes only the fence and its claim names only its holder (wh),
+-- leaving the dead holder's wr and wf; every such later write of wh
+-- (a claim, a mark) clears wp, and a withdrawal then takes back nothing
+-- (at worst the next holder is told of a lapse that was no death, never
+-- the other way round).
 local function trace_lapsed_unclaimed(token, rid)
-  local m = rcall('HMGET', K_META, 'wh', 'wr', 'wp')
-  if m[1] ~= token or tonumber(m[2]) ~= rid then return end
-  local prev = m[3] and m[3] ~= '' and cmsgpack.unpack(m[3]) or nil
-  trace_restore(prev)
+  local m = rcall('HMGET', K_META, 'wh', 'wr', 'wp', 'wf')
+  if m[1] ~= token or tonumber(m[2]) ~= rid or not m[3] or m[3] == '' then return end
+  local bar = string.find(m[3], '|', 1, true)
+  if (bar and string.sub(m[3], 1, bar - 1) or m[3]) ~= m[4] then return end
+  trace_restore(bar and cmsgpack.unpack(string.sub(m[3], bar + 1)) or nil)
   rcall('HSET', K_META, 'wp', '')
 end
 
@@ -379,6 +390,7 @@ local function death_told(token, mode)
   if mode == 'w' then
     rcall('HSET', K_LOCK, 'od', 0)
     rcall('HDEL', K_LOCK, 'pt')
+    rcall('HSET', K_META, 'wp', '')
     return
   end
   local r = rcall('HGET', K_RI, token)
@@ -552,7 +564,7 @@ local function renew_hold(token, mode, lease, fence, marks)
     if h[1] ~= token or (fence and tonumber(h[2]) ~= fence) then return 0 end
     if lease > 0 then rcall('PEXPIRE', K_LOCK, lease) end
     if rcall('HGET', K_META, 'wh') == PENDING .. token then
-      rcall('HSET', K_META, 'wh', token, 'wi', h[3])
+      rcall('HSET', K_META, 'wh', token, 'wi', h[3], 'wp', '')
     end
     return 1 + renew_waiting(token, marks)
   end

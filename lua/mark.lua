@@ -27,7 +27,7 @@ if mf == ARGV[2] and tonumber(mq) >= tonumber(ARGV[5]) then return 0 end
 local mk = ARGV[2] .. ':' .. ARGV[5]
 local ms = tonumber(ARGV[4])
 if ARGV[3] == 'h' then
-  redis.call('HSET', KEYS[2], 'wh', ARGV[1], 'wi', h[3], 'mk', mk)
+  redis.call('HSET', KEYS[2], 'wh', ARGV[1], 'wi', h[3], 'wp', '', 'mk', mk)
   if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) end
   return 1
 end

@@ -27,7 +27,7 @@ if ARGV[2] == 'w' then
   local mf, mq = string.match(redis.call('HGET', KEYS[4], 'mk') or '', '^(%d+):(%d+)$')
   if mf == f and tonumber(mq) >= tonumber(ARGV[5]) then return 0 end
   if ms > 0 then redis.call('PEXPIRE', KEYS[1], ms) end
-  redis.call('HSET', KEYS[4], 'wh', t, 'wi', h[3], 'mk', f .. ':' .. ARGV[5])
+  redis.call('HSET', KEYS[4], 'wh', t, 'wi', h[3], 'wp', '', 'mk', f .. ':' .. ARGV[5])
   return 1
 end
 if ms == 0 then return 1 end
