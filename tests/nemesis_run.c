@@ -506,6 +506,7 @@ int nm_run(const nm_cfg_t *cfg_in, nm_result_t *res)
     c->cfg = cfg;
     c->grantee = -1;
     c->late = -1;
+    c->delkey = -1;
     c->rng = cfg->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     if (cfg->dir)
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);
