@@ -51,7 +51,7 @@ static const int fault_weight[NM_F_COUNT] = {
     [NM_F_DELAY] = 10,  [NM_F_FREEZE] = 6,  [NM_F_JITTER] = 4,        [NM_F_BLACKHOLE] = 3,
     [NM_F_MUTE] = 3,    [NM_F_SRVSTOP] = 3, [NM_F_FAILOVER] = 8,      [NM_F_MIGRATE] = 8,
     [NM_F_PARTITION] = 12,      [NM_F_SRVCLOCK] = 7, [NM_F_CLOCK] = 5,    [NM_F_LATE] = 4,
-    [NM_F_DELKEY] = 8,
+    /* (delkey: not drawn here, nm_schedule_make places its own) */
 };
 
 const char *nm_fault_name(int kind)
@@ -253,7 +253,8 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
      * short run meets each kind (a rare one too), and with it what each
      * kind breaks (tools/mutants.sh: a mutant missed for want of its
      * fault is the fault mix's gap, not the checks'). */
-    unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE));
+    unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE) |
+                                      NM_BIT(NM_F_DELKEY));
     /* (the first pass through the kinds within the run's first half, so
      * that what each leaves behind has time to show) */
     int nkinds = __builtin_popcount(unused);
@@ -273,7 +274,7 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
                 ;
             unused &= ~NM_BIT(f->kind);
         } else {
-            f->kind = pick_kind(&s, cfg->faults);
+            f->kind = pick_kind(&s, cfg->faults & ~NM_BIT(NM_F_DELKEY));
         }
         if (f->kind < 0)
             break;
@@ -340,6 +341,25 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
         }
         sc->n = k;
         sc->f[sc->n++] = late;
+    }
+    /* Deletions of a held key, one per 8 s of faults (two at least), from
+     * a generator of their own: the rest of a seed's schedule stays what
+     * it was without them (a seed that ran clean still meets the same
+     * faults). */
+    if (cfg->faults & NM_BIT(NM_F_DELKEY)) {
+        uint64_t ds = cfg->seed * 0x9e3779b97f4a7c15ULL + 0xde1;
+        int n = (int)(cfg->duration_ms / 8000);
+        if (n < 2)
+            n = 2;
+        for (int i = 0; i < n && sc->n < NM_MAX_FAULTS; i++) {
+            nm_fault_t *f = &sc->f[sc->n++];
+            memset(f, 0, sizeof *f);
+            f->kind = NM_F_DELKEY;
+            /* spread over the run: one in each of n equal parts */
+            int64_t part = (int64_t)cfg->duration_ms * 1000 / n;
+            f->at_us = 700000 + part * i + rin(&ds, 0, part > 1500000 ? part - 1500000 : 0);
+            draw(cfg, &ds, f);
+        }
     }
     qsort(sc->f, (size_t)sc->n, sizeof sc->f[0], cmp_fault);
 }
