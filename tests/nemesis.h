@@ -138,6 +138,11 @@ typedef struct nm_thread_log {
     uint32_t full;              /* the log ran out of room */
     uint32_t tid;
     uint32_t pad;
+    /* A lock thread's next reentrant relock inside its hold: when (us,
+     * 0: none planned), of which name, in which mode of the hold.  The
+     * delkey fault aims by it (nemesis_fault.c watch_plans). */
+    int64_t plan_at;
+    int32_t plan_name, plan_mode;
     nm_ev_t ev[NM_EV_PER_THREAD];
 } nm_thread_log_t;
 
@@ -304,6 +309,8 @@ enum nm_fault_kind {
     NM_F_CLOCK,         /* a client's wall clock jumps, forward or back */
     NM_F_LATE,          /* the proxy delays one client's replies past its I/O time-out:
                            calls that ran in Redis fail (EIO), their replies come late */
+    NM_F_DELKEY,        /* one held lock's key deleted in Redis, no push: a silent loss of
+                           one hold, just before its holder relocks */
     /* Not injected yet (no topology of the nemesis has them): */
     NM_F_FAILOVER,      /* sentinel: the master fails over */
     NM_F_MIGRATE,       /* cluster: a slot of the locks moves */
@@ -314,13 +321,14 @@ enum nm_fault_kind {
 #define NM_FAULTS_NETNS                                                                       \
     (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
      NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
-     NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_PARTITION) | NM_BIT(NM_F_SRVCLOCK) | NM_BIT(NM_F_CLOCK))
+     NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_PARTITION) | NM_BIT(NM_F_SRVCLOCK) | NM_BIT(NM_F_CLOCK) |  \
+     NM_BIT(NM_F_DELKEY))
 #define NM_FAULTS_SINGLE                                                                      \
     (NM_BIT(NM_F_KILL) | NM_BIT(NM_F_STOP) | NM_BIT(NM_F_STOP_GRANTEE) | NM_BIT(NM_F_RESTART) | \
      NM_BIT(NM_F_FLUSH) | NM_BIT(NM_F_BREAK) | NM_BIT(NM_F_PAUSE) | NM_BIT(NM_F_CKILL) |         \
      NM_BIT(NM_F_DELAY) | NM_BIT(NM_F_FREEZE) | NM_BIT(NM_F_JITTER) | NM_BIT(NM_F_BLACKHOLE) |   \
      NM_BIT(NM_F_MUTE) | NM_BIT(NM_F_SRVSTOP) | NM_BIT(NM_F_SRVCLOCK) | NM_BIT(NM_F_CLOCK) |  \
-     NM_BIT(NM_F_LATE))
+     NM_BIT(NM_F_LATE) | NM_BIT(NM_F_DELKEY))
 
 /* What a fault does to holds, for the checks. */
 #define NM_FX_LOSS 1        /* the server may lose holds (of fault.name, or all if -1) */

@@ -67,9 +67,11 @@ void *nm_barrier_main(void *arg)
         if (bar) {
             long ms = nm_rnd_in(&t->rng, 300, 1500);
             nm_ev_t *e = nm_ev_begin(t->tl, NM_BWAIT, NM_OP_TIMED, NM_BAR_NAME, 'w', 0, 0);
-            int64_t abs_us = nm_realtime_us() + ms * 1000;
-            if (e)
+            int64_t rt0 = nm_realtime_us(), abs_us = rt0 + ms * 1000;
+            if (e) {
+                e->rt0_us = rt0;
                 e->abs_rt_us = abs_us;
+            }
             struct timespec ts = { abs_us / 1000000, (abs_us % 1000000) * 1000 };
             uint64_t gen = 0;
             int rc = dl_barrier_wait_gen(&nm_bar, &ts, &gen);

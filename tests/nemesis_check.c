@@ -127,7 +127,7 @@ static const nm_fault_t *loss_within_(const nm_hist_t *hs, int name, int64_t a, 
             f->param * 1000 < lease_us(hs, name) + NM_SLACK_US)
             continue;
         if ((f->effects & NM_FX_LOSS) && f->t_start <= b && e >= a &&
-            (f->name < 0 || f->kind != NM_F_BREAK || f->name == name) &&
+            (f->name < 0 || (f->kind != NM_F_BREAK && f->kind != NM_F_DELKEY) || f->name == name) &&
             (!last || (latest ? f->t_start > last->t_start : f->t_start < last->t_start)))
             last = f;
     }
@@ -822,7 +822,8 @@ static int ownerdead_explained(nm_hist_t *hs, byname_t *bn, const nm_call_t *r)
         }
         for (int j = 0; j < c->sch.n && !ok; j++) {
             const nm_fault_t *f = &c->sch.f[j];
-            if (f->kind == NM_F_BREAK && f->done && f->name == r->name && f->t_start < r->t1 &&
+            if ((f->kind == NM_F_BREAK || (f->kind == NM_F_DELKEY && f->effects)) && f->done &&
+                f->name == r->name && f->t_start < r->t1 &&
                 f->t_start > c->start)
                 ok = 1;
         }
@@ -910,6 +911,8 @@ static int64_t heal_us(const nm_hist_t *hs, const nm_fault_t *f)
     /* forward: keys and registrations gone, waiters ask again; back: keys
      * (a dead holder's) live that much longer */
     case NM_F_SRVCLOCK: return f->dir > 0 ? L / 3 + W + s : f->param * 1000 + L + W + s;
+    /* a key gone with no push: as a server clock's jump forward, for one lock */
+    case NM_F_DELKEY: return L / 3 + W + s;
     case NM_F_CLOCK: return s;
     default: return io + L + 2 * s;
     }
@@ -1232,6 +1235,7 @@ out:
 typedef struct bo_ev {
     const nm_ev_t *e;
     int pid, tid, done;
+    int slot;
 } bo_ev_t;
 
 /* The events of kind (NM_BWAIT, NM_ONCE, NM_ORUN) of every client; *n of
@@ -1264,7 +1268,7 @@ static bo_ev_t *collect(const nm_hist_t *hs, int kind, size_t *n)
                     cap = cap ? 2 * cap : 64;
                 }
                 v[(*n)++] = (bo_ev_t){ e, sl->pid, (int)tl->tid,
-                                       __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2 };
+                                       __atomic_load_n(&e->state, __ATOMIC_ACQUIRE) == 2, s };
             }
         }
     }
@@ -1297,7 +1301,10 @@ static void check_barrier(nm_hist_t *hs)
     long gens = 0;
     for (size_t i = 0; i < n; i++) {
         const nm_ev_t *e = v[i].e;
-        if (v[i].done && e->rc == ETIMEDOUT && e->rt1_us < e->abs_rt_us)
+        /* (its clock set back after the deadline came, before the thread
+         * read it after the return, is no early time-out: nm_timed_early) */
+        if (v[i].done && e->rc == ETIMEDOUT &&
+            nm_timed_early(hs, v[i].slot, e->t0, e->rt0_us, e->abs_rt_us, e->rt1_us, e->t1))
             nm_viol_add(hs, NM_C_TIMED, NM_BAR_NAME, e->t1, "barrier wait by %d/%d returned "
                         "ETIMEDOUT %.3f ms before its deadline", v[i].pid, v[i].tid,
                         (double)(e->abs_rt_us - e->rt1_us) / 1000.0);

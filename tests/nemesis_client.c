@@ -178,7 +178,12 @@ static void critical(nm_thr_t *t, int li, int mode, uint64_t fence)
         int mode2 = d->rw && mode == 'w' && nm_rnd_in(&t->rng, 0, 1) ? 'r' : mode;
         int op2 = (int)nm_rnd_in(&t->rng, NM_OP_LOCK, NM_OP_TIMED);
         uint64_t f2 = 0;
+        /* the plan, for the delkey fault (published last: plan_at) */
+        t->tl->plan_name = li;
+        t->tl->plan_mode = mode;
+        __atomic_store_n(&t->tl->plan_at, nm_now_us() + before, __ATOMIC_RELEASE);
         nm_sleep_us(before);
+        __atomic_store_n(&t->tl->plan_at, 0, __ATOMIC_RELEASE);
         int rc2 = do_lock(t, li, mode2, op2, 1, &f2);
         if (rc2 == 0 || rc2 == EOWNERDEAD) {
             nm_do_store(t, li, mode2, f2);

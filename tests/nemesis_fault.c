@@ -15,6 +15,13 @@
  * sometimes back (they live longer); CLOCK jumps a client's wall clock
  * (nemesis_clock.c), forward or back, which must change nothing but when
  * its timed calls' deadlines come.
+ *
+ * DELKEY deletes one lock's key in Redis (no push, no other sign) while a
+ * thread holds it and is about to relock it reentrantly (its plan in the
+ * record: watch_plans): the relock comes past the 40 ms a process may
+ * trust a hold unconfirmed, so it must ask Redis and say EOWNERDEAD (and
+ * the section's last unlock ENOLCK); a library that trusted the hold says
+ * 0 (tools/mutants.sh, trust).
  */
 #include "nemesis_int.h"
 
@@ -34,6 +41,7 @@ static const char *const fault_names[NM_F_COUNT] = {
     [NM_F_MUTE] = "mute",         [NM_F_SRVSTOP] = "srvstop", [NM_F_FAILOVER] = "failover",
     [NM_F_MIGRATE] = "migrate",   [NM_F_PARTITION] = "partition", [NM_F_STALL] = "stall",
     [NM_F_SRVCLOCK] = "srvclock", [NM_F_CLOCK] = "clock",     [NM_F_LATE] = "late",
+    [NM_F_DELKEY] = "delkey",
 };
 
 /* How often each kind is drawn, relative to the others enabled. */
@@ -43,6 +51,7 @@ static const int fault_weight[NM_F_COUNT] = {
     [NM_F_DELAY] = 10,  [NM_F_FREEZE] = 6,  [NM_F_JITTER] = 4,        [NM_F_BLACKHOLE] = 3,
     [NM_F_MUTE] = 3,    [NM_F_SRVSTOP] = 3, [NM_F_FAILOVER] = 8,      [NM_F_MIGRATE] = 8,
     [NM_F_PARTITION] = 12,      [NM_F_SRVCLOCK] = 7, [NM_F_CLOCK] = 5,    [NM_F_LATE] = 4,
+    /* (delkey: not drawn here, nm_schedule_make places its own) */
 };
 
 const char *nm_fault_name(int kind)
@@ -197,6 +206,10 @@ static void draw(const nm_cfg_t *cfg, uint64_t *s, nm_fault_t *f)
         f->server = (int)rin(s, 0, 1 << 20);    /* which of several: resolved when due */
         f->param = f->dir > 0 ? rin(s, L * 3 / 10, L * 2) : rin(s, 100, 1000);
         break;
+    case NM_F_DELKEY:
+        f->dur_ms = 0;
+        f->param = 4000;                         /* armed this long */
+        break;
     case NM_F_CLOCK:
         f->dur_ms = 0;
         f->dir = rin(s, 0, 99) < 50 ? 1 : -1;
@@ -240,7 +253,8 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
      * short run meets each kind (a rare one too), and with it what each
      * kind breaks (tools/mutants.sh: a mutant missed for want of its
      * fault is the fault mix's gap, not the checks'). */
-    unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE));
+    unsigned unused = cfg->faults & ~(NM_BIT(NM_F_STALL) | NM_BIT(NM_F_FAILOVER) | NM_BIT(NM_F_MIGRATE) |
+                                      NM_BIT(NM_F_DELKEY));
     /* (the first pass through the kinds within the run's first half, so
      * that what each leaves behind has time to show) */
     int nkinds = __builtin_popcount(unused);
@@ -260,7 +274,7 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
                 ;
             unused &= ~NM_BIT(f->kind);
         } else {
-            f->kind = pick_kind(&s, cfg->faults);
+            f->kind = pick_kind(&s, cfg->faults & ~NM_BIT(NM_F_DELKEY));
         }
         if (f->kind < 0)
             break;
@@ -299,23 +313,27 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
             g->dur_ms = rin(&s, cfg->lease_ms * 72 / 100, cfg->lease_ms * 86 / 100);
         }
     }
-    /* The run's last 40 %: no restart, and a late fault at 60-70 % of it,
-     * whose calls fail (the I/O time-out) before the faults end.  A post
-     * counted twice (a late reply's) shows in the counting semaphore's
-     * value at the end only when Redis lost no state after it (the count
-     * starts again: nemesis_sem.c check_value).  The proxy faults it
-     * would overlap make room for it. */
+    /* A late fault at 45-55 % of the run, and no restart planned from 5 s
+     * before it to the end (one planned earlier may wait for the server
+     * and for a handoff: up to 3.5 s).  A post counted twice (a late reply's) shows in the
+     * counting semaphore's value at the end only when Redis lost no state
+     * after it (the count starts again: nemesis_sem.c check_value), and
+     * only once its thread settled it, at its next call after the fault
+     * (up to twice the I/O time-out): the fault's effects must be over
+     * well before the run's end (placed at 60-70 %, the aimed thread's
+     * post was still in flight at the end in a run of 25 s).  The proxy
+     * faults it would overlap make room for it. */
     if (sem_tail && sc->n < NM_MAX_FAULTS) {
         nm_fault_t late;
         memset(&late, 0, sizeof late);
         late.kind = NM_F_LATE;
-        late.at_us = rin(&s, (int64_t)cfg->duration_ms * 600, (int64_t)cfg->duration_ms * 700);
+        late.at_us = rin(&s, (int64_t)cfg->duration_ms * 450, (int64_t)cfg->duration_ms * 550);
         draw(cfg, &s, &late);
         int64_t a = late.at_us, e = late.at_us + (int64_t)(late.dur_ms + 200) * 1000;
         int k = 0;
         for (int i = 0; i < sc->n; i++) {
             const nm_fault_t *f = &sc->f[i];
-            if (f->kind == NM_F_RESTART && f->at_us >= (int64_t)cfg->duration_ms * 600)
+            if (f->kind == NM_F_RESTART && f->at_us >= a - 5000000)
                 continue;
             if (proxy_kind(f->kind) && f->at_us < e && f->at_us + (int64_t)(f->dur_ms + 200) * 1000 > a)
                 continue;
@@ -323,6 +341,25 @@ void nm_schedule_make(const nm_cfg_t *cfg, nm_schedule_t *sc)
         }
         sc->n = k;
         sc->f[sc->n++] = late;
+    }
+    /* Deletions of a held key, one per 8 s of faults (two at least), from
+     * a generator of their own: the rest of a seed's schedule stays what
+     * it was without them (a seed that ran clean still meets the same
+     * faults). */
+    if (cfg->faults & NM_BIT(NM_F_DELKEY)) {
+        uint64_t ds = cfg->seed * 0x9e3779b97f4a7c15ULL + 0xde1;
+        int n = (int)(cfg->duration_ms / 8000);
+        if (n < 2)
+            n = 2;
+        for (int i = 0; i < n && sc->n < NM_MAX_FAULTS; i++) {
+            nm_fault_t *f = &sc->f[sc->n++];
+            memset(f, 0, sizeof *f);
+            f->kind = NM_F_DELKEY;
+            /* spread over the run: one in each of n equal parts */
+            int64_t part = (int64_t)cfg->duration_ms * 1000 / n;
+            f->at_us = 700000 + part * i + rin(&ds, 0, part > 1500000 ? part - 1500000 : 0);
+            draw(cfg, &ds, f);
+        }
     }
     qsort(sc->f, (size_t)sc->n, sizeof sc->f[0], cmp_fault);
 }
@@ -417,6 +454,19 @@ static int pid_stopped(nm_ctx_t *c, pid_t pid)
 #define EACH_PROXY(c, px) for (int px_i_ = 0; px_i_ < (c)->nsrv; px_i_++) \
     for (th_proxy_t *px = (c)->px[px_i_]; px; px = NULL)
 
+/* pid was hit by a late fault that is on, or ended less than twice the
+ * I/O time-out ago. */
+static int late_victim(nm_ctx_t *c, pid_t pid, int64_t now)
+{
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (f->kind == NM_F_LATE && f->done && f->t_start && f->pid == pid &&
+            (!f->ended || now < f->t_end + 2 * c->cfg->io_timeout_ms * 1000LL))
+            return 1;
+    }
+    return 0;
+}
+
 static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
 {
     const nm_cfg_t *cfg = c->cfg;
@@ -434,7 +484,13 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     f->t_start = now;
     switch (f->kind) {
     case NM_F_KILL:
-        slot = nm_pick_slot(c, (uint64_t)rnd(&c->rng), f->dir);
+        /* not the client of a late fault still on (or settling after it):
+         * its semaphore post must live to be settled (late_aim) */
+        for (int tries = 0; tries < 8; tries++) {
+            slot = nm_pick_slot(c, (uint64_t)rnd(&c->rng), f->dir);
+            if (slot < 0 || !late_victim(c, c->sh->slot[slot].pid, now))
+                break;
+        }
         if (slot < 0)
             return snprintf(f->note, sizeof f->note, "no client"), 0;
         f->pid = c->sh->slot[slot].pid;
@@ -463,6 +519,14 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     case NM_F_STOP_GRANTEE:
         /* armed: watch_grants stops the next grantee */
         c->grantee = (int)(f - c->sch.f);
+        f->t_start = 0;
+        return 1;
+    case NM_F_DELKEY:
+        /* armed: watch_plans picks the hold; one server only (with
+         * several, one server's key is not the hold) */
+        if (c->nsrv > 1)
+            return snprintf(f->note, sizeof f->note, "several servers"), 0;
+        c->delkey = (int)(f - c->sch.f);
         f->t_start = 0;
         return 1;
     case NM_F_RESTART:
@@ -529,8 +593,8 @@ static int fault_start(nm_ctx_t *c, nm_fault_t *f, int64_t now)
     case NM_F_FREEZE:
         if (!c->px[0])
             return snprintf(f->note, sizeof f->note, "no proxy"), 0;
-        /* late replies: aimed at a client about to post a semaphore (armed
-         * until a wait takes a permit: watch_grants) */
+        /* late replies: aimed at a client about to post the counting
+         * semaphore (armed until a thread inside plans its post: late_aim) */
         if (f->kind == NM_F_LATE && c->late != (int)(f - c->sch.f) && c->sem_seen) {
             c->late = (int)(f - c->sch.f);
             f->t_start = 0;
@@ -701,6 +765,33 @@ static void fault_end(nm_ctx_t *c, nm_fault_t *f)
     f->ended = 1;
 }
 
+/* An armed LATE fault's aim: a semaphore thread of a running client
+ * inside the counting semaphore whose post (its plan in the record) comes
+ * 60-400 ms from now, time enough for the fault to be in place before it:
+ * the post then runs in Redis and fails (EIO), and a library that made it
+ * again would count it twice (tools/mutants.sh, sempost; the value check
+ * at the end judges the counting semaphore's permits).  1 when it fired. */
+static int late_aim(nm_ctx_t *c, nm_fault_t *lf, int64_t now)
+{
+    int semc = nm_role_base[NM_ROLE_SEM];
+    for (int s = 0; s < c->sh->nslots; s++) {
+        nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0 || sl->died_us || pid_stopped(c, sl->pid))
+            continue;
+        for (int t = c->cfg->threads; t < NM_MAX_THREADS; t++) {
+            nm_thread_log_t *tl = &sl->th[t];
+            int64_t at = __atomic_load_n(&tl->plan_at, __ATOMIC_ACQUIRE);
+            if (!at || tl->plan_name != semc || at - now < 60000 || at - now > 400000)
+                continue;
+            lf->slot = s;
+            fault_start(c, lf, now);
+            c->late = -1;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 /* Follows the record as it grows; when a STOP_GRANTEE is armed, stops the
  * process of the first lock call that waited for a new hold from Redis:
  * depth 0, not a trylock, 0 or EOWNERDEAD at least 2 ms after it began,
@@ -726,13 +817,6 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
                     break;          /* look again at it next time */
                 if (e->kind == NM_SWAIT) {
                     c->sem_seen = 1;
-                    if (lf && usable && e->rc == 0) {
-                        /* its thread is inside: its next call is the post */
-                        lf->slot = s;
-                        fault_start(c, lf, now);
-                        c->late = -1;
-                        lf = NULL;
-                    }
                     continue;
                 }
                 if (e->kind != NM_LOCK || (e->rc != 0 && e->rc != EOWNERDEAD))
@@ -755,6 +839,8 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
             c->cursor[s][t] = i;
         }
     }
+    if (lf && late_aim(c, lf, now))
+        lf = NULL;
     if (lf && now > c->start + lf->at_us + 3000000) {
         lf->slot = -1;                  /* no permit taken: any client */
         fault_start(c, lf, now);
@@ -767,6 +853,55 @@ static void watch_grants(nm_ctx_t *c, int64_t now)
         f->ended = 1;
         f->effects = 0;
         c->grantee = -1;
+    }
+}
+
+/* When a DELKEY is armed: a lock thread of a running client that holds a
+ * lock (a write hold, not a lock-all's) and plans to relock it within
+ * 130-400 ms.  Its key is deleted now: the relock comes past the tolerance
+ * of a silent loss (the stale-return check's 100 ms), and, most often,
+ * before the watchdog's next look at the hold (a renewal every lease/3, a
+ * fixed lease at its end), which would tell a trusting library too. */
+static void watch_plans(nm_ctx_t *c, int64_t now)
+{
+    if (c->delkey < 0)
+        return;
+    nm_fault_t *f = &c->sch.f[c->delkey];
+    if (now > c->start + f->at_us + f->param * 1000) {
+        snprintf(f->note, sizeof f->note, "no relock planned while armed");
+        f->t_start = f->t_end = now;
+        f->ended = 1;
+        f->effects = 0;
+        c->delkey = -1;
+        return;
+    }
+    if (!server_ok(c, f))
+        return;
+    for (int s = 0; s < c->sh->nslots; s++) {
+        nm_slot_t *sl = &c->sh->slot[s];
+        if (sl->pid <= 0 || sl->died_us || pid_stopped(c, sl->pid))
+            continue;
+        for (int t = 0; t < c->cfg->threads && t < NM_MAX_LOCK_THREADS; t++) {
+            nm_thread_log_t *tl = &sl->th[t];
+            int64_t at = __atomic_load_n(&tl->plan_at, __ATOMIC_ACQUIRE);
+            int name = tl->plan_name;
+            if (at - now < 130000 || at - now > 400000 || name < 0 || name >= nm_nlocks ||
+                tl->plan_mode != 'w')
+                continue;
+            char key[160];
+            snprintf(key, sizeof key, "distlock:{%s}", c->sh->names[name]);
+            f->t_start = nm_now_us();
+            long long n = th_cmd_at_ll(c->srv[0].port, "DEL %s", key);
+            f->t_end = nm_now_us();
+            f->ended = 1;
+            f->name = name;
+            f->pid = sl->pid;
+            f->effects = NM_FX_LOSS;
+            snprintf(f->note, sizeof f->note, "%s, slot %d, relock in %.0f ms, %lld deleted",
+                     c->sh->names[name], s, (double)(at - f->t_start) / 1000.0, n);
+            c->delkey = -1;
+            return;
+        }
     }
 }
 
@@ -810,7 +945,8 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
         if (!f->done) {
             if (c->start + f->at_us > now || now >= c->fault_end)
                 continue;
-            if (f->kind == NM_F_STOP_GRANTEE && c->grantee >= 0)
+            if ((f->kind == NM_F_STOP_GRANTEE && c->grantee >= 0) ||
+                (f->kind == NM_F_DELKEY && c->delkey >= 0))
                 continue;           /* one armed at a time: this one waits */
             /* a restart waits (up to 2 s) for a hold about to pass between
              * a process's threads */
@@ -823,7 +959,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
                 f->effects = 0;
                 continue;
             }
-            if (f->dur_ms == 0 && f->kind != NM_F_STOP_GRANTEE) {
+            if (f->dur_ms == 0 && f->kind != NM_F_STOP_GRANTEE && f->kind != NM_F_DELKEY) {
                 f->t_end = nm_now_us();     /* it ran until now (a break: the CLI) */
                 f->ended = 1;
             }
@@ -840,6 +976,7 @@ void nm_faults_tick(nm_ctx_t *c, int64_t now)
         }
     }
     watch_grants(c, now);
+    watch_plans(c, now);
 }
 
 void nm_faults_heal_all(nm_ctx_t *c)
@@ -861,6 +998,7 @@ void nm_faults_heal_all(nm_ctx_t *c)
     }
     c->grantee = -1;
     c->late = -1;
+    c->delkey = -1;
     for (int k = 0; c->net && k < nm_net_count(c->net); k++)
         nm_net_heal(c->net, k);
     EACH_PROXY(c, px) {

@@ -43,6 +43,7 @@ typedef struct nm_ctx {
     uint32_t cursor[NM_MAX_SLOTS][NM_MAX_THREADS];  /* events seen by the reactive faults */
     int grantee;                /* index of an armed STOP_GRANTEE fault, -1 */
     int late;                   /* index of an armed LATE fault, -1 */
+    int delkey;                 /* index of an armed DELKEY fault, -1 */
     int sem_seen;               /* a semaphore call was recorded (the role runs) */
     uint64_t maxfence[NM_MAX_NAMES];    /* the greatest fence returned so far */
     int64_t next_watch;

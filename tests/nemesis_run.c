@@ -289,6 +289,11 @@ static void watch_calls(nm_ctx_t *c, nm_hist_t *hs, int64_t now)
              * as its wall clock was set back meanwhile */
             if (e->op == NM_OP_TIMED && e->abs_rt_us)
                 lim += e->abs_rt_us - e->rt0_us + nm_clock_back_within(c, s, e->t0, now);
+            /* a condition wait is two of the library's calls, each bounded
+             * so: it gives its mutex back, and takes it again (a wait of
+             * 19.5 s under a late fault: 2 I/O time-outs after it ended) */
+            if (e->kind == NM_CWAIT)
+                lim += 2 * cfg->io_timeout_ms * 1000LL;
             int64_t took = now - e->t0 - nm_stopped_for(c, sl->pid, e->t0, now);
             if (took > lim && c->hang_ev[s][t] != n) {
                 c->hang_ev[s][t] = n;
@@ -506,6 +511,7 @@ int nm_run(const nm_cfg_t *cfg_in, nm_result_t *res)
     c->cfg = cfg;
     c->grantee = -1;
     c->late = -1;
+    c->delkey = -1;
     c->rng = cfg->seed * 6364136223846793005ULL + 1442695040888963407ULL;
     if (cfg->dir)
         snprintf(c->dir, sizeof c->dir, "%s", cfg->dir);

@@ -113,8 +113,13 @@ void *nm_sem_main(void *arg)
     t->tl->tid = (uint32_t)t->tid;
     if (t->sub >= NM_SEM_THREADS)
         return NULL;
+    int again = -1;
     while (!nm_stopping(t) && !t->tl->full) {
-        int k = (int)nm_rnd_in(&t->rng, 0, NM_SEM_KINDS - 1);
+        /* after a call that failed (EIO), the same semaphore again: the
+         * library settles what that call left unknown at its next call on
+         * the object, and the value check at the end needs it settled */
+        int k = again >= 0 ? again : (int)nm_rnd_in(&t->rng, 0, NM_SEM_KINDS - 1);
+        again = -1;
         dist_sem_t *s = &objs[t->sub][k];
         long r = nm_rnd_in(&t->rng, 0, 99);
         int op = r < 30 ? NM_OP_LOCK : r < 70 ? NM_OP_TIMED : NM_OP_TRY;
@@ -144,6 +149,8 @@ void *nm_sem_main(void *arg)
             renew_obj(t, k);
             continue;
         }
+        if (rc == EIO)
+            again = k;
         if (rc != 0) {
             if (rc != EAGAIN && rc != ETIMEDOUT)
                 fprintf(stderr, "nemesis client %d/%d: sem wait %s: %s (%s)\n", t->pid, t->tid,
@@ -155,10 +162,17 @@ void *nm_sem_main(void *arg)
          * thread inside (late replies) to come before its post */
         long in = nm_rnd_in(&t->rng, 0, 99) < 40 ? nm_rnd_in(&t->rng, 0, 30000)
                                                  : nm_rnd_in(&t->rng, 30000, 300000);
+        /* the plan, for the late fault's aim (nemesis_fault.c late_aim) */
+        t->tl->plan_name = sem_base + k;
+        t->tl->plan_mode = 'w';
+        __atomic_store_n(&t->tl->plan_at, nm_now_us() + in, __ATOMIC_RELEASE);
         nm_sleep_us(in);
+        __atomic_store_n(&t->tl->plan_at, 0, __ATOMIC_RELEASE);
         nm_ev_t *p = nm_ev_begin(t->tl, NM_SPOST, 0, sem_base + k, 'w', 0, t->hold);
         rc = dist_sem_post(s);
         nm_ev_end(p, rc, 0);
+        if (rc == EIO)
+            again = k;
         if (rc != 0 && rc != EPERM)
             fprintf(stderr, "nemesis client %d/%d: sem post %s: %s (%s)\n", t->pid, t->tid,
                     t->cc->sh->names[sem_base + k], strerror(rc), dist_lasterror());

@@ -20,7 +20,7 @@
 #      network namespace, cut by nftables; needs root), or all
 #   -f KINDS: only these faults (kill,stop,stopgrantee,restart,flush,break,
 #      pause,clientkill,delay,freeze,jitter,blackhole,mute,srvstop,srvclock,
-#      clock,late,partition)
+#      clock,late,delkey,partition)
 #   -R ROLES: only these clients beside the locks (cond,sem,lockall; none)
 #   -p PROCS (4)  -t THREADS (3)  -r FAULTS_PER_S (0.8)
 #   -S slow mode: 6 processes, lease 6000 ms, I/O time-out 8000 ms, a

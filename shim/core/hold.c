@@ -188,7 +188,7 @@ static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrec
     int was_valid = t0 / 1000 < valid_until;
 #ifdef DISTLOCK_MUTANT_RELEASE
     int rc = 0;                   /* mutant (tools/mutants.sh): the release is skipped */
-    c.reply.release.result = 1;
+    DL_REPLY(&c, release).result = 1;
 #else
     int rc = dl_script_run(p->conn, &c, 1);
 #endif
