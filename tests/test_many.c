@@ -22,7 +22,9 @@
  *    and keeps them;
  *  - reshard (cluster): holds spread over the slots kept while slots
  *    migrate under them (a batch in a moving slot is refused under ASK and
- *    its holds are renewed one by one).
+ *    its holds are renewed one by one);
+ *  - memory (single): the library's heap per held lock stays under 500
+ *    bytes (issue 30), measured around taking 3,000 locks.
  *
  * Every library call runs in a forked process with the mode's environment;
  * the test deletes keys behind its back with plain connections.
@@ -36,6 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+size_t __sanitizer_get_current_allocated_bytes(void);   /* (the sanitizer's runtime) */
+#else
+#include <malloc.h>
+#endif
 
 enum { M_SINGLE, M_CLUSTER, M_REDLOCK };
 static int g_mode;
@@ -504,6 +511,60 @@ static void test_many_reshard(void **state)
     assert_int_equal(r.lost, 0);
 }
 
+/* The heap in use (bytes): the sanitizer's allocator's count of what was
+ * asked for, or glibc's of its chunks (with their headers). */
+static size_t heap_in_use(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    return __sanitizer_get_current_allocated_bytes();
+#else
+    return mallinfo2().uordblks;
+#endif
+}
+
+/* Memory per held lock: 3,000 locks of names as long as W9L's (28 bytes)
+ * are taken by one thread; the heap grows by less than 500 bytes for each
+ * (the lock's state and main key, its entry in the process's table of
+ * objects, their buckets).  Before: the program's mutexes in place, and
+ * the library's threads and connections (a lock taken and released).
+ * Taken within a few seconds: before the watchdog's first pass (a third
+ * of the default lease) maps its list. */
+#define NBUDGET 3000
+#define DL_HELD_LOCK_BUDGET 500
+
+static int memory_child(void *arg)
+{
+    (void)arg;
+    static dist_mutex_t m[NBUDGET + 1];
+    static char names[NBUDGET + 1][40];
+    char base[32];
+    th_name(base, sizeof base, "mem");
+    for (int i = 0; i <= NBUDGET; i++) {
+        snprintf(names[i], sizeof names[i], "%.14s:budget:%05d", base, i);
+        TH_CHECK_RC(dist_mutex_init(&m[i], names[i], NULL), 0);
+    }
+    TH_CHECK_RC(dist_mutex_lock(&m[NBUDGET]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[NBUDGET]), 0);
+    size_t before = heap_in_use();
+    for (int i = 0; i < NBUDGET; i++)
+        TH_CHECK_RC(dist_mutex_lock(&m[i]), 0);
+    size_t after = heap_in_use();
+    long per = ((long)after - (long)before) / NBUDGET;
+    fprintf(stderr, "heap per held lock: %ld bytes (budget %d)\n", per, DL_HELD_LOCK_BUDGET);
+    TH_CHECK(per < DL_HELD_LOCK_BUDGET);
+    for (int i = 0; i < NBUDGET; i++)
+        TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
+    return 0;
+}
+
+static void test_many_memory(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();
+    TH_ASSERT_CHILD_OK(th_fork_child(memory_child, NULL));
+}
+
 int main(void)
 {
     const char *m = getenv("TH_MANY_MODE");
@@ -517,6 +578,7 @@ int main(void)
         TT_TEST(test_many_late),
         TT_TEST(test_many_names),
         TT_TEST(test_many_reshard),
+        TT_TEST(test_many_memory),
     };
     return th_run_tests(all, group_setup, group_teardown);
 }

@@ -119,7 +119,7 @@ static int retake(dl_condwait_t *cw)
         char why[DL_ERRMAX];
         snprintf(why, sizeof why, "%s", dist_lasterror());
         return dl_fail(rc, "condition wait: taking the mutex %s again failed, the caller does "
-                       "not hold it: %s", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+                       "not hold it: %s", dl_quote(dl_core_name(&cw->l->core), cw->l->core.namelen, q,
                                                    sizeof q), why);
     }
     return rc;
@@ -131,7 +131,7 @@ int dl_condwait_restore(dl_condwait_t *cw)
     int prc = dl_lock_restore(cw->l, cw->count, cw->carried, cw->od);
     if (prc)
         dl_log(DL_LOG_ERROR, "condition wait: the mutex %s is held again, but its count of %u "
-               "could not be restored (%s)", dl_quote(cw->l->core.name, cw->l->core.namelen, q,
+               "could not be restored (%s)", dl_quote(dl_core_name(&cw->l->core), cw->l->core.namelen, q,
                                                       sizeof q),
                cw->count, prc == EAGAIN ? "count overflow" : "out of memory");
     return prc;
@@ -162,7 +162,7 @@ int dl_condwait_begin_on(dl_condwait_t *cw, dist_cond_t *c, dist_mutex_t *m, clo
     if (!cw->count)
         return dl_fail(EPERM, "condition %s: the mutex %s is not held by this thread",
                        dl_core_qname(&cw->cv->core, q, sizeof q),
-                       dl_quote(cw->l->core.name, cw->l->core.namelen, qm, sizeof qm));
+                       dl_quote(dl_core_name(&cw->l->core), cw->l->core.namelen, qm, sizeof qm));
     if ((rc = dl_cond_enter(cw->p, cw->cv, &cw->w, deadline)))
         return dl_refused_rc(rc);         /* m untouched */
     int seen = 0;

@@ -86,6 +86,9 @@ typedef struct dl_kind {
     int id;                   /* DL_KIND_* (keys.h): its keys and its names */
     size_t size;              /* of the primitive's state, which starts with
                                  its dl_core_t */
+    int keeps_rare;           /* its objects keep o->hold.rare from creation
+                                 (a semaphore: any of its calls may leave an
+                                 undo, and it has no reserve to fail in) */
     const dl_hold_calls_t *calls;
     /* Frees what the primitive's own fields own (the state itself is the
      * registry's); NULL: nothing. */
@@ -107,21 +110,16 @@ typedef struct dl_kind {
     void (*recheck)(dl_core_t *o);
 } dl_kind_t;
 
-/* hold.c: the process's Redis hold, and its one talker.  (Its flags are
- * bytes and its words come first: a process may hold a million holds.) */
-typedef struct dl_hold {
-    uint64_t fence;
-    uint64_t rid;             /* the registration id it was taken or claimed with */
-    unsigned long lease_ms;   /* of the Redis hold */
-    unsigned long seq;        /* bumped at each Redis acquisition and release */
-    uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
-    uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
-                                 for a relock; the lingerer ends it then (us) */
-    uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
-                                 still be in Redis, and a claim of it is not
-                                 told EOWNERDEAD again */
-    uint64_t rtt_us;          /* this object's round trips, smoothed (atomic:
-                                 dl_hold_rtt; what makes a hold short) */
+/* hold.c: what a hold keeps only while it needs it (o->hold.rare): the
+ * undo of requests that failed, the fence of a release that failed, the
+ * cut of its TTL by a linger.  An idle hold needs none of it, and a
+ * process may hold a million: made on demand, freed once empty (hold.c).
+ * Room is made before anything that may need it is sent (a talker's
+ * dl_hold_reserve: a failed request's undo is written on its failure
+ * path, which must not fail for want of memory), and kept while a talker
+ * may still write in it (pins).  tenure.c writes the cut; hold.c the
+ * rest. */
+typedef struct dl_hold_rare {
     uint64_t undo[2];         /* [0] write, [1] read: 0, or the registration id of
                                  the latest request in that mode that failed but
                                  may have run in Redis (EIO after sending): the
@@ -132,6 +130,42 @@ typedef struct dl_hold {
                                  sent to (a semaphore's; 0 none known, locks) */
     uint64_t undo_at;         /* not before this (monotonic ms): the next look
                                  must come after the request may have run */
+    uint64_t told_fence;      /* a hold told EOWNERDEAD whose release failed
+                                 (EIO): it may still be in Redis, and a claim
+                                 of it is not told EOWNERDEAD again */
+    uint64_t cut_until;       /* tenure.c: the validity the last TTL cut left
+                                 (ms): a renewal sent before a cut confirms no
+                                 more than that */
+    unsigned cut_ttl;         /* tenure.c: nonzero: a linger cut this hold's TTL
+                                 to it (ms); renewals then confirm no more than
+                                 that from their sending (dl_tenure_ttl) */
+    unsigned pins;            /* talkers that may write an undo here now
+                                 (dl_hold_reserve), + 1 for good for a kind that
+                                 always keeps it (dl_kind_t.keeps_rare) */
+    uint64_t unrec;           /* a lock's (prim/lock.c, through dl_hold_set_unrec):
+                                 the mark of the last ENOTRECOVERABLE a lock call
+                                 of the process was told (0: none, or recovered
+                                 since), what dl_lock_recover clears
+                                 (lua/recover.lua) */
+    unsigned char ttl_cut;    /* a linger cut the hold's Redis TTL to a claim
+                                 window (mark.c); the next renewal restores it */
+    unsigned char undoing;    /* the watchdog is withdrawing one now (pinned) */
+    signed char undo_checks[2]; /* withdrawals left to try that may find nothing */
+} dl_hold_rare_t;
+
+/* hold.c: the process's Redis hold, and its one talker.  (Its flags are
+ * bytes and its words come first: a process may hold a million holds.) */
+typedef struct dl_hold {
+    uint64_t fence;
+    uint64_t rid;             /* the registration id it was taken or claimed with */
+    unsigned long lease_ms;   /* of the Redis hold */
+    unsigned long seq;        /* bumped at each Redis acquisition and release */
+    uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
+    uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
+                                 for a relock; the lingerer ends it then (us) */
+    uint64_t rtt_us;          /* this object's round trips, smoothed (atomic:
+                                 dl_hold_rtt; what makes a hold short) */
+    dl_hold_rare_t *rare;     /* NULL, or what it keeps while it needs it */
     unsigned servers;         /* redlock: the servers that may have it (0: any) */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
     char rmode;               /* 0, or the mode held ('w', 'r') */
@@ -145,36 +179,27 @@ typedef struct dl_hold {
                                  (loss.c): once per hold */
     unsigned char remote_waiting; /* another process queues for it
                                  (dl_hold_waited_on) */
-    unsigned char ttl_cut;    /* a linger cut the hold's Redis TTL to a claim
-                                 window (mark.c); the next renewal restores it */
     unsigned char od_told;    /* the hold was taken after a lapse (Redis keeps
                                  saying so at each claim) and its taker told */
-    unsigned char undoing;    /* the watchdog is withdrawing one now (pinned) */
-    signed char undo_checks[2]; /* withdrawals left to try that may find nothing */
 } dl_hold_t;
 
-/* tenure.c: how long the hold may serve without asking Redis. */
+/* tenure.c: how long the hold may serve without asking Redis.  (The TTL
+ * cut by a linger is in o->hold.rare, its count in dl_core_t.cuts.) */
 typedef struct dl_tenure {
     uint64_t valid_until;     /* the hold surely still exists in Redis before this
                                  (monotonic ms): when the acquire or renewal that
                                  confirmed it was sent + the TTL it set - a drift
                                  margin.  Past it, no local reuse */
-    uint64_t cut_until;       /* the validity the last TTL cut (below) left (ms):
-                                 a renewal sent before a cut confirms no more
-                                 than that */
     unsigned long trust_epoch; /* the trust epoch (trust.h) in which the call
                                  that last confirmed the hold was sent: a sign of
                                  lost state since ends the trust (dl_tenure_trusted) */
     uint64_t confirmed_ms;    /* when that call was sent (monotonic ms): the hold
                                  serves other threads only while this is recent */
-    unsigned cuts;            /* TTL cuts by lingers, bumped by each */
-    unsigned cut_ttl;         /* nonzero: a linger cut this hold's TTL to it (ms);
-                                 renewals then confirm no more than that from
-                                 their sending (dl_tenure_ttl) */
 } dl_tenure_t;
 
 /* take.c: a thread waiting in Redis's queue for a grant (the subscriber
- * tells it: dl_take_granted, dl_take_recheck). */
+ * tells it: dl_take_granted, dl_take_recheck).  On the waiting thread's
+ * stack, o->wait pointing at it while it waits: a held lock has none. */
 typedef struct dl_waiter {
     uint64_t regid;           /* its registration id, 0 none */
     uint64_t grant_fence;
@@ -191,9 +216,9 @@ struct dl_core {
                                  atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     const dl_kind_t *kind;
-    char *name;               /* (its main key is stored after the state, and
-                                 the name is in it: not NUL-ended) */
-    const char *key;          /* its main key (keys.h: keys[0] of its kind): */
+    const char *key;          /* its main key (keys.h: keys[0] of its kind),
+                                 stored after the state; the name is in it
+                                 (dl_core_name: not NUL-ended).  By the key */
     uint32_t namelen;         /* what pushes name it by; a call derives the */
     uint32_t keylen;          /* others from it (caller.h) */
     const char **allkeys;     /* NULL; or, for a name too long for a call to
@@ -213,12 +238,40 @@ struct dl_core {
     unsigned wlook;           /* watchdog.c, under the process's wmu: where
                                  the watchdog's schedule of early looks has
                                  this object (its index + 1), 0: nowhere */
-    dl_waiter_t wait;         /* take.c */
+    unsigned cuts;            /* tenure.c: TTL cuts by lingers, bumped by each
+                                 (here, beside wlook: no hole) */
+    dl_waiter_t *wait;        /* take.c: the thread waiting in Redis's queue
+                                 for it (its registration), NULL: none */
     dl_tally_t *tally;        /* counted by anyone through tally.h (atomics);
                                  reported by metrics.c.  Allocated with the
                                  object (registry.c) only while the process
                                  writes a metrics file, else NULL */
 };
+
+/* o's name (namelen bytes, not NUL-ended): the bytes before the last one
+ * ('}') of its main key, PREFIX{HEAD NAME} (keys.h; registry.c). */
+static inline const char *dl_core_name(const dl_core_t *o)
+{
+    return o->key + o->keylen - 1 - o->namelen;
+}
+
+/* What o->hold.rare holds, read (0 without it). */
+static inline uint64_t dl_hold_told_fence(const dl_core_t *o)
+{
+    return o->hold.rare ? o->hold.rare->told_fence : 0;
+}
+static inline uint64_t dl_hold_unrec(const dl_core_t *o)
+{
+    return o->hold.rare ? o->hold.rare->unrec : 0;
+}
+static inline int dl_hold_ttl_cut(const dl_core_t *o)
+{
+    return o->hold.rare && o->hold.rare->ttl_cut;
+}
+static inline unsigned dl_tenure_cut_ttl(const dl_core_t *o)
+{
+    return o->hold.rare ? o->hold.rare->cut_ttl : 0;
+}
 
 /* The lengths of o->allkeys (NULL with them). */
 static inline size_t *dl_core_allkeylens(const dl_core_t *o)
@@ -235,7 +288,7 @@ static inline const char *dl_core_what(const dl_core_t *o)
 /* o's name, quoted for messages (dl_quote). */
 static inline const char *dl_core_qname(const dl_core_t *o, char *buf, size_t size)
 {
-    return dl_quote(o->name, o->namelen, buf, size);
+    return dl_quote(dl_core_name(o), o->namelen, buf, size);
 }
 
 /* A condition variable on CLOCK_MONOTONIC (registry.c), NULL: no memory. */
@@ -271,7 +324,7 @@ static inline void dl_core_wake(dl_core_t *o)
  * by the process's threads.) */
 static inline int dl_core_in_use(const dl_core_t *o)
 {
-    return o->hold.busy || o->wait.regid || o->kind->in_use(o);
+    return o->hold.busy || (o->wait && o->wait->regid) || o->kind->in_use(o);
 }
 
 #endif

@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "call_release.h"
@@ -30,14 +31,66 @@
 #include "trust.h"
 #include "watchdog.h"
 
-void dl_hold_reserve(dl_core_t *o)
+/* --- what a hold keeps only while it needs it (o->hold.rare) --- */
+
+static dl_hold_rare_t *rare_make(dl_core_t *o)
 {
+    if (!o->hold.rare)
+        o->hold.rare = calloc(1, sizeof *o->hold.rare);
+    return o->hold.rare;
+}
+
+/* Is anything in o->hold.rare needed, now or by what may come?  A talker
+ * may write an undo (pins), an undo is due or under way, a failed
+ * release's fence is kept, the TTL was cut, or the hold was taken after
+ * a lapse (its release may fail: its fence is then kept). */
+static int rare_needed(const dl_core_t *o)
+{
+    const dl_hold_rare_t *r = o->hold.rare;
+    return r->pins || r->undo[0] || r->undo[1] || r->undoing || r->told_fence || r->cut_ttl ||
+           r->ttl_cut || r->unrec || (o->hold.rmode && o->hold.od_told);
+}
+
+/* Frees o->hold.rare once nothing in it is needed. */
+static void rare_trim(dl_core_t *o)
+{
+    if (o->hold.rare && !rare_needed(o)) {
+        free(o->hold.rare);
+        o->hold.rare = NULL;
+    }
+}
+
+int dl_hold_reserve(dl_core_t *o)
+{
+    /* Room for the undo of what this talker sends, made before it sends
+     * anything: its failure path (dl_hold_undo_later) must not fail. */
+    if (!rare_make(o))
+        return dl_fail(ENOMEM, "%s: out of memory", dl_core_what(o));
+    o->hold.rare->pins++;
     o->hold.busy = 1;
+    return 0;
 }
 
 void dl_hold_unreserve(dl_core_t *o)
 {
     o->hold.busy = 0;
+}
+
+void dl_hold_set_unrec(dl_core_t *o, uint64_t mark)
+{
+    /* Set by a talker (its room there), cleared by anyone. */
+    if (mark && !rare_make(o))
+        return;                   /* (cannot happen: see above) */
+    if (o->hold.rare)
+        o->hold.rare->unrec = mark;
+    rare_trim(o);
+}
+
+void dl_hold_done(dl_core_t *o)
+{
+    if (o->hold.rare && o->hold.rare->pins)
+        o->hold.rare->pins--;
+    rare_trim(o);
 }
 
 void dl_hold_rtt(dl_core_t *o, uint64_t us)
@@ -67,14 +120,13 @@ void dl_hold_lapsed(dl_core_t *o)
     o->hold.lost_told = 1;
     DL_STAT_ADD(lost, 1);
     DL_TALLY_ADD(o, lost, 1);
-    dl_loss_tell(o->name, o->namelen, o->hold.fence);
+    dl_loss_tell(dl_core_name(o), o->namelen, o->hold.fence);
 }
 
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g)
 {
     o->hold.rmode = rq->mode;
     o->hold.od_told = g->dead;
-    o->hold.told_fence = 0;
     o->hold.fence = g->fence;
     o->hold.rid = g->rid;
     o->hold.servers = g->servers;
@@ -85,7 +137,10 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
     o->hold.lost_told = 0;
     o->hold.seq++;
     o->hold.handoffs = 0;
-    o->hold.ttl_cut = 0;
+    if (o->hold.rare) {
+        o->hold.rare->told_fence = 0;
+        o->hold.rare->ttl_cut = 0;
+    }
     dl_tenure_fresh(o, g->valid_until, g->sent_ms, g->epoch);
     /* redlock: nobody queues, so nobody can say they wait: bound local
      * handoffs of a write hold as if someone did.  A read hold is shared by
@@ -122,16 +177,27 @@ void dl_hold_undo_later_in(dl_proc_t *p, dl_core_t *o, char mode, uint64_t rid,
                            uint64_t incarn)
 {
     /* Kept whatever the process does next: a later request (a hold taken,
-     * a wait) has a greater id, which no withdrawal of this one touches. */
-    int m = mode == 'r';
-    if (rid > o->hold.undo[m]) {
-        o->hold.undo[m] = rid;
-        o->hold.undo_inc[m] = incarn;
+     * a wait) has a greater id, which no withdrawal of this one touches.
+     * Its room was made before the request was sent (dl_hold_reserve, or
+     * kept by its kind); should it be missing all the same (a bug), the
+     * request lapses in Redis within its life, unwithdrawn. */
+    dl_hold_rare_t *r = o->hold.rare;
+    if (!r && !(r = rare_make(o))) {
+        char q[96];
+        dl_log(DL_LOG_WARN, "%s %s: no memory to record the withdrawal of a failed request; "
+               "it lapses in Redis within its lease", dl_core_what(o),
+               dl_core_qname(o, q, sizeof q));
+        return;
     }
-    o->hold.undo_checks[m] = 2;
-    o->hold.undo_at = dl_now_ms() + 50;
+    int m = mode == 'r';
+    if (rid > r->undo[m]) {
+        r->undo[m] = rid;
+        r->undo_inc[m] = incarn;
+    }
+    r->undo_checks[m] = 2;
+    r->undo_at = dl_now_ms() + 50;
     dl_watchdog_ensure(p);
-    dl_watchdog_due(p, o, o->hold.undo_at);
+    dl_watchdog_due(p, o, r->undo_at);
 }
 
 void dl_hold_handoff(dl_core_t *o)
@@ -154,6 +220,11 @@ static void forget(dl_core_t *o)
     o->hold.remote_waiting = 0;
     o->hold.handoffs = 0;
     o->hold.linger_until = 0;
+    if (o->hold.rare) {           /* no cut of a hold that is gone */
+        o->hold.rare->cut_ttl = 0;
+        o->hold.rare->ttl_cut = 0;
+    }
+    rare_trim(o);
     dl_core_wake(o);
 }
 
@@ -166,7 +237,7 @@ static void ended(dl_core_t *o)
 
 static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrecoverable)
 {
-    int lost = o->hold.lost, cut = o->hold.ttl_cut;
+    int lost = o->hold.lost, cut = dl_hold_ttl_cut(o);
     uint64_t valid_until = o->tenure.valid_until;
     /* Names this hold, so that a copy of the call that reaches Redis late
      * (sent on a connection given up since) cannot end a later hold.  The
@@ -229,8 +300,10 @@ static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrec
         dl_hold_lapsed(o);        /* told now, unless found earlier */
     }
     /* A hold told EOWNERDEAD that may still be in Redis: the next lock call
-     * may claim it back ("mine"), and must not be told again. */
-    o->hold.told_fence = failed && o->hold.od_told ? ra.fence : 0;
+     * may claim it back ("mine"), and must not be told again.  (Such a
+     * hold kept its rare record: rare_needed.) */
+    if (o->hold.rare)
+        o->hold.rare->told_fence = failed && o->hold.od_told ? ra.fence : 0;
     ended(o);
     return rc;
 }
@@ -250,6 +323,13 @@ int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
     char mode = o->hold.rmode;
     uint64_t rid = o->hold.rid;
     dl_caller_t who = dl_caller(p, o);
+    /* Room for its undo before it is sent.  None to be had: should the
+     * withdrawal fail too, the hold lapses in Redis within its lease, and
+     * the next holder is told of that lapse (EOWNERDEAD) as it would have
+     * been of the one the withdrawal puts back. */
+    int pinned = rare_make(o) != NULL;
+    if (pinned)
+        o->hold.rare->pins++;
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);
     dl_call_t c;
@@ -258,16 +338,24 @@ int dl_hold_give_back(dl_proc_t *p, dl_core_t *o)
     pthread_mutex_lock(&o->mu);
     /* Not reached: the watchdog withdraws it (by the same id) until it is;
      * the hold lapses meanwhile within a lease at most. */
-    if (rc)
+    if (rc && pinned)
         dl_hold_undo_later(p, o, mode, rid);
-    o->hold.told_fence = 0;
+    else if (rc)
+        dl_log(DL_LOG_WARN, "%s: its withdrawal failed and no memory was had to retry it; "
+               "the hold lapses in Redis within its lease", dl_core_what(o));
+    if (o->hold.rare) {
+        o->hold.rare->told_fence = 0;
+        if (pinned)
+            o->hold.rare->pins--;
+    }
     ended(o);
     return 0;
 }
 
 void dl_hold_dropped(dl_core_t *o)
 {
-    o->hold.told_fence = 0;
+    if (o->hold.rare)
+        o->hold.rare->told_fence = 0;
     forget(o);
 }
 
@@ -285,7 +373,7 @@ int dl_hold_confirm(dl_proc_t *p, dl_core_t *o)
     char q[96];
     if (o->hold.lost)
         return ENOLCK;
-    unsigned long holdseq = o->hold.seq, cuts = o->tenure.cuts, epoch = dl_trust_epoch();
+    unsigned long holdseq = o->hold.seq, cuts = o->cuts, epoch = dl_trust_epoch();
     dl_caller_t who = dl_caller(p, o);
     dl_call_t c;
     /* A fixed lease is only checked: renewing it would make it outlive
@@ -352,15 +440,25 @@ int dl_hold_linger(dl_proc_t *p, dl_core_t *o)
      * process end without passing the hold on, and cuts the hold's time in
      * Redis to a claim window: the others would wait that long at most. */
     unsigned long claim = dl_claim_window(o->hold.lease_ms);
-    if (dl_mark(p, o, 1, o->hold.ttl_cut ? 0 : claim) != 0)
+    int cut = dl_hold_ttl_cut(o);
+    /* The cut is kept in o->hold.rare: room for it before the mark is
+     * posted (none: no linger, the hold is passed on now). */
+    if (!cut && !rare_make(o))
         return -1;
-    if (!o->hold.ttl_cut) {
+    if (!cut)
+        o->hold.rare->pins++;
+    int mrc = dl_mark(p, o, 1, cut ? 0 : claim);
+    if (!cut && mrc == 0) {
         dl_tenure_cut(o, claim);
         uint64_t due = dl_now_ms() + claim / 2;   /* renewed then if held again */
         if (!o->renew_due || o->renew_due > due)
             dl_watchdog_due(p, o, due);
-        o->hold.ttl_cut = 1;
+        o->hold.rare->ttl_cut = 1;
     }
+    if (!cut)
+        dl_hold_done(o);
+    if (mrc != 0)
+        return -1;
     o->hold.linger_until = dl_now_us() + DL_LINGER_US;
     if (dl_lingerer_watch(p, o, o->hold.linger_until)) {
         o->hold.linger_until = 0; /* nobody would end it: pass the hold on now */
@@ -376,10 +474,11 @@ int dl_hold_claim_linger(dl_proc_t *p, dl_core_t *o)
         return 0;
     /* After a cut, the same post restores the lease; the next linger cuts
      * anew. */
-    if (dl_mark(p, o, 0, o->hold.ttl_cut ? o->hold.lease_ms : 0) != 0)
+    if (dl_mark(p, o, 0, dl_hold_ttl_cut(o) ? o->hold.lease_ms : 0) != 0)
         return -1;
     o->hold.linger_until = 0;
-    o->hold.ttl_cut = 0;
+    if (o->hold.rare)
+        o->hold.rare->ttl_cut = 0;   /* (its cut_ttl stays: dl_tenure_ttl) */
     return 0;
 }
 
@@ -443,21 +542,30 @@ void dl_hold_waited_on(dl_core_t *o)
 
 void dl_hold_renewing(dl_core_t *o)
 {
-    o->hold.ttl_cut = 0;               /* renewed to the lease */
+    if (o->hold.rare)
+        o->hold.rare->ttl_cut = 0;     /* renewed to the lease */
+}
+
+int dl_hold_undo_pending(const dl_core_t *o)
+{
+    const dl_hold_rare_t *r = o->hold.rare;
+    return r && (r->undo[0] || r->undo[1]);
 }
 
 uint64_t dl_hold_undo_due(const dl_core_t *o)
 {
-    return (o->hold.undo[0] || o->hold.undo[1]) && !o->hold.undoing ? o->hold.undo_at : 0;
+    const dl_hold_rare_t *r = o->hold.rare;
+    return dl_hold_undo_pending(o) && !r->undoing ? r->undo_at : 0;
 }
 
 void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid, uint64_t *incarn)
 {
-    int m = o->hold.undo[0] ? 0 : 1;
+    dl_hold_rare_t *r = o->hold.rare;   /* (due: there) */
+    int m = r->undo[0] ? 0 : 1;
     *mode = m ? 'r' : 'w';
-    *rid = o->hold.undo[m];
-    *incarn = o->hold.undo_inc[m];
-    o->hold.undoing = 1;
+    *rid = r->undo[m];
+    *incarn = r->undo_inc[m];
+    r->undoing = 1;
 }
 
 void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
@@ -525,15 +633,16 @@ void dl_hold_checked(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned lon
 int dl_hold_undo_end(dl_core_t *o, char mode, uint64_t rid, int reached, int had)
 {
     pthread_mutex_lock(&o->mu);
+    dl_hold_rare_t *r = o->hold.rare;   /* (undoing: there) */
     int m = mode == 'r';
     /* Found nothing: the request may not have run yet.  A resumed server
      * serves its connections in no set order, so this withdrawal (on a new
      * connection) can run before the request left on the old one: look
      * once more a little later.  A request that failed meanwhile (a later
      * id) is withdrawn next, with its own checks. */
-    int again = !reached || (!had && --o->hold.undo_checks[m] > 0);
-    if (!again && o->hold.undo[m] == rid) {
-        o->hold.undo[m] = 0;
+    int again = !reached || (!had && --r->undo_checks[m] > 0);
+    if (!again && r->undo[m] == rid) {
+        r->undo[m] = 0;
         if (had) {
             char q[96];
             dl_log(DL_LOG_INFO, "%s %s: a lock call that failed (EIO) had reached Redis "
@@ -541,10 +650,12 @@ int dl_hold_undo_end(dl_core_t *o, char mode, uint64_t rid, int reached, int had
                    dl_core_qname(o, q, sizeof q));
         }
     }
-    o->hold.undoing = 0;
-    again |= o->hold.undo[0] || o->hold.undo[1];
+    r->undoing = 0;
+    again |= r->undo[0] || r->undo[1];
     if (again)
-        o->hold.undo_at = dl_now_ms() + DL_UNDO_AGAIN_MS;
+        r->undo_at = dl_now_ms() + DL_UNDO_AGAIN_MS;
+    else
+        rare_trim(o);
     pthread_mutex_unlock(&o->mu);
     return again;
 }

@@ -22,10 +22,20 @@
 /* --- a primitive's and take.c's --- */
 
 /* This thread talks to Redis for o: the other threads of the process wait
- * (o->hold.busy) until dl_hold_unreserve. */
-void dl_hold_reserve(dl_core_t *o);
-/* ... done (the caller wakes o's waiters: dl_core_wake). */
+ * (o->hold.busy) until dl_hold_unreserve.  Room for the undo of what it
+ * sends (o->hold.rare) is made first, and kept until dl_hold_done: 0, or
+ * ENOMEM (worded) with nothing reserved, before anything is sent. */
+int dl_hold_reserve(dl_core_t *o);
+/* ... done talking (the caller wakes o's waiters: dl_core_wake). */
 void dl_hold_unreserve(dl_core_t *o);
+/* ... and done with what its requests left: the hold recorded, or the
+ * undo of a failed one written (dl_hold_undo_later).  The room made by
+ * dl_hold_reserve is given back (freed when nothing in it is needed). */
+void dl_hold_done(dl_core_t *o);
+/* A lock call was told ENOTRECOVERABLE with this mark (prim/lock.c: what
+ * the process's destroy may clear; dl_hold_unrec reads it), or 0: it was
+ * cleared.  Set by a talker, in the room its dl_hold_reserve made. */
+void dl_hold_set_unrec(dl_core_t *o, uint64_t mark);
 /* Records the hold rq took, as g says. */
 void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_grant_t *g);
 /* A hold was just recorded: the watchdog renews a renewable one; one whose
@@ -131,11 +141,13 @@ void dl_hold_renewing(dl_core_t *o);
  * DL_UNDO_AGAIN_MS later (the request may not have run yet). */
 #define DL_UNDO_AGAIN_MS 200
 uint64_t dl_hold_undo_due(const dl_core_t *o);
+/* An acquisition to withdraw is recorded (due or under way). */
+int dl_hold_undo_pending(const dl_core_t *o);
 void dl_hold_undo_begin(dl_core_t *o, char *mode, uint64_t *rid, uint64_t *incarn);
 
 /* After its round trips (they take o->mu).  The renewal of the hold
  * numbered seq, sent at `sent` (ms) in trust epoch `epoch` when
- * o->tenure.cuts was `cuts`, was confirmed, and Redis says `queued` others
+ * o->cuts was `cuts`, was confirmed, and Redis says `queued` others
  * wait.  While threads of the process wait for the hold, the next renewal
  * is asked for within DL_TENURE_RENEW_MS (tenure.c). */
 void dl_hold_renewed(dl_proc_t *p, dl_core_t *o, unsigned long seq, unsigned long cuts,
@@ -152,7 +164,7 @@ void dl_hold_gone(dl_core_t *o, unsigned long seq);
 void dl_hold_unanswered(dl_proc_t *p, dl_core_t *o, unsigned long seq);
 /* A check of the fixed lease numbered seq (due at the end of its TTL, or
  * after a sign of lost state), sent at `sent` in trust epoch `epoch` when
- * o->tenure.cuts was `cuts`, found it still in Redis (its acquisition
+ * o->cuts was `cuts`, found it still in Redis (its acquisition
  * reached Redis late, or the clocks differ): trusted as of then, and
  * looked at again DL_FIXED_AGAIN_MS after its end, until it is gone or
  * released. */

@@ -110,14 +110,14 @@ static int slot_of(dl_metrics_t *m, dl_core_t *o)
     int kind = o->kind->id;
     for (int i = 0; i < m->n; i++)
         if (m->slot[i].kind == kind && m->slot[i].namelen == o->namelen &&
-            memcmp(m->slot[i].name, o->name, o->namelen) == 0)
+            memcmp(m->slot[i].name, dl_core_name(o), o->namelen) == 0)
             return o->tally->slot = i + 1;
     char *name = m->n < DL_METRICS_NAMES ? malloc(o->namelen + 1) : NULL;
     if (!name) {
         m->other_used[kind] = 1;
         return o->tally->slot = -1;
     }
-    memcpy(name, o->name, o->namelen);     /* (o's is not NUL-ended) */
+    memcpy(name, dl_core_name(o), o->namelen);     /* (o's is not NUL-ended) */
     name[o->namelen] = 0;
     mslot_t *s = &m->slot[m->n++];
     memset(s, 0, sizeof *s);

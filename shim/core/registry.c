@@ -21,7 +21,7 @@ static uint64_t hash(int kind, const char *s, size_t n)
 
 static int is(const dl_core_t *o, int kind, const char *name, size_t len)
 {
-    return o->kind->id == kind && o->namelen == len && memcmp(o->name, name, len) == 0;
+    return o->kind->id == kind && o->namelen == len && memcmp(dl_core_name(o), name, len) == 0;
 }
 
 void dl_registry_init(dl_registry_t *r)
@@ -47,7 +47,7 @@ static int grow(dl_registry_t *r)
     for (size_t i = 0; i < r->nbuckets; i++)
         for (dl_core_t *o = r->buckets[i], *next; o; o = next) {
             next = o->next;
-            size_t at = hash(o->kind->id, o->name, o->namelen) & (nb - 1);
+            size_t at = hash(o->kind->id, dl_core_name(o), o->namelen) & (nb - 1);
             o->next = b[at];
             b[at] = o;
         }
@@ -77,12 +77,18 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
         dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
                            name, len, o->allkeys, (size_t *)(m + (size_t)n * sizeof(char *)));
     }
-    /* Counters only for a process that writes them (tally.h). */
-    if (dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) {
+    /* Counters only for a process that writes them (tally.h); the hold's
+     * rare record for good only for a kind that keeps it (hold.c makes
+     * the others' on demand). */
+    if ((dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) ||
+        (kind->keeps_rare && !(o->hold.rare = calloc(1, sizeof *o->hold.rare)))) {
+        free(o->tally);
         free(o->allkeys);
         free(o);
         return NULL;
     }
+    if (o->hold.rare)
+        o->hold.rare->pins = 1;   /* (never given back) */
     /* The main key is PREFIX{HEAD NAME} (keys.h): the name is the len
      * bytes before its '}', and is not stored again (nor ended by a NUL:
      * every use of it goes by namelen). */
@@ -90,8 +96,7 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
     o->kind = kind;
     o->key = key;
     o->keylen = dl_kind_key_main(kind->id, key, prefix, name, len);
-    o->name = key + o->keylen - 1 - len;
-    o->namelen = len;
+    o->namelen = len;             /* (dl_core_name: in the key) */
     pthread_mutex_init(&o->mu, NULL);
     return o;
 }
@@ -139,7 +144,7 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
 {
     pthread_mutex_lock(&r->mu);
     if (__atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL) == 0) {
-        size_t at = hash(o->kind->id, o->name, o->namelen) & (r->nbuckets - 1);
+        size_t at = hash(o->kind->id, dl_core_name(o), o->namelen) & (r->nbuckets - 1);
         for (dl_core_t **pp = &r->buckets[at]; *pp; pp = &(*pp)->next)
             if (*pp == o) {
                 *pp = o->next;
@@ -160,6 +165,7 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
         if (o->kind->fini)
             o->kind->fini(o);
         free(o->tally);
+        free(o->hold.rare);
         free(o->allkeys);
         free(o);
     }

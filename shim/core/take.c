@@ -51,7 +51,9 @@ typedef struct take {
     char info[200];           /* holder info */
     size_t infolen;
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
-    uint64_t told;            /* dl_hold_t.told_fence when the taking began */
+    uint64_t told;            /* dl_hold_rare_t.told_fence when the taking began */
+    dl_waiter_t w;            /* its wait in Redis's queue (o->wait while it
+                                 takes: a held object keeps none) */
     uint64_t regid;           /* of the last ask */
     uint64_t asked_at;        /* when the last acquire was sent */
     unsigned long asked_epoch; /* the trust epoch then (trust.h) */
@@ -85,7 +87,8 @@ static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
      * of it takes that death as told (acquire.lua's ARGV[11]), so that
      * neither an ask again nor this ask's withdrawal tells it twice. */
     pthread_mutex_lock(&o->mu);
-    t->told = o->hold.told_fence;
+    t->told = dl_hold_told_fence(o);
+    o->wait = &t->w;
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -122,10 +125,10 @@ static void take_register(dl_proc_t *p, dl_core_t *o, take_t *t, int first)
 {
     t->regid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
     pthread_mutex_lock(&o->mu);
-    o->wait.regid = t->enqueue ? t->regid : 0;
-    o->wait.granted = 0;
+    t->w.regid = t->enqueue ? t->regid : 0;
+    t->w.granted = 0;
     if (first)
-        o->wait.recheck = 0;
+        t->w.recheck = 0;
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -231,25 +234,25 @@ static int take_wait(dl_core_t *o, const dl_req_t *rq, take_t *t, long long pttl
         nap = (uint64_t)pttl + 1;
     uint64_t wake = now + nap < rq->deadline ? now + nap : rq->deadline;
     pthread_mutex_lock(&o->mu);
-    while (!o->wait.granted && !o->wait.recheck && dl_now_ms() < wake && !dl_req_over(rq))
+    while (!t->w.granted && !t->w.recheck && dl_now_ms() < wake && !dl_req_over(rq))
         dl_core_wait(o, wake);
-    if (o->wait.granted) {
-        g->fence = o->wait.grant_fence;
-        g->dead = o->wait.grant_dead;
-        g->more = o->wait.grant_more;
+    if (t->w.granted) {
+        g->fence = t->w.grant_fence;
+        g->dead = t->w.grant_dead;
+        g->more = t->w.grant_more;
         g->claimed = 1;
         /* Granted after our last ask was sent, for the claim window. */
         g->valid_until = dl_tenure_valid_until(t->asked_at, t->claim);
         g->sent_ms = t->asked_at;
         g->epoch = t->asked_epoch;
-        o->wait.granted = 0;
-        o->wait.regid = 0;
+        t->w.granted = 0;
+        t->w.regid = 0;
         pthread_mutex_unlock(&o->mu);
         DL_STAT_ADD(grants, 1);
         return 1;
     }
-    int pushed = o->wait.recheck;
-    o->wait.recheck = 0;
+    int pushed = t->w.recheck;
+    t->w.recheck = 0;
     pthread_mutex_unlock(&o->mu);
     t->asked_again = !pushed;
     if (!pushed && t->enqueue)
@@ -264,7 +267,7 @@ static int take_wait(dl_core_t *o, const dl_req_t *rq, take_t *t, long long pttl
  * a grant that has lapsed, and the lock may be someone else's by now:
  * confirm it with the renewal it needs anyway.  0: it stands; EAGAIN: it
  * had lapsed (wait again); EIO. */
-static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_grant_t *g)
+static int take_confirm_late(dl_proc_t *p, dl_core_t *o, take_t *t, dl_grant_t *g)
 {
     char q[96];
     if (dl_now_ms() - t->asked_at < t->claim / 2)
@@ -284,7 +287,7 @@ static int take_confirm_late(dl_proc_t *p, dl_core_t *o, const take_t *t, dl_gra
                "waiting again", dl_core_what(o), dl_core_qname(o, q, sizeof q),
                (unsigned long long)(dl_now_ms() - t->asked_at));
         pthread_mutex_lock(&o->mu);
-        o->wait.regid = t->regid;
+        t->w.regid = t->regid;
         pthread_mutex_unlock(&o->mu);
         return EAGAIN;
     }
@@ -345,7 +348,7 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
     take_init(p, o, rq, &t);
     int rc = take_subscribe(p, o, rq, &t);
     if (rc)
-        return rc;
+        goto out;
     take_register(p, o, &t, 1);
     int agains = 0;
     for (;;) {
@@ -381,22 +384,23 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
             if (rc == EAGAIN)
                 continue;
             g->rid = t.regid;
-            if (rc)
-                return rc;
-            return g->dead ? EOWNERDEAD : 0;
+            if (!rc && g->dead)
+                rc = EOWNERDEAD;
+            goto out;
         }
         if (dl_req_over(rq)) {
             rc = take_give_up(p, o, rq, &t, g);
             break;
         }
     }
-    pthread_mutex_lock(&o->mu);
-    o->wait.regid = 0;
-    o->wait.granted = 0;
-    pthread_mutex_unlock(&o->mu);
     if (rc == 0 && g->dead)
         rc = EOWNERDEAD;
     g->rid = t.regid;
+out:
+    /* The wait (t.w, on this stack) ends with the taking. */
+    pthread_mutex_lock(&o->mu);
+    o->wait = NULL;
+    pthread_mutex_unlock(&o->mu);
     return rc;
 }
 
@@ -569,28 +573,33 @@ int dl_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t *g)
 
 /* --- a primitive's own waiting on the registration; o->mu held --- */
 
-void dl_take_listen(dl_core_t *o, uint64_t regid)
+void dl_take_listen(dl_core_t *o, dl_waiter_t *w, uint64_t regid)
 {
-    o->wait.regid = regid;
-    o->wait.granted = 0;
+    if (o->wait != w) {
+        memset(w, 0, sizeof *w);
+        o->wait = w;
+    }
+    w->regid = regid;
+    w->granted = 0;
 }
 
 int dl_take_sleep(dl_core_t *o, uint64_t until, const int *stop)
 {
-    while (!o->wait.granted && !o->wait.recheck && dl_now_ms() < until &&
+    dl_waiter_t *w = o->wait;
+    if (!w)
+        return 0;
+    while (!w->granted && !w->recheck && dl_now_ms() < until &&
            !(stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE)))
         dl_core_wait(o, until);
-    int woken = o->wait.granted || o->wait.recheck;
-    o->wait.granted = 0;
-    o->wait.recheck = 0;
+    int woken = w->granted || w->recheck;
+    w->granted = 0;
+    w->recheck = 0;
     return woken;
 }
 
 void dl_take_leave(dl_core_t *o)
 {
-    o->wait.regid = 0;
-    o->wait.granted = 0;
-    o->wait.recheck = 0;
+    o->wait = NULL;
 }
 
 /* --- what the subscriber (notify.c) tells a waiting object; o->mu held --- */
@@ -599,12 +608,13 @@ void dl_take_granted(dl_core_t *o, uint64_t regid, uint64_t fence, int dead, int
 {
     /* A grant for a registration that gave up is stale: the cancel script
      * already told that thread. */
-    if (o->wait.regid != regid)
+    dl_waiter_t *w = o->wait;
+    if (!w || w->regid != regid)
         return;
-    o->wait.granted = 1;
-    o->wait.grant_fence = fence;
-    o->wait.grant_dead = dead;
-    o->wait.grant_more = more;
+    w->granted = 1;
+    w->grant_fence = fence;
+    w->grant_dead = dead;
+    w->grant_more = more;
     dl_core_wake(o);
 }
 
@@ -617,8 +627,8 @@ void dl_take_interrupt(dl_core_t *o)
 
 void dl_take_recheck(dl_core_t *o)
 {
-    if (o->wait.regid) {
-        o->wait.recheck = 1;
+    if (o->wait && o->wait->regid) {
+        o->wait->recheck = 1;
         dl_core_wake(o);
     }
 }

@@ -85,8 +85,9 @@ void dl_take_interrupt(dl_core_t *o);
  * held.  The registration's id is now regid (pushes for another are
  * dropped); sleep until a push for it (or a recheck: pushes may have been
  * lost) or until `until` (monotonic ms) or *stop: 1 if woken by a push or
- * a recheck; leave: no registration. */
-void dl_take_listen(dl_core_t *o, uint64_t regid);
+ * a recheck; leave: no registration.  The wait's state is w, on the
+ * waiting thread's stack, until leave (a held object keeps none). */
+void dl_take_listen(dl_core_t *o, dl_waiter_t *w, uint64_t regid);
 int dl_take_sleep(dl_core_t *o, uint64_t until, const int *stop);
 void dl_take_leave(dl_core_t *o);
 

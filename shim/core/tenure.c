@@ -114,7 +114,8 @@ int dl_tenure_trusted(const dl_core_t *o, int confirmed_now)
 
 void dl_tenure_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch)
 {
-    o->tenure.cut_ttl = 0;
+    if (o->hold.rare)
+        o->hold.rare->cut_ttl = 0;
     o->tenure.valid_until = valid_until;
     o->tenure.confirmed_ms = sent_ms;
     o->tenure.trust_epoch = epoch;
@@ -125,8 +126,13 @@ void dl_tenure_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, uns
 {
     if (renewed) {
         uint64_t v = dl_tenure_valid_until(sent_ms, dl_tenure_ttl(o));
-        if (o->tenure.cuts != cuts && v > o->tenure.cut_until)
-            v = o->tenure.cut_until;
+        /* Cut since it was sent: no more than the cut left (a cut keeps
+         * o->hold.rare for the rest of the hold; without it, nothing). */
+        if (o->cuts != cuts) {
+            uint64_t cut_until = o->hold.rare ? o->hold.rare->cut_until : 0;
+            if (v > cut_until)
+                v = cut_until;
+        }
         if (v > o->tenure.valid_until)
             o->tenure.valid_until = v;
     }
@@ -145,9 +151,11 @@ void dl_tenure_cut(dl_core_t *o, unsigned long ttl_ms)
     uint64_t v = dl_tenure_valid_until(dl_now_ms(), ttl_ms);
     if (v < o->tenure.valid_until)
         o->tenure.valid_until = v;
-    o->tenure.cut_until = v;
-    o->tenure.cuts++;
-    o->tenure.cut_ttl = ttl_ms;
+    o->cuts++;
+    if (o->hold.rare) {           /* (made by dl_hold_linger) */
+        o->hold.rare->cut_until = v;
+        o->hold.rare->cut_ttl = (unsigned)ttl_ms;
+    }
 }
 
 unsigned long dl_tenure_ttl(const dl_core_t *o)
@@ -157,7 +165,7 @@ unsigned long dl_tenure_ttl(const dl_core_t *o)
      * hold then lives a claim window from when the cut runs, which is
      * after the renewal ran.  So once a hold was cut, a renewal vouches for
      * a claim window from its sending, whatever the order the two run in. */
-    unsigned long cut = o->tenure.cut_ttl;
+    unsigned long cut = dl_tenure_cut_ttl(o);
     return cut && cut < o->hold.lease_ms ? cut : o->hold.lease_ms;
 }
 

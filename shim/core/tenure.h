@@ -38,13 +38,14 @@ int dl_tenure_trusted(const dl_core_t *o, int confirmed_now);
  * taken by a call sent at sent_ms in trust epoch `epoch`. */
 void dl_tenure_fresh(dl_core_t *o, uint64_t valid_until, uint64_t sent_ms, unsigned long epoch);
 /* A renewal (or a check) of o's hold, sent at sent_ms in trust epoch
- * `epoch` when o->tenure.cuts was `cuts`, found it there: it is trusted as of
+ * `epoch` when o->cuts was `cuts`, found it there: it is trusted as of
  * then, and if `renewed`, valid a TTL from then (no more than the end of a
  * cut made since: dl_tenure_cut); a check that did not renew (a fixed lease)
  * leaves its validity. */
 void dl_tenure_confirmed(dl_core_t *o, uint64_t sent_ms, unsigned long cuts, unsigned long epoch,
                        int renewed);
-/* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that. */
+/* A linger just cut the hold's TTL to ttl_ms: lowers its validity to that.
+ * The cut is kept in o->hold.rare, which the linger made (hold.c). */
 void dl_tenure_cut(dl_core_t *o, unsigned long ttl_ms);
 /* The TTL a confirmed renewal of o's hold vouches for: its lease, or once
  * a linger cut it, no more than the cut (a cut may run after the renewal). */

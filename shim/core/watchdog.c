@@ -70,7 +70,7 @@ typedef struct held {
     uint64_t incarn;          /* withdrawals: the incarnation it was sent to */
     unsigned long seq;
     unsigned long lease_ms;   /* renewals; 0 a check */
-    unsigned long cuts;       /* o->tenure.cuts when collected */
+    unsigned long cuts;       /* o->cuts when collected */
     unsigned slot;            /* its main key's cluster slot (redis-cluster://), else 0 */
     char mode;
     char check;               /* a fixed lease: only asked whether it is there */
@@ -258,7 +258,7 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     h->mode = o->hold.rmode;
     h->lease_ms = check ? 0 : o->hold.lease_ms;
     h->fence = o->hold.fence;
-    h->cuts = o->tenure.cuts;
+    h->cuts = o->cuts;
     h->check = (char)check;
     h->single = !o->kind->calls->renew_many;
     h->order = check ? dl_tenure_fixed_end(o) : o->tenure.valid_until;
@@ -267,7 +267,7 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     /* A regular renewal of a hold that lives its lease (no claim window,
      * no cut: those are short by design) is late once less than a third of
      * its lease is left: a tick after it was due. */
-    h->late_at = !check && !early && !o->tenure.cut_ttl &&
+    h->late_at = !check && !early && !dl_tenure_cut_ttl(o) &&
                  o->tenure.valid_until > o->hold.lease_ms / 3
                  ? o->tenure.valid_until - o->hold.lease_ms / 3 : 0;
     dl_registry_pin(o);
@@ -300,7 +300,7 @@ static void collect_fixed(dl_core_t *o, collect_t *c)
 static void collect(dl_core_t *o, void *arg)
 {
     collect_t *c = arg;
-    if (o->hold.undo[0] || o->hold.undo[1])
+    if (dl_hold_undo_pending(o))
         collect_undo(o, c);
     if (!o->hold.rmode || o->hold.lost) {
         o->renew_due = 0;

@@ -213,10 +213,14 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
     dl_core_t *o = &l->core;
     char q[96];
     pthread_mutex_lock(&o->mu);
+    /* A request that failed but may have run is withdrawn later, whatever
+     * happens next (written in the room dl_hold_reserve made). */
+    if (rc != 0 && rc != EOWNERDEAD && g->maybe)
+        dl_hold_undo_later(p, o, rq->mode, g->rid);
     dl_hold_unreserve(o);
     /* Our own hold, claimed back after its unlock failed: its EOWNERDEAD
      * was told to the lock call that took it. */
-    if (rc == EOWNERDEAD && g->claimed && g->was && g->was == o->hold.told_fence)
+    if (rc == EOWNERDEAD && g->claimed && g->was && g->was == dl_hold_told_fence(o))
         rc = 0;
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, rq, g);
@@ -243,16 +247,15 @@ static int finish(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid, int
             dl_hold_watch(p, o, g->posted);
         }
     } else {
-        if (g->maybe)
-            dl_hold_undo_later(p, o, rq->mode, g->rid);
         if (rc == ENOTRECOVERABLE && g->unrec)
-            l->unrec = g->unrec;  /* what this process's destroy may clear */
+            dl_hold_set_unrec(o, g->unrec);  /* what this process's destroy may clear */
         if (rq->mode == 'w')
             l->writer = 0;
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
         settle(p, l, 0);
     }
+    dl_hold_done(o);
     dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     return rc;
@@ -275,11 +278,15 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
     rr.mode = o->hold.rmode ? o->hold.rmode : rq->mode;
     rr.lease_ms = o->hold.renew ? 0 : o->hold.lease_ms;
     rr.fair = o->hold.fair;
-    dl_hold_reserve(o);
+    int rc = dl_hold_reserve(o);
+    if (rc)
+        return rc;                /* ENOMEM, nothing sent: the hold stays lost */
     pthread_mutex_unlock(&o->mu);
     dl_grant_t g = { 0 };
-    int rc = dl_take(p, o, &rr, &g);
+    rc = dl_take(p, o, &rr, &g);
     pthread_mutex_lock(&o->mu);
+    if (rc != 0 && rc != EOWNERDEAD && g.maybe)
+        dl_hold_undo_later(p, o, rr.mode, g.rid);
     dl_hold_unreserve(o);
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, &rr, &g);
@@ -296,13 +303,12 @@ static int retake(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq)
                   "be half-updated", dl_core_qname(o, q, sizeof q));
         dl_log(DL_LOG_INFO, "%s", dist_lasterror());
     } else {
-        if (g.maybe)
-            dl_hold_undo_later(p, o, rr.mode, g.rid);
         if (rc == ENOTRECOVERABLE)
-            l->unrec = g.unrec;
+            dl_hold_set_unrec(o, g.unrec);
         if (rc == EBUSY || rc == ETIMEDOUT)
             rc = busy_code(rq, l);
     }
+    dl_hold_done(o);
     dl_core_wake(o);
     return rc;
 }
@@ -521,9 +527,17 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
         dl_core_wait(o, rq->deadline);
     }
     --*waiting;
+    /* The one talker, with room for the undo of its request made first:
+     * out of memory, nothing is sent (ENOMEM). */
+    if ((rc = dl_hold_reserve(o))) {
+        settle(p, l, 0);
+        if (w)
+            dl_core_wake(o);   /* readers held back by us */
+        pthread_mutex_unlock(&o->mu);
+        return rc;
+    }
     if (w)
         took_local(l, tid, quick);
-    dl_hold_reserve(o);
     pthread_mutex_unlock(&o->mu);
 
     dl_grant_t g = { 0 };
@@ -712,7 +726,7 @@ int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
     dl_core_t *o = &l->core;
     char q[96];
     pthread_mutex_lock(&o->mu);
-    uint64_t mark = l->unrec;
+    uint64_t mark = dl_hold_unrec(o);
     pthread_mutex_unlock(&o->mu);
     if (!mark)
         return 0;
@@ -725,8 +739,8 @@ int dl_lock_recover(dl_proc_t *p, dl_lock_t *l)
                        dl_core_qname(o, q, sizeof q),
                        c.cmd.err ? c.cmd.errmsg : "unexpected reply from Redis");
     pthread_mutex_lock(&o->mu);
-    if (l->unrec == mark)
-        l->unrec = 0;
+    if (dl_hold_unrec(o) == mark)
+        dl_hold_set_unrec(o, 0);
     pthread_mutex_unlock(&o->mu);
     if (DL_REPLY(&c, recover).result == 1)
         dl_log(DL_LOG_INFO, "lock %s: recovered (its unrecoverable state cleared)",
@@ -758,12 +772,12 @@ int dl_lock_reserve(dl_lock_t *l, pid_t tid)
     pthread_mutex_lock(&o->mu);
     int free_here = !l->writer && !l->rthreads && !o->hold.busy && !o->hold.rmode &&
                     !dl_holder_find(l, tid);
-    if (free_here) {
-        /* As a writer's acquire before it asks Redis: the writer to be, and the
-         * lock's one talker. */
+    /* As a writer's acquire before it asks Redis: the lock's one talker
+     * (with room for its undo: none, ENOMEM), and the writer to be. */
+    if (free_here && dl_hold_reserve(o))
+        free_here = -1;
+    if (free_here == 1)
         took_local(l, tid, l->unlock_tid == tid && dl_now_us() - l->unlock_us <= DL_RELOCK_US);
-        dl_hold_reserve(o);
-    }
     pthread_mutex_unlock(&o->mu);
     return free_here;
 }
@@ -1017,6 +1031,10 @@ static int lock_in_use(const dl_core_t *o)
     const dl_lock_t *l = dl_lock_of((dl_core_t *)o);
     return l->nholders || l->wwait || l->rwait;
 }
+
+/* The budget of a held lock's memory (lock.h). */
+_Static_assert(sizeof(dl_lock_t) <= DL_LOCK_SIZE_MAX,
+               "dl_lock_t outgrew its budget (DL_LOCK_SIZE_MAX, lock.h)");
 
 const dl_kind_t dl_lock_kind = {
     .id = DL_KIND_LOCK,

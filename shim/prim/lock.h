@@ -109,10 +109,19 @@ typedef struct dl_lock {
     int quick;                /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (took_local) */
     uint64_t held_us;         /* when the writer's hold began (monotonic us) */
-    uint64_t unrec;           /* the mark of the last ENOTRECOVERABLE a lock call of
-                                 the process was told (0: none, or recovered since):
-                                 what dl_lock_recover clears (lua/recover.lua) */
+    /* (The mark of the last ENOTRECOVERABLE a lock call of the process was
+     * told, which dl_lock_recover clears: rare, in o->hold.rare,
+     * dl_hold_unrec.) */
 } dl_lock_t;
+
+/* A lock's state and its main key share one allocation (registry.c), and
+ * a process may hold a million locks: with a main key of up to 48 bytes
+ * (a name of about 38), the two fit a 400-byte malloc chunk (glibc's
+ * sizes step by 16, 8 of them its header).  What an idle hold does not
+ * use is kept elsewhere (core.h: dl_hold_rare_t, the waiter on the
+ * waiting thread's stack).  Grow it only knowingly: docs/PERFORMANCE.md,
+ * "Where a held lock's memory goes". */
+#define DL_LOCK_SIZE_MAX 352
 
 /* The lock's kind: its keys (keys.h), its scripts (lua/acquire.lua ...),
  * and what the core asks of its admission. */
@@ -163,7 +172,9 @@ int dl_lock_deadlocks(dl_lock_t *l, const dl_req_t *rq);
  * for it or has it in Redis (its hold, even lingering), reserves it for
  * the calling thread's write request as a lock call does before it asks
  * Redis (the writer to be, and the one talker: o->hold.busy), and
- * returns 1; else 0.  Every reservation ends with dl_lock_finish. */
+ * returns 1; else 0; -1 (ENOMEM, worded) when there was no memory for
+ * the talker's room (dl_hold_reserve).  Every reservation (1) ends with
+ * dl_lock_finish. */
 int dl_lock_reserve(dl_lock_t *l, pid_t tid);
 /* After a reserved l was asked for (take_all.c): records the hold taken
  * (rc 0 or EOWNERDEAD, as g says), or undoes the reservation (any other

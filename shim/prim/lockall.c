@@ -39,7 +39,7 @@ static int by_name(const void *a, const void *b)
     const dl_core_t *x = &((const dl_all_req_t *)a)->l->core;
     const dl_core_t *y = &((const dl_all_req_t *)b)->l->core;
     size_t n = x->namelen < y->namelen ? x->namelen : y->namelen;
-    int c = memcmp(x->name, y->name, n);
+    int c = memcmp(dl_core_name(x), dl_core_name(y), n);
     if (c)
         return c;
     return x->namelen < y->namelen ? -1 : x->namelen > y->namelen;
@@ -87,9 +87,12 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
         rc = EAGAIN;              /* different cluster slots */
     pid_t tid = dl_tid();
     size_t reserved = 0;
-    while (!rc && reserved < n && dl_lock_reserve(v[reserved].l, tid))
+    int r = 1;
+    while (!rc && reserved < n && (r = dl_lock_reserve(v[reserved].l, tid)) == 1)
         reserved++;
-    if (!rc && reserved < n)
+    if (!rc && r < 0)
+        rc = ENOMEM;              /* (worded), nothing sent */
+    else if (!rc && reserved < n)
         rc = EAGAIN;              /* a thread of ours holds, waits for or has one */
     int busy = -1;
     if (!rc) {

@@ -84,7 +84,7 @@ static void give_back(dl_proc_t *p, dl_once_t *ob)
 
 /* Takes the running state, waiting in Redis's queue while another process
  * holds it.  0 taken (*dead: its holder before died), EAGAIN: the
- * completion was pushed meanwhile (look again), EIO (worded).  o->mu not
+ * completion was pushed meanwhile (look again), EIO, ENOMEM (worded).  o->mu not
  * held. */
 static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
 {
@@ -93,17 +93,23 @@ static int take_running(dl_proc_t *p, dl_once_t *ob, int *dead)
     dl_grant_t g;
     pthread_mutex_lock(&o->mu);
     __atomic_store_n(&ob->stop, 0, __ATOMIC_RELEASE);
-    dl_hold_reserve(o);
+    int rc = dl_hold_reserve(o);
+    if (rc) {                     /* ENOMEM (worded), nothing sent */
+        pthread_mutex_unlock(&o->mu);
+        *dead = 0;
+        return rc;
+    }
     pthread_mutex_unlock(&o->mu);
-    int rc = dl_take(p, o, &rq, &g);
+    rc = dl_take(p, o, &rq, &g);
     pthread_mutex_lock(&o->mu);
+    if (rc != 0 && rc != EOWNERDEAD && g.maybe)
+        dl_hold_undo_later(p, o, 'w', g.rid);
     dl_hold_unreserve(o);
     if (rc == 0 || rc == EOWNERDEAD) {
         dl_hold_record(p, o, &rq, &g);
         dl_hold_watch(p, o, g.posted);
-    } else if (g.maybe) {
-        dl_hold_undo_later(p, o, 'w', g.rid);
     }
+    dl_hold_done(o);
     dl_core_wake(o);
     pthread_mutex_unlock(&o->mu);
     *dead = rc == EOWNERDEAD;

@@ -97,7 +97,7 @@ static void tell_lost(dl_sem_t *s)
     if (!told) {
         DL_STAT_ADD(lost, 1);
         DL_TALLY_ADD(o, lost, 1);
-        dl_loss_tell(o->name, o->namelen, 0);
+        dl_loss_tell(dl_core_name(o), o->namelen, 0);
         s->lapse_told = 1;
     }
     s->pend = 0;
@@ -330,7 +330,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
         dl_hold_watch(p, o, 0);
         s->lapse_told = 0;
     } else {
-        dl_tenure_confirmed(o, sent, o->tenure.cuts, epoch, 1);
+        dl_tenure_confirmed(o, sent, o->cuts, epoch, 1);
     }
     s->permits = r->count > 0 ? (unsigned)r->count : s->permits + 1;
     return 0;
@@ -468,7 +468,7 @@ static void give_up(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, uint64_t 
  * between asks sleeps until a push says a permit may be free, a holder's
  * lease runs out, or a third of the registration's life passed (which
  * also refreshes it: a waiter that dies leaves the queue within its life). */
-static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
+static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq, dl_waiter_t *w)
 {
     dl_core_t *o = &s->core;
     unsigned long wttl = dl_claim_window(p->cfg.lease_ms);
@@ -480,7 +480,7 @@ static int wait_in_queue(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         dl_sem_wait_reply_t r;
         if (rc == 0) {
             uint64_t id = next_id(p);
-            dl_take_listen(o, id);
+            dl_take_listen(o, w, id);
             rc = ask(p, s, rq, 1, id, &r);
             last = id;
         }
@@ -562,8 +562,9 @@ int dl_sem_wait(dl_proc_t *p, dl_sem_t *s, const dl_sem_req_t *rq)
         rc = dl_fail(EIO, "semaphore %s: %s", qname(s, q, sizeof q), why);
     }
     pthread_mutex_lock(&o->mu);
+    dl_waiter_t w;                /* (the core's o->wait while it waits) */
     if (rc == 0)
-        rc = wait_in_queue(p, s, rq);
+        rc = wait_in_queue(p, s, rq, &w);
     dl_take_leave(o);
     s->waiter = 0;
     dl_core_wake(o);
@@ -609,10 +610,12 @@ static int send_post(dl_proc_t *p, dl_sem_t *s, const dl_sem_op_t *op,
     /* The watchdog must not take a renewal that finds the hold just ended
      * by this post for a loss. */
     if (leased)
-        dl_hold_reserve(o);
+        (void)dl_hold_reserve(o);   /* (never fails: a semaphore keeps its room) */
     int rc = run(p, s, &c, NULL);
-    if (leased)
+    if (leased) {
         dl_hold_unreserve(o);
+        dl_hold_done(o);
+    }
     if (rc == 0) {
         *r = DL_REPLY(&c, sem_post);
         if (r->result >= 0)
@@ -889,6 +892,7 @@ static int sem_in_use(const dl_core_t *o)
 const dl_kind_t dl_sem_kind = {
     .id = DL_KIND_SEM,
     .size = sizeof(dl_sem_t),
+    .keeps_rare = 1,          /* its undos (pending) come from untalk()ed calls */
     .calls = &sem_calls,
     .fini = NULL,
     .held = sem_held,
