@@ -1401,6 +1401,93 @@ static void test_lost_while_posting(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(leftover_child, name));
 }
 
+/* A leased permit lost in Redis with no sign (its record deleted, as a
+ * server clock that jumps forward expires it), while another thread of the
+ * process takes a new permit and this permit's post waits its turn behind
+ * that call: the new permit tells the process its old hold lapsed, and the
+ * post that was already under way must say so (ENOLCK), not give back the
+ * new thread's permit with 0 (three threads inside a 2-permit semaphore,
+ * and nobody told: the nemesis's sem-over, "none" seed 2).  Single mode
+ * (the child's own proxy to the one server). */
+static int g_pl_lost;
+
+static void pl_onlost(const char *name, size_t len, uint64_t fence, void *arg)
+{
+    (void)name;
+    (void)len;
+    (void)fence;
+    (void)arg;
+    __atomic_add_fetch(&g_pl_lost, 1, __ATOMIC_RELAXED);
+}
+
+static int post_lapsed_child(void *p)
+{
+    const char *name = p;
+    th_setenv_list(g_env);
+    th_proxy_t *px = th_proxy_start(g_srv.port);
+    TH_CHECK(px != NULL);
+    setenv("DISTLOCK_URL", th_proxy_url(px), 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "20000", 1);
+    /* A lease long enough that no renewal finds the loss first. */
+    setenv("DISTLOCK_LEASE_MS", "20000", 1);
+    dist_onlost(pl_onlost, NULL);
+    dist_sem_t s;
+    TH_CHECK_RC(dist_sem_init(&s, name, 2, DIST_SEM_LEASED), 0);
+    TH_CHECK_RC(dist_sem_wait(&s), 0);                  /* this thread's permit */
+    /* Its record goes, with no push: the permit lapsed in Redis. */
+    char kl[700], kh[700];
+    size_t ll = sem_key(kl, sizeof kl, name, 4), lh = sem_key(kh, sizeof kh, name, 5);
+    redisReply *r = th_cmd_at(g_srv.port, "DEL %b %b", kl, ll, kh, lh);
+    TH_CHECK(r && r->type == REDIS_REPLY_INTEGER && r->integer == 2);
+    freeReplyObject(r);
+    TH_CHECK(th_proxy_freeze(px, getpid(), TH_PROXY_COMMANDS, 0) >= 1);
+    lo_call_t tc = { &s, SP_TRY, -1 }, pc = { &s, SP_POST, -1 };
+    pthread_t tt, pt;
+    TH_CHECK(pthread_create(&tt, NULL, lo_run, &tc) == 0);   /* held back */
+    th_sleep_ms(300);
+    TH_CHECK(pthread_create(&pt, NULL, lo_run, &pc) == 0);   /* waits its turn */
+    th_sleep_ms(300);
+    th_proxy_thaw(px);
+    pthread_join(tt, NULL);
+    pthread_join(pt, NULL);
+    TH_CHECK_RC(tc.rc, 0);                  /* a new permit (a new hold) */
+    if (pc.rc != ENOLCK) {
+        fprintf(stderr, "the post of the lapsed permit returned %d, want ENOLCK: %s\n", pc.rc,
+                pc.rc ? dist_lasterror() : "it gave back the new permit");
+        return 1;
+    }
+    /* The new permit is still held: one free of 2, never more. */
+    int v = -1;
+    TH_CHECK_RC(dist_sem_getvalue(&s, &v), 0);
+    if (v != 1) {
+        fprintf(stderr, "value %d with the new permit held, want 1\n", v);
+        return 1;
+    }
+    /* dist_onlost's function is called by the library's own thread. */
+    for (int i = 0; i < 500 && __atomic_load_n(&g_pl_lost, __ATOMIC_RELAXED) == 0; i++)
+        th_sleep_ms(10);
+    TH_CHECK(__atomic_load_n(&g_pl_lost, __ATOMIC_RELAXED) == 1);
+    TH_CHECK_RC(dist_sem_post(&s), 0);      /* the new permit's post */
+    TH_CHECK_RC(dist_sem_getvalue(&s, &v), 0);
+    TH_CHECK(v == 2);
+    TH_CHECK_RC(dist_sem_post(&s), EPERM);  /* none held now */
+    th_sleep_ms(200);                       /* (a second call would come now) */
+    TH_CHECK(__atomic_load_n(&g_pl_lost, __ATOMIC_RELAXED) == 1);
+    TH_CHECK_RC(dist_sem_destroy(&s), 0);
+    th_proxy_stop(px);
+    return 0;
+}
+
+static void test_post_of_lapsed_behind_new(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();
+    char name[64];
+    th_name(name, sizeof name, "semplb");
+    TH_ASSERT_CHILD_OK(th_fork_child(post_lapsed_child, name));
+}
+
 /* ---------------------------------------------------------------- redlock */
 
 static dist_sem_t g_rl_static = DIST_SEM_INITIALIZER("sem.redlock.static", 1);
@@ -1456,6 +1543,7 @@ int main(void)
         TT_TEST(test_wait_replicas),
         TT_TEST(test_flush_lost),
         TT_TEST(test_lost_while_posting),
+        TT_TEST(test_post_of_lapsed_behind_new),
         TT_TEST(test_restart_lost),            /* single only: last */
     };
     static const struct CMUnitTest redlock[] = {

@@ -666,7 +666,15 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
         untalk(s);
         return rc;
     }
-    if (!s->permits || o->hold.lost) {         /* (changed while we settled) */
+    /* Changed while this post waited its turn: the hold lapsed (found by
+     * the watchdog, the settling, or another thread's call: a permit taken
+     * meanwhile under a new hold tells the old one's lapse, with its
+     * permits, this post's among them).  Asked again from the top, so the
+     * lapse is told to this post; sending it would give back the new
+     * hold's permit with 0, and the lapse would be told to that permit's
+     * post instead (issue 28: three inside a semaphore of two, nobody
+     * told). */
+    if (s->lapsed || !s->permits || o->hold.lost) {
         untalk(s);
         return post_leased(p, s, kind, value);
     }
