@@ -120,6 +120,13 @@ typedef struct dl_hold {
     uint64_t told_fence;      /* such a hold whose release failed (EIO): it may
                                  still be in Redis, and a claim of it is not
                                  told EOWNERDEAD again */
+    uint64_t told_older;      /* redlock: the fence (its quorum's largest) of the
+                                 last hold of the object whose EOWNERDEAD the
+                                 process was told, released since: a death trace
+                                 older than it was told (its release may still
+                                 be owed to a server that keeps one), and the
+                                 process's next acquisitions say so (acquire.lua
+                                 ARGV[12], acquire_all.lua ARGV[7]); 0 none */
     uint64_t rtt_us;          /* this object's round trips, smoothed (atomic:
                                  dl_hold_rtt; what makes a hold short) */
     uint64_t undo[2];         /* [0] write, [1] read: 0, or the registration id of

@@ -178,6 +178,11 @@ static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrec
                              .told = o->hold.od_told || unrecoverable,
                              .unrecoverable = unrecoverable ? o->hold.fence : 0 };
     dl_caller_t who = dl_caller(p, o);
+    /* redlock: a release owed to a server (unreachable now) leaves the
+     * told lapse's trace there until it arrives; the process's own next
+     * acquisitions must not hear of that lapse again meanwhile. */
+    if (ra.told && !unrecoverable)
+        o->hold.told_older = ra.fence;
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);
 

@@ -52,6 +52,7 @@ typedef struct take {
     size_t infolen;
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
     uint64_t told;            /* dl_hold_t.told_fence when the taking began */
+    uint64_t older;           /* dl_hold_t.told_older then (redlock) */
     uint64_t regid;           /* of the last ask */
     uint64_t asked_at;        /* when the last acquire was sent */
     unsigned long asked_epoch; /* the trust epoch then (trust.h) */
@@ -86,6 +87,7 @@ static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
      * neither an ask again nor this ask's withdrawal tells it twice. */
     pthread_mutex_lock(&o->mu);
     t->told = o->hold.told_fence;
+    t->older = o->hold.told_older;
     pthread_mutex_unlock(&o->mu);
 }
 
@@ -152,7 +154,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
         .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms,
-        .told = t->told });
+        .told = t->told, .older = t->older });
     /* A timed lock waits for a stalled server no longer than its deadline;
      * one already past (or too near for a wait) asks once, as a trylock. */
     if (!rq->try_only)
