@@ -15,7 +15,12 @@
 --       here): a claim of that very hold (`was` equal to it) takes its
 --       death as told: od goes to 0 and the trace it consumed is dropped,
 --       so that neither a later claim nor a withdrawal of this request
---       (withdraw.lua puts a consumed trace back) tells it again
+--       (withdraw.lua puts a consumed trace back) tells it again ('' when
+--       12 follows),
+--       12 (redlock:// only; optional) the fence of the caller's last hold
+--       whose EOWNERDEAD it was told, released since (common.lua, OLDER):
+--       a trace older than it is not told, nor a claim of a hold of the
+--       caller's that old (its release was owed here)
 -- Reply: {3, mark} the lock is unrecoverable (common.lua, put_unrecoverable):
 --        refused (ENOTRECOVERABLE), the caller's registration dropped;
 --        {1, fence, ownerdead 0|1, waiters still queued, claimed 0|1, was}
@@ -40,6 +45,7 @@ end
 local token, mode, lease, info, rid, marks = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[7], ARGV[10]
 if marks == '' then marks = nil end
 local told = tonumber(ARGV[11])
+OLDER = tonumber(ARGV[12])
 local w = rcall('HMGET', K_LOCK, 'owner', 'fence', 'od', 'rid', 'nr')
 local writer = w[1]
 
@@ -53,7 +59,7 @@ end
 local mine = held_by(token, mode, mode == 'w' and 0 or now_ms(), w)
 if mine then
   local was = mine[1]
-  if told and was == told and mine[2] == 1 then
+  if ((told and was == told) or (OLDER and tonumber(was) <= OLDER)) and mine[2] == 1 then
     death_told(token, mode)
     mine[2] = 0
   end

@@ -19,7 +19,11 @@
 --       lock taken, '' elsewhere,
 --       6 the locks, in order: for each, "LEASE:LEN:KEY", its lease ms and
 --       its main key <prefix>{TAG} of LEN bytes (the first lock's is
---       KEYS[1])
+--       KEYS[1]),
+--       7 (redlock:// only; optional) for each lock in order, "F1,F2,...",
+--       the fence of the caller's last hold of it whose EOWNERDEAD it was
+--       told, released since ('0' none): as acquire.lua's ARGV[12]
+--       (common.lua, OLDER)
 -- Reply: {1, n, then for each lock: fence, ownerdead 0|1, claimed 0|1, was}
 --        every lock taken (claimed: it was the caller's already; was: its
 --        fence when found, as acquire.lua's);
@@ -40,6 +44,13 @@ while pos <= #blob do
   len = tonumber(len)
   locks[#locks + 1] = {lease, string.sub(blob, at, at + len - 1)}
   pos = at + len
+end
+
+-- Each lock's OLDER (ARGV[7]).
+local olders = {}
+for f in string.gmatch(ARGV[7] or '', '%d+') do
+  local n = tonumber(f)
+  olders[#olders + 1] = n ~= 0 and n or false
 end
 
 -- The helpers of common.lua act on the lock named by these.
@@ -74,9 +85,16 @@ end
 local out = {1, #locks}
 for i, l in ipairs(locks) do
   use(l[2])
+  OLDER = olders[i] or nil
   local mine, fence, dead, claimed, was = found[i][1], nil, nil, 0, 0
   if mine then
     was = mine[1]
+    -- A hold of the caller's from before its last told one (that one,
+    -- its release owed here): its death was told.
+    if OLDER and mine[2] == 1 and mine[1] <= OLDER then
+      death_told(token, 'w')
+      mine[2] = 0
+    end
     mine = claim_hold(token, 'w', rid, mine, found[i][2], l[1], info)
     dequeue_upto(token, rid)
     fence, dead, claimed = mine[1], mine[2], 1

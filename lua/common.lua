@@ -106,6 +106,22 @@ local function traced(wh)
   return wh and wh ~= '' and string.sub(wh, 1, #PENDING) ~= PENDING
 end
 
+-- redlock:// (acquire.lua's ARGV[12], acquire_all.lua's ARGV[7] for each
+-- lock; nil elsewhere): the fence (its quorum's largest) of the caller's
+-- last hold whose EOWNERDEAD it was told, released since.  A trace here
+-- older than that hold is a lapse the caller was told of: its release,
+-- which clears it (release.lua, forget_older), may still be owed to this
+-- server (unreachable when the caller released), and the caller's next
+-- acquisition must not be told the same lapse again.  (Any caller's: such
+-- a trace is older than a hold that had a quorum, and its lapse was told.)
+local OLDER
+
+-- Whether trace {wh, wf} is one OLDER says was told.
+local function told_before(wh, wf)
+  wf = tonumber(wf)
+  return OLDER ~= nil and wh and wh ~= '' and wf ~= nil and wf < OLDER
+end
+
 -- A new hold's fence and whether the last writer's hold lapsed (EOWNERDEAD).
 -- A writer leaves its own trace (wh, wi, wr, wf), named by its registration
 -- id `rid` and fence.  A hold taken over a lapse also returns the trace it
@@ -124,7 +140,7 @@ local function take_meta(now, writer, info, rid, pending)
   local fence, dead, prev = next_fence(m[1]), 0, nil
   local f = int(fence)
   local set
-  if traced(m[2]) then
+  if traced(m[2]) and not told_before(m[2], m[6]) then
     dead = 1
     prev = {m[2], m[4] or '', m[5] or '', m[6] or ''}
   end

@@ -743,6 +743,60 @@ static int copy_lapsed(const nm_hist_t *hs, const nm_hold_t *h, int64_t t)
     return 0;
 }
 
+/* redlock: could lock call k, which failed, have left a grant on a server
+ * that did not answer it, whose withdrawal (owed to that server: quorum.c)
+ * its process could not send before EOWNERDEAD call r [r0, t] counted that
+ * server?  SPEC: EIO (or ETIMEDOUT, EBUSY) means nothing was acquired, and
+ * "EOWNERDEAD: acquired, but the previous holder's lease expired without
+ * unlock (it crashed or stalled)".  A process that owes the undo of a grant
+ * and is stopped (a stop, a stopgrantee, or a freeze of its connections)
+ * or killed before it can send it is the stalled or crashed holder of that
+ * grant, as copy_lapsed says of an owed release.  So: a server fault was on
+ * during k (a server that did not answer: the withdrawal owed to it) and
+ * over before r ended (r could count that server); k's process was
+ * stopped, frozen or killed after k returned and before it could pay (the
+ * fault healed, then the link's 1 s down window and a 250 ms retry), and
+ * still stopped or frozen when r began (or dead before r ended); and a
+ * grant made during k could have lapsed by r.  (Stopped during k, and
+ * long enough, lost_grant_until says so already.)  A server stopped while the
+ * process ran on is no excuse: the process pays what it owes when the
+ * server is back, and a withdrawal that runs after the grant's lapse takes
+ * its trace away (withdraw.lua, trace_lapsed_unclaimed).  r1 when so, else
+ * 0 (as lost_grant_until). */
+static int64_t withdrawal_unpaid(const nm_hist_t *hs, const nm_call_t *k, int64_t r0, int64_t r1)
+{
+    const nm_ctx_t *c = hs->c;
+    if (c->cfg->topo != NM_TOPO_REDLOCK || !k->t1 ||
+        !(k->rc == EIO || k->rc == ETIMEDOUT || k->rc == EBUSY))
+        return 0;
+    if (r1 < k->t0 + lease_us(hs, k->name) * 99 / 100 - NM_SLACK_US)
+        return 0;                 /* no grant made during k could have lapsed */
+    int64_t death = c->sh->slot[k->slot].died_us;
+    for (int i = 0; i < c->sch.n; i++) {
+        const nm_fault_t *f = &c->sch.f[i];
+        if (!f->t_start || !(f->kind == NM_F_SRVSTOP || f->kind == NM_F_BLACKHOLE ||
+                             f->kind == NM_F_PAUSE || f->kind == NM_F_JITTER))
+            continue;
+        int64_t fend = f->ended ? f->t_end : hs->end;
+        if (f->t_start > k->t1 || fend < k->t0 || fend > r1)
+            continue;
+        int64_t healed = fend + (1000 + 250) * 1000 + NM_SLACK_US;
+        if (death && death >= k->t1 - NM_SLACK_US && death <= healed && death < r1)
+            return r1;
+        for (int j = 0; j < c->sch.n; j++) {
+            const nm_fault_t *g = &c->sch.f[j];
+            if (!g->t_start || g->pid != k->pid ||
+                !(g->kind == NM_F_STOP || g->kind == NM_F_STOP_GRANTEE || g->kind == NM_F_FREEZE))
+                continue;
+            int64_t gend = g->ended ? g->t_end : hs->end;
+            if (g->t_start >= k->t1 - NM_SLACK_US && g->t_start <= healed &&
+                gend >= r0 - NM_SLACK_US)
+                return r1;
+        }
+    }
+    return 0;
+}
+
 /* Whether EOWNERDEAD from lock call r is explained (a real lapse before
  * it, as check_ownerdead says). */
 static int ownerdead_explained(nm_hist_t *hs, byname_t *bn, const nm_call_t *r)
@@ -810,6 +864,8 @@ static int ownerdead_explained(nm_hist_t *hs, byname_t *bn, const nm_call_t *r)
             if (k->name != r->name || (k->depth != 0 && k->rc != -1) || k->t0 >= r->t1)
                 continue;
             int64_t until = lost_grant_until(hs, k, r->t1);
+            if (!until)
+                until = withdrawal_unpaid(hs, k, r->t0, r->t1);
             if (!until || covered(hs, b, k->pid, k->mode, k->t0, until))
                 continue;
             ok = 1;

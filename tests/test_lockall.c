@@ -42,7 +42,11 @@
  *    set again meanwhile (a later request, on a new connection), the stale
  *    request and its undo leave that hold alone (cluster and sentinel: a
  *    server of the test's own, a one-node cluster or a master behind a
- *    sentinel, reached through the proxy).
+ *    sentinel, reached through the proxy);
+ *  - redlock: a lapse told to a lock-all whose quorum skipped a server is
+ *    not told to the same caller again through that server's trace, while
+ *    the release that clears it is still owed there (the nemesis, seed
+ *    101).
  *
  * Every library call runs in a forked child with the mode's environment
  * (the library reads it once per process).
@@ -1437,6 +1441,93 @@ static void test_stale_undo_spares_later(void **state)
     run_stale(1);
 }
 
+/* ------------------------------- redlock: a death told once, past an owed release */
+
+/* redlock:// only.  A holder of `a` dies on every server; the caller's
+ * link to server 3 has just failed (its proxy resets every connection:
+ * skipped for a second), so its lock-all of {a, b} counts servers 1 and 2
+ * and is told EOWNERDEAD.  Its unlocks owe server 3 the release that
+ * clears the lapse's trace there (still unreachable); the same caller's
+ * next lock-all, server 3 reachable again and server 1 not, counts
+ * server 3 before that owed release has reached it.  The lapse was told:
+ * 0, not EOWNERDEAD again (the nemesis, redlock seed 101: a trylock-all
+ * 6 ms after its thread's lock-all had been told).  arg: the same with
+ * dist_mutex_lock of `a` alone (acquire.lua rather than acquire_all.lua). */
+static int lock_set(dist_mutex_t *const *ms, int single)
+{
+    return single ? dist_mutex_lock(ms[0]) : dist_mutex_lockall(ms, 2);
+}
+
+static int unlock_set(dist_mutex_t *const *ms, int single, int *u1)
+{
+    *u1 = single ? 0 : dist_mutex_unlock(ms[1]);
+    return dist_mutex_unlock(ms[0]);
+}
+
+static int told_once_child(void *arg)
+{
+    int single = arg != NULL;
+    th_setenv_list(g_env);
+    th_proxy_t *p1 = th_proxy_start(g_srv[0].port), *px = th_proxy_start(g_srv[2].port);
+    TH_CHECK(p1 != NULL && px != NULL);
+    char url[300];
+    snprintf(url, sizeof url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d",
+             th_proxy_port(p1), g_srv[1].port, th_proxy_port(px));
+    setenv("DISTLOCK_URL", url, 1);
+    char names[3][96];
+    names_one_slot(names, 3, "la-told");
+    dist_mutex_t m[3];
+    init_all(m, names, 3, 0);
+    dist_mutex_t *const ab[2] = { &m[0], &m[1] };
+    /* every connection up */
+    TH_CHECK_RC(dist_mutex_lockall(ab, 2), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[0]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[1]), 0);
+    die_holding(names[0]);                   /* (straight to the three servers) */
+    th_sleep_ms(LAPSE_MS + 200);             /* a's copies lapsed on all three */
+    /* this process's link to server 3 fails: skipped for the next second */
+    th_proxy_mode(px, TH_PROXY_DROP, 0);
+    TH_CHECK_RC(dist_mutex_lock(&m[2]), 0);
+    TH_CHECK_RC(dist_mutex_unlock(&m[2]), 0);
+    int u1, first = lock_set(ab, single);
+    int u0 = unlock_set(ab, single, &u1);
+    th_proxy_mode(px, TH_PROXY_PASS, 0);
+    /* the next quorum must count server 3: server 1 unreachable */
+    th_proxy_mode(p1, TH_PROXY_DROP, 0);
+    int again = lock_set(ab, single);
+    int v0 = -1, v1 = -1;
+    if (again == 0 || again == EOWNERDEAD)
+        v0 = unlock_set(ab, single, &v1);
+    th_proxy_mode(p1, TH_PROXY_PASS, 0);
+    fprintf(stderr, "told once (%s): first %s, unlocks %s %s; again (server 1 unreachable) "
+            "%s, unlocks %s %s\n", single ? "lock" : "lock-all", th_errname(first),
+            th_errname(u0), th_errname(u1), th_errname(again), th_errname(v0), th_errname(v1));
+    TH_CHECK_RC(first, EOWNERDEAD);
+    TH_CHECK_RC(u0, 0);
+    TH_CHECK_RC(u1, 0);
+    if (again == EOWNERDEAD)
+        fprintf(stderr, "the lapse of %s was told twice: to the call whose quorum skipped "
+                "server 3, and again through server 3's trace, whose clearing release the "
+                "unlock still owed it\n", names[0]);
+    TH_CHECK_RC(again, 0);
+    TH_CHECK_RC(v0, 0);
+    TH_CHECK_RC(v1, 0);
+    for (int i = 0; i < 3; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    th_proxy_stop(p1);
+    th_proxy_stop(px);
+    return 0;
+}
+
+static void test_told_once_past_owed_release(void **state)
+{
+    (void)state;
+    if (g_mode != M_REDLOCK)
+        skip();
+    run_child(told_once_child, NULL);
+    run_child(told_once_child, (void *)1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1452,6 +1543,7 @@ int main(void)
         TT_TEST(test_opposite_orders),
         TT_TEST(test_stale_undone),
         TT_TEST(test_stale_undo_spares_later),
+        TT_TEST(test_told_once_past_owed_release),
     };
     return th_run_tests(tests, group_setup, group_teardown);
 }

@@ -133,6 +133,14 @@ typedef struct dl_hold_rare {
     uint64_t told_fence;      /* a hold told EOWNERDEAD whose release failed
                                  (EIO): it may still be in Redis, and a claim
                                  of it is not told EOWNERDEAD again */
+    uint64_t told_older;      /* redlock: the fence (its quorum's largest) of the
+                                 last hold of the object whose EOWNERDEAD the
+                                 process was told, released since: a death trace
+                                 older than it was told (its release may still
+                                 be owed to a server that keeps one), and the
+                                 process's next acquisitions say so (acquire.lua
+                                 ARGV[12], acquire_all.lua ARGV[7]); 0 none.
+                                 Kept with the record (a death told is rare) */
     uint64_t cut_until;       /* tenure.c: the validity the last TTL cut left
                                  (ms): a renewal sent before a cut confirms no
                                  more than that */
@@ -259,6 +267,10 @@ static inline const char *dl_core_name(const dl_core_t *o)
 static inline uint64_t dl_hold_told_fence(const dl_core_t *o)
 {
     return o->hold.rare ? o->hold.rare->told_fence : 0;
+}
+static inline uint64_t dl_hold_told_older(const dl_core_t *o)
+{
+    return o->hold.rare ? o->hold.rare->told_older : 0;
 }
 static inline uint64_t dl_hold_unrec(const dl_core_t *o)
 {

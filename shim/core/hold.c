@@ -43,12 +43,13 @@ static dl_hold_rare_t *rare_make(dl_core_t *o)
 /* Is anything in o->hold.rare needed, now or by what may come?  A talker
  * may write an undo (pins), an undo is due or under way, a failed
  * release's fence is kept, the TTL was cut, or the hold was taken after
- * a lapse (its release may fail: its fence is then kept). */
+ * a lapse (its release may fail: its fence is then kept; under redlock
+ * the fence of a death told stays for good: told_older). */
 static int rare_needed(const dl_core_t *o)
 {
     const dl_hold_rare_t *r = o->hold.rare;
-    return r->pins || r->undo[0] || r->undo[1] || r->undoing || r->told_fence || r->cut_ttl ||
-           r->ttl_cut || r->unrec || (o->hold.rmode && o->hold.od_told);
+    return r->pins || r->undo[0] || r->undo[1] || r->undoing || r->told_fence || r->told_older ||
+           r->cut_ttl || r->ttl_cut || r->unrec || (o->hold.rmode && o->hold.od_told);
 }
 
 /* Frees o->hold.rare once nothing in it is needed. */
@@ -249,6 +250,11 @@ static int release_with(dl_proc_t *p, dl_core_t *o, uint64_t deadline, int unrec
                              .told = o->hold.od_told || unrecoverable,
                              .unrecoverable = unrecoverable ? o->hold.fence : 0 };
     dl_caller_t who = dl_caller(p, o);
+    /* redlock: a release owed to a server (unreachable now) leaves the
+     * told lapse's trace there until it arrives; the process's own next
+     * acquisitions must not hear of that lapse again meanwhile. */
+    if (ra.told && !unrecoverable && dl_conn_caps(p->conn).quorum && o->hold.rare)
+        o->hold.rare->told_older = ra.fence;   /* (kept: od_told, rare_needed) */
     o->hold.busy = 1;
     pthread_mutex_unlock(&o->mu);
 

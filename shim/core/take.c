@@ -52,6 +52,7 @@ typedef struct take {
     size_t infolen;
     unsigned long markms;     /* redlock: a waiting writer's mark; 0 none */
     uint64_t told;            /* dl_hold_rare_t.told_fence when the taking began */
+    uint64_t older;           /* dl_hold_rare_t.told_older then (redlock) */
     dl_waiter_t w;            /* its wait in Redis's queue (o->wait while it
                                  takes: a held object keeps none) */
     uint64_t regid;           /* of the last ask */
@@ -88,6 +89,7 @@ static void take_init(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t)
      * neither an ask again nor this ask's withdrawal tells it twice. */
     pthread_mutex_lock(&o->mu);
     t->told = dl_hold_told_fence(o);
+    t->older = dl_hold_told_older(o);
     o->wait = &t->w;
     pthread_mutex_unlock(&o->mu);
 }
@@ -155,7 +157,7 @@ static int take_ask(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, take_t *t, d
         .mode = t->mode, .lease_ms = t->lease, .info = t->info, .infolen = t->infolen,
         .enqueue = t->enqueue, .regid = t->regid, .waiter_ttl_ms = t->wttl,
         .claim_ms = t->claim, .redlock = t->redlock, .writer_mark_ms = t->markms,
-        .told = t->told });
+        .told = t->told, .older = t->older });
     /* A timed lock waits for a stalled server no longer than its deadline;
      * one already past (or too near for a wait) asks once, as a trylock. */
     if (!rq->try_only)

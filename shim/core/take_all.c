@@ -126,6 +126,8 @@ typedef struct all_set {
     dl_all_item_t *items;
     char *list;
     size_t listlen;
+    char *olders;                 /* redlock: acquire_all.lua's ARGV[7], or NULL */
+    size_t olderslen;
 } all_set_t;
 
 static void set_free(all_set_t *set)
@@ -133,6 +135,34 @@ static void set_free(all_set_t *set)
     free(set->locks);
     free(set->items);
     free(set->list);
+    free(set->olders);
+}
+
+/* redlock: each lock's fence of the process's last hold told EOWNERDEAD
+ * (dl_hold_rare_t.told_older): a death trace older than it, left on a server
+ * whose release is still owed, is no lapse to tell the process again.
+ * NULL (nothing sent) when there is none.  0, or -1 (out of memory). */
+static int set_olders(const dl_take_one_t *v, int n, all_set_t *set)
+{
+    uint64_t *f = malloc((size_t)n * sizeof *f);
+    if (!f)
+        return -1;
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        pthread_mutex_lock(&v[i].o->mu);
+        f[i] = dl_hold_told_older(v[i].o);
+        pthread_mutex_unlock(&v[i].o->mu);
+        any |= f[i] != 0;
+    }
+    if (any && (set->olders = malloc((size_t)n * 21 + 1))) {
+        size_t at = 0;
+        for (int i = 0; i < n; i++)
+            at += (size_t)sprintf(set->olders + at, "%s%llu", i ? "," : "",
+                                  (unsigned long long)f[i]);
+        set->olderslen = at;
+    }
+    free(f);
+    return any && !set->olders ? -1 : 0;
 }
 
 /* 0, or -1 (out of memory, nothing kept). */
@@ -152,7 +182,7 @@ static int set_new(dl_proc_t *p, const dl_take_one_t *v, int n, all_set_t *set)
         if ((set->list = malloc(dl_acquire_all_list_size(set->locks, n))))
             set->listlen = dl_acquire_all_list(set->locks, n, set->list);
     }
-    if (!set->locks || !set->items || !set->list) {
+    if (!set->locks || !set->items || !set->list || set_olders(v, n, set)) {
         set_free(set);
         return -1;
     }
@@ -218,7 +248,8 @@ static int ask_all(dl_proc_t *p, dl_take_one_t *v, int n, uint64_t deadline, con
         a->rid = __atomic_add_fetch(&p->regseq, 1, __ATOMIC_RELAXED);
         v[0].o->kind->calls->acquire_all(&a->c, &who, &(dl_acquire_all_args_t){
             .n = n, .locks = set->locks, .list = set->list, .listlen = set->listlen,
-            .info = info, .infolen = infolen, .regid = a->rid, .out = set->items });
+            .info = info, .infolen = infolen, .regid = a->rid, .out = set->items,
+            .olders = set->olders, .olderslen = set->olderslen });
         /* A timed lock waits for a stalled server no longer than its
          * deadline; one already past (or too near for a wait) asks once,
          * as a trylock. */

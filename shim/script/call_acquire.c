@@ -18,7 +18,8 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
     /* 1 prefix, 2 token, 3 mode, 4 lease, 5 info, 6 enqueue, 7 regid,
      * 8 waiter ttl, 9 claim, 10 (redlock) writer mark ttl ('' elsewhere
      * when 11 follows), 11 (optional) the fence of a hold whose death the
-     * caller was told */
+     * caller was told ('' when 12 follows), 12 (redlock, optional) the
+     * fence of the caller's last hold told EOWNERDEAD, released since */
     const dl_acquire_args_t *a = &DL_ARGS(c, acquire);
     dl_wire_lock(w, 1);
     dl_wire_put(w, &a->mode, 1);  /* (the call holds its arguments) */
@@ -34,6 +35,10 @@ static void wire(dl_wire_t *w, const dl_call_t *c)
         dl_wire_put(w, "", 0);
     if (a->told)
         dl_wire_num(w, a->told);
+    else if (a->redlock && a->older)
+        dl_wire_put(w, "", 0);
+    if (a->redlock && a->older)
+        dl_wire_num(w, a->older);
 }
 
 static int parse(dl_call_t *c, redisReply *r)

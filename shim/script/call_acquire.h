@@ -12,15 +12,17 @@ typedef struct dl_acquire_args {
     const char *info;             /* holder info, "host\tpid\ttid" */
     size_t infolen;
     int enqueue;                  /* queue for it if busy */
+    int redlock;                  /* sends writer_mark_ms (redlock:// only) */
     uint64_t regid;               /* registration id of this request */
     unsigned long waiter_ttl_ms;  /* how long the registration lives unrefreshed */
     unsigned long claim_ms;       /* first TTL of a hold pushed to this waiter */
-    int redlock;                  /* sends writer_mark_ms (redlock:// only) */
     unsigned long writer_mark_ms; /* a waiting write's mark's TTL; 0: will not wait */
     uint64_t told;                /* the fence of a hold of the caller's whose
                                      EOWNERDEAD it was told and whose release
                                      failed (dl_hold_t.told_fence): claiming it,
                                      the request takes that death as told; 0 none */
+    uint64_t older;               /* redlock: dl_hold_rare_t.told_older (a death trace
+                                     older than it was told); 0 none */
 } dl_acquire_args_t;
 
 typedef struct dl_acquire_reply {

@@ -57,13 +57,16 @@ size_t dl_acquire_all_list(const dl_all_lock_t *locks, int n, char *buf)
 static void wire(dl_wire_t *w, const dl_call_t *c)
 {
     /* KEYS: the first lock's six; 1 prefix, 2 token, 3 info, 4 regid,
-     * 5 redlock '1' | '', 6 the locks */
+     * 5 redlock '1' | '', 6 the locks, 7 (redlock, optional) each lock's
+     * fence of the caller's last hold told EOWNERDEAD */
     const dl_acquire_all_args_t *a = &DL_ARGS(c, acquire_all);
     dl_wire_lock(w, 1);
     dl_wire_put(w, a->info, a->infolen);
     dl_wire_num(w, a->regid);
     dl_wire_put(w, a->redlock ? "1" : "", a->redlock ? 1 : 0);
     dl_wire_put(w, a->list, a->listlen);
+    if (a->redlock && a->olders)
+        dl_wire_put(w, a->olders, a->olderslen);
 }
 
 static int parse(dl_call_t *c, redisReply *r)

@@ -38,6 +38,10 @@ typedef struct dl_acquire_all_args {
     uint64_t regid;               /* the registration id of every lock's request */
     int redlock;                  /* clear the caller's writer marks: set on each
                                      server's copy (redlock) */
+    const char *olders;           /* redlock: each lock's dl_hold_rare_t.told_older, in
+                                     order, "F1,F2,..." (0 none; the caller's), or
+                                     NULL when every one is 0 */
+    size_t olderslen;
     dl_all_item_t *out;           /* the caller's n items, filled when every lock was
                                      taken; NULL on a redlock server's copy, which
                                      keeps its reply for the merge instead */
