@@ -742,6 +742,175 @@ static void test_outlast_lease(void **state)
     run_child(outlast_child, NULL);
 }
 
+/* A relock of a lapsed hold inside a lock-all that then ends with an
+ * error (a try meeting a busy lock): the relock took the lock anew
+ * (EOWNERDEAD, undone with the call), and the lapse must be told by the
+ * thread's next lock call on it, as after a condition wait that could not
+ * take the lock again: another holder may have been inside while the
+ * hold had lapsed.  Before the fix no call told it: the relock said 0 and
+ * the unlocks 0, 0. */
+static int relocked_lapse_error_child(void *arg)
+{
+    (void)arg;
+    th_setenv_list(g_env);
+    char names[2][96];
+    names_one_slot(names, 2, "la-relapse-err");
+    dist_mutex_t m[2];
+    init_all(m, names, 2, 0);
+    th_proc_t h;
+    TH_CHECK(th_proc_start(&h, g_env) == 0);
+    TH_CHECK_RC(th_proc_op(&h, TH_M_LOCK, names[1]), 0);       /* b busy elsewhere */
+    TH_CHECK_RC(dist_mutex_lock(&m[0]), 0);
+    char key[200];
+    th_key(key, sizeof key, names[0], "");
+    TH_CHECK(th_cmd_ll("DEL %s", key) == 1);                     /* a's hold lost */
+    th_sleep_ms(300);
+    dist_mutex_t *const ms[2] = { &m[1], &m[0] };
+    int rc = dist_mutex_trylockall(ms, 2);
+    TH_CHECK_RC(rc, EBUSY);
+    rc = dist_mutex_lock(&m[0]);                                 /* relock */
+    char err[512];
+    snprintf(err, sizeof err, "%s", dist_lasterror());
+    int u1 = dist_mutex_unlock(&m[0]);
+    int u2 = dist_mutex_unlock(&m[0]);
+    print_message("after trylockall EBUSY: relock %s (%s), unlocks %s %s\n", th_errname(rc), err,
+                  th_errname(u1), th_errname(u2));
+    TH_CHECK_RC(th_proc_op(&h, TH_M_UNLOCK, names[1]), 0);
+    th_proc_stop(&h);
+    for (int i = 0; i < 2; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    if (rc != EOWNERDEAD)
+        fail_msg("the lapse the trylockall's relock found was told by no call: relock said %s",
+                 th_errname(rc));
+    TH_CHECK(th_contains(err, "lock-all"));
+    TH_CHECK_RC(u1, 0);
+    TH_CHECK_RC(u2, ENOLCK);                 /* the section saw a lapse */
+    return 0;
+}
+
+static void test_relocked_lapse_error(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();                   /* (the test deletes keys of the one server) */
+    run_child(relocked_lapse_error_child, NULL);
+}
+
+/* A lock-all whose later lock is merely contended (two other processes
+ * pass it between them, each holding it about 300 ms) while its earlier
+ * lock has a fixed lease of 200 ms: every attempt waits for the later one
+ * longer than the earlier one's lease.  Nothing waits for ever (the
+ * others make progress), so neither the blocking call nor the timed one
+ * may say EDEADLK (SPEC: a timed call blocks until abstime, ETIMEDOUT
+ * then).  Before the fix both said EDEADLK after 8 hand-overs.  The
+ * hand-overs stop after a while (or at the timed call's abstime) and the
+ * call then gets both. */
+#define CONTENDED_TIMED_MS 5000
+struct contended {
+    dist_mutex_t *const *ms;
+    int timed, rc, done;
+    int64_t t0, t1;
+    char err[512];
+};
+static void *contended_thread(void *p)
+{
+    struct contended *c = p;
+    c->t0 = th_now_ms();
+    int rc;
+    if (c->timed) {
+        struct timespec at = th_abstime_ms(CONTENDED_TIMED_MS);
+        rc = dist_mutex_timedlockall(c->ms, 2, &at);
+    } else {
+        rc = dist_mutex_lockall(c->ms, 2);
+    }
+    c->t1 = th_now_ms();
+    snprintf(c->err, sizeof c->err, "%s", dist_lasterror());
+    if (rc == 0 || rc == EOWNERDEAD) {
+        dist_mutex_unlock(c->ms[0]);
+        dist_mutex_unlock(c->ms[1]);
+    }
+    __atomic_store_n(&c->rc, rc, __ATOMIC_RELEASE);
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static int contended_child(void *arg)
+{
+    int timed = arg != NULL;
+    th_setenv_list(g_env);
+    char names[2][96];
+    names_one_slot(names, 2, timed ? "la-contended-t" : "la-contended");
+    dist_mutex_t m[2];
+    dist_mutexattr_t a;
+    TH_CHECK_RC(dist_mutexattr_init(&a), 0);
+    TH_CHECK_RC(dist_mutexattr_setlease(&a, 200), 0);
+    for (int i = 0; i < 2; i++)
+        TH_CHECK_RC(dist_mutex_init(&m[i], names[i], &a), 0);
+    dist_mutexattr_destroy(&a);
+    th_proc_t h[2];
+    TH_CHECK(th_proc_start(&h[0], g_env) == 0);
+    TH_CHECK(th_proc_start(&h[1], g_env) == 0);
+    TH_CHECK_RC(th_proc_op(&h[0], TH_M_LOCK, names[1]), 0);
+    static struct contended c;
+    memset(&c, 0, sizeof c);
+    dist_mutex_t *const ms[2] = { &m[0], &m[1] };
+    c.ms = ms;
+    c.timed = timed;
+    pthread_t t;
+    TH_CHECK(pthread_create(&t, NULL, contended_thread, &c) == 0);
+    int cur = 0, cycles = 0;
+    int64_t until = th_now_ms() + (timed ? CONTENDED_TIMED_MS + 1000 : 8000);
+    while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && th_now_ms() < until) {
+        th_sleep_ms(300);
+        int next = 1 - cur;
+        th_proc_op_async(&h[next], TH_M_LOCK, names[1]);   /* queues behind */
+        th_sleep_ms(20);
+        TH_CHECK_RC(th_proc_op(&h[cur], TH_M_UNLOCK, names[1]), 0);
+        th_res_t r;
+        /* next gets it, or the lock-all did (then next waits on) */
+        while (th_proc_recv(&h[next], &r, 100) != 0 && !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {}
+        if (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
+            th_proc_recv(&h[next], &r, 3000);
+            cur = next;
+            break;
+        }
+        cur = next;
+        cycles++;
+    }
+    /* the hand-overs end: the lock-all still waiting gets both now */
+    TH_CHECK_RC(th_proc_op(&h[cur], TH_M_UNLOCK, names[1]), 0);
+    pthread_join(t, NULL);
+    print_message("contended %s: %s after %d hand-overs of b between the others, %lld ms (%s)\n",
+                  timed ? "timedlockall" : "lockall", th_errname(c.rc), cycles,
+                  (long long)(c.t1 - c.t0), c.err);
+    th_proc_stop(&h[0]);
+    th_proc_stop(&h[1]);
+    for (int i = 0; i < 2; i++)
+        TH_CHECK_RC(dist_mutex_destroy(&m[i]), 0);
+    if (c.rc == EDEADLK)
+        fail_msg("%s said EDEADLK under mere contention", timed ? "timedlockall" : "lockall");
+    if (timed) {
+        TH_CHECK(c.rc == ETIMEDOUT || c.rc == 0);
+        if (c.rc == ETIMEDOUT)
+            TH_CHECK(c.t1 - c.t0 >= CONTENDED_TIMED_MS - 10);
+    } else {
+        TH_CHECK_RC(c.rc, 0);
+    }
+    return 0;
+}
+
+static void test_contended_edeadlk(void **state)
+{
+    (void)state;
+    run_child(contended_child, NULL);
+}
+
+static void test_contended_timed(void **state)
+{
+    (void)state;
+    run_child(contended_child, (void *)1);
+}
+
 /* ------------------------------------------------------------- no deadlock */
 
 /* The classic case, made to happen: A and B are held, one caller asks for
@@ -1539,6 +1708,9 @@ int main(void)
         TT_TEST(test_no_deadlock),
         TT_TEST(test_lost_while_waiting),
         TT_TEST(test_relocked_lapse_told),
+        TT_TEST(test_relocked_lapse_error),
+        TT_TEST(test_contended_edeadlk),
+        TT_TEST(test_contended_timed),
         TT_TEST(test_last_lost_while_confirming),
         TT_TEST(test_opposite_orders),
         TT_TEST(test_stale_undone),

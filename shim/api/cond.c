@@ -112,7 +112,7 @@ static int retake(dl_condwait_t *cw)
 {
     dist_mutex_t *m = cw->m;
     dl_req_t rq = { 'w', 0, m->dl_o.dl_fair, m->dl_o.dl_lease_ms, 0, DL_FOREVER, NULL,
-                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
+                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST, NULL };
     char q[96];
     int rc = dl_lock_acquire(cw->p, cw->l, &rq);
     if (rc != 0 && rc != EOWNERDEAD) {

@@ -140,7 +140,7 @@ static int acquire(dist_mutex_t *m, int try_only, uint64_t deadline)
         return rc;
     dl_req_t rq = { 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
                     m->dl_o.dl_lease_ms, try_only, deadline, NULL,
-                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
+                    m->dl_o.dl_robust == DIST_MUTEX_ROBUST, NULL };
     rc = dl_lock_acquire(p, l, &rq);
     /* As pthread_mutex_trylock: a try is never told EDEADLK, only that the
      * lock cannot be taken now (the owner's relock of an errorcheck
@@ -208,7 +208,7 @@ static int lockall(dist_mutex_t *const ms[], size_t n, int try_only, uint64_t de
         }
         v[i].rq = (dl_req_t){ 'w', m->dl_o.dl_type == DIST_MUTEX_ERRORCHECK, m->dl_o.dl_fair,
                               m->dl_o.dl_lease_ms, try_only, deadline, NULL,
-                              m->dl_o.dl_robust == DIST_MUTEX_ROBUST };
+                              m->dl_o.dl_robust == DIST_MUTEX_ROBUST, NULL };
         v[i].at = i;
     }
     if (!rc)

@@ -68,7 +68,7 @@ static int acquire_stop(dist_rwlock_t *rw, char mode, int try_only, uint64_t dea
     int rc = dl_obj_resolve(rw ? &rw->dl_o : NULL, DL_MAGIC_RWLOCK, &p, &l);
     if (rc)
         return rc;
-    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline, stop, 0 };
+    dl_req_t rq = { mode, 0, 0, rw->dl_o.dl_lease_ms, try_only, deadline, stop, 0, NULL };
     rc = dl_lock_acquire(p, l, &rq);
     /* As pthread_rwlock_trywrlock: a try is never told EDEADLK, only that
      * the lock cannot be taken now (a reader's write request); the

@@ -381,6 +381,12 @@ static int redis_take(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, dl_grant_t
         }
         if (rc != EBUSY || !t.queue)
             break;
+        /* Held elsewhere (pttl: the holder's time left), this call waits;
+         * a redlock ask granted by a majority too late for the lease's
+         * validity says busy with pttl 1 and no holder (call_acquire.c):
+         * the call's own pace, no wait for another. */
+        if (rq->waited && pttl > 1)
+            *rq->waited = 1;
         if (take_wait(o, rq, &t, pttl, g)) {
             rc = take_confirm_late(p, o, &t, g);
             if (rc == EAGAIN)

@@ -40,6 +40,11 @@ typedef struct dl_req {
                                  the wait as at the deadline: dl_take_interrupt */
     int robust;               /* (the lock's admission) an EOWNERDEAD it returns
                                  must be made consistent (DIST_MUTEX_ROBUST) */
+    int *waited;              /* NULL, or set to 1 when the call waits for a
+                                 holder (another thread of the process, or
+                                 Redis's queue): a lock-all's attempt that
+                                 waited outlasts a lease for a reason other
+                                 than its own pace (lockall.c) */
 } dl_req_t;
 
 /* Has rq run out: its deadline passed, or its caller asked it to stop? */

@@ -474,6 +474,8 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
         int clear = !l->writer && !o->hold.busy && (w ? !l->rthreads : !l->wwait);
         if (clear && w && steps_aside(l, rq, tid)) {
             fresh = 0;
+            if (rq->waited)
+                *rq->waited = 1;
             dl_core_wait(o, rq->deadline);
             continue;
         }
@@ -524,6 +526,8 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
         }
         dl_tenure_renew(p, o);           /* held by a thread of ours: kept busy */
         fresh = 0;
+        if (rq->waited && (l->writer || l->rthreads))
+            *rq->waited = 1;      /* (not for the watchdog's look at the hold) */
         dl_core_wait(o, rq->deadline);
     }
     --*waiting;
@@ -545,10 +549,12 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
     return finish(p, l, rq, tid, rc, &g);
 }
 
-/* A hold just taken by the calling thread (rc 0 or EOWNERDEAD) began a
- * section that goes on from a condition wait that could not take the lock
- * again (dl_lock_carry), and the lapse it carries was told to nobody: this
- * call says it (EOWNERDEAD), as the wait would have. */
+/* A hold just taken by the calling thread (rc 0 or EOWNERDEAD) is in a
+ * section that carries a lapse told to nobody: one that goes on from a
+ * condition wait that could not take the lock again (dl_lock_carry), or
+ * one whose relock inside a lock-all took the lock anew and the lock-all
+ * then failed (dl_lock_lapse_untold).  This call says it (EOWNERDEAD), as
+ * the call that found it would have. */
 static int tell_carried(dl_lock_t *l, const dl_req_t *rq, int rc)
 {
     dl_core_t *o = &l->core;
@@ -565,9 +571,10 @@ static int tell_carried(dl_lock_t *l, const dl_req_t *rq, int rc)
     }
     pthread_mutex_unlock(&o->mu);
     if (untold && rc == 0)
-        rc = dl_fail(EOWNERDEAD, "lock %s: acquired, but this thread's hold had lapsed before a "
-                     "condition wait released it (the wait could not take the lock again and "
-                     "said EIO); the protected state may be half-updated",
+        rc = dl_fail(EOWNERDEAD, "lock %s: acquired, but this thread's hold had lapsed, and "
+                     "the call that found it failed without saying so (a condition wait that "
+                     "could not take the lock again, or a lock-all that could not take the "
+                     "others); the protected state may be half-updated",
                      dl_core_qname(o, q, sizeof q));
     return rc;
 }
@@ -807,6 +814,18 @@ void dl_lock_lapse_told(dl_lock_t *l, const dl_req_t *rq)
         dl_holder_mark_lapsed(h);
         if (rq->robust)
             dl_holder_owner_dead(h);
+    }
+    pthread_mutex_unlock(&o->mu);
+}
+
+void dl_lock_lapse_untold(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    pthread_mutex_lock(&o->mu);
+    dl_holder_t *h = dl_holder_find(l, dl_tid());
+    if (h && h->wcount) {
+        dl_holder_mark_lapsed(h);
+        h->untold = 1;
     }
     pthread_mutex_unlock(&o->mu);
 }

@@ -201,6 +201,14 @@ int dl_lock_owner_dead_pending(dl_lock_t *l);
  * seen a lapse (its last unlock says ENOLCK) and, through a robust object
  * (rq->robust), has an EOWNERDEAD to make consistent.  Never blocks. */
 void dl_lock_lapse_told(dl_lock_t *l, const dl_req_t *rq);
+/* A lock-all that ends with an error leaves untold the lapse that a relock
+ * of its attempts found and took anew (the undo keeps the new hold, the
+ * caller's): the calling thread's section on l is marked as having seen a
+ * lapse, and the thread's next lock call on l says EOWNERDEAD (through a
+ * robust object, pending until made consistent), as after a condition
+ * wait that could not take the lock again (dl_lock_carry).  Never
+ * blocks. */
+void dl_lock_lapse_untold(dl_lock_t *l);
 /* How dl_lock_reconfirm judges a hold before it asks Redis.  TRUSTED: it
  * stands if trusted (tenure.c: within its validity, not known lost,
  * confirmed in the current trust epoch and lately): a hold a lock-all took

@@ -156,17 +156,19 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
  * and the call may take them again (dl_lock_all decides). */
 #define DL_ALL_AGAIN (-1)
 
-/* A blocking or timed call gives up with EDEADLK after this many attempts
- * in a row, each undone by the loss of a lock with a fixed lease after it
- * had lasted at least that lease.  Such a set cannot be held all at once:
- * taking it one by one takes longer than the lease (many locks, a slow
- * link, a lock held elsewhere that the call waits for while its first
- * holds run out), and every attempt would end as the one before, for
- * ever.  Whether the next one could do better cannot be known (a holder
- * elsewhere may let go sooner); a few attempts in a row that all outlast
- * the lease tell it well enough, and a hang tells nothing.  EDEADLK is
- * what SPEC gives a blocking call that would wait for ever (as a try's
- * EBUSY stands for it: a try gives up after its one attempt). */
+/* A blocking call gives up with EDEADLK after this many attempts in a
+ * row, each undone by the loss of a lock with a fixed lease after it had
+ * lasted at least that lease, and none of which waited for a holder (a
+ * lock held by another thread or process).  Such a set cannot be held all
+ * at once by its own pace: taking it one by one takes longer than the
+ * lease (many locks, a slow link), and every attempt would end as the one
+ * before, for ever; a hang tells nothing, and EDEADLK is what SPEC gives a
+ * blocking call that would wait for ever.  An attempt that waited for a
+ * holder starts the count again: it outlasted the lease because others
+ * held what it wanted, which is contention, not deadlock, and pthreads'
+ * blocking call waits through it.  A timed call never says EDEADLK: it
+ * attempts until its deadline (ETIMEDOUT), as SPEC has it block; a try
+ * gives up after its one attempt (EBUSY). */
 #define DL_ALL_OUTLASTED 8
 
 /* Member i could not be kept (rc: dl_lock_reconfirm's ENOLCK or EIO, or
@@ -249,15 +251,19 @@ static int confirm_all(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size
 }
 
 /* One by one in the canonical order, each as its lock call would; those
- * taken are undone when one cannot be had. */
-static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t *failed)
+ * taken are undone when one cannot be had.  *waited is set when a lock
+ * call waited for a holder (dl_req_t.waited). */
+static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_t *failed,
+                      int *waited)
 {
     size_t first = n, count = 0;
     for (size_t i = 0; i < n; i++) {
         /* What the undo puts back should a later lock fail: a relock told
          * EOWNERDEAD here (a held hold taken anew) was told to nobody. */
         v[i].od_was = dl_lock_owner_dead_pending(v[i].l);
+        v[i].rq.waited = waited;
         int rc = dl_lock_acquire(p, v[i].l, &v[i].rq);
+        v[i].rq.waited = NULL;
         if (rc != 0 && rc != EOWNERDEAD) {
             undo(p, v, i, dead);
             /* As a trylock: never EDEADLK (dist_lasterror says why). */
@@ -284,10 +290,26 @@ static int one_by_one(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead, size_
     return count ? ownerdead(v[first].l, count, n) : 0;
 }
 
+/* The call ends with error rc (not 0, EOWNERDEAD): a relock that took its
+ * lock anew after a lapse in one of its attempts (dead[i] in the last,
+ * which the undo kept: the caller's hold) leaves the lapse to the thread's
+ * next lock call on that lock (dl_lock_lapse_untold), or nobody would tell
+ * it: the caller's next relock finds the new hold good.  rc. */
+static int failed_untold(dl_all_req_t *v, size_t n, const char *dead, int rc)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (v[i].relock && (v[i].lapse_untold || dead[i]))
+            dl_lock_lapse_untold(v[i].l);
+        v[i].lapse_untold = 0;
+    }
+    return rc;
+}
+
 /* one_by_one until it holds the set, or gives up (see DL_ALL_OUTLASTED):
  * a try after its one attempt (EBUSY), a timed call at its deadline
- * (ETIMEDOUT), either of the others once attempts in a row outlast a
- * fixed lease (EDEADLK); dist_lasterror keeps why the last was undone. */
+ * (ETIMEDOUT), a blocking one once attempts in a row outlast a fixed lease
+ * without waiting for a holder (EDEADLK); dist_lasterror keeps why the
+ * last was undone. */
 static int attempts(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
 {
     char q[96], why[DL_ERRMAX];
@@ -295,9 +317,12 @@ static int attempts(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     for (;;) {
         uint64_t t0 = dl_now_ms();
         size_t failed = 0;
-        int rc = one_by_one(p, v, n, dead, &failed);
-        if (rc != DL_ALL_AGAIN)
+        int waited = 0;
+        int rc = one_by_one(p, v, n, dead, &failed, &waited);
+        if (rc == 0 || rc == EOWNERDEAD)
             return rc;
+        if (rc != DL_ALL_AGAIN)
+            return failed_untold(v, n, dead, rc);
         /* A relock told EOWNERDEAD in the attempt undone: its new hold
          * stays the caller's (the undo gives back the call's count only),
          * so the next attempt's relock would find it good and say 0. */
@@ -310,19 +335,25 @@ static int attempts(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
         const char *hint = outlast ? "; the set could not be held together within the lease"
                                    : "";
         if (v[0].rq.try_only)
-            return dl_fail(EBUSY, "lock-all of %zu locks: could not hold them all at once: "
-                           "%s%s", n, why, hint);
+            return failed_untold(v, n, dead,
+                                 dl_fail(EBUSY, "lock-all of %zu locks: could not hold them all "
+                                         "at once: %s%s", n, why, hint));
         if (dl_req_over(&v[0].rq))
-            return dl_fail(ETIMEDOUT, "lock-all of %zu locks: timed out; its last attempt "
-                           "could not hold them all at once: %s%s", n, why, hint);
-        outlasted = outlast ? outlasted + 1 : 0;
-        if (outlasted >= DL_ALL_OUTLASTED)
-            return dl_fail(EDEADLK, "lock-all of %zu locks: %u attempts in a row each lasted "
-                           "longer than the fixed lease of lock %s (%lu ms), which ran out "
-                           "before the call had the others: the set cannot be held together "
-                           "within the lease (a longer lease, a renewed one, or fewer locks)",
-                           n, outlasted, f ? dl_core_qname(&f->l->core, q, sizeof q) : "?",
-                           f->rq.lease_ms);
+            return failed_untold(v, n, dead,
+                                 dl_fail(ETIMEDOUT, "lock-all of %zu locks: timed out; its last "
+                                         "attempt could not hold them all at once: %s%s", n, why,
+                                         hint));
+        outlasted = outlast && !waited ? outlasted + 1 : 0;
+        if (f && outlasted >= DL_ALL_OUTLASTED && v[0].rq.deadline == DL_FOREVER)
+            return failed_untold(v, n, dead,
+                                 dl_fail(EDEADLK, "lock-all of %zu locks: %u attempts in a row "
+                                         "each lasted longer than the fixed lease of lock %s "
+                                         "(%lu ms), which ran out before the call had the "
+                                         "others, without waiting for another holder: the set "
+                                         "cannot be held together within the lease (a longer "
+                                         "lease, a renewed one, or fewer locks)", n, outlasted,
+                                         dl_core_qname(&f->l->core, q, sizeof q),
+                                         f->rq.lease_ms));
     }
 }
 

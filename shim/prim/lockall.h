@@ -41,14 +41,16 @@ typedef struct dl_all_req {
  * or more taken after a lapse; dist_lasterror names the first);
  * EINVAL (the same name twice); EDEADLK (a blocking or timed call, an
  * errorcheck lock the caller holds, or a lock it holds for reading);
- * EDEADLK also when the set cannot be held all at once: DL_ALL_OUTLASTED
- * attempts in a row each lasted longer than the fixed lease of the lock
- * whose loss undid it (lockall.c);
+ * EDEADLK also, for a blocking call, when the set cannot be held all at
+ * once: DL_ALL_OUTLASTED attempts in a row, none of which waited for a
+ * holder, each lasted longer than the fixed lease of the lock whose loss
+ * undid it (lockall.c); a timed call attempts until its deadline;
  * EBUSY (a try: one cannot be taken at once, the one attempt could not
  * hold them all at once, or EDEADLK's cases);
  * ETIMEDOUT; EAGAIN (a count would overflow); EIO; ENOMEM.  A lock the
  * caller already holds (recursive) is counted once more, as its own lock
- * call would. */
+ * call would; on an error, a lapse its relock found is left to the
+ * thread's next lock call on it (dl_lock_lapse_untold). */
 int dl_lock_all(dl_proc_t *p, dl_all_req_t *v, size_t n);
 
 #endif

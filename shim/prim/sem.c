@@ -323,7 +323,7 @@ static int took_leased(dl_proc_t *p, dl_sem_t *s, uint64_t id, const dl_sem_wait
     if (o->hold.rmode && (r->fresh || r->fence != o->hold.fence))
         lapse_all(s, "their lease ran out, or the server lost them");
     if (!o->hold.rmode) {
-        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL, 0 };
+        dl_req_t rq = { 'w', 0, 0, 0, 0, DL_FOREVER, NULL, 0, NULL };
         dl_grant_t g = { .fence = r->fence, .rid = id, .valid_until = valid_until,
                          .sent_ms = sent, .epoch = epoch };
         dl_hold_record(p, o, &rq, &g);
