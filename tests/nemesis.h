@@ -164,6 +164,9 @@ typedef struct nm_slot {
 
 typedef struct nm_shared {
     volatile int stop;          /* clients finish their operation and exit */
+    /* a late fault is armed: the semaphore threads take the counting
+     * semaphore and stay inside long enough to be its aim (late_aim) */
+    volatile int late_armed;
     int nslots;
     int64_t start_us;
     char names[NM_MAX_NAMES][64];

@@ -18,8 +18,10 @@
  *                         srvstop, srvclock, clock, late; partition: netns)
  *   NEMESIS_ROLES=a,b     only these roles beside the locks (nemesis_roles.c:
  *                         cond, sem, lockall, barrier; all by default, none)
- *   NEMESIS_SEM_TOLD=1    also check that a semaphore's users are told of its
- *                         loss (SPEC's ENOLCK after a restart)
+ *   NEMESIS_SEM_TOLD=0    do not check that a semaphore's users are told of
+ *                         its loss (SPEC's ENOLCK after a restart; a library
+ *                         from before issue 28), and count a holder's post
+ *                         after the loss as a permit of the new one
  *   NEMESIS_PROCS, _THREADS, _LEASE_MS, _FIXED_MS, _IO_TIMEOUT_MS,
  *   NEMESIS_RATE_MILLI (faults per 1000 s), NEMESIS_VERBOSE=1 (print the
  *   schedule of passing runs too), NEMESIS_KEEP=1 (keep the logs and
