@@ -263,7 +263,7 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     h->single = !o->kind->calls->renew_many;
     h->order = check ? dl_tenure_fixed_end(o) : o->tenure.valid_until;
     h->group = 0;
-    h->slot = c->slots ? (unsigned)dl_conn_slot(c->p->conn, o->key, o->keylen) : 0;
+    h->slot = c->slots ? (unsigned)dl_conn_slot(c->p->conn, dl_core_key(o), o->keylen) : 0;
     /* A regular renewal of a hold that lives its lease (no claim window,
      * no cut: those are short by design) is late once less than a third of
      * its lease is left: a tick after it was due. */
@@ -472,7 +472,7 @@ static void renew_trip(dl_proc_t *p, trip_t *t, held_t *v, size_t n, size_t *at,
         size_t len = 0;
         for (size_t j = 0; j < t->span[k].n; j++) {
             const held_t *x = &v[t->span[k].at + j];
-            dl_renew_item_t it = { x->o->key, x->o->keylen, x->mode, x->lease_ms, x->fence };
+            dl_renew_item_t it = { dl_core_key(x->o), x->o->keylen, x->mode, x->lease_ms, x->fence };
             len += dl_renew_many_list(&it, 1, nofence, list + len);
         }
         used += len;
