@@ -57,10 +57,10 @@ static int grow(dl_registry_t *r)
     return 0;
 }
 
-/* n rounded up to a pointer's alignment (and a counter's). */
-static size_t align(size_t n)
+/* n rounded up to a multiple of a (an alignment). */
+static size_t align(size_t n, size_t a)
 {
-    return (n + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    return (n + a - 1) / a * a;
 }
 
 static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *name, size_t len)
@@ -74,10 +74,11 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
     int n = 0;
     if (all > DL_CALL_KEYBUF) {
         n = dl_kind_keys(kind->id)->n;
-        at = align(keyed);
+        at = align(keyed, _Alignof(char *) > _Alignof(size_t) ? _Alignof(char *)
+                                                              : _Alignof(size_t));
         size = at + (size_t)n * (sizeof(char *) + sizeof(size_t)) + all;
     }
-    size_t tally_at = dl_tally_on() ? align(size) : 0;
+    size_t tally_at = dl_tally_on() ? align(size, _Alignof(dl_tally_t)) : 0;
     if (tally_at)
         size = tally_at + sizeof(dl_tally_t);
     /* (A name is at most DIST_NAME_MAX bytes and a prefix 255: its
