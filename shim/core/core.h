@@ -166,14 +166,16 @@ typedef struct dl_hold_rare {
 typedef struct dl_hold {
     uint64_t fence;
     uint64_t rid;             /* the registration id it was taken or claimed with */
-    unsigned long lease_ms;   /* of the Redis hold */
     unsigned long seq;        /* bumped at each Redis acquisition and release */
     uint64_t waited_since;    /* when remote_waiting was set (monotonic us) */
     uint64_t linger_until;    /* nonzero: the hold outlives the last local unlock
                                  for a relock; the lingerer ends it then (us) */
-    uint64_t rtt_us;          /* this object's round trips, smoothed (atomic:
-                                 dl_hold_rtt; what makes a hold short) */
     dl_hold_rare_t *rare;     /* NULL, or what it keeps while it needs it */
+    uint32_t lease_ms;        /* of the Redis hold (at most DL_LEASE_MAX, 30 days:
+                                 32 bits, 4 bytes less a lock) */
+    uint32_t rtt_us;          /* this object's round trips, smoothed (atomic:
+                                 dl_hold_rtt; what makes a hold short); at most
+                                 UINT32_MAX (71 minutes) */
     unsigned servers;         /* redlock: the servers that may have it (0: any) */
     unsigned handoffs;        /* local handoffs since remote_waiting was set */
     char rmode;               /* 0, or the mode held ('w', 'r') */
@@ -224,15 +226,24 @@ struct dl_core {
                                  atomic, changed to 0 under the registry mutex) */
     unsigned objs;            /* of which objects */
     const dl_kind_t *kind;
-    const char *key;          /* its main key (keys.h: keys[0] of its kind),
-                                 stored after the state; the name is in it
-                                 (dl_core_name: not NUL-ended).  By the key */
-    uint32_t namelen;         /* what pushes name it by; a call derives the */
-    uint32_t keylen;          /* others from it (caller.h) */
-    const char **allkeys;     /* NULL; or, for a name too long for a call to
-                                 derive its keys (DL_CALL_KEYBUF), every key,
-                                 and their lengths after them
-                                 (dl_core_allkeylens) */
+    /* Its main key (keys.h: keys[0] of its kind) is stored right after
+     * the state (dl_core_key: not a pointer of its own, 8 bytes a lock
+     * in a process that may hold a million); the name is in it
+     * (dl_core_name: not NUL-ended).  By the key pushes name it; a call
+     * derives the others from it (caller.h).  Names are at most
+     * DIST_NAME_MAX bytes and prefixes 255: both lengths fit 16 bits. */
+    uint16_t namelen;
+    uint16_t keylen;
+    uint16_t allkeys_at;      /* 0; or, for a name too long for a call to derive
+                                 its keys (DL_CALL_KEYBUF), where every key is,
+                                 and their lengths after them, in the same
+                                 allocation (its offset from o: dl_core_allkeys,
+                                 dl_core_allkeylens) */
+    uint16_t tally_at;        /* 0; or where its counters are, in the same
+                                 allocation (dl_core_tally), made with the
+                                 object only while the process writes a
+                                 metrics file.  Counted by anyone through
+                                 tally.h (atomics); reported by metrics.c */
     pthread_mutex_t mu;       /* everything below, and the primitive's fields */
     pthread_cond_t *cv;       /* CLOCK_MONOTONIC; local waiters and grants.
                                  Made by the first wait (dl_core_wait), under
@@ -250,17 +261,20 @@ struct dl_core {
                                  (here, beside wlook: no hole) */
     dl_waiter_t *wait;        /* take.c: the thread waiting in Redis's queue
                                  for it (its registration), NULL: none */
-    dl_tally_t *tally;        /* counted by anyone through tally.h (atomics);
-                                 reported by metrics.c.  Allocated with the
-                                 object (registry.c) only while the process
-                                 writes a metrics file, else NULL */
 };
+
+/* o's main key (keylen bytes, NUL-ended): right after its kind's state
+ * (registry.c). */
+static inline const char *dl_core_key(const dl_core_t *o)
+{
+    return (const char *)o + o->kind->size;
+}
 
 /* o's name (namelen bytes, not NUL-ended): the bytes before the last one
  * ('}') of its main key, PREFIX{HEAD NAME} (keys.h; registry.c). */
 static inline const char *dl_core_name(const dl_core_t *o)
 {
-    return o->key + o->keylen - 1 - o->namelen;
+    return dl_core_key(o) + o->keylen - 1 - o->namelen;
 }
 
 /* What o->hold.rare holds, read (0 without it). */
@@ -285,10 +299,25 @@ static inline unsigned dl_tenure_cut_ttl(const dl_core_t *o)
     return o->hold.rare ? o->hold.rare->cut_ttl : 0;
 }
 
-/* The lengths of o->allkeys (NULL with them). */
+/* Every key of o, for a name too long for a call to derive them; else
+ * NULL. */
+static inline const char *const *dl_core_allkeys(const dl_core_t *o)
+{
+    return o->allkeys_at ? (const char *const *)((const char *)o + o->allkeys_at) : NULL;
+}
+
+/* o's counters (tally.h), NULL when the process writes no metrics file. */
+static inline dl_tally_t *dl_core_tally(const dl_core_t *o)
+{
+    return o->tally_at ? (dl_tally_t *)((char *)o + o->tally_at) : NULL;
+}
+
+/* Their lengths (NULL with them). */
 static inline size_t *dl_core_allkeylens(const dl_core_t *o)
 {
-    return o->allkeys ? (size_t *)(o->allkeys + dl_kind_keys(o->kind->id)->n) : NULL;
+    return o->allkeys_at ? (size_t *)((char *)o + o->allkeys_at +
+                                      (size_t)dl_kind_keys(o->kind->id)->n * sizeof(char *))
+                         : NULL;
 }
 
 /* The word for o's kind in messages ("lock"). */

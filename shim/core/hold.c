@@ -97,7 +97,9 @@ void dl_hold_done(dl_core_t *o)
 void dl_hold_rtt(dl_core_t *o, uint64_t us)
 {
     uint64_t old = __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED);
-    __atomic_store_n(&o->hold.rtt_us, old ? (7 * old + us) / 8 : us, __ATOMIC_RELAXED);
+    uint64_t rtt = old ? (7 * old + us) / 8 : us;
+    __atomic_store_n(&o->hold.rtt_us, rtt < UINT32_MAX ? (uint32_t)rtt : UINT32_MAX,
+                     __ATOMIC_RELAXED);
 }
 
 /* Another process waits for the object: from now on local handoffs and
@@ -131,7 +133,8 @@ void dl_hold_record(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, const dl_gra
     o->hold.fence = g->fence;
     o->hold.rid = g->rid;
     o->hold.servers = g->servers;
-    o->hold.lease_ms = rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms;
+    /* (both at most DL_LEASE_MAX: 32 bits) */
+    o->hold.lease_ms = (uint32_t)(rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms);
     o->hold.renew = rq->lease_ms == 0;
     o->hold.fair = rq->fair;
     o->hold.lost = 0;

@@ -101,21 +101,22 @@ static int tally_any(const dl_tally_t *t)
  * "_other", 0 while o has counted nothing (an idle name takes no slot). */
 static int slot_of(dl_metrics_t *m, dl_core_t *o)
 {
-    if (!o->tally)                /* (its counters could not be allocated) */
+    dl_tally_t *t = dl_core_tally(o);
+    if (!t)                       /* (made before counting started: none) */
         return 0;
-    if (o->tally->slot)
-        return o->tally->slot;
-    if (!tally_any(o->tally))
+    if (t->slot)
+        return t->slot;
+    if (!tally_any(t))
         return 0;
     int kind = o->kind->id;
     for (int i = 0; i < m->n; i++)
         if (m->slot[i].kind == kind && m->slot[i].namelen == o->namelen &&
             memcmp(m->slot[i].name, dl_core_name(o), o->namelen) == 0)
-            return o->tally->slot = i + 1;
+            return t->slot = i + 1;
     char *name = m->n < DL_METRICS_NAMES ? malloc(o->namelen + 1) : NULL;
     if (!name) {
         m->other_used[kind] = 1;
-        return o->tally->slot = -1;
+        return t->slot = -1;
     }
     memcpy(name, dl_core_name(o), o->namelen);     /* (o's is not NUL-ended) */
     name[o->namelen] = 0;
@@ -124,7 +125,7 @@ static int slot_of(dl_metrics_t *m, dl_core_t *o)
     s->kind = kind;
     s->name = name;
     s->namelen = o->namelen;
-    return o->tally->slot = m->n;
+    return t->slot = m->n;
 }
 
 /* The registry frees o (its mutex held): its counts stay its name's. */
@@ -133,9 +134,9 @@ static void retire(dl_core_t *o, void *arg)
     dl_metrics_t *m = arg;
     int s = slot_of(m, o);
     if (s > 0)
-        tally_add(&m->slot[s - 1].retired, o->tally);
+        tally_add(&m->slot[s - 1].retired, dl_core_tally(o));
     else if (s < 0)
-        tally_add(&m->other_retired[o->kind->id], o->tally);
+        tally_add(&m->other_retired[o->kind->id], dl_core_tally(o));
 }
 
 static void count_obj(dl_core_t *o, void *arg)
@@ -144,9 +145,9 @@ static void count_obj(dl_core_t *o, void *arg)
     m->objects++;
     int s = slot_of(m, o);
     if (s > 0) {
-        tally_add(&m->slot[s - 1].live, o->tally);
+        tally_add(&m->slot[s - 1].live, dl_core_tally(o));
     } else if (s < 0) {
-        tally_add(&m->other_live[o->kind->id], o->tally);
+        tally_add(&m->other_live[o->kind->id], dl_core_tally(o));
         m->other_objects++;
     }
 }

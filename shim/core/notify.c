@@ -116,7 +116,7 @@ static void recheck(dl_core_t *o, void *arg)
 
 static unsigned slot_of(const dl_core_t *o)
 {
-    return dl_cluster_slot(o->key, o->keylen);
+    return dl_cluster_slot(dl_core_key(o), o->keylen);
 }
 
 /* The registry's hooks (its mutex held): the objects of each slot. */

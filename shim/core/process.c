@@ -179,14 +179,14 @@ int dl_proc_start(void)
 
 dl_caller_t dl_caller(const dl_proc_t *p, const dl_core_t *o)
 {
-    dl_caller_t who = { (const char *const *)o->allkeys, dl_core_allkeylens(o), p->chanprefix,
-                        p->chanprefix_len, p->token, o->key, o->keylen, o->kind->id };
+    dl_caller_t who = { dl_core_allkeys(o), dl_core_allkeylens(o), p->chanprefix,
+                        p->chanprefix_len, p->token, dl_core_key(o), o->keylen, o->kind->id };
     /* On a cluster: the channel of o's slot, so that its pushes stay in
      * the slot's shard (channel.h); the classic prefix only for want of
      * memory (the push then reaches nobody: waiters ask again). */
     if (dl_chans_by_slot(p->chans)) {
         size_t len;
-        const char *pre = dl_chans_prefix(p->chans, o->key, o->keylen, &len);
+        const char *pre = dl_chans_prefix(p->chans, dl_core_key(o), o->keylen, &len);
         if (pre) {
             who.chanprefix = pre;
             who.chanprefix_len = len;

@@ -57,36 +57,45 @@ static int grow(dl_registry_t *r)
     return 0;
 }
 
+/* n rounded up to a multiple of a (an alignment). */
+static size_t align(size_t n, size_t a)
+{
+    return (n + a - 1) / a * a;
+}
+
 static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *name, size_t len)
 {
     /* One allocation: the state, then its main key (its name is in it).  The
      * other keys are derived by each call (caller.h); only a name too long
-     * for that has them all, in a buffer of their own. */
+     * for that has them all, after the main key.  Then the counters, only
+     * for a process that writes them (tally.h). */
     size_t all = dl_kind_keys_size(kind->id, prefix, len);
-    dl_core_t *o = calloc(1, kind->size + dl_kind_key_main_size(prefix, len));
+    size_t keyed = kind->size + dl_kind_key_main_size(prefix, len), size = keyed, at = 0;
+    int n = 0;
+    if (all > DL_CALL_KEYBUF) {
+        n = dl_kind_keys(kind->id)->n;
+        at = align(keyed, _Alignof(char *) > _Alignof(size_t) ? _Alignof(char *)
+                                                              : _Alignof(size_t));
+        size = at + (size_t)n * (sizeof(char *) + sizeof(size_t)) + all;
+    }
+    size_t tally_at = dl_tally_on() ? align(size, _Alignof(dl_tally_t)) : 0;
+    if (tally_at)
+        size = tally_at + sizeof(dl_tally_t);
+    /* (A name is at most DIST_NAME_MAX bytes and a prefix 255: its
+     * lengths and offsets fit dl_core_t's 16 bits, checked all the same.) */
+    if (len > UINT16_MAX || keyed - kind->size > UINT16_MAX || at > UINT16_MAX ||
+        tally_at > UINT16_MAX)
+        return NULL;
+    dl_core_t *o = calloc(1, size);
     if (!o)
         return NULL;
-    if (all > DL_CALL_KEYBUF) {
-        int n = dl_kind_keys(kind->id)->n;
-        char *m = malloc((size_t)n * (sizeof(char *) + sizeof(size_t)) + all);
-        if (!m) {
-            free(o);
-            return NULL;
-        }
-        o->allkeys = (const char **)m;          /* (their lengths after them) */
-        dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
-                           name, len, o->allkeys, (size_t *)(m + (size_t)n * sizeof(char *)));
-    }
-    /* Counters only for a process that writes them (tally.h); the hold's
-     * rare record for good only for a kind that keeps it (hold.c makes
-     * the others' on demand). */
-    if ((dl_tally_on() && !(o->tally = calloc(1, sizeof *o->tally))) ||
-        (kind->keeps_rare && !(o->hold.rare = calloc(1, sizeof *o->hold.rare)))) {
-        free(o->tally);
-        free(o->allkeys);
+    /* The hold's rare record for good only for a kind that keeps it
+     * (hold.c makes the others' on demand). */
+    if (kind->keeps_rare && !(o->hold.rare = calloc(1, sizeof *o->hold.rare))) {
         free(o);
         return NULL;
     }
+    o->tally_at = (uint16_t)tally_at;
     if (o->hold.rare)
         o->hold.rare->pins = 1;   /* (never given back) */
     /* The main key is PREFIX{HEAD NAME} (keys.h): the name is the len
@@ -94,9 +103,14 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
      * every use of it goes by namelen). */
     char *key = (char *)o + kind->size;
     o->kind = kind;
-    o->key = key;
-    o->keylen = dl_kind_key_main(kind->id, key, prefix, name, len);
-    o->namelen = len;             /* (dl_core_name: in the key) */
+    o->keylen = (uint16_t)dl_kind_key_main(kind->id, key, prefix, name, len);
+    o->namelen = (uint16_t)len;   /* (dl_core_name: in the key) */
+    if (at) {
+        char *m = (char *)o + at;               /* the keys' pointers, their */
+        o->allkeys_at = (uint16_t)at;           /* lengths, then the keys */
+        dl_kind_keys_write(kind->id, m + (size_t)n * (sizeof(char *) + sizeof(size_t)), prefix,
+                           name, len, (const char **)m, (size_t *)(m + (size_t)n * sizeof(char *)));
+    }
     pthread_mutex_init(&o->mu, NULL);
     return o;
 }
@@ -164,9 +178,7 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
         }
         if (o->kind->fini)
             o->kind->fini(o);
-        free(o->tally);
         free(o->hold.rare);
-        free(o->allkeys);
         free(o);
     }
     pthread_mutex_unlock(&r->mu);

@@ -428,7 +428,7 @@ static int confirm_replicas(dl_proc_t *p, dl_core_t *o, const dl_req_t *rq, cons
         dl_script_run(p->conn, &c, 1);
         DL_TALLY_ADD(o, roundtrips, 1);
     }
-    if (dl_conn_wait(p->conn, o->key, o->keylen, err, sizeof err) == 0)
+    if (dl_conn_wait(p->conn, dl_core_key(o), o->keylen, err, sizeof err) == 0)
         return 0;
     /* Undo exactly this acquisition (named by its registration id: the same
      * on every redlock server, whose fences differ). */

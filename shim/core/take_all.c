@@ -174,10 +174,10 @@ static int set_new(dl_proc_t *p, const dl_take_one_t *v, int n, all_set_t *set)
     if (set->locks) {
         for (int i = 0; i < n; i++) {
             const dl_req_t *rq = v[i].rq;
-            set->locks[i] = (dl_all_lock_t){ (const char *const *)v[i].o->allkeys,
+            set->locks[i] = (dl_all_lock_t){ dl_core_allkeys(v[i].o),
                                              dl_core_allkeylens(v[i].o),
                                              rq->lease_ms ? rq->lease_ms : p->cfg.lease_ms,
-                                             v[i].o->key, v[i].o->keylen };
+                                             dl_core_key(v[i].o), v[i].o->keylen };
         }
         if ((set->list = malloc(dl_acquire_all_list_size(set->locks, n))))
             set->listlen = dl_acquire_all_list(set->locks, n, set->list);
@@ -219,7 +219,7 @@ static int took_all(dl_proc_t *p, dl_take_one_t *v, int n, const all_set_t *set,
     }
     char err[200];
     if (p->cfg.wait_replicas &&
-        dl_conn_wait(p->conn, v[0].o->key, v[0].o->keylen, err, sizeof err)) {
+        dl_conn_wait(p->conn, dl_core_key(v[0].o), v[0].o->keylen, err, sizeof err)) {
         give_back(p, v, n, rid);
         return dl_fail(EIO, "lock-all of %d locks: %s; the acquisition was undone", n, err);
     }

@@ -34,17 +34,18 @@ static void hist_add(dl_hist_t *h, uint64_t us)
 
 void dl_tally_call(dl_core_t *o, int rc, uint64_t since)
 {
-    if (!since || !o->tally)
+    dl_tally_t *t = dl_core_tally(o);
+    if (!since || !t)
         return;
     if (rc == 0 || rc == EOWNERDEAD) {
         uint64_t now = dl_now_us();
-        __atomic_fetch_add(&o->tally->acquired, 1, __ATOMIC_RELAXED);
-        hist_add(&o->tally->wait, now > since ? now - since : 0);
+        __atomic_fetch_add(&t->acquired, 1, __ATOMIC_RELAXED);
+        hist_add(&t->wait, now > since ? now - since : 0);
     }
     if (rc == EOWNERDEAD)
-        __atomic_fetch_add(&o->tally->ownerdead, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->ownerdead, 1, __ATOMIC_RELAXED);
     else if (rc == EIO)
-        __atomic_fetch_add(&o->tally->eio, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&t->eio, 1, __ATOMIC_RELAXED);
 }
 
 void dl_tally_unlock(dl_core_t *o, int rc)
@@ -57,8 +58,9 @@ void dl_tally_unlock(dl_core_t *o, int rc)
 
 void dl_tally_held(dl_core_t *o, uint64_t since)
 {
-    if (!since || !dl_tally_on() || !o->tally)
+    dl_tally_t *t = dl_core_tally(o);
+    if (!since || !dl_tally_on() || !t)
         return;
     uint64_t now = dl_now_us();
-    hist_add(&o->tally->hold, now > since ? now - since : 0);
+    hist_add(&t->hold, now > since ? now - since : 0);
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * tally.h - an object's counters (o->tally: core.h), which the metrics
+ * tally.h - an object's counters (dl_core_tally: core.h), which the metrics
  * file reports by name (metrics.c).  Counted only while the process
  * writes a metrics file (DISTLOCK_METRICS_FILE): with the variable unset,
  * each counting point costs a load of one flag that never changes, and
@@ -53,8 +53,9 @@ static inline int dl_tally_on(void)
 
 /* Adds n to a counter of o's (a field of dl_tally_t), when counting. */
 #define DL_TALLY_ADD(o, field, n) do { \
-        if (dl_tally_on() && (o)->tally) \
-            __atomic_fetch_add(&(o)->tally->field, (unsigned long)(n), __ATOMIC_RELAXED); \
+        dl_tally_t *t_ = dl_tally_on() ? dl_core_tally(o) : NULL; \
+        if (t_) \
+            __atomic_fetch_add(&t_->field, (unsigned long)(n), __ATOMIC_RELAXED); \
     } while (0)
 
 /* When a timed span starts: now (us), or 0 when not counting. */

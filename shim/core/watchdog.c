@@ -59,29 +59,40 @@
 #define DL_CONFIRM_ALL_MS 100 /* at most one pass for signs this often */
 #define DL_LATE_WARN_MS 30000 /* at most one warning of late renewals this often */
 
-/* One hold collected for a pass. */
+/* One hold collected for a pass.  A tick lists every renewable hold of
+ * the process (a million, 48 MB, for the time of the pass: 48 bytes a
+ * hold, nothing that can be derived at sending is kept). */
 typedef struct held {
     dl_core_t *o;
     uint64_t order;           /* when its validity ends (ms): renewed earliest first */
-    uint64_t group;           /* its slot's earliest `order` (redis-cluster://), else 0 */
     uint64_t fence;           /* names the hold: renew.lua renews only it */
-    uint64_t late_at;         /* a renewal sent from then (ms) is late; 0: not counted */
-    uint64_t rid;             /* withdrawals: the registration id */
-    uint64_t incarn;          /* withdrawals: the incarnation it was sent to */
     unsigned long seq;
-    unsigned long lease_ms;   /* renewals; 0 a check */
-    unsigned long cuts;       /* o->cuts when collected */
-    unsigned slot;            /* its main key's cluster slot (redis-cluster://), else 0 */
+    uint32_t lease_ms;        /* renewals (at most DL_LEASE_MAX, 30 days); 0 a check */
+    unsigned cuts;            /* o->cuts when collected */
+    uint16_t slot;            /* its main key's cluster slot (redis-cluster://), else 0 */
     char mode;
     char check;               /* a fixed lease: only asked whether it is there */
     char single;              /* renewed alone (renew), not in a batch */
+    char timed;               /* a renewal sent with less than a third of its lease
+                                 left (from order - lease_ms / 3) is counted late */
 } held_t;
+
+_Static_assert(sizeof(held_t) <= 48, "a pass's list grew: a million holds list it all");
+
+/* An acquisition to withdraw (o->hold.undo[]). */
+typedef struct undo {
+    dl_core_t *o;
+    uint64_t rid;             /* its registration id */
+    uint64_t incarn;          /* the incarnation it was sent to */
+    unsigned long seq;
+    char mode;
+} undo_t;
 
 typedef struct collect {
     dl_proc_t *p;
     held_t *v;                /* mmap'd: a pass over a million holds gives it back */
     size_t n, cap;
-    held_t *u;                /* acquisitions to withdraw (o->hold.undo[]) */
+    undo_t *u;                /* acquisitions to withdraw */
     size_t un, ucap;
     int all;                  /* a regular tick, or a sign: every renewable hold */
     int sign;                 /* a sign of lost state: every hold, and every fixed lease */
@@ -206,7 +217,7 @@ static void collect_undo(dl_core_t *o, collect_t *c)
     }
     if (c->un == c->ucap) {
         size_t cap = c->ucap ? c->ucap * 2 : 16;
-        held_t *u = realloc(c->u, cap * sizeof *u);
+        undo_t *u = realloc(c->u, cap * sizeof *u);
         if (!u) {
             later(c, o, c->now_us + DL_UNDO_AGAIN_MS * 1000);
             return;
@@ -214,7 +225,7 @@ static void collect_undo(dl_core_t *o, collect_t *c)
         c->u = u;
         c->ucap = cap;
     }
-    held_t *h = &c->u[c->un++];
+    undo_t *h = &c->u[c->un++];
     h->o = o;
     h->seq = o->hold.seq;
     dl_hold_undo_begin(o, &h->mode, &h->rid, &h->incarn);
@@ -235,7 +246,7 @@ static int grow(collect_t *c)
 }
 
 /* After a pass: a list of more than a few thousand holds goes back to the
- * system (a million held locks would otherwise keep 64 MB for it). */
+ * system (a million held locks would otherwise keep 48 MB for it). */
 static void shrink(collect_t *c)
 {
     if (c->cap > 4096) {
@@ -256,20 +267,18 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     h->o = o;
     h->seq = o->hold.seq;
     h->mode = o->hold.rmode;
-    h->lease_ms = check ? 0 : o->hold.lease_ms;
+    h->lease_ms = check ? 0 : (uint32_t)o->hold.lease_ms;
     h->fence = o->hold.fence;
     h->cuts = o->cuts;
     h->check = (char)check;
     h->single = !o->kind->calls->renew_many;
     h->order = check ? dl_tenure_fixed_end(o) : o->tenure.valid_until;
-    h->group = 0;
-    h->slot = c->slots ? (unsigned)dl_conn_slot(c->p->conn, o->key, o->keylen) : 0;
+    h->slot = c->slots ? (uint16_t)dl_conn_slot(c->p->conn, dl_core_key(o), o->keylen) : 0;
     /* A regular renewal of a hold that lives its lease (no claim window,
      * no cut: those are short by design) is late once less than a third of
-     * its lease is left: a tick after it was due. */
-    h->late_at = !check && !early && !dl_tenure_cut_ttl(o) &&
-                 o->tenure.valid_until > o->hold.lease_ms / 3
-                 ? o->tenure.valid_until - o->hold.lease_ms / 3 : 0;
+     * its lease is left: a tick after it was due (late_at). */
+    h->timed = !check && !early && !dl_tenure_cut_ttl(o) &&
+               o->tenure.valid_until > o->hold.lease_ms / 3;
     dl_registry_pin(o);
     return 0;
 }
@@ -346,11 +355,21 @@ static void collect(dl_core_t *o, void *arg)
 
 /* --- renewing what was collected --- */
 
+/* When a renewal of h sent from then (ms) is late; 0: not counted. */
+static uint64_t late_at(const held_t *h)
+{
+    return h->timed ? h->order - h->lease_ms / 3 : 0;
+}
+
+/* Each slot's earliest `order` in this pass (redis-cluster://; else
+ * slot 0's is 0): a list is ordered by it first.  The watchdog's alone. */
+static uint64_t first[DL_CLUSTER_SLOTS];
+
 static int by_order(const void *a, const void *b)
 {
     const held_t *x = a, *y = b;
-    if (x->group != y->group)
-        return x->group < y->group ? -1 : 1;
+    if (first[x->slot] != first[y->slot])
+        return first[x->slot] < first[y->slot] ? -1 : 1;
     if (x->slot != y->slot)
         return x->slot < y->slot ? -1 : 1;
     if (x->order != y->order)
@@ -363,14 +382,13 @@ static int by_order(const void *a, const void *b)
 static void order(collect_t *c)
 {
     if (c->slots && c->n > 1) {
-        static uint64_t first[DL_CLUSTER_SLOTS];
         for (size_t i = 0; i < c->n; i++)
             first[c->v[i].slot] = UINT64_MAX;
         for (size_t i = 0; i < c->n; i++)
             if (c->v[i].order < first[c->v[i].slot])
                 first[c->v[i].slot] = c->v[i].order;
-        for (size_t i = 0; i < c->n; i++)
-            c->v[i].group = first[c->v[i].slot];
+    } else {
+        first[0] = 0;
     }
     qsort(c->v, c->n, sizeof *c->v, by_order);
 }
@@ -472,7 +490,7 @@ static void renew_trip(dl_proc_t *p, trip_t *t, held_t *v, size_t n, size_t *at,
         size_t len = 0;
         for (size_t j = 0; j < t->span[k].n; j++) {
             const held_t *x = &v[t->span[k].at + j];
-            dl_renew_item_t it = { x->o->key, x->o->keylen, x->mode, x->lease_ms, x->fence };
+            dl_renew_item_t it = { dl_core_key(x->o), x->o->keylen, x->mode, x->lease_ms, x->fence };
             len += dl_renew_many_list(&it, 1, nofence, list + len);
         }
         used += len;
@@ -483,7 +501,7 @@ static void renew_trip(dl_proc_t *p, trip_t *t, held_t *v, size_t n, size_t *at,
     uint64_t sent = dl_now_ms();
     unsigned long epoch = dl_trust_epoch();
     for (size_t k = *at; k < i; k++)
-        if (v[k].late_at && sent >= v[k].late_at)
+        if (late_at(&v[k]) && sent >= late_at(&v[k]))
             tp->late++;
     dl_script_run(p->conn, t->calls, nc);
     DL_STAT_ADD(watchdog_roundtrips, 1);

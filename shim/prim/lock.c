@@ -126,7 +126,8 @@ static int trusted(const dl_lock_t *l, int *fresh)
 static int short_hold(const dl_lock_t *l)
 {
     const dl_core_t *o = &l->core;
-    uint64_t bound = DL_LINGER_HOLD_RTTS * __atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED);
+    uint64_t bound = DL_LINGER_HOLD_RTTS *
+                     (uint64_t)__atomic_load_n(&o->hold.rtt_us, __ATOMIC_RELAXED);
     if (bound < DL_LINGER_HOLD_MIN_US)
         bound = DL_LINGER_HOLD_MIN_US;
     if (bound > DL_LINGER_HOLD_MAX_US)

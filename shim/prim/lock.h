@@ -115,13 +115,16 @@ typedef struct dl_lock {
 } dl_lock_t;
 
 /* A lock's state and its main key share one allocation (registry.c), and
- * a process may hold a million locks: with a main key of up to 48 bytes
- * (a name of about 38), the two fit a 400-byte malloc chunk (glibc's
- * sizes step by 16, 8 of them its header).  What an idle hold does not
- * use is kept elsewhere (core.h: dl_hold_rare_t, the waiter on the
- * waiting thread's stack).  Grow it only knowingly: docs/PERFORMANCE.md,
- * "Where a held lock's memory goes". */
-#define DL_LOCK_SIZE_MAX 352
+ * a process may hold a million locks: with a main key of up to 56 bytes
+ * and its NUL (a name of up to 42 with the default prefix), the two fit a
+ * 384-byte malloc chunk (glibc's sizes step by 16, 8 of them its header).
+ * What an idle hold does not use is kept elsewhere (core.h:
+ * dl_hold_rare_t, the waiter on the waiting thread's stack), what only
+ * the metrics file uses is made only for it (the counters: dl_core_tally),
+ * and what can be derived is not stored (the key's place: dl_core_key).
+ * Grow it only knowingly: docs/PERFORMANCE.md, "Where a held lock's
+ * memory goes". */
+#define DL_LOCK_SIZE_MAX 320
 
 /* The lock's kind: its keys (keys.h), its scripts (lua/acquire.lua ...),
  * and what the core asks of its admission. */

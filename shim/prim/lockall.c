@@ -80,7 +80,7 @@ static int all_at_once(dl_proc_t *p, dl_all_req_t *v, size_t n, char *dead)
     dl_take_one_t *t = malloc(n * sizeof *t);
     int rc = keys && lens && t ? 0 : dl_fail(ENOMEM, "out of memory");
     for (size_t i = 0; !rc && i < n; i++) {
-        keys[i] = v[i].l->core.key;
+        keys[i] = dl_core_key(&v[i].l->core);
         lens[i] = v[i].l->core.keylen;
     }
     if (!rc && !dl_conn_together(p->conn, keys, lens, (int)n))

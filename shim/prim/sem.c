@@ -206,7 +206,7 @@ static int replicated(dl_proc_t *p, dl_sem_t *s, const char *what)
     if (!p->cfg.wait_replicas)
         return 0;
     pthread_mutex_unlock(&s->core.mu);
-    int rc = dl_conn_wait(p->conn, s->core.key, s->core.keylen, err, sizeof err);
+    int rc = dl_conn_wait(p->conn, dl_core_key(&s->core), s->core.keylen, err, sizeof err);
     pthread_mutex_lock(&s->core.mu);
     return rc ? dl_fail(EIO, "semaphore %s: %s; %s", qname(s, q, sizeof q), err, what) : 0;
 }
