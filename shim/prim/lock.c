@@ -82,8 +82,10 @@
  * it just woke; after this many holds in a row while they wait, it lets one
  * of them go first, so a process's threads share the lock and finish their
  * work together instead of one after another (the last alone, paying a
- * round trip per call). */
-#define DL_LOCAL_STREAK 8
+ * round trip per call).  Each turn costs a wake-up that waits for a CPU
+ * on a busy host: 32 holds a turn (some 10 us of W4's) amortise it where
+ * 8 did not, and still share the lock finely (docs/PERFORMANCE.md, W4). */
+#define DL_LOCAL_STREAK 32
 
 /* Would the process keep its Redis hold for another local holder, as far
  * as other processes go?  (Whether it may, without asking Redis first, is
