@@ -2,12 +2,14 @@
 /*
  * test_mutex.c - dist_mutex_t as a pthread mutex: reentrancy, ownership by
  * thread, exclusion across threads and processes, timedlock, errorcheck,
- * init/destroy rules, invalid objects and names, dist_strerror.
+ * init/destroy rules, progress of the threads queued for a mutex,
+ * invalid objects and names, dist_strerror.
  */
 #include "harness.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------- tests */
@@ -521,6 +523,131 @@ static void test_static_first_use_race(void **state)
     assert_int_equal(static_race_count, 6 * 20);
 }
 
+/* Threads of one process queue for one mutex in every way a lock call
+ * can: tight loops (an unlock that relocks at once, a streak that steps
+ * aside for the others), a thread that unlocks and stays away for a while
+ * (its unlock must wake a waiter: nobody else will), one that holds the
+ * lock a while, timed waits that give up and leave the queue, and
+ * trylocks that never join it.  An unlock
+ * wakes one waiter of the queue, and no other until that one has looked
+ * (lock.c, admit_next): a wake-up lost on any of these paths leaves the
+ * lock free and its waiters asleep, and the test runs out of time. */
+#define QP_THREADS 6
+#define QP_ITERS 400
+
+typedef struct qp {
+    dist_mutex_t m;
+    int inside;                   /* threads inside the lock (atomic) */
+    long count;                   /* under the lock */
+    int overlaps, failures;       /* atomic */
+    unsigned long timeouts, busies;
+    int done;                     /* threads finished (atomic) */
+} qp_t;
+
+typedef struct qp_thread {
+    qp_t *q;
+    int idx;
+    int mixed;                    /* threads 1 and 2 time out and try */
+} qp_thread_t;
+
+static int qp_lock(qp_t *q, int idx, int mixed)
+{
+    if (mixed && idx == 1) {               /* timed waits that give up now and then */
+        for (;;) {
+            struct timespec at = th_abstime_ms(1);
+            int rc = dist_mutex_timedlock(&q->m, &at);
+            if (rc != ETIMEDOUT)
+                return rc;
+            __atomic_add_fetch(&q->timeouts, 1, __ATOMIC_RELAXED);
+        }
+    }
+    if (mixed && idx == 2) {      /* never queues */
+        for (;;) {
+            int rc = dist_mutex_trylock(&q->m);
+            if (rc != EBUSY)
+                return rc;
+            __atomic_add_fetch(&q->busies, 1, __ATOMIC_RELAXED);
+            sched_yield();
+        }
+    }
+    return dist_mutex_lock(&q->m);
+}
+
+static void *qp_thread(void *arg)
+{
+    qp_thread_t *t = arg;
+    qp_t *q = t->q;
+    for (int i = 0; i < QP_ITERS; i++) {
+        int rc = qp_lock(q, t->idx, t->mixed);
+        if (rc) {
+            fprintf(stderr, "thread %d: lock: %s (%s)\n", t->idx, th_errname(rc),
+                    dist_lasterror());
+            __atomic_add_fetch(&q->failures, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (__atomic_add_fetch(&q->inside, 1, __ATOMIC_SEQ_CST) != 1)
+            __atomic_add_fetch(&q->overlaps, 1, __ATOMIC_RELAXED);
+        q->count++;
+        /* Thread 3 holds the lock a while now and then: the others wait
+         * in the queue, and the timed waits give up. */
+        if (t->idx == 3 && i % 40 == 0)
+            th_sleep_us(3000);
+        __atomic_sub_fetch(&q->inside, 1, __ATOMIC_SEQ_CST);
+        rc = dist_mutex_unlock(&q->m);
+        if (rc) {
+            fprintf(stderr, "thread %d: unlock: %s (%s)\n", t->idx, th_errname(rc),
+                    dist_lasterror());
+            __atomic_add_fetch(&q->failures, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        /* Thread 0 stays away after some unlocks: the threads queued
+         * behind it are woken by that unlock or by nothing. */
+        if (t->idx == 0 && i % 40 == 0)
+            th_sleep_us(2000);
+    }
+    __atomic_add_fetch(&q->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void run_queue_progress(int mixed)
+{
+    char name[128];
+    th_name(name, sizeof name, mixed ? "queue-mixed" : "queue");
+    static qp_t q;
+    memset(&q, 0, sizeof q);
+    TH_ASSERT_RC(dist_mutex_init(&q.m, name, NULL), 0);
+    pthread_t th[QP_THREADS];
+    qp_thread_t ta[QP_THREADS];
+    for (int i = 0; i < QP_THREADS; i++) {
+        ta[i] = (qp_thread_t){ &q, i, mixed };
+        pthread_create(&th[i], NULL, qp_thread, &ta[i]);
+    }
+    /* Far more than the work needs (well under a second on a quiet
+     * host), within the test's alarm. */
+    int64_t until = th_now_ms() + 20000;
+    while (__atomic_load_n(&q.done, __ATOMIC_SEQ_CST) < QP_THREADS && th_now_ms() < until)
+        th_sleep_us(10000);
+    int done = __atomic_load_n(&q.done, __ATOMIC_SEQ_CST);
+    if (done < QP_THREADS)
+        fail_msg("%s: %d of %d threads still in their loops after 20 s, %ld of %d holds "
+                 "done: waiters of a free lock were left asleep", name, QP_THREADS - done,
+                 QP_THREADS, q.count, QP_THREADS * QP_ITERS);
+    for (int i = 0; i < QP_THREADS; i++)
+        pthread_join(th[i], NULL);
+    fprintf(stderr, "%s: %ld holds, %lu timed waits gave up, %lu trylocks found it busy\n",
+            name, q.count, q.timeouts, q.busies);
+    assert_int_equal(q.failures, 0);
+    assert_int_equal(q.overlaps, 0);
+    assert_int_equal(q.count, QP_THREADS * QP_ITERS);
+    TH_ASSERT_RC(dist_mutex_destroy(&q.m), 0);
+}
+
+static void test_local_queue_progress(void **state)
+{
+    run_queue_progress(0);        /* every thread waits in the queue */
+    run_queue_progress(1);
+}
+
 static void test_invalid_objects(void **state)
 {
     dist_mutex_t zm;
@@ -679,6 +806,7 @@ int main(void)
         TH_TEST(test_destroy_rules),
         TH_TEST(test_static_initializer),
         TH_TEST(test_static_first_use_race),
+        TH_TEST(test_local_queue_progress),
         TH_TEST(test_invalid_objects),
         TH_TEST(test_bad_names),
         TH_TEST(test_strerror),

@@ -3,7 +3,8 @@
  * test_rwlock.c - dist_rwlock_t: shared readers across processes and
  * threads, exclusive writers, writer preference, reentrance rules, unlock of
  * the latest hold, no torn reads, read-unlock cost independent of the
- * number of readers, wake-up of readers and writers.
+ * number of readers, wake-up of readers and writers, progress of the
+ * threads queued for it.
  */
 #include "harness.h"
 #include "status.h"
@@ -573,6 +574,99 @@ static void test_release_wakes_readers_and_writer(void **state)
     TH_ASSERT_RC(dist_rwlock_destroy(&rw), 0);
 }
 
+/* Readers and writers of one process queue for one rwlock: an unlock
+ * wakes one waiting writer while only writers wait, and every waiter
+ * while a reader waits (a waiting writer holds new readers back: lock.c,
+ * admit_next).  Writers loop tightly (streaks that step aside), one
+ * writer holds the lock a while now and then, readers read and stay away
+ * a little; none may be left asleep beside a free lock. */
+#define RQ_WRITERS 4
+#define RQ_READERS 3
+#define RQ_ITERS 300
+
+typedef struct rq {
+    dist_rwlock_t rw;
+    int writing, reading;         /* atomic: who is inside */
+    long writes;                  /* under the write lock */
+    int overlaps, failures, done; /* atomic */
+} rq_t;
+
+typedef struct rq_thread {
+    rq_t *q;
+    int idx;                      /* < RQ_WRITERS: a writer */
+} rq_thread_t;
+
+static void *rq_thread(void *arg)
+{
+    rq_thread_t *t = arg;
+    rq_t *q = t->q;
+    int writer = t->idx < RQ_WRITERS;
+    for (int i = 0; i < RQ_ITERS; i++) {
+        int rc = writer ? dist_rwlock_wrlock(&q->rw) : dist_rwlock_rdlock(&q->rw);
+        if (rc) {
+            fprintf(stderr, "thread %d: lock: %s (%s)\n", t->idx, th_errname(rc),
+                    dist_lasterror());
+            __atomic_add_fetch(&q->failures, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (writer) {
+            if (__atomic_add_fetch(&q->writing, 1, __ATOMIC_SEQ_CST) != 1 ||
+                __atomic_load_n(&q->reading, __ATOMIC_SEQ_CST) != 0)
+                __atomic_add_fetch(&q->overlaps, 1, __ATOMIC_RELAXED);
+            q->writes++;
+            if (t->idx == 0 && i % 50 == 0)
+                th_sleep_us(3000);
+            __atomic_sub_fetch(&q->writing, 1, __ATOMIC_SEQ_CST);
+        } else {
+            __atomic_add_fetch(&q->reading, 1, __ATOMIC_SEQ_CST);
+            if (__atomic_load_n(&q->writing, __ATOMIC_SEQ_CST) != 0)
+                __atomic_add_fetch(&q->overlaps, 1, __ATOMIC_RELAXED);
+            __atomic_sub_fetch(&q->reading, 1, __ATOMIC_SEQ_CST);
+        }
+        rc = dist_rwlock_unlock(&q->rw);
+        if (rc) {
+            fprintf(stderr, "thread %d: unlock: %s (%s)\n", t->idx, th_errname(rc),
+                    dist_lasterror());
+            __atomic_add_fetch(&q->failures, 1, __ATOMIC_RELAXED);
+            break;
+        }
+        if (!writer && i % 10 == 0)
+            th_sleep_us(200);
+    }
+    __atomic_add_fetch(&q->done, 1, __ATOMIC_SEQ_CST);
+    return NULL;
+}
+
+static void test_local_queue_progress(void **state)
+{
+    enum { N = RQ_WRITERS + RQ_READERS };
+    char name[128];
+    th_name(name, sizeof name, "rwqueue");
+    static rq_t q;
+    memset(&q, 0, sizeof q);
+    TH_ASSERT_RC(dist_rwlock_init(&q.rw, name, NULL), 0);
+    pthread_t th[N];
+    rq_thread_t ta[N];
+    for (int i = 0; i < N; i++) {
+        ta[i] = (rq_thread_t){ &q, i };
+        pthread_create(&th[i], NULL, rq_thread, &ta[i]);
+    }
+    int64_t until = th_now_ms() + 20000;
+    while (__atomic_load_n(&q.done, __ATOMIC_SEQ_CST) < N && th_now_ms() < until)
+        th_sleep_us(10000);
+    int done = __atomic_load_n(&q.done, __ATOMIC_SEQ_CST);
+    if (done < N)
+        fail_msg("%d of %d threads still in their loops after 20 s, %ld of %d writes done: "
+                 "waiters of a free lock were left asleep", N - done, N, q.writes,
+                 RQ_WRITERS * RQ_ITERS);
+    for (int i = 0; i < N; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(q.failures, 0);
+    assert_int_equal(q.overlaps, 0);
+    assert_int_equal(q.writes, RQ_WRITERS * RQ_ITERS);
+    TH_ASSERT_RC(dist_rwlock_destroy(&q.rw), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -586,6 +680,7 @@ int main(void)
         TH_TEST(test_no_torn_reads),
         TH_TEST(test_read_unlock_cost_flat),
         TH_TEST(test_release_wakes_readers_and_writer),
+        TH_TEST(test_local_queue_progress),
     };
     return th_run_tests(tests, th_group_setup, th_group_teardown);
 }

@@ -89,6 +89,10 @@ typedef struct dl_kind {
     int keeps_rare;           /* its objects keep o->hold.rare from creation
                                  (a semaphore: any of its calls may leave an
                                  undo, and it has no reserve to fail in) */
+    int queue;                /* its threads waiting to be admitted locally
+                                 wait apart, on o->cv[1] (dl_core_queue_wait),
+                                 where they may be woken one at a time
+                                 (dl_core_queue_wake_one: a lock's unlock) */
     const dl_hold_calls_t *calls;
     /* Frees what the primitive's own fields own (the state itself is the
      * registry's); NULL: nothing. */
@@ -245,10 +249,13 @@ struct dl_core {
                                  metrics file.  Counted by anyone through
                                  tally.h (atomics); reported by metrics.c */
     pthread_mutex_t mu;       /* everything below, and the primitive's fields */
-    pthread_cond_t *cv;       /* CLOCK_MONOTONIC; local waiters and grants.
-                                 Made by the first wait (dl_core_wait), under
-                                 mu: most objects are never waited on, and a
-                                 process may hold a million (48 bytes each) */
+    pthread_cond_t *cv;       /* CLOCK_MONOTONIC; cv[0]: local waiters and
+                                 grants; cv[1], for a kind with a queue
+                                 (kind->queue): its waiters for local
+                                 admission.  Made by the first wait
+                                 (dl_core_wait), under mu: most objects are
+                                 never waited on, and a process may hold a
+                                 million (48 bytes each) */
 
     dl_hold_t hold;           /* hold.c */
     dl_tenure_t tenure;       /* tenure.c */
@@ -332,15 +339,16 @@ static inline const char *dl_core_qname(const dl_core_t *o, char *buf, size_t si
     return dl_quote(dl_core_name(o), o->namelen, buf, size);
 }
 
-/* A condition variable on CLOCK_MONOTONIC (registry.c), NULL: no memory. */
-pthread_cond_t *dl_core_cv_new(void);
+/* o's condition variables, on CLOCK_MONOTONIC (registry.c): one, or two
+ * for a kind with a queue; NULL: no memory. */
+pthread_cond_t *dl_core_cv_new(const dl_kind_t *kind);
 
-/* Waits on o->cv (o->mu held) until signalled or deadline (monotonic ms).
+/* Waits on o->cv[q] (o->mu held) until woken or deadline (monotonic ms).
  * Its callers wait in loops on what they wait for: without memory for the
  * cv it returns after a millisecond, as a spurious wake-up. */
-static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
+static inline void dl_core_wait_on(dl_core_t *o, int q, uint64_t deadline)
 {
-    if (!o->cv && !(o->cv = dl_core_cv_new())) {
+    if (!o->cv && !(o->cv = dl_core_cv_new(o->kind))) {
         pthread_mutex_unlock(&o->mu);
         struct timespec ms = { 0, 1000000 };
         nanosleep(&ms, NULL);
@@ -349,14 +357,40 @@ static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
     }
     struct timespec ts;
     dl_timespec_at(deadline, &ts);
-    pthread_cond_timedwait(o->cv, &o->mu, &ts);
+    pthread_cond_timedwait(&o->cv[q], &o->mu, &ts);
 }
 
-/* Wakes every thread waiting on o (o->mu held): none while o has no cv. */
+/* Waits on o (o->mu held) until woken or deadline: for anything but local
+ * admission. */
+static inline void dl_core_wait(dl_core_t *o, uint64_t deadline)
+{
+    dl_core_wait_on(o, 0, deadline);
+}
+
+/* A thread of a kind with a queue waits to be admitted locally (o->mu
+ * held): woken by dl_core_wake as every waiter is, or alone by
+ * dl_core_queue_wake_one. */
+static inline void dl_core_queue_wait(dl_core_t *o, uint64_t deadline)
+{
+    dl_core_wait_on(o, 1, deadline);
+}
+
+/* Wakes every thread waiting on o (o->mu held), its queue's too: none
+ * while o has no cv. */
 static inline void dl_core_wake(dl_core_t *o)
 {
+    if (o->cv) {
+        pthread_cond_broadcast(&o->cv[0]);
+        if (o->kind->queue)
+            pthread_cond_broadcast(&o->cv[1]);
+    }
+}
+
+/* Wakes one thread waiting in o's queue (o->mu held), if one waits there. */
+static inline void dl_core_queue_wake_one(dl_core_t *o)
+{
     if (o->cv)
-        pthread_cond_broadcast(o->cv);
+        pthread_cond_signal(&o->cv[1]);
 }
 
 /* Whether a thread of the process holds o, waits for it or talks to Redis

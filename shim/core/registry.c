@@ -115,15 +115,17 @@ static dl_core_t *create(const dl_kind_t *kind, const char *prefix, const char *
     return o;
 }
 
-pthread_cond_t *dl_core_cv_new(void)
+pthread_cond_t *dl_core_cv_new(const dl_kind_t *kind)
 {
-    pthread_cond_t *cv = malloc(sizeof *cv);
+    int n = kind->queue ? 2 : 1;
+    pthread_cond_t *cv = malloc(n * sizeof *cv);
     if (!cv)
         return NULL;
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(cv, &ca);
+    for (int i = 0; i < n; i++)
+        pthread_cond_init(&cv[i], &ca);
     pthread_condattr_destroy(&ca);
     return cv;
 }
@@ -173,7 +175,9 @@ void dl_registry_put(dl_registry_t *r, dl_core_t *o)
             r->unwatch(o, r->unwatch_arg);
         pthread_mutex_destroy(&o->mu);
         if (o->cv) {
-            pthread_cond_destroy(o->cv);
+            pthread_cond_destroy(&o->cv[0]);
+            if (o->kind->queue)
+                pthread_cond_destroy(&o->cv[1]);
             free(o->cv);
         }
         if (o->kind->fini)

@@ -82,8 +82,10 @@
  * it just woke; after this many holds in a row while they wait, it lets one
  * of them go first, so a process's threads share the lock and finish their
  * work together instead of one after another (the last alone, paying a
- * round trip per call). */
-#define DL_LOCAL_STREAK 8
+ * round trip per call).  Each turn costs a wake-up that waits for a CPU
+ * on a busy host: 32 holds a turn (some 10 us of W4's) amortise it where
+ * 8 did not, and still share the lock finely (docs/PERFORMANCE.md, W4). */
+#define DL_LOCAL_STREAK 32
 
 /* Would the process keep its Redis hold for another local holder, as far
  * as other processes go?  (Whether it may, without asking Redis first, is
@@ -143,6 +145,37 @@ static int short_hold(const dl_lock_t *l)
  * the release anyway, so nobody else could have taken it meanwhile; were
  * nobody waiting, the release would free the lock for any trylock
  * elsewhere, which a lingering hold would refuse. */
+/* The lock is free for a thread of the process that waits for it (o->mu
+ * held): one of them must look at it.  Waking them all (as dl_core_wake
+ * does) is what W4 spent most of its time on: each unlock of a thread that
+ * relocks at once woke every waiter, to find the lock held again and
+ * sleep anew.  So, while only writers wait, one of them is woken, and no
+ * other until it has looked (l->woken, cleared by every waiter that wakes
+ * or goes to sleep: queue_wait).  While l->woken is set, that thread will
+ * look after this moment, or, if no thread was asleep when it was set,
+ * none has slept since and every waiter will.  A reader waiting may be
+ * held back by a waiting writer (readers queue behind it): all look. */
+static void admit_next(dl_lock_t *l)
+{
+    dl_core_t *o = &l->core;
+    if (l->rwait) {
+        dl_core_wake(o);
+    } else if (!l->woken) {
+        l->woken = 1;
+        dl_core_queue_wake_one(o);
+    }
+}
+
+/* A thread waits in the lock's queue (o->mu held), having looked at the
+ * lock just now: what it saw is current, so an unlock after this wakes
+ * anew; so does one after it wakes (admit_next). */
+static void queue_wait(dl_lock_t *l, uint64_t deadline)
+{
+    l->woken = 0;
+    dl_core_queue_wait(&l->core, deadline);
+    l->woken = 0;
+}
+
 static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
     dl_core_t *o = &l->core;
@@ -155,7 +188,7 @@ static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
         if (dl_tenure_trusted(o, fresh)) {
             /* A waiting thread takes it over (having been confirmed just
              * now, it is trusted for the next DL_TRUST_MS). */
-            dl_core_wake(o);
+            admit_next(l);
             return 0;
         }
         if (fresh)
@@ -446,11 +479,12 @@ static int steps_aside(const dl_lock_t *l, const dl_req_t *rq, pid_t tid)
            !rq->try_only && dl_now_ms() < rq->deadline;
 }
 
-/* A lock call of a thread that does not hold the lock: it waits on o->cv
- * while other threads of the process hold the lock in a way that keeps
- * it out, or talk to Redis for it; then it takes the process's Redis hold
- * locally if the hold may serve it (keepable, trusted: else confirmed
- * first), or reserves the one talker and asks Redis (dl_take).  A writer
+/* A lock call of a thread that does not hold the lock: it waits in the
+ * lock's queue (o->cv[1]) while other threads of the process hold the
+ * lock in a way that keeps it out, or talk to Redis for it; then it takes
+ * the process's Redis hold locally if the hold may serve it (keepable,
+ * trusted: else confirmed first), or reserves the one talker and asks
+ * Redis (dl_take).  A writer
  * waits for every local holder, and steps aside after a streak of its own
  * while others wait; a reader waits for a writer of the process, and for
  * one that waits: new readers queue behind it, locally or in Redis. */
@@ -477,7 +511,11 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
             fresh = 0;
             if (rq->waited)
                 *rq->waited = 1;
-            dl_core_wait(o, rq->deadline);
+            /* Free, and left to another waiter: one of them looks (the
+             * one the unlock woke, or one woken now: admit_next). */
+            admit_next(l);
+            dl_core_queue_wait(o, rq->deadline);
+            l->woken = 0;
             continue;
         }
         if (clear) {
@@ -529,7 +567,7 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
         fresh = 0;
         if (rq->waited && (l->writer || l->rthreads))
             *rq->waited = 1;      /* (not for the watchdog's look at the hold) */
-        dl_core_wait(o, rq->deadline);
+        queue_wait(l, rq->deadline);
     }
     --*waiting;
     /* The one talker, with room for the undo of its request made first:
@@ -1059,6 +1097,7 @@ _Static_assert(sizeof(dl_lock_t) <= DL_LOCK_SIZE_MAX,
 const dl_kind_t dl_lock_kind = {
     .id = DL_KIND_LOCK,
     .size = sizeof(dl_lock_t),
+    .queue = 1,
     .calls = &lock_calls,
     .fini = lock_fini,
     .held = lock_held,

@@ -106,8 +106,12 @@ typedef struct dl_lock {
     unsigned streak;          /* times in a row (while others waited locally) */
     uint64_t unlock_us;       /* when the last unlock of a write hold returned, */
     pid_t unlock_tid;         /* and which thread's */
-    int quick;                /* the writer locked again within DL_RELOCK_US of
+    unsigned char quick;      /* the writer locked again within DL_RELOCK_US of
                                  its own unlock (took_local) */
+    unsigned char woken;      /* an unlock woke one thread of the lock's queue
+                                 (o->cv[1]) that has not looked at the lock
+                                 since: later unlocks wake nobody more
+                                 (lock.c, admit_next) */
     uint64_t held_us;         /* when the writer's hold began (monotonic us) */
     /* (The mark of the last ENOTRECOVERABLE a lock call of the process was
      * told, which dl_lock_recover clears: rare, in o->hold.rare,
