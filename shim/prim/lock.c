@@ -87,6 +87,10 @@
  * 8 did not, and still share the lock finely (docs/PERFORMANCE.md, W4). */
 #define DL_LOCAL_STREAK 32
 
+/* A waiter in the lock's queue looks at the lock at least this often
+ * (queue_wait), woken or not. */
+#define DL_QUEUE_LOOK_MS 100
+
 /* Would the process keep its Redis hold for another local holder, as far
  * as other processes go?  (Whether it may, without asking Redis first, is
  * tenure.c's: dl_tenure_trusted.) */
@@ -171,8 +175,12 @@ static void admit_next(dl_lock_t *l)
  * anew; so does one after it wakes (admit_next). */
 static void queue_wait(dl_lock_t *l, uint64_t deadline)
 {
+    /* A wake-up lost by the C library (as glibc's bug 25847 can) would
+     * leave l->woken set and nobody ever woken: a waiter looks again after
+     * DL_QUEUE_LOOK_MS at most, and clears it. */
+    uint64_t look = dl_now_ms() + DL_QUEUE_LOOK_MS;
     l->woken = 0;
-    dl_core_queue_wait(&l->core, deadline);
+    dl_core_queue_wait(&l->core, deadline < look ? deadline : look);
     l->woken = 0;
 }
 
