@@ -588,7 +588,8 @@ static void check_told(nm_hist_t *hs, int k)
             const nm_slot_t *sl = &c->sh->slot[s];
             /* SPEC tells the process, not each thread: once one of its
              * threads was told (ENOLCK) after the loss and made the
-             * semaphore again, its siblings use the new one */
+             * semaphore again, its siblings use the new one, a call in
+             * flight meanwhile too (it returns after the sibling's) */
             int64_t told_at = INT64_MAX;
             for (int t = 0; sl->pid > 0 && t < NM_MAX_THREADS; t++) {
                 const nm_thread_log_t *tl = &sl->th[t];
@@ -614,7 +615,7 @@ static void check_told(nm_hist_t *hs, int k)
                         used = 1;
                     if (e->t0 < le || !used)
                         continue;
-                    if (done && e->rc != ENOLCK && e->rc != EIO && e->t0 < told_at) {
+                    if (done && e->rc != ENOLCK && e->rc != EIO && e->t1 < told_at) {
                         reported++;
                         nm_viol_add(hs, NM_C_SEMTOLD, sem_base + k, e->t1,
                                     "%d/%d used the counting semaphore %s before Redis lost it "
