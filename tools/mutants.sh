@@ -10,6 +10,7 @@
 # runs that fail there are the nemesis's false alarms (or real findings).
 #
 #   bash tools/mutants.sh                         # every mutant, 10 runs of 25 s (CI length)
+#   bash tools/mutants.sh -m sempost,none -d 45   # the semaphore's: CI's single case (two late faults)
 #   bash tools/mutants.sh -n 10 -d 60             # nightly length
 #   bash tools/mutants.sh -m trust,fence -n 3 -d 15
 #
