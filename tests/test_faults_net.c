@@ -260,6 +260,7 @@ static void test_busy_run_network_faults(void **state)
         c.tick_arg = &t;
         c.tick_ms = 5;
         c.max_ms = 90000;
+        c.child_alarm_s = 100;      /* max_ms governs (th_fork_child's 40 s did: 45 holds/s) */
         chk_report_t r;
         int rc = chk_run(&c, &r);
         th_proxy_mute_pushes(px, 0);
