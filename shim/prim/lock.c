@@ -141,14 +141,6 @@ static int short_hold(const dl_lock_t *l)
     return dl_now_us() - l->held_us <= bound;
 }
 
-/* Called (o->mu held) when a thread stopped holding or waiting: releases
- * the Redis hold once no thread of the process uses or can use it.  linger:
- * the unlocking thread loops (it relocked at once, and its hold was short:
- * see DL_LINGER_HOLD_RTTS): keep the hold for its next lock call, but only
- * while another process waits.  That process would be handed the lock by
- * the release anyway, so nobody else could have taken it meanwhile; were
- * nobody waiting, the release would free the lock for any trylock
- * elsewhere, which a lingering hold would refuse. */
 /* The lock is free for a thread of the process that waits for it (o->mu
  * held): one of them must look at it.  Waking them all (as dl_core_wake
  * does) is what W4 spent most of its time on: each unlock of a thread that
@@ -170,20 +162,35 @@ static void admit_next(dl_lock_t *l)
     }
 }
 
+/* The deadline of one sleep in the lock's queue: the caller's, or
+ * DL_QUEUE_LOOK_MS from now if sooner.  A wake-up lost by the C library
+ * (as glibc's bug 25847 can) would leave l->woken set and nobody ever
+ * woken: every waiter looks again after DL_QUEUE_LOOK_MS at most, and
+ * clears it. */
+static uint64_t look_deadline(uint64_t deadline)
+{
+    uint64_t look = dl_now_ms() + DL_QUEUE_LOOK_MS;
+    return deadline < look ? deadline : look;
+}
+
 /* A thread waits in the lock's queue (o->mu held), having looked at the
  * lock just now: what it saw is current, so an unlock after this wakes
  * anew; so does one after it wakes (admit_next). */
 static void queue_wait(dl_lock_t *l, uint64_t deadline)
 {
-    /* A wake-up lost by the C library (as glibc's bug 25847 can) would
-     * leave l->woken set and nobody ever woken: a waiter looks again after
-     * DL_QUEUE_LOOK_MS at most, and clears it. */
-    uint64_t look = dl_now_ms() + DL_QUEUE_LOOK_MS;
     l->woken = 0;
-    dl_core_queue_wait(&l->core, deadline < look ? deadline : look);
+    dl_core_queue_wait(&l->core, look_deadline(deadline));
     l->woken = 0;
 }
 
+/* Called (o->mu held) when a thread stopped holding or waiting: releases
+ * the Redis hold once no thread of the process uses or can use it.  linger:
+ * the unlocking thread loops (it relocked at once, and its hold was short:
+ * see DL_LINGER_HOLD_RTTS): keep the hold for its next lock call, but only
+ * while another process waits.  That process would be handed the lock by
+ * the release anyway, so nobody else could have taken it meanwhile; were
+ * nobody waiting, the release would free the lock for any trylock
+ * elsewhere, which a lingering hold would refuse. */
 static int settle(dl_proc_t *p, dl_lock_t *l, int linger)
 {
     dl_core_t *o = &l->core;
@@ -522,7 +529,7 @@ static int acquire(dl_proc_t *p, dl_lock_t *l, const dl_req_t *rq, pid_t tid)
             /* Free, and left to another waiter: one of them looks (the
              * one the unlock woke, or one woken now: admit_next). */
             admit_next(l);
-            dl_core_queue_wait(o, rq->deadline);
+            dl_core_queue_wait(o, look_deadline(rq->deadline));
             l->woken = 0;
             continue;
         }
