@@ -1343,8 +1343,9 @@ static bo_ev_t *collect(const nm_hist_t *hs, int kind, size_t *n)
  * nobody released before the generation's last arrival was made: every
  * release of a generation returns after every recorded member of it began
  * its wait.  (A generation's members whose process died, or whose wait
- * failed, are not recorded: the judgements that need them all wait for
- * count releases.)  And no ETIMEDOUT before its deadline. */
+ * failed, are not recorded as released in it: maybe_member below counts
+ * them; the judgements that need them all wait for count releases.)  And
+ * no ETIMEDOUT before its deadline. */
 static int bo_by_gen(const void *a, const void *b)
 {
     const nm_ev_t *x = ((const bo_ev_t *)a)->e, *y = ((const bo_ev_t *)b)->e;
@@ -1356,13 +1357,104 @@ static int released(const bo_ev_t *v)
     return v->done && (v->e->rc == 0 || v->e->rc == NM_RC_SERIAL) && v->e->fence;
 }
 
+/* A wait whose arrival may have counted in a generation without its caller
+ * being told so (SPEC: an arrival counts once made, also when its process
+ * dies): one that failed with EIO (its request may have run, or may still;
+ * the process withdraws it at its next call on the barrier, unless its
+ * generation tripped first: then that next wait of its thread returns 0 at
+ * once, with no generation), ENOLCK (Redis lost the barrier, perhaps after
+ * a trip whose push did not come), or that never returned (its process
+ * died in it).  Its arrival was made after t0, and a trip counts it up to
+ * `until`: the end of its process's next wait that settled it (one that
+ * did not fail with EIO), the wait's own end for ENOLCK, else the end of
+ * the run.  Each one is a member of one generation at most. */
+typedef struct bo_maybe {
+    int64_t t0, until;
+    int used;
+} bo_maybe_t;
+
+/* The waits of v (n of them) that may be missing members (above), and a
+ * wait made unrecorded by each barrier thread whose log filled (the call
+ * after its last record); *nm of them (malloc'ed; NULL when out of memory). */
+static bo_maybe_t *maybe_members(const nm_hist_t *hs, const bo_ev_t *v, size_t n, size_t *nm)
+{
+    const nm_ctx_t *c = hs->c;
+    size_t cap = n + (size_t)c->sh->nslots + 1;
+    bo_maybe_t *m = malloc(cap * sizeof *m);
+    *nm = 0;
+    if (!m)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        const nm_ev_t *e = v[i].e;
+        int64_t until;
+        if (!v[i].done) {
+            until = INT64_MAX;
+        } else if (e->rc == ENOLCK) {
+            until = e->t1;
+        } else if (e->rc == EIO) {
+            until = INT64_MAX;
+            /* the process's next wait that did not fail as this one did
+             * settled the arrival by its end */
+            for (size_t j = 0; j < n; j++) {
+                const nm_ev_t *f = v[j].e;
+                if (j == i || v[j].pid != v[i].pid || f->t0 <= e->t0 || !v[j].done ||
+                    f->rc == EIO)
+                    continue;
+                if (f->t1 < until)
+                    until = f->t1;
+            }
+        } else {
+            continue;
+        }
+        m[(*nm)++] = (bo_maybe_t){ e->t0, until, 0 };
+    }
+    for (int s = 0; s < c->sh->nslots; s++) {
+        const nm_slot_t *sl = &c->sh->slot[s];
+        int64_t after = -1;
+        if (sl->pid <= 0)
+            continue;
+        for (size_t i = 0; i < n; i++)
+            if (v[i].slot == s && v[i].done && v[i].e->t1 > after)
+                after = v[i].e->t1;
+        int full = 0;
+        for (int t = 0; t < NM_MAX_THREADS; t++)
+            full |= sl->th[t].full;
+        if (full && after >= 0 && *nm < cap)
+            m[(*nm)++] = (bo_maybe_t){ after, INT64_MAX, 0 };
+    }
+    return m;
+}
+
+/* How many of the unused maybe-members (up to want) may have been members
+ * of the generation whose releases began their waits by last_in and
+ * returned from first_out on: its trip came between those, so a member's
+ * arrival was made before first_out and still counted at last_in.  Those
+ * that stop counting soonest are taken, and used up. */
+static unsigned take_members(bo_maybe_t *m, size_t nm, int64_t last_in, int64_t first_out,
+                             unsigned want)
+{
+    unsigned got = 0;
+    while (got < want) {
+        bo_maybe_t *best = NULL;
+        for (size_t k = 0; k < nm; k++)
+            if (!m[k].used && m[k].t0 <= first_out && m[k].until >= last_in &&
+                (!best || m[k].until < best->until))
+                best = &m[k];
+        if (!best)
+            break;
+        best->used = 1;
+        got++;
+    }
+    return got;
+}
+
 static void check_barrier(nm_hist_t *hs)
 {
     const nm_ctx_t *c = hs->c;
     size_t n;
     bo_ev_t *v = collect(hs, NM_BWAIT, &n);
     unsigned count = (unsigned)c->cfg->procs;
-    long gens = 0;
+    long gens = 0, shorts = 0;
     for (size_t i = 0; i < n; i++) {
         const nm_ev_t *e = v[i].e;
         /* (its clock set back after the deadline came, before the thread
@@ -1373,6 +1465,8 @@ static void check_barrier(nm_hist_t *hs)
                         "ETIMEDOUT %.3f ms before its deadline", v[i].pid, v[i].tid,
                         (double)(e->abs_rt_us - e->rt1_us) / 1000.0);
     }
+    size_t nm = 0;
+    bo_maybe_t *maybe = maybe_members(hs, v, n, &nm);
     if (v)
         qsort(v, n, sizeof *v, bo_by_gen);
     for (size_t i = 0; i < n;) {
@@ -1396,27 +1490,18 @@ static void check_barrier(nm_hist_t *hs)
                 first_out = e->t1, early = &v[i];
         }
         gens++;
-        /* Fewer releases than the count: members missing from the record
-         * (a process that died, a wait that failed) may explain it, in a
-         * window with no fault, death nor stall nothing does. */
+        /* Fewer releases than the count: only members whose wait failed
+         * or never returned explain it, each one generation at most (a
+         * fault nearby is no excuse by itself: issue 28). */
         if (rel < count) {
-            int64_t a = INT64_MAX, b = 0;
-            for (size_t j = i; j-- > 0 && v[j].e->fence == gen;)
-                if (released(&v[j])) {
-                    a = v[j].e->t0 < a ? v[j].e->t0 : a;
-                    b = v[j].e->t1 > b ? v[j].e->t1 : b;
-                }
-            /* a release whose generation the library could not say (0)
-             * and that ended as this one did may be a missing member */
-            unsigned unknown = 0;
-            for (size_t j = 0; j < n && v[j].e->fence == 0; j++)
-                if (v[j].done && (v[j].e->rc == 0 || v[j].e->rc == NM_RC_SERIAL) &&
-                    v[j].e->t0 <= b && v[j].e->t1 >= first_out - NM_SLACK_US)
-                    unknown++;
-            if (rel + unknown < count && quiet(hs, a - 500000, b + 500000))
+            shorts++;
+            unsigned missing = maybe ? take_members(maybe, nm, last_in, first_out, count - rel)
+                                     : count;    /* (out of memory: no judgement) */
+            if (rel + missing < count)
                 nm_viol_add(hs, NM_C_BARRIER, NM_BAR_NAME, first_out, "barrier generation %llu "
-                            "released %u callers, fewer than its count %u, with no fault, death "
-                            "or stall to explain the others", (unsigned long long)gen, rel, count);
+                            "released %u callers, fewer than its count %u, and no failed or "
+                            "unreturned wait can be the others", (unsigned long long)gen, rel,
+                            count);
         }
         if (rel > count || ser > 1 || (rel == count && ser != 1))
             nm_viol_add(hs, NM_C_BARRIER, NM_BAR_NAME, first_out, "barrier generation %llu "
@@ -1429,7 +1514,9 @@ static void check_barrier(nm_hist_t *hs)
                         nm_rel(c, first_out), late->pid, late->tid, nm_rel(c, last_in));
     }
     if (c->cfg->verbose)
-        fprintf(stderr, "nemesis: barrier: %zu waits, %ld generations judged\n", n, gens);
+        fprintf(stderr, "nemesis: barrier: %zu waits, %ld generations judged, %ld short "
+                "(%zu waits failed or never returned)\n", n, gens, shorts, nm);
+    free(maybe);
     free(v);
 }
 
