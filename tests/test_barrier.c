@@ -26,7 +26,8 @@
  *    connection past the I/O time-out (EIO), then settled by the next wait
  *    before its late copy runs (which then counts nothing), or run first
  *    and completing a generation (the thread's next wait returns at once);
- *  - Redis losing the barrier (single: FLUSHALL) gives its waiter ENOLCK;
+ *  - Redis losing the barrier (single: FLUSHALL) gives its waiter ENOLCK,
+ *    also when it is made anew with a smaller id (a clock set back);
  *    destroy EBUSY while a thread waits; an object in shared memory used
  *    by forked processes; names apart from locks; redlock:// refused.
  *
@@ -865,6 +866,64 @@ static void test_kept_leave_settled(void **state)
     th_proxy_stop(px);
 }
 
+/* Redis's time in us, plus add_us, as barrier_common.lua writes an id. */
+static const char g_id_ahead[] =
+    "local t = redis.call('TIME') "
+    "local id = string.format('%.0f', t[1] * 1000000 + t[2] + tonumber(ARGV[1])) "
+    "redis.call('HSET', KEYS[1], 'id', id, 'g', id) return id";
+
+/* Redis loses the barrier and makes it anew while its clock is behind the
+ * time the lost one was made (a clock set back: here the lost one's id is
+ * set ten days ahead): the new incarnation's id is smaller than the
+ * waiter's.  Its waiter, whose process was stopped meanwhile (so that
+ * none of its checks finds the barrier gone), is told by its next check
+ * all the same (ENOLCK), and is not left waiting for good. */
+static void test_lost_older_id(void **state)
+{
+    (void)state;
+    char name[64];
+    th_name(name, sizeof name, "bolder");
+    bp_t a, b;
+    bp_start(&a, name, 2);
+    bp_start(&b, name, 2);
+    char k[700], ka[700];
+    size_t len = tm_key(k, sizeof k, DL_KIND_BARRIER, name, 0);
+    size_t lena = tm_key(ka, sizeof ka, DL_KIND_BARRIER, name, 1);
+    redisReply *r = th_cmd_at(tm_key_port(k, len), "EVAL %s 1 %b %s", g_id_ahead, k, len,
+                              "864000000000");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    long long ahead = field(name, "id");
+    bp_send(&a, BP_WAIT, 0);
+    wait_arrivals(name, 1);
+    kill(a.pid, SIGSTOP);
+    int st;
+    assert_int_equal(waitpid(a.pid, &st, WUNTRACED), a.pid);
+    assert_true(WIFSTOPPED(st));
+    r = th_cmd_at(tm_key_port(k, len), "DEL %b %b", k, len, ka, lena);
+    assert_non_null(r);
+    freeReplyObject(r);
+    bp_send(&b, BP_WAIT, 0);      /* makes the barrier anew: a smaller id */
+    wait_arrivals(name, 1);
+    long long now = field(name, "id");
+    kill(a.pid, SIGCONT);
+    if (now <= 0 || now >= ahead)
+        fail_msg("the new incarnation %lld is not below the lost one's %lld", now, ahead);
+    if (bp_recv(&a, 10000))
+        fail_msg("the waiter of a barrier Redis lost and made anew with a smaller id was not "
+                 "told in 10 s");
+    if (g_last.rc != ENOLCK || !th_contains(g_last.err, "lost"))
+        fail_msg("the waiter of a lost barrier: %s \"%s\"", th_errname(g_last.rc), g_last.err);
+    /* the new incarnation works: its waiter is released by the next */
+    BP_RC(&a, BP_WAIT, 0, DIST_BARRIER_SERIAL_THREAD);
+    if (bp_recv(&b, 10000) || g_last.rc != 0)
+        fail_msg("the new incarnation's waiter was not released: %s \"%s\"",
+                 th_errname(g_last.rc), g_last.err);
+    bp_stop(&a);
+    bp_stop(&b);
+}
+
 /* Redis loses the barrier under a waiter: ENOLCK, not a release. */
 static void test_state_lost(void **state)
 {
@@ -999,6 +1058,7 @@ int main(void)
         TT_TEST(test_kept_arrival_settled),
         TT_TEST(test_kept_arrival_released),
         TT_TEST(test_kept_leave_settled),
+        TT_TEST(test_lost_older_id),
         TT_TEST(test_state_lost),      /* single only: last (it flushes) */
     };
     static const struct CMUnitTest redlock[] = {

@@ -93,15 +93,20 @@ static void unlist(dl_barrier_t *b, dl_bwait_t *w)
 
 /* o->mu held: Redis says the barrier is incarnation inc, with generation
  * gen under way: every waiter of that incarnation in an earlier one was
- * released, and every waiter of an older incarnation lost its arrival.
- * (An answer older than a waiter's own incarnation says nothing of it.) */
-static void learn(dl_barrier_t *b, uint64_t inc, uint64_t gen)
+ * released, and every waiter of another incarnation lost its arrival.
+ * The waiters listed as seq or before arrived before Redis answered (their
+ * arrivals' replies had come when the answer was asked for): any other
+ * incarnation was made after theirs, also one with a smaller id (Redis's
+ * clock set back before it was made anew).  A later waiter may have
+ * arrived after the answer was made: only a greater id, made after its
+ * own, says it lost its arrival. */
+static void learn(dl_barrier_t *b, uint64_t inc, uint64_t gen, unsigned long seq)
 {
     int any = 0;
     for (dl_bwait_t *w = b->head; w; w = w->next) {
         if (w->state != DL_BW_WAITING)
             continue;
-        if (inc > w->inc)
+        if (inc != w->inc && (w->seq <= seq || inc > w->inc))
             w->state = DL_BW_LOST, any = 1;
         else if (inc == w->inc && gen > w->gen)
             w->state = DL_BW_TRIPPED, any = 1;
@@ -268,7 +273,7 @@ static void check(dl_proc_t *p, dl_barrier_t *b, uint64_t deadline)
     if (DL_REPLY(&c, barrier_check).result == 0)
         lose_all(b, seq);
     else
-        learn(b, DL_REPLY(&c, barrier_check).inc, DL_REPLY(&c, barrier_check).gen);
+        learn(b, DL_REPLY(&c, barrier_check).inc, DL_REPLY(&c, barrier_check).gen, seq);
     int after = 0;
     for (dl_bwait_t *w = b->head; w; w = w->next)
         after += w->state == DL_BW_WAITING;
@@ -340,13 +345,13 @@ static int took(dl_barrier_t *b, unsigned count, const dl_barrier_wait_reply_t *
     case 2:
         /* The serial: the process's other waiters of this generation are
          * released too (Redis pushes to every process but ours). */
-        learn(b, r->inc, r->gen + 1);
+        learn(b, r->inc, r->gen + 1, b->seq);
         return DIST_BARRIER_SERIAL_THREAD;
     case 1:
-        learn(b, r->inc, r->gen + 1);
+        learn(b, r->inc, r->gen + 1, b->seq);
         return 1;
     case 0:
-        learn(b, r->inc, r->gen);
+        learn(b, r->inc, r->gen, b->seq);
         return 0;
     case -2:
         return dl_fail(EINVAL, "barrier %s has count %lld in Redis; this object was "

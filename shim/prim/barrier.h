@@ -24,7 +24,9 @@
  *   - Generations are numbered from the barrier's incarnation (Redis time
  *     in us when it was made), so a barrier that Redis lost and made again
  *     numbers them apart, and a waiter of the lost one is told (ENOLCK)
- *     rather than released.
+ *     rather than released: by any answer made after its arrival that
+ *     names another incarnation, also an older-looking one (Redis's clock
+ *     set back before the barrier was made again).
  *
  * barrier.c writes every field below the core, under core.mu; the
  * subscriber changes a waiter's state only through the kind's woken and
@@ -42,7 +44,7 @@
 enum {
     DL_BW_WAITING,            /* its arrival waits in its generation */
     DL_BW_TRIPPED,            /* its generation tripped: released */
-    DL_BW_LOST                /* Redis lost the barrier (a newer incarnation, or
+    DL_BW_LOST                /* Redis lost the barrier (another incarnation, or
                                  none): its arrival counts no more */
 };
 
