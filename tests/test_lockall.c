@@ -12,9 +12,10 @@
  *    process does; one server: the keys are not there); a timed call runs
  *    out, never before abstime, and leaves none held; a blocking call
  *    waits, locally and across processes, and then holds every one;
- *  - one round trip (the library's own count) for a free set whose names
- *    share a slot, of 2 and of 8 locks; cluster: names in different slots
- *    still work (one by one);
+ *  - one round trip (the library's own count of the calling thread's,
+ *    not the process's: the watchdog works meanwhile) per server asked
+ *    for a free set whose names share a slot, of 2 and of 8 locks;
+ *    cluster: names in different slots still work (one by one);
  *  - no deadlock: processes and threads taking overlapping sets, passed
  *    in random orders, many rounds, under the exclusion checker (every
  *    name's holds never overlap, fences increase, no lost update);
@@ -427,28 +428,45 @@ static void test_all_or_nothing(void **state)
 
 /* ------------------------------------------------------------ round trips */
 
-/* Round trips of one lock-all of n free locks (the library's count), and
- * every lock then held. */
-static unsigned long rt_of(dist_mutex_t *m, int n, int how, th_proc_t *q, char names[][96])
+/* Round trips of one lock-all of n free locks (the library's count of
+ * the round trips that carried this thread's commands), and every lock
+ * then held.  Not the process's count: the library's own threads work
+ * meanwhile.  The first release of the warm-up finds release.lua missing
+ * on its node (NOSCRIPT), a sign of lost state, and the watchdog's pass
+ * over every hold that a sign starts may run, on a busy host, while this
+ * call holds its locks: its renewals (renew_many.lua missing too: two
+ * round trips), and the confirmations that its own NOSCRIPT then asks of
+ * this call, came to 3 or 5 in the process's count (the watchdog now
+ * leaves alone the holds taken since the sign).  *all: the process's
+ * count, for the record; *signs: signs of lost state during the call (a
+ * sign makes the call confirm each hold it took, a round trip each). */
+static unsigned long rt_of(dist_mutex_t *m, int n, int how, th_proc_t *q, char names[][96],
+                           unsigned long *all, unsigned long *signs)
 {
     dist_mutex_t *ms[8];
     for (int i = 0; i < n; i++)
         ms[n - 1 - i] = &m[i];                    /* (reversed: order does not matter) */
     dl_stats_t a, b;
     dl_stats_get(&a);
+    unsigned long mine = dl_stats_thread_roundtrips();
     int rc = how == 0 ? dist_mutex_lockall(ms, (size_t)n)
              : how == 1 ? dist_mutex_trylockall(ms, (size_t)n) : 0;
     if (how == 2) {
         struct timespec at = th_abstime_ms(5000);
         rc = dist_mutex_timedlockall(ms, (size_t)n, &at);
     }
+    mine = dl_stats_thread_roundtrips() - mine;
     dl_stats_get(&b);
     TH_CHECK_RC(rc, 0);
     for (int i = 0; i < n; i++)
         TH_CHECK_RC(th_proc_op(q, TH_M_TRYLOCK, names[i]), EBUSY);
     for (int i = 0; i < n; i++)
         TH_CHECK_RC(dist_mutex_unlock(&m[i]), 0);
-    return b.roundtrips - a.roundtrips;
+    if (all)
+        *all = b.roundtrips - a.roundtrips;
+    if (signs)
+        *signs = b.trust_ends - a.trust_ends;
+    return mine;
 }
 
 static int round_trips_child(void *arg)
@@ -469,14 +487,23 @@ static int round_trips_child(void *arg)
     th_proc_t q;
     TH_CHECK(th_proc_start(&q, g_env) == 0);
     /* connections made, scripts cached */
-    rt_of(w, 8, 0, &q, warm);
+    rt_of(w, 8, 0, &q, warm, NULL, NULL);
     for (int n = 2; n <= 8; n += 6)
         for (int how = 0; how < 3; how++) {
-            unsigned long rt = rt_of(m, n, how, &q, names);
-            fprintf(stderr, "[lockall] %s: %s of %d locks sharing a slot: %lu round trips "
-                    "(%d server%s asked at once)\n", g_mode_name,
-                    how == 0 ? "lockall" : how == 1 ? "trylockall" : "timedlockall", n, rt,
-                    g_nodes, g_nodes > 1 ? "s" : "");
+            /* A sign from elsewhere during the call (another thread's
+             * NOSCRIPT, say) makes it confirm its holds: measured again,
+             * a few times; a call that signs every time fails. */
+            unsigned long all, signs = 0, rt = 0;
+            for (int tries = 0; tries < 3 && (!tries || signs); tries++) {
+                rt = rt_of(m, n, how, &q, names, &all, &signs);
+                fprintf(stderr, "[lockall] %s: %s of %d locks sharing a slot: %lu round trips "
+                        "(%d server%s asked at once; %lu in the process meanwhile%s)\n",
+                        g_mode_name,
+                        how == 0 ? "lockall" : how == 1 ? "trylockall" : "timedlockall", n, rt,
+                        g_nodes, g_nodes > 1 ? "s" : "", all,
+                        signs ? "; a sign of lost state came meanwhile" : "");
+            }
+            TH_CHECK(signs == 0);
             TH_CHECK(rt == (unsigned long)g_nodes);
         }
     if (g_mode == M_CLUSTER) {
@@ -485,7 +512,7 @@ static int round_trips_child(void *arg)
         dist_mutex_t ma[8];
         names_apart(apart, 8, "la-rtapart");
         init_all(ma, apart, 8, 0);
-        unsigned long rt = rt_of(ma, 8, 0, &q, apart);
+        unsigned long rt = rt_of(ma, 8, 0, &q, apart, NULL, NULL);
         fprintf(stderr, "[lockall] cluster: lockall of 8 locks in different slots: %lu round "
                 "trips\n", rt);
         TH_CHECK(rt >= 8);

@@ -61,4 +61,13 @@ extern dl_stats_t dl_stats_g;
 /* Copies the counters of this process (never blocks). */
 void dl_stats_get(dl_stats_t *out);
 
+/* The calling thread's round trips: each round trip that carried a
+ * command of this thread counts once, whichever thread wrote and read it
+ * (a link pipelines every thread's commands).  What a call cost, read
+ * apart from what the library's own threads (the watchdog, the lingerer,
+ * the subscriber's slot-map reloads) add to `roundtrips` meanwhile. */
+unsigned long dl_stats_thread_roundtrips(void);
+/* Where the link counts them (cmdlink.c, cmdlink_io.c): this thread's. */
+unsigned long *dl_stats_thread_trips(void);
+
 #endif

@@ -6,7 +6,7 @@
  * (dl_link_op_t).  Types only.
  *
  * Who writes what: the caller fills in the command (argv, key, deadline,
- * undo); the link that runs it sets reply, err, errmsg, done; conn.c
+ * undo); the link that runs it sets reply, err, errmsg, done, trips; conn.c
  * clears retried and sent before each call, and the link or the cluster
  * router sets them.
  */
@@ -52,6 +52,8 @@ typedef struct dl_cmd {
                                  skips it for a recent failure (redlock: the
                                  quorum needs it) */
     int done;                 /* internal */
+    unsigned long *trips;     /* internal: the queuing thread's count of round
+                                 trips (status.h), set by the link */
 } dl_cmd_t;
 
 /* A batch started on one link and not yet collected (dl_conn_start_node,

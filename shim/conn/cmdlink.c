@@ -98,10 +98,12 @@ static void start(dl_link_t *k, dl_cmd_t *cmds, int n, dl_link_op_t *op, int sen
         k->queue = q;
         k->qcap = cap;
     }
+    unsigned long *trips = dl_stats_thread_trips();
     for (int i = 0; i < n; i++) {
         cmds[i].reply = NULL;
         cmds[i].err = cmds[i].done = 0;
         cmds[i].errmsg[0] = 0;
+        cmds[i].trips = trips;    /* (this thread waits for them: it outlives the batch) */
         k->queue[k->qlen++] = &cmds[i];
     }
     if (!send || k->leader) {

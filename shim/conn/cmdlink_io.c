@@ -317,6 +317,11 @@ static int round_trip(dl_link_io_t *io, batch_t *b)
     }
     DL_STAT_ADD(roundtrips, 1);
     DL_STAT_ADD(commands, b->n - b->first);
+    /* Once for each thread with a command in it: a thread's commands are
+     * queued together, so they are neighbours in the batch. */
+    for (size_t i = b->first; i < b->n; i++)
+        if (b->cmds[i]->trips && (i == b->first || b->cmds[i]->trips != b->cmds[i - 1]->trips))
+            __atomic_fetch_add(b->cmds[i]->trips, 1UL, __ATOMIC_RELAXED);
     /* A command with a deadline (a timed lock) waits no longer than that
      * for its reply, even when the server stalls. */
     uint64_t t = 0;

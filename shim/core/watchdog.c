@@ -95,7 +95,8 @@ typedef struct collect {
     undo_t *u;                /* acquisitions to withdraw */
     size_t un, ucap;
     int all;                  /* a regular tick, or a sign: every renewable hold */
-    int sign;                 /* a sign of lost state: every hold, and every fixed lease */
+    int sign;                 /* a sign of lost state: every hold and fixed lease not
+                                 confirmed since (unconfirmed_since_sign) */
     int slots;                /* keys spread over slots (redis-cluster://) */
     uint64_t now;             /* ms */
     uint64_t now_us;
@@ -283,6 +284,19 @@ static int take_in(collect_t *c, dl_core_t *o, int check, int early)
     return 0;
 }
 
+/* o->mu held: after a sign, o's hold is confirmed by this pass unless it
+ * already was since: taken or renewed by a call sent in the current trust
+ * epoch (tenure.c).  Such a hold has nothing to be found, and a renewal
+ * would cost a round trip, beside the calls of the threads that just took
+ * it (and, its script missing on that node, a NOSCRIPT: another sign,
+ * which makes every thread confirm its holds again).  A sign after this
+ * look starts a pass of its own, or came within DL_CONFIRM_ALL_MS of this
+ * one, as before. */
+static int unconfirmed_since_sign(const collect_t *c, const dl_core_t *o)
+{
+    return c->sign && o->tenure.trust_epoch != dl_trust_epoch();
+}
+
 /* o->mu held, o pinned: a fixed lease still held when its TTL ends (its
  * due, dl_hold_watch), or after a sign of lost state, is asked about
  * (renew.lua with no lease: only checked), so that a hold held past its
@@ -291,7 +305,7 @@ static void collect_fixed(dl_core_t *o, collect_t *c)
 {
     if (!o->renew_due)
         return;
-    if (!c->sign && o->renew_due > c->now) {
+    if (!unconfirmed_since_sign(c, o) && o->renew_due > c->now) {
         later(c, o, o->renew_due * 1000);
         return;
     }
@@ -327,8 +341,9 @@ static void collect(dl_core_t *o, void *arg)
     }
     /* A tick: a hold confirmed less than half a tick ago (just taken, or
      * renewed by the last pass when it ran late) waits for the next one.
-     * Not after a sign: then every hold is confirmed anew. */
-    if (!due && !c->sign &&
+     * Not after a sign: then every hold not confirmed since is confirmed
+     * anew. */
+    if (!due && !unconfirmed_since_sign(c, o) &&
         o->tenure.valid_until > dl_tenure_valid_until(c->now - c->tick_ms / 2, o->hold.lease_ms)) {
         if (o->renew_due)
             later(c, o, o->renew_due * 1000);
