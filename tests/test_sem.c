@@ -1401,6 +1401,96 @@ static void test_lost_while_posting(void **state)
     TH_ASSERT_CHILD_OK(th_fork_child(leftover_child, name));
 }
 
+/* A counting post that waited its turn behind another thread's call,
+ * which found the semaphore lost (FLUSHALL while the call was held back by
+ * a proxy), while a third thread of the process initialized another object
+ * of the name again (as the nemesis's threads do, each with its own
+ * object): the post was for the lost semaphore and must say ENOLCK, not
+ * go into the new one with 0, a permit it never took from it (the
+ * nemesis's sem-count, netns seed 201: value 3 of 2).  Which of the post
+ * and the init goes first after the call is the scheduler's: the init
+ * waits its turn first, so it mostly does; a few rounds.  Single mode. */
+typedef struct {
+    dist_sem_t *s;
+    const char *name;
+    int rc;
+} ri_call_t;
+
+static void *ri_run(void *p)
+{
+    ri_call_t *c = p;
+    dist_sem_destroy(c->s);
+    c->rc = dist_sem_init(c->s, c->name, 2, 0);
+    return NULL;
+}
+
+static int reinit_child(void *p)
+{
+    const char *name = p;
+    th_setenv_list(g_env);
+    th_proxy_t *px = th_proxy_start(g_srv.port);
+    TH_CHECK(px != NULL);
+    setenv("DISTLOCK_URL", th_proxy_url(px), 1);
+    setenv("DISTLOCK_IO_TIMEOUT_MS", "20000", 1);
+    dist_sem_t s, other, third;
+    for (int round = 0; round < 4; round++) {
+        TH_CHECK_RC(dist_sem_init(&s, name, 2, 0), 0);
+        TH_CHECK_RC(dist_sem_init(&other, name, 2, 0), 0);
+        TH_CHECK_RC(dist_sem_init(&third, name, 2, 0), 0);
+        TH_CHECK_RC(dist_sem_wait(&s), 0);                  /* a permit held */
+        TH_CHECK(th_proxy_freeze(px, getpid(), TH_PROXY_COMMANDS, 0) >= 1);
+        lo_call_t tc = { &other, SP_TRY, -1 }, pc = { &s, SP_POST, -1 };
+        ri_call_t ic = { &third, name, -1 };
+        pthread_t tt, it, pt;
+        TH_CHECK(pthread_create(&tt, NULL, lo_run, &tc) == 0);   /* held back */
+        th_sleep_ms(200);
+        TH_CHECK(pthread_create(&it, NULL, ri_run, &ic) == 0);   /* waits its turn */
+        th_sleep_ms(200);
+        TH_CHECK(pthread_create(&pt, NULL, lo_run, &pc) == 0);   /* waits its turn */
+        th_sleep_ms(200);
+        redisReply *r = th_cmd_at(g_srv.port, "FLUSHALL");
+        TH_CHECK(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+        th_proxy_thaw(px);
+        pthread_join(tt, NULL);
+        pthread_join(it, NULL);
+        pthread_join(pt, NULL);
+        TH_CHECK_RC(tc.rc, ENOLCK);
+        TH_CHECK_RC(ic.rc, 0);
+        if (pc.rc != ENOLCK) {
+            fprintf(stderr, "round %d: the post of a permit of the lost semaphore returned %d, "
+                    "want ENOLCK: %s\n", round, pc.rc,
+                    pc.rc ? dist_lasterror() : "it went into the one made again");
+            return 1;
+        }
+        /* The new semaphore, made by the init: its value, nobody inside. */
+        int v = -1;
+        TH_CHECK_RC(dist_sem_getvalue(&third, &v), 0);
+        if (v != 2) {
+            fprintf(stderr, "round %d: the new semaphore's value is %d, want 2\n", round, v);
+            return 1;
+        }
+        TH_CHECK_RC(dist_sem_destroy(&s), 0);
+        TH_CHECK_RC(dist_sem_destroy(&other), 0);
+        TH_CHECK_RC(dist_sem_destroy(&third), 0);
+        r = th_cmd_at(g_srv.port, "FLUSHALL");
+        TH_CHECK(r && r->type == REDIS_REPLY_STATUS);
+        freeReplyObject(r);
+    }
+    th_proxy_stop(px);
+    return 0;
+}
+
+static void test_post_behind_reinit(void **state)
+{
+    (void)state;
+    if (g_mode != M_SINGLE)
+        skip();
+    char name[64];
+    th_name(name, sizeof name, "semplr");
+    TH_ASSERT_CHILD_OK(th_fork_child(reinit_child, name));
+}
+
 /* A leased permit lost in Redis with no sign (its record deleted, as a
  * server clock that jumps forward expires it), while another thread of the
  * process takes a new permit and this permit's post waits its turn behind
@@ -1543,6 +1633,7 @@ int main(void)
         TT_TEST(test_wait_replicas),
         TT_TEST(test_flush_lost),
         TT_TEST(test_lost_while_posting),
+        TT_TEST(test_post_behind_reinit),
         TT_TEST(test_post_of_lapsed_behind_new),
         TT_TEST(test_restart_lost),            /* single only: last */
     };

@@ -717,11 +717,26 @@ static int post_leased(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 static int post_counting(dl_proc_t *p, dl_sem_t *s, char kind, unsigned value)
 {
     char q[96];
+    /* The incarnation this post gives back to: the one the process used
+     * when the call began.  Redis may lose it while the post waits its
+     * turn behind another thread's call, which finds the loss, and the
+     * process may make the semaphore again meanwhile (another of its
+     * objects of the name, initialized again): the post must not then go
+     * into the new one, where it would be a permit more than its value
+     * (the nemesis's sem-count, netns seed 201). */
+    uint64_t inc = s->inc;
     talk(s);
     int rc = settle(p, s);
     if (rc) {
         untalk(s);
         return rc;
+    }
+    if (inc && s->inc != inc) {
+        untalk(s);
+        return dl_fail(ENOLCK, "semaphore %s: Redis lost the semaphore this post was for while "
+                       "it waited its turn, and the process has initialized it again since: "
+                       "nothing posted (the post adds nothing to the new one)",
+                       qname(s, q, sizeof q));
     }
     dl_sem_op_t op = { kind, value, next_id(p), s->inc };
     dl_sem_post_reply_t r;
