@@ -1408,8 +1408,9 @@ static void test_lost_while_posting(void **state)
  * object): the post was for the lost semaphore and must say ENOLCK, not
  * go into the new one with 0, a permit it never took from it (the
  * nemesis's sem-count, netns seed 201: value 3 of 2).  Which of the post
- * and the init goes first after the call is the scheduler's: the init
- * waits its turn first, so it mostly does; a few rounds.  Single mode. */
+ * and the init goes first after the call is the scheduler's (either must
+ * leave the post ENOLCK): the init waits its turn first, so it mostly
+ * does, which the earlier code failed; a few rounds.  Single mode. */
 typedef struct {
     dist_sem_t *s;
     const char *name;
@@ -1443,11 +1444,21 @@ static int reinit_child(void *p)
         ri_call_t ic = { &third, name, -1 };
         pthread_t tt, it, pt;
         TH_CHECK(pthread_create(&tt, NULL, lo_run, &tc) == 0);   /* held back */
-        th_sleep_ms(200);
+        /* (the call held at the proxy, its turn taken, before the init
+         * queues: an init first would make the semaphore again, and the
+         * call would be served by it) */
+        th_proxy_stats_t st = { 0 };
+        for (int i = 0; i < 1000 && !st.frozen_bytes; i++) {
+            th_sleep_ms(10);
+            th_proxy_get_stats(px, &st);
+        }
+        TH_CHECK(st.frozen_bytes > 0);
         TH_CHECK(pthread_create(&it, NULL, ri_run, &ic) == 0);   /* waits its turn */
-        th_sleep_ms(200);
+        th_sleep_ms(300);
+        /* (a post begun only after the init made the semaphore again
+         * would rightly go into it: let it begin well before) */
         TH_CHECK(pthread_create(&pt, NULL, lo_run, &pc) == 0);   /* waits its turn */
-        th_sleep_ms(200);
+        th_sleep_ms(1000);
         redisReply *r = th_cmd_at(g_srv.port, "FLUSHALL");
         TH_CHECK(r && r->type == REDIS_REPLY_STATUS);
         freeReplyObject(r);
